@@ -1,0 +1,145 @@
+"""Broker configuration, parsed once into a frozen dataclass.
+
+Keys follow Apache Pulsar's ``broker.conf`` names where Pulsar has one. Values come from keyword
+arguments (``Broker(data_dir, maxMessageSize=1024)``), a ``broker.conf``-style file (``key=value`` lines,
+``#`` comments) and ``--set key=value`` on the command line, later sources winning. An unknown key or a
+bad value raises :class:`InvalidConfiguration` naming the key and what it accepts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from broker_core.errors import InvalidConfiguration
+
+SYNC_MODES = ("always", "group", "never")
+AUTO_TOPIC_TYPES = ("non-partitioned", "partitioned")
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    bindAddress: str = "127.0.0.1"
+    """Address the gRPC service binds (Pulsar: ``bindAddress``)."""
+    brokerServicePort: int = 6650
+    """Port of the gRPC service; 0 picks a free one."""
+    clusterName: str = "standalone"
+    """Used in default producer names, as Pulsar does (``<cluster>-<broker>-<n>``)."""
+    maxMessageSize: int = 5242880
+    """Largest entry (a message, or a batch of messages) the broker accepts, in bytes."""
+    allowAutoTopicCreation: bool = True
+    allowAutoTopicCreationType: str = "non-partitioned"
+    defaultNumPartitions: int = 1
+    """Partitions of an auto-created topic when ``allowAutoTopicCreationType=partitioned``."""
+    brokerDeduplicationEnabled: bool = False
+    journalSyncMode: str = "group"
+    """``always``: fsync each write before its receipt; ``group``: one fsync covers every append made
+    while the previous fsync ran, receipts wait for it; ``never``: page cache only."""
+    journalSyncIntervalMs: int = 0
+    """``group`` mode: the least time between two fsyncs (0: start the next as soon as one ends)."""
+    managedLedgerMaxSizePerLedgerMbytes: int = 256
+    """A segment rolls over when it reaches this size."""
+    managedLedgerMaxLedgerRolloverTimeMinutes: int = 240
+    """A segment rolls over when it is this old (and not empty)."""
+    managedLedgerCacheSizeMB: int = 64
+    """Recently appended entries kept in memory so tailing consumers never read the disk."""
+    managedLedgerCursorFlushIntervalMs: int = 200
+    """Acknowledgments are persisted at most this often (and on close); a crash redelivers at most
+    this window of acknowledged messages (at-least-once, as in Pulsar)."""
+    dispatcherMaxReadBatchSize: int = 100
+    """Most entries read for one dispatch round."""
+    dispatcherMaxDeliveryBytes: int = 8 * 1024 * 1024
+    """Most bytes of entries packed into one delivery message to a consumer."""
+    maxUnackedMessagesPerConsumer: int = 50000
+    acknowledgmentAtBatchIndexLevelEnabled: bool = False
+    subscriptionKeySharedUseConsistentHashing: bool = False
+
+    def __post_init__(self) -> None:
+        if self.journalSyncMode not in SYNC_MODES:
+            raise _bad("journalSyncMode", self.journalSyncMode, f"one of {', '.join(SYNC_MODES)}")
+        if self.allowAutoTopicCreationType not in AUTO_TOPIC_TYPES:
+            raise _bad("allowAutoTopicCreationType", self.allowAutoTopicCreationType,
+                       f"one of {', '.join(AUTO_TOPIC_TYPES)}")
+        for name in ("maxMessageSize", "managedLedgerMaxSizePerLedgerMbytes", "dispatcherMaxReadBatchSize",
+                     "dispatcherMaxDeliveryBytes", "defaultNumPartitions"):
+            if getattr(self, name) <= 0:
+                raise _bad(name, getattr(self, name), "a positive integer")
+        for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",
+                     "managedLedgerCursorFlushIntervalMs", "maxUnackedMessagesPerConsumer",
+                     "managedLedgerMaxLedgerRolloverTimeMinutes"):
+            if getattr(self, name) < 0:
+                raise _bad(name, getattr(self, name), "an integer >= 0")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "BrokerConfig":
+        """Build from ``key -> value``; string values are converted to each key's type."""
+        known = {f.name: f for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise InvalidConfiguration(f"unknown configuration key {key!r}{hint}", key=key)
+            kwargs[key] = _convert(key, known[key].type, value)
+        return cls(**kwargs)
+
+    def with_overrides(self, values: Mapping[str, Any]) -> "BrokerConfig":
+        merged = dataclasses.asdict(self)
+        merged.update(values)
+        return BrokerConfig.from_mapping(merged)
+
+
+def parse_conf_file(path: str | Path) -> dict[str, str]:
+    """Read ``key=value`` lines (``broker.conf`` style); ``#`` starts a comment."""
+    result: dict[str, str] = {}
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise InvalidConfiguration(f"cannot read config file {path}: {exc.strerror}", path=str(path)) from None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise InvalidConfiguration(f"{path}:{lineno}: expected key=value, got {raw!r}", path=str(path))
+        result[key.strip()] = value.strip()
+    return result
+
+
+def parse_assignments(items: list[str]) -> dict[str, str]:
+    """Parse ``--set key=value`` arguments."""
+    result: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidConfiguration(f"--set expects key=value, got {item!r}")
+        result[key.strip()] = value.strip()
+    return result
+
+
+def _convert(key: str, type_name: Any, value: Any) -> Any:
+    type_name = getattr(type_name, "__name__", type_name)
+    if type_name == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise _bad(key, value, "true or false")
+    if type_name == "int":
+        if isinstance(value, bool):
+            raise _bad(key, value, "an integer")
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise _bad(key, value, "an integer") from None
+    return str(value)
+
+
+def _bad(key: str, value: Any, accepted: str) -> InvalidConfiguration:
+    return InvalidConfiguration(f"invalid value {value!r} for {key}: expected {accepted}", key=key)

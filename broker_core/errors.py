@@ -1,0 +1,158 @@
+"""The one exception tree of pulsarlike.
+
+Every error has a stable ``code`` (its class name, which is also the name the official ``pulsar-client``
+uses where one exists) and a ``retriable`` flag. Structured fields (``MessageTooBig(size, limit)``) travel
+over the wire as JSON, so the client raises the same class with the same fields the broker raised.
+The mapping to gRPC status codes lives in :mod:`broker_core.service.status`, and only there.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class PulsarLikeError(Exception):
+    """Base class. ``fields`` are the structured details, also available as attributes."""
+
+    retriable: ClassVar[bool] = False
+
+    def __init__(self, message: str = "", **fields: Any) -> None:
+        super().__init__(message or self.__class__.__name__)
+        self.message = message or self.__class__.__name__
+        self.fields = fields
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+    @property
+    def code(self) -> str:
+        return type(self).__name__
+
+
+class UnknownError(PulsarLikeError):
+    """An unexpected failure inside the broker; the broker keeps serving others."""
+
+
+class InvalidConfiguration(PulsarLikeError):
+    """A wrong option or configuration value."""
+
+
+class InvalidTopicName(PulsarLikeError):
+    """A topic name that does not parse; ``reason`` says why."""
+
+
+class TopicNotFound(PulsarLikeError):
+    """The topic does not exist and auto-creation is off (or the request does not create topics)."""
+
+
+class TopicAlreadyExists(PulsarLikeError):
+    """Creating a topic (or partitioned topic) that already exists."""
+
+
+class SubscriptionNotFound(PulsarLikeError):
+    pass
+
+
+class ConsumerBusy(PulsarLikeError):
+    """A second consumer on an Exclusive subscription, or a subscription type that does not match."""
+
+
+class ConsumerAssignError(PulsarLikeError):
+    pass
+
+
+class ProducerBusy(PulsarLikeError):
+    pass
+
+
+class ProducerFenced(PulsarLikeError):
+    pass
+
+
+class ProducerQueueIsFull(PulsarLikeError):
+    retriable = True
+
+
+class NotAllowedError(PulsarLikeError):
+    pass
+
+
+class CumulativeAcknowledgementNotAllowedError(NotAllowedError):
+    pass
+
+
+class InvalidMessage(PulsarLikeError):
+    """A message or message id that cannot be used here (e.g. acknowledging one never received)."""
+
+
+class MessageTooBig(PulsarLikeError):
+    """``size`` bytes exceed the broker's ``limit`` (``maxMessageSize``)."""
+
+    def __init__(self, message: str = "", *, size: int, limit: int, **fields: Any) -> None:
+        super().__init__(
+            message or f"message of {size} bytes exceeds maxMessageSize={limit} bytes;"
+            " send smaller messages or enable chunking",
+            size=size, limit=limit, **fields)
+
+
+class ChecksumError(PulsarLikeError):
+    """An entry whose CRC32C does not match its bytes."""
+
+
+class CorruptLog(PulsarLikeError):
+    """A stored frame in the middle of a segment failed verification; ``path`` and ``position`` say where."""
+
+
+class BrokerPersistenceError(PulsarLikeError):
+    retriable = True
+
+
+class Timeout(PulsarLikeError):
+    retriable = True
+
+
+class ConnectError(PulsarLikeError):
+    retriable = True
+
+
+class ServiceNotReady(PulsarLikeError):
+    retriable = True
+
+
+class AlreadyClosed(PulsarLikeError):
+    pass
+
+
+class NotConnected(PulsarLikeError):
+    retriable = True
+
+
+class IncompatibleSchema(PulsarLikeError):
+    pass
+
+
+_BY_CODE: dict[str, type[PulsarLikeError]] = {}
+
+
+def _register(cls: type[PulsarLikeError]) -> None:
+    _BY_CODE[cls.__name__] = cls
+    for sub in cls.__subclasses__():
+        _register(sub)
+
+
+_register(PulsarLikeError)
+
+
+def error_class(code: str) -> type[PulsarLikeError]:
+    """The class for a wire code; unknown codes (a newer broker) become :class:`UnknownError`."""
+    return _BY_CODE.get(code, UnknownError)
+
+
+def from_code(code: str, message: str, fields: dict[str, Any] | None = None) -> PulsarLikeError:
+    """Rebuild the typed exception the broker raised from its wire form."""
+    cls = error_class(code)
+    fields = dict(fields or {})
+    try:
+        return cls(message, **fields)
+    except TypeError:  # fields the class does not take (version skew): keep the message
+        err = cls.__new__(cls)
+        PulsarLikeError.__init__(err, message, **fields)
+        return err
