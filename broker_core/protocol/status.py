@@ -1,0 +1,92 @@
+"""The one mapping between :mod:`broker_core.errors` and the wire, used by both broker and client.
+
+Unary calls fail with a gRPC status whose trailing metadata carries ``pulsarlike-error-code`` (the error
+class name) and ``pulsarlike-error-fields`` (JSON of its structured fields). Streams carry the same
+information in-band as a ``broker_pb2.Error`` message. Either way the client raises the class the broker
+raised, with the same fields.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import grpc
+
+from broker_core import errors
+from broker_core.protocol import broker_pb2
+
+CODE_KEY = "pulsarlike-error-code"
+FIELDS_KEY = "pulsarlike-error-fields"
+
+_STATUS: dict[type[errors.PulsarLikeError], grpc.StatusCode] = {
+    errors.InvalidTopicName: grpc.StatusCode.INVALID_ARGUMENT,
+    errors.InvalidConfiguration: grpc.StatusCode.INVALID_ARGUMENT,
+    errors.InvalidMessage: grpc.StatusCode.INVALID_ARGUMENT,
+    errors.ChecksumError: grpc.StatusCode.DATA_LOSS,
+    errors.CorruptLog: grpc.StatusCode.DATA_LOSS,
+    errors.MessageTooBig: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.ProducerQueueIsFull: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.TopicNotFound: grpc.StatusCode.NOT_FOUND,
+    errors.SubscriptionNotFound: grpc.StatusCode.NOT_FOUND,
+    errors.TopicAlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
+    errors.ConsumerBusy: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.ProducerBusy: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.ProducerFenced: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.ConsumerAssignError: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.NotAllowedError: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.AlreadyClosed: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.Timeout: grpc.StatusCode.DEADLINE_EXCEEDED,
+    errors.ServiceNotReady: grpc.StatusCode.UNAVAILABLE,
+    errors.BrokerPersistenceError: grpc.StatusCode.UNAVAILABLE,
+}
+
+
+def grpc_status(exc: errors.PulsarLikeError) -> grpc.StatusCode:
+    """The gRPC status for a broker error (the nearest registered base class decides)."""
+    for cls in type(exc).__mro__:
+        if cls in _STATUS:
+            return _STATUS[cls]  # type: ignore[index]
+    return grpc.StatusCode.INTERNAL
+
+
+def _fields_json(exc: errors.PulsarLikeError) -> str:
+    return json.dumps(exc.fields, default=str) if exc.fields else ""
+
+
+def trailing_metadata(exc: errors.PulsarLikeError) -> tuple[tuple[str, str], ...]:
+    return ((CODE_KEY, exc.code), (FIELDS_KEY, _fields_json(exc)))
+
+
+def error_to_proto(exc: errors.PulsarLikeError) -> broker_pb2.Error:
+    return broker_pb2.Error(code=exc.code, message=exc.message, fields_json=_fields_json(exc))
+
+
+def error_from_proto(msg: broker_pb2.Error) -> errors.PulsarLikeError:
+    return errors.from_code(msg.code, msg.message, _load(msg.fields_json))
+
+
+def error_from_rpc(err: grpc.RpcError) -> errors.PulsarLikeError:
+    """Turn a failed call into the typed error: broker errors by their code, transport failures into
+    :class:`~broker_core.errors.ConnectError` / :class:`~broker_core.errors.Timeout`."""
+    code = err.code() if hasattr(err, "code") else None
+    details = err.details() if hasattr(err, "details") else str(err)
+    metadata = dict(err.trailing_metadata() or ()) if hasattr(err, "trailing_metadata") else {}
+    if CODE_KEY in metadata:
+        return errors.from_code(str(metadata[CODE_KEY]), details or "", _load(metadata.get(FIELDS_KEY, "")))
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return errors.Timeout(f"the broker did not answer in time ({details})")
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return errors.ConnectError(f"cannot reach the broker: {details}")
+    if code == grpc.StatusCode.CANCELLED:
+        return errors.AlreadyClosed(f"call cancelled: {details}")
+    return errors.UnknownError(f"{code}: {details}")
+
+
+def _load(text: str | bytes) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
