@@ -1,0 +1,473 @@
+"""Pulsar's entry format: encode and decode entries, batches and the broker's entry prefix.
+
+One stored entry (see ``shared/PULSAR_WIRE.md``; all integers big-endian)::
+
+    [ u16 0x0e02 | u32 size | BrokerEntryMetadata ]             optional, added by the broker
+      u16 0x0e01 | u32 CRC32C | u32 metadataSize | MessageMetadata | payload
+                   \\________ CRC32C covers metadataSize .. end ________/
+
+A batch payload (after decompression) is ``num_messages_in_batch`` times::
+
+    u32 size | SingleMessageMetadata (size bytes) | payload_size bytes of message
+
+The hot paths are hand-encoded: the broker prefix, and the ``SingleMessageMetadata`` of messages that carry
+only a payload, a key, an ordering key, a sequence id, an event time or properties (byte-identical to
+what protobuf writes; the tests pin that). Anything rarer goes through protobuf.
+
+Decoding never raises ``IndexError``/``DecodeError``: bad input becomes
+:class:`~broker_core.errors.InvalidMessage` (bad magic, sizes, metadata) or
+:class:`~broker_core.errors.ChecksumError` (CRC mismatch).
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from types import MappingProxyType
+from typing import Mapping, NamedTuple, Sequence, Union
+
+import google_crc32c
+from google.protobuf.message import DecodeError, EncodeError
+
+from broker_core.errors import ChecksumError, InvalidMessage
+from broker_core.protocol import pulsar_api_pb2
+
+MAGIC_CRC32C = 0x0E01
+MAGIC_BROKER_ENTRY_METADATA = 0x0E02
+
+ENTRY_HEADER = struct.Struct(">HII")
+"""magic (u16, 0x0e01) | CRC32C (u32) | metadataSize (u32); the metadata follows."""
+BROKER_PREFIX_HEADER = struct.Struct(">HI")
+"""magic (u16, 0x0e02) | size of BrokerEntryMetadata (u32); the metadata follows."""
+_MAGIC_AND_CRC = struct.Struct(">HI")
+"""The first two fields of ENTRY_HEADER, written before the CRC'd part."""
+U32 = struct.Struct(">I")
+"""metadataSize inside the CRC'd part; size of each SingleMessageMetadata in a batch."""
+
+_CRC_START = 2 + 4  # the CRC covers everything after magic and CRC
+_MAX_VARINT_SHIFT = 64
+
+Compression = pulsar_api_pb2.CompressionType
+
+
+# ---------------------------------------------------------------------------------------------------
+# Varints (protobuf base-128).
+def _encode_varint(value: int) -> bytes:
+    if value < 0:  # negative int32/int64 are written as 10-byte two's complement
+        value += 1 << 64
+    if value < 0x80:
+        return _BYTES[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_BYTES = [bytes((i,)) for i in range(256)]
+
+
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """(value, next position); raises IndexError on truncation (callers convert it)."""
+    byte = buf[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    result = byte & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift >= _MAX_VARINT_SHIFT + 7:
+            raise InvalidMessage("malformed varint in SingleMessageMetadata")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Entries.
+def encode_entry(metadata: pulsar_api_pb2.MessageMetadata, payload: bytes) -> bytes:
+    """``0x0e01 | CRC32C | metadataSize | MessageMetadata | payload``.
+
+    Raises :class:`InvalidMessage` when a required metadata field (producer_name, sequence_id,
+    publish_time) is unset.
+    """
+    try:
+        meta = metadata.SerializeToString()
+    except EncodeError as exc:
+        raise InvalidMessage(f"MessageMetadata is missing required fields: {exc}") from None
+    sized_meta = U32.pack(len(meta)) + meta
+    payload = payload if type(payload) is bytes else bytes(payload)
+    crc = google_crc32c.extend(google_crc32c.value(sized_meta), payload)
+    return b"".join((_MAGIC_AND_CRC.pack(MAGIC_CRC32C, crc), sized_meta, payload))
+
+
+def decode_entry(data: bytes | memoryview, *, verify: bool = True,
+                 ) -> tuple[pulsar_api_pb2.MessageMetadata, memoryview]:
+    """Parse one entry (a leading broker prefix is skipped) into (metadata, payload view).
+
+    ``verify=False`` skips the CRC check (the broker re-reading its own verified log).
+    """
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    total = len(view)
+    start = 0
+    if total >= 2 and view[0] == 0x0E and view[1] == 0x02:
+        start = split_broker_entry(view)[2]
+    if total - start < ENTRY_HEADER.size:
+        raise InvalidMessage(f"entry of {total - start} bytes is shorter than its "
+                             f"{ENTRY_HEADER.size}-byte header")
+    magic, crc, meta_size = ENTRY_HEADER.unpack_from(view, start)
+    if magic != MAGIC_CRC32C:
+        raise InvalidMessage(f"bad entry magic 0x{magic:04x} (expected 0x{MAGIC_CRC32C:04x}): "
+                             "not a Pulsar entry")
+    meta_start = start + ENTRY_HEADER.size
+    if meta_size > total - meta_start:
+        raise InvalidMessage(f"metadataSize {meta_size} exceeds the {total - meta_start} bytes left "
+                             "in the entry (truncated entry?)")
+    if verify:
+        actual = google_crc32c.value(bytes(view[start + _CRC_START:]))
+        if actual != crc:
+            raise ChecksumError(f"entry CRC32C mismatch: stored 0x{crc:08x}, computed 0x{actual:08x}",
+                                expected=crc, actual=actual)
+    metadata = pulsar_api_pb2.MessageMetadata()
+    try:
+        metadata.ParseFromString(view[meta_start:meta_start + meta_size])
+    except DecodeError as exc:
+        raise InvalidMessage(f"unparseable MessageMetadata: {exc}") from None
+    if not metadata.IsInitialized():
+        missing = ", ".join(metadata.FindInitializationErrors())
+        raise InvalidMessage(f"MessageMetadata is missing required fields: {missing}")
+    return metadata, view[meta_start + meta_size:]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Broker entry prefix.
+def broker_entry_prefix(broker_timestamp: int, index: int) -> bytes:
+    """``0x0e02 | size | BrokerEntryMetadata(broker_timestamp, index)``; ``index`` is the offset of the
+    LAST message of the entry. Byte-identical to protobuf's encoding with both fields set."""
+    body = b"\x08" + _encode_varint(broker_timestamp) + b"\x10" + _encode_varint(index)
+    return BROKER_PREFIX_HEADER.pack(MAGIC_BROKER_ENTRY_METADATA, len(body)) + body
+
+
+def split_broker_entry(stored: bytes | memoryview) -> tuple[int, int, int]:
+    """(broker_timestamp, index, start of the 0x0e01 part) of a stored entry.
+
+    Without a prefix: ``(-1, -1, 0)``; an absent field in the prefix reads as -1.
+    """
+    if len(stored) < 2 or stored[0] != 0x0E or stored[1] != 0x02:
+        return -1, -1, 0
+    if len(stored) < BROKER_PREFIX_HEADER.size:
+        raise InvalidMessage("truncated BrokerEntryMetadata prefix")
+    _, size = BROKER_PREFIX_HEADER.unpack_from(stored, 0)
+    end = BROKER_PREFIX_HEADER.size + size
+    if end > len(stored):
+        raise InvalidMessage(f"BrokerEntryMetadata size {size} exceeds the entry's {len(stored)} bytes")
+    body = bytes(stored[BROKER_PREFIX_HEADER.size:end])
+    timestamp = index = -1
+    pos = 0
+    try:
+        while pos < size:
+            tag = body[pos]
+            if tag == 0x08:
+                timestamp, pos = _read_varint(body, pos + 1)
+            elif tag == 0x10:
+                index, pos = _read_varint(body, pos + 1)
+            else:  # a field we do not hand-parse (a newer broker): let protobuf do it
+                meta = pulsar_api_pb2.BrokerEntryMetadata.FromString(body)
+                timestamp = meta.broker_timestamp if meta.HasField("broker_timestamp") else -1
+                index = meta.index if meta.HasField("index") else -1
+                break
+    except (IndexError, DecodeError) as exc:
+        raise InvalidMessage(f"unparseable BrokerEntryMetadata: {exc!r}") from None
+    return timestamp, index, end
+
+
+# ---------------------------------------------------------------------------------------------------
+# Batches.
+_NO_PROPERTIES: Mapping[str, str] = MappingProxyType({})
+
+
+class SingleMeta:
+    """A decoded ``SingleMessageMetadata`` (same field names; absent optional fields are ``None``,
+    ``properties`` is a read-only-by-convention mapping). Instances may be shared: do not mutate."""
+
+    __slots__ = ("payload_size", "partition_key", "ordering_key", "properties", "event_time",
+                 "sequence_id", "null_value", "partition_key_b64_encoded", "null_partition_key",
+                 "compacted_out")
+
+    def __init__(self, payload_size: int, partition_key: str | None = None,
+                 ordering_key: bytes | None = None, properties: Mapping[str, str] = _NO_PROPERTIES,
+                 event_time: int = 0, sequence_id: int | None = None, null_value: bool = False,
+                 partition_key_b64_encoded: bool = False, null_partition_key: bool = False,
+                 compacted_out: bool = False) -> None:
+        self.payload_size = payload_size
+        self.partition_key = partition_key
+        self.ordering_key = ordering_key
+        self.properties = properties
+        self.event_time = event_time
+        self.sequence_id = sequence_id
+        self.null_value = null_value
+        self.partition_key_b64_encoded = partition_key_b64_encoded
+        self.null_partition_key = null_partition_key
+        self.compacted_out = compacted_out
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"SingleMeta({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SingleMeta) and all(
+            getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    @classmethod
+    def from_proto(cls, meta: pulsar_api_pb2.SingleMessageMetadata) -> "SingleMeta":
+        has = meta.HasField
+        return cls(meta.payload_size,
+                   meta.partition_key if has("partition_key") else None,
+                   meta.ordering_key if has("ordering_key") else None,
+                   {kv.key: kv.value for kv in meta.properties} if meta.properties else _NO_PROPERTIES,
+                   meta.event_time,
+                   meta.sequence_id if has("sequence_id") else None,
+                   meta.null_value, meta.partition_key_b64_encoded, meta.null_partition_key,
+                   meta.compacted_out)
+
+
+class BatchMessage(NamedTuple):
+    """One message to put in a batch (see :func:`encode_batch`)."""
+
+    payload: bytes
+    partition_key: str | None = None
+    ordering_key: bytes | None = None
+    properties: Mapping[str, str] | None = None
+    event_time: int = 0
+    """0: none."""
+    sequence_id: int | None = None
+    """None: derived by readers from the entry's sequence_id + index."""
+
+
+def _len_delimited(tag: bytes, value: bytes) -> bytes:
+    return tag + _encode_varint(len(value)) + value
+
+
+def _plain_header(payload_size: int) -> bytes:
+    meta = b"\x18" + _encode_varint(payload_size)
+    return U32.pack(len(meta)) + meta
+
+
+_PLAIN_HEADERS = [_plain_header(n) for n in range(4096)]
+_PLAIN_METAS = [h[4:] for h in _PLAIN_HEADERS]
+
+
+def single_message_header(payload_size: int, partition_key: str | None = None,
+                          ordering_key: bytes | None = None,
+                          properties: Mapping[str, str] | None = None, event_time: int = 0,
+                          sequence_id: int | None = None) -> bytes:
+    """``u32 size | SingleMessageMetadata`` for one batched message, hand-encoded (fields in number
+    order, exactly as protobuf writes them). Append the payload to get the message's batch bytes."""
+    if partition_key is None and ordering_key is None and not properties and not event_time \
+            and sequence_id is None:
+        if payload_size < 4096:
+            return _PLAIN_HEADERS[payload_size]
+        return _plain_header(payload_size)
+    if ordering_key is None and not properties and not event_time and sequence_id is None:
+        key = partition_key.encode()  # type: ignore[union-attr]
+        if len(key) < 0x80 and payload_size < 4096:  # key-only: one concatenation
+            meta = b"\x12" + _BYTES[len(key)] + key + _PLAIN_METAS[payload_size]
+            return U32.pack(len(meta)) + meta
+    parts = []
+    if properties:
+        for key, value in properties.items():
+            kv = _len_delimited(b"\x0a", key.encode()) + _len_delimited(b"\x12", value.encode())
+            parts.append(_len_delimited(b"\x0a", kv))
+    if partition_key is not None:
+        parts.append(_len_delimited(b"\x12", partition_key.encode()))
+    parts.append(b"\x18" + _encode_varint(payload_size))
+    if event_time:
+        parts.append(b"\x28" + _encode_varint(event_time))
+    if ordering_key is not None:
+        parts.append(_len_delimited(b"\x3a", bytes(ordering_key)))
+    if sequence_id is not None:
+        parts.append(b"\x40" + _encode_varint(sequence_id))
+    meta = b"".join(parts)
+    return U32.pack(len(meta)) + meta
+
+
+BatchItem = Union[bytes, BatchMessage, "tuple[pulsar_api_pb2.SingleMessageMetadata, bytes]"]
+
+
+def encode_batch(messages: Sequence[BatchItem]) -> bytes:
+    """The batch payload for ``messages``: each a payload (``bytes``), a :class:`BatchMessage`, or a
+    ``(SingleMessageMetadata, payload)`` pair for fields without a fast path (``payload_size`` is set
+    here). Set ``num_messages_in_batch = len(messages)`` in the entry's metadata."""
+    parts: list[bytes] = []
+    append = parts.append
+    plain = _PLAIN_HEADERS
+    for item in messages:
+        if type(item) is bytes:
+            size = len(item)
+            append(plain[size] if size < 4096 else _plain_header(size))
+            append(item)
+        elif isinstance(item, BatchMessage):
+            payload = bytes(item.payload)
+            append(single_message_header(len(payload), item.partition_key, item.ordering_key,
+                                         item.properties, item.event_time, item.sequence_id))
+            append(payload)
+        elif isinstance(item, tuple) and len(item) == 2:
+            meta, payload = item
+            payload = bytes(payload)
+            meta = pulsar_api_pb2.SingleMessageMetadata.FromString(meta.SerializeToString())
+            meta.payload_size = len(payload)
+            encoded = meta.SerializeToString()
+            append(U32.pack(len(encoded)))
+            append(encoded)
+            append(payload)
+        else:
+            payload = bytes(item)  # bytearray / memoryview
+            append(_plain_header(len(payload)))
+            append(payload)
+    return b"".join(parts)
+
+
+_PLAIN_META_CACHE: dict[int, SingleMeta] = {}
+_PLAIN_META_CACHE_MAX = 1 << 16
+
+
+def _plain_meta(size: int) -> SingleMeta:
+    meta = _PLAIN_META_CACHE.get(size)
+    if meta is None:
+        meta = SingleMeta(size)
+        if len(_PLAIN_META_CACHE) < _PLAIN_META_CACHE_MAX:
+            _PLAIN_META_CACHE[size] = meta
+    return meta
+
+
+def _parse_single_meta(buf: bytes, pos: int, end: int) -> SingleMeta:
+    """Hand-parse the common fields; anything else goes through protobuf."""
+    if buf[pos] == 0x18 and end - pos <= 3:  # payload_size only: the overwhelmingly common case
+        size, nxt = _read_varint(buf, pos + 1)
+        if nxt == end:
+            return _plain_meta(size)
+    start = pos
+    size = -1
+    partition_key = ordering_key = sequence_id = None
+    properties: dict[str, str] | None = None
+    event_time = 0
+    while pos < end:
+        tag = buf[pos]
+        pos += 1
+        if tag == 0x18:
+            size, pos = _read_varint(buf, pos)
+        elif tag == 0x12 or tag == 0x3A or tag == 0x0A:
+            length, pos = _read_varint(buf, pos)
+            value = buf[pos:pos + length]
+            pos += length
+            if tag == 0x12:
+                partition_key = value.decode()
+            elif tag == 0x3A:
+                ordering_key = value
+            else:
+                if properties is None:
+                    properties = {}
+                kv = pulsar_api_pb2.KeyValue.FromString(value)
+                properties[kv.key] = kv.value
+        elif tag == 0x28:
+            event_time, pos = _read_varint(buf, pos)
+        elif tag == 0x40:
+            sequence_id, pos = _read_varint(buf, pos)
+        else:
+            meta = pulsar_api_pb2.SingleMessageMetadata.FromString(buf[start:end])
+            if not meta.IsInitialized():
+                raise InvalidMessage("SingleMessageMetadata without payload_size")
+            return SingleMeta.from_proto(meta)
+    if pos != end:
+        raise InvalidMessage("SingleMessageMetadata overruns its size")
+    if size < 0 or size > 0x7FFFFFFF:
+        raise InvalidMessage("SingleMessageMetadata without a valid payload_size")
+    return SingleMeta(size, partition_key, ordering_key, properties or _NO_PROPERTIES, event_time,
+                      sequence_id)
+
+
+def decode_batch(payload: bytes | memoryview, num_messages: int) -> list[tuple[SingleMeta, bytes]]:
+    """Split a (decompressed) batch payload into ``num_messages`` (metadata, message bytes) pairs."""
+    buf = payload if type(payload) is bytes else bytes(payload)
+    total = len(buf)
+    out: list[tuple[SingleMeta, bytes]] = []
+    append = out.append
+    unpack_u32 = U32.unpack_from
+    pos = 0
+    try:
+        for _ in range(num_messages):
+            (meta_size,) = unpack_u32(buf, pos)
+            pos += 4
+            meta_end = pos + meta_size
+            if meta_size == 0 or meta_end > total:
+                raise InvalidMessage(f"SingleMessageMetadata size {meta_size} at byte {pos - 4} is "
+                                     f"invalid for a {total}-byte batch")
+            meta = _parse_single_meta(buf, pos, meta_end)
+            end = meta_end + meta.payload_size
+            if end > total:
+                raise InvalidMessage(f"message payload_size {meta.payload_size} overruns the "
+                                     f"{total}-byte batch")
+            append((meta, buf[meta_end:end]))
+            pos = end
+    except (struct.error, IndexError, DecodeError, UnicodeDecodeError) as exc:
+        raise InvalidMessage(f"malformed batch payload ({len(out)} of {num_messages} messages "
+                             f"parsed): {exc}") from None
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Compression of a whole (batch) payload, as MessageMetadata.compression says.
+def compress_payload(compression: int, data: bytes) -> bytes:
+    """Compress with the codec ``compression`` (``CompressionType`` value); NONE returns ``data``."""
+    if compression == Compression.NONE:
+        return data
+    if compression == Compression.LZ4:
+        import lz4.block
+        return lz4.block.compress(data, store_size=False)
+    if compression == Compression.ZLIB:
+        return zlib.compress(data)
+    if compression == Compression.ZSTD:
+        import zstandard
+        return zstandard.ZstdCompressor().compress(data)
+    if compression == Compression.SNAPPY:
+        return _snappy().compress(data)
+    raise InvalidMessage(f"unknown compression type {compression}")
+
+
+def decompress_payload(compression: int, data: bytes | memoryview, uncompressed_size: int) -> bytes:
+    """Inverse of :func:`compress_payload`; ``uncompressed_size`` comes from the entry's metadata."""
+    try:
+        if compression == Compression.NONE:
+            return bytes(data)
+        if compression == Compression.LZ4:
+            import lz4.block
+            out = lz4.block.decompress(data, uncompressed_size=uncompressed_size)
+        elif compression == Compression.ZLIB:
+            out = zlib.decompress(data)
+        elif compression == Compression.ZSTD:
+            import zstandard
+            out = zstandard.ZstdDecompressor().decompress(data, max_output_size=uncompressed_size)
+        elif compression == Compression.SNAPPY:
+            out = _snappy().uncompress(bytes(data))
+        else:
+            raise InvalidMessage(f"unknown compression type {compression}")
+    except InvalidMessage:
+        raise
+    except Exception as exc:  # each codec raises its own error type
+        raise InvalidMessage(f"cannot decompress a {Compression.Name(compression)} payload: "
+                             f"{exc}") from None
+    if len(out) != uncompressed_size:
+        raise InvalidMessage(f"decompressed {len(out)} bytes, metadata says {uncompressed_size}")
+    return out
+
+
+def _snappy():  # type: ignore[no-untyped-def]
+    try:
+        import snappy  # type: ignore[import-not-found]
+    except ImportError:
+        raise InvalidMessage("SNAPPY compression needs the python-snappy package; "
+                             "install it or use LZ4, ZLIB or ZSTD") from None
+    return snappy
