@@ -1,0 +1,338 @@
+"""ManagedLog: the segmented, append-only log of one topic partition.
+
+Files in the log's directory: ``<base offset, 20 digits>.log`` segments of frames
+(:mod:`broker_core.storage.format`) and their sparse ``.index`` (:mod:`broker_core.storage.index`).
+Appends go to the last (active) segment with one ``os.writev`` and no fsync; :meth:`ManagedLog.sync`
+makes them durable (the broker's group commit calls it from a worker thread). A segment is rolled by
+size or age, and the old one is fsynced before it is closed, so only the last segment can be torn.
+
+Recovery (run by the constructor)
+---------------------------------
+1. List ``*.log`` files and order them by base offset. Stray temp files (``*.tmp``) and indexes
+   without a log are removed. An empty directory gets a fresh segment at base offset 0.
+2. Sealed segments (all but the last) are trusted through their index: the index's longest consistent
+   prefix is kept (rebuilt from the log when missing), and only the frames after its last entry are
+   scanned. Each sealed segment must end exactly at the next segment's base offset, otherwise
+   ``CorruptLog`` is raised. An invalid frame found in a sealed segment later, while reading, also
+   raises ``CorruptLog``.
+3. The last segment is scanned frame by frame from byte 0, verifying magic, the length bound (before
+   allocating), the CRC, and offset continuity (each frame's offset is the previous offset + count;
+   the first one's is the base offset).
+4. At the first invalid frame, at byte ``p``: search forward (on the magic, then the full check) for
+   any later valid frame. If one exists, or the frame at ``p`` itself has a valid CRC (a discontinuity
+   is not a torn write), raise ``CorruptLog(path=..., position=p)``: corruption in the middle of a
+   segment is reported, never skipped. Otherwise it is a torn tail: truncate the file at ``p`` and
+   fsync it.
+5. Rebuild the last segment's index from the scan.
+6. ``end_offset`` is the last valid frame's offset + count (the base offset if the segment is empty);
+   ``durable_end_offset = end_offset`` (everything that survived is on disk); ``start_offset`` is the
+   first segment's base offset.
+
+Garbage never yields an entry: every frame returned passed magic, bound, count and CRC checks.
+
+Crash testing: ``PULSARLIKE_CRASH_AT_WRITE=N`` (read once at import) makes the process write only the
+first half of the bytes of its N-th frame write, then SIGKILL itself.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import re
+import shutil
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker_core.clock import SYSTEM_CLOCK, Clock
+from broker_core.errors import AlreadyClosed, BrokerPersistenceError, CorruptLog, MessageTooBig
+from broker_core.storage.cache import TailCache
+from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, encode_header
+from broker_core.storage.segment import (
+    INDEX_SUFFIX, LOG_SUFFIX, READ_CHUNK, BadFrame, Segment, fsync_directory, write_all)
+
+log = logging.getLogger(__name__)
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index)$")
+_CRASH_AT_WRITE = int(os.environ.get("PULSARLIKE_CRASH_AT_WRITE") or 0)
+_frame_writes = 0
+
+
+def _crash_point(fd: int, buffers: Sequence[bytes]) -> None:
+    """Test-only: on the N-th frame write, write half of it and die like a power cut would leave it."""
+    global _frame_writes
+    _frame_writes += 1
+    if _frame_writes == _CRASH_AT_WRITE:
+        blob = b"".join(buffers)
+        os.write(fd, blob[:len(blob) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """One stored entry (a producer batch or a single message)."""
+
+    offset: int
+    """offset of the first message (== the entry id on the wire)"""
+    num_messages: int
+    """messages in the entry"""
+    publish_time: int
+    """publish time in ms"""
+    ledger_id: int
+    """base offset of the segment holding it"""
+    data: bytes
+    """exactly the bytes passed to append()"""
+
+    @property
+    def end_offset(self) -> int:
+        return self.offset + self.num_messages
+
+
+class ManagedLog:
+    """A topic partition's log. Owned by one thread; :meth:`sync` may run on another."""
+
+    def __init__(self, directory: str | Path, *, max_segment_bytes: int = 256 << 20,
+                 max_segment_age_ms: int = 4 * 3600_000, cache_bytes: int = 64 << 20,
+                 max_entry_bytes: int = 64 << 20, clock: Clock = SYSTEM_CLOCK) -> None:
+        if not 0 < max_entry_bytes <= MAX_FRAME_DATA:
+            raise ValueError(f"max_entry_bytes must be in 1..{MAX_FRAME_DATA}, got {max_entry_bytes}")
+        if max_segment_bytes <= 0 or max_segment_age_ms <= 0:
+            raise ValueError("max_segment_bytes and max_segment_age_ms must be positive")
+        self.directory = Path(directory)
+        self.max_segment_bytes = max_segment_bytes
+        self.max_segment_age_ms = max_segment_age_ms
+        self.max_entry_bytes = max_entry_bytes
+        self._clock = clock
+        self._lock = threading.Lock()  # guards the active segment's fd, end_offset and rolls
+        self._cache: TailCache[StoredEntry] = TailCache(cache_bytes)
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []
+        self._closed = False
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._recover()
+
+    # -- recovery (see the module docstring) --------------------------------------------------------
+    def _recover(self) -> None:
+        bases: set[int] = set()
+        indexes: set[int] = set()
+        for path in self.directory.iterdir():  # step 1
+            match = _SEGMENT_FILE.match(path.name)
+            if path.name.endswith(".tmp"):
+                path.unlink()
+            elif match and match.group(2) == "log":
+                bases.add(int(match.group(1)))
+            elif match:
+                indexes.add(int(match.group(1)))
+        for base in indexes - bases:
+            (self.directory / f"{base:020d}{INDEX_SUFFIX}").unlink()
+        now = self._clock.now_ms()
+        segments = [Segment(self.directory, base, now) for base in sorted(bases)]
+        for seg, nxt in zip(segments, segments[1:]):  # step 2
+            seg.load_sealed()
+            if seg.end_offset != nxt.base_offset:
+                raise CorruptLog(
+                    f"segment {seg.path} ends at offset {seg.end_offset} but the next segment starts at "
+                    f"{nxt.base_offset}; a segment is missing or damaged", path=str(seg.path),
+                    position=seg.size)
+        if segments:
+            segments[-1].recover_last()  # steps 3-5
+            segments[-1].open_for_append()
+        else:
+            segments = [Segment.create(self.directory, 0, now)]
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.start_offset = segments[0].base_offset  # step 6
+        self.end_offset = segments[-1].end_offset
+        self.durable_end_offset = self.end_offset
+
+    # -- appends ---------------------------------------------------------------------------------
+    @property
+    def _active(self) -> Segment:
+        return self._segments[-1]
+
+    def _check(self, data: bytes, num_messages: int) -> bytes:
+        if self._closed:
+            raise AlreadyClosed(f"log {self.directory} is closed")
+        if len(data) > self.max_entry_bytes:
+            raise MessageTooBig(size=len(data), limit=self.max_entry_bytes)
+        if num_messages < 1:
+            raise ValueError(f"num_messages must be >= 1, got {num_messages}")
+        return data if isinstance(data, bytes) else bytes(data)
+
+    def append(self, data: bytes, num_messages: int, publish_time: int) -> StoredEntry:
+        """Append one entry (no fsync); its offset is the current ``end_offset``."""
+        return self.append_many([(data, num_messages, publish_time)])[0]
+
+    def append_many(self, items: Sequence[tuple[bytes, int, int]]) -> list[StoredEntry]:
+        """Append entries with a single ``os.writev`` (no fsync)."""
+        checked = [(self._check(d, n), n, t) for d, n, t in items]
+        if not checked:
+            return []
+        with self._lock:
+            self._maybe_roll(sum(HEADER_SIZE + len(d) for d, _, _ in checked))
+            seg, offset = self._active, self.end_offset
+            buffers, headers = [], []
+            for data, count, publish_time in checked:
+                header = encode_header(data, offset, count, publish_time)
+                buffers += (header, data)
+                headers.append(FrameHeader(len(data), offset, count, publish_time, 0))
+                offset += count
+            self._write(seg, buffers)
+            entries = []
+            for header, (data, _, _) in zip(headers, checked):
+                seg.appended(header)
+                entry = StoredEntry(header.offset, header.count, header.publish_time,
+                                    seg.base_offset, data)
+                self._cache.push(entry)
+                entries.append(entry)
+            self.end_offset = offset
+        return entries
+
+    def _write(self, seg: Segment, buffers: list[bytes]) -> None:
+        try:
+            if _CRASH_AT_WRITE:
+                _crash_point(seg.write_fd, buffers)
+            write_all(seg.write_fd, buffers)
+        except OSError as exc:
+            os.ftruncate(seg.write_fd, seg.size)  # never leave a partial frame before the next one
+            raise BrokerPersistenceError(f"cannot append to {seg.path}: {exc}") from exc
+
+    def _maybe_roll(self, incoming: int) -> None:
+        seg, now = self._active, self._clock.now_ms()
+        if seg.size == 0:
+            return
+        if seg.size + incoming <= self.max_segment_bytes and now - seg.created_ms < self.max_segment_age_ms:
+            return
+        seg.seal()  # fsync before closing: only the last segment can ever be torn
+        self.durable_end_offset = max(self.durable_end_offset, seg.end_offset)
+        new = Segment.create(self.directory, self.end_offset, now)
+        self._segments.append(new)
+        self._bases.append(new.base_offset)
+
+    def sync(self) -> int:
+        """fsync everything appended so far; returns the durable end offset. Thread-safe."""
+        with self._lock:
+            if self._closed:
+                return self.durable_end_offset
+            target = self.end_offset
+            fd = os.dup(self._active.write_fd)  # a roll may close the original while we fsync
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with self._lock:
+            self.durable_end_offset = max(self.durable_end_offset, target)
+            return self.durable_end_offset
+
+    # -- reads -----------------------------------------------------------------------------------
+    def read(self, start_offset: int, max_entries: int = 100, max_bytes: int = 8 << 20,
+             end_offset: int | None = None) -> list[StoredEntry]:
+        """Entries from the one containing ``start_offset``, below ``end_offset`` (default: durable).
+
+        At most ``max_entries``; stops before exceeding ``max_bytes`` of data, but returns at least one
+        entry when there is one. Recent entries come from the tail cache.
+        """
+        limit = self.durable_end_offset if end_offset is None else min(end_offset, self.end_offset)
+        start_offset = max(start_offset, self.start_offset)
+        if start_offset >= limit or max_entries <= 0:
+            return []
+        i = self._cache.index_of(start_offset)
+        source = (self._cache.entries_from(i) if i is not None
+                  else self._disk_entries(start_offset, min(READ_CHUNK, max(max_bytes, 4096))))
+        out: list[StoredEntry] = []
+        total = 0
+        for entry in source:
+            if entry.offset >= limit or len(out) >= max_entries:
+                break
+            if out and total + len(entry.data) > max_bytes:
+                break
+            out.append(entry)
+            total += len(entry.data)
+        return out
+
+    def _disk_entries(self, start_offset: int, chunk: int) -> Iterator[StoredEntry]:
+        k = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
+        for n, seg in enumerate(self._segments[k:]):
+            position = seg.locate(start_offset) if n == 0 else 0
+            try:
+                for _, header, data in seg.frames(position, chunk=chunk):
+                    yield StoredEntry(header.offset, header.count, header.publish_time,
+                                      seg.base_offset, data)  # type: ignore[arg-type]  # bytes: CRC-checked
+            except BadFrame as bad:
+                raise seg.corrupt(bad) from None
+
+    def entry_containing(self, offset: int) -> StoredEntry | None:
+        """The stored entry holding message ``offset`` (appended, not necessarily durable)."""
+        if not self.start_offset <= offset < self.end_offset:
+            return None
+        found = self.read(offset, 1, end_offset=self.end_offset)
+        return found[0] if found and found[0].offset <= offset < found[0].end_offset else None
+
+    def offset_for_timestamp(self, publish_time_ms: int) -> int:
+        """Offset of the first entry with ``publish_time >= publish_time_ms`` (``end_offset`` if none)."""
+        for seg in self._segments:
+            if seg is not self._active and seg.publish_time_max() < publish_time_ms:
+                continue
+            try:
+                for _, header, _ in seg.frames(check_crc=False):
+                    if header.publish_time >= publish_time_ms:
+                        return header.offset
+            except BadFrame as bad:
+                raise seg.corrupt(bad) from None
+        return self.end_offset
+
+    # -- retention and stats ----------------------------------------------------------------------
+    def delete_segments_before(self, offset: int) -> int:
+        """Delete whole segments whose every offset is below ``offset``; returns bytes freed.
+
+        The active segment is never deleted.
+        """
+        freed = 0
+        with self._lock:
+            while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
+                seg = self._segments.pop(0)
+                self._bases.pop(0)
+                freed += seg.size
+                seg.remove()
+            if freed:
+                fsync_directory(self.directory)
+            self.start_offset = self._segments[0].base_offset
+            self._cache.evict_below(self.start_offset)
+        return freed
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(seg.size for seg in self._segments)
+
+    def segments(self) -> list[dict]:
+        """Per-segment stats for ``stats-internal``."""
+        return [{"ledgerId": seg.base_offset, "entries": seg.count_entries(), "size": seg.size,
+                 "firstOffset": seg.base_offset, "lastOffset": seg.end_offset - 1}
+                for seg in self._segments]
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """fsync and close; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._active.fsync()
+            self.durable_end_offset = self.end_offset
+            for seg in self._segments:
+                seg.close()
+            self._cache.clear()
+            self._closed = True
+
+    def delete(self) -> None:
+        """Close and remove the whole directory."""
+        self.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"ManagedLog({str(self.directory)!r}, start={self.start_offset}, end={self.end_offset}, "
+                f"durable={self.durable_end_offset}, segments={len(self._segments)})")
+
+
+__all__ = ["ManagedLog", "StoredEntry", "LOG_SUFFIX"]
