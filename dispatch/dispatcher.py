@@ -1,0 +1,113 @@
+"""The dispatcher interface a subscription type plugs into, and the entry preparation they share.
+
+A :class:`Subscription` owns the cursor and the acknowledgment bookkeeping; its dispatcher decides which
+consumer gets which entry, and when. A dispatcher implements five hooks:
+
+- ``add_consumer(c)`` / ``remove_consumer(c)``: membership (raise ``ConsumerBusy`` to refuse);
+- ``flow(c, permits)``: the consumer has room for more messages;
+- ``dispatch()``: send what can be sent now (called on flow, new entries, acks, seeks);
+- ``on_acked(c)``: the consumer acknowledged something (a Shared dispatcher unblocks it here);
+- ``redeliver_unacknowledged(c)`` and ``on_seek(offset)``: rewind.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar
+
+from dispatch.ack_set import to_words, unacked_bits
+from dispatch.consumer import Consumer, Delivery
+from dispatch.types import SubType
+
+if TYPE_CHECKING:
+    from broker_core.storage.log import StoredEntry
+    from dispatch.subscription import Subscription
+
+
+class Dispatcher(ABC):
+    allows_cumulative_ack: ClassVar[bool] = True
+
+    def __init__(self, subscription: "Subscription", sub_type: SubType) -> None:
+        self.subscription = subscription
+        self.sub_type = sub_type
+        self.consumers: list[Consumer] = []
+
+    @abstractmethod
+    def add_consumer(self, consumer: Consumer) -> None: ...
+
+    @abstractmethod
+    def remove_consumer(self, consumer: Consumer) -> None: ...
+
+    def flow(self, consumer: Consumer, permits: int) -> None:
+        consumer.permits += permits
+        self.dispatch()
+
+    @abstractmethod
+    def dispatch(self) -> None: ...
+
+    def on_acked(self, consumer: Consumer) -> None:
+        """Hook: ``consumer`` acknowledged messages."""
+
+    @abstractmethod
+    def redeliver_unacknowledged(self, consumer: Consumer) -> None: ...
+
+    @abstractmethod
+    def on_seek(self, offset: int) -> None:
+        """The cursor was reset so that ``offset`` is the next message; pending lists are already empty."""
+
+    def active_consumer(self) -> Consumer | None:
+        return None
+
+    def close(self) -> None:
+        self.consumers.clear()
+
+    # -- shared by the implementations -------------------------------------------------------------
+
+    def prepare(self, entry: "StoredEntry") -> Delivery | None:
+        """The delivery for ``entry``: None when the cursor holds it fully acknowledged, an ack set when
+        partly. One cursor lookup per entry; no per-message work."""
+        sub = self.subscription
+        cursor = sub.cursor
+        start = entry.offset
+        end = entry.end_offset
+        md = cursor.mark_delete_offset
+        if end - 1 <= md:
+            return None
+        acked = cursor.acked_within(start, end)
+        count = sub.redelivery_counts.get(start, 0) if sub.redelivery_counts else 0
+        if start > md and not acked:
+            return Delivery(entry, count, None, entry.num_messages)
+        bits = unacked_bits(start, end, md, acked)
+        if not bits:
+            return None
+        unacked = bits.bit_count()
+        if unacked == entry.num_messages:
+            return Delivery(entry, count, None, unacked)
+        return Delivery(entry, count, to_words(bits, entry.num_messages), unacked)
+
+    def send(self, consumer: Consumer, deliveries: list[Delivery]) -> None:
+        """Record ``deliveries`` as pending on ``consumer`` and hand them to its sink (one call)."""
+        sub = self.subscription
+        messages = 0
+        nbytes = 0
+        highest = consumer.highest_delivered_end
+        pending = consumer.pending
+        for d in deliveries:
+            entry = d.entry
+            end = entry.end_offset
+            messages += d.messages
+            nbytes += len(entry.data)
+            pending.add(entry.offset, end, d.messages)
+            if end > highest:
+                highest = end
+        consumer.highest_delivered_end = highest
+        consumer.msg_out_counter += messages
+        consumer.bytes_out_counter += nbytes
+        sub.msg_out_counter += messages
+        sub.bytes_out_counter += nbytes
+        consumer.sink(deliveries)
+
+    def drop_pending(self, consumer: Consumer) -> None:
+        """Forget what ``consumer`` holds unacknowledged; each such entry counts one more redelivery."""
+        counts = self.subscription.redelivery_counts
+        for start in consumer.pending.clear():
+            counts[start] = counts.get(start, 0) + 1

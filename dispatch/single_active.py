@@ -1,0 +1,172 @@
+"""Exclusive and Failover: one active consumer per subscription (Pulsar's "single active consumer").
+
+Active consumer selection (seed: Failover):
+
+1. Candidates are the consumers with the highest priority, i.e. the lowest ``priority_level`` number.
+2. A partition of a partitioned topic (``partition_index >= 0``) sorts the candidates by consumer name and
+   picks ``candidates[partition_index % len(candidates)]``. With consumers A, B, C, D and 2 partitions,
+   P0 -> A and P1 -> B; without A and B, P0 -> C and P1 -> D. With 3 consumers and 9 partitions,
+   A gets P0, P3, P6, B gets P1, P4, P7 and C gets P2, P5, P8.
+3. A non-partitioned topic picks the first candidate in subscribe order.
+
+When the active consumer changes, every consumer is told whether it is active (Failover only), the old
+active consumer's pending list is dropped and reading restarts at the first unacknowledged message: if A
+read 0..7 and acknowledged 0..3, the new active consumer receives 4..7 onwards. The same rewind happens
+when an Exclusive consumer leaves, so whoever subscribes next receives every unacknowledged message.
+
+As in Pulsar, these types do not stop on ``max_unacked_per_consumer`` (only Shared types do).
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker_core.errors import ConsumerBusy
+from dispatch.consumer import Consumer, Delivery
+from dispatch.dispatcher import Dispatcher
+from dispatch.types import SubType
+
+if TYPE_CHECKING:
+    from dispatch.subscription import Subscription
+
+log = logging.getLogger(__name__)
+
+
+def pick_active(consumers: list[Consumer], partition_index: int) -> Consumer | None:
+    """The active consumer among ``consumers`` (in subscribe order) for this partition (-1: none)."""
+    if not consumers:
+        return None
+    best = min(c.priority_level for c in consumers)
+    candidates = [c for c in consumers if c.priority_level == best]
+    if partition_index < 0:
+        return candidates[0]
+    candidates.sort(key=lambda c: c.consumer_name)
+    return candidates[partition_index % len(candidates)]
+
+
+class SingleActiveDispatcher(Dispatcher):
+    def __init__(self, subscription: "Subscription", sub_type: SubType) -> None:
+        if sub_type not in (SubType.EXCLUSIVE, SubType.FAILOVER):
+            raise ValueError(f"SingleActiveDispatcher serves Exclusive and Failover, not {sub_type}")
+        super().__init__(subscription, sub_type)
+        self.active: Consumer | None = None
+        self.read_offset = subscription.first_unacked_offset()
+        self._dispatching = False
+        self._again = False
+        self._epoch = 0  # bumped on every rewind, so a round interrupted by one stops
+
+    def active_consumer(self) -> Consumer | None:
+        return self.active
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        if self.sub_type is SubType.EXCLUSIVE and self.consumers:
+            raise ConsumerBusy(
+                f"subscription {self.subscription.name} is Exclusive and already has consumer"
+                f" {self.consumers[0].consumer_name!r}; use a Failover or Shared subscription to attach"
+                " several consumers", subscription=self.subscription.name)
+        self.consumers.append(consumer)
+        if not self._update_active() and self.sub_type is SubType.FAILOVER:
+            consumer.notify_active(consumer is self.active)
+        self.dispatch()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if consumer not in self.consumers:
+            return
+        self.consumers.remove(consumer)
+        if consumer is self.active:
+            self.drop_pending(consumer)
+        else:
+            consumer.pending.clear()
+        self._update_active()
+        self.dispatch()
+
+    def redeliver_unacknowledged(self, consumer: Consumer) -> None:
+        if consumer is not self.active:
+            return
+        self.drop_pending(consumer)
+        self._rewind(self.subscription.first_unacked_offset())
+        self.dispatch()
+
+    def on_seek(self, offset: int) -> None:
+        self._rewind(offset)
+        self.dispatch()
+
+    def close(self) -> None:
+        self.active = None
+        super().close()
+
+    def _update_active(self) -> bool:
+        """Re-pick the active consumer; returns True when it changed (and rewinds, notifies)."""
+        new = pick_active(self.consumers, self.subscription.partition_index)
+        old = self.active
+        if new is old:
+            return False
+        self.active = new
+        if old is not None:
+            self.drop_pending(old)
+        self._rewind(self.subscription.first_unacked_offset())
+        log.debug("subscription %s: active consumer %s -> %s, reading from %d",
+                  self.subscription.name, old, new, self.read_offset)
+        if self.sub_type is SubType.FAILOVER:
+            for c in list(self.consumers):
+                c.notify_active(c is new)
+        return True
+
+    def _rewind(self, offset: int) -> None:
+        self.read_offset = offset
+        self._epoch += 1
+
+    def dispatch(self) -> None:
+        # A sink may call back into the subscription (flow, ack): finish this round, then go again.
+        if self._dispatching:
+            self._again = True
+            return
+        self._dispatching = True
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                self._dispatch_rounds()
+        finally:
+            self._dispatching = False
+
+    def _dispatch_rounds(self) -> None:
+        sub = self.subscription
+        source = sub.source
+        max_entries = sub.max_read_entries
+        max_bytes = sub.max_delivery_bytes
+        while True:
+            consumer = self.active
+            if consumer is None or consumer.permits <= 0 or sub.closed:
+                return
+            end = source.durable_end_offset
+            if self.read_offset < source.start_offset:
+                self.read_offset = source.start_offset
+            if self.read_offset >= end:
+                return
+            entries = source.read(self.read_offset, max_entries, max_bytes, end)
+            if not entries:
+                return
+            epoch = self._epoch
+            batch: list[Delivery] = []
+            nbytes = 0
+            for entry in entries:
+                if consumer.permits <= 0 or entry.offset >= end:
+                    break
+                delivery = self.prepare(entry)
+                if delivery is not None:
+                    size = len(entry.data)
+                    if batch and nbytes + size > max_bytes:
+                        self.send(consumer, batch)
+                        if self._epoch != epoch or consumer is not self.active:
+                            return  # the sink rewound or changed consumers; dispatch() goes again
+                        batch = []
+                        nbytes = 0
+                    batch.append(delivery)
+                    nbytes += size
+                    consumer.permits -= delivery.messages
+                self.read_offset = entry.end_offset
+            if batch:
+                self.send(consumer, batch)
+                if self._epoch != epoch:
+                    return

@@ -1,0 +1,257 @@
+"""A subscription on one topic partition: its cursor, its consumers and the dispatcher of its type.
+
+The subscription owns the acknowledgment bookkeeping (cursor, per-consumer pending entries, redelivery
+counts); the dispatcher owns who gets what (see :mod:`dispatch.dispatcher`). Everything is synchronous and
+driven by calls from the service: ``add_consumer``, ``flow``, ``acknowledge``, ``on_new_entries`` ...
+Deliveries leave through each consumer's ``sink``. Cursor changes call ``on_cursor_changed()`` so the
+service can persist the cursor (it batches writes; nothing is persisted here).
+
+Not thread-safe: the service calls one subscription from one thread (or under one lock).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable
+
+from broker_core.errors import (AlreadyClosed, ConsumerBusy, CumulativeAcknowledgementNotAllowedError,
+                                InvalidMessage, NotAllowedError)
+from dispatch.consumer import Consumer
+from dispatch.dispatcher import Dispatcher
+from dispatch.single_active import SingleActiveDispatcher
+from dispatch.source import Cursor, EntrySource
+from dispatch.types import SubType
+
+log = logging.getLogger(__name__)
+
+
+class Subscription:
+    def __init__(self, name: str, topic: str, partition_index: int, source: EntrySource, cursor: Cursor,
+                 *, durable: bool = True, max_read_entries: int = 100, max_delivery_bytes: int = 8 << 20,
+                 max_unacked_per_consumer: int = 50000,
+                 on_cursor_changed: Callable[[], None] | None = None) -> None:
+        self.name = name
+        self.topic = topic
+        self.partition_index = partition_index
+        self.source = source
+        self.cursor = cursor
+        self.durable = durable
+        self.max_read_entries = max_read_entries
+        self.max_delivery_bytes = max_delivery_bytes
+        self.max_unacked_per_consumer = max_unacked_per_consumer
+        self.on_cursor_changed = on_cursor_changed
+        self.redelivery_counts: dict[int, int] = {}
+        """Entry offset -> times it came back unacknowledged (only entries that did)."""
+        self.msg_out_counter = 0
+        self.bytes_out_counter = 0
+        self.seek_count = 0
+        self.closed = False
+        self._dispatcher: Dispatcher | None = None
+        self._sub_type: SubType | None = None
+
+    # -- consumers ---------------------------------------------------------------------------------
+
+    @property
+    def sub_type(self) -> SubType | None:
+        """The type set by the first consumer (kept after the last one leaves, as Pulsar reports it)."""
+        return self._sub_type
+
+    @property
+    def consumers(self) -> list[Consumer]:
+        return list(self._dispatcher.consumers) if self._dispatcher is not None else []
+
+    @property
+    def active_consumer(self) -> Consumer | None:
+        return self._dispatcher.active_consumer() if self._dispatcher is not None else None
+
+    def add_consumer(self, consumer: Consumer, sub_type: SubType | str) -> None:
+        """Attach ``consumer``. Raises ``ConsumerBusy`` (Exclusive taken, or another type in use),
+        ``NotAllowedError`` (a type not supported yet), ``AlreadyClosed``."""
+        if self.closed:
+            raise AlreadyClosed(f"subscription {self.name} on {self.topic} is closed")
+        sub_type = SubType(sub_type)
+        dispatcher = self._dispatcher
+        if dispatcher is not None and dispatcher.consumers and dispatcher.sub_type is not sub_type:
+            raise ConsumerBusy(
+                f"subscription {self.name} is of type {dispatcher.sub_type}; a {sub_type} consumer cannot"
+                f" join it while its {len(dispatcher.consumers)} consumer(s) are connected: use the same"
+                " subscription type, or another subscription name",
+                subscription=self.name, sub_type=str(dispatcher.sub_type))
+        if dispatcher is None or dispatcher.sub_type is not sub_type:
+            dispatcher = self._new_dispatcher(sub_type)
+            self._dispatcher = dispatcher
+        self._sub_type = sub_type
+        dispatcher.add_consumer(consumer)
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """Detach ``consumer`` (disconnect or close); what it held unacknowledged goes back for delivery."""
+        if self._dispatcher is not None:
+            self._dispatcher.remove_consumer(consumer)
+
+    def _new_dispatcher(self, sub_type: SubType) -> Dispatcher:
+        if sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
+            return SingleActiveDispatcher(self, sub_type)
+        raise NotAllowedError(f"subscription type {sub_type} is not supported yet; use Exclusive or Failover",
+                              sub_type=str(sub_type))
+
+    # -- flow and dispatch -------------------------------------------------------------------------
+
+    def flow(self, consumer: Consumer, permits: int) -> None:
+        """``consumer`` has room for ``permits`` more messages."""
+        if self._dispatcher is not None and not self.closed:
+            self._dispatcher.flow(consumer, permits)
+
+    def on_new_entries(self) -> None:
+        """The log's durable end advanced."""
+        if self._dispatcher is not None and not self.closed:
+            self._dispatcher.dispatch()
+
+    def redeliver_unacknowledged(self, consumer: Consumer) -> None:
+        """Send again everything ``consumer`` holds unacknowledged (for Exclusive/Failover: rewind to the
+        first unacknowledged message). Permits are unchanged: a client that cleared its receiver queue
+        grants the room back with a flow, as Pulsar clients do."""
+        if self._dispatcher is not None and not self.closed:
+            self._dispatcher.redeliver_unacknowledged(consumer)
+
+    def first_unacked_offset(self) -> int:
+        cursor = self.cursor
+        return max(cursor.next_unacked(cursor.mark_delete_offset + 1), self.source.start_offset)
+
+    # -- acknowledgments ---------------------------------------------------------------------------
+
+    def acknowledge(self, consumer: Consumer, ranges: Iterable[tuple[int, int]]) -> int:
+        """Acknowledge the offset ranges ``[start, end)``; returns how many messages were newly acked.
+
+        Raises ``InvalidMessage``, changing nothing, when a range is empty or reaches a message this
+        consumer was never sent.
+        """
+        ranges = [(int(s), int(e)) for s, e in ranges]
+        limit = consumer.highest_delivered_end
+        for s, e in ranges:
+            if not 0 <= s < e <= limit:
+                raise InvalidMessage(
+                    f"cannot acknowledge offsets [{s}, {e}) on subscription {self.name}: consumer"
+                    f" {consumer.consumer_name!r} was only sent offsets below {limit}",
+                    start=s, end=e, highest_delivered_end=limit)
+        cursor = self.cursor
+        pending = consumer.pending
+        counts = self.redelivery_counts
+        newly = 0
+        for s, e in ranges:
+            pos = s
+            for ps, pe in pending.overlapping(s, e):
+                if pos < ps:
+                    newly += cursor.ack(pos, ps)
+                cs, ce = max(s, ps), min(e, pe)
+                n = cursor.ack(cs, ce)
+                newly += n
+                # a message may have been acked by another consumer (failover overlap): ask the cursor
+                fully = (ce == pe and cs <= ps) or cursor.next_unacked(ps) >= pe
+                if pending.acked(ps, n, fully) and counts:
+                    counts.pop(ps, None)
+                pos = ce
+            if pos < e:
+                newly += cursor.ack(pos, e)
+        self._acked(consumer, newly)
+        return newly
+
+    def acknowledge_cumulative(self, consumer: Consumer, offset: int) -> int:
+        """Acknowledge every message <= ``offset``; returns how many were newly acked.
+
+        Raises ``CumulativeAcknowledgementNotAllowedError`` on Shared/Key_Shared, and ``InvalidMessage``
+        (changing nothing) when ``offset`` was never sent to this consumer.
+        """
+        dispatcher = self._dispatcher
+        if dispatcher is not None and not dispatcher.allows_cumulative_ack:
+            raise CumulativeAcknowledgementNotAllowedError(
+                f"cumulative acknowledgment is not allowed on {dispatcher.sub_type} subscription"
+                f" {self.name}; acknowledge messages individually", subscription=self.name)
+        offset = int(offset)
+        if not 0 <= offset < consumer.highest_delivered_end:
+            raise InvalidMessage(
+                f"cannot acknowledge cumulatively up to offset {offset} on subscription {self.name}:"
+                f" consumer {consumer.consumer_name!r} was only sent offsets below"
+                f" {consumer.highest_delivered_end}", offset=offset,
+                highest_delivered_end=consumer.highest_delivered_end)
+        cursor = self.cursor
+        pending = consumer.pending
+        newly = 0
+        for ps, pe in pending.overlapping(offset, offset + 1):
+            if pe > offset + 1:  # the entry holding offset stays pending for its later messages
+                n = cursor.ack(ps, offset + 1)
+                newly += n
+                pending.acked(ps, n)
+        newly += cursor.ack_cumulative(offset)
+        removed = pending.remove_through(offset)
+        counts = self.redelivery_counts
+        if counts:
+            for start in removed:
+                counts.pop(start, None)
+            md = cursor.mark_delete_offset
+            for start in [s for s in counts if s <= md]:
+                del counts[start]
+        self._acked(consumer, newly)
+        return newly
+
+    def _acked(self, consumer: Consumer, newly: int) -> None:
+        if newly:
+            if self.on_cursor_changed is not None:
+                self.on_cursor_changed()
+            if self._dispatcher is not None:
+                self._dispatcher.on_acked(consumer)
+
+    def seek(self, offset: int) -> None:
+        """Reset the cursor so that the next message delivered is ``offset`` (clamped to the log's end):
+        every acknowledgment is forgotten, everything before ``offset`` counts as acknowledged, pending
+        lists are dropped. Permits are unchanged."""
+        offset = max(0, min(int(offset), self.source.end_offset))
+        self.cursor.reset(offset - 1)
+        self.seek_count += 1
+        self.redelivery_counts.clear()
+        if self._dispatcher is not None:
+            for c in self._dispatcher.consumers:
+                c.pending.clear()
+                if offset > c.highest_delivered_end:
+                    c.highest_delivered_end = offset
+        if self.on_cursor_changed is not None:
+            self.on_cursor_changed()
+        if self._dispatcher is not None and not self.closed:
+            self._dispatcher.on_seek(offset)
+
+    # -- state -------------------------------------------------------------------------------------
+
+    @property
+    def backlog(self) -> int:
+        """Pulsar's msgBacklog: unacknowledged messages between the mark-delete offset and the log end."""
+        return self.cursor.backlog(self.source.end_offset)
+
+    @property
+    def unacked_messages(self) -> int:
+        """Messages sent to connected consumers and not acknowledged yet."""
+        return sum(c.unacked_messages for c in self.consumers)
+
+    def close(self) -> None:
+        """Stop dispatching and detach every consumer (without notifying them)."""
+        self.closed = True
+        if self._dispatcher is not None:
+            for c in self._dispatcher.consumers:
+                c.pending.clear()
+            self._dispatcher.close()
+
+    def stats(self) -> dict[str, object]:
+        """The subscription part of Pulsar's topic stats."""
+        active = self.active_consumer
+        return {
+            "msgBacklog": self.backlog,
+            "unackedMessages": self.unacked_messages,
+            "type": str(self._sub_type) if self._sub_type is not None else None,
+            "msgOutCounter": self.msg_out_counter,
+            "bytesOutCounter": self.bytes_out_counter,
+            "consumers": [c.stats() for c in self.consumers],
+            "activeConsumerName": active.consumer_name if active is not None else None,
+            "isDurable": self.durable,
+            "markDeleteOffset": self.cursor.mark_delete_offset,
+            "seekCount": self.seek_count,
+        }
+
+    def __repr__(self) -> str:
+        return f"Subscription({self.name!r}, {self.topic!r}, type={self._sub_type})"
