@@ -98,21 +98,21 @@ class StandInCursor:
 
     def ack(self, start: int, end: int) -> int:
         before = self._acked_count(start, end)
-        start = max(start, self.mark_delete_offset + 1)
-        if start < end:
+        lo, hi = max(start, self.mark_delete_offset + 1), end
+        if lo < hi:
             merged = []
             for s, e in self.individually_acked:
-                if e < start or s > end:
+                if e < lo or s > hi:
                     merged.append((s, e))
                 else:
-                    start, end = min(s, start), max(e, end)
-            merged.append((start, end))
+                    lo, hi = min(s, lo), max(e, hi)
+            merged.append((lo, hi))
             merged.sort()
             self.individually_acked = merged
             self._advance()
-        newly = self._acked_count(start, end) - before if start < end else 0
+        newly = self._acked_count(start, end) - before
         self.dirty = self.dirty or newly > 0
-        return max(newly, 0)
+        return newly
 
     def _advance(self) -> None:
         while self.individually_acked and self.individually_acked[0][0] <= self.mark_delete_offset + 1:
