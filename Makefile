@@ -15,7 +15,7 @@ $(STAMP): setup.cfg pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m broker_core.demo
+	$(BIN)/python -m jobs.stream_demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

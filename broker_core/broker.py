@@ -1,0 +1,93 @@
+"""``Broker``: a real pulsarlike broker running in this process, on its own event-loop thread.
+
+    with Broker(data_dir="/tmp/pl", port=0) as broker:
+        client = Client(broker.service_url)      # "pulsar://127.0.0.1:<port>"
+
+Keyword arguments are broker configuration keys (``broker.conf`` names, see :mod:`broker_core.config`).
+Without ``data_dir`` the broker keeps its data in a temporary folder removed on stop.
+"""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from broker_core.config import BrokerConfig
+from broker_core.service.server import BrokerService
+
+
+class Broker:
+    def __init__(self, data_dir: str | Path | None = None, port: int = 0, host: str | None = None,
+                 **config: Any) -> None:
+        values = dict(config)
+        values["brokerServicePort"] = port
+        if host is not None:
+            values["bindAddress"] = host
+        self.config = BrokerConfig.from_mapping(values)
+        self._temp = data_dir is None
+        self.data_dir = Path(tempfile.mkdtemp(prefix="pulsarlike-")) if data_dir is None else Path(data_dir)
+        self._service: BrokerService | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        if self._service is None:
+            raise RuntimeError("the broker is not running; call start() or use it as a context manager")
+        return self._service.port
+
+    @property
+    def host(self) -> str:
+        return self.config.bindAddress
+
+    @property
+    def address(self) -> str:
+        """``host:port``"""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def service_url(self) -> str:
+        """``pulsar://host:port``, what :class:`connector.Client` takes."""
+        return f"pulsar://{self.address}"
+
+    def start(self) -> "Broker":
+        if self._service is not None:
+            return self
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="pulsarlike-broker", daemon=True)
+        thread.start()
+        service = BrokerService(self.data_dir, self.config)
+        try:
+            asyncio.run_coroutine_threadsafe(service.start(), loop).result(timeout=60)
+        except BaseException:
+            asyncio.run_coroutine_threadsafe(service.stop(0), loop).result(timeout=60)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            raise
+        self._loop, self._thread, self._service = loop, thread, service
+        return self
+
+    def stop(self, grace: float = 0.5) -> None:
+        """Stop accepting, close streams, flush and sync every topic. Idempotent."""
+        service, loop, thread = self._service, self._loop, self._thread
+        if service is None or loop is None or thread is None:
+            return
+        self._service = self._loop = self._thread = None
+        try:
+            asyncio.run_coroutine_threadsafe(service.stop(grace), loop).result(timeout=60)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            if self._temp:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> "Broker":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

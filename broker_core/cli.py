@@ -1,0 +1,78 @@
+"""The ``pulsarlike`` command.
+
+    pulsarlike broker --data-dir DIR [--port PORT] [--host HOST] [--config FILE] [--set key=value ...]
+
+prints ``pulsarlike broker listening on HOST:PORT`` as its first line (the real port with ``--port 0``),
+serves until SIGTERM or SIGINT, then stops accepting, flushes, syncs and exits 0.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from typing import Sequence
+
+from broker_core.config import BrokerConfig, parse_assignments, parse_conf_file
+from broker_core.errors import PulsarLikeError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pulsarlike", description="pulsarlike: an embedded Pulsar-compatible broker")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    broker = commands.add_parser("broker", help="run a broker in the foreground")
+    broker.add_argument("--data-dir", required=True, help="folder for topic logs, cursors and metadata")
+    broker.add_argument("--port", type=int, default=None, help="gRPC port (0: any free port); default 6650")
+    broker.add_argument("--host", default=None, help="address to bind; default 127.0.0.1")
+    broker.add_argument("--config", default=None, help="broker.conf-style file of key=value lines")
+    broker.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a configuration value (repeatable); wins over --config")
+    broker.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def _config(args: argparse.Namespace) -> BrokerConfig:
+    values: dict[str, str | int] = {}
+    if args.config:
+        values.update(parse_conf_file(args.config))
+    values.update(parse_assignments(args.set))
+    if args.port is not None:
+        values["brokerServicePort"] = args.port
+    if args.host is not None:
+        values["bindAddress"] = args.host
+    return BrokerConfig.from_mapping(values)
+
+
+async def _serve(args: argparse.Namespace, config: BrokerConfig) -> None:
+    from broker_core.service.server import BrokerService
+
+    service = BrokerService(args.data_dir, config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        port = await service.start()
+        print(f"pulsarlike broker listening on {config.bindAddress}:{port}", flush=True)
+        await stop.wait()
+        logging.getLogger("pulsarlike").info("event=shutdown_requested")
+    finally:
+        await service.stop(grace=1.0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="ts=%(asctime)s level=%(levelname)s logger=%(name)s %(message)s")
+    try:
+        if args.command == "broker":
+            asyncio.run(_serve(args, _config(args)))
+    except PulsarLikeError as exc:
+        print(f"pulsarlike: {exc.code}: {exc.message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""The composition root: wires storage, dispatch and the gRPC front end into a running broker."""
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from broker_core.clock import SYSTEM_CLOCK, Clock
+from broker_core.config import BrokerConfig
+from broker_core.errors import InvalidConfiguration
+from broker_core.protocol import broker_pb2_grpc
+from broker_core.service.producers import ProducerNames
+from broker_core.service.servicer import BrokerServicer
+from broker_core.service.topics import TopicRegistry
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = "pulsarlike.v1.PulsarLike"
+# gRPC's own message cap; the broker enforces maxMessageSize itself with a typed MessageTooBig.
+MAX_GRPC_MESSAGE = 64 * 1024 * 1024
+
+
+class BrokerService:
+    """A started broker: ``port`` is the bound port (the real one when configured with 0)."""
+
+    def __init__(self, data_dir: Path, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.data_dir = Path(data_dir)
+        self.config = config
+        self._clock = clock
+        self.port = 0
+        self._server: grpc.aio.Server | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._health: health.HealthServicer | None = None
+        self.registry: TopicRegistry | None = None
+
+    async def start(self) -> int:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pulsarlike-io")
+        self.registry = TopicRegistry(self.data_dir, self.config, self._executor, self._clock)
+        limit = max(MAX_GRPC_MESSAGE, 2 * self.config.maxMessageSize + (1 << 20))
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit),
+                                          ("grpc.max_send_message_length", limit),
+                                          ("grpc.so_reuseport", 0)])
+        broker_pb2_grpc.add_PulsarLikeServicer_to_server(
+            BrokerServicer(self.registry, ProducerNames(self.config.clusterName)), server)
+        self._health = health.HealthServicer(experimental_non_blocking=True)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        address = f"{self.config.bindAddress}:{self.config.brokerServicePort}"
+        try:
+            self.port = server.add_insecure_port(address)
+        except RuntimeError as exc:
+            raise InvalidConfiguration(f"cannot bind {address}: {exc}") from None
+        if not self.port:
+            raise InvalidConfiguration(f"cannot bind {address} (in use or not a local address)")
+        await server.start()
+        self._server = server
+        for name in ("", SERVICE_NAME):
+            self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        log.info("event=broker_started address=%s:%d data_dir=%s sync_mode=%s", self.config.bindAddress,
+                 self.port, self.data_dir, self.config.journalSyncMode)
+        return self.port
+
+    async def stop(self, grace: float = 1.0) -> None:
+        """Stop accepting, end the streams (after ``grace`` seconds), then flush and sync every topic."""
+        if self._health is not None:
+            self._health.enter_graceful_shutdown()
+        if self._server is not None:
+            await self._server.stop(grace)
+            self._server = None
+        if self.registry is not None:
+            await self.registry.close()
+            self.registry = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        log.info("event=broker_stopped port=%d", self.port)

@@ -1,0 +1,346 @@
+"""The gRPC servicer: translates between protobuf and the core (topics, dispatch), nothing more.
+
+Streams follow one pattern: a reader task consumes the client's requests and puts responses on an
+``asyncio.Queue``; the handler yields from that queue. Broker errors become in-band ``Error`` messages on
+streams and gRPC statuses (with the error code in trailing metadata) on unary calls, through
+:mod:`broker_core.protocol.status`.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from collections import deque
+from typing import AsyncIterator, Awaitable, Callable, TypeVar
+
+import grpc
+
+from broker_core.errors import InvalidMessage, PulsarLikeError, UnknownError
+from broker_core.protocol import broker_pb2 as pb
+from broker_core.protocol import broker_pb2_grpc
+from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata
+from broker_core.service.producers import ProducerNames
+from broker_core.service.topic import Accepted, PersistentTopic, ProducerInfo
+from broker_core.service.topics import TopicRegistry
+from broker_core.types import TopicName
+from dispatch.consumer import Consumer, Delivery
+from dispatch.types import SubType
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_SUB_TYPES = {pb.EXCLUSIVE_SUB: SubType.EXCLUSIVE, pb.FAILOVER_SUB: SubType.FAILOVER,
+              pb.SHARED_SUB: SubType.SHARED, pb.KEY_SHARED_SUB: SubType.KEY_SHARED}
+_END = object()
+
+
+def _unexpected(exc: BaseException) -> PulsarLikeError:
+    log.exception("event=unexpected_error error=%r", exc)
+    return UnknownError(f"internal broker error: {type(exc).__name__}: {exc}")
+
+
+class _OrderedReplies:
+    """Releases per-request replies in request order, whatever order their durability completes in."""
+
+    def __init__(self, out: asyncio.Queue) -> None:
+        self._out = out
+        self._slots: deque[list] = deque()
+
+    def reserve(self) -> list:
+        slot: list = []
+        self._slots.append(slot)
+        return slot
+
+    def fill(self, slot: list, messages: list) -> None:
+        slot.append(messages)
+        while self._slots and self._slots[0]:
+            for message in self._slots.popleft()[0]:
+                self._out.put_nowait(message)
+
+
+def _replies(results: list[Accepted], error: BaseException | None) -> list[pb.ProduceResponse]:
+    out: list[pb.ProduceResponse] = []
+    receipts: list[pb.SendReceipt] = []
+    for result in results:
+        failure = result.error or (error if result.entry is not None else None)
+        if failure is None:
+            entry = result.entry
+            receipts.append(pb.SendReceipt(sequence_id=result.sequence_id,
+                                           highest_sequence_id=result.highest_sequence_id,
+                                           ledger_id=entry.ledger_id, entry_id=entry.offset))
+            continue
+        if receipts:
+            out.append(pb.ProduceResponse(receipts=pb.Receipts(receipts=receipts)))
+            receipts = []
+        if not isinstance(failure, PulsarLikeError):
+            failure = _unexpected(failure)
+        out.append(pb.ProduceResponse(failure=pb.SendFailure(sequence_id=result.sequence_id,
+                                                             error=error_to_proto(failure))))
+    if receipts:
+        out.append(pb.ProduceResponse(receipts=pb.Receipts(receipts=receipts)))
+    return out
+
+
+def _delivered(deliveries: list[Delivery]) -> pb.ConsumeResponse:
+    entries = []
+    for d in deliveries:
+        e = d.entry
+        entries.append(pb.DeliveredEntry(data=e.data, ledger_id=e.ledger_id, entry_id=e.offset,
+                                         num_messages=e.num_messages, redelivery_count=d.redelivery_count,
+                                         ack_set=d.ack_set or ()))
+    return pb.ConsumeResponse(deliveries=pb.Deliveries(entries=entries))
+
+
+class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
+    def __init__(self, registry: TopicRegistry, producer_names: ProducerNames) -> None:
+        self._registry = registry
+        self._names = producer_names
+        self._consumer_ids = itertools.count(1)
+
+    # ================================================================== produce
+    async def Produce(self, request_iterator, context) -> AsyncIterator[pb.ProduceResponse]:
+        out: asyncio.Queue = asyncio.Queue()
+        task = asyncio.get_running_loop().create_task(self._produce_session(request_iterator, out))
+        try:
+            while True:
+                item = await out.get()
+                if item is _END:
+                    return
+                yield item
+        finally:
+            task.cancel()
+
+    async def _produce_session(self, requests, out: asyncio.Queue) -> None:
+        topic: PersistentTopic | None = None
+        info: ProducerInfo | None = None
+        try:
+            first = await _next_request(requests)
+            if first is None:
+                return
+            if first.WhichOneof("request") != "open":
+                raise InvalidMessage("the first request on a produce stream must be 'open'")
+            name = TopicName.parse(first.open.topic)
+            topic = self._registry.get(name, create=True)
+            producer_name = first.open.producer_name or self._names.next()
+            info = topic.add_producer(producer_name, dict(first.open.properties))
+            out.put_nowait(pb.ProduceResponse(opened=pb.ProducerOpened(
+                producer_name=producer_name, last_sequence_id=-1,
+                max_message_size=self._registry.config.maxMessageSize, topic=topic.topic)))
+            log.info("event=producer_opened topic=%s producer=%s", topic.topic, producer_name)
+            replies = _OrderedReplies(out)
+            async for request in requests:
+                kind = request.WhichOneof("request")
+                if kind == "send":
+                    slot = replies.reserve()
+                    topic.publish(info, request.send.entries,
+                                  lambda results, error, slot=slot: replies.fill(slot, _replies(results, error)))
+                elif kind == "close":
+                    break
+                else:
+                    raise InvalidMessage(f"unexpected {kind!r} request on an open producer")
+        except PulsarLikeError as exc:
+            out.put_nowait(pb.ProduceResponse(error=error_to_proto(exc)))
+        except (asyncio.CancelledError, grpc.RpcError):
+            pass
+        except Exception as exc:  # never let one bad stream take the broker down
+            out.put_nowait(pb.ProduceResponse(error=error_to_proto(_unexpected(exc))))
+        finally:
+            if topic is not None and info is not None:
+                topic.remove_producer(info)
+            out.put_nowait(_END)
+
+    # ================================================================== consume
+    async def Consume(self, request_iterator, context) -> AsyncIterator[pb.ConsumeResponse]:
+        out: asyncio.Queue = asyncio.Queue()
+        task = asyncio.get_running_loop().create_task(self._consume_session(request_iterator, out))
+        try:
+            while True:
+                item = await out.get()
+                if item is _END:
+                    return
+                yield item
+        finally:
+            task.cancel()
+
+    async def _consume_session(self, requests, out: asyncio.Queue) -> None:
+        topic = sub = consumer = None
+        try:
+            first = await _next_request(requests)
+            if first is None:
+                return
+            if first.WhichOneof("request") != "subscribe":
+                raise InvalidMessage("the first request on a consume stream must be 'subscribe'")
+            req = first.subscribe
+            if not req.subscription:
+                raise InvalidMessage("subscription name must not be empty")
+            if req.sub_type not in _SUB_TYPES:
+                raise InvalidMessage(f"unknown subscription type {req.sub_type}")
+            name = TopicName.parse(req.topic)
+            topic = self._registry.get(name, create=True)
+            ready = False
+            early: list[pb.ConsumeResponse] = []
+
+            def emit(message: pb.ConsumeResponse) -> None:
+                (out.put_nowait if ready else early.append)(message)
+
+            consumer = Consumer(
+                next(self._consumer_ids), req.consumer_name or f"consumer-{id(out):x}",
+                lambda deliveries: emit(_delivered(deliveries)),
+                priority_level=req.priority_level,
+                on_active_change=lambda active: emit(pb.ConsumeResponse(
+                    active_change=pb.ActiveConsumerChange(is_active=active))))
+            sub = topic.subscribe(req.subscription, _SUB_TYPES[req.sub_type], consumer,
+                                  durable=req.durable, start_offset=self._start_offset(topic, req))
+            out.put_nowait(pb.ConsumeResponse(subscribed=pb.Subscribed(
+                topic=topic.topic, consumer_name=consumer.consumer_name, partition_index=topic.partition_index)))
+            ready = True
+            for message in early:
+                out.put_nowait(message)
+            log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s",
+                     topic.topic, req.subscription, consumer.consumer_name, _SUB_TYPES[req.sub_type])
+            async for request in requests:
+                if not self._consume_request(request, topic, sub, consumer, out):
+                    break
+        except PulsarLikeError as exc:
+            out.put_nowait(pb.ConsumeResponse(error=error_to_proto(exc)))
+        except (asyncio.CancelledError, grpc.RpcError):
+            pass
+        except Exception as exc:
+            out.put_nowait(pb.ConsumeResponse(error=error_to_proto(_unexpected(exc))))
+        finally:
+            if topic is not None and sub is not None and consumer is not None:
+                topic.consumer_left(sub, consumer)
+            out.put_nowait(_END)
+
+    @staticmethod
+    def _start_offset(topic: PersistentTopic, req: pb.Subscribe) -> int:
+        if req.durable or not req.HasField("start"):
+            if req.initial_position == pb.EARLIEST:
+                return topic.log.start_offset
+            return topic.journal.confirmed_end_offset
+        return _position_offset(topic, req.start)
+
+    def _consume_request(self, request: pb.ConsumeRequest, topic: PersistentTopic, sub, consumer: Consumer,
+                         out: asyncio.Queue) -> bool:
+        """Handle one request; False ends the session."""
+        kind = request.WhichOneof("request")
+        try:
+            if kind == "flow":
+                sub.flow(consumer, request.flow.permits)
+            elif kind == "ack":
+                ack = request.ack
+                if ack.ack_type == pb.CUMULATIVE:
+                    sub.acknowledge_cumulative(consumer, ack.offset)
+                else:
+                    sub.acknowledge(consumer, [(r.start, r.end) for r in ack.ranges])
+            elif kind == "seek":
+                seek = request.seek
+                try:
+                    if seek.WhichOneof("target") == "publish_time_ms":
+                        offset = topic.log.offset_for_timestamp(seek.publish_time_ms)
+                    else:
+                        offset = _position_offset(topic, seek.position)
+                    consumer.permits = 0  # the client re-sends its permits after seek_done
+                    sub.seek(offset)
+                    out.put_nowait(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id)))
+                except PulsarLikeError as exc:
+                    out.put_nowait(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id,
+                                                                            error=error_to_proto(exc))))
+            elif kind == "redeliver":
+                sub.redeliver_unacknowledged(consumer)
+            elif kind == "unsubscribe":
+                rid = request.unsubscribe.request_id
+                try:
+                    topic.unsubscribe(sub.name, requester=consumer)
+                except PulsarLikeError as exc:
+                    out.put_nowait(pb.ConsumeResponse(unsubscribed=pb.UnsubscribeDone(
+                        request_id=rid, error=error_to_proto(exc))))
+                    return True
+                out.put_nowait(pb.ConsumeResponse(unsubscribed=pb.UnsubscribeDone(request_id=rid)))
+                return False
+            elif kind == "close":
+                return False
+            else:
+                raise InvalidMessage(f"unexpected {kind!r} request on a subscribed consumer")
+        except PulsarLikeError as exc:
+            out.put_nowait(pb.ConsumeResponse(warning=error_to_proto(exc)))
+        return True
+
+    # ================================================================== unary
+    async def _unary(self, context, fn: Callable[[], Awaitable[T] | T]) -> T:
+        try:
+            result = fn()
+            if asyncio.iscoroutine(result):
+                result = await result
+            return result  # type: ignore[return-value]
+        except PulsarLikeError as exc:
+            await context.abort(grpc_status(exc), exc.message, trailing_metadata=trailing_metadata(exc))
+        except Exception as exc:
+            err = _unexpected(exc)
+            await context.abort(grpc_status(err), err.message, trailing_metadata=trailing_metadata(err))
+        raise AssertionError("unreachable")
+
+    async def GetPartitionedTopicMetadata(self, request, context):
+        return await self._unary(context, lambda: pb.PartitionedTopicMetadata(
+            partitions=self._registry.lookup_partitions(TopicName.parse(request.topic))))
+
+    async def CreatePartitionedTopic(self, request, context):
+        def create():
+            self._registry.create_partitioned(TopicName.parse(request.topic), request.partitions)
+            return pb.Empty()
+        return await self._unary(context, create)
+
+    async def CreateTopic(self, request, context):
+        def create():
+            self._registry.create(TopicName.parse(request.topic))
+            return pb.Empty()
+        return await self._unary(context, create)
+
+    async def ListTopics(self, request, context):
+        return await self._unary(context, lambda: pb.TopicList(topics=self._registry.list(request.namespace)))
+
+    async def DeleteTopic(self, request, context):
+        async def delete():
+            await self._registry.delete(TopicName.parse(request.topic), force=request.force)
+            return pb.Empty()
+        return await self._unary(context, delete)
+
+    async def TopicStats(self, request, context):
+        return await self._unary(context, lambda: pb.JsonResponse(
+            json=json.dumps(self._registry.stats(TopicName.parse(request.topic)))))
+
+    async def GetLastMessageId(self, request, context):
+        def last():
+            topic = self._registry.get(TopicName.parse(request.topic), create=False)
+            end = topic.journal.confirmed_end_offset
+            entry = topic.log.entry_containing(end - 1) if end > topic.log.start_offset else None
+            if entry is None:
+                return pb.LastMessageId(last_offset=-1, start_offset=topic.log.start_offset)
+            index = end - 1 - entry.offset if entry.num_messages > 1 else -1
+            return pb.LastMessageId(ledger_id=entry.ledger_id, entry_id=entry.offset, batch_index=index,
+                                    last_offset=end - 1, start_offset=topic.log.start_offset)
+        return await self._unary(context, last)
+
+    async def DeleteSubscription(self, request, context):
+        def delete():
+            topic = self._registry.get(TopicName.parse(request.topic), create=False)
+            topic.unsubscribe(request.subscription, force=request.force)
+            return pb.Empty()
+        return await self._unary(context, delete)
+
+
+def _position_offset(topic: PersistentTopic, position: pb.Position) -> int:
+    which = position.WhichOneof("position")
+    if which == "earliest":
+        return topic.log.start_offset
+    if which == "offset":
+        return min(position.offset, topic.journal.confirmed_end_offset)
+    return topic.journal.confirmed_end_offset
+
+
+async def _next_request(requests):
+    try:
+        return await requests.__anext__()
+    except StopAsyncIteration:
+        return None

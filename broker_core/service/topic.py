@@ -1,0 +1,284 @@
+"""One persistent topic partition: its log, journal, producers and subscriptions.
+
+This is where a produce request becomes stored entries and where consumers attach to subscriptions.
+The broker touches entries, never individual messages: it verifies the entry's CRC, reads its
+``MessageMetadata`` (count, publish time, sequence ids), prefixes ``BrokerEntryMetadata`` (broker time and
+the index of the entry's last message) and appends the bytes as they are.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import shutil
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from broker_core.clock import Clock
+from broker_core.config import BrokerConfig
+from broker_core.errors import InvalidMessage, MessageTooBig, NotAllowedError, PulsarLikeError, SubscriptionNotFound
+from broker_core.protocol.codec import broker_entry_prefix, decode_entry
+from broker_core.service.journal import Journal
+from broker_core.storage.cursor import ManagedCursor
+from broker_core.storage.cursor_store import CursorStore
+from broker_core.storage.log import ManagedLog, StoredEntry
+from broker_core.types import TopicName
+from dispatch.consumer import Consumer
+from dispatch.subscription import Subscription
+from dispatch.types import SubType
+
+log = logging.getLogger(__name__)
+
+# Room for the entry's own headers and metadata on top of maxMessageSize, as Pulsar's frame padding.
+FRAME_PADDING = 10 * 1024
+
+
+@dataclass
+class ProducerInfo:
+    producer_name: str
+    producer_id: int
+    properties: dict[str, str] = field(default_factory=dict)
+    msg_in_counter: int = 0
+    bytes_in_counter: int = 0
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """The outcome of one send entry: ``entry`` when stored, ``error`` when refused."""
+
+    sequence_id: int
+    highest_sequence_id: int
+    entry: StoredEntry | None = None
+    error: PulsarLikeError | None = None
+
+
+class _ConfirmedSource:
+    """The log as dispatch sees it: only entries the journal has confirmed are readable."""
+
+    def __init__(self, managed_log: ManagedLog, journal: Journal) -> None:
+        self._log = managed_log
+        self._journal = journal
+        self.read = managed_log.read
+
+    @property
+    def durable_end_offset(self) -> int:
+        return self._journal.confirmed_end_offset
+
+    @property
+    def start_offset(self) -> int:
+        return self._log.start_offset
+
+    @property
+    def end_offset(self) -> int:
+        return self._journal.confirmed_end_offset
+
+
+class PersistentTopic:
+    _producer_ids = itertools.count(1)
+
+    def __init__(self, name: TopicName, directory: Path, config: BrokerConfig, executor: Executor,
+                 clock: Clock) -> None:
+        self.name = name
+        self.topic = str(name)
+        self.directory = directory
+        self.partition_index = name.partition_index
+        self._config = config
+        self._clock = clock
+        self._max_entry = config.maxMessageSize + FRAME_PADDING
+        self.log = ManagedLog(
+            directory,
+            max_segment_bytes=config.managedLedgerMaxSizePerLedgerMbytes << 20,
+            max_segment_age_ms=config.managedLedgerMaxLedgerRolloverTimeMinutes * 60_000,
+            cache_bytes=config.managedLedgerCacheSizeMB << 20,
+            max_entry_bytes=self._max_entry + 64,
+            clock=clock,
+        )
+        self.journal = Journal(self.log, config.journalSyncMode, config.journalSyncIntervalMs, executor,
+                               self._on_confirmed)
+        self._source = _ConfirmedSource(self.log, self.journal)
+        self._cursor_store = CursorStore(directory / "cursors")
+        self.subscriptions: dict[str, Subscription] = {}
+        for cursor in self._cursor_store.load_all().values():
+            self.subscriptions[cursor.name] = self._new_subscription(cursor, durable=True)
+        self.producers: dict[int, ProducerInfo] = {}
+        self.msg_in_counter = 0
+        self.bytes_in_counter = 0
+        self._dirty: set[str] = set()
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self.closed = False
+
+    # ------------------------------------------------------------------ producers
+    def add_producer(self, producer_name: str, properties: dict[str, str]) -> ProducerInfo:
+        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties))
+        self.producers[info.producer_id] = info
+        return info
+
+    def remove_producer(self, info: ProducerInfo) -> None:
+        self.producers.pop(info.producer_id, None)
+
+    def publish(self, producer: ProducerInfo, entries: Sequence, on_done: Callable[[list[Accepted], BaseException | None], None]) -> None:
+        """Verify and append ``entries`` (``SendEntry`` messages); ``on_done(results, error)`` runs once
+        the stored ones are confirmed per ``journalSyncMode``."""
+        if self.closed:
+            raise NotAllowedError(f"topic {self.topic} is closing")
+        now = self._clock.now_ms()
+        results: list[Accepted] = []
+        to_append: list[tuple[bytes, int, int]] = []
+        positions: list[int] = []
+        next_offset = self.log.end_offset
+        for send in entries:
+            data = send.data
+            try:
+                if len(data) > self._max_entry:
+                    raise MessageTooBig(size=len(data), limit=self._config.maxMessageSize)
+                metadata, _ = decode_entry(data)
+                count = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
+                if count < 1 or (send.num_messages and send.num_messages != count):
+                    raise InvalidMessage(f"entry declares {send.num_messages} messages but its metadata holds {count}")
+            except PulsarLikeError as exc:
+                results.append(Accepted(send.sequence_id, send.highest_sequence_id, error=exc))
+                continue
+            positions.append(len(results))
+            results.append(Accepted(send.sequence_id, send.highest_sequence_id))
+            to_append.append((broker_entry_prefix(now, next_offset + count - 1) + data, count,
+                              metadata.publish_time))
+            next_offset += count
+        if not to_append:
+            on_done(results, None)
+            return
+        stored = self.log.append_many(to_append)
+        for pos, entry in zip(positions, stored):
+            results[pos] = Accepted(results[pos].sequence_id, results[pos].highest_sequence_id, entry=entry)
+            producer.msg_in_counter += entry.num_messages
+            producer.bytes_in_counter += len(entry.data)
+            self.msg_in_counter += entry.num_messages
+            self.bytes_in_counter += len(entry.data)
+        self.journal.appended(stored[-1].end_offset, lambda error: on_done(results, error))
+
+    def _on_confirmed(self) -> None:
+        for sub in list(self.subscriptions.values()):
+            sub.on_new_entries()
+
+    # ------------------------------------------------------------------ subscriptions
+    def _new_subscription(self, cursor: ManagedCursor, durable: bool) -> Subscription:
+        name = cursor.name
+        return Subscription(
+            name, self.topic, self.partition_index, self._source, cursor, durable=durable,
+            max_read_entries=self._config.dispatcherMaxReadBatchSize,
+            max_delivery_bytes=self._config.dispatcherMaxDeliveryBytes,
+            max_unacked_per_consumer=self._config.maxUnackedMessagesPerConsumer,
+            on_cursor_changed=(lambda: self._cursor_changed(name)) if durable else None,
+        )
+
+    def subscribe(self, subscription: str, sub_type: SubType, consumer: Consumer, *, durable: bool,
+                  start_offset: int) -> Subscription:
+        """Attach ``consumer``; a new subscription starts so that ``start_offset`` is the first message
+        delivered (existing durable subscriptions keep their cursor)."""
+        sub = self.subscriptions.get(subscription)
+        if sub is None:
+            start_offset = max(start_offset, self.log.start_offset)
+            cursor = ManagedCursor(subscription, mark_delete_offset=start_offset - 1)
+            if durable:
+                self._cursor_store.save(cursor)
+            sub = self._new_subscription(cursor, durable)
+            self.subscriptions[subscription] = sub
+        elif not durable and sub.durable is not False:
+            raise NotAllowedError(f"subscription {subscription!r} on {self.topic} is durable;"
+                                  " a reader needs its own name")
+        sub.add_consumer(consumer, sub_type)
+        return sub
+
+    def consumer_left(self, sub: Subscription, consumer: Consumer) -> None:
+        sub.remove_consumer(consumer)
+        if not sub.durable and not sub.consumers and self.subscriptions.get(sub.name) is sub:
+            del self.subscriptions[sub.name]
+            sub.close()
+
+    def unsubscribe(self, subscription: str, *, requester: Consumer | None = None, force: bool = False) -> None:
+        sub = self.subscriptions.get(subscription)
+        if sub is None:
+            raise SubscriptionNotFound(f"subscription {subscription!r} does not exist on {self.topic}")
+        others = [c for c in sub.consumers if c is not requester]
+        if others and not force:
+            raise NotAllowedError(f"subscription {subscription!r} on {self.topic} has {len(others)} other"
+                                  " connected consumer(s); close them first")
+        del self.subscriptions[subscription]
+        sub.close()
+        self._dirty.discard(subscription)
+        if sub.durable:
+            self._cursor_store.delete(subscription)
+
+    def _cursor_changed(self, name: str) -> None:
+        self._dirty.add(name)
+        if self._flush_handle is None and not self.closed:
+            delay = self._config.managedLedgerCursorFlushIntervalMs / 1000.0
+            self._flush_handle = asyncio.get_running_loop().call_later(delay, self.flush_cursors)
+
+    def flush_cursors(self) -> None:
+        """Persist every changed durable cursor (atomic write each)."""
+        self._flush_handle = None
+        dirty, self._dirty = self._dirty, set()
+        for name in dirty:
+            sub = self.subscriptions.get(name)
+            if sub is not None and sub.durable:
+                try:
+                    self._cursor_store.save(sub.cursor)
+                except OSError as exc:
+                    log.error("event=cursor_save_failed topic=%s subscription=%s error=%r", self.topic, name, exc)
+                    self._dirty.add(name)
+
+    # ------------------------------------------------------------------ stats and lifecycle
+    @property
+    def has_clients(self) -> bool:
+        return bool(self.producers) or any(sub.consumers for sub in self.subscriptions.values())
+
+    def stats(self) -> dict:
+        subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
+        oldest = min((sub.cursor.mark_delete_offset + 1 for sub in self.subscriptions.values()
+                      if sub.durable), default=self.journal.confirmed_end_offset)
+        return {
+            "msgInCounter": self.msg_in_counter,
+            "bytesInCounter": self.bytes_in_counter,
+            "msgOutCounter": sum(s.get("msgOutCounter", 0) for s in subs.values()),
+            "bytesOutCounter": sum(s.get("bytesOutCounter", 0) for s in subs.values()),
+            "storageSize": self.log.size_bytes,
+            "backlogSize": self._bytes_from(oldest),
+            "publishers": [{"producerName": p.producer_name, "producerId": p.producer_id,
+                            "msgInCounter": p.msg_in_counter, "bytesInCounter": p.bytes_in_counter,
+                            "metadata": p.properties} for p in self.producers.values()],
+            "subscriptions": subs,
+            "firstOffset": self.log.start_offset,
+            "lastOffset": self.journal.confirmed_end_offset - 1,
+        }
+
+    def _bytes_from(self, offset: int) -> int:
+        """Estimated stored bytes at and after ``offset`` (whole segments, pro rata for the first)."""
+        total = 0
+        for seg in self.log.segments():
+            first, last, size = seg["firstOffset"], seg["lastOffset"], seg["size"]
+            if last < offset or size == 0:
+                continue
+            if first >= offset:
+                total += size
+            else:
+                total += size * (last - offset + 1) // max(1, last - first + 1)
+        return total
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+        await self.journal.close()
+        self.flush_cursors()
+        for sub in self.subscriptions.values():
+            sub.close()
+        self.log.close()
+
+    async def delete(self) -> None:
+        await self.close()
+        self.subscriptions.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)
