@@ -1,8 +1,9 @@
-"""In-memory stand-ins for dispatch's storage protocols, for unit tests (no disk, no network)."""
+"""Test helpers: an in-memory EntrySource, a recording consumer and a fresh cursor (no disk, no network)."""
 from __future__ import annotations
 
 import bisect
 
+from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.log import StoredEntry
 from dispatch.consumer import Consumer, Delivery
 
@@ -81,82 +82,5 @@ class RecordingConsumer(Consumer):
         return got
 
 
-class StandInCursor:
-    """A minimal cursor with ManagedCursor's API, used until ``broker_core.storage.cursor`` lands."""
-
-    def __init__(self, mark_delete_offset: int = -1) -> None:
-        self.mark_delete_offset = mark_delete_offset
-        self.individually_acked: list[tuple[int, int]] = []  # disjoint, sorted, all above mark-delete
-        self.dirty = False
-
-    def _acked_count(self, start: int, end: int) -> int:
-        n = max(0, min(end, self.mark_delete_offset + 1) - start)
-        lo = max(start, self.mark_delete_offset + 1)
-        for s, e in self.individually_acked:
-            n += max(0, min(e, end) - max(s, lo))
-        return n
-
-    def ack(self, start: int, end: int) -> int:
-        before = self._acked_count(start, end)
-        lo, hi = max(start, self.mark_delete_offset + 1), end
-        if lo < hi:
-            merged = []
-            for s, e in self.individually_acked:
-                if e < lo or s > hi:
-                    merged.append((s, e))
-                else:
-                    lo, hi = min(s, lo), max(e, hi)
-            merged.append((lo, hi))
-            merged.sort()
-            self.individually_acked = merged
-            self._advance()
-        newly = self._acked_count(start, end) - before
-        self.dirty = self.dirty or newly > 0
-        return newly
-
-    def _advance(self) -> None:
-        while self.individually_acked and self.individually_acked[0][0] <= self.mark_delete_offset + 1:
-            s, e = self.individually_acked.pop(0)
-            self.mark_delete_offset = max(self.mark_delete_offset, e - 1)
-
-    def ack_cumulative(self, offset: int) -> int:
-        if offset <= self.mark_delete_offset:
-            return 0
-        newly = (offset - self.mark_delete_offset) - self._acked_count(self.mark_delete_offset + 1, offset + 1)
-        self.mark_delete_offset = offset
-        self.individually_acked = [(max(s, offset + 1), e) for s, e in self.individually_acked
-                                   if e > offset + 1]
-        self._advance()
-        self.dirty = True
-        return newly
-
-    def is_acked(self, offset: int) -> bool:
-        return offset <= self.mark_delete_offset or any(s <= offset < e for s, e in self.individually_acked)
-
-    def acked_within(self, start: int, end: int) -> list[tuple[int, int]]:
-        return [(max(s, start), min(e, end)) for s, e in self.individually_acked if s < end and e > start]
-
-    def next_unacked(self, offset: int) -> int:
-        offset = max(offset, self.mark_delete_offset + 1)
-        for s, e in self.individually_acked:
-            if s <= offset < e:
-                offset = e
-        return offset
-
-    def backlog(self, end_offset: int) -> int:
-        start = self.mark_delete_offset + 1
-        return max(0, end_offset - start) - self._acked_count(start, end_offset) if end_offset > start else 0
-
-    def reset(self, mark_delete_offset: int) -> None:
-        self.mark_delete_offset = mark_delete_offset
-        self.individually_acked = []
-        self.dirty = True
-
-
-def make_cursor() -> object:
-    """The real ManagedCursor when storage provides it, else the stand-in."""
-    try:
-        from broker_core.storage.cursor import ManagedCursor
-    except ImportError:
-        return StandInCursor()
-    return ManagedCursor()
+def make_cursor(name: str = "sub") -> ManagedCursor:
+    return ManagedCursor(name)
