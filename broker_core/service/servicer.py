@@ -46,10 +46,13 @@ class _OrderedReplies:
     def __init__(self, out: asyncio.Queue) -> None:
         self._out = out
         self._slots: deque[list] = deque()
+        self._drained = asyncio.Event()
+        self._drained.set()
 
     def reserve(self) -> list:
         slot: list = []
         self._slots.append(slot)
+        self._drained.clear()
         return slot
 
     def fill(self, slot: list, messages: list) -> None:
@@ -57,6 +60,12 @@ class _OrderedReplies:
         while self._slots and self._slots[0]:
             for message in self._slots.popleft()[0]:
                 self._out.put_nowait(message)
+        if not self._slots:
+            self._drained.set()
+
+    async def drained(self) -> None:
+        """Wait until every reserved reply has been released."""
+        await self._drained.wait()
 
 
 def _replies(results: list[Accepted], error: BaseException | None) -> list[pb.ProduceResponse]:
@@ -139,6 +148,7 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
                     break
                 else:
                     raise InvalidMessage(f"unexpected {kind!r} request on an open producer")
+            await replies.drained()  # a closing producer still gets every receipt it is owed
         except PulsarLikeError as exc:
             out.put_nowait(pb.ProduceResponse(error=error_to_proto(exc)))
         except (asyncio.CancelledError, grpc.RpcError):
