@@ -1,0 +1,140 @@
+"""ManagedCursor: a durable subscription's acknowledgment state (pure logic, no I/O).
+
+State, as in Pulsar's ManagedCursor:
+
+- ``mark_delete_offset``: every offset ``<=`` it is acknowledged (``-1``: nothing is).
+- ``individually_acked``: sorted, disjoint, non-adjacent ``[start, end)`` ranges acknowledged out of
+  order, all strictly above ``mark_delete_offset + 1`` (a range touching the mark-delete point is
+  folded into it).
+
+Every message (batched or not) has its own offset, so acknowledging one message of a batch is the
+range ``[offset, offset + 1)``: no separate batch-index bitsets are needed.
+
+Example::
+
+    c = ManagedCursor("sub")   # mark_delete -1
+    c.ack(2, 4)                # individually_acked [(2, 4)]
+    c.ack(0, 2)                # contiguous: mark_delete 3, individually_acked []
+"""
+from __future__ import annotations
+
+import bisect
+import json
+
+
+class ManagedCursor:
+    def __init__(self, name: str, mark_delete_offset: int = -1,
+                 individually_acked: list[tuple[int, int]] | None = None,
+                 properties: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.mark_delete_offset = mark_delete_offset
+        self.properties = dict(properties or {})
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._individual_count = 0  # offsets inside the ranges
+        for start, end in individually_acked or ():
+            self.ack(start, end)
+        self.dirty = False
+
+    @property
+    def individually_acked(self) -> list[tuple[int, int]]:
+        return list(zip(self._starts, self._ends))
+
+    # -- acknowledging -------------------------------------------------------------------------
+    def ack(self, start: int, end: int) -> int:
+        """Acknowledge ``[start, end)``; returns how many offsets were newly acknowledged."""
+        start = max(start, self.mark_delete_offset + 1)
+        if start >= end:
+            return 0
+        i = bisect.bisect_left(self._ends, start)  # first range ending at or after start (touching)
+        j = bisect.bisect_right(self._starts, end)  # ranges starting at or before end (touching)
+        covered = sum(max(0, min(e, end) - max(s, start))
+                      for s, e in zip(self._starts[i:j], self._ends[i:j]))
+        merged_start, merged_end = start, end
+        if i < j:
+            merged_start = min(start, self._starts[i])
+            merged_end = max(end, self._ends[j - 1])
+            self._individual_count -= sum(self._ends[k] - self._starts[k] for k in range(i, j))
+        if merged_start == self.mark_delete_offset + 1:
+            assert i == 0  # ranges lie above mark_delete + 1, so only the first can reach it
+            del self._starts[:j], self._ends[:j]
+            self.mark_delete_offset = merged_end - 1
+        else:
+            self._starts[i:j] = [merged_start]
+            self._ends[i:j] = [merged_end]
+            self._individual_count += merged_end - merged_start
+        newly = (end - start) - covered
+        if newly:
+            self.dirty = True
+        return newly
+
+    def ack_cumulative(self, offset: int) -> int:
+        """Acknowledge every offset ``<= offset``; returns how many were newly acknowledged."""
+        return self.ack(self.mark_delete_offset + 1, offset + 1)
+
+    def reset(self, mark_delete_offset: int) -> None:
+        """Seek: everything ``<= mark_delete_offset`` acknowledged, nothing above (individual acks cleared)."""
+        self.mark_delete_offset = mark_delete_offset
+        self._starts, self._ends, self._individual_count = [], [], 0
+        self.dirty = True
+
+    # -- queries ---------------------------------------------------------------------------------
+    def is_acked(self, offset: int) -> bool:
+        if offset <= self.mark_delete_offset:
+            return True
+        i = bisect.bisect_right(self._starts, offset) - 1
+        return i >= 0 and offset < self._ends[i]
+
+    def acked_within(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The acknowledged sub-ranges of ``[start, end)``, sorted (for an entry's ack set)."""
+        out: list[tuple[int, int]] = []
+        if start <= self.mark_delete_offset:
+            out.append((start, min(end, self.mark_delete_offset + 1)))
+        i = max(0, bisect.bisect_right(self._starts, start) - 1)
+        while i < len(self._starts) and self._starts[i] < end:
+            s, e = max(self._starts[i], start), min(self._ends[i], end)
+            if s < e:
+                out.append((s, e))
+            i += 1
+        return out
+
+    def next_unacked(self, offset: int) -> int:
+        """The first offset ``>= offset`` that is not acknowledged."""
+        offset = max(offset, self.mark_delete_offset + 1)
+        i = bisect.bisect_right(self._starts, offset) - 1
+        return self._ends[i] if i >= 0 and offset < self._ends[i] else offset
+
+    def backlog(self, end_offset: int) -> int:
+        """Messages in ``(mark_delete_offset, end_offset)`` not acknowledged."""
+        if end_offset <= self.mark_delete_offset + 1:
+            return 0
+        acked = self._individual_count
+        k = len(self._starts) - 1
+        while k >= 0 and self._ends[k] > end_offset:  # ranges past the end: usually none
+            acked -= self._ends[k] - max(self._starts[k], end_offset)
+            k -= 1
+        return end_offset - self.mark_delete_offset - 1 - acked
+
+    # -- persistence ------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        return json.dumps({"v": 1, "name": self.name, "markDelete": self.mark_delete_offset,
+                           "acked": [[s, e] for s, e in zip(self._starts, self._ends)],
+                           "properties": self.properties}, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, name: str, data: bytes) -> ManagedCursor:
+        """Rebuild a cursor; raises ``ValueError`` on anything malformed."""
+        try:
+            doc = json.loads(data)
+            mark_delete = doc["markDelete"]
+            ranges = [(int(s), int(e)) for s, e in doc["acked"]]
+            properties = {str(k): str(v) for k, v in doc.get("properties", {}).items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed cursor state for {name!r}: {exc}") from None
+        if not isinstance(mark_delete, int) or mark_delete < -1:
+            raise ValueError(f"malformed cursor state for {name!r}: markDelete={mark_delete!r}")
+        return cls(name, mark_delete, ranges, properties)
+
+    def __repr__(self) -> str:
+        return (f"ManagedCursor({self.name!r}, mark_delete_offset={self.mark_delete_offset}, "
+                f"individually_acked={self.individually_acked[:8]}{'...' if len(self._starts) > 8 else ''})")
