@@ -51,7 +51,7 @@ from broker_core.errors import AlreadyClosed, BrokerPersistenceError, CorruptLog
 from broker_core.storage.cache import TailCache
 from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, encode_header
 from broker_core.storage.segment import (
-    INDEX_SUFFIX, LOG_SUFFIX, READ_CHUNK, BadFrame, Segment, fsync_directory, write_all)
+    INDEX_SUFFIX, READ_CHUNK, BadFrame, Segment, fsync_directory, write_all)
 
 log = logging.getLogger(__name__)
 
@@ -335,4 +335,4 @@ class ManagedLog:
                 f"durable={self.durable_end_offset}, segments={len(self._segments)})")
 
 
-__all__ = ["ManagedLog", "StoredEntry", "LOG_SUFFIX"]
+__all__ = ["ManagedLog", "StoredEntry"]
