@@ -204,11 +204,15 @@ class Segment:
         try:
             if self.index.load(self.base_offset, self.size):
                 last_offset, last_position = self.index.offsets[-1], self.index.positions[-1]
-                _, self.end_offset, _ = self._scan(last_position, last_offset, build_index=True)
-            else:
-                self.index.clear()
-                self.index.rewrite()
-                _, self.end_offset, self.entry_count = self._scan(0, self.base_offset, build_index=True)
+                try:
+                    _, self.end_offset, _ = self._scan(last_position, last_offset, build_index=True)
+                    self.index.close()
+                    return
+                except BadFrame:
+                    log.warning("segment %s: index does not match the log; rebuilding it", self.path)
+            self.index.clear()
+            self.index.rewrite()
+            _, self.end_offset, self.entry_count = self._scan(0, self.base_offset, build_index=True)
         except BadFrame as bad:
             raise self.corrupt(bad) from None
         self.index.close()

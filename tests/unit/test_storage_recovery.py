@@ -80,6 +80,17 @@ def test_a_sealed_segment_with_a_garbage_index_is_still_read_correctly(tmp_path)
     assert ManagedLog(tmp_path).read(0, 100) == entries
 
 
+def test_a_sealed_index_pointing_between_frames_is_rebuilt_not_reported(tmp_path):
+    log = ManagedLog(tmp_path, max_segment_bytes=10_000)
+    entries = [log.append(data(i, 3000), 1, i) for i in range(6)]
+    log.close()
+    index = sorted(tmp_path.glob("*.index"))[0]
+    original = index.read_bytes()
+    index.write_bytes(original[:16] + (1).to_bytes(8, "big") + (100).to_bytes(8, "big"))
+    assert ManagedLog(tmp_path).read(0, 100) == entries
+    assert index.read_bytes() == original
+
+
 def test_a_missing_middle_segment_is_reported(tmp_path):
     _, segs = sealed_log(tmp_path)
     segs[1].unlink()
