@@ -24,26 +24,29 @@ class Delivery:
 
 class PendingAcks:
     """Entries delivered to one consumer and not yet fully acknowledged: one record per entry, never one
-    per message. Records are kept sorted by the entry's first offset so range and cumulative acks find the
-    entries they touch by bisection.
+    per message. First offsets are kept sorted so range and cumulative acks find the entries they touch
+    by bisection; a removed entry leaves a tombstone in that list (compacted when they pile up) so
+    out-of-order acks never shift a long list.
     """
 
-    __slots__ = ("_starts", "_records", "unacked_messages")
+    __slots__ = ("_starts", "_records", "_dead", "unacked_messages")
 
     def __init__(self) -> None:
-        self._starts: list[int] = []
+        self._starts: list[int] = []  # sorted; may hold tombstones (starts without a record)
         self._records: dict[int, list[int]] = {}  # entry offset -> [end offset, unacked messages]
+        self._dead = 0
         self.unacked_messages = 0
 
     def __len__(self) -> int:
-        return len(self._starts)
+        return len(self._records)
 
     def __contains__(self, entry_offset: object) -> bool:
         return entry_offset in self._records
 
     def entries(self) -> list[tuple[int, int, int]]:
         """``(start, end, unacked)`` of every pending entry, in offset order."""
-        return [(s, self._records[s][0], self._records[s][1]) for s in self._starts]
+        records = self._records
+        return [(s, records[s][0], records[s][1]) for s in self._starts if s in records]
 
     def add(self, start: int, end: int, unacked: int) -> None:
         record = self._records.get(start)
@@ -53,21 +56,27 @@ class PendingAcks:
             return
         self._records[start] = [end, unacked]
         self.unacked_messages += unacked
-        if not self._starts or start > self._starts[-1]:
-            self._starts.append(start)
+        starts = self._starts
+        if not starts or start > starts[-1]:
+            starts.append(start)
+            return
+        i = bisect.bisect_left(starts, start)
+        if i < len(starts) and starts[i] == start:  # revives its tombstone
+            self._dead -= 1
         else:
-            bisect.insort(self._starts, start)
+            starts.insert(i, start)
 
     def overlapping(self, start: int, end: int) -> list[tuple[int, int]]:
         """``(entry start, entry end)`` of the pending entries that overlap ``[start, end)``."""
         starts = self._starts
+        records = self._records
         i = max(bisect.bisect_right(starts, start) - 1, 0)
         found = []
         while i < len(starts) and starts[i] < end:
             s = starts[i]
-            e = self._records[s][0]
-            if e > start:
-                found.append((s, e))
+            record = records.get(s)
+            if record is not None and record[0] > start:
+                found.append((s, record[0]))
             i += 1
         return found
 
@@ -78,7 +87,11 @@ class PendingAcks:
         if record is None:
             return False
         if fully or record[1] <= count:
-            self._remove(entry_offset)
+            self.unacked_messages -= self._records.pop(entry_offset)[1]
+            self._dead += 1
+            if self._dead > 64 and self._dead * 2 > len(self._starts):
+                self._starts = [s for s in self._starts if s in self._records]
+                self._dead = 0
             return True
         record[1] -= count
         self.unacked_messages -= count
@@ -87,27 +100,31 @@ class PendingAcks:
     def remove_through(self, offset: int) -> list[int]:
         """Drop the entries whose every message is <= ``offset``; returns their first offsets."""
         starts = self._starts
+        records = self._records
+        removed = []
         k = 0
-        while k < len(starts) and self._records[starts[k]][0] <= offset + 1:
+        while k < len(starts):
+            record = records.get(starts[k])
+            if record is None:
+                self._dead -= 1
+            elif record[0] <= offset + 1:
+                removed.append(starts[k])
+                self.unacked_messages -= record[1]
+                del records[starts[k]]
+            else:
+                break
             k += 1
-        removed = starts[:k]
-        for s in removed:
-            self.unacked_messages -= self._records.pop(s)[1]
         del starts[:k]
         return removed
 
     def clear(self) -> list[int]:
         """Drop everything; returns the first offsets of the dropped entries."""
-        removed = self._starts
+        removed = [s for s in self._starts if s in self._records]
         self._starts = []
         self._records.clear()
+        self._dead = 0
         self.unacked_messages = 0
         return removed
-
-    def _remove(self, entry_offset: int) -> None:
-        self.unacked_messages -= self._records.pop(entry_offset)[1]
-        i = bisect.bisect_left(self._starts, entry_offset)
-        del self._starts[i]
 
 
 class Consumer:

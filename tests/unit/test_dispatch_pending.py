@@ -65,3 +65,16 @@ def test_ack_set_words_round_trip_over_several_words() -> None:
     words = to_words(bits, 130)
     assert words == [(1 << 63) - 2, -2, 1]  # int64 words: bit 63 set reads as a negative number
     assert from_words(words) == bits
+
+
+def test_pending_survives_many_out_of_order_removals() -> None:
+    pending = PendingAcks()
+    for start in range(1000):
+        pending.add(start, start + 1, 1)
+    for start in range(1, 1000, 2):
+        assert pending.acked(start, 1)
+    pending.add(1, 2, 1)  # handed out again after its removal
+    assert pending.overlapping(0, 4) == [(0, 1), (1, 2), (2, 3)]
+    assert pending.remove_through(9) == [0, 1, 2, 4, 6, 8]
+    assert (len(pending), pending.unacked_messages) == (495, 495)
+    assert pending.entries()[:2] == [(10, 11, 1), (12, 13, 1)]
