@@ -1,0 +1,47 @@
+"""Broker configuration parsing."""
+from __future__ import annotations
+
+import pytest
+
+from broker_core.config import BrokerConfig, parse_assignments, parse_conf_file
+from broker_core.errors import InvalidConfiguration
+
+
+def test_defaults_follow_pulsar():
+    config = BrokerConfig()
+    assert config.maxMessageSize == 5242880
+    assert config.allowAutoTopicCreation is True
+    assert config.journalSyncMode == "group"
+    assert config.bindAddress == "127.0.0.1"
+
+
+def test_string_values_are_converted_to_each_keys_type():
+    config = BrokerConfig.from_mapping({"maxMessageSize": "1024", "allowAutoTopicCreation": "false"})
+    assert config.maxMessageSize == 1024 and config.allowAutoTopicCreation is False
+
+
+@pytest.mark.parametrize("values, match", [
+    ({"maxMessageSize": "-1"}, "maxMessageSize"),
+    ({"maxMessageSize": "lots"}, "an integer"),
+    ({"allowAutoTopicCreation": "maybe"}, "true or false"),
+    ({"journalSyncMode": "fast"}, "always, group, never"),
+    ({"allowAutoTopicCreationType": "both"}, "non-partitioned"),
+    ({"maxMesageSize": "1"}, "did you mean 'maxMessageSize'"),
+])
+def test_bad_values_name_the_key_and_what_it_accepts(values, match):
+    with pytest.raises(InvalidConfiguration, match=match):
+        BrokerConfig.from_mapping(values)
+
+
+def test_conf_file_and_assignments(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("# a comment\n\nmaxMessageSize = 2048\njournalSyncMode=always\n")
+    assert parse_conf_file(conf) == {"maxMessageSize": "2048", "journalSyncMode": "always"}
+    assert parse_assignments(["a=b", "c = d=e"]) == {"a": "b", "c": "d=e"}
+    with pytest.raises(InvalidConfiguration, match="key=value"):
+        parse_assignments(["novalue"])
+    conf.write_text("oops\n")
+    with pytest.raises(InvalidConfiguration, match="expected key=value"):
+        parse_conf_file(conf)
+    with pytest.raises(InvalidConfiguration, match="cannot read"):
+        parse_conf_file(tmp_path / "missing.conf")

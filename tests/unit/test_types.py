@@ -1,0 +1,72 @@
+"""Topic-name parsing and MessageId."""
+from __future__ import annotations
+
+import pytest
+
+from broker_core.errors import InvalidMessage, InvalidTopicName
+from broker_core.types import MessageId, TopicName
+
+
+def test_bare_name_means_persistent_public_default():
+    assert str(TopicName.parse("my-topic")) == "persistent://public/default/my-topic"
+
+
+def test_full_names_parse_into_their_parts():
+    name = TopicName.parse("non-persistent://acme/orders/eu.v1=x:y")
+    assert (name.domain, name.tenant, name.namespace, name.local_name) == ("non-persistent", "acme", "orders",
+                                                                           "eu.v1=x:y")
+    assert not name.persistent
+    assert name.namespace_name == "acme/orders"
+
+
+@pytest.mark.parametrize("bad, reason", [
+    ("", "empty"),
+    ("kafka://a/b/c", "domain"),
+    ("persistent://a/b", "tenant/namespace/topic"),
+    ("persistent://a/b/c/d", "tenant/namespace/topic"),
+    ("persistent://a//c", "namespace is empty"),
+    ("persistent://a/b/", "topic is empty"),
+    ("persistent://a b/c/d", "tenant"),
+    ("a/b", "short name"),
+    ("persistent://t/ns/top ic", "topic"),
+])
+def test_invalid_names_are_rejected_with_the_reason(bad, reason):
+    with pytest.raises(InvalidTopicName, match=reason) as info:
+        TopicName.parse(bad)
+    assert info.value.reason
+
+
+def test_partition_names_round_trip():
+    base = TopicName.parse("orders")
+    part = base.partition(3)
+    assert str(part) == "persistent://public/default/orders-partition-3"
+    assert part.partition_index == 3
+    assert part.partitioned_base == base
+    assert base.partition_index == -1
+
+
+def test_message_id_offset_is_entry_plus_batch_index():
+    assert MessageId(0, 100, 0, 7).offset == 107
+    assert MessageId(0, 100, 0, -1).offset == 100
+
+
+def test_message_ids_order_like_offsets_and_sentinels_bound_them():
+    ids = [MessageId(0, 10, -1, 1), MessageId(0, 10, -1, 0), MessageId(64, 64, -1, -1)]
+    assert sorted(ids) == [ids[1], ids[0], ids[2]]
+    assert all(MessageId.earliest < i < MessageId.latest for i in ids)
+
+
+def test_message_id_serializes_as_pulsar_message_id_data():
+    from broker_core.protocol.pulsar_api_pb2 import MessageIdData
+
+    msg_id = MessageId(5, 42, 2, 3, batch_size=10)
+    data = msg_id.serialize()
+    parsed = MessageIdData.FromString(data)
+    assert (parsed.ledgerId, parsed.entryId, parsed.partition, parsed.batch_index) == (5, 42, 2, 3)
+    assert MessageId.deserialize(data) == msg_id
+    assert MessageId.deserialize(MessageId.earliest.serialize()).is_earliest()
+
+
+def test_deserializing_garbage_is_a_typed_error():
+    with pytest.raises(InvalidMessage):
+        MessageId.deserialize(b"\xff\xff\xff")
