@@ -12,8 +12,8 @@ Recovery (run by the constructor)
    without a log are removed. An empty directory gets a fresh segment at base offset 0.
 2. Sealed segments (all but the last) are trusted through their index: the index's longest consistent
    prefix is kept (rebuilt from the log when missing or when its last entry does not point at a
-   frame), and only the frames after its last entry are scanned. Each sealed segment must end exactly at the next segment's base offset, otherwise
-   ``CorruptLog`` is raised. An invalid frame found in a sealed segment later, while reading, also
+   frame), and only the frames after its last entry are scanned. Each sealed segment must end
+   exactly at the next segment's base offset, otherwise ``CorruptLog`` is raised. An invalid frame found in a sealed segment later, while reading, also
    raises ``CorruptLog``.
 3. The last segment is scanned frame by frame from byte 0, verifying magic, the length bound (before
    allocating), the CRC, and offset continuity (each frame's offset is the previous offset + count;
