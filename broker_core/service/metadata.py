@@ -5,24 +5,10 @@ Stored as one JSON file written atomically (temp file in the same folder, fsync,
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from broker_core.errors import CorruptLog
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+from broker_core.storage.atomic import atomic_write
 
 
 class PartitionedTopicsStore:

@@ -109,16 +109,8 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
 
     # ================================================================== produce
     async def Produce(self, request_iterator, context) -> AsyncIterator[pb.ProduceResponse]:
-        out: asyncio.Queue = asyncio.Queue()
-        task = asyncio.get_running_loop().create_task(self._produce_session(request_iterator, out))
-        try:
-            while True:
-                item = await out.get()
-                if item is _END:
-                    return
-                yield item
-        finally:
-            task.cancel()
+        async for response in _serve(self._produce_session, request_iterator):
+            yield response
 
     async def _produce_session(self, requests, out: asyncio.Queue) -> None:
         topic: PersistentTopic | None = None
@@ -162,16 +154,8 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
 
     # ================================================================== consume
     async def Consume(self, request_iterator, context) -> AsyncIterator[pb.ConsumeResponse]:
-        out: asyncio.Queue = asyncio.Queue()
-        task = asyncio.get_running_loop().create_task(self._consume_session(request_iterator, out))
-        try:
-            while True:
-                item = await out.get()
-                if item is _END:
-                    return
-                yield item
-        finally:
-            task.cancel()
+        async for response in _serve(self._consume_session, request_iterator):
+            yield response
 
     async def _consume_session(self, requests, out: asyncio.Queue) -> None:
         topic = sub = consumer = None
@@ -347,6 +331,18 @@ def _position_offset(topic: PersistentTopic, position: pb.Position) -> int:
     if which == "offset":
         return min(position.offset, topic.journal.confirmed_end_offset)
     return topic.journal.confirmed_end_offset
+
+
+async def _serve(session: Callable[[object, asyncio.Queue], Awaitable[None]], requests) -> AsyncIterator:
+    """Run ``session`` (which reads ``requests`` and puts responses on a queue, then ``_END``) and yield
+    its responses; the session is cancelled when the client goes away."""
+    out: asyncio.Queue = asyncio.Queue()
+    task = asyncio.get_running_loop().create_task(session(requests, out))
+    try:
+        while (item := await out.get()) is not _END:
+            yield item
+    finally:
+        task.cancel()
 
 
 async def _next_request(requests):

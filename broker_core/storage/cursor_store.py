@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
@@ -29,7 +28,7 @@ import google_crc32c
 
 from broker_core.errors import CorruptLog
 from broker_core.storage.cursor import ManagedCursor
-from broker_core.storage.segment import fsync_directory
+from broker_core.storage.atomic import atomic_write, fsync_directory
 
 CURSOR_HEADER = struct.Struct(
     ">"
@@ -61,17 +60,7 @@ class CursorStore:
         """Persist atomically (temp file, fsync, rename, fsync folder) and clear ``dirty``."""
         state = cursor.to_bytes()
         blob = CURSOR_HEADER.pack(CURSOR_MAGIC, len(state), google_crc32c.value(state)) + state
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path_of(cursor.name))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        fsync_directory(self.directory)
+        atomic_write(self.path_of(cursor.name), blob)
         cursor.dirty = False
 
     def load_all(self) -> dict[str, ManagedCursor]:

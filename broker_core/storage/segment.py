@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from broker_core.errors import CorruptLog
+from broker_core.storage.atomic import fsync_directory
 from broker_core.storage.format import (
     HEADER_SIZE, MAGIC_BYTES, MAX_FRAME_DATA, FrameHeader, InvalidFrame, decode_header, verify)
 from broker_core.storage.index import SparseIndex
@@ -39,14 +40,6 @@ class BadFrame(Exception):
         self.position = position
         self.reason = reason
         self.crc_valid = crc_valid
-
-
-def fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Segment:
