@@ -34,6 +34,7 @@ class BrokerConfig:
     defaultNumPartitions: int = 1
     """Partitions of an auto-created topic when ``allowAutoTopicCreationType=partitioned``."""
     brokerDeduplicationEnabled: bool = False
+    """Deduplication by producer name and sequence id; not implemented yet, so ``true`` is refused."""
     journalSyncMode: str = "group"
     """``always``: fsync each write before its receipt; ``group``: one fsync covers every append made
     while the previous fsync ran, receipts wait for it; ``never``: page cache only."""
@@ -53,10 +54,12 @@ class BrokerConfig:
     dispatcherMaxDeliveryBytes: int = 8 * 1024 * 1024
     """Most bytes of entries packed into one delivery message to a consumer."""
     maxUnackedMessagesPerConsumer: int = 50000
-    acknowledgmentAtBatchIndexLevelEnabled: bool = False
-    subscriptionKeySharedUseConsistentHashing: bool = False
+    """Shared subscriptions stop dispatching to a consumer holding this many unacked messages."""
 
     def __post_init__(self) -> None:
+        if self.brokerDeduplicationEnabled:
+            raise InvalidConfiguration("brokerDeduplicationEnabled=true is not supported yet: this broker"
+                                       " does not deduplicate; leave it false", key="brokerDeduplicationEnabled")
         if self.journalSyncMode not in SYNC_MODES:
             raise _bad("journalSyncMode", self.journalSyncMode, f"one of {', '.join(SYNC_MODES)}")
         if self.allowAutoTopicCreationType not in AUTO_TOPIC_TYPES:
