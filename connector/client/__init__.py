@@ -1,0 +1,30 @@
+"""pulsarlike's Python client; the names mirror ``pulsar-client``."""
+from broker_core.errors import (
+    AlreadyClosed, BrokerPersistenceError, ChecksumError, ConnectError, ConsumerAssignError, ConsumerBusy,
+    CorruptLog, CumulativeAcknowledgementNotAllowedError, IncompatibleSchema, InvalidConfiguration,
+    InvalidMessage, InvalidTopicName, MessageTooBig, NotAllowedError, NotConnected, ProducerBusy,
+    ProducerFenced, ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound, Timeout,
+    TopicAlreadyExists, TopicNotFound, UnknownError)
+from broker_core.types import MessageId
+
+from connector.client.admin import Admin
+from connector.client.client import Client
+from connector.client.consumer import Consumer
+from connector.client.enums import (
+    BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition, KeySharedMode,
+    PartitionsRoutingMode, ProducerAccessMode, Result, SubscriptionMode)
+from connector.client.message import Message
+from connector.client.producer import Producer
+from connector.client.reader import Reader
+
+__all__ = [
+    "Admin", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId",
+    "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",
+    "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "Result", "SubscriptionMode",
+    "AlreadyClosed", "BrokerPersistenceError", "ChecksumError", "ConnectError", "ConsumerAssignError",
+    "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "IncompatibleSchema",
+    "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageTooBig", "NotAllowedError",
+    "NotConnected", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError",
+    "ServiceNotReady", "SubscriptionNotFound", "Timeout", "TopicAlreadyExists", "TopicNotFound",
+    "UnknownError",
+]

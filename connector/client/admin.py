@@ -1,0 +1,64 @@
+"""``Admin``: topic management over the broker's unary admin calls."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from broker_core.protocol import broker_pb2
+from broker_core.types import TopicName
+
+from connector.client.connection import Connection
+
+
+class Admin:
+    """Create, list, inspect and delete topics and subscriptions. Errors are the typed exceptions of
+    :mod:`broker_core.errors` (``TopicNotFound``, ``TopicAlreadyExists``, ...)."""
+
+    def __init__(self, service_url: str, operation_timeout_seconds: float = 30,
+                 connection_timeout_ms: int = 10000) -> None:
+        self._connection = Connection(service_url, operation_timeout_seconds,
+                                      connection_timeout_ms / 1000.0)
+
+    def create_partitioned_topic(self, topic: str, partitions: int) -> None:
+        if not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"partitions={partitions!r} is not valid; use an int >= 1")
+        self._connection.unary("CreatePartitionedTopic", broker_pb2.CreatePartitionedTopicRequest(
+            topic=_name(topic), partitions=partitions))
+
+    def get_partitioned_topic_metadata(self, topic: str) -> dict[str, int]:
+        meta = self._connection.unary("GetPartitionedTopicMetadata",
+                                      broker_pb2.TopicRequest(topic=_name(topic)))
+        return {"partitions": meta.partitions}
+
+    def create_topic(self, topic: str) -> None:
+        self._connection.unary("CreateTopic", broker_pb2.TopicRequest(topic=_name(topic)))
+
+    def list_topics(self, namespace: str = "public/default") -> list[str]:
+        return list(self._connection.unary("ListTopics", broker_pb2.ListTopicsRequest(
+            namespace=namespace)).topics)
+
+    def delete_topic(self, topic: str, force: bool = False) -> None:
+        self._connection.unary("DeleteTopic", broker_pb2.DeleteTopicRequest(topic=_name(topic),
+                                                                             force=force))
+
+    def topic_stats(self, topic: str) -> dict[str, Any]:
+        reply = self._connection.unary("TopicStats", broker_pb2.TopicRequest(topic=_name(topic)))
+        return json.loads(reply.json) if reply.json else {}
+
+    def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
+        self._connection.unary("DeleteSubscription", broker_pb2.UnsubscribeRequest(
+            topic=_name(topic), subscription=subscription, force=force))
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> "Admin":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _name(topic: str) -> str:
+    """Fully qualified (raises InvalidTopicName client-side)."""
+    return str(TopicName.parse(topic))

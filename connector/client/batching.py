@@ -1,0 +1,126 @@
+"""The producer's batch container: collects messages, builds one Pulsar entry per batch.
+
+A batch of one message is sent unbatched (its key and properties in ``MessageMetadata``; message id
+``batch_index = -1``), as Pulsar's Java client does; two or more become a batch payload of
+``SingleMessageMetadata``-framed messages with ``num_messages_in_batch = n``. Per-message headers are
+built when the message is added (one table lookup for a payload-only message), so building the entry
+is one ``join``, one optional compression and one CRC.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from broker_core.protocol import codec, pulsar_api_pb2
+
+# Bytes of a SingleMessageMetadata frame beyond the payload, for size accounting only.
+_FRAME_OVERHEAD = 8
+
+
+class PendingEntry:
+    """An entry sent (or about to be) and waiting for its receipt."""
+
+    __slots__ = ("sequence_id", "highest_sequence_id", "num_messages", "batched", "data", "callbacks",
+                 "sent_at")
+
+    def __init__(self, sequence_id: int, highest_sequence_id: int, num_messages: int, batched: bool,
+                 data: bytes, callbacks: list[Any], sent_at: float = 0.0) -> None:
+        self.sequence_id = sequence_id
+        self.highest_sequence_id = highest_sequence_id
+        self.num_messages = num_messages
+        self.batched = batched
+        self.data = data
+        self.callbacks = callbacks
+        self.sent_at = sent_at
+
+
+class BatchContainer:
+    """Messages of the next entry. Not thread-safe: the producer holds its lock around every call."""
+
+    def __init__(self, max_messages: int, max_bytes: int,
+                 compression: int = pulsar_api_pb2.NONE) -> None:
+        self.max_messages = max(1, max_messages)
+        self.max_bytes = max(1, max_bytes)
+        self.compression = compression
+        self.generation = 0
+        """Bumped on every build, so a delayed flush can tell whether its batch is still open."""
+        self._reset()
+
+    def _reset(self) -> None:
+        self.count = 0
+        self.size = 0
+        self.first_sequence_id = 0
+        self.last_sequence_id = 0
+        self.key: str | None = None
+        self._parts: list[bytes] = []
+        self._callbacks: list[Any] = []
+        self._first: tuple[Any, ...] = ()
+
+    def __len__(self) -> int:
+        return self.count
+
+    def has_room(self, size: int) -> bool:
+        """Whether a message of ``size`` bytes fits (an empty container takes any message)."""
+        return self.count == 0 or (self.count < self.max_messages
+                                   and self.size + size + _FRAME_OVERHEAD <= self.max_bytes)
+
+    def is_full(self) -> bool:
+        return self.count >= self.max_messages or self.size >= self.max_bytes
+
+    def add(self, content: bytes, sequence_id: int, callback: Any,
+            properties: Mapping[str, str] | None = None, partition_key: str | None = None,
+            ordering_key: bytes | None = None, event_timestamp: int = 0,
+            deliver_at: int | None = None) -> None:
+        n = self.count
+        if n == 0:
+            self.first_sequence_id = sequence_id
+            self.key = partition_key
+            self._first = (content, properties, partition_key, ordering_key, event_timestamp, deliver_at)
+        explicit = None if sequence_id == self.first_sequence_id + n else sequence_id
+        header = codec.single_message_header(len(content), partition_key, ordering_key, properties,
+                                             event_timestamp, explicit)
+        self._parts.append(header)
+        self._parts.append(content)
+        self._callbacks.append(callback)
+        self.count = n + 1
+        self.size += len(header) + len(content)
+        self.last_sequence_id = sequence_id
+
+    def build(self, producer_name: str, publish_time_ms: int) -> PendingEntry:
+        """The entry for the collected messages; the container is empty afterwards."""
+        n = self.count
+        meta = pulsar_api_pb2.MessageMetadata(producer_name=producer_name,
+                                              sequence_id=self.first_sequence_id,
+                                              publish_time=publish_time_ms)
+        if n == 1:
+            payload, properties, key, ordering_key, event_ts, deliver_at = self._first
+            if properties:
+                meta.properties.extend(pulsar_api_pb2.KeyValue(key=k, value=v)
+                                       for k, v in properties.items())
+            if key is not None:
+                meta.partition_key = key
+            if ordering_key is not None:
+                meta.ordering_key = ordering_key
+            if event_ts:
+                meta.event_time = event_ts
+            if deliver_at is not None:
+                meta.deliver_at_time = deliver_at
+        else:
+            payload = b"".join(self._parts)
+            meta.num_messages_in_batch = n
+            meta.highest_sequence_id = self.last_sequence_id
+        if self.compression != pulsar_api_pb2.NONE:
+            meta.compression = self.compression  # type: ignore[assignment]
+            meta.uncompressed_size = len(payload)
+            payload = codec.compress_payload(self.compression, payload)
+        entry = PendingEntry(self.first_sequence_id, self.last_sequence_id, n, n > 1,
+                             codec.encode_entry(meta, payload), self._callbacks)
+        self.generation += 1
+        self._reset()
+        return entry
+
+    def take_callbacks(self) -> list[Callable[..., Any]]:
+        """Empty the container without building (the producer failed); returns the callbacks."""
+        callbacks = self._callbacks
+        self.generation += 1
+        self._reset()
+        return callbacks

@@ -1,0 +1,293 @@
+"""``Client`` (pulsar-client's API): the entry point that creates producers, consumers and readers."""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import uuid
+from typing import Any, Callable, Mapping
+
+from broker_core import errors
+from broker_core.protocol import broker_pb2
+from broker_core.types import MessageId, TopicName
+
+from connector.client.connection import Connection
+from connector.client.consumer import Consumer
+from connector.client.enums import (
+    ACCESS_MODE_TO_WIRE, BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
+    PartitionsRoutingMode, ProducerAccessMode, SubscriptionMode, check_enum)
+from connector.client.partition_consumer import PartitionConsumer
+from connector.client.partition_producer import PartitionProducer, ProducerConf
+from connector.client.producer import Producer, initial_partition
+from connector.client.reader import Reader, start_position
+from connector.client.routing import Router
+from connector.client.timer import TimerThread
+
+log = logging.getLogger(__name__)
+
+
+class Client:
+    """A connection to one broker: ``Client("pulsar://localhost:6650")``."""
+
+    def __init__(self, service_url: str, authentication: Any = None,
+                 operation_timeout_seconds: float = 30, io_threads: int = 1,
+                 message_listener_threads: int = 1, concurrent_lookup_requests: int = 50000,
+                 log_conf_file_path: str | None = None, use_tls: bool = False,
+                 tls_trust_certs_file_path: str | None = None,
+                 tls_allow_insecure_connection: bool = False, tls_validate_hostname: bool = False,
+                 logger: Any = None, connection_timeout_ms: int = 10000,
+                 listener_name: str | None = None) -> None:
+        if use_tls or authentication is not None:
+            raise errors.InvalidConfiguration("TLS and authentication are not supported by pulsarlike")
+        if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
+            raise ValueError("operation_timeout_seconds and connection_timeout_ms must be > 0")
+        self._connection = Connection(service_url, float(operation_timeout_seconds),
+                                      connection_timeout_ms / 1000.0)
+        self._timer = TimerThread()
+        self._lock = threading.Lock()
+        self._children: list[Any] = []
+        self._closed = False
+
+    # --- producers ------------------------------------------------------------------------------------
+    def create_producer(self, topic: str, producer_name: str | None = None, schema: Any = None,
+                        initial_sequence_id: int | None = None, send_timeout_millis: int = 30000,
+                        compression_type: CompressionType = CompressionType.NONE,
+                        max_pending_messages: int = 1000,
+                        max_pending_messages_across_partitions: int = 50000,
+                        block_if_queue_full: bool = False, batching_enabled: bool = True,
+                        batching_max_messages: int = 1000,
+                        batching_max_allowed_size_in_bytes: int = 128 * 1024,
+                        batching_max_publish_delay_ms: int = 10, chunking_enabled: bool = False,
+                        message_routing_mode: PartitionsRoutingMode =
+                        PartitionsRoutingMode.RoundRobinDistribution,
+                        lazy_start_partitioned_producers: bool = False,
+                        properties: Mapping[str, str] | None = None,
+                        batching_type: BatchingType = BatchingType.Default,
+                        encryption_key: Any = None, crypto_key_reader: Any = None,
+                        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+                        message_router: Callable[[Any, int], int] | None = None,
+                        hashing_scheme: HashingScheme = HashingScheme.JavaStringHash) -> Producer:
+        self._check_open()
+        compression = check_enum("compression_type", compression_type, CompressionType)
+        routing = check_enum("message_routing_mode", message_routing_mode, PartitionsRoutingMode)
+        batching = check_enum("batching_type", batching_type, BatchingType)
+        access = check_enum("access_mode", access_mode, ProducerAccessMode)
+        scheme = check_enum("hashing_scheme", hashing_scheme, HashingScheme)
+        if chunking_enabled:
+            raise errors.InvalidConfiguration("chunking_enabled=True is not supported yet; send "
+                                              "messages below the broker's maxMessageSize")
+        if encryption_key is not None or crypto_key_reader is not None:
+            raise errors.InvalidConfiguration("end-to-end encryption is not supported by pulsarlike")
+        if compression == CompressionType.SNAPPY:
+            try:
+                import snappy  # type: ignore[import-not-found]  # noqa: F401
+            except ImportError:
+                raise errors.InvalidConfiguration("compression_type=SNAPPY needs python-snappy; "
+                                                  "use LZ4, ZLib or ZSTD") from None
+        for option, value in (("send_timeout_millis", send_timeout_millis),
+                              ("max_pending_messages", max_pending_messages),
+                              ("batching_max_publish_delay_ms", batching_max_publish_delay_ms)):
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"{option}={value!r} is not valid; use an int >= 0")
+        for option, value in (("batching_max_messages", batching_max_messages),
+                              ("batching_max_allowed_size_in_bytes", batching_max_allowed_size_in_bytes)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{option}={value!r} is not valid; use an int >= 1")
+        conf = ProducerConf(
+            producer_name=producer_name, initial_sequence_id=initial_sequence_id,
+            send_timeout_ms=send_timeout_millis, compression=int(compression),
+            max_pending_messages=max_pending_messages, block_if_queue_full=block_if_queue_full,
+            batching_enabled=batching_enabled, batching_max_messages=batching_max_messages,
+            batching_max_bytes=batching_max_allowed_size_in_bytes,
+            batching_max_publish_delay_ms=batching_max_publish_delay_ms,
+            key_based_batching=batching == BatchingType.KeyBased, properties=dict(properties or {}),
+            access_mode=ACCESS_MODE_TO_WIRE[access])  # type: ignore[index]
+        name = _qualified(topic)
+        num = self._partitions(name)
+        router = Router(max(num, 1), routing, scheme, message_router,  # type: ignore[arg-type]
+                        start=initial_partition(num))
+        targets = [(str(TopicName.parse(name).partition(i)), i) for i in range(num)] if num \
+            else [(name, -1)]
+        producers: list[PartitionProducer] = []
+        try:
+            for partition_topic, index in targets:
+                assigned = producers[0].producer_name if producers else None
+                producers.append(PartitionProducer(self._connection, self._timer, partition_topic,
+                                                   index, conf, assigned))
+        except BaseException:
+            for producer in producers:
+                producer.close(timeout_s=1)
+            raise
+        return self._adopt(Producer(self, name, producers, router, send_timeout_millis, num > 0))
+
+    # --- consumers ------------------------------------------------------------------------------------
+    def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str,
+                  consumer_type: ConsumerType = ConsumerType.Exclusive, schema: Any = None,
+                  message_listener: Callable[[Consumer, Any], None] | None = None,
+                  receiver_queue_size: int = 1000, max_total_receiver_queue_size_across_partitions:
+                  int = 50000, consumer_name: str | None = None,
+                  unacked_messages_timeout_ms: int | None = None, broker_consumer_stats_cache_time_ms:
+                  int = 30000, negative_ack_redelivery_delay_ms: int = 60000,
+                  is_read_compacted: bool = False, properties: Mapping[str, str] | None = None,
+                  pattern_auto_discovery_period: int = 60,
+                  initial_position: InitialPosition = InitialPosition.Latest,
+                  crypto_key_reader: Any = None, replicate_subscription_state_enabled: bool = False,
+                  max_pending_chunked_message: int = 10,
+                  auto_ack_oldest_chunked_message_on_queue_full: bool = False,
+                  start_message_id_inclusive: bool = False, batch_receive_policy: Any = None,
+                  key_shared_policy: Any = None, batch_index_ack_enabled: bool = False,
+                  regex_subscription_mode: Any = None, dead_letter_policy: Any = None,
+                  crypto_failure_action: Any = None, is_pattern_topic: bool = False,
+                  subscription_mode: SubscriptionMode = SubscriptionMode.Durable,
+                  priority_level: int | None = None, retry_enable: bool = False) -> Consumer:
+        """Subscribe to a topic, a list of topics, or the topics of a namespace matching a pattern."""
+        self._check_open()
+        ctype = check_enum("consumer_type", consumer_type, ConsumerType)
+        position = check_enum("initial_position", initial_position, InitialPosition)
+        mode = check_enum("subscription_mode", subscription_mode, SubscriptionMode)
+        if not subscription_name or not isinstance(subscription_name, str):
+            raise ValueError(f"subscription_name={subscription_name!r} is not valid; use a non-empty str")
+        if isinstance(topic, re.Pattern) or is_pattern_topic:
+            topics = self._matching_topics(re.compile(topic) if isinstance(topic, str) else topic)
+            shown: str | list[str] = topic.pattern if isinstance(topic, re.Pattern) else topic
+        elif isinstance(topic, (list, tuple)):
+            topics = [_qualified(t) for t in topic]
+            shown = topics
+        else:
+            topics = [_qualified(topic)]
+            shown = topics[0]
+        consumer = Consumer(self, shown, subscription_name, ctype,  # type: ignore[arg-type]
+                            message_listener, negative_ack_redelivery_delay_ms)
+        requests = [broker_pb2.Subscribe(
+            topic=partition_topic, subscription=subscription_name, sub_type=int(ctype),
+            consumer_name=consumer_name or "", initial_position=int(position),
+            priority_level=priority_level or 0, durable=mode == SubscriptionMode.Durable,
+            partition_index=index) for partition_topic, index in self._expand(topics)]
+        self._open_consumer(consumer, requests, receiver_queue_size)
+        return self._adopt(consumer)
+
+    def create_reader(self, topic: str, start_message_id: MessageId, schema: Any = None,
+                      reader_listener: Callable[[Reader, Any], None] | None = None,
+                      receiver_queue_size: int = 1000, reader_name: str | None = None,
+                      subscription_role_prefix: str | None = None, is_read_compacted: bool = False,
+                      crypto_key_reader: Any = None, start_message_id_inclusive: bool = False,
+                      crypto_failure_action: Any = None) -> Reader:
+        """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``/``latest`` or an id)."""
+        self._check_open()
+        if not isinstance(start_message_id, MessageId):
+            raise TypeError("start_message_id must be a MessageId (e.g. MessageId.earliest)")
+        name = _qualified(topic)
+        targets = self._expand([name])
+        specific = not (start_message_id.is_earliest() or start_message_id.is_latest())
+        if specific and len(targets) > 1:
+            raise errors.InvalidConfiguration(
+                "a reader on a partitioned topic starts at MessageId.earliest or MessageId.latest; "
+                "read one partition topic to start at a message id")
+        subscription = reader_name or f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}"
+        consumer = Consumer(self, name, subscription, ConsumerType.Exclusive, None, 60000)
+        requests = [broker_pb2.Subscribe(
+            topic=partition_topic, subscription=subscription, sub_type=broker_pb2.EXCLUSIVE_SUB,
+            consumer_name=reader_name or "", durable=False,
+            start=start_position(start_message_id, start_message_id_inclusive),
+            start_inclusive=start_message_id_inclusive, partition_index=index)
+            for partition_topic, index in targets]
+        reader: Reader | None = None
+        if reader_listener is not None:
+            consumer._listener = lambda _consumer, msg: reader_listener(reader, msg)
+        self._open_consumer(consumer, requests, receiver_queue_size)
+        try:
+            reader = Reader(consumer, name, start_message_id, start_message_id_inclusive)
+        except BaseException:
+            consumer.close()
+            raise
+        consumer._listener_owner = reader
+        self._adopt(consumer)
+        return reader
+
+    def _open_consumer(self, consumer: Consumer, requests: list[broker_pb2.Subscribe],
+                       receiver_queue_size: int) -> None:
+        subs: list[PartitionConsumer] = []
+        try:
+            for request in requests:
+                subs.append(PartitionConsumer(consumer, self._connection, self._timer, request,
+                                              receiver_queue_size))
+        except BaseException:
+            for sub in subs:
+                sub.close()
+            raise
+        consumer._attach(subs)
+
+    # --- lookups --------------------------------------------------------------------------------------
+    def get_topic_partitions(self, topic: str) -> list[str]:
+        """The partition topics of ``topic`` (itself when not partitioned)."""
+        return [t for t, _ in self._expand([_qualified(topic)])]
+
+    def _partitions(self, topic: str) -> int:
+        return self._connection.unary("GetPartitionedTopicMetadata",
+                                      broker_pb2.TopicRequest(topic=topic)).partitions
+
+    def _expand(self, topics: list[str]) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for name in topics:
+            num = self._partitions(name)
+            if num > 0:
+                parsed = TopicName.parse(name)
+                out.extend((str(parsed.partition(i)), i) for i in range(num))
+            else:
+                out.append((name, TopicName.parse(name).partition_index))
+        return out
+
+    def _matching_topics(self, pattern: re.Pattern[str]) -> list[str]:
+        prefix = pattern.pattern.split("://", 1)[-1]
+        parts = prefix.split("/")
+        namespace = "/".join(parts[:2]) if len(parts) >= 3 else "public/default"
+        listed = self._connection.unary("ListTopics", broker_pb2.ListTopicsRequest(namespace=namespace))
+        bases: list[str] = []
+        for name in listed.topics:
+            base = str(TopicName.parse(name).partitioned_base)
+            if (pattern.fullmatch(base) or pattern.fullmatch(name)) and base not in bases:
+                bases.append(base)
+        return bases
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise errors.AlreadyClosed("the client is closed")
+
+    def _adopt(self, child: Any) -> Any:
+        with self._lock:
+            self._children.append(child)
+        return child
+
+    def _forget(self, child: Any) -> None:
+        with self._lock:
+            if child in self._children:
+                self._children.remove(child)
+
+    def close(self) -> None:
+        """Close every producer (flushing it), consumer and reader, then the connection."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            children = list(self._children)
+        for child in children:
+            try:
+                child.close()
+            except Exception:
+                log.exception("closing %r failed", child)
+        self._timer.stop()
+        self._connection.close()
+
+    def shutdown(self) -> None:
+        self.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _qualified(topic: str) -> str:
+    return str(TopicName.parse(topic))

@@ -1,0 +1,165 @@
+"""The gRPC channel to one broker: service URL parsing, readiness, unary calls, bidirectional streams.
+
+Streams are fed from a queue by a request iterator (gRPC pulls it on its own thread); a daemon thread
+per stream reads the responses.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import threading
+from typing import Any, Callable, Iterator
+
+import grpc
+
+from broker_core import errors
+from broker_core.protocol import broker_pb2_grpc
+from broker_core.protocol.status import error_from_rpc
+
+log = logging.getLogger(__name__)
+
+MAX_GRPC_MESSAGE = 64 * 1024 * 1024
+_URL = re.compile(r"^(?:pulsar://)?(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(?P<port>\d{1,5})/?$")
+
+
+def parse_service_url(service_url: str) -> str:
+    """``pulsar://host:port`` or ``host:port`` -> ``host:port``; anything else is a ValueError."""
+    match = _URL.match(service_url.strip()) if isinstance(service_url, str) else None
+    if not match or not 0 < int(match.group("port")) < 65536:
+        raise ValueError(f"service_url={service_url!r} is not valid; use 'pulsar://host:port' "
+                         "(as Broker.service_url returns) or 'host:port'")
+    return f"{match.group('host')}:{int(match.group('port'))}"
+
+
+class Connection:
+    """One channel and stub; ``ready()`` is checked on first use and after a failure."""
+
+    def __init__(self, service_url: str, operation_timeout_s: float, connection_timeout_s: float) -> None:
+        self.target = parse_service_url(service_url)
+        self.operation_timeout_s = operation_timeout_s
+        self.connection_timeout_s = connection_timeout_s
+        self.channel = grpc.insecure_channel(self.target, options=[
+            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE),
+            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE),
+        ])
+        self.stub = broker_pb2_grpc.PulsarLikeStub(self.channel)
+        self._ready = False
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def ensure_ready(self) -> None:
+        if self.closed:
+            raise errors.AlreadyClosed("the client is closed")
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            try:
+                grpc.channel_ready_future(self.channel).result(timeout=self.connection_timeout_s)
+            except grpc.FutureTimeoutError:
+                raise errors.ConnectError(
+                    f"cannot connect to the broker at {self.target} within "
+                    f"{self.connection_timeout_s:g}s; is it running?", target=self.target) from None
+            self._ready = True
+
+    def unary(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
+        """Call ``method`` with a deadline; failures become typed errors."""
+        self.ensure_ready()
+        try:
+            return getattr(self.stub, method)(request, timeout=timeout_s or self.operation_timeout_s)
+        except grpc.RpcError as exc:
+            err = error_from_rpc(exc)
+            if isinstance(err, errors.ConnectError):
+                self._ready = False
+            raise err from None
+
+    def close(self) -> None:
+        self.closed = True
+        self.channel.close()
+
+
+_END = object()
+
+
+class BidiStream:
+    """A bidirectional stream: ``send(request)``, responses to ``on_response`` on a reader thread,
+    ``on_end(error_or_None)`` once when the stream ends (``None`` after :meth:`close`)."""
+
+    def __init__(self, connection: Connection, method: str, first_request: Any,
+                 on_response: Callable[[Any], None], on_end: Callable[[errors.PulsarLikeError | None],
+                                                                      None],
+                 batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream") -> None:
+        self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._outbox.put(first_request)
+        self._on_response = on_response
+        self._on_end = on_end
+        self._batch = batch_requests
+        self._closing = False
+        connection.ensure_ready()
+        self._call = getattr(connection.stub, method)(self._requests())
+        self._thread = threading.Thread(target=self._read, name=f"pulsarlike-{name}", daemon=True)
+        self._thread.start()
+
+    def send(self, request: Any) -> None:
+        self._outbox.put(request)
+
+    def _requests(self) -> Iterator[Any]:
+        get, get_nowait = self._outbox.get, self._outbox.get_nowait
+        while True:
+            item = get()
+            if item is _END:
+                return
+            if self._batch is None:
+                yield item
+                continue
+            # Pack everything queued right now into one request (e.g. all ready entries in one SendBatch).
+            items = [item]
+            end = False
+            while True:
+                try:
+                    nxt = get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is _END:
+                    end = True
+                    break
+                items.append(nxt)
+            yield from self._batch(items)
+            if end:
+                return
+
+    def _read(self) -> None:
+        error: errors.PulsarLikeError | None = None
+        try:
+            for response in self._call:
+                self._on_response(response)
+        except grpc.RpcError as exc:
+            if not self._closing:
+                error = error_from_rpc(exc)
+        except Exception as exc:  # a bug in a handler: end this stream, loudly
+            log.exception("stream handler failed")
+            error = errors.UnknownError(f"client stream handler failed: {exc!r}")
+        else:
+            if not self._closing:
+                error = errors.ConnectError("the broker ended the stream")
+        self._on_end(error)
+
+    def half_close(self) -> None:
+        """No more requests: ends the request iterator (the broker then ends the stream)."""
+        self._outbox.put(_END)
+
+    def close(self, wait_s: float = 2.0) -> None:
+        """Half-close, give the broker ``wait_s`` to end the stream, then cancel it."""
+        self._closing = True
+        self.half_close()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=wait_s)
+        self._call.cancel()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=wait_s)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()

@@ -1,0 +1,148 @@
+"""The enums of the ``pulsar-client`` Python API, with the same member names, and their wire mapping."""
+from __future__ import annotations
+
+from enum import IntEnum
+
+from broker_core import errors
+from broker_core.protocol import broker_pb2
+
+
+class ConsumerType(IntEnum):
+    """Subscription type (the values equal ``broker_pb2.SubscriptionType``)."""
+
+    Exclusive = 0
+    Shared = 1
+    Failover = 2
+    KeyShared = 3
+
+
+class InitialPosition(IntEnum):
+    """Where a new durable subscription starts (values equal ``broker_pb2.InitialPosition``)."""
+
+    Latest = 0
+    Earliest = 1
+
+
+class CompressionType(IntEnum):
+    """Codec of an entry's payload (values equal ``pulsar_api_pb2.CompressionType``)."""
+
+    NONE = 0
+    LZ4 = 1
+    ZLib = 2
+    ZSTD = 3
+    SNAPPY = 4
+
+
+class PartitionsRoutingMode(IntEnum):
+    UseSinglePartition = 0
+    RoundRobinDistribution = 1
+    CustomPartition = 2
+
+
+class BatchingType(IntEnum):
+    Default = 0
+    KeyBased = 1
+    """Every batch holds messages of one key (what Key_Shared consumers want)."""
+
+
+class ProducerAccessMode(IntEnum):
+    Shared = 0
+    Exclusive = 1
+    WaitForExclusive = 2
+    ExclusiveWithFencing = 3
+
+
+class HashingScheme(IntEnum):
+    BoostHash = 0
+    JavaStringHash = 1
+    Murmur3_32Hash = 2
+
+
+class KeySharedMode(IntEnum):
+    AutoSplit = 0
+    Sticky = 1
+
+
+class SubscriptionMode(IntEnum):
+    Durable = 0
+    NonDurable = 1
+
+
+class Result(IntEnum):
+    """Outcome passed to ``send_async`` callbacks; members are named like the exception classes."""
+
+    Ok = 0
+    UnknownError = 1
+    InvalidConfiguration = 2
+    Timeout = 3
+    LookupError = 4
+    ConnectError = 5
+    ReadError = 6
+    AuthenticationError = 7
+    AuthorizationError = 8
+    ErrorGettingAuthenticationData = 9
+    BrokerMetadataError = 10
+    BrokerPersistenceError = 11
+    ChecksumError = 12
+    ConsumerBusy = 13
+    NotConnected = 14
+    AlreadyClosed = 15
+    InvalidMessage = 16
+    ConsumerNotInitialized = 17
+    ProducerNotInitialized = 18
+    ProducerBusy = 19
+    TooManyLookupRequestException = 20
+    InvalidTopicName = 21
+    InvalidUrl = 22
+    ServiceUnitNotReady = 23
+    OperationNotSupported = 24
+    ProducerBlockedQuotaExceededError = 25
+    ProducerBlockedQuotaExceededException = 26
+    ProducerQueueIsFull = 27
+    MessageTooBig = 28
+    TopicNotFound = 29
+    SubscriptionNotFound = 30
+    ConsumerNotFound = 31
+    UnsupportedVersionError = 32
+    TopicTerminated = 33
+    CryptoError = 34
+    IncompatibleSchema = 35
+    ConsumerAssignError = 36
+    CumulativeAcknowledgementNotAllowedError = 37
+    TransactionCoordinatorNotFoundError = 38
+    InvalidTxnStatusError = 39
+    NotAllowedError = 40
+    TransactionConflict = 41
+    TransactionNotFound = 42
+    ProducerFenced = 43
+    MemoryBufferIsFull = 44
+    Interrupted = 45
+
+
+def result_of(exc: BaseException | None) -> Result:
+    """The :class:`Result` for an exception (``Ok`` for None); unknown classes map to UnknownError."""
+    if exc is None:
+        return Result.Ok
+    if isinstance(exc, errors.PulsarLikeError):
+        for cls in type(exc).__mro__:
+            member = Result.__members__.get(cls.__name__)
+            if member is not None:
+                return member
+    return Result.UnknownError
+
+
+ACCESS_MODE_TO_WIRE = {
+    ProducerAccessMode.Shared: broker_pb2.SHARED,
+    ProducerAccessMode.Exclusive: broker_pb2.EXCLUSIVE,
+    ProducerAccessMode.WaitForExclusive: broker_pb2.WAIT_FOR_EXCLUSIVE,
+    ProducerAccessMode.ExclusiveWithFencing: broker_pb2.EXCLUSIVE_WITH_FENCING,
+}
+
+
+def check_enum(name: str, value: object, enum: type[IntEnum]) -> IntEnum:
+    """``value`` as a member of ``enum``; else ValueError naming the option and the accepted values."""
+    try:
+        return enum(value)  # type: ignore[call-arg]
+    except ValueError:
+        accepted = ", ".join(f"{enum.__name__}.{m.name}" for m in enum)
+        raise ValueError(f"{name}={value!r} is not valid; use one of {accepted}") from None

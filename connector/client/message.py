@@ -1,0 +1,128 @@
+"""Received messages (``Message``), built lazily from the entry they arrived in."""
+from __future__ import annotations
+
+from typing import Any
+
+from broker_core.protocol import codec, pulsar_api_pb2
+from broker_core.types import MessageId
+
+
+class EntryInfo:
+    """What the messages of one delivered entry share."""
+
+    __slots__ = ("metadata", "topic", "ledger_id", "entry_id", "partition", "redelivery_count",
+                 "num_messages", "batched", "sub", "_properties")
+
+    def __init__(self, metadata: pulsar_api_pb2.MessageMetadata, topic: str, ledger_id: int,
+                 entry_id: int, partition: int, redelivery_count: int, num_messages: int,
+                 batched: bool, sub: Any) -> None:
+        self.metadata = metadata
+        self.topic = topic
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.partition = partition
+        self.redelivery_count = redelivery_count
+        self.num_messages = num_messages
+        self.batched = batched
+        self.sub = sub
+        self._properties: dict[str, str] | None = None
+
+    def properties(self) -> dict[str, str]:
+        if self._properties is None:
+            self._properties = {kv.key: kv.value for kv in self.metadata.properties}
+        return self._properties
+
+
+class Message:
+    """A received message (``pulsar.Message``): payload, metadata and its :class:`MessageId`."""
+
+    __slots__ = ("_content", "_single", "_entry", "_index", "_id")
+
+    def __init__(self, content: bytes, single: codec.SingleMeta | None, entry: EntryInfo,
+                 index: int) -> None:
+        self._content = content
+        self._single = single
+        self._entry = entry
+        self._index = index
+        self._id: MessageId | None = None
+
+    def data(self) -> bytes:
+        """The payload."""
+        return self._content
+
+    def value(self) -> bytes:
+        """The payload (no schema: the same as :meth:`data`)."""
+        return self._content
+
+    def properties(self) -> dict[str, str]:
+        single = self._single
+        if single is not None:
+            return dict(single.properties)
+        return dict(self._entry.properties())
+
+    def partition_key(self) -> str:
+        """The key, or ``""`` when the message has none (as pulsar-client)."""
+        single = self._single
+        if single is not None:
+            return single.partition_key or ""
+        meta = self._entry.metadata
+        return meta.partition_key if meta.HasField("partition_key") else ""
+
+    def has_partition_key(self) -> bool:
+        single = self._single
+        if single is not None:
+            return single.partition_key is not None
+        return self._entry.metadata.HasField("partition_key")
+
+    def ordering_key(self) -> bytes | None:
+        single = self._single
+        if single is not None:
+            return single.ordering_key
+        meta = self._entry.metadata
+        return meta.ordering_key if meta.HasField("ordering_key") else None
+
+    def publish_timestamp(self) -> int:
+        """Milliseconds since the epoch, set by the producer."""
+        return self._entry.metadata.publish_time
+
+    def event_timestamp(self) -> int:
+        """Milliseconds since the epoch, or 0 when the producer set none."""
+        single = self._single
+        if single is not None and single.event_time:
+            return single.event_time
+        return self._entry.metadata.event_time
+
+    def sequence_id(self) -> int:
+        single = self._single
+        if single is not None and single.sequence_id is not None:
+            return single.sequence_id
+        return self._entry.metadata.sequence_id + max(self._index, 0)
+
+    def message_id(self) -> MessageId:
+        mid = self._id
+        if mid is None:
+            e = self._entry
+            mid = MessageId(e.ledger_id, e.entry_id, e.partition, self._index,
+                            e.num_messages if e.batched else 0, e.topic)
+            self._id = mid
+        return mid
+
+    def offset(self) -> int:
+        """The message's dense offset in its topic partition."""
+        return self._entry.entry_id + max(self._index, 0)
+
+    def topic_name(self) -> str:
+        """The (partition) topic the message came from, fully qualified."""
+        return self._entry.topic
+
+    def redelivery_count(self) -> int:
+        return self._entry.redelivery_count
+
+    def producer_name(self) -> str:
+        return self._entry.metadata.producer_name
+
+    def schema_version(self) -> bytes:
+        return self._entry.metadata.schema_version
+
+    def __repr__(self) -> str:
+        return f"Message(id={self.message_id()}, topic={self.topic_name()!r}, len={len(self._content)})"

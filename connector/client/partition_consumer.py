@@ -1,0 +1,303 @@
+"""The consumer of one (partition) topic: its Consume stream, flow permits, acks, seeks.
+
+Deliveries are parsed on the stream's reader thread (CRC check, decompression, batch split, messages
+whose ``ack_set`` bit is 0 skipped) into :class:`Message` objects appended to the owning consumer's
+queue. Permits: ``receiver_queue_size`` at start; each time half of that has been taken by the
+application (or skipped), the same number is sent back, as Pulsar's clients do.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from typing import Any
+
+from broker_core import errors
+from broker_core.protocol import broker_pb2, codec
+from broker_core.protocol.status import error_from_proto
+from broker_core.types import MessageId
+
+from connector.client.connection import BidiStream, Connection
+from connector.client.message import EntryInfo, Message
+from connector.client.timer import TimerThread
+
+log = logging.getLogger(__name__)
+
+ACK_GROUP_S = 0.01
+"""Individual acks are grouped for this long (or up to ACK_GROUP_MAX) into one Ack request."""
+ACK_GROUP_MAX = 1000
+
+
+class PartitionConsumer:
+    def __init__(self, owner: Any, connection: Connection, timer: TimerThread,
+                 subscribe: broker_pb2.Subscribe, receiver_queue_size: int) -> None:
+        self.owner = owner
+        self.topic = subscribe.topic
+        self.partition = subscribe.partition_index
+        self.consumer_name = subscribe.consumer_name
+        self._timer = timer
+        self._queue_size = max(1, receiver_queue_size)
+        self._refill_every = max(1, self._queue_size // 2)
+        self._lock = threading.Lock()
+        self._taken = itertools.count(1)
+        self._probes = 0
+        self._taken_base = 0
+        self._next_refill = self._refill_every
+        self._next_refill_raw = self._refill_every
+        self._skipped = 0
+        self._acks: list[int] = []
+        self._seek_id = 0
+        self._seeking = 0
+        self._seek_done = threading.Event()
+        self._seek_error: errors.PulsarLikeError | None = None
+        self._unsubscribed = threading.Event()
+        self._unsubscribe_error: errors.PulsarLikeError | None = None
+        self.max_received_offset = -1
+        self.closed = False
+        self.error: errors.PulsarLikeError | None = None
+        self.active = True
+        self._subscribed = threading.Event()
+        self._open_error: errors.PulsarLikeError | None = None
+        self._stream = BidiStream(connection, "Consume",
+                                  broker_pb2.ConsumeRequest(subscribe=subscribe),
+                                  self._on_response, self._on_end, name=f"consumer-{self.topic}")
+        if not self._subscribed.wait(connection.operation_timeout_s):
+            self._stream.close(wait_s=0.1)
+            raise errors.Timeout(f"the broker did not confirm the subscription on {self.topic} "
+                                 f"within {connection.operation_timeout_s:g}s")
+        if self._open_error is not None:
+            self._stream.close(wait_s=0.5)
+            raise self._open_error
+        self._send_flow(self._queue_size)
+
+    # --- flow control ---------------------------------------------------------------------------------
+    def _send_flow(self, permits: int) -> None:
+        if permits > 0 and not self.closed:
+            self._stream.send(broker_pb2.ConsumeRequest(flow=broker_pb2.Flow(permits=permits)))
+
+    def on_taken(self) -> None:
+        """The application took one of this consumer's messages (called by receive, lock-free:
+        ``next()`` on an itertools.count is atomic)."""
+        if next(self._taken) >= self._next_refill_raw:
+            self._refill()
+
+    def _refill(self) -> None:
+        # The counter's value is taken + probes: each probe here is one next() nobody took.
+        with self._lock:
+            self._probes += 1
+            taken = next(self._taken) - self._probes
+            if taken >= self._next_refill:
+                permits, self._taken_base = taken - self._taken_base, taken
+                self._next_refill = taken + self._refill_every
+            else:
+                permits = 0
+            self._next_refill_raw = self._next_refill + self._probes
+        self._send_flow(permits)
+
+    def _reset_permits(self) -> None:
+        """After a seek: the broker starts again from zero permits."""
+        with self._lock:
+            self._taken = itertools.count(1)
+            self._probes = 0
+            self._taken_base = 0
+            self._next_refill = self._refill_every
+            self._next_refill_raw = self._refill_every
+            self._skipped = 0
+
+    # --- deliveries -----------------------------------------------------------------------------------
+    def _on_response(self, response: broker_pb2.ConsumeResponse) -> None:
+        kind = response.WhichOneof("response")
+        if kind == "deliveries":
+            if self._seeking:
+                return
+            messages: list[Message] = []
+            for entry in response.deliveries.entries:
+                try:
+                    self._parse_entry(entry, messages)
+                except errors.PulsarLikeError as exc:
+                    log.error("dropping undecodable entry %d on %s: %s", entry.entry_id, self.topic, exc)
+                    self._skipped += entry.num_messages
+            if messages:
+                self.owner._deliver(messages)
+            if self._skipped >= self._refill_every or (self._skipped and not messages):
+                skipped, self._skipped = self._skipped, 0
+                self._send_flow(skipped)
+        elif kind == "seek_done":
+            done = response.seek_done
+            if done.seek_id == self._seeking:
+                self._seek_error = error_from_proto(done.error) if done.error.code else None
+                self._seeking = 0
+                self._seek_done.set()
+        elif kind == "subscribed":
+            self.consumer_name = response.subscribed.consumer_name or self.consumer_name
+            self._subscribed.set()
+        elif kind == "active_change":
+            self.active = response.active_change.is_active
+        elif kind == "unsubscribed":
+            done = response.unsubscribed
+            self._unsubscribe_error = error_from_proto(done.error) if done.error.code else None
+            self._unsubscribed.set()
+        elif kind == "warning":
+            log.warning("broker rejected a request on %s: %s", self.topic,
+                        error_from_proto(response.warning))
+        elif kind == "error":
+            error = error_from_proto(response.error)
+            if not self._subscribed.is_set():
+                self._open_error = error
+                self._subscribed.set()
+            else:
+                self.error = error
+
+    def _parse_entry(self, entry: broker_pb2.DeliveredEntry, out: list[Message]) -> None:
+        data = entry.data
+        _, _, start = codec.split_broker_entry(data)
+        metadata, payload = codec.decode_entry(memoryview(data)[start:] if start else data)
+        if metadata.compression:
+            payload = codec.decompress_payload(metadata.compression, payload,
+                                               metadata.uncompressed_size)
+        batched = metadata.HasField("num_messages_in_batch")
+        num = metadata.num_messages_in_batch if batched else 1
+        info = EntryInfo(metadata, self.topic, entry.ledger_id, entry.entry_id, self.partition,
+                         entry.redelivery_count, num, batched, self)
+        last = entry.entry_id + num - 1
+        if last > self.max_received_offset:
+            self.max_received_offset = last
+        if not batched:
+            out.append(Message(bytes(payload), None, info, -1))
+            return
+        pairs = codec.decode_batch(payload, num)
+        ack_set = entry.ack_set
+        if not ack_set:
+            out.extend([Message(content, single, info, i)
+                        for i, (single, content) in enumerate(pairs)])
+            return
+        words = list(ack_set)
+        kept = 0
+        for i, (single, content) in enumerate(pairs):
+            word = i >> 6
+            if word < len(words) and (words[word] >> (i & 63)) & 1:
+                out.append(Message(content, single, info, i))
+                kept += 1
+        self._skipped += num - kept
+
+    def drop_buffered(self, count: int) -> None:
+        """``count`` of this consumer's buffered messages were discarded: return their permits."""
+        if count:
+            with self._lock:
+                self._skipped += count
+
+    # --- acks -----------------------------------------------------------------------------------------
+    def check_open(self) -> None:
+        if self.closed:
+            raise errors.AlreadyClosed(f"the consumer on {self.topic} is closed")
+        if self.error is not None:
+            raise self.error
+
+    def ack(self, offset: int) -> None:
+        with self._lock:
+            acks = self._acks
+            acks.append(offset)
+            first = len(acks) == 1
+            full = len(acks) >= ACK_GROUP_MAX
+        if full:
+            self.flush_acks()
+        elif first:
+            self._timer.call_later(ACK_GROUP_S, self.flush_acks)
+
+    def flush_acks(self) -> None:
+        with self._lock:
+            acks, self._acks = self._acks, []
+        if not acks or self.closed:
+            return
+        acks.sort()
+        ranges: list[broker_pb2.OffsetRange] = []
+        start = end = acks[0]
+        for offset in acks[1:]:
+            if offset <= end + 1:
+                end = max(end, offset)
+            else:
+                ranges.append(broker_pb2.OffsetRange(start=start, end=end + 1))
+                start = end = offset
+        ranges.append(broker_pb2.OffsetRange(start=start, end=end + 1))
+        self._stream.send(broker_pb2.ConsumeRequest(ack=broker_pb2.Ack(
+            ack_type=broker_pb2.INDIVIDUAL, ranges=ranges)))
+
+    def ack_cumulative(self, offset: int) -> None:
+        if offset > self.max_received_offset:
+            raise errors.InvalidMessage(
+                f"cannot acknowledge cumulatively up to offset {offset} on {self.topic}: this consumer "
+                f"never received it (highest received: {self.max_received_offset})", offset=offset)
+        self.flush_acks()
+        self._stream.send(broker_pb2.ConsumeRequest(ack=broker_pb2.Ack(
+            ack_type=broker_pb2.CUMULATIVE, offset=offset)))
+
+    def redeliver(self) -> None:
+        self.flush_acks()
+        self._stream.send(broker_pb2.ConsumeRequest(redeliver=broker_pb2.RedeliverUnacknowledged()))
+
+    # --- seek -----------------------------------------------------------------------------------------
+    def start_seek(self, target: MessageId | int) -> int:
+        """Send the Seek; deliveries are dropped from now until its ``seek_done``."""
+        self.flush_acks()
+        self._seek_id += 1
+        seek = broker_pb2.Seek(seek_id=self._seek_id)
+        if isinstance(target, MessageId):
+            if target.is_earliest():
+                seek.position.earliest = True
+            elif target.is_latest():
+                seek.position.latest = True
+            else:
+                seek.position.offset = target.offset
+        else:
+            seek.publish_time_ms = int(target)
+        self._seek_done.clear()
+        self._seek_error = None
+        self._seeking = self._seek_id
+        self._stream.send(broker_pb2.ConsumeRequest(seek=seek))
+        return self._seek_id
+
+    def finish_seek(self, timeout_s: float) -> None:
+        if not self._seek_done.wait(timeout_s):
+            self._seeking = 0
+            raise errors.Timeout(f"seek on {self.topic} not confirmed within {timeout_s:g}s")
+        self._reset_permits()
+        self._send_flow(self._queue_size)
+        if self._seek_error is not None:
+            raise self._seek_error
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+    def unsubscribe(self, request_id: int, timeout_s: float) -> None:
+        self.flush_acks()
+        self._unsubscribed.clear()
+        self._stream.send(broker_pb2.ConsumeRequest(unsubscribe=broker_pb2.Unsubscribe(
+            request_id=request_id)))
+        if not self._unsubscribed.wait(timeout_s):
+            raise errors.Timeout(f"unsubscribe on {self.topic} not confirmed within {timeout_s:g}s")
+        if self._unsubscribe_error is not None:
+            raise self._unsubscribe_error
+
+    def _on_end(self, error: errors.PulsarLikeError | None) -> None:
+        if not self._subscribed.is_set():
+            self._open_error = error or errors.ConnectError(f"the consume stream on {self.topic} ended")
+            self._subscribed.set()
+            return
+        if error is not None and not self.closed:
+            self.error = self.error or error
+            log.warning("consumer on %s disconnected: %s", self.topic, error)
+        self._seek_done.set()
+        self._unsubscribed.set()
+        self.owner._wake()
+
+    def is_connected(self) -> bool:
+        return not self.closed and self.error is None and self._stream.alive
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            self.flush_acks()
+            if self._stream.alive:
+                self._stream.send(broker_pb2.ConsumeRequest(close=broker_pb2.CloseConsumer()))
+        finally:
+            self.closed = True
+            self._stream.close()

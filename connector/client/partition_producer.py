@@ -1,0 +1,339 @@
+"""The producer of one (partition) topic: its Produce stream, batch container and pending entries.
+
+Receipts arrive in send order; each entry's callbacks get ``(None, MessageId)`` or ``(error, None)``.
+A callback is either a :class:`SyncWaiter` (a blocking ``send``) or the user's ``send_async`` callback,
+called as ``callback(Result, MessageId)`` like pulsar-client.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from broker_core import errors
+from broker_core.protocol import broker_pb2
+from broker_core.protocol.status import error_from_proto
+from broker_core.types import MessageId
+
+from connector.client.batching import BatchContainer, PendingEntry
+from connector.client.connection import BidiStream, Connection
+from connector.client.enums import Result, result_of
+from connector.client.timer import TimerThread
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProducerConf:
+    """create_producer's options, parsed once."""
+
+    producer_name: str | None
+    initial_sequence_id: int | None
+    send_timeout_ms: int
+    compression: int
+    max_pending_messages: int
+    block_if_queue_full: bool
+    batching_enabled: bool
+    batching_max_messages: int
+    batching_max_bytes: int
+    batching_max_publish_delay_ms: int
+    key_based_batching: bool
+    properties: Mapping[str, str]
+    access_mode: int
+
+
+class SyncWaiter:
+    """What a blocking ``send`` waits on."""
+
+    __slots__ = ("event", "error", "message_id")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.error: BaseException | None = None
+        self.message_id: MessageId | None = None
+
+    def complete(self, error: BaseException | None, message_id: MessageId | None) -> None:
+        self.error = error
+        self.message_id = message_id
+        self.event.set()
+
+
+def complete_callbacks(callbacks: list[Any], error: BaseException | None,
+                       ids: Callable[[int], MessageId] | None = None) -> None:
+    result = result_of(error)
+    for i, callback in enumerate(callbacks):
+        mid = ids(i) if ids is not None and error is None else None
+        try:
+            if type(callback) is SyncWaiter:
+                callback.complete(error, mid)
+            elif callback is not None:
+                callback(result, mid)
+        except Exception:  # a user callback must not break the producer
+            log.exception("send callback failed")
+
+
+class PartitionProducer:
+    def __init__(self, connection: Connection, timer: TimerThread, topic: str, partition: int,
+                 conf: ProducerConf, producer_name: str | None = None) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.conf = conf
+        self._connection = connection
+        self._timer = timer
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        max_messages = conf.batching_max_messages if conf.batching_enabled else 1
+        self._container = BatchContainer(max_messages, conf.batching_max_bytes, conf.compression)
+        self._pending: collections.deque[PendingEntry] = collections.deque()
+        self._pending_messages = 0
+        self._error: errors.PulsarLikeError | None = None
+        self._closed = False
+        self._timeout_check_scheduled = False
+        self._opened = threading.Event()
+        self._open_error: errors.PulsarLikeError | None = None
+        self.producer_name = ""
+        self.max_message_size = 5 * 1024 * 1024
+        self.last_sequence_id = -1
+        self._next_sequence_id = 0
+        request = broker_pb2.ProduceRequest(open=broker_pb2.ProducerOpen(
+            topic=topic, producer_name=producer_name or conf.producer_name or "",
+            access_mode=conf.access_mode, properties=dict(conf.properties),
+            initial_sequence_id=-1 if conf.initial_sequence_id is None else conf.initial_sequence_id))
+        self._stream = BidiStream(connection, "Produce", request, self._on_response, self._on_end,
+                                  batch_requests=_pack_requests, name=f"producer-{topic}")
+        if not self._opened.wait(connection.operation_timeout_s):
+            self._stream.close(wait_s=0.1)
+            raise errors.Timeout(f"the broker did not open the producer on {topic} within "
+                                 f"{connection.operation_timeout_s:g}s")
+        if self._open_error is not None:
+            self._stream.close(wait_s=0.5)
+            raise self._open_error
+
+    # --- sending --------------------------------------------------------------------------------------
+    def add(self, content: bytes, callback: Any, properties: Mapping[str, str] | None,
+            partition_key: str | None, ordering_key: bytes | None, sequence_id: int | None,
+            event_timestamp: int, deliver_at: int | None, flush: bool) -> bool:
+        """Queue one message; True when a batch went out (the router then moves on)."""
+        size = len(content)
+        if size > self.max_message_size:
+            raise errors.MessageTooBig(size=size, limit=self.max_message_size)
+        with self._lock:
+            self._check_usable()
+            limit = self.conf.max_pending_messages
+            if limit > 0 and self._pending_messages >= limit:
+                if not self.conf.block_if_queue_full:
+                    raise errors.ProducerQueueIsFull(
+                        f"{self._pending_messages} messages are pending on {self.topic} "
+                        f"(max_pending_messages={limit}); wait for receipts or set "
+                        "block_if_queue_full=True", pending=self._pending_messages, limit=limit)
+                while self._pending_messages >= limit:
+                    self._changed.wait()
+                    self._check_usable()
+            container = self._container
+            flushed = False
+            if container.count and (
+                    not container.has_room(size) or deliver_at is not None
+                    or self.conf.key_based_batching and partition_key != container.key):
+                self._flush_locked()
+                flushed = True
+            if sequence_id is None:
+                sequence_id = self._next_sequence_id
+                self._next_sequence_id += 1
+            container.add(content, sequence_id, callback, properties, partition_key, ordering_key,
+                          event_timestamp, deliver_at)
+            self._pending_messages += 1
+            if flush or deliver_at is not None or container.is_full():
+                self._flush_locked()
+                return True
+            if container.count == 1:
+                self._timer.call_later(self.conf.batching_max_publish_delay_ms / 1000.0,
+                                       self._delayed_flush, container.generation)
+            return flushed
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise errors.AlreadyClosed(f"the producer on {self.topic} is closed")
+        if self._error is not None:
+            raise self._error
+
+    def _delayed_flush(self, generation: int) -> None:
+        with self._lock:
+            if self._container.generation == generation and self._container.count:
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        entry = self._container.build(self.producer_name, int(time.time() * 1000))
+        entry.sent_at = time.monotonic()
+        self._pending.append(entry)
+        self._stream.send(broker_pb2.SendEntry(
+            sequence_id=entry.sequence_id, highest_sequence_id=entry.highest_sequence_id,
+            num_messages=entry.num_messages, data=entry.data))
+        entry.data = b""  # the request holds the bytes now
+        if self.conf.send_timeout_ms > 0 and not self._timeout_check_scheduled:
+            self._timeout_check_scheduled = True
+            self._timer.call_later(self.conf.send_timeout_ms / 1000.0, self._check_send_timeouts)
+
+    def flush_batch(self) -> None:
+        with self._lock:
+            if self._container.count and self._error is None and not self._closed:
+                self._flush_locked()
+
+    def flush(self, timeout_s: float | None = None) -> None:
+        """Send the open batch and wait until every pending message has its receipt (or failed)."""
+        self.flush_batch()
+        with self._lock:
+            if not self._changed.wait_for(lambda: not self._pending, timeout_s):
+                raise errors.Timeout(f"flush on {self.topic}: {len(self._pending)} entries still "
+                                     "wait for receipts")
+
+    def _check_send_timeouts(self) -> None:
+        expired: list[PendingEntry] = []
+        with self._lock:
+            self._timeout_check_scheduled = False
+            horizon = time.monotonic() - self.conf.send_timeout_ms / 1000.0
+            while self._pending and self._pending[0].sent_at <= horizon:
+                entry = self._pending.popleft()
+                self._pending_messages -= entry.num_messages
+                expired.append(entry)
+            if self._pending and not self._closed:
+                self._timeout_check_scheduled = True
+                delay = self._pending[0].sent_at - horizon
+                self._timer.call_later(max(delay, 0.001), self._check_send_timeouts)
+            if expired:
+                self._changed.notify_all()
+        for entry in expired:
+            complete_callbacks(entry.callbacks, errors.Timeout(
+                f"no receipt for sequence id {entry.sequence_id} on {self.topic} within "
+                f"send_timeout_millis={self.conf.send_timeout_ms}"))
+
+    # --- responses ------------------------------------------------------------------------------------
+    def _on_response(self, response: broker_pb2.ProduceResponse) -> None:
+        kind = response.WhichOneof("response")
+        if kind == "receipts":
+            for receipt in response.receipts.receipts:
+                self._on_receipt(receipt)
+        elif kind == "failure":
+            self._on_failure(response.failure.sequence_id, error_from_proto(response.failure.error))
+        elif kind == "opened":
+            opened = response.opened
+            self.producer_name = opened.producer_name
+            if opened.max_message_size > 0:
+                self.max_message_size = opened.max_message_size
+            self.last_sequence_id = opened.last_sequence_id
+            initial = self.conf.initial_sequence_id
+            self._next_sequence_id = (initial + 1 if initial is not None
+                                      else max(opened.last_sequence_id + 1, 0))
+            if initial is not None:
+                self.last_sequence_id = max(self.last_sequence_id, initial)
+            self._opened.set()
+        elif kind == "error":
+            error = error_from_proto(response.error)
+            if not self._opened.is_set():
+                self._open_error = error
+                self._opened.set()
+            else:
+                self._fail_all(error)
+
+    def _on_receipt(self, receipt: broker_pb2.SendReceipt) -> None:
+        with self._lock:
+            entry = self._pop_pending(receipt.sequence_id)
+            if entry is None:
+                return
+            if receipt.highest_sequence_id > self.last_sequence_id or self.last_sequence_id < 0:
+                self.last_sequence_id = max(receipt.highest_sequence_id, entry.highest_sequence_id)
+            self._changed.notify_all()
+        if receipt.duplicate:
+            complete_callbacks(entry.callbacks, None,
+                               lambda i: MessageId(-1, -1, self.partition, -1, topic=self.topic))
+            return
+        ledger, first, partition, topic = receipt.ledger_id, receipt.entry_id, self.partition, self.topic
+        if entry.batched:
+            n = entry.num_messages
+            complete_callbacks(entry.callbacks, None,
+                               lambda i: MessageId(ledger, first, partition, i, n, topic))
+        else:
+            complete_callbacks(entry.callbacks, None,
+                               lambda i: MessageId(ledger, first, partition, -1, 0, topic))
+
+    def _pop_pending(self, sequence_id: int) -> PendingEntry | None:
+        """The pending entry for a receipt (the head, unless earlier ones timed out or were lost)."""
+        pending = self._pending
+        if not pending or sequence_id < pending[0].sequence_id:
+            return None  # an entry that already timed out
+        for index, entry in enumerate(pending):
+            if entry.sequence_id == sequence_id:
+                del pending[index]
+                self._pending_messages -= entry.num_messages
+                return entry
+        log.warning("receipt for unknown sequence id %d on %s", sequence_id, self.topic)
+        return None
+
+    def _on_failure(self, sequence_id: int, error: errors.PulsarLikeError) -> None:
+        with self._lock:
+            entry = self._pop_pending(sequence_id)
+            self._changed.notify_all()
+        if entry is not None:
+            complete_callbacks(entry.callbacks, error)
+
+    def _fail_all(self, error: errors.PulsarLikeError) -> None:
+        with self._lock:
+            if self._error is None:
+                self._error = error
+            entries = list(self._pending)
+            self._pending.clear()
+            self._pending_messages = 0
+            callbacks = self._container.take_callbacks()
+            self._changed.notify_all()
+        for entry in entries:
+            complete_callbacks(entry.callbacks, error)
+        complete_callbacks(callbacks, error)
+
+    def _on_end(self, error: errors.PulsarLikeError | None) -> None:
+        if not self._opened.is_set():
+            self._open_error = error or errors.ConnectError(f"the producer stream on {self.topic} ended")
+            self._opened.set()
+            return
+        if error is None:
+            error = errors.AlreadyClosed(f"the producer on {self.topic} is closed")
+        self._fail_all(error)
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+    def is_connected(self) -> bool:
+        return not self._closed and self._error is None and self._stream.alive
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Flush what is queued, wait for receipts, then close the stream."""
+        if self._closed:
+            return
+        try:
+            if self._error is None:
+                self.flush(timeout_s)
+        except errors.PulsarLikeError:
+            pass
+        with self._lock:
+            self._closed = True
+            self._changed.notify_all()
+        if self._stream.alive:
+            self._stream.send(broker_pb2.ProduceRequest(close=broker_pb2.CloseProducer()))
+        self._stream.close()
+        self._fail_all(errors.AlreadyClosed(f"the producer on {self.topic} is closed"))
+
+
+def _pack_requests(items: list[Any]) -> list[broker_pb2.ProduceRequest]:
+    """Consecutive SendEntry items become one SendBatch request; other requests pass as they are."""
+    out: list[broker_pb2.ProduceRequest] = []
+    entries: list[broker_pb2.SendEntry] = []
+    for item in items:
+        if type(item) is broker_pb2.SendEntry:
+            entries.append(item)
+            continue
+        if entries:
+            out.append(broker_pb2.ProduceRequest(send=broker_pb2.SendBatch(entries=entries)))
+            entries = []
+        out.append(item)
+    if entries:
+        out.append(broker_pb2.ProduceRequest(send=broker_pb2.SendBatch(entries=entries)))
+    return out

@@ -1,0 +1,153 @@
+"""``Producer`` (pulsar-client's API): one :class:`PartitionProducer` per partition, and routing."""
+from __future__ import annotations
+
+import random
+import time
+from typing import Any, Callable, Mapping
+
+from broker_core import errors
+from broker_core.types import MessageId
+
+from connector.client.partition_producer import PartitionProducer, SyncWaiter
+from connector.client.routing import Router
+
+
+class OutgoingMessage:
+    """What a custom ``message_router(msg, num_partitions)`` receives; mirrors the received-message
+    accessors that matter for routing."""
+
+    __slots__ = ("_content", "_properties", "_key", "_ordering_key", "_event_timestamp")
+
+    def __init__(self, content: bytes, properties: Mapping[str, str] | None, key: str | None,
+                 ordering_key: bytes | None, event_timestamp: int) -> None:
+        self._content = content
+        self._properties = properties
+        self._key = key
+        self._ordering_key = ordering_key
+        self._event_timestamp = event_timestamp
+
+    def data(self) -> bytes:
+        return self._content
+
+    def properties(self) -> dict[str, str]:
+        return dict(self._properties or {})
+
+    def partition_key(self) -> str:
+        return self._key or ""
+
+    def ordering_key(self) -> bytes | None:
+        return self._ordering_key
+
+    def event_timestamp(self) -> int:
+        return self._event_timestamp
+
+
+class Producer:
+    """Sends messages to a topic (all partitions of a partitioned topic)."""
+
+    def __init__(self, client: Any, topic: str, partitions: list[PartitionProducer], router: Router,
+                 send_timeout_ms: int, partitioned: bool) -> None:
+        self._client = client
+        self._topic = topic
+        self._partitions = partitions
+        self._router = router
+        self._send_timeout_ms = send_timeout_ms
+        self._partitioned = partitioned
+        self._closed = False
+
+    # --- pulsar-client API -----------------------------------------------------------------------------
+    def topic(self) -> str:
+        return self._topic
+
+    def producer_name(self) -> str:
+        return self._partitions[0].producer_name
+
+    def last_sequence_id(self) -> int:
+        """The highest sequence id the broker acknowledged (-1 when none)."""
+        return max(p.last_sequence_id for p in self._partitions)
+
+    def send(self, content: bytes, properties: Mapping[str, str] | None = None,
+             partition_key: str | None = None, ordering_key: bytes | str | None = None,
+             sequence_id: int | None = None, event_timestamp: int | None = None,
+             deliver_at: int | None = None, deliver_after: Any = None,
+             replication_clusters: Any = None, disable_replication: bool = False) -> MessageId:
+        """Send one message and wait for its receipt (flushing the open batch at once)."""
+        waiter = SyncWaiter()
+        self._add(content, waiter, properties, partition_key, ordering_key, sequence_id,
+                  event_timestamp, deliver_at, deliver_after, flush=True)
+        timeout = self._send_timeout_ms / 1000.0 + 5.0 if self._send_timeout_ms > 0 else None
+        if not waiter.event.wait(timeout):
+            raise errors.Timeout(f"no receipt from the broker within send_timeout_millis="
+                                 f"{self._send_timeout_ms}")
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.message_id is not None
+        return waiter.message_id
+
+    def send_async(self, content: bytes, callback: Callable[[Any, MessageId | None], None] | None,
+                   properties: Mapping[str, str] | None = None, partition_key: str | None = None,
+                   ordering_key: bytes | str | None = None, sequence_id: int | None = None,
+                   event_timestamp: int | None = None, deliver_at: int | None = None,
+                   deliver_after: Any = None, replication_clusters: Any = None,
+                   disable_replication: bool = False) -> None:
+        """Queue one message; ``callback(Result, MessageId)`` runs when its receipt (or error) arrives.
+
+        ``MessageTooBig``, ``AlreadyClosed`` and a full queue (``ProducerQueueIsFull`` with
+        ``block_if_queue_full=False``) are raised here, and the callback is not called.
+        """
+        self._add(content, callback, properties, partition_key, ordering_key, sequence_id,
+                  event_timestamp, deliver_at, deliver_after, flush=False)
+
+    def flush(self) -> None:
+        """Send every open batch and wait until all pending messages are acknowledged."""
+        for producer in self._partitions:
+            producer.flush_batch()
+        for producer in self._partitions:
+            producer.flush()
+
+    def close(self) -> None:
+        """Flush, wait for the pending receipts, close. Later sends raise ``AlreadyClosed``."""
+        if self._closed:
+            return
+        self._closed = True
+        for producer in self._partitions:
+            producer.close(timeout_s=self._send_timeout_ms / 1000.0 if self._send_timeout_ms else None)
+        self._client._forget(self)
+
+    def is_connected(self) -> bool:
+        return not self._closed and all(p.is_connected() for p in self._partitions)
+
+    # --- internals --------------------------------------------------------------------------------------
+    def _add(self, content: bytes, callback: Any, properties: Mapping[str, str] | None,
+             partition_key: str | None, ordering_key: bytes | str | None, sequence_id: int | None,
+             event_timestamp: int | None, deliver_at: int | None, deliver_after: Any,
+             flush: bool) -> None:
+        if self._closed:
+            raise errors.AlreadyClosed(f"the producer on {self._topic} is closed")
+        if type(content) is not bytes:
+            if isinstance(content, str):
+                content = content.encode()
+            elif isinstance(content, (bytearray, memoryview)):
+                content = bytes(content)
+            else:
+                raise TypeError(f"content must be bytes, not {type(content).__name__}")
+        if isinstance(ordering_key, str):
+            ordering_key = ordering_key.encode()
+        if deliver_after is not None:
+            seconds = deliver_after.total_seconds() if hasattr(deliver_after, "total_seconds") \
+                else float(deliver_after) / 1000.0
+            deliver_at = int(time.time() * 1000 + seconds * 1000)
+        if len(self._partitions) == 1:
+            index = 0
+        else:
+            msg = OutgoingMessage(content, properties, partition_key, ordering_key,
+                                  event_timestamp or 0) if self._router._custom else None
+            index = self._router.partition(partition_key, msg)
+        if self._partitions[index].add(content, callback, properties, partition_key, ordering_key,
+                                       sequence_id, event_timestamp or 0, deliver_at, flush):
+            self._router.batch_flushed(index)
+
+
+def initial_partition(num_partitions: int) -> int:
+    """Where round robin / single-partition routing starts (random, as pulsar-client does)."""
+    return random.randrange(num_partitions) if num_partitions > 1 else 0
