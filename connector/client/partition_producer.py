@@ -121,37 +121,57 @@ class PartitionProducer:
         if size > self.max_message_size:
             raise errors.MessageTooBig(size=size, limit=self.max_message_size)
         with self._lock:
-            self._check_usable()
-            limit = self.conf.max_pending_messages
-            if limit > 0 and self._pending_messages >= limit:
-                if not self.conf.block_if_queue_full:
-                    raise errors.ProducerQueueIsFull(
-                        f"{self._pending_messages} messages are pending on {self.topic} "
-                        f"(max_pending_messages={limit}); wait for receipts or set "
-                        "block_if_queue_full=True", pending=self._pending_messages, limit=limit)
-                while self._pending_messages >= limit:
-                    self._changed.wait()
-                    self._check_usable()
-            container = self._container
-            flushed = False
-            if container.count and (
-                    not container.has_room(size) or deliver_at is not None
-                    or self.conf.key_based_batching and partition_key != container.key):
-                self._flush_locked()
-                flushed = True
-            if sequence_id is None:
-                sequence_id = self._next_sequence_id
-                self._next_sequence_id += 1
-            container.add(content, sequence_id, callback, properties, partition_key, ordering_key,
-                          event_timestamp, deliver_at)
-            self._pending_messages += 1
-            if flush or deliver_at is not None or container.is_full():
-                self._flush_locked()
-                return True
-            if container.count == 1:
-                self._timer.call_later(self.conf.batching_max_publish_delay_ms / 1000.0,
-                                       self._delayed_flush, container.generation)
-            return flushed
+            full = self._admit_locked(callback)
+            if full is None:
+                return self._add_locked(content, callback, properties, partition_key, ordering_key,
+                                        sequence_id, event_timestamp, deliver_at, flush)
+        complete_callbacks([callback], full)  # as pulsar-client: send_async's callback gets it
+        return False
+
+    def _admit_locked(self, callback: Any) -> errors.ProducerQueueIsFull | None:
+        """Wait for room (block_if_queue_full) or report a full queue: raised for a blocking send,
+        returned for send_async."""
+        self._check_usable()
+        limit = self.conf.max_pending_messages
+        if limit <= 0 or self._pending_messages < limit:
+            return None
+        if self.conf.block_if_queue_full:
+            while self._pending_messages >= limit:
+                self._changed.wait()
+                self._check_usable()
+            return None
+        full = errors.ProducerQueueIsFull(
+            f"{self._pending_messages} messages are pending on {self.topic} "
+            f"(max_pending_messages={limit}); wait for receipts or set block_if_queue_full=True",
+            pending=self._pending_messages, limit=limit)
+        if type(callback) is SyncWaiter or callback is None:
+            raise full
+        return full
+
+    def _add_locked(self, content: bytes, callback: Any, properties: Mapping[str, str] | None,
+                    partition_key: str | None, ordering_key: bytes | None, sequence_id: int | None,
+                    event_timestamp: int, deliver_at: int | None, flush: bool) -> bool:
+        size = len(content)
+        container = self._container
+        flushed = False
+        if container.count and (
+                not container.has_room(size) or deliver_at is not None
+                or self.conf.key_based_batching and partition_key != container.key):
+            self._flush_locked()
+            flushed = True
+        if sequence_id is None:
+            sequence_id = self._next_sequence_id
+            self._next_sequence_id += 1
+        container.add(content, sequence_id, callback, properties, partition_key, ordering_key,
+                      event_timestamp, deliver_at)
+        self._pending_messages += 1
+        if flush or deliver_at is not None or container.is_full():
+            self._flush_locked()
+            return True
+        if container.count == 1:
+            self._timer.call_later(self.conf.batching_max_publish_delay_ms / 1000.0,
+                                   self._delayed_flush, container.generation)
+        return flushed
 
     def _check_usable(self) -> None:
         if self._closed:
