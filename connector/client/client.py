@@ -191,16 +191,16 @@ class Client:
             start=start_position(start_message_id, start_message_id_inclusive),
             start_inclusive=start_message_id_inclusive, partition_index=index)
             for partition_topic, index in targets]
-        reader: Reader | None = None
-        if reader_listener is not None:
-            consumer._listener = lambda _consumer, msg: reader_listener(reader, msg)
         self._open_consumer(consumer, requests, receiver_queue_size)
         try:
             reader = Reader(consumer, name, start_message_id, start_message_id_inclusive)
         except BaseException:
             consumer.close()
             raise
-        consumer._listener_owner = reader
+        if reader_listener is not None:
+            consumer._listener = reader_listener
+            consumer._listener_owner = reader  # the listener is called as reader_listener(reader, msg)
+            consumer._start_listener()
         self._adopt(consumer)
         return reader
 

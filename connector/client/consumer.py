@@ -49,7 +49,10 @@ class Consumer:
     def _attach(self, subs: list[PartitionConsumer]) -> None:
         self._subs = subs
         self._by_topic = {sub.topic: sub for sub in subs}
-        if self._listener is not None:
+        self._start_listener()
+
+    def _start_listener(self) -> None:
+        if self._listener is not None and self._listener_thread is None:
             self._listener_thread = threading.Thread(target=self._run_listener, daemon=True,
                                                      name=f"pulsarlike-listener-{self._subscription}")
             self._listener_thread.start()
