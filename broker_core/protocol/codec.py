@@ -396,6 +396,7 @@ def decode_batch(payload: bytes | memoryview, num_messages: int) -> list[tuple[S
     out: list[tuple[SingleMeta, bytes]] = []
     append = out.append
     unpack_u32 = U32.unpack_from
+    cache_get = _PLAIN_META_CACHE.get
     pos = 0
     try:
         for _ in range(num_messages):
@@ -405,7 +406,14 @@ def decode_batch(payload: bytes | memoryview, num_messages: int) -> list[tuple[S
             if meta_size == 0 or meta_end > total:
                 raise InvalidMessage(f"SingleMessageMetadata size {meta_size} at byte {pos - 4} is "
                                      f"invalid for a {total}-byte batch")
-            meta = _parse_single_meta(buf, pos, meta_end)
+            # Inlined fast path: payload_size only, as a 1- or 2-byte varint.
+            if meta_size == 2 and buf[pos] == 0x18 and buf[pos + 1] < 0x80:
+                meta = cache_get(buf[pos + 1]) or _plain_meta(buf[pos + 1])
+            elif meta_size == 3 and buf[pos] == 0x18 and buf[pos + 1] >= 0x80 and buf[pos + 2] < 0x80:
+                size = (buf[pos + 1] & 0x7F) | (buf[pos + 2] << 7)
+                meta = cache_get(size) or _plain_meta(size)
+            else:
+                meta = _parse_single_meta(buf, pos, meta_end)
             end = meta_end + meta.payload_size
             if end > total:
                 raise InvalidMessage(f"message payload_size {meta.payload_size} overruns the "

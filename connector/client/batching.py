@@ -14,6 +14,7 @@ from broker_core.protocol import codec, pulsar_api_pb2
 
 # Bytes of a SingleMessageMetadata frame beyond the payload, for size accounting only.
 _FRAME_OVERHEAD = 8
+_PLAIN_HEADERS = [codec.single_message_header(n) for n in range(4096)]
 
 
 class PendingEntry:
@@ -71,18 +72,23 @@ class BatchContainer:
             ordering_key: bytes | None = None, event_timestamp: int = 0,
             deliver_at: int | None = None) -> None:
         n = self.count
+        size = len(content)
         if n == 0:
             self.first_sequence_id = sequence_id
             self.key = partition_key
             self._first = (content, properties, partition_key, ordering_key, event_timestamp, deliver_at)
-        explicit = None if sequence_id == self.first_sequence_id + n else sequence_id
-        header = codec.single_message_header(len(content), partition_key, ordering_key, properties,
-                                             event_timestamp, explicit)
+        if sequence_id == self.first_sequence_id + n and partition_key is None and size < 4096 \
+                and ordering_key is None and not properties and not event_timestamp:
+            header = _PLAIN_HEADERS[size]  # payload only: a table lookup
+        else:
+            explicit = None if sequence_id == self.first_sequence_id + n else sequence_id
+            header = codec.single_message_header(size, partition_key, ordering_key, properties,
+                                                 event_timestamp, explicit)
         self._parts.append(header)
         self._parts.append(content)
         self._callbacks.append(callback)
         self.count = n + 1
-        self.size += len(header) + len(content)
+        self.size += len(header) + size
         self.last_sequence_id = sequence_id
 
     def build(self, producer_name: str, publish_time_ms: int) -> PendingEntry:

@@ -87,6 +87,9 @@ class PartitionProducer:
         self._changed = threading.Condition(self._lock)
         max_messages = conf.batching_max_messages if conf.batching_enabled else 1
         self._container = BatchContainer(max_messages, conf.batching_max_bytes, conf.compression)
+        self._max_pending = conf.max_pending_messages
+        self._key_based = conf.key_based_batching
+        self._publish_delay_s = conf.batching_max_publish_delay_ms / 1000.0
         self._pending: collections.deque[PendingEntry] = collections.deque()
         self._pending_messages = 0
         self._error: errors.PulsarLikeError | None = None
@@ -120,21 +123,40 @@ class PartitionProducer:
         size = len(content)
         if size > self.max_message_size:
             raise errors.MessageTooBig(size=size, limit=self.max_message_size)
+        full = None
         with self._lock:
-            full = self._admit_locked(callback)
+            if self._closed or self._error is not None:
+                self._check_usable()
+            if self._max_pending and self._pending_messages >= self._max_pending:
+                full = self._admit_locked(callback)
             if full is None:
-                return self._add_locked(content, callback, properties, partition_key, ordering_key,
-                                        sequence_id, event_timestamp, deliver_at, flush)
+                container = self._container
+                flushed = False
+                if container.count and (
+                        not container.has_room(size) or deliver_at is not None
+                        or self._key_based and partition_key != container.key):
+                    self._flush_locked()
+                    flushed = True
+                if sequence_id is None:
+                    sequence_id = self._next_sequence_id
+                    self._next_sequence_id = sequence_id + 1
+                container.add(content, sequence_id, callback, properties, partition_key, ordering_key,
+                              event_timestamp, deliver_at)
+                self._pending_messages += 1
+                if flush or deliver_at is not None or container.is_full():
+                    self._flush_locked()
+                    return True
+                if container.count == 1:
+                    self._timer.call_later(self._publish_delay_s, self._delayed_flush,
+                                           container.generation)
+                return flushed
         complete_callbacks([callback], full)  # as pulsar-client: send_async's callback gets it
         return False
 
     def _admit_locked(self, callback: Any) -> errors.ProducerQueueIsFull | None:
         """Wait for room (block_if_queue_full) or report a full queue: raised for a blocking send,
         returned for send_async."""
-        self._check_usable()
-        limit = self.conf.max_pending_messages
-        if limit <= 0 or self._pending_messages < limit:
-            return None
+        limit = self._max_pending
         if self.conf.block_if_queue_full:
             while self._pending_messages >= limit:
                 self._changed.wait()
@@ -147,31 +169,6 @@ class PartitionProducer:
         if type(callback) is SyncWaiter or callback is None:
             raise full
         return full
-
-    def _add_locked(self, content: bytes, callback: Any, properties: Mapping[str, str] | None,
-                    partition_key: str | None, ordering_key: bytes | None, sequence_id: int | None,
-                    event_timestamp: int, deliver_at: int | None, flush: bool) -> bool:
-        size = len(content)
-        container = self._container
-        flushed = False
-        if container.count and (
-                not container.has_room(size) or deliver_at is not None
-                or self.conf.key_based_batching and partition_key != container.key):
-            self._flush_locked()
-            flushed = True
-        if sequence_id is None:
-            sequence_id = self._next_sequence_id
-            self._next_sequence_id += 1
-        container.add(content, sequence_id, callback, properties, partition_key, ordering_key,
-                      event_timestamp, deliver_at)
-        self._pending_messages += 1
-        if flush or deliver_at is not None or container.is_full():
-            self._flush_locked()
-            return True
-        if container.count == 1:
-            self._timer.call_later(self.conf.batching_max_publish_delay_ms / 1000.0,
-                                   self._delayed_flush, container.generation)
-        return flushed
 
     def _check_usable(self) -> None:
         if self._closed:

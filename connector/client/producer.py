@@ -53,6 +53,7 @@ class Producer:
         self._router = router
         self._send_timeout_ms = send_timeout_ms
         self._partitioned = partitioned
+        self._single = partitions[0] if len(partitions) == 1 else None
         self._closed = False
 
     # --- pulsar-client API -----------------------------------------------------------------------------
@@ -95,6 +96,12 @@ class Producer:
         ``MessageTooBig``, ``AlreadyClosed`` and a full queue (``ProducerQueueIsFull`` with
         ``block_if_queue_full=False``) are raised here, and the callback is not called.
         """
+        single = self._single
+        if single is not None and type(content) is bytes and ordering_key is None \
+                and deliver_after is None and not self._closed:  # the common case, kept short
+            single.add(content, callback, properties, partition_key, None, sequence_id,
+                       event_timestamp or 0, deliver_at, False)
+            return
         self._add(content, callback, properties, partition_key, ordering_key, sequence_id,
                   event_timestamp, deliver_at, deliver_after, flush=False)
 
