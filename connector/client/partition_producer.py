@@ -20,7 +20,7 @@ from broker_core.types import MessageId
 
 from connector.client.batching import BatchContainer, PendingEntry
 from connector.client.connection import BidiStream, Connection
-from connector.client.enums import Result, result_of
+from connector.client.enums import result_of
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
