@@ -28,15 +28,21 @@ def run(messages: int, data_dir: str) -> dict:
         try:
             consumer = client.subscribe(topic, "demo-subscription", consumer_type=ConsumerType.Exclusive,
                                         initial_position=InitialPosition.Earliest)
-            producer = client.create_producer(topic, producer_name="demo-producer")
+            producer = client.create_producer(topic, producer_name="demo-producer", block_if_queue_full=True)
+            outcomes: dict[str, int] = {}
+
+            def sent(result, _msg_id) -> None:
+                name = getattr(result, "name", str(result))
+                outcomes[name] = outcomes.get(name, 0) + 1
+
             started = time.perf_counter()
             for i in range(messages):
                 reading = {"sensor": f"s{i % 4}", "seq": i, "celsius": round(18 + (i % 70) / 10, 1)}
-                producer.send_async(json.dumps(reading).encode(), None, partition_key=reading["sensor"],
+                producer.send_async(json.dumps(reading).encode(), sent, partition_key=reading["sensor"],
                                     properties={"unit": "celsius"})
             producer.flush()
             produced_s = time.perf_counter() - started
-            print(f"produced {messages} messages in {produced_s * 1000:.1f} ms")
+            print(f"produced {messages} messages in {produced_s * 1000:.1f} ms; send results {outcomes}")
 
             total = 0.0
             last = None
