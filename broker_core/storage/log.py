@@ -70,6 +70,10 @@ def _crash_point(fd: int, buffers: Sequence[bytes]) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+# Appends only grow the file: fdatasync persists the data and the new size, without the timestamps.
+_datasync = getattr(os, "fdatasync", os.fsync)
+
+
 @dataclass(frozen=True, slots=True)
 class StoredEntry:
     """One stored entry (a producer batch or a single message)."""
@@ -219,7 +223,7 @@ class ManagedLog:
             target = self.end_offset
             fd = os.dup(self._active.write_fd)  # a roll may close the original while we fsync
         try:
-            os.fsync(fd)
+            _datasync(fd)
         finally:
             os.close(fd)
         with self._lock:
