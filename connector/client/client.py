@@ -142,6 +142,12 @@ class Client:
                   priority_level: int | None = None, retry_enable: bool = False) -> Consumer:
         """Subscribe to a topic, a list of topics, or the topics of a namespace matching a pattern."""
         self._check_open()
+        _refuse_unsupported(
+            unacked_messages_timeout_ms=bool(unacked_messages_timeout_ms), key_shared_policy=key_shared_policy,
+            dead_letter_policy=dead_letter_policy, retry_enable=retry_enable,
+            batch_index_ack_enabled=batch_index_ack_enabled, batch_receive_policy=batch_receive_policy,
+            is_read_compacted=is_read_compacted, schema=schema, crypto_key_reader=crypto_key_reader,
+            replicate_subscription_state_enabled=replicate_subscription_state_enabled)
         ctype = check_enum("consumer_type", consumer_type, ConsumerType)
         position = check_enum("initial_position", initial_position, InitialPosition)
         mode = check_enum("subscription_mode", subscription_mode, SubscriptionMode)
@@ -287,6 +293,14 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _refuse_unsupported(**options: Any) -> None:
+    """A consumer option that pulsarlike does not implement yet fails loudly instead of being ignored."""
+    used = sorted(name for name, value in options.items() if value)
+    if used:
+        raise errors.InvalidConfiguration(f"{', '.join(used)}: not supported by pulsarlike yet; leave "
+                                          f"{'it' if len(used) == 1 else 'them'} unset")
 
 
 def _qualified(topic: str) -> str:

@@ -67,3 +67,12 @@ def test_client_close_closes_producers_and_consumers(broker, topic):
         consumer.receive(10)
     with pytest.raises(AlreadyClosed):
         client.create_producer(topic)
+
+
+@pytest.mark.parametrize("option", [{"dead_letter_policy": object()}, {"unacked_messages_timeout_ms": 10_000},
+                                    {"retry_enable": True}, {"key_shared_policy": object()}])
+def test_consumer_options_not_built_yet_are_refused_not_ignored(client, option):
+    from connector import InvalidConfiguration
+
+    with pytest.raises(InvalidConfiguration, match="not supported by pulsarlike yet"):
+        client.subscribe("persistent://public/default/unsupported-options", "s", **option)
