@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from broker_core.protocol import codec, pulsar_api_pb2
+from broker_core.protocol.compression import compress_payload
 
 # Bytes of a SingleMessageMetadata frame beyond the payload, for size accounting only.
 _FRAME_OVERHEAD = 8
@@ -117,7 +118,7 @@ class BatchContainer:
         if self.compression != pulsar_api_pb2.NONE:
             meta.compression = self.compression  # type: ignore[assignment]
             meta.uncompressed_size = len(payload)
-            payload = codec.compress_payload(self.compression, payload)
+            payload = compress_payload(self.compression, payload)
         entry = PendingEntry(self.first_sequence_id, self.last_sequence_id, n, n > 1,
                              codec.encode_entry(meta, payload), self._callbacks)
         self.generation += 1

@@ -14,6 +14,7 @@ from typing import Any
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2, codec
+from broker_core.protocol.compression import decompress_payload
 from broker_core.protocol.status import error_from_proto
 from broker_core.types import MessageId
 
@@ -153,7 +154,7 @@ class PartitionConsumer:
         _, _, start = codec.split_broker_entry(data)
         metadata, payload = codec.decode_entry(memoryview(data)[start:] if start else data)
         if metadata.compression:
-            payload = codec.decompress_payload(metadata.compression, payload,
+            payload = decompress_payload(metadata.compression, payload,
                                                metadata.uncompressed_size)
         batched = metadata.HasField("num_messages_in_batch")
         num = metadata.num_messages_in_batch if batched else 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from broker_core.protocol import codec
+from broker_core.protocol.compression import decompress_payload
 from broker_core.protocol.pulsar_api_pb2 import LZ4, NONE, ZSTD
 from connector.client.batching import BatchContainer
 
@@ -77,7 +78,7 @@ def test_compressed_batches_carry_codec_and_uncompressed_size(compression):
         c.add(b"hello world" * 10, i, None)
     meta, payload = _decode(c.build("p", 1).data)
     assert meta.compression == compression
-    raw = codec.decompress_payload(compression, payload, meta.uncompressed_size)
+    raw = decompress_payload(compression, payload, meta.uncompressed_size)
     assert [d for _, d in codec.decode_batch(raw, 50)] == [b"hello world" * 10] * 50
 
 
