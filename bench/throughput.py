@@ -49,12 +49,12 @@ TARGETS = {  # name: (threshold, "min" means figure >= threshold, "max" means fi
 }
 
 
-def start_broker(data_dir: str) -> tuple[subprocess.Popen, str]:
-    """Start ``pulsarlike broker --port 0`` and return (process, service URL) from its first line."""
+def start_broker(data_dir: str, settings: list[str]) -> tuple[subprocess.Popen, str]:
+    """Start ``pulsarlike broker --port 0 [--set k=v ...]``; return (process, URL) from its first line."""
     log = open(os.path.join(data_dir, "broker.log"), "wb")  # noqa: SIM115 - lives as long as the process
     proc = subprocess.Popen(
         [sys.executable, "-m", "broker_core.cli", "broker", "--data-dir", os.path.join(data_dir, "data"),
-         "--port", "0", "--log-level", "WARNING"],
+         "--port", "0", "--log-level", "WARNING", *(a for kv in settings for a in ("--set", kv))],
         cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline().strip()
     if not line.startswith("pulsarlike broker listening on "):
@@ -202,6 +202,8 @@ def main() -> None:
     parser.add_argument("--latency-rate", type=float, default=200.0, help="sync sends per second")
     parser.add_argument("--skip-redis", action="store_true", help="do not run the Redis Streams peer")
     parser.add_argument("--json", action="store_true", help="also print a JSON summary")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="broker configuration for diagnosis, e.g. journalSyncMode=never (repeatable)")
     args = parser.parse_args()
     n, payload = args.messages, b"x" * args.size
     results: dict[str, float | None] = dict.fromkeys(
@@ -209,9 +211,9 @@ def main() -> None:
          "redis_consume_msg_s", "produce_vs_redis", "consume_vs_redis"])
 
     tmp = tempfile.mkdtemp(prefix="pulsarlike-bench-")
-    broker, url = start_broker(tmp)
-    print(f"pulsarlike broker pid {broker.pid} at {url} (separate process, journalSyncMode=group); "
-          f"bench pid {os.getpid()}")
+    broker, url = start_broker(tmp, args.set)
+    print(f"pulsarlike broker pid {broker.pid} at {url} (separate process, "
+          f"{' '.join(args.set) or 'default config: journalSyncMode=group'}); bench pid {os.getpid()}")
     print(f"{n:,} messages of {args.size} B, batches of {BATCH}; max_pending_messages=100000, "
           "block_if_queue_full=True (measures throughput, not the pending-queue limit)")
     client = Client(url)
@@ -250,7 +252,7 @@ def main() -> None:
         shown = "-" if value is None else f"{value:,.3f}" if value < 100 else f"{value:,.0f}"
         print(f"  {name:<18} {shown:>12}  {verdict(name, value)}")
     if args.json:
-        print(json.dumps({"messages": n, "size": args.size, **results,
+        print(json.dumps({"messages": n, "size": args.size, "broker_settings": args.set, **results,
                           "targets_met": {k: verdict(k, results[k]).startswith("MET") for k in TARGETS
                                           if results[k] is not None}}, indent=2))
 

@@ -16,7 +16,7 @@ from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 import grpc
 
-from broker_core.errors import InvalidMessage, PulsarLikeError, UnknownError
+from broker_core.errors import InvalidMessage, NotAllowedError, PulsarLikeError, UnknownError
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata
@@ -121,6 +121,9 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
                 return
             if first.WhichOneof("request") != "open":
                 raise InvalidMessage("the first request on a produce stream must be 'open'")
+            if first.open.access_mode != pb.SHARED:
+                raise NotAllowedError("only ProducerAccessMode.Shared is supported yet; exclusive access"
+                                      " modes are not built")
             name = TopicName.parse(first.open.topic)
             topic = self._registry.get(name, create=True)
             producer_name = first.open.producer_name or self._names.next()
