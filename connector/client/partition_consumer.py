@@ -40,12 +40,7 @@ class PartitionConsumer:
         self._queue_size = max(1, receiver_queue_size)
         self._refill_every = max(1, self._queue_size // 2)
         self._lock = threading.Lock()
-        self._taken = itertools.count(1)
-        self._probes = 0
-        self._taken_base = 0
-        self._next_refill = self._refill_every
-        self._next_refill_raw = self._refill_every
-        self._skipped = 0
+        self._reset_permits()
         self._acks: list[int] = []
         self._seek_id = 0
         self._seeking = 0
