@@ -136,12 +136,15 @@ class Consumer:
     """
 
     __slots__ = ("consumer_id", "consumer_name", "priority_level", "sink", "on_active_change", "permits",
-                 "msg_out_counter", "bytes_out_counter", "pending", "highest_delivered_end")
+                 "msg_out_counter", "bytes_out_counter", "pending", "highest_delivered_end", "multi_topic")
 
     def __init__(self, consumer_id: int, consumer_name: str,
                  sink: Callable[[list[Delivery]], None], *, priority_level: int = 0,
-                 on_active_change: Callable[[bool], None] | None = None) -> None:
+                 on_active_change: Callable[[bool], None] | None = None, multi_topic: bool = False) -> None:
         self.consumer_id = consumer_id
+        self.multi_topic = multi_topic
+        """Subscribed as part of a multi-topic subscription (Failover on non-partitioned topics then
+        spreads topics over consumers by hash)."""
         self.consumer_name = consumer_name
         self.priority_level = priority_level
         self.sink = sink

@@ -18,8 +18,11 @@ As in Pulsar, these types do not stop on ``max_unacked_per_consumer`` (only Shar
 """
 from __future__ import annotations
 
+import bisect
 import logging
 from typing import TYPE_CHECKING
+
+import mmh3
 
 from broker_core.errors import ConsumerBusy
 from dispatch.consumer import Consumer, Delivery
@@ -32,16 +35,34 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def pick_active(consumers: list[Consumer], partition_index: int) -> Consumer | None:
-    """The active consumer among ``consumers`` (in subscribe order) for this partition (-1: none)."""
+HASH_RING_POINTS = 100
+
+
+def pick_active(consumers: list[Consumer], partition_index: int, topic: str = "") -> Consumer | None:
+    """The active consumer among ``consumers`` (in subscribe order) for this partition (-1: none).
+
+    A non-partitioned topic that the candidates subscribed to as one of several topics is placed on a
+    hash ring instead (seed: "a consumer is selected based on consumer name hash and topic name hash"):
+    each candidate puts ``HASH_RING_POINTS`` points at Murmur3(name + i), and the topic goes to the first
+    point at or after Murmur3(topic), wrapping around.
+    """
     if not consumers:
         return None
     best = min(c.priority_level for c in consumers)
     candidates = [c for c in consumers if c.priority_level == best]
     if partition_index < 0:
+        if topic and all(c.multi_topic for c in candidates):
+            return _ring_pick(candidates, topic)
         return candidates[0]
     candidates.sort(key=lambda c: c.consumer_name)
     return candidates[partition_index % len(candidates)]
+
+
+def _ring_pick(candidates: list[Consumer], topic: str) -> Consumer:
+    ring = sorted((mmh3.hash(f"{c.consumer_name}{i}", signed=False), n)
+                  for n, c in enumerate(candidates) for i in range(HASH_RING_POINTS))
+    at = bisect.bisect_left(ring, (mmh3.hash(topic, signed=False), -1))
+    return candidates[ring[at % len(ring)][1]]
 
 
 class SingleActiveDispatcher(Dispatcher):
@@ -97,7 +118,7 @@ class SingleActiveDispatcher(Dispatcher):
 
     def _update_active(self) -> bool:
         """Re-pick the active consumer; returns True when it changed (and rewinds, notifies)."""
-        new = pick_active(self.consumers, self.subscription.partition_index)
+        new = pick_active(self.consumers, self.subscription.partition_index, self.subscription.topic)
         old = self.active
         if new is old:
             return False

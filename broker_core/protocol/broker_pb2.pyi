@@ -169,7 +169,7 @@ class Position(_message.Message):
     def __init__(self, offset: _Optional[int] = ..., earliest: _Optional[bool] = ..., latest: _Optional[bool] = ...) -> None: ...
 
 class Subscribe(_message.Message):
-    __slots__ = ("topic", "subscription", "sub_type", "consumer_name", "initial_position", "priority_level", "durable", "start", "start_inclusive", "partition_index")
+    __slots__ = ("topic", "subscription", "sub_type", "consumer_name", "initial_position", "priority_level", "durable", "start", "start_inclusive", "partition_index", "multi_topic")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SUB_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -180,6 +180,7 @@ class Subscribe(_message.Message):
     START_FIELD_NUMBER: _ClassVar[int]
     START_INCLUSIVE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MULTI_TOPIC_FIELD_NUMBER: _ClassVar[int]
     topic: str
     subscription: str
     sub_type: SubscriptionType
@@ -190,7 +191,8 @@ class Subscribe(_message.Message):
     start: Position
     start_inclusive: bool
     partition_index: int
-    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., sub_type: _Optional[_Union[SubscriptionType, str]] = ..., consumer_name: _Optional[str] = ..., initial_position: _Optional[_Union[InitialPosition, str]] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start: _Optional[_Union[Position, _Mapping]] = ..., start_inclusive: _Optional[bool] = ..., partition_index: _Optional[int] = ...) -> None: ...
+    multi_topic: bool
+    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., sub_type: _Optional[_Union[SubscriptionType, str]] = ..., consumer_name: _Optional[str] = ..., initial_position: _Optional[_Union[InitialPosition, str]] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start: _Optional[_Union[Position, _Mapping]] = ..., start_inclusive: _Optional[bool] = ..., partition_index: _Optional[int] = ..., multi_topic: _Optional[bool] = ...) -> None: ...
 
 class Flow(_message.Message):
     __slots__ = ("permits",)

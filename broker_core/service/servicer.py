@@ -184,7 +184,7 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
             consumer = Consumer(
                 next(self._consumer_ids), req.consumer_name or f"consumer-{id(out):x}",
                 lambda deliveries: emit(_delivered(deliveries)),
-                priority_level=req.priority_level,
+                priority_level=req.priority_level, multi_topic=req.multi_topic,
                 on_active_change=lambda active: emit(pb.ConsumeResponse(
                     active_change=pb.ActiveConsumerChange(is_active=active))))
             sub = topic.subscribe(req.subscription, _SUB_TYPES[req.sub_type], consumer,

@@ -168,7 +168,8 @@ class Client:
             topic=partition_topic, subscription=subscription_name, sub_type=int(ctype),
             consumer_name=consumer_name or "", initial_position=int(position),
             priority_level=priority_level or 0, durable=mode == SubscriptionMode.Durable,
-            partition_index=index) for partition_topic, index in self._expand(topics)]
+            partition_index=index, multi_topic=len(topics) > 1)
+            for partition_topic, index in self._expand(topics)]
         self._open_consumer(consumer, requests, receiver_queue_size)
         return self._adopt(consumer)
 

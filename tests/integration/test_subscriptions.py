@@ -178,3 +178,24 @@ def test_durable_subscription_and_partitioned_metadata_survive_broker_restart(tm
         finally:
             client.close()
             admin.close()
+
+
+def test_failover_over_several_non_partitioned_topics_assigns_each_topic_by_hash(client):
+    import uuid
+
+    from dispatch import Consumer as DispatchConsumer
+    from dispatch import pick_active
+
+    run = uuid.uuid4().hex[:8]
+    topics = [f"persistent://public/default/multi-{run}-{i}" for i in range(6)]
+    consumers = {name: client.subscribe(topics, "fo-multi", consumer_type=ConsumerType.Failover,
+                                        consumer_name=name, initial_position=InitialPosition.Earliest)
+                 for name in ("A", "B")}
+    for t in topics:
+        _produce(client, t, 1, prefix=t)
+    seen = {name: sorted(m.topic_name() for m in _drain(c)) for name, c in consumers.items()}
+    ring = [DispatchConsumer(i, n, lambda d: None, multi_topic=True) for i, n in enumerate(("A", "B"))]
+    expected = {"A": [], "B": []}
+    for t in topics:
+        expected[pick_active(ring, -1, t).consumer_name].append(t)
+    assert seen == {k: sorted(v) for k, v in expected.items()}

@@ -217,3 +217,18 @@ def test_sink_that_removes_its_consumer_stops_the_round() -> None:
     sub.add_consumer(again, SubType.EXCLUSIVE)
     sub.flow(again, 10)
     assert again.received() == [0, 1, 2, 3]
+
+
+def test_failover_over_several_non_partitioned_topics_spreads_topics_by_name_hashes():
+    from dispatch import Consumer
+
+    a = Consumer(1, "A", lambda deliveries: None, multi_topic=True)
+    b = Consumer(2, "B", lambda deliveries: None, multi_topic=True)
+    topics = [f"persistent://public/default/topic-{i}" for i in range(1, 9)]
+    chosen = {t: pick_active([a, b], -1, t).consumer_name for t in topics}
+    # the choice depends on names only: subscribe order does not matter, and both consumers get topics
+    assert chosen == {t: pick_active([b, a], -1, t).consumer_name for t in topics}
+    assert set(chosen.values()) == {"A", "B"}
+    # a single-topic subscription keeps "the order they subscribe"
+    single = [Consumer(3, "Z", lambda d: None), Consumer(4, "A", lambda d: None)]
+    assert all(pick_active(single, -1, t).consumer_name == "Z" for t in topics)
