@@ -116,11 +116,9 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
         topic: PersistentTopic | None = None
         info: ProducerInfo | None = None
         try:
-            first = await _next_request(requests)
+            first = await _first_request(requests, "open", "produce")
             if first is None:
                 return
-            if first.WhichOneof("request") != "open":
-                raise InvalidMessage("the first request on a produce stream must be 'open'")
             if first.open.access_mode != pb.SHARED:
                 raise NotAllowedError("only ProducerAccessMode.Shared is supported yet; exclusive access"
                                       " modes are not built")
@@ -163,11 +161,9 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
     async def _consume_session(self, requests, out: asyncio.Queue) -> None:
         topic = sub = consumer = None
         try:
-            first = await _next_request(requests)
+            first = await _first_request(requests, "subscribe", "consume")
             if first is None:
                 return
-            if first.WhichOneof("request") != "subscribe":
-                raise InvalidMessage("the first request on a consume stream must be 'subscribe'")
             req = first.subscribe
             if not req.subscription:
                 raise InvalidMessage("subscription name must not be empty")
@@ -348,8 +344,12 @@ async def _serve(session: Callable[[object, asyncio.Queue], Awaitable[None]], re
         task.cancel()
 
 
-async def _next_request(requests):
+async def _first_request(requests, kind: str, stream: str):
+    """The stream's opening request, which must be ``kind``; None when the client sent nothing."""
     try:
-        return await requests.__anext__()
+        first = await requests.__anext__()
     except StopAsyncIteration:
         return None
+    if first.WhichOneof("request") != kind:
+        raise InvalidMessage(f"the first request on a {stream} stream must be {kind!r}")
+    return first
