@@ -1,0 +1,91 @@
+"""The durability policy: receipts wait for the fsync that covers them; a failed fsync fails them."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from broker_core.errors import BrokerPersistenceError
+from broker_core.service.journal import Journal
+
+
+class FakeLog:
+    def __init__(self, fail: bool = False) -> None:
+        self.end_offset = 0
+        self.syncs = 0
+        self.fail = fail
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def sync(self) -> int:
+        self.gate.wait(10)
+        if self.fail:
+            raise OSError(28, "No space left on device")
+        self.syncs += 1
+        return self.end_offset
+
+
+def _run(mode: str, log: FakeLog, scenario):
+    async def main():
+        with ThreadPoolExecutor(2) as executor:
+            confirmed = []
+            journal = Journal(log, mode, 0, executor, lambda: confirmed.append(journal.confirmed_end_offset))
+            try:
+                return await scenario(journal, confirmed)
+            finally:
+                await journal.close()
+    return asyncio.run(main())
+
+
+async def _append(journal: Journal, log: FakeLog, end: int) -> asyncio.Future:
+    log.end_offset = end
+    done = asyncio.get_running_loop().create_future()
+    journal.appended(end, lambda error: done.set_result(error))
+    return done
+
+
+def test_group_mode_releases_receipts_only_after_the_covering_sync():
+    log = FakeLog()
+    log.gate.clear()  # hold the fsync
+
+    async def scenario(journal, confirmed):
+        first = await _append(journal, log, 5)
+        second = await _append(journal, log, 9)
+        await asyncio.sleep(0.05)
+        assert not first.done() and not second.done() and journal.confirmed_end_offset == 0
+        log.gate.set()
+        assert await asyncio.wait_for(first, 10) is None
+        assert await asyncio.wait_for(second, 10) is None
+        return journal.confirmed_end_offset, confirmed
+
+    end, confirmed = _run("group", log, scenario)
+    assert end == 9 and confirmed[-1] == 9
+    assert log.syncs <= 2  # appends made while an fsync ran share the next one
+
+
+def test_group_mode_fails_waiting_receipts_when_fsync_fails():
+    log = FakeLog(fail=True)
+
+    async def scenario(journal, confirmed):
+        error = await asyncio.wait_for(await _append(journal, log, 3), 10)
+        later = await asyncio.wait_for(await _append(journal, log, 4), 10)
+        return error, later, journal.confirmed_end_offset
+
+    error, later, end = _run("group", log, scenario)
+    assert isinstance(error, BrokerPersistenceError) and "No space left" in error.message
+    assert isinstance(later, BrokerPersistenceError) and end == 0
+
+
+@pytest.mark.parametrize("mode, syncs", [("always", 1), ("never", 0)])
+def test_always_syncs_before_confirming_and_never_confirms_at_once(mode, syncs):
+    log = FakeLog()
+
+    async def scenario(journal, confirmed):
+        future = await _append(journal, log, 7)
+        assert future.done() and future.result() is None
+        return journal.confirmed_end_offset
+
+    assert _run(mode, log, scenario) == 7
+    assert log.syncs == syncs
