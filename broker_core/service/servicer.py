@@ -92,13 +92,13 @@ def _replies(results: list[Accepted], error: BaseException | None) -> list[pb.Pr
 
 
 def _delivered(deliveries: list[Delivery]) -> pb.ConsumeResponse:
-    entries = []
+    response = pb.ConsumeResponse()
+    add = response.deliveries.entries.add  # built in place: each entry's bytes are copied once
     for d in deliveries:
         e = d.entry
-        entries.append(pb.DeliveredEntry(data=e.data, ledger_id=e.ledger_id, entry_id=e.offset,
-                                         num_messages=e.num_messages, redelivery_count=d.redelivery_count,
-                                         ack_set=d.ack_set or ()))
-    return pb.ConsumeResponse(deliveries=pb.Deliveries(entries=entries))
+        add(data=e.data, ledger_id=e.ledger_id, entry_id=e.offset, num_messages=e.num_messages,
+            redelivery_count=d.redelivery_count, ack_set=d.ack_set or ())
+    return response
 
 
 class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
