@@ -42,30 +42,54 @@ class ManagedCursor:
 
     # -- acknowledging -------------------------------------------------------------------------
     def ack(self, start: int, end: int) -> int:
-        """Acknowledge ``[start, end)``; returns how many offsets were newly acknowledged."""
-        start = max(start, self.mark_delete_offset + 1)
+        """Acknowledge ``[start, end)``; returns how many offsets were newly acknowledged.
+
+        Two bisects find the ranges ``[start, end)`` overlaps or touches; only those are replaced, in
+        place (each range is removed once, so merging many is amortized). Inserting or dropping a range
+        shifts the list tail (a memmove: cheap, but it dominates beyond ~10^5 disjoint ranges).
+        """
+        floor = self.mark_delete_offset + 1
+        if start < floor:
+            start = floor
         if start >= end:
             return 0
-        i = bisect.bisect_left(self._ends, start)  # first range ending at or after start (touching)
-        j = bisect.bisect_right(self._starts, end)  # ranges starting at or before end (touching)
-        covered = sum(max(0, min(e, end) - max(s, start))
-                      for s, e in zip(self._starts[i:j], self._ends[i:j]))
-        merged_start, merged_end = start, end
-        if i < j:
-            merged_start = min(start, self._starts[i])
-            merged_end = max(end, self._ends[j - 1])
-            self._individual_count -= sum(self._ends[k] - self._starts[k] for k in range(i, j))
-        if merged_start == self.mark_delete_offset + 1:
-            assert i == 0  # ranges lie above mark_delete + 1, so only the first can reach it
-            del self._starts[:j], self._ends[:j]
-            self.mark_delete_offset = merged_end - 1
+        starts, ends = self._starts, self._ends
+        i = bisect.bisect_left(ends, start)  # first range ending at or after start (touching)
+        j = bisect.bisect_right(starts, end, i)  # past the last range starting at or before end (touching)
+        if i == j:  # touches no range
+            self.dirty = True
+            if start == floor:
+                self.mark_delete_offset = end - 1
+            else:
+                starts.insert(i, start)
+                ends.insert(i, end)
+                self._individual_count += end - start
+            return end - start
+        merged_start = start if start < starts[i] else starts[i]
+        merged_end = end if end > ends[j - 1] else ends[j - 1]
+        if j == i + 1:
+            removed = ends[i] - starts[i]
         else:
-            self._starts[i:j] = [merged_start]
-            self._ends[i:j] = [merged_end]
-            self._individual_count += merged_end - merged_start
-        newly = (end - start) - covered
+            removed = 0
+            for k in range(i, j):
+                removed += ends[k] - starts[k]
+        # the union of the new range and the touched ones is contiguous, so what is new is the rest
+        newly = merged_end - merged_start - removed
         if newly:
             self.dirty = True
+        if merged_start == floor:
+            # ranges lie above mark_delete + 1, so only a merge starting at index 0 reaches it
+            del starts[:j], ends[:j]
+            self._individual_count -= removed
+            self.mark_delete_offset = merged_end - 1
+        elif j == i + 1:
+            starts[i] = merged_start
+            ends[i] = merged_end
+            self._individual_count += newly
+        else:
+            starts[i:j] = (merged_start,)
+            ends[i:j] = (merged_end,)
+            self._individual_count += newly
         return newly
 
     def ack_cumulative(self, offset: int) -> int:

@@ -1,4 +1,6 @@
 """ManagedCursor: individual and cumulative acks, merging, backlog and ack sets."""
+import random
+
 import pytest
 
 from broker_core.storage.cursor import ManagedCursor
@@ -121,3 +123,69 @@ def test_state_round_trips_through_bytes():
 def test_malformed_state_raises_value_error(raw):
     with pytest.raises(ValueError):
         ManagedCursor.from_bytes("s", raw)
+
+
+def _ranges_of(offsets: set[int], above: int) -> list[tuple[int, int]]:
+    """``offsets`` greater than ``above`` as sorted, maximal ``[start, end)`` ranges."""
+    out: list[tuple[int, int]] = []
+    for o in sorted(o for o in offsets if o > above):
+        if out and out[-1][1] == o:
+            out[-1] = (out[-1][0], o + 1)
+        else:
+            out.append((o, o + 1))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_acks_cumulative_acks_and_resets_match_a_set_of_acked_offsets(seed):
+    rnd = random.Random(seed)
+    span = rnd.choice([16, 64, 200])
+    c = ManagedCursor("s")
+    acked: set[int] = set()
+    for step in range(300):
+        c.dirty = False
+        op = rnd.random()
+        if op < 0.75:
+            start = rnd.randrange(-3, span)
+            end = start + rnd.choice([-1, 0, 1, 1, 1, 2, 3, rnd.randrange(1, span // 4 + 2)])
+            new = set(range(max(start, 0), end)) - acked
+            assert c.ack(start, end) == len(new), (seed, step, start, end)
+            acked |= new
+            dirtied = bool(new)
+        elif op < 0.88:
+            offset = rnd.randrange(-2, span)
+            new = set(range(offset + 1)) - acked
+            assert c.ack_cumulative(offset) == len(new), (seed, step, offset)
+            acked |= new
+            dirtied = bool(new)
+        elif op < 0.95:
+            offset = rnd.randrange(-1, span)
+            c.reset(offset)
+            acked, dirtied = set(range(offset + 1)), True
+        else:
+            c = ManagedCursor.from_bytes("s", c.to_bytes())
+            dirtied = False
+        assert c.dirty == dirtied, (seed, step)
+
+        mark_delete = -1
+        while mark_delete + 1 in acked:
+            mark_delete += 1
+        assert c.mark_delete_offset == mark_delete, (seed, step)
+        assert c.individually_acked == _ranges_of(acked, mark_delete + 1), (seed, step)
+        limit = span + span // 4 + 4  # past the furthest offset an ack can reach
+        first_unacked = limit  # every offset past the span is unacked, so the scan stops at the limit
+        for offset in reversed(range(limit)):
+            if offset not in acked:
+                first_unacked = offset
+            assert c.is_acked(offset) == (offset in acked), (seed, step, offset)
+            assert c.next_unacked(offset) == first_unacked, (seed, step, offset)
+        unacked_below = 0
+        for offset in range(mark_delete + 1, limit + 1):
+            assert c.backlog(offset) == unacked_below, (seed, step, offset)
+            unacked_below += offset not in acked
+        assert all(c.backlog(offset) == 0 for offset in range(-1, mark_delete + 1))
+        for _ in range(5):
+            start = rnd.randrange(0, span)
+            end = rnd.randrange(start + 1, span + 5)
+            expected = [(max(s, start), min(e, end)) for s, e in _ranges_of(acked & set(range(start, end)), -1)]
+            assert c.acked_within(start, end) == expected, (seed, step, start, end)
