@@ -390,36 +390,88 @@ def _parse_single_meta(buf: bytes, pos: int, end: int) -> SingleMeta:
 
 def decode_batch(payload: bytes | memoryview, num_messages: int) -> list[tuple[SingleMeta, bytes]]:
     """Split a (decompressed) batch payload into ``num_messages`` (metadata, message bytes) pairs."""
+    return list(zip(*split_batch(payload, num_messages)))
+
+
+def split_batch(payload: bytes | memoryview, num_messages: int,
+                ) -> tuple[Sequence[SingleMeta], Sequence[bytes]]:
+    """Split a (decompressed) batch payload into ``num_messages`` metadata and, in the same order,
+    ``num_messages`` message bytes (two sequences: the consumer builds its messages from both at once).
+
+    A batch of payload-only messages of one size (what a producer of fixed-size records writes) is
+    checked and split in a few C-level calls; any other batch message by message.
+    """
     buf = payload if type(payload) is bytes else bytes(payload)
+    uniform = _split_uniform(buf, num_messages)
+    if uniform is not None:
+        return uniform
     total = len(buf)
-    out: list[tuple[SingleMeta, bytes]] = []
-    append = out.append
+    metas: list[SingleMeta] = []
+    payloads: list[bytes] = []
+    add_meta = metas.append
+    add_payload = payloads.append
     unpack_u32 = U32.unpack_from
     cache_get = _PLAIN_META_CACHE.get
     pos = 0
     try:
         for _ in range(num_messages):
             (meta_size,) = unpack_u32(buf, pos)
-            pos += 4
-            meta_end = pos + meta_size
-            if meta_size == 0 or meta_end > total:
-                raise InvalidMessage(f"SingleMessageMetadata size {meta_size} at byte {pos - 4} is "
-                                     f"invalid for a {total}-byte batch")
+            meta_start = pos + 4
+            pos = meta_start + meta_size
+            if meta_size == 0 or pos > total:
+                raise InvalidMessage(f"SingleMessageMetadata size {meta_size} at byte {meta_start - 4} "
+                                     f"is invalid for a {total}-byte batch")
             # Inlined fast path: payload_size only, as a 1- or 2-byte varint.
-            if meta_size == 2 and buf[pos] == 0x18 and buf[pos + 1] < 0x80:
-                meta = cache_get(buf[pos + 1]) or _plain_meta(buf[pos + 1])
-            elif meta_size == 3 and buf[pos] == 0x18 and buf[pos + 1] >= 0x80 and buf[pos + 2] < 0x80:
-                size = (buf[pos + 1] & 0x7F) | (buf[pos + 2] << 7)
+            if meta_size == 2 and buf[meta_start] == 0x18 and buf[meta_start + 1] < 0x80:
+                size = buf[meta_start + 1]
+                meta = cache_get(size) or _plain_meta(size)
+            elif meta_size == 3 and buf[meta_start] == 0x18 and buf[meta_start + 1] >= 0x80 \
+                    and buf[meta_start + 2] < 0x80:
+                size = (buf[meta_start + 1] & 0x7F) | (buf[meta_start + 2] << 7)
                 meta = cache_get(size) or _plain_meta(size)
             else:
-                meta = _parse_single_meta(buf, pos, meta_end)
-            end = meta_end + meta.payload_size
+                meta = _parse_single_meta(buf, meta_start, pos)
+                size = meta.payload_size
+            end = pos + size
             if end > total:
-                raise InvalidMessage(f"message payload_size {meta.payload_size} overruns the "
-                                     f"{total}-byte batch")
-            append((meta, buf[meta_end:end]))
+                raise InvalidMessage(f"message payload_size {size} overruns the {total}-byte batch")
+            add_meta(meta)
+            add_payload(buf[pos:end])
             pos = end
     except (struct.error, IndexError, DecodeError, UnicodeDecodeError) as exc:
-        raise InvalidMessage(f"malformed batch payload ({len(out)} of {num_messages} messages "
+        raise InvalidMessage(f"malformed batch payload ({len(metas)} of {num_messages} messages "
                              f"parsed): {exc}") from None
-    return out
+    return metas, payloads
+
+
+_UNIFORM_UNPACKERS: dict[tuple[int, int, int], struct.Struct] = {}
+_UNIFORM_UNPACKERS_MAX = 64
+
+
+def _split_uniform(buf: bytes, num_messages: int) -> tuple[list[SingleMeta], tuple[bytes, ...]] | None:
+    """(metadata, payloads) when ``buf`` is exactly ``num_messages`` times the same payload-only header
+    (``u32 2|3 | 0x18 varint(size)``) followed by ``size`` bytes; otherwise None (nothing raised)."""
+    total = len(buf)
+    if num_messages <= 0 or total < 6:
+        return None
+    if buf[:5] == b"\x00\x00\x00\x02\x18" and buf[5] < 0x80:
+        header_size, size = 6, buf[5]
+    elif total >= 7 and buf[:5] == b"\x00\x00\x00\x03\x18" and buf[5] >= 0x80 and buf[6] < 0x80:
+        header_size, size = 7, (buf[5] & 0x7F) | (buf[6] << 7)
+    else:
+        return None
+    stride = header_size + size
+    if stride * num_messages != total:
+        return None
+    # Every message's header equals the first one: compare each header byte column at once.
+    for k in range(header_size):
+        if buf[k::stride] != buf[k:k + 1] * num_messages:
+            return None
+    key = (header_size, size, num_messages)
+    unpacker = _UNIFORM_UNPACKERS.get(key)
+    if unpacker is None:
+        unpacker = struct.Struct(f"{header_size}x{size}s" * num_messages)
+        if len(_UNIFORM_UNPACKERS) >= _UNIFORM_UNPACKERS_MAX:
+            _UNIFORM_UNPACKERS.clear()
+        _UNIFORM_UNPACKERS[key] = unpacker
+    return [_plain_meta(size)] * num_messages, unpacker.unpack(buf)

@@ -79,7 +79,9 @@ class Consumer:
             msg = self._queue.popleft()
         except IndexError:
             msg = self._receive_slow(timeout_millis)
-        msg._entry.sub.on_taken()
+        sub = msg._entry.sub
+        if next(sub._taken) >= sub._next_refill_raw:  # sub.on_taken(), inlined: it runs per message
+            sub._refill()
         return msg
 
     def _receive_slow(self, timeout_millis: int | None) -> Message:

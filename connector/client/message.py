@@ -44,7 +44,7 @@ class Message:
         self._single = single
         self._entry = entry
         self._index = index
-        self._id: MessageId | None = None
+        # _id (the MessageId) is left unset until message_id() builds it: one store less per message.
 
     def data(self) -> bytes:
         """The payload."""
@@ -99,13 +99,13 @@ class Message:
         return self._entry.metadata.sequence_id + max(self._index, 0)
 
     def message_id(self) -> MessageId:
-        mid = self._id
-        if mid is None:
+        try:
+            return self._id
+        except AttributeError:
             e = self._entry
-            mid = MessageId(e.ledger_id, e.entry_id, e.partition, self._index,
-                            e.num_messages if e.batched else 0, e.topic)
-            self._id = mid
-        return mid
+            mid = self._id = MessageId(e.ledger_id, e.entry_id, e.partition, self._index,
+                                       e.num_messages if e.batched else 0, e.topic)
+            return mid
 
     def offset(self) -> int:
         """The message's dense offset in its topic partition."""

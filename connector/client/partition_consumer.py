@@ -161,20 +161,15 @@ class PartitionConsumer:
         if not batched:
             out.append(Message(bytes(payload), None, info, -1))
             return
-        pairs = codec.decode_batch(payload, num)
+        metas, payloads = codec.split_batch(payload, num)
         ack_set = entry.ack_set
         if not ack_set:
-            out.extend([Message(content, single, info, i)
-                        for i, (single, content) in enumerate(pairs)])
+            out.extend(map(Message, payloads, metas, itertools.repeat(info, num), range(num)))
             return
         words = list(ack_set)
-        kept = 0
-        for i, (single, content) in enumerate(pairs):
-            word = i >> 6
-            if word < len(words) and (words[word] >> (i & 63)) & 1:
-                out.append(Message(content, single, info, i))
-                kept += 1
-        self._skipped += num - kept
+        kept = [i for i in range(num) if i >> 6 < len(words) and (words[i >> 6] >> (i & 63)) & 1]
+        out.extend([Message(payloads[i], metas[i], info, i) for i in kept])
+        self._skipped += num - len(kept)
 
     def drop_buffered(self, count: int) -> None:
         """``count`` of this consumer's buffered messages were discarded: return their permits."""

@@ -198,6 +198,32 @@ def test_decode_batch_accepts_memoryview():
     assert [d for _, d in codec.decode_batch(memoryview(payload), 2)] == [b"a", b"b"]
 
 
+@pytest.mark.parametrize("size", [0, 100, 127, 128, 5000])
+def test_batch_of_equal_payload_only_messages_splits_like_any_batch(size):
+    payloads = [bytes([i]) * size for i in range(7)]
+    metas, datas = codec.split_batch(codec.encode_batch(payloads), 7)
+    assert list(datas) == payloads
+    assert list(metas) == [codec.SingleMeta(size)] * 7
+
+
+def test_batch_whose_sizes_only_add_up_to_equal_strides_is_split_message_by_message():
+    payloads = [b"a" * 100, b"b" * 99, b"c" * 101]  # 3 x 106 bytes in all, as if all were 100 B
+    assert [d for _, d in codec.decode_batch(codec.encode_batch(payloads), 3)] == payloads
+
+
+def test_batch_with_one_keyed_message_among_equal_ones_keeps_its_key():
+    payload = codec.encode_batch([b"x" * 10, codec.BatchMessage(b"y" * 10, partition_key="k"),
+                                  b"z" * 10])
+    out = codec.decode_batch(payload, 3)
+    assert [d for _, d in out] == [b"x" * 10, b"y" * 10, b"z" * 10]
+    assert [m.partition_key for m, _ in out] == [None, "k", None]
+
+
+def test_batch_with_trailing_bytes_after_equal_messages_is_still_read():
+    payload = codec.encode_batch([b"ab", b"cd"]) + b"\x00"
+    assert [d for _, d in codec.decode_batch(payload, 2)] == [b"ab", b"cd"]
+
+
 @pytest.mark.parametrize("cut", [1, 3, 4, 6, 8])
 def test_truncated_batch_raises_invalid_message(cut):
     payload = codec.encode_batch([b"abc", b"def"])
