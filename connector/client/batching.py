@@ -15,7 +15,9 @@ from broker_core.protocol.compression import compress_payload
 
 # Bytes of a SingleMessageMetadata frame beyond the payload, for size accounting only.
 _FRAME_OVERHEAD = 8
-_PLAIN_HEADERS = [codec.single_message_header(n) for n in range(4096)]
+PLAIN_LIMIT = 4096
+"""Payloads shorter than this have their payload-only header precomputed: ``PLAIN_HEADERS[size]``."""
+PLAIN_HEADERS = [codec.single_message_header(n) for n in range(PLAIN_LIMIT)]
 
 
 class PendingEntry:
@@ -45,6 +47,12 @@ class BatchContainer:
         self.compression = compression
         self.generation = 0
         """Bumped on every build, so a delayed flush can tell whether its batch is still open."""
+        self.fast_max_count = self.max_messages - 1
+        self.fast_max_bytes = self.max_bytes - _FRAME_OVERHEAD
+        """A payload-only message (of fewer than PLAIN_LIMIT bytes) may be appended without the checks
+        of has_room/is_full while ``count < fast_max_count`` and ``size + len(content) <=
+        fast_max_bytes``: it fits and leaves the batch not full (its header is shorter than
+        _FRAME_OVERHEAD)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -53,8 +61,10 @@ class BatchContainer:
         self.first_sequence_id = 0
         self.last_sequence_id = 0
         self.key: str | None = None
-        self._parts: list[bytes] = []
-        self._callbacks: list[Any] = []
+        self.parts: list[bytes] = []
+        """Header and payload of each message, in order (appended to directly by the producer's
+        payload-only fast path, which keeps count, size and last_sequence_id in step)."""
+        self.callbacks: list[Any] = []
         self._first: tuple[Any, ...] = ()
 
     def __len__(self) -> int:
@@ -78,16 +88,16 @@ class BatchContainer:
             self.first_sequence_id = sequence_id
             self.key = partition_key
             self._first = (content, properties, partition_key, ordering_key, event_timestamp, deliver_at)
-        if sequence_id == self.first_sequence_id + n and partition_key is None and size < 4096 \
+        if sequence_id == self.first_sequence_id + n and partition_key is None and size < PLAIN_LIMIT \
                 and ordering_key is None and not properties and not event_timestamp:
-            header = _PLAIN_HEADERS[size]  # payload only: a table lookup
+            header = PLAIN_HEADERS[size]  # payload only: a table lookup
         else:
             explicit = None if sequence_id == self.first_sequence_id + n else sequence_id
             header = codec.single_message_header(size, partition_key, ordering_key, properties,
                                                  event_timestamp, explicit)
-        self._parts.append(header)
-        self._parts.append(content)
-        self._callbacks.append(callback)
+        self.parts.append(header)
+        self.parts.append(content)
+        self.callbacks.append(callback)
         self.count = n + 1
         self.size += len(header) + size
         self.last_sequence_id = sequence_id
@@ -112,7 +122,7 @@ class BatchContainer:
             if deliver_at is not None:
                 meta.deliver_at_time = deliver_at
         else:
-            payload = b"".join(self._parts)
+            payload = b"".join(self.parts)
             meta.num_messages_in_batch = n
             meta.highest_sequence_id = self.last_sequence_id
         if self.compression != pulsar_api_pb2.NONE:
@@ -120,14 +130,14 @@ class BatchContainer:
             meta.uncompressed_size = len(payload)
             payload = compress_payload(self.compression, payload)
         entry = PendingEntry(self.first_sequence_id, self.last_sequence_id, n, n > 1,
-                             codec.encode_entry(meta, payload), self._callbacks)
+                             codec.encode_entry(meta, payload), self.callbacks)
         self.generation += 1
         self._reset()
         return entry
 
     def take_callbacks(self) -> list[Callable[..., Any]]:
         """Empty the container without building (the producer failed); returns the callbacks."""
-        callbacks = self._callbacks
+        callbacks = self.callbacks
         self.generation += 1
         self._reset()
         return callbacks

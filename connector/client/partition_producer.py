@@ -18,7 +18,7 @@ from broker_core.protocol import broker_pb2
 from broker_core.protocol.status import error_from_proto
 from broker_core.types import MessageId
 
-from connector.client.batching import BatchContainer, PendingEntry
+from connector.client.batching import PLAIN_HEADERS, PLAIN_LIMIT, BatchContainer, PendingEntry
 from connector.client.connection import BidiStream, Connection
 from connector.client.enums import result_of
 from connector.client.timer import TimerThread
@@ -88,6 +88,11 @@ class PartitionProducer:
         max_messages = conf.batching_max_messages if conf.batching_enabled else 1
         self._container = BatchContainer(max_messages, conf.batching_max_bytes, conf.compression)
         self._max_pending = conf.max_pending_messages
+        self._fast_admit = 0
+        """add_payload's fast path takes a message while fewer than this are pending: the queue limit
+        (unbounded when 0), or 0 -- never -- for key-based batching and once closed or failed."""
+        if not conf.key_based_batching:
+            self._fast_admit = conf.max_pending_messages or (1 << 62)
         self._key_based = conf.key_based_batching
         self._publish_delay_s = conf.batching_max_publish_delay_ms / 1000.0
         self._pending: collections.deque[PendingEntry] = collections.deque()
@@ -116,6 +121,38 @@ class PartitionProducer:
             raise self._open_error
 
     # --- sending --------------------------------------------------------------------------------------
+    def add_payload(self, content: bytes, callback: Any) -> None:
+        """:meth:`add` for a ``send_async`` message that carries only a payload: the hot path.
+
+        A message that joins an open batch without filling it is appended right here (the container's
+        plain-header lookup and arithmetic, inlined); anything else -- the first or the last message of
+        a batch, a full queue, a closed or failed producer, a large payload -- goes through :meth:`add`.
+        """
+        size = len(content)
+        lock = self._lock
+        lock.acquire()  # not ``with``: its __exit__ call costs as much as the rest of the fast path
+        try:
+            c = self._container
+            n = c.count
+            if 0 < n < c.fast_max_count and c.size + size <= c.fast_max_bytes and size < PLAIN_LIMIT \
+                    and self._pending_messages < self._fast_admit:
+                seq = self._next_sequence_id
+                if seq == c.first_sequence_id + n:
+                    self._next_sequence_id = seq + 1
+                    self._pending_messages += 1
+                    header = PLAIN_HEADERS[size]
+                    parts = c.parts
+                    parts.append(header)
+                    parts.append(content)
+                    c.callbacks.append(callback)
+                    c.count = n + 1
+                    c.size += len(header) + size
+                    c.last_sequence_id = seq
+                    return
+        finally:
+            lock.release()
+        self.add(content, callback, None, None, None, None, 0, None, False)
+
     def add(self, content: bytes, callback: Any, properties: Mapping[str, str] | None,
             partition_key: str | None, ordering_key: bytes | None, sequence_id: int | None,
             event_timestamp: int, deliver_at: int | None, flush: bool) -> bool:
@@ -299,6 +336,7 @@ class PartitionProducer:
         with self._lock:
             if self._error is None:
                 self._error = error
+            self._fast_admit = 0
             entries = list(self._pending)
             self._pending.clear()
             self._pending_messages = 0
@@ -332,6 +370,7 @@ class PartitionProducer:
             pass
         with self._lock:
             self._closed = True
+            self._fast_admit = 0
             self._changed.notify_all()
         if self._stream.alive:
             self._stream.send(broker_pb2.ProduceRequest(close=broker_pb2.CloseProducer()))

@@ -96,11 +96,15 @@ class Producer:
         ``MessageTooBig``, ``AlreadyClosed`` and a full queue (``ProducerQueueIsFull`` with
         ``block_if_queue_full=False``) are raised here, and the callback is not called.
         """
-        single = self._single
+        single = self._single  # None when partitioned or closed
         if single is not None and type(content) is bytes and ordering_key is None \
-                and deliver_after is None and not self._closed:  # the common case, kept short
-            single.add(content, callback, properties, partition_key, None, sequence_id,
-                       event_timestamp or 0, deliver_at, False)
+                and deliver_after is None:  # the common case, kept short
+            if properties is None and partition_key is None and sequence_id is None \
+                    and not event_timestamp and deliver_at is None:  # payload only: the hot path
+                single.add_payload(content, callback)
+            else:
+                single.add(content, callback, properties, partition_key, None, sequence_id,
+                           event_timestamp or 0, deliver_at, False)
             return
         self._add(content, callback, properties, partition_key, ordering_key, sequence_id,
                   event_timestamp, deliver_at, deliver_after, flush=False)
@@ -117,6 +121,7 @@ class Producer:
         if self._closed:
             return
         self._closed = True
+        self._single = None
         for producer in self._partitions:
             producer.close(timeout_s=self._send_timeout_ms / 1000.0 if self._send_timeout_ms else None)
         self._client._forget(self)

@@ -1,0 +1,149 @@
+"""The producer's payload-only fast path builds exactly the entries the general path builds."""
+from __future__ import annotations
+
+import pytest
+
+from broker_core.protocol import broker_pb2, codec
+from connector.client import partition_producer
+from connector.client.batching import BatchContainer
+from connector.client.partition_producer import PartitionProducer, ProducerConf
+from connector.client.producer import Producer
+from connector.client.routing import Router
+from connector.client.enums import HashingScheme, PartitionsRoutingMode
+
+
+class FakeStream:
+    """Opens at once and records what the producer sends."""
+
+    def __init__(self, connection, method, first_request, on_response, on_end, batch_requests=None,
+                 name=""):
+        self.sent: list = []
+        self.alive = True
+        on_response(broker_pb2.ProduceResponse(opened=broker_pb2.ProducerOpened(
+            producer_name="prod", last_sequence_id=-1)))
+
+    def send(self, request) -> None:
+        self.sent.append(request)
+
+    def close(self, wait_s: float = 0) -> None:
+        self.alive = False
+
+
+class FakeConnection:
+    operation_timeout_s = 5.0
+
+
+class FakeTimer:
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def call_later(self, delay_s, fn, *args) -> None:
+        self.calls.append((delay_s, fn, args))
+
+
+def _conf(**overrides) -> ProducerConf:
+    values = dict(producer_name=None, initial_sequence_id=None, send_timeout_ms=0, compression=0,
+                  max_pending_messages=0, block_if_queue_full=False, batching_enabled=True,
+                  batching_max_messages=10, batching_max_bytes=100_000, batching_max_publish_delay_ms=10,
+                  key_based_batching=False, properties={}, access_mode=0)
+    values.update(overrides)
+    return ProducerConf(**values)
+
+
+@pytest.fixture
+def make_producer(monkeypatch):
+    monkeypatch.setattr(partition_producer, "BidiStream", FakeStream)
+
+    def make(**overrides) -> tuple[Producer, PartitionProducer]:
+        part = PartitionProducer(FakeConnection(), FakeTimer(), "persistent://public/default/t", -1,
+                                 _conf(**overrides))
+        router = Router(1, PartitionsRoutingMode.RoundRobinDistribution, HashingScheme.JavaStringHash,
+                        None, start=0)
+        return Producer(None, "t", [part], router, 0, False), part
+    return make
+
+
+def _entries(part: PartitionProducer) -> list[broker_pb2.SendEntry]:
+    return list(part._stream.sent)
+
+
+def _expected(payloads: list[bytes], first_sequence_id: int) -> bytes:
+    container = BatchContainer(max_messages=len(payloads), max_bytes=1 << 30)
+    for i, payload in enumerate(payloads):
+        container.add(payload, first_sequence_id + i, None)
+    return container.build("prod", 0).data
+
+
+def _payload_of(data: bytes) -> tuple[int, bytes]:
+    meta, payload = codec.decode_entry(data)
+    return meta.num_messages_in_batch, bytes(payload)
+
+
+def test_payload_only_messages_batch_as_the_general_path_does(make_producer):
+    producer, part = make_producer(batching_max_messages=4)
+    payloads = [b"a" * n for n in (1, 200, 3, 4095, 5, 6, 7)]
+    for payload in payloads:
+        producer.send_async(payload, None)
+    part.flush_batch()
+    entries = _entries(part)
+    assert [(e.sequence_id, e.highest_sequence_id, e.num_messages) for e in entries] == \
+        [(0, 3, 4), (4, 6, 3)]
+    assert _payload_of(entries[0].data) == _payload_of(_expected(payloads[:4], 0))
+    assert _payload_of(entries[1].data) == _payload_of(_expected(payloads[4:], 4))
+
+
+def test_the_byte_limit_closes_a_batch_on_the_fast_path(make_producer):
+    producer, part = make_producer(batching_max_messages=1000, batching_max_bytes=350)
+    for _ in range(5):
+        producer.send_async(b"x" * 100, None)
+    part.flush_batch()
+    # Three 106-byte framed messages fill 318 bytes; a fourth would not fit.
+    assert [e.num_messages for e in _entries(part)] == [3, 2]
+
+
+def test_large_payloads_leave_the_fast_path_with_the_same_bytes(make_producer):
+    producer, part = make_producer()
+    payloads = [b"s", b"L" * 5000, b"t"]
+    for payload in payloads:
+        producer.send_async(payload, None)
+    part.flush_batch()
+    (entry,) = _entries(part)
+    assert _payload_of(entry.data) == _payload_of(_expected(payloads, 0))
+
+
+def test_an_explicit_sequence_id_is_written_and_does_not_move_the_next_one(make_producer):
+    producer, part = make_producer()
+    producer.send_async(b"a", None)
+    producer.send_async(b"b", None, sequence_id=50)
+    producer.send_async(b"c", None)
+    part.flush_batch()
+    (entry,) = _entries(part)
+    _, payload = codec.decode_entry(entry.data)
+    metas = [m for m, _ in codec.decode_batch(payload, 3)]
+    assert [m.sequence_id for m in metas] == [None, 50, 1]  # as add() always did
+
+
+def test_callbacks_keep_their_order(make_producer):
+    producer, part = make_producer()
+    for name in "abcde":
+        producer.send_async(name.encode(), name)
+    assert part._container.callbacks == list("abcde")
+
+
+def test_a_full_queue_is_reported_on_the_fast_path_too(make_producer):
+    producer, part = make_producer(max_pending_messages=2)
+    results = []
+    for _ in range(3):
+        producer.send_async(b"x", lambda result, msg_id: results.append(result))
+    assert [r.name for r in results] == ["ProducerQueueIsFull"]
+    assert part._pending_messages == 2
+
+
+def test_a_closed_producer_refuses_payload_only_messages(make_producer):
+    from broker_core import errors
+
+    producer, part = make_producer()
+    producer.send_async(b"x", None)
+    part._fail_all(errors.ConnectError("gone"))
+    with pytest.raises(errors.ConnectError):
+        producer.send_async(b"y", None)
