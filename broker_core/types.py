@@ -116,6 +116,20 @@ class MessageId:
         self.batch_size = batch_size
         self.topic = topic
 
+    @classmethod
+    def from_fields(cls, ledger_id: int, entry_id: int, partition: int, batch_index: int,
+                    batch_size: int, topic: str | None) -> "MessageId":
+        """``MessageId(ledger_id, entry_id, partition, batch_index, batch_size, topic)`` without the
+        ``__init__`` call (about a third cheaper): the producer makes one id per message it sent."""
+        mid = object.__new__(cls)
+        mid.ledger_id = ledger_id
+        mid.entry_id = entry_id
+        mid.partition = partition
+        mid.batch_index = batch_index
+        mid.batch_size = batch_size
+        mid.topic = topic
+        return mid
+
     @property
     def offset(self) -> int:
         """The message's dense offset in its partition."""

@@ -20,7 +20,7 @@ from broker_core.types import MessageId
 
 from connector.client.batching import PLAIN_HEADERS, PLAIN_LIMIT, BatchContainer, PendingEntry
 from connector.client.connection import BidiStream, Connection
-from connector.client.enums import result_of
+from connector.client.enums import Result, result_of
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
@@ -299,18 +299,26 @@ class PartitionProducer:
             if receipt.highest_sequence_id > self.last_sequence_id or self.last_sequence_id < 0:
                 self.last_sequence_id = max(receipt.highest_sequence_id, entry.highest_sequence_id)
             self._changed.notify_all()
+        callbacks, partition, topic = entry.callbacks, self.partition, self.topic
         if receipt.duplicate:
-            complete_callbacks(entry.callbacks, None,
-                               lambda i: MessageId(-1, -1, self.partition, -1, topic=self.topic))
+            complete_callbacks(callbacks, None, lambda i: MessageId(-1, -1, partition, -1, topic=topic))
             return
-        ledger, first, partition, topic = receipt.ledger_id, receipt.entry_id, self.partition, self.topic
-        if entry.batched:
-            n = entry.num_messages
-            complete_callbacks(entry.callbacks, None,
-                               lambda i: MessageId(ledger, first, partition, i, n, topic))
-        else:
-            complete_callbacks(entry.callbacks, None,
+        ledger, first = receipt.ledger_id, receipt.entry_id
+        if not entry.batched:
+            complete_callbacks(callbacks, None,
                                lambda i: MessageId(ledger, first, partition, -1, 0, topic))
+        elif type(callbacks[-1]) is SyncWaiter:  # a blocking send's message always ends its entry
+            n = entry.num_messages
+            complete_callbacks(callbacks, None,
+                               lambda i: MessageId(ledger, first, partition, i, n, topic))
+        else:  # send_async callbacks only: the hot path
+            ok, make_id, n = Result.Ok, MessageId.from_fields, entry.num_messages
+            for i, callback in enumerate(callbacks):
+                if callback is not None:  # ids are made one at a time: a list of them would feed the GC
+                    try:
+                        callback(ok, make_id(ledger, first, partition, i, n, topic))
+                    except Exception:  # a user callback must not break the producer
+                        log.exception("send callback failed")
 
     def _pop_pending(self, sequence_id: int) -> PendingEntry | None:
         """The pending entry for a receipt (the head, unless earlier ones timed out or were lost)."""

@@ -147,3 +147,60 @@ def test_a_closed_producer_refuses_payload_only_messages(make_producer):
     part._fail_all(errors.ConnectError("gone"))
     with pytest.raises(errors.ConnectError):
         producer.send_async(b"y", None)
+
+
+def _receipt(entry, ledger_id=7, entry_id=100) -> broker_pb2.ProduceResponse:
+    return broker_pb2.ProduceResponse(receipts=broker_pb2.Receipts(receipts=[broker_pb2.SendReceipt(
+        sequence_id=entry.sequence_id, highest_sequence_id=entry.highest_sequence_id,
+        ledger_id=ledger_id, entry_id=entry_id)]))
+
+
+def _fields(mid):
+    return (mid.ledger_id, mid.entry_id, mid.partition, mid.batch_index, mid.batch_size, mid.topic)
+
+
+def test_a_batch_receipt_gives_each_callback_ok_and_its_own_message_id(make_producer):
+    from connector import MessageId, Result
+
+    producer, part = make_producer()
+    got = []
+    for i in range(3):
+        producer.send_async(b"m", lambda result, mid, i=i: got.append((i, result, mid)))
+    producer.send_async(b"m", None)  # no callback: nothing to call
+    part.flush_batch()
+    (entry,) = _entries(part)
+    part._on_response(_receipt(entry))
+    topic = "persistent://public/default/t"
+    assert [(i, r) for i, r, _ in got] == [(0, Result.Ok), (1, Result.Ok), (2, Result.Ok)]
+    assert [_fields(mid) for _, _, mid in got] == \
+        [_fields(MessageId(7, 100, -1, i, 4, topic)) for i in range(3)]
+    assert got[1][2] == MessageId(7, 100, -1, 1) and not part._pending
+
+
+def test_a_failing_send_callback_does_not_stop_the_next_ones(make_producer):
+    producer, part = make_producer()
+    got = []
+
+    def failing(result, mid):
+        raise RuntimeError("user bug")
+    producer.send_async(b"a", failing)
+    producer.send_async(b"b", lambda result, mid: got.append(mid.batch_index))
+    part.flush_batch()
+    part._on_response(_receipt(_entries(part)[0]))
+    assert got == [1]
+
+
+def test_a_blocking_send_behind_async_messages_gets_its_id_from_the_same_receipt(make_producer):
+    import threading
+
+    producer, part = make_producer()
+    got = []
+    producer.send_async(b"a", lambda result, mid: got.append(mid.batch_index))
+    ids = []
+    sender = threading.Thread(target=lambda: ids.append(producer.send(b"b")))
+    sender.start()
+    while not _entries(part):
+        threading.Event().wait(0.001)
+    part._on_response(_receipt(_entries(part)[0]))
+    sender.join(5)
+    assert got == [0] and _fields(ids[0])[:5] == (7, 100, -1, 1, 2)
