@@ -135,3 +135,17 @@ def test_deliveries_during_a_seek_are_dropped():
     sub._on_response(broker_pb2.ConsumeResponse(deliveries=broker_pb2.Deliveries(entries=[
         _delivery([b"a", b"b"], 0)])))
     assert sub.owner.delivered == []
+
+
+def test_deliveries_of_mixed_batches_keep_each_message_s_key_and_offset():
+    sub = _consumer()
+    response = broker_pb2.ConsumeResponse(deliveries=broker_pb2.Deliveries(entries=[
+        _delivery([b"aa", codec.BatchMessage(b"bb", partition_key="k"), b"c"], 20),
+        _delivery([b"x" * 200] * 3, 23)]))
+    sub._on_response(response)
+    msgs = sub.owner.delivered
+    assert [m.data() for m in msgs] == [b"aa", b"bb", b"c"] + [b"x" * 200] * 3
+    assert [m.partition_key() for m in msgs] == ["", "k", "", "", "", ""]
+    assert [m.offset() for m in msgs] == list(range(20, 26))
+    assert msgs[4].message_id() is msgs[4].message_id()
+    assert sub.max_received_offset == 25
