@@ -222,10 +222,9 @@ class PartitionProducer:
         entry = self._container.build(self.producer_name, int(time.time() * 1000))
         entry.sent_at = time.monotonic()
         self._pending.append(entry)
-        self._stream.send(broker_pb2.SendEntry(
-            sequence_id=entry.sequence_id, highest_sequence_id=entry.highest_sequence_id,
-            num_messages=entry.num_messages, data=entry.data))
-        entry.data = b""  # the request holds the bytes now
+        # A plain tuple: _pack_requests copies the bytes once, straight into the SendBatch request.
+        self._stream.send((entry.sequence_id, entry.highest_sequence_id, entry.num_messages, entry.data))
+        entry.data = b""  # the outbox holds the bytes now
         if self.conf.send_timeout_ms > 0 and not self._timeout_check_scheduled:
             self._timeout_check_scheduled = True
             self._timer.call_later(self.conf.send_timeout_ms / 1000.0, self._check_send_timeouts)
@@ -387,17 +386,23 @@ class PartitionProducer:
 
 
 def _pack_requests(items: list[Any]) -> list[broker_pb2.ProduceRequest]:
-    """Consecutive SendEntry items become one SendBatch request; other requests pass as they are."""
+    """Consecutive entries -- ``(sequence_id, highest_sequence_id, num_messages, data)`` tuples from
+    ``_flush_locked`` -- become one SendBatch request; other requests pass as they are."""
     out: list[broker_pb2.ProduceRequest] = []
-    entries: list[broker_pb2.SendEntry] = []
+    batch = None
     for item in items:
-        if type(item) is broker_pb2.SendEntry:
-            entries.append(item)
+        if type(item) is tuple:
+            if batch is None:
+                batch = broker_pb2.ProduceRequest()
+                add = batch.send.entries.add
+            sequence_id, highest_sequence_id, num_messages, data = item
+            add(sequence_id=sequence_id, highest_sequence_id=highest_sequence_id,
+                num_messages=num_messages, data=data)
             continue
-        if entries:
-            out.append(broker_pb2.ProduceRequest(send=broker_pb2.SendBatch(entries=entries)))
-            entries = []
+        if batch is not None:
+            out.append(batch)
+            batch = None
         out.append(item)
-    if entries:
-        out.append(broker_pb2.ProduceRequest(send=broker_pb2.SendBatch(entries=entries)))
+    if batch is not None:
+        out.append(batch)
     return out

@@ -64,7 +64,9 @@ def make_producer(monkeypatch):
 
 
 def _entries(part: PartitionProducer) -> list[broker_pb2.SendEntry]:
-    return list(part._stream.sent)
+    (request,) = partition_producer._pack_requests(part._stream.sent)
+    assert request.WhichOneof("request") == "send"
+    return list(request.send.entries)
 
 
 def _expected(payloads: list[bytes], first_sequence_id: int) -> bytes:
@@ -204,3 +206,13 @@ def test_a_blocking_send_behind_async_messages_gets_its_id_from_the_same_receipt
     part._on_response(_receipt(_entries(part)[0]))
     sender.join(5)
     assert got == [0] and _fields(ids[0])[:5] == (7, 100, -1, 1, 2)
+
+
+def test_queued_entries_are_packed_into_one_send_batch_per_run():
+    close = broker_pb2.ProduceRequest(close=broker_pb2.CloseProducer())
+    requests = partition_producer._pack_requests(
+        [(0, 9, 10, b"e0"), (10, 10, 1, b"e1"), close, (11, 12, 2, b"e2")])
+    assert [r.WhichOneof("request") for r in requests] == ["send", "close", "send"]
+    assert [(e.sequence_id, e.highest_sequence_id, e.num_messages, e.data)
+            for e in requests[0].send.entries] == [(0, 9, 10, b"e0"), (10, 10, 1, b"e1")]
+    assert [e.data for e in requests[2].send.entries] == [b"e2"]
