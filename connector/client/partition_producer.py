@@ -100,6 +100,8 @@ class PartitionProducer:
         self._error: errors.PulsarLikeError | None = None
         self._closed = False
         self._timeout_check_scheduled = False
+        self._flush_timer_armed = False
+        self._batch_opened_at = 0.0
         self._opened = threading.Event()
         self._open_error: errors.PulsarLikeError | None = None
         self.producer_name = ""
@@ -184,8 +186,10 @@ class PartitionProducer:
                     self._flush_locked()
                     return True
                 if container.count == 1:
-                    self._timer.call_later(self._publish_delay_s, self._delayed_flush,
-                                           container.generation)
+                    self._batch_opened_at = time.monotonic()
+                    if not self._flush_timer_armed:
+                        self._flush_timer_armed = True
+                        self._timer.call_later(self._publish_delay_s, self._delayed_flush)
                 return flushed
         complete_callbacks([callback], full)  # as pulsar-client: send_async's callback gets it
         return False
@@ -213,10 +217,20 @@ class PartitionProducer:
         if self._error is not None:
             raise self._error
 
-    def _delayed_flush(self, generation: int) -> None:
+    def _delayed_flush(self) -> None:
+        """The publish-delay timer: flushes the open batch once it is ``batching_max_publish_delay_ms``
+        old. One timer per producer, re-armed for a younger batch -- not one per batch, which at full
+        speed woke the timer thread for every (long gone) batch."""
         with self._lock:
-            if self._container.generation == generation and self._container.count:
-                self._flush_locked()
+            self._flush_timer_armed = False
+            if not self._container.count:
+                return  # the next batch's first message arms it again
+            wait = self._batch_opened_at + self._publish_delay_s - time.monotonic()
+            if wait > 0:
+                self._flush_timer_armed = True
+                self._timer.call_later(wait, self._delayed_flush)
+                return
+            self._flush_locked()
 
     def _flush_locked(self) -> None:
         entry = self._container.build(self.producer_name, int(time.time() * 1000))

@@ -216,3 +216,49 @@ def test_queued_entries_are_packed_into_one_send_batch_per_run():
     assert [(e.sequence_id, e.highest_sequence_id, e.num_messages, e.data)
             for e in requests[0].send.entries] == [(0, 9, 10, b"e0"), (10, 10, 1, b"e1")]
     assert [e.data for e in requests[2].send.entries] == [b"e2"]
+
+
+class FakeClock:
+    """Stands in for the ``time`` module inside partition_producer."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+
+def test_one_publish_delay_timer_serves_batch_after_batch(make_producer, monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(partition_producer, "time", clock)
+    producer, part = make_producer(batching_max_messages=2, batching_max_publish_delay_ms=10)
+    timer = part._timer
+    for _ in range(5):  # two full batches and an open one
+        producer.send_async(b"x", None)
+    assert len(timer.calls) == 1 and timer.calls[0][0] == pytest.approx(0.010)
+    clock.now += 0.004  # the timer was armed by the first batch; the open one is 4 ms old
+    part._timer.calls.pop()[1]()
+    (rearmed,) = timer.calls
+    assert rearmed[0] == pytest.approx(0.006) and len(_flushed(part)) == 2
+    clock.now += 0.006
+    timer.calls.pop()[1]()
+    assert len(_flushed(part)) == 3 and not timer.calls  # nothing open: the next batch arms it
+
+
+def test_the_timer_finding_no_open_batch_lets_the_next_one_arm_it(make_producer, monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(partition_producer, "time", clock)
+    producer, part = make_producer(batching_max_messages=2)
+    producer.send_async(b"x", None)
+    producer.send_async(b"y", None)  # full: sent at once
+    clock.now += 0.010
+    part._timer.calls.pop()[1]()
+    producer.send_async(b"z", None)
+    assert len(part._timer.calls) == 1
+
+
+def _flushed(part: PartitionProducer) -> list:
+    return [item for item in part._stream.sent if type(item) is tuple]
