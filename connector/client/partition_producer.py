@@ -46,19 +46,26 @@ class ProducerConf:
 
 
 class SyncWaiter:
-    """What a blocking ``send`` waits on."""
+    """What a blocking ``send`` waits on: a lock held until the receipt (or error) releases it --
+    cheaper to make, release and wake from than a ``threading.Event``, on the latency path."""
 
-    __slots__ = ("event", "error", "message_id")
+    __slots__ = ("_pending", "error", "message_id")
 
     def __init__(self) -> None:
-        self.event = threading.Event()
+        self._pending = threading.Lock()
+        self._pending.acquire()
         self.error: BaseException | None = None
         self.message_id: MessageId | None = None
 
     def complete(self, error: BaseException | None, message_id: MessageId | None) -> None:
         self.error = error
         self.message_id = message_id
-        self.event.set()
+        if self._pending.locked():  # a repeated completion is harmless, as Event.set was
+            self._pending.release()
+
+    def wait(self, timeout_s: float | None) -> bool:
+        """True once completed; False after ``timeout_s`` seconds (None: no limit)."""
+        return self._pending.acquire(timeout=-1 if timeout_s is None else timeout_s)
 
 
 def complete_callbacks(callbacks: list[Any], error: BaseException | None,

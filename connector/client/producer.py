@@ -77,7 +77,7 @@ class Producer:
         self._add(content, waiter, properties, partition_key, ordering_key, sequence_id,
                   event_timestamp, deliver_at, deliver_after, flush=True)
         timeout = self._send_timeout_ms / 1000.0 + 5.0 if self._send_timeout_ms > 0 else None
-        if not waiter.event.wait(timeout):
+        if not waiter.wait(timeout):
             raise errors.Timeout(f"no receipt from the broker within send_timeout_millis="
                                  f"{self._send_timeout_ms}")
         if waiter.error is not None:

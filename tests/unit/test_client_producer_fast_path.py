@@ -262,3 +262,11 @@ def test_the_timer_finding_no_open_batch_lets_the_next_one_arm_it(make_producer,
 
 def _flushed(part: PartitionProducer) -> list:
     return [item for item in part._stream.sent if type(item) is tuple]
+
+
+def test_a_sync_waiter_times_out_until_completed_and_tolerates_a_second_completion():
+    waiter = partition_producer.SyncWaiter()
+    assert not waiter.wait(0.001)
+    waiter.complete(None, "id-1")
+    assert waiter.wait(None) and waiter.message_id == "id-1" and waiter.error is None
+    waiter.complete(None, "id-1")  # as Event.set, a repeated completion does not raise
