@@ -139,7 +139,8 @@ class Client:
                   regex_subscription_mode: Any = None, dead_letter_policy: Any = None,
                   crypto_failure_action: Any = None, is_pattern_topic: bool = False,
                   subscription_mode: SubscriptionMode = SubscriptionMode.Durable,
-                  priority_level: int | None = None, retry_enable: bool = False) -> Consumer:
+                  priority_level: int | None = None, retry_enable: bool = False,
+                  expire_time_of_incomplete_chunked_message_ms: int = 60000) -> Consumer:
         """Subscribe to a topic, a list of topics, or the topics of a namespace matching a pattern."""
         self._check_open()
         _refuse_unsupported(
@@ -153,6 +154,12 @@ class Client:
         mode = check_enum("subscription_mode", subscription_mode, SubscriptionMode)
         if not subscription_name or not isinstance(subscription_name, str):
             raise ValueError(f"subscription_name={subscription_name!r} is not valid; use a non-empty str")
+        for option, value, least in (
+                ("max_pending_chunked_message", max_pending_chunked_message, 1),
+                ("expire_time_of_incomplete_chunked_message_ms",
+                 expire_time_of_incomplete_chunked_message_ms, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"{option}={value!r} is not valid; use an int >= {least}")
         if isinstance(topic, re.Pattern) or is_pattern_topic:
             topics = self._matching_topics(re.compile(topic) if isinstance(topic, str) else topic)
             shown: str | list[str] = topic.pattern if isinstance(topic, re.Pattern) else topic
@@ -163,7 +170,12 @@ class Client:
             topics = [_qualified(topic)]
             shown = topics[0]
         consumer = Consumer(self, shown, subscription_name, ctype,  # type: ignore[arg-type]
-                            message_listener, negative_ack_redelivery_delay_ms)
+                            message_listener, negative_ack_redelivery_delay_ms,
+                            max_pending_chunked_message=max_pending_chunked_message,
+                            auto_ack_oldest_chunked_message_on_queue_full=bool(
+                                auto_ack_oldest_chunked_message_on_queue_full),
+                            expire_time_of_incomplete_chunked_message_ms=(
+                                expire_time_of_incomplete_chunked_message_ms))
         requests = [broker_pb2.Subscribe(
             topic=partition_topic, subscription=subscription_name, sub_type=int(ctype),
             consumer_name=consumer_name or "", initial_position=int(position),

@@ -28,8 +28,13 @@ class Consumer:
 
     def __init__(self, client: Any, topic: str | list[str], subscription_name: str,
                  consumer_type: ConsumerType, message_listener: Callable[[Any, Message], None] | None,
-                 negative_ack_redelivery_delay_ms: int) -> None:
+                 negative_ack_redelivery_delay_ms: int, *, max_pending_chunked_message: int = 10,
+                 auto_ack_oldest_chunked_message_on_queue_full: bool = False,
+                 expire_time_of_incomplete_chunked_message_ms: int = 60000) -> None:
         self._client = client
+        self._max_pending_chunked = max_pending_chunked_message
+        self._auto_ack_oldest_chunked = auto_ack_oldest_chunked_message_on_queue_full
+        self._chunk_expiry_ms = expire_time_of_incomplete_chunked_message_ms
         self._topic = topic
         self._subscription = subscription_name
         self._consumer_type = consumer_type
