@@ -34,7 +34,11 @@ class BrokerConfig:
     defaultNumPartitions: int = 1
     """Partitions of an auto-created topic when ``allowAutoTopicCreationType=partitioned``."""
     brokerDeduplicationEnabled: bool = False
-    """Deduplication by producer name and sequence id; not implemented yet, so ``true`` is refused."""
+    """Drop entries whose sequence id is not above the highest one stored for their producer name (the
+    broker-wide default; namespace and topic policies set through ``Admin`` override it)."""
+    brokerDeduplicationEntriesInterval: int = 1000
+    """Deduplication state is snapshotted every this many stored entries (and on close); a restart
+    replays the entries after the last snapshot."""
     journalSyncMode: str = "group"
     """``always``: fsync each write before its receipt; ``group``: one fsync covers every append made
     while the previous fsync ran, receipts wait for it; ``never``: page cache only."""
@@ -57,16 +61,14 @@ class BrokerConfig:
     """Shared subscriptions stop dispatching to a consumer holding this many unacked messages."""
 
     def __post_init__(self) -> None:
-        if self.brokerDeduplicationEnabled:
-            raise InvalidConfiguration("brokerDeduplicationEnabled=true is not supported yet: this broker"
-                                       " does not deduplicate; leave it false", key="brokerDeduplicationEnabled")
         if self.journalSyncMode not in SYNC_MODES:
             raise _bad("journalSyncMode", self.journalSyncMode, f"one of {', '.join(SYNC_MODES)}")
         if self.allowAutoTopicCreationType not in AUTO_TOPIC_TYPES:
             raise _bad("allowAutoTopicCreationType", self.allowAutoTopicCreationType,
                        f"one of {', '.join(AUTO_TOPIC_TYPES)}")
         for name in ("maxMessageSize", "managedLedgerMaxSizePerLedgerMbytes", "dispatcherMaxReadBatchSize",
-                     "dispatcherMaxDeliveryBytes", "defaultNumPartitions"):
+                     "dispatcherMaxDeliveryBytes", "defaultNumPartitions",
+                     "brokerDeduplicationEntriesInterval"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",

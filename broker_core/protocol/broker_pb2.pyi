@@ -405,3 +405,21 @@ class UnsubscribeRequest(_message.Message):
     subscription: str
     force: bool
     def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class PolicyScope(_message.Message):
+    __slots__ = ("namespace", "topic")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    topic: str
+    def __init__(self, namespace: _Optional[str] = ..., topic: _Optional[str] = ...) -> None: ...
+
+class PolicyRequest(_message.Message):
+    __slots__ = ("scope", "key", "value_json")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_JSON_FIELD_NUMBER: _ClassVar[int]
+    scope: PolicyScope
+    key: str
+    value_json: str
+    def __init__(self, scope: _Optional[_Union[PolicyScope, _Mapping]] = ..., key: _Optional[str] = ..., value_json: _Optional[str] = ...) -> None: ...

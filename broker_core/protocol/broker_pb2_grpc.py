@@ -84,6 +84,16 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.UnsubscribeRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
                 _registered_method=True)
+        self.SetPolicy = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/SetPolicy',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.PolicyRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.GetPolicies = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetPolicies',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
 
 
 class PulsarLikeServicer:
@@ -149,6 +159,18 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetPolicy(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPolicies(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PulsarLikeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -201,6 +223,16 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     servicer.DeleteSubscription,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.UnsubscribeRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'SetPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetPolicy,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PolicyRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'GetPolicies': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPolicies,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -473,6 +505,60 @@ class PulsarLike:
             '/pulsarlike.v1.PulsarLike/DeleteSubscription',
             broker__core_dot_protocol_dot_broker__pb2.UnsubscribeRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/SetPolicy',
+            broker__core_dot_protocol_dot_broker__pb2.PolicyRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPolicies(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetPolicies',
+            broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
             options,
             channel_credentials,
             insecure,

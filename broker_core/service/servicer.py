@@ -16,10 +16,12 @@ from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 import grpc
 
-from broker_core.errors import InvalidMessage, NotAllowedError, PulsarLikeError, UnknownError
+from broker_core.errors import InvalidMessage, PulsarLikeError, UnknownError
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata
+from broker_core.service.access import AccessMode
+from broker_core.service.policies import NAMESPACE, TOPIC
 from broker_core.service.producers import ProducerNames
 from broker_core.service.topic import Accepted, PersistentTopic, ProducerInfo
 from broker_core.service.topics import TopicRegistry
@@ -33,6 +35,9 @@ T = TypeVar("T")
 _SUB_TYPES = {pb.EXCLUSIVE_SUB: SubType.EXCLUSIVE, pb.FAILOVER_SUB: SubType.FAILOVER,
               pb.SHARED_SUB: SubType.SHARED, pb.KEY_SHARED_SUB: SubType.KEY_SHARED}
 _END = object()
+_ACCESS_MODES = {pb.SHARED: AccessMode.SHARED, pb.EXCLUSIVE: AccessMode.EXCLUSIVE,
+                 pb.EXCLUSIVE_WITH_FENCING: AccessMode.EXCLUSIVE_WITH_FENCING,
+                 pb.WAIT_FOR_EXCLUSIVE: AccessMode.WAIT_FOR_EXCLUSIVE}
 
 
 def _unexpected(exc: BaseException) -> PulsarLikeError:
@@ -72,6 +77,10 @@ def _replies(results: list[Accepted], error: BaseException | None) -> list[pb.Pr
     out: list[pb.ProduceResponse] = []
     receipts: list[pb.SendReceipt] = []
     for result in results:
+        if result.duplicate:
+            receipts.append(pb.SendReceipt(sequence_id=result.sequence_id,
+                                           highest_sequence_id=result.highest_sequence_id, duplicate=True))
+            continue
         failure = result.error or (error if result.entry is not None else None)
         if failure is None:
             entry = result.entry
@@ -119,20 +128,39 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
             first = await _first_request(requests, "open", "produce")
             if first is None:
                 return
-            if first.open.access_mode != pb.SHARED:
-                raise NotAllowedError("only ProducerAccessMode.Shared is supported yet; exclusive access"
-                                      " modes are not built")
             name = TopicName.parse(first.open.topic)
+            if first.open.access_mode not in _ACCESS_MODES:
+                raise InvalidMessage(f"unknown producer access mode {first.open.access_mode}")
             topic = self._registry.get(name, create=True)
             producer_name = first.open.producer_name or self._names.next()
-            info = topic.add_producer(producer_name, dict(first.open.properties))
+            granted = asyncio.get_running_loop().create_future()
+
+            def fence(error: PulsarLikeError) -> None:
+                # The fenced producer's session ends now: its client fails every later send with this error.
+                fenced.append(error)
+                out.put_nowait(pb.ProduceResponse(error=error_to_proto(error)))
+                out.put_nowait(_END)
+                log.info("event=producer_fenced topic=%s producer=%s", name, producer_name)
+
+            fenced: list[PulsarLikeError] = []
+            info, admitted = topic.add_producer(
+                producer_name, dict(first.open.properties), _ACCESS_MODES[first.open.access_mode],
+                fence=fence, granted=lambda: granted.done() or granted.set_result(None))
+            if not admitted:
+                log.info("event=producer_waiting topic=%s producer=%s", topic.topic, producer_name)
+                await granted  # WaitForExclusive: no timeout; a client that gives up cancels the session
+                if fenced:
+                    return
             out.put_nowait(pb.ProduceResponse(opened=pb.ProducerOpened(
-                producer_name=producer_name, last_sequence_id=-1,
+                producer_name=producer_name, last_sequence_id=topic.last_sequence_id(producer_name),
                 max_message_size=self._registry.config.maxMessageSize, topic=topic.topic)))
-            log.info("event=producer_opened topic=%s producer=%s", topic.topic, producer_name)
+            log.info("event=producer_opened topic=%s producer=%s access_mode=%s", topic.topic, producer_name,
+                     info.access_mode.name)
             replies = _OrderedReplies(out)
             async for request in requests:
                 kind = request.WhichOneof("request")
+                if fenced:
+                    break
                 if kind == "send":
                     slot = replies.reserve()
                     topic.publish(info, request.send.entries,
@@ -321,6 +349,29 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
             topic.unsubscribe(request.subscription, force=request.force)
             return pb.Empty()
         return await self._unary(context, delete)
+
+    async def SetPolicy(self, request, context):
+        def set_policy():
+            scope, name = _policy_scope(request.scope)
+            try:
+                value = json.loads(request.value_json) if request.value_json else None
+            except ValueError:
+                raise InvalidMessage(f"policy {request.key}: value {request.value_json!r} is not JSON") from None
+            self._registry.set_policy(scope, name, request.key, value)
+            return pb.Empty()
+        return await self._unary(context, set_policy)
+
+    async def GetPolicies(self, request, context):
+        def get():
+            scope, name = _policy_scope(request)
+            return pb.JsonResponse(json=json.dumps(self._registry.get_policies(scope, name), sort_keys=True))
+        return await self._unary(context, get)
+
+
+def _policy_scope(scope: pb.PolicyScope) -> tuple[str, str]:
+    if bool(scope.namespace) == bool(scope.topic):
+        raise InvalidMessage("a policy applies to a namespace or to a topic: set exactly one of them")
+    return (NAMESPACE, scope.namespace) if scope.namespace else (TOPIC, scope.topic)
 
 
 def _position_offset(topic: PersistentTopic, position: pb.Position) -> int:

@@ -18,8 +18,11 @@ from typing import Callable, Sequence
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import InvalidMessage, MessageTooBig, NotAllowedError, PulsarLikeError, SubscriptionNotFound
+from broker_core.errors import (InvalidMessage, MessageTooBig, NotAllowedError, ProducerFenced, PulsarLikeError,
+                                SubscriptionNotFound)
 from broker_core.protocol.codec import broker_entry_prefix, decode_entry
+from broker_core.service.access import AccessMode, ProducerAccess
+from broker_core.service.dedup import Deduplication, SequenceKey
 from broker_core.service.journal import Journal
 from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.cursor_store import CursorStore
@@ -40,18 +43,21 @@ class ProducerInfo:
     producer_name: str
     producer_id: int
     properties: dict[str, str] = field(default_factory=dict)
+    access_mode: AccessMode = AccessMode.SHARED
     msg_in_counter: int = 0
     bytes_in_counter: int = 0
 
 
 @dataclass(frozen=True)
 class Accepted:
-    """The outcome of one send entry: ``entry`` when stored, ``error`` when refused."""
+    """The outcome of one send entry: ``entry`` when stored, ``error`` when refused, ``duplicate`` when
+    deduplication dropped it (the send still succeeds)."""
 
     sequence_id: int
     highest_sequence_id: int
     entry: StoredEntry | None = None
     error: PulsarLikeError | None = None
+    duplicate: bool = False
 
 
 class _ConfirmedSource:
@@ -79,7 +85,7 @@ class PersistentTopic:
     _producer_ids = itertools.count(1)
 
     def __init__(self, name: TopicName, directory: Path, config: BrokerConfig, executor: Executor,
-                 clock: Clock) -> None:
+                 clock: Clock, *, deduplication: bool = False) -> None:
         self.name = name
         self.topic = str(name)
         self.directory = directory
@@ -103,6 +109,9 @@ class PersistentTopic:
         for cursor in self._cursor_store.load_all().values():
             self.subscriptions[cursor.name] = self._new_subscription(cursor, durable=True)
         self.producers: dict[int, ProducerInfo] = {}
+        self.access = ProducerAccess(self.topic)
+        self.dedup: Deduplication | None = None
+        self.set_deduplication(deduplication)
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
         self._dirty: set[str] = set()
@@ -110,13 +119,46 @@ class PersistentTopic:
         self.closed = False
 
     # ------------------------------------------------------------------ producers
-    def add_producer(self, producer_name: str, properties: dict[str, str]) -> ProducerInfo:
-        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties))
-        self.producers[info.producer_id] = info
-        return info
+    def add_producer(self, producer_name: str, properties: dict[str, str],
+                     access_mode: AccessMode = AccessMode.SHARED, *,
+                     fence: Callable[[ProducerFenced], None] = lambda error: None,
+                     granted: Callable[[], None] = lambda: None) -> tuple[ProducerInfo, bool]:
+        """Register a producer under the access modes' rules (see :mod:`.access`): returns its info and
+        whether it may publish now (False: ``WaitForExclusive`` queued it; ``granted`` runs later)."""
+        if self.closed:
+            raise NotAllowedError(f"topic {self.topic} is closing")
+        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode))
+
+        def admitted() -> None:
+            self.producers[info.producer_id] = info
+            granted()
+
+        def fenced(error: ProducerFenced) -> None:
+            self.producers.pop(info.producer_id, None)
+            fence(error)
+
+        now = self.access.add(info.producer_id, producer_name, info.access_mode, fence=fenced,
+                              granted=admitted)
+        if now:
+            self.producers[info.producer_id] = info
+        return info, now
 
     def remove_producer(self, info: ProducerInfo) -> None:
         self.producers.pop(info.producer_id, None)
+        self.access.remove(info.producer_id)
+
+    def last_sequence_id(self, producer_name: str) -> int:
+        """The highest sequence id stored for ``producer_name`` (-1: unknown or deduplication off)."""
+        return self.dedup.last_sequence_id(producer_name) if self.dedup is not None else -1
+
+    def set_deduplication(self, enabled: bool) -> None:
+        """Turn deduplication on (recovering its state from the snapshot and the log) or off."""
+        if enabled and self.dedup is None:
+            dedup = Deduplication(self.directory, self._config.brokerDeduplicationEntriesInterval)
+            dedup.recover(self.log)
+            self.dedup = dedup
+        elif not enabled and self.dedup is not None:
+            self.dedup = None
 
     def publish(self, producer: ProducerInfo, entries: Sequence, on_done: Callable[[list[Accepted], BaseException | None], None]) -> None:
         """Verify and append ``entries`` (``SendEntry`` messages); ``on_done(results, error)`` runs once
@@ -124,6 +166,8 @@ class PersistentTopic:
         if self.closed:
             raise NotAllowedError(f"topic {self.topic} is closing")
         now = self._clock.now_ms()
+        dedup = self.dedup
+        keys: list[SequenceKey] = []
         results: list[Accepted] = []
         to_append: list[tuple[bytes, int, int]] = []
         positions: list[int] = []
@@ -140,6 +184,12 @@ class PersistentTopic:
             except PulsarLikeError as exc:
                 results.append(Accepted(send.sequence_id, send.highest_sequence_id, error=exc))
                 continue
+            if dedup is not None:
+                key = SequenceKey.of(metadata)
+                if dedup.is_duplicate(key):
+                    results.append(Accepted(send.sequence_id, send.highest_sequence_id, duplicate=True))
+                    continue
+                keys.append(key)
             positions.append(len(results))
             results.append(Accepted(send.sequence_id, send.highest_sequence_id))
             to_append.append((broker_entry_prefix(now, next_offset + count - 1) + data, count,
@@ -148,14 +198,34 @@ class PersistentTopic:
         if not to_append:
             on_done(results, None)
             return
-        stored = self.log.append_many(to_append)
+        try:
+            stored = self.log.append_many(to_append)
+        except BaseException:
+            if dedup is not None:
+                dedup.failed(keys)
+            raise
         for pos, entry in zip(positions, stored):
             results[pos] = Accepted(results[pos].sequence_id, results[pos].highest_sequence_id, entry=entry)
             producer.msg_in_counter += entry.num_messages
             producer.bytes_in_counter += len(entry.data)
             self.msg_in_counter += entry.num_messages
             self.bytes_in_counter += len(entry.data)
-        self.journal.appended(stored[-1].end_offset, lambda error: on_done(results, error))
+        end = stored[-1].end_offset
+        if dedup is None:
+            self.journal.appended(end, lambda error: on_done(results, error))
+            return
+
+        def confirmed(error: BaseException | None) -> None:
+            if error is not None:
+                dedup.failed(keys)
+            elif dedup.confirmed(keys, end):
+                try:
+                    dedup.snapshot(end)
+                except OSError as exc:  # the log still holds everything: a restart replays it
+                    log.error("event=dedup_snapshot_failed topic=%s error=%r", self.topic, exc)
+            on_done(results, error)
+
+        self.journal.appended(end, confirmed)
 
     def _on_confirmed(self) -> None:
         for sub in list(self.subscriptions.values()):
@@ -274,6 +344,11 @@ class PersistentTopic:
             self._flush_handle.cancel()
         await self.journal.close()
         self.flush_cursors()
+        if self.dedup is not None:
+            try:
+                self.dedup.snapshot(self.journal.confirmed_end_offset)
+            except OSError as exc:
+                log.error("event=dedup_snapshot_failed topic=%s error=%r", self.topic, exc)
         for sub in self.subscriptions.values():
             sub.close()
         self.log.close()

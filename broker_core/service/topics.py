@@ -19,6 +19,7 @@ from broker_core.config import BrokerConfig
 from broker_core.errors import (InvalidTopicName, NotAllowedError, PulsarLikeError, TopicAlreadyExists,
                                 TopicNotFound)
 from broker_core.service.metadata import PartitionedTopicsStore
+from broker_core.service.policies import TOPIC, PoliciesStore
 from broker_core.service.topic import PersistentTopic
 from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName
 
@@ -36,6 +37,7 @@ class TopicRegistry:
         self._executor = executor
         self._clock = clock
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata")
+        self.policies = PoliciesStore(data_dir / "metadata")
         self._topics: dict[str, PersistentTopic] = {}
 
     # ------------------------------------------------------------------ lookup
@@ -81,13 +83,31 @@ class TopicRegistry:
         if not may_create and not self._exists_on_disk(name):
             raise TopicNotFound(f"topic {name} does not exist"
                                 + ("" if self._config.allowAutoTopicCreation else " (allowAutoTopicCreation=false)"))
-        topic = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock)
+        topic = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock,
+                                deduplication=self.deduplication_enabled(name))
         self._topics[key] = topic
         log.info("event=topic_loaded topic=%s", key)
         return topic
 
     def loaded(self, name: TopicName) -> PersistentTopic | None:
         return self._topics.get(str(name))
+
+    # ------------------------------------------------------------------ policies
+    def deduplication_enabled(self, name: TopicName) -> bool:
+        return bool(self.policies.resolve(name, "deduplicationEnabled", self._config.brokerDeduplicationEnabled))
+
+    def set_policy(self, scope: str, name: str, key: str, value: object) -> None:
+        """Set (``value=None``: remove) a namespace or topic policy and apply it to loaded topics."""
+        if scope == TOPIC:
+            topic = TopicName.parse(name)
+            if not (self.partitions_of(topic) or str(topic) in self._topics or self._exists_on_disk(topic)):
+                raise TopicNotFound(f"topic {topic} does not exist")
+        self.policies.set(scope, name, key, value)
+        for topic in self._topics.values():
+            topic.set_deduplication(self.deduplication_enabled(topic.name))
+
+    def get_policies(self, scope: str, name: str) -> dict:
+        return self.policies.get(scope, name)
 
     # ------------------------------------------------------------------ admin
     def create_partitioned(self, name: TopicName, partitions: int) -> None:
@@ -142,6 +162,7 @@ class TopicRegistry:
                 await t.delete()
         if partitions:
             self.partitioned.remove(str(name))
+        self.policies.forget_topic(str(name))
 
     def stats(self, name: TopicName) -> dict:
         partitions = self.partitions_of(name)

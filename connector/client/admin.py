@@ -49,6 +49,45 @@ class Admin:
         self._connection.unary("DeleteSubscription", broker_pb2.UnsubscribeRequest(
             topic=_name(topic), subscription=subscription, force=force))
 
+    # --- policies (pulsar-admin's namespaces/topics set-deduplication ...) ----------------------------
+    def set_namespace_deduplication(self, namespace: str, enabled: bool | None) -> None:
+        """Turn deduplication on/off for every topic of ``tenant/namespace`` (None: back to the broker's
+        ``brokerDeduplicationEnabled``). Topic-level settings still win."""
+        self._set_policy(broker_pb2.PolicyScope(namespace=namespace), "deduplicationEnabled", enabled)
+
+    def get_namespace_deduplication(self, namespace: str) -> bool | None:
+        """The namespace's setting; None when it has none (the broker default applies)."""
+        return self.namespace_policies(namespace).get("deduplicationEnabled")
+
+    def set_topic_deduplication(self, topic: str, enabled: bool | None) -> None:
+        """Turn deduplication on/off for one topic (all partitions of a partitioned topic); None removes
+        the topic-level setting, so the namespace's or the broker's applies."""
+        self._set_policy(broker_pb2.PolicyScope(topic=_name(topic)), "deduplicationEnabled", enabled)
+
+    def get_topic_deduplication(self, topic: str) -> bool | None:
+        return self.topic_policies(topic).get("deduplicationEnabled")
+
+    def remove_topic_deduplication(self, topic: str) -> None:
+        self.set_topic_deduplication(topic, None)
+
+    def namespace_policies(self, namespace: str) -> dict[str, Any]:
+        """The policies set on ``tenant/namespace`` (only those set)."""
+        return self._policies(broker_pb2.PolicyScope(namespace=namespace))
+
+    def topic_policies(self, topic: str) -> dict[str, Any]:
+        """The policies set on the topic itself (only those set)."""
+        return self._policies(broker_pb2.PolicyScope(topic=_name(topic)))
+
+    def _set_policy(self, scope: broker_pb2.PolicyScope, key: str, value: Any) -> None:
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"{key}={value!r} is not valid; use True, False or None")
+        self._connection.unary("SetPolicy", broker_pb2.PolicyRequest(
+            scope=scope, key=key, value_json="" if value is None else json.dumps(value)))
+
+    def _policies(self, scope: broker_pb2.PolicyScope) -> dict[str, Any]:
+        reply = self._connection.unary("GetPolicies", scope)
+        return json.loads(reply.json) if reply.json else {}
+
     def close(self) -> None:
         self._connection.close()
 

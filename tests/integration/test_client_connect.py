@@ -77,9 +77,3 @@ def test_consumer_options_not_built_yet_are_refused_not_ignored(client, option):
     with pytest.raises(InvalidConfiguration, match="not supported by pulsarlike yet"):
         client.subscribe("persistent://public/default/unsupported-options", "s", **option)
 
-
-def test_exclusive_producer_access_modes_are_refused_until_built(client):
-    from connector import NotAllowedError, ProducerAccessMode
-
-    with pytest.raises(NotAllowedError, match="only ProducerAccessMode.Shared"):
-        client.create_producer("persistent://public/default/access-mode", access_mode=ProducerAccessMode.Exclusive)

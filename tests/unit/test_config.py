@@ -27,7 +27,7 @@ def test_string_values_are_converted_to_each_keys_type():
     ({"journalSyncMode": "fast"}, "always, group, never"),
     ({"allowAutoTopicCreationType": "both"}, "non-partitioned"),
     ({"maxMesageSize": "1"}, "did you mean 'maxMessageSize'"),
-    ({"brokerDeduplicationEnabled": "true"}, "not supported yet"),
+    ({"brokerDeduplicationEntriesInterval": "0"}, "brokerDeduplicationEntriesInterval"),
 ])
 def test_bad_values_name_the_key_and_what_it_accepts(values, match):
     with pytest.raises(InvalidConfiguration, match=match):

@@ -1,0 +1,95 @@
+"""Namespace and topic policies that override the broker's configuration, persisted across restarts.
+
+A policy is looked up topic first (the topic itself, then the partitioned topic it is a partition of),
+then its namespace, then the broker config -- as Pulsar resolves topic-level over namespace-level over
+broker-level settings. Stored as one JSON file written atomically::
+
+    {"namespaces": {"public/default": {"deduplicationEnabled": true}},
+     "topics": {"persistent://public/default/t": {"deduplicationEnabled": false}}}
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from broker_core.errors import CorruptLog, InvalidConfiguration
+from broker_core.storage.atomic import atomic_write
+from broker_core.types import TopicName
+
+
+def _bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidConfiguration(f"policy {key} takes true or false, not {value!r}", key=key)
+    return value
+
+
+POLICIES: dict[str, Callable[[str, Any], Any]] = {
+    "deduplicationEnabled": _bool,
+}
+"""Known policy names and their validators (the value as JSON decodes it)."""
+
+NAMESPACE, TOPIC = "namespaces", "topics"
+
+
+class PoliciesStore:
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self._path = directory / "policies.json"
+        self._data: dict[str, dict[str, dict[str, Any]]] = {NAMESPACE: {}, TOPIC: {}}
+        if self._path.exists():
+            try:
+                loaded = json.loads(self._path.read_bytes())
+                for scope in (NAMESPACE, TOPIC):
+                    self._data[scope] = {str(k): dict(v) for k, v in loaded.get(scope, {}).items()}
+            except (ValueError, AttributeError, TypeError) as exc:
+                raise CorruptLog(f"cannot read {self._path}: {exc}", path=str(self._path),
+                                 position=0) from None
+
+    @staticmethod
+    def scope_key(scope: str, name: str) -> str:
+        """The canonical key of a namespace (``tenant/ns``) or a topic (fully qualified name)."""
+        if scope == NAMESPACE:
+            parts = name.split("/")
+            if len(parts) != 2 or not all(parts):
+                raise InvalidConfiguration(f"namespace {name!r} is not valid; use tenant/namespace")
+            return name
+        if scope == TOPIC:
+            return str(TopicName.parse(name))
+        raise InvalidConfiguration(f"unknown policy scope {scope!r}; use namespace or topic")
+
+    def set(self, scope: str, name: str, key: str, value: Any) -> None:
+        """Set (or with ``value=None`` remove) one policy."""
+        if key not in POLICIES:
+            raise InvalidConfiguration(f"unknown policy {key!r}; known: {', '.join(sorted(POLICIES))}",
+                                       key=key)
+        name = self.scope_key(scope, name)
+        entries = self._data[scope]
+        if value is None:
+            policies = entries.get(name, {})
+            if policies.pop(key, None) is None:
+                return
+            if not policies:
+                entries.pop(name, None)
+        else:
+            entries.setdefault(name, {})[key] = POLICIES[key](key, value)
+        atomic_write(self._path, json.dumps(self._data, sort_keys=True, indent=1).encode())
+
+    def get(self, scope: str, name: str) -> dict[str, Any]:
+        return dict(self._data[scope].get(self.scope_key(scope, name), {}))
+
+    def resolve(self, topic: TopicName, key: str, default: Any) -> Any:
+        """The effective value for ``topic``: topic, partitioned base topic, namespace, ``default``."""
+        topics = self._data[TOPIC]
+        for name in (str(topic), str(topic.partitioned_base)):
+            policies = topics.get(name)
+            if policies is not None and key in policies:
+                return policies[key]
+        policies = self._data[NAMESPACE].get(f"{topic.tenant}/{topic.namespace}")
+        if policies is not None and key in policies:
+            return policies[key]
+        return default
+
+    def forget_topic(self, topic: str) -> None:
+        if self._data[TOPIC].pop(topic, None) is not None:
+            atomic_write(self._path, json.dumps(self._data, sort_keys=True, indent=1).encode())
