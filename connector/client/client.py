@@ -78,12 +78,6 @@ class Client:
                                               "messages below the broker's maxMessageSize")
         if encryption_key is not None or crypto_key_reader is not None:
             raise errors.InvalidConfiguration("end-to-end encryption is not supported by pulsarlike")
-        if compression == CompressionType.SNAPPY:
-            try:
-                import snappy  # type: ignore[import-not-found]  # noqa: F401
-            except ImportError:
-                raise errors.InvalidConfiguration("compression_type=SNAPPY needs python-snappy; "
-                                                  "use LZ4, ZLib or ZSTD") from None
         for option, value in (("send_timeout_millis", send_timeout_millis),
                               ("max_pending_messages", max_pending_messages),
                               ("batching_max_publish_delay_ms", batching_max_publish_delay_ms)):

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 
 from broker_core.protocol import codec
-from broker_core.protocol.compression import decompress_payload
-from broker_core.protocol.pulsar_api_pb2 import LZ4, NONE, ZSTD
+from broker_core.errors import InvalidMessage
+from broker_core.protocol.compression import compress_payload, decompress_payload
+from broker_core.protocol.pulsar_api_pb2 import LZ4, NONE, SNAPPY, ZLIB, ZSTD
 from connector.client.batching import BatchContainer
 
 
@@ -71,7 +72,56 @@ def test_build_empties_the_container_and_bumps_the_generation():
     assert len(c) == 0 and c.generation == generation + 1
 
 
-@pytest.mark.parametrize("compression", [LZ4, ZSTD])
+JSON_LIKE = b"".join(b'{"id": %d, "user": "user-%d", "ok": true, "tags": ["a", "b"]}' % (i, i % 7)
+                     for i in range(200))
+
+
+@pytest.mark.parametrize("compression", [NONE, LZ4, ZLIB, ZSTD, SNAPPY])
+def test_every_codec_round_trips_and_shrinks_json(compression):
+    packed = compress_payload(compression, JSON_LIKE)
+    assert decompress_payload(compression, packed, len(JSON_LIKE)) == JSON_LIKE
+    assert decompress_payload(compression, memoryview(packed), len(JSON_LIKE)) == JSON_LIKE
+    if compression != NONE:
+        assert len(packed) < len(JSON_LIKE) // 3
+
+
+def test_snappy_writes_the_raw_block_format_as_pulsar_does():
+    packed = compress_payload(SNAPPY, b"a" * 300)
+    # A raw snappy block starts with the uncompressed length as a varint (300 = 0xac 0x02); the framed
+    # format would start with the stream identifier chunk 0xff 0x06 0x00 0x00 "sNaPpY".
+    assert packed[:2] == b"\xac\x02"
+    # Literal-only block for a 3-byte input: varint 3, tag (len-1)<<2 = 0x08, then the bytes.
+    assert compress_payload(SNAPPY, b"xyz") == b"\x03\x08xyz"
+    assert decompress_payload(SNAPPY, b"\x03\x08xyz", 3) == b"xyz"
+
+
+def test_lz4_writes_a_raw_block_without_a_size_prefix():
+    import lz4.block
+    packed = compress_payload(LZ4, JSON_LIKE)
+    assert lz4.block.decompress(packed, uncompressed_size=len(JSON_LIKE)) == JSON_LIKE
+    assert lz4.block.compress(JSON_LIKE, store_size=True)[4:] == packed
+
+
+@pytest.mark.parametrize("compression", [LZ4, ZLIB, ZSTD, SNAPPY])
+def test_corrupt_data_is_an_invalid_message_naming_the_codec(compression):
+    from broker_core.protocol.pulsar_api_pb2 import CompressionType
+    with pytest.raises(InvalidMessage, match=CompressionType.Name(compression)):
+        decompress_payload(compression, b"\xff\xfe garbage \x00" * 3, 500)
+
+
+def test_a_size_other_than_the_metadata_says_is_an_invalid_message():
+    with pytest.raises(InvalidMessage, match="metadata says"):
+        decompress_payload(ZLIB, compress_payload(ZLIB, JSON_LIKE), len(JSON_LIKE) - 1)
+
+
+def test_an_unknown_codec_is_an_invalid_message():
+    with pytest.raises(InvalidMessage, match="unknown compression type 9"):
+        compress_payload(9, b"x")
+    with pytest.raises(InvalidMessage, match="unknown compression type 9"):
+        decompress_payload(9, b"x", 1)
+
+
+@pytest.mark.parametrize("compression", [LZ4, ZLIB, ZSTD, SNAPPY])
 def test_compressed_batches_carry_codec_and_uncompressed_size(compression):
     c = BatchContainer(max_messages=100, max_bytes=100_000, compression=compression)
     for i in range(50):
