@@ -38,6 +38,11 @@ class AccessMode(IntEnum):
     EXCLUSIVE_WITH_FENCING = 2
     WAIT_FOR_EXCLUSIVE = 3
 
+    @property
+    def pulsar_name(self) -> str:
+        """As Pulsar's stats print it: ``Shared``, ``Exclusive``, ``ExclusiveWithFencing``, ..."""
+        return "".join(part.capitalize() for part in self.name.split("_"))
+
 
 @dataclass
 class _Producer:

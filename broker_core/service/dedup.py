@@ -22,7 +22,7 @@ Durability: ``persisted`` is snapshotted (atomically) to ``dedup-snapshot.json``
 ``snapshot_interval`` confirmed entries and on close, with the log offset it covers. Recovery loads the
 snapshot and replays the metadata of every entry from that offset to the end of the log, so the state
 after a crash is exactly what the log holds, and the replay is at most ``snapshot_interval`` entries long
-after a clean run (a whole log when the snapshot is missing).
+after a clean run (the whole log when the snapshot is missing or unreadable: it is derived data).
 """
 from __future__ import annotations
 
@@ -31,7 +31,6 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
-from broker_core.errors import CorruptLog
 from broker_core.protocol import codec, pulsar_api_pb2
 from broker_core.storage.atomic import atomic_write
 from broker_core.storage.log import ManagedLog
@@ -81,8 +80,10 @@ class Deduplication:
                 start = int(snap["offset"])
                 self.persisted = {str(k): int(v) for k, v in snap["producers"].items()}
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                raise CorruptLog(f"cannot read the deduplication snapshot {self._path}: {exc}",
-                                 path=str(self._path), position=0) from None
+                # The snapshot is derived data: the log itself rebuilds it.
+                log.warning("event=dedup_snapshot_unreadable path=%s error=%r action=replay_whole_log",
+                            self._path, exc)
+                start, self.persisted = 0, {}
         offset = max(start, managed_log.start_offset)
         end = managed_log.end_offset
         replayed = 0

@@ -317,7 +317,10 @@ class PersistentTopic:
             "backlogSize": self._bytes_from(oldest),
             "publishers": [{"producerName": p.producer_name, "producerId": p.producer_id,
                             "msgInCounter": p.msg_in_counter, "bytesInCounter": p.bytes_in_counter,
-                            "metadata": p.properties} for p in self.producers.values()],
+                            "metadata": p.properties, "accessMode": p.access_mode.pulsar_name}
+                           for p in self.producers.values()],
+            "waitingPublishers": len(self.access.waiting),
+            "deduplicationStatus": "Enabled" if self.dedup is not None else "Disabled",
             "subscriptions": subs,
             "firstOffset": self.log.start_offset,
             "lastOffset": self.journal.confirmed_end_offset - 1,
