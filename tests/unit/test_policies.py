@@ -1,0 +1,56 @@
+"""Namespace and topic policies: validation, resolution order (topic, partitioned base, namespace,
+broker default) and persistence."""
+import pytest
+
+from broker_core.errors import InvalidConfiguration
+from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
+from broker_core.types import TopicName
+
+T = "persistent://public/default/orders"
+
+
+def test_topic_policy_wins_over_namespace_policy_over_the_broker_default(tmp_path):
+    store = PoliciesStore(tmp_path)
+    name = TopicName.parse(T)
+    assert store.resolve(name, "deduplicationEnabled", False) is False
+    store.set(NAMESPACE, "public/default", "deduplicationEnabled", True)
+    assert store.resolve(name, "deduplicationEnabled", False) is True
+    store.set(TOPIC, T, "deduplicationEnabled", False)
+    assert store.resolve(name, "deduplicationEnabled", True) is False
+    store.set(TOPIC, T, "deduplicationEnabled", None)
+    assert store.resolve(name, "deduplicationEnabled", False) is True
+
+
+def test_a_partitioned_topics_policy_applies_to_its_partitions(tmp_path):
+    store = PoliciesStore(tmp_path)
+    store.set(TOPIC, "orders", "deduplicationEnabled", True)  # short names are qualified
+    assert store.resolve(TopicName.parse(T + "-partition-3"), "deduplicationEnabled", False) is True
+    assert store.get(TOPIC, T) == {"deduplicationEnabled": True}
+
+
+def test_policies_are_persisted(tmp_path):
+    PoliciesStore(tmp_path).set(NAMESPACE, "acme/billing", "deduplicationEnabled", True)
+    reloaded = PoliciesStore(tmp_path)
+    assert reloaded.get(NAMESPACE, "acme/billing") == {"deduplicationEnabled": True}
+    reloaded.forget_topic(T)  # nothing set: no error
+    assert PoliciesStore(tmp_path).get(TOPIC, T) == {}
+
+
+@pytest.mark.parametrize("scope, name, key, value, match", [
+    (NAMESPACE, "public/default", "deduplicationEnabld", True, "unknown policy 'deduplicationEnabld'"),
+    (NAMESPACE, "public/default", "deduplicationEnabled", "yes", "true or false"),
+    (NAMESPACE, "public", "deduplicationEnabled", True, "tenant/namespace"),
+    ("tenant", "public", "deduplicationEnabled", True, "unknown policy scope"),
+])
+def test_bad_policies_are_refused_with_what_is_accepted(tmp_path, scope, name, key, value, match):
+    with pytest.raises(InvalidConfiguration, match=match):
+        PoliciesStore(tmp_path).set(scope, name, key, value)
+    assert not (tmp_path / "policies.json").exists()
+
+
+def test_a_corrupt_policies_file_is_reported(tmp_path):
+    from broker_core.errors import CorruptLog
+
+    (tmp_path / "policies.json").write_text("[1,")
+    with pytest.raises(CorruptLog, match="policies.json"):
+        PoliciesStore(tmp_path)
