@@ -13,8 +13,8 @@ from typing import Any, Callable, Mapping
 from broker_core.protocol import codec, pulsar_api_pb2
 from broker_core.protocol.compression import compress_payload
 
-# Bytes of a SingleMessageMetadata frame beyond the payload, for size accounting only.
-_FRAME_OVERHEAD = 8
+FRAME_OVERHEAD = 8
+"""Bytes of a SingleMessageMetadata frame beyond the payload, for size accounting only."""
 PLAIN_LIMIT = 4096
 """Payloads shorter than this have their payload-only header precomputed: ``PLAIN_HEADERS[size]``."""
 PLAIN_HEADERS = [codec.single_message_header(n) for n in range(PLAIN_LIMIT)]
@@ -48,11 +48,11 @@ class BatchContainer:
         self.generation = 0
         """Bumped on every build, so a delayed flush can tell whether its batch is still open."""
         self.fast_max_count = self.max_messages - 1
-        self.fast_max_bytes = self.max_bytes - _FRAME_OVERHEAD
+        self.fast_max_bytes = self.max_bytes - FRAME_OVERHEAD
         """A payload-only message (of fewer than PLAIN_LIMIT bytes) may be appended without the checks
         of has_room/is_full while ``count < fast_max_count`` and ``size + len(content) <=
         fast_max_bytes``: it fits and leaves the batch not full (its header is shorter than
-        _FRAME_OVERHEAD)."""
+        FRAME_OVERHEAD)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -73,7 +73,7 @@ class BatchContainer:
     def has_room(self, size: int) -> bool:
         """Whether a message of ``size`` bytes fits (an empty container takes any message)."""
         return self.count == 0 or (self.count < self.max_messages
-                                   and self.size + size + _FRAME_OVERHEAD <= self.max_bytes)
+                                   and self.size + size + FRAME_OVERHEAD <= self.max_bytes)
 
     def is_full(self) -> bool:
         return self.count >= self.max_messages or self.size >= self.max_bytes
@@ -102,8 +102,13 @@ class BatchContainer:
         self.size += len(header) + size
         self.last_sequence_id = sequence_id
 
-    def build(self, producer_name: str, publish_time_ms: int) -> PendingEntry:
-        """The entry for the collected messages; the container is empty afterwards."""
+    def build(self, producer_name: str, publish_time_ms: int,
+              batch_key: tuple[str | None, bytes | None] | None = None) -> PendingEntry:
+        """The entry for the collected messages; the container is empty afterwards.
+
+        ``batch_key`` -- (partition key, ordering key) -- is written in the ``MessageMetadata`` of a
+        batch of two or more (key-based batching); a single message always carries its own.
+        """
         n = self.count
         meta = pulsar_api_pb2.MessageMetadata(producer_name=producer_name,
                                               sequence_id=self.first_sequence_id,
@@ -125,6 +130,11 @@ class BatchContainer:
             payload = b"".join(self.parts)
             meta.num_messages_in_batch = n
             meta.highest_sequence_id = self.last_sequence_id
+            if batch_key is not None:
+                if batch_key[0] is not None:
+                    meta.partition_key = batch_key[0]
+                if batch_key[1] is not None:
+                    meta.ordering_key = batch_key[1]
         if self.compression != pulsar_api_pb2.NONE:
             meta.compression = self.compression  # type: ignore[assignment]
             meta.uncompressed_size = len(payload)

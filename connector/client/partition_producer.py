@@ -21,6 +21,7 @@ from broker_core.types import MessageId
 from connector.client.batching import PLAIN_HEADERS, PLAIN_LIMIT, BatchContainer, PendingEntry
 from connector.client.connection import BidiStream, Connection
 from connector.client.enums import Result, result_of
+from connector.client.key_based import KeyBasedBatchContainer
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
@@ -93,14 +94,16 @@ class PartitionProducer:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         max_messages = conf.batching_max_messages if conf.batching_enabled else 1
-        self._container = BatchContainer(max_messages, conf.batching_max_bytes, conf.compression)
+        self._key_based = conf.key_based_batching and conf.batching_enabled
+        self._container: BatchContainer | KeyBasedBatchContainer = (
+            KeyBasedBatchContainer if self._key_based else BatchContainer)(
+            max_messages, conf.batching_max_bytes, conf.compression)
         self._max_pending = conf.max_pending_messages
         self._fast_admit = 0
         """add_payload's fast path takes a message while fewer than this are pending: the queue limit
         (unbounded when 0), or 0 -- never -- for key-based batching and once closed or failed."""
-        if not conf.key_based_batching:
+        if not self._key_based:
             self._fast_admit = conf.max_pending_messages or (1 << 62)
-        self._key_based = conf.key_based_batching
         self._publish_delay_s = conf.batching_max_publish_delay_ms / 1000.0
         self._pending: collections.deque[PendingEntry] = collections.deque()
         self._pending_messages = 0
@@ -178,12 +181,10 @@ class PartitionProducer:
             if full is None:
                 container = self._container
                 flushed = False
-                if container.count and (
-                        not container.has_room(size) or deliver_at is not None
-                        or self._key_based and partition_key != container.key):
-                    self._flush_locked()
+                if container.count and (not container.has_room(size) or deliver_at is not None):
+                    self._flush_locked()  # a delayed message is always an entry of its own
                     flushed = True
-                if sequence_id is None:
+                if sequence_id is None and not self._key_based:  # key-based: assigned at flush
                     sequence_id = self._next_sequence_id
                     self._next_sequence_id = sequence_id + 1
                 container.add(content, sequence_id, callback, properties, partition_key, ordering_key,
@@ -240,7 +241,15 @@ class PartitionProducer:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
-        entry = self._container.build(self.producer_name, int(time.time() * 1000))
+        if self._key_based:
+            entries, self._next_sequence_id = self._container.build(  # type: ignore[call-arg]
+                self.producer_name, int(time.time() * 1000), self._next_sequence_id)
+            for entry in entries:
+                self._send_locked(entry)
+            return
+        self._send_locked(self._container.build(self.producer_name, int(time.time() * 1000)))
+
+    def _send_locked(self, entry: PendingEntry) -> None:
         entry.sent_at = time.monotonic()
         self._pending.append(entry)
         # A plain tuple: _pack_requests copies the bytes once, straight into the SendBatch request.

@@ -3,10 +3,11 @@ semantics (timeouts, queue limits, metadata, sequence ids), through a real broke
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
-from connector import CompressionType, InitialPosition, Timeout
+from connector import BatchingType, CompressionType, InitialPosition, Timeout
 
 
 def _subscribe(client, topic, name="sub", **kwargs):
@@ -59,3 +60,47 @@ def test_a_compressed_topic_stores_fewer_bytes(client, admin, topic):
             producer.send_async(_json_payload(i), None)
         producer.flush()
     assert admin.topic_stats(packed)["storageSize"] < admin.topic_stats(plain)["storageSize"] / 2
+
+
+# --- key-based batching and delayed messages ------------------------------------------------------------
+def test_key_based_batches_hold_one_key_each_and_keep_per_key_order(client, topic):
+    producer = client.create_producer(topic, batching_type=BatchingType.KeyBased,
+                                      batching_max_messages=30, batching_max_publish_delay_ms=1000)
+    keys = ["red", "green", "blue", None]
+    for i in range(60):
+        producer.send_async(b"%d" % i, None, partition_key=keys[i % 4])
+    producer.flush()
+    got = _drain(_subscribe(client, topic))
+    assert sorted(int(m.data()) for m in got) == list(range(60))
+    by_entry: dict[int, set[str]] = {}
+    for m in got:
+        by_entry.setdefault(m.message_id().entry_id, set()).add(m.partition_key())
+    assert all(len(entry_keys) == 1 for entry_keys in by_entry.values())
+    assert len(by_entry) == 8  # two flushes of 30 messages, four key batches each
+    for key in keys:
+        mine = [int(m.data()) for m in got if m.partition_key() == (key or "")]
+        assert mine == sorted(mine) and len(mine) == 15
+    ids = [m.sequence_id() for m in got]
+    assert ids == sorted(ids) == list(range(60))  # entries in order, ids rising across entries
+
+
+def test_delayed_messages_are_individual_entries_even_with_key_based_batching(client, topic):
+    producer = client.create_producer(topic, batching_type=BatchingType.KeyBased,
+                                      batching_max_publish_delay_ms=1000)
+    ids = {}
+    for i in range(3):
+        for j in range(3):
+            producer.send_async(b"now-%d-%d" % (i, j), lambda r, mid, i=i, j=j: ids.update(
+                {(i, j): mid}), partition_key="k")
+        producer.send_async(b"later-%d" % i, lambda r, mid, i=i: ids.update({i: mid}),
+                            partition_key="k", deliver_after=timedelta(milliseconds=300))
+    producer.flush()
+    assert len(ids) == 12
+    assert [ids[i].batch_index for i in range(3)] == [-1, -1, -1]  # unbatched, each its own entry
+    for i in range(3):  # the batch before each delayed message went out first, as one entry
+        assert len({ids[(i, j)].entry_id for j in range(3)}) == 1
+        assert [ids[(i, j)].batch_index for j in range(3)] == [0, 1, 2]
+        assert ids[i].offset == ids[(i, 2)].offset + 1
+    consumer = _subscribe(client, topic)  # Exclusive: delayed messages are delivered at once
+    got = {m.data(): m for m in _drain(consumer)}
+    assert all(got[b"later-%d" % i].message_id() == ids[i] for i in range(3))

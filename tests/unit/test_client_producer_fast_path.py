@@ -6,60 +6,17 @@ import pytest
 from broker_core.protocol import broker_pb2, codec
 from connector.client import partition_producer
 from connector.client.batching import BatchContainer
-from connector.client.partition_producer import PartitionProducer, ProducerConf
+from connector.client.partition_producer import PartitionProducer
 from connector.client.producer import Producer
-from connector.client.routing import Router
-from connector.client.enums import HashingScheme, PartitionsRoutingMode
-
-
-class FakeStream:
-    """Opens at once and records what the producer sends."""
-
-    def __init__(self, connection, method, first_request, on_response, on_end, batch_requests=None,
-                 name=""):
-        self.sent: list = []
-        self.alive = True
-        on_response(broker_pb2.ProduceResponse(opened=broker_pb2.ProducerOpened(
-            producer_name="prod", last_sequence_id=-1)))
-
-    def send(self, request) -> None:
-        self.sent.append(request)
-
-    def close(self, wait_s: float = 0) -> None:
-        self.alive = False
-
-
-class FakeConnection:
-    operation_timeout_s = 5.0
-
-
-class FakeTimer:
-    def __init__(self) -> None:
-        self.calls: list = []
-
-    def call_later(self, delay_s, fn, *args) -> None:
-        self.calls.append((delay_s, fn, args))
-
-
-def _conf(**overrides) -> ProducerConf:
-    values = dict(producer_name=None, initial_sequence_id=None, send_timeout_ms=0, compression=0,
-                  max_pending_messages=0, block_if_queue_full=False, batching_enabled=True,
-                  batching_max_messages=10, batching_max_bytes=100_000, batching_max_publish_delay_ms=10,
-                  key_based_batching=False, properties={}, access_mode=0)
-    values.update(overrides)
-    return ProducerConf(**values)
+from tests.unit import producer_fakes as fakes
+from tests.unit.producer_fakes import FakeClock
 
 
 @pytest.fixture
 def make_producer(monkeypatch):
-    monkeypatch.setattr(partition_producer, "BidiStream", FakeStream)
-
     def make(**overrides) -> tuple[Producer, PartitionProducer]:
-        part = PartitionProducer(FakeConnection(), FakeTimer(), "persistent://public/default/t", -1,
-                                 _conf(**overrides))
-        router = Router(1, PartitionsRoutingMode.RoundRobinDistribution, HashingScheme.JavaStringHash,
-                        None, start=0)
-        return Producer(None, "t", [part], router, 0, False), part
+        producer, (part,) = fakes.make_producer(monkeypatch, **overrides)
+        return producer, part
     return make
 
 
@@ -151,10 +108,7 @@ def test_a_closed_producer_refuses_payload_only_messages(make_producer):
         producer.send_async(b"y", None)
 
 
-def _receipt(entry, ledger_id=7, entry_id=100) -> broker_pb2.ProduceResponse:
-    return broker_pb2.ProduceResponse(receipts=broker_pb2.Receipts(receipts=[broker_pb2.SendReceipt(
-        sequence_id=entry.sequence_id, highest_sequence_id=entry.highest_sequence_id,
-        ledger_id=ledger_id, entry_id=entry_id)]))
+_receipt = fakes.receipt
 
 
 def _fields(mid):
@@ -216,19 +170,6 @@ def test_queued_entries_are_packed_into_one_send_batch_per_run():
     assert [(e.sequence_id, e.highest_sequence_id, e.num_messages, e.data)
             for e in requests[0].send.entries] == [(0, 9, 10, b"e0"), (10, 10, 1, b"e1")]
     assert [e.data for e in requests[2].send.entries] == [b"e2"]
-
-
-class FakeClock:
-    """Stands in for the ``time`` module inside partition_producer."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.now
 
 
 def test_one_publish_delay_timer_serves_batch_after_batch(make_producer, monkeypatch):
