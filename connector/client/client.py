@@ -17,7 +17,7 @@ from connector.client.enums import (
     ACCESS_MODE_TO_WIRE, BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
     PartitionsRoutingMode, ProducerAccessMode, SubscriptionMode, check_enum)
 from connector.client.partition_consumer import PartitionConsumer
-from connector.client.partition_producer import PartitionProducer, ProducerConf
+from connector.client.partition_producer import PartitionProducer, ProducerConf, check_sequence_id
 from connector.client.producer import Producer, initial_partition
 from connector.client.reader import Reader, start_position
 from connector.client.routing import Router
@@ -73,19 +73,26 @@ class Client:
         batching = check_enum("batching_type", batching_type, BatchingType)
         access = check_enum("access_mode", access_mode, ProducerAccessMode)
         scheme = check_enum("hashing_scheme", hashing_scheme, HashingScheme)
-        if chunking_enabled:
-            raise errors.InvalidConfiguration("chunking_enabled=True is not supported yet; send "
-                                              "messages below the broker's maxMessageSize")
+        name = _qualified(topic)
+        if chunking_enabled and batching_enabled:
+            raise errors.InvalidConfiguration(
+                "chunking_enabled=True cannot be combined with batching_enabled=True (a chunk is never "
+                "part of a batch); batching is on by default, so pass batching_enabled=False as well")
+        if chunking_enabled and TopicName.parse(name).domain != "persistent":
+            raise errors.InvalidConfiguration(f"chunking_enabled=True needs a persistent topic; {name} "
+                                              "is non-persistent")
         if encryption_key is not None or crypto_key_reader is not None:
             raise errors.InvalidConfiguration("end-to-end encryption is not supported by pulsarlike")
+        if initial_sequence_id is not None:
+            check_sequence_id("initial_sequence_id", initial_sequence_id)
         for option, value in (("send_timeout_millis", send_timeout_millis),
                               ("max_pending_messages", max_pending_messages),
                               ("batching_max_publish_delay_ms", batching_max_publish_delay_ms)):
-            if not isinstance(value, int) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{option}={value!r} is not valid; use an int >= 0")
         for option, value in (("batching_max_messages", batching_max_messages),
                               ("batching_max_allowed_size_in_bytes", batching_max_allowed_size_in_bytes)):
-            if not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{option}={value!r} is not valid; use an int >= 1")
         conf = ProducerConf(
             producer_name=producer_name, initial_sequence_id=initial_sequence_id,
@@ -95,8 +102,8 @@ class Client:
             batching_max_bytes=batching_max_allowed_size_in_bytes,
             batching_max_publish_delay_ms=batching_max_publish_delay_ms,
             key_based_batching=batching == BatchingType.KeyBased, properties=dict(properties or {}),
-            access_mode=ACCESS_MODE_TO_WIRE[access])  # type: ignore[index]
-        name = _qualified(topic)
+            access_mode=ACCESS_MODE_TO_WIRE[access],  # type: ignore[index]
+            chunking_enabled=bool(chunking_enabled))
         num = self._partitions(name)
         router = Router(max(num, 1), routing, scheme, message_router,  # type: ignore[arg-type]
                         start=initial_partition(num))

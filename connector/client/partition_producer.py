@@ -11,20 +11,32 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2
+from broker_core.protocol.compression import compress_payload
 from broker_core.protocol.status import error_from_proto
 from broker_core.types import MessageId
 
+from connector.client import chunking_producer
 from connector.client.batching import PLAIN_HEADERS, PLAIN_LIMIT, BatchContainer, PendingEntry
+from connector.client.callbacks import ChunkedSend, SyncWaiter, complete_callbacks
 from connector.client.connection import BidiStream, Connection
-from connector.client.enums import Result, result_of
+from connector.client.enums import Result
 from connector.client.key_based import KeyBasedBatchContainer
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
+
+MAX_SEQUENCE_ID = (1 << 63) - 1
+"""Sequence ids are Java longs in Pulsar: 0 .. 2**63 - 1."""
+
+
+def check_sequence_id(option: str, value: Any) -> None:
+    """ValueError naming ``option`` unless ``value`` is an int (not a bool) in 0 .. MAX_SEQUENCE_ID."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQUENCE_ID:
+        raise ValueError(f"{option}={value!r} is not valid; use an int from 0 to 2**63 - 1")
 
 
 @dataclass(frozen=True)
@@ -44,43 +56,7 @@ class ProducerConf:
     key_based_batching: bool
     properties: Mapping[str, str]
     access_mode: int
-
-
-class SyncWaiter:
-    """What a blocking ``send`` waits on: a lock held until the receipt (or error) releases it --
-    cheaper to make, release and wake from than a ``threading.Event``, on the latency path."""
-
-    __slots__ = ("_pending", "error", "message_id")
-
-    def __init__(self) -> None:
-        self._pending = threading.Lock()
-        self._pending.acquire()
-        self.error: BaseException | None = None
-        self.message_id: MessageId | None = None
-
-    def complete(self, error: BaseException | None, message_id: MessageId | None) -> None:
-        self.error = error
-        self.message_id = message_id
-        if self._pending.locked():  # a repeated completion is harmless, as Event.set was
-            self._pending.release()
-
-    def wait(self, timeout_s: float | None) -> bool:
-        """True once completed; False after ``timeout_s`` seconds (None: no limit)."""
-        return self._pending.acquire(timeout=-1 if timeout_s is None else timeout_s)
-
-
-def complete_callbacks(callbacks: list[Any], error: BaseException | None,
-                       ids: Callable[[int], MessageId] | None = None) -> None:
-    result = result_of(error)
-    for i, callback in enumerate(callbacks):
-        mid = ids(i) if ids is not None and error is None else None
-        try:
-            if type(callback) is SyncWaiter:
-                callback.complete(error, mid)
-            elif callback is not None:
-                callback(result, mid)
-        except Exception:  # a user callback must not break the producer
-            log.exception("send callback failed")
+    chunking_enabled: bool = False
 
 
 class PartitionProducer:
@@ -124,7 +100,11 @@ class PartitionProducer:
             initial_sequence_id=-1 if conf.initial_sequence_id is None else conf.initial_sequence_id))
         self._stream = BidiStream(connection, "Produce", request, self._on_response, self._on_end,
                                   batch_requests=_pack_requests, name=f"producer-{topic}")
-        if not self._opened.wait(connection.operation_timeout_s):
+        # WaitForExclusive: the broker answers once this producer is the exclusive one, however long
+        # that takes (a stream error still ends the wait).
+        wait_s = None if conf.access_mode == broker_pb2.WAIT_FOR_EXCLUSIVE \
+            else connection.operation_timeout_s
+        if not self._opened.wait(wait_s):
             self._stream.close(wait_s=0.1)
             raise errors.Timeout(f"the broker did not open the producer on {topic} within "
                                  f"{connection.operation_timeout_s:g}s")
@@ -168,10 +148,15 @@ class PartitionProducer:
     def add(self, content: bytes, callback: Any, properties: Mapping[str, str] | None,
             partition_key: str | None, ordering_key: bytes | None, sequence_id: int | None,
             event_timestamp: int, deliver_at: int | None, flush: bool) -> bool:
-        """Queue one message; True when a batch went out (the router then moves on)."""
+        """Queue one message; True when a batch went out."""
+        if sequence_id is not None:
+            check_sequence_id("sequence_id", sequence_id)
         size = len(content)
         if size > self.max_message_size:
-            raise errors.MessageTooBig(size=size, limit=self.max_message_size)
+            if not self.conf.chunking_enabled:
+                raise errors.MessageTooBig(size=size, limit=self.max_message_size)
+            return self._add_large(content, callback, properties, partition_key, ordering_key,
+                                   sequence_id, event_timestamp, deliver_at)
         full = None
         with self._lock:
             if self._closed or self._error is not None:
@@ -200,6 +185,42 @@ class PartitionProducer:
                         self._timer.call_later(self._publish_delay_s, self._delayed_flush)
                 return flushed
         complete_callbacks([callback], full)  # as pulsar-client: send_async's callback gets it
+        return False
+
+    def _add_large(self, content: bytes, callback: Any, properties: Mapping[str, str] | None,
+                   partition_key: str | None, ordering_key: bytes | None, sequence_id: int | None,
+                   event_timestamp: int, deliver_at: int | None) -> bool:
+        """A message above ``max_message_size`` with chunking on: compressed as a whole, then sent as
+        its chunks (or as one entry when compression made it fit). It counts once against
+        ``max_pending_messages``; its callback completes with the last chunk's receipt."""
+        compression = self.conf.compression
+        payload = compress_payload(compression, content)  # outside the lock: it may take a while
+        full = None
+        with self._lock:
+            if self._closed or self._error is not None:
+                self._check_usable()
+            if self._max_pending and self._pending_messages >= self._max_pending:
+                full = self._admit_locked(callback)
+            if full is None:
+                if self._container.count:
+                    self._flush_locked()
+                if sequence_id is None:
+                    sequence_id = self._next_sequence_id
+                    self._next_sequence_id = sequence_id + 1
+                meta = chunking_producer.message_metadata(
+                    self.producer_name, sequence_id, int(time.time() * 1000), compression,
+                    len(content), properties, partition_key, ordering_key, event_timestamp, deliver_at)
+                datas = chunking_producer.build_entries(meta, payload, self.max_message_size)
+                chunked = ChunkedSend(callback)
+                self._pending_messages += 1
+                last = len(datas) - 1
+                for index, data in enumerate(datas):
+                    entry = PendingEntry(sequence_id, sequence_id, 1, False, data,
+                                         [chunked.part(index == last)])
+                    self._send_locked(entry)
+                    entry.num_messages = 1 if index == last else 0  # the message counts once
+                return True
+        complete_callbacks([callback], full)
         return False
 
     def _admit_locked(self, callback: Any) -> errors.ProducerQueueIsFull | None:
@@ -415,17 +436,29 @@ class PartitionProducer:
         self._fail_all(errors.AlreadyClosed(f"the producer on {self.topic} is closed"))
 
 
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+"""Entry bytes per SendBatch request: well under gRPC's 64 MiB message cap (chunks of a large message,
+or many queued large batches, go out in several requests)."""
+
+
 def _pack_requests(items: list[Any]) -> list[broker_pb2.ProduceRequest]:
     """Consecutive entries -- ``(sequence_id, highest_sequence_id, num_messages, data)`` tuples from
-    ``_flush_locked`` -- become one SendBatch request; other requests pass as they are."""
+    ``_send_locked`` -- become one SendBatch request of at most MAX_REQUEST_BYTES (or of one larger
+    entry); other requests pass as they are."""
     out: list[broker_pb2.ProduceRequest] = []
     batch = None
+    size = 0
     for item in items:
         if type(item) is tuple:
+            sequence_id, highest_sequence_id, num_messages, data = item
+            if batch is not None and size + len(data) > MAX_REQUEST_BYTES:
+                out.append(batch)
+                batch = None
             if batch is None:
                 batch = broker_pb2.ProduceRequest()
                 add = batch.send.entries.add
-            sequence_id, highest_sequence_id, num_messages, data = item
+                size = 0
+            size += len(data)
             add(sequence_id=sequence_id, highest_sequence_id=highest_sequence_id,
                 num_messages=num_messages, data=data)
             continue

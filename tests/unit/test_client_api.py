@@ -88,3 +88,48 @@ def test_public_names_are_importable_from_connector():
                  "BatchingType", "ProducerAccessMode", "HashingScheme", "KeySharedMode",
                  "SubscriptionMode", "Result"]:
         assert hasattr(connector, name), name
+
+
+# --- create_producer options (checked before anything reaches the broker) --------------------------------
+@pytest.fixture
+def offline_client():
+    c = Client("pulsar://127.0.0.1:9")  # never connected: the options fail first
+    yield c
+    c.close()
+
+
+def test_chunking_with_batching_is_rejected_naming_both_options(offline_client):
+    from connector import InvalidConfiguration
+    with pytest.raises(InvalidConfiguration, match="chunking_enabled.*batching_enabled=False"):
+        offline_client.create_producer("t", chunking_enabled=True)
+
+
+def test_chunking_on_a_non_persistent_topic_is_rejected(offline_client):
+    from connector import InvalidConfiguration
+    with pytest.raises(InvalidConfiguration, match="persistent topic"):
+        offline_client.create_producer("non-persistent://public/default/t", chunking_enabled=True,
+                                       batching_enabled=False)
+
+
+@pytest.mark.parametrize("value", [-1, True, 1.5, "7", 2 ** 63])
+def test_initial_sequence_id_must_be_an_int_of_at_least_zero(offline_client, value):
+    with pytest.raises(ValueError, match=rf"initial_sequence_id={value!r} is not valid"):
+        offline_client.create_producer("t", initial_sequence_id=value)
+
+
+@pytest.mark.parametrize("option", ["send_timeout_millis", "max_pending_messages",
+                                    "batching_max_messages"])
+def test_numeric_producer_options_reject_bools(offline_client, option):
+    with pytest.raises(ValueError, match=f"{option}=True"):
+        offline_client.create_producer("t", **{option: True})
+
+
+@pytest.mark.parametrize("value", [-5, False, 3.0, None.__class__])
+def test_a_send_sequence_id_must_be_an_int_of_at_least_zero(monkeypatch, value):
+    from tests.unit import producer_fakes
+    producer, _ = producer_fakes.make_producer(monkeypatch)
+    with pytest.raises(ValueError, match=r"sequence_id=.* is not valid"):
+        producer.send_async(b"x", None, sequence_id=value)
+    with pytest.raises(ValueError, match=r"sequence_id=.* is not valid"):
+        producer.send(b"x", sequence_id=value)
+    producer.send_async(b"x", None, sequence_id=0)  # the producer keeps working

@@ -211,3 +211,11 @@ def test_a_sync_waiter_times_out_until_completed_and_tolerates_a_second_completi
     waiter.complete(None, "id-1")
     assert waiter.wait(None) and waiter.message_id == "id-1" and waiter.error is None
     waiter.complete(None, "id-1")  # as Event.set, a repeated completion does not raise
+
+
+def test_send_batch_requests_are_capped_in_bytes(monkeypatch):
+    monkeypatch.setattr(partition_producer, "MAX_REQUEST_BYTES", 10)
+    requests = partition_producer._pack_requests(
+        [(0, 0, 1, b"1234"), (1, 1, 1, b"5678"), (2, 2, 1, b"90"), (3, 3, 1, b"x" * 25), (4, 4, 1, b"y")])
+    assert [[e.data for e in r.send.entries] for r in requests] == \
+        [[b"1234", b"5678", b"90"], [b"x" * 25], [b"y"]]  # an entry above the cap goes alone
