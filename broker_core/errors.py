@@ -129,6 +129,14 @@ class IncompatibleSchema(PulsarLikeError):
     pass
 
 
+class MessageDecodeError(InvalidMessage):
+    """A received entry that cannot be turned into messages (undecompressable payload, unknown compression
+    type, bad chunk sizes): raised once by ``receive()`` at that message's place in the queue. ``topic``,
+    ``message_id``, ``offsets`` (every offset the entry or chunked message covers) and ``reason`` say which
+    and why. As Pulsar's client does with a corrupted message, the consumer acknowledges it: it is not
+    redelivered, but stays readable with a Reader while retention keeps it."""
+
+
 _BY_CODE: dict[str, type[PulsarLikeError]] = {}
 
 

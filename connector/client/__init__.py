@@ -2,9 +2,9 @@
 from broker_core.errors import (
     AlreadyClosed, BrokerPersistenceError, ChecksumError, ConnectError, ConsumerAssignError, ConsumerBusy,
     CorruptLog, CumulativeAcknowledgementNotAllowedError, IncompatibleSchema, InvalidConfiguration,
-    InvalidMessage, InvalidTopicName, MessageTooBig, NotAllowedError, NotConnected, ProducerBusy,
-    ProducerFenced, ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound, Timeout,
-    TopicAlreadyExists, TopicNotFound, UnknownError)
+    InvalidMessage, InvalidTopicName, MessageDecodeError, MessageTooBig, NotAllowedError, NotConnected,
+    ProducerBusy, ProducerFenced, ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound,
+    Timeout, TopicAlreadyExists, TopicNotFound, UnknownError)
 from broker_core.types import MessageId
 
 from connector.client.admin import Admin
@@ -23,8 +23,8 @@ __all__ = [
     "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "Result", "SubscriptionMode",
     "AlreadyClosed", "BrokerPersistenceError", "ChecksumError", "ConnectError", "ConsumerAssignError",
     "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "IncompatibleSchema",
-    "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageTooBig", "NotAllowedError",
-    "NotConnected", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError",
-    "ServiceNotReady", "SubscriptionNotFound", "Timeout", "TopicAlreadyExists", "TopicNotFound",
-    "UnknownError",
+    "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",
+    "NotAllowedError", "NotConnected", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull",
+    "PulsarLikeError", "ServiceNotReady", "SubscriptionNotFound", "Timeout", "TopicAlreadyExists",
+    "TopicNotFound", "UnknownError",
 ]

@@ -119,8 +119,9 @@ class ChunkedMessageTracker:
             raise ValueError(f"max_pending_chunked_message={max_pending_chunked_message!r} is not valid; "
                              "use an int >= 1")
         if expire_time_of_incomplete_chunked_message_ms < 0:
-            raise ValueError("expire_time_of_incomplete_chunked_message_ms="
-                             f"{expire_time_of_incomplete_chunked_message_ms!r} is not valid; use an int >= 0")
+            raise ValueError(f"expire_time_of_incomplete_chunked_message_ms="
+                             f"{expire_time_of_incomplete_chunked_message_ms!r} is not valid; "
+                             "use an int >= 0")
         self.max_pending = max_pending_chunked_message
         self.auto_ack_oldest = auto_ack_oldest_chunked_message_on_queue_full
         self.expiry_ms = expire_time_of_incomplete_chunked_message_ms

@@ -2,7 +2,9 @@
 receive queue, acks routed to the partition the message came from.
 
 ``receive()`` is a lock-free ``deque.popleft()`` when messages are buffered; only an empty queue
-takes the condition.
+takes the condition. An entry that could not be decoded sits in the queue as a ``DecodeFailure``:
+``receive()`` raises its ``MessageDecodeError`` (once, acknowledging the entry) and goes on with the next
+message; a ``message_listener`` consumer logs it instead.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from broker_core.protocol import broker_pb2
 from broker_core.types import MessageId
 
 from connector.client.enums import ConsumerType
-from connector.client.message import Message
+from connector.client.message import DecodeFailure, Message
 from connector.client.partition_consumer import PartitionConsumer
 
 log = logging.getLogger(__name__)
@@ -40,7 +42,7 @@ class Consumer:
         self._consumer_type = consumer_type
         self._listener = message_listener
         self._nack_delay_s = max(0, negative_ack_redelivery_delay_ms) / 1000.0
-        self._queue: collections.deque[Message] = collections.deque()
+        self._queue: collections.deque[Message | DecodeFailure] = collections.deque()
         self._cond = threading.Condition()
         self._waiting = 0
         self._subs: list[PartitionConsumer] = []
@@ -63,7 +65,7 @@ class Consumer:
             self._listener_thread.start()
 
     # --- called by partition consumers ------------------------------------------------------------------
-    def _deliver(self, messages: list[Message]) -> None:
+    def _deliver(self, messages: list[Message | DecodeFailure]) -> None:
         if messages[0]._entry.sub._seeking:
             return
         self._queue.extend(messages)
@@ -87,9 +89,17 @@ class Consumer:
         sub = msg._entry.sub
         if next(sub._taken) >= sub._next_refill_raw:  # sub.on_taken(), inlined: it runs per message
             sub._refill()
-        return msg
+        if msg.__class__ is DecodeFailure:
+            raise self._discard(msg)  # type: ignore[arg-type]
+        return msg  # type: ignore[return-value]
 
-    def _receive_slow(self, timeout_millis: int | None) -> Message:
+    @staticmethod
+    def _discard(failure: DecodeFailure) -> errors.MessageDecodeError:
+        """Acknowledge an undecodable entry (as Pulsar's client discards a corrupted message); its error."""
+        failure._entry.sub.ack_offsets(failure.offsets)
+        return failure.error
+
+    def _receive_slow(self, timeout_millis: int | None) -> Message | DecodeFailure:
         deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000.0
         with self._cond:
             self._waiting += 1
@@ -128,6 +138,10 @@ class Consumer:
             except errors.PulsarLikeError:
                 return
             msg._entry.sub.on_taken()
+            if msg.__class__ is DecodeFailure:
+                log.error("message_listener consumer of %r skips a message: %s", self._subscription,
+                          self._discard(msg))  # type: ignore[arg-type]
+                continue
             try:
                 listener(self._listener_owner, msg)
             except Exception:  # the listener's bug must not stop delivery
@@ -175,6 +189,10 @@ class Consumer:
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Ask for redelivery after ``negative_ack_redelivery_delay_ms``."""
         sub, _ = self._open_sub(message)
+        self._redeliver_later(sub)
+
+    def _redeliver_later(self, sub: PartitionConsumer) -> None:
+        """Have ``sub``'s unacknowledged messages redelivered after ``negative_ack_redelivery_delay_ms``."""
         key = id(sub)
         if key not in self._nack_scheduled:
             self._nack_scheduled.add(key)
@@ -192,11 +210,13 @@ class Consumer:
         self._redeliver(self._subs)
 
     def _redeliver(self, subs: list[PartitionConsumer]) -> None:
-        self._drop_buffered(subs)
+        dropped = self._drop_buffered(subs)
         for sub in subs:
             sub.redeliver()
+            sub.drop_buffered(dropped.get(id(sub), 0))  # after the rewind: the room is for redeliveries
 
-    def _drop_buffered(self, subs: list[PartitionConsumer]) -> None:
+    def _drop_buffered(self, subs: list[PartitionConsumer]) -> collections.Counter[int]:
+        """Remove ``subs``' messages from the queue; how many per ``id(sub)``."""
         chosen = set(map(id, subs))
         with self._cond:
             kept = [m for m in self._queue if id(m._entry.sub) not in chosen]
@@ -204,8 +224,7 @@ class Consumer:
                 id(m._entry.sub) for m in self._queue if id(m._entry.sub) in chosen)
             self._queue.clear()
             self._queue.extend(kept)
-        for sub in subs:
-            sub.drop_buffered(dropped.get(id(sub), 0))
+        return dropped
 
     # --- seeking --------------------------------------------------------------------------------------
     def seek(self, target: MessageId | int) -> None:

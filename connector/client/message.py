@@ -1,10 +1,14 @@
-"""Received messages (``Message``), built lazily from the entry they arrived in."""
+"""Received messages (``Message``), built lazily from the entry they arrived in; what stands in the
+receive queue for an entry that could not be decoded (``DecodeFailure``)."""
 from __future__ import annotations
 
 from typing import Any
 
+from broker_core.errors import InvalidMessage, MessageDecodeError
 from broker_core.protocol import codec, pulsar_api_pb2
 from broker_core.types import MessageId
+
+_COMPRESSION_FIELD = pulsar_api_pb2.MessageMetadata.DESCRIPTOR.fields_by_name["compression"].number
 
 
 class EntryInfo:
@@ -31,6 +35,47 @@ class EntryInfo:
         if self._properties is None:
             self._properties = {kv.key: kv.value for kv in self.metadata.properties}
         return self._properties
+
+
+class ChunkedEntryInfo(EntryInfo):
+    """A message reassembled from chunks: the last chunk's entry (its id is the message's id, as Pulsar's)
+    plus the offsets of every chunk, which acknowledging the message acknowledges."""
+
+    __slots__ = ("chunk_offsets",)
+
+    def __init__(self, metadata: pulsar_api_pb2.MessageMetadata, topic: str, ledger_id: int,
+                 entry_id: int, partition: int, redelivery_count: int, sub: Any,
+                 chunk_offsets: tuple[int, ...]) -> None:
+        super().__init__(metadata, topic, ledger_id, entry_id, partition, redelivery_count, 1, False, sub)
+        self.chunk_offsets = chunk_offsets
+
+
+class DecodeFailure:
+    """Holds the place of an entry (or chunked message) that could not be decoded in the receive queue:
+    ``receive()`` raises :attr:`error` when it reaches it, once. ``_entry`` has what a queued message's
+    has (``sub``, ``topic``), so queue bookkeeping treats both alike."""
+
+    __slots__ = ("_entry", "error")
+
+    def __init__(self, entry: EntryInfo, error: MessageDecodeError) -> None:
+        self._entry = entry
+        self.error = error
+
+    @classmethod
+    def of(cls, entry: EntryInfo, offsets: tuple[int, ...], reason: str) -> "DecodeFailure":
+        """The failure of the message at ``entry`` (for a chunked message: its last chunk) covering
+        ``offsets``, with the error the application will get."""
+        mid = MessageId(entry.ledger_id, entry.entry_id, entry.partition, -1, 0, entry.topic)
+        where = f"offset {offsets[0]}" if len(offsets) == 1 else f"offsets {', '.join(map(str, offsets))}"
+        return cls(entry, MessageDecodeError(
+            f"cannot decode the message {mid} on {entry.topic} ({where}): {reason}. It is acknowledged, "
+            "as Pulsar's client discards a corrupted message: it will not be redelivered (a Reader can "
+            "still read it while retention keeps it)",
+            topic=entry.topic, message_id=mid, offsets=offsets, reason=reason))
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        return self.error.offsets  # type: ignore[no-any-return]
 
 
 class Message:
@@ -126,3 +171,21 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message(id={self.message_id()}, topic={self.topic_name()!r}, len={len(self._content)})"
+
+
+def unexpected_payload_size(metadata: pulsar_api_pb2.MessageMetadata, actual: int) -> InvalidMessage:
+    """The error for an uncompressed payload whose size is not the metadata's ``uncompressed_size``: most
+    likely a compression type this client does not know (protobuf reads an unknown enum value as NONE
+    and keeps the number among the unknown fields)."""
+    try:
+        from google.protobuf import unknown_fields
+
+        for field in unknown_fields.UnknownFieldSet(metadata):
+            if field.field_number == _COMPRESSION_FIELD:
+                return InvalidMessage(
+                    f"unknown compression type {field.data}: this client reads NONE, LZ4, ZLIB, ZSTD and "
+                    "SNAPPY; upgrade the consumer or produce with one of those")
+    except (ImportError, NotImplementedError):  # an older protobuf runtime: report the sizes only
+        pass
+    return InvalidMessage(f"the payload is {actual} bytes but the metadata's uncompressed_size says "
+                          f"{metadata.uncompressed_size}")

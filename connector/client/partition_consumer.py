@@ -4,22 +4,32 @@ Deliveries are parsed on the stream's reader thread (CRC check, decompression, b
 whose ``ack_set`` bit is 0 skipped) into :class:`Message` objects appended to the owning consumer's
 queue. Permits: ``receiver_queue_size`` at start; each time half of that has been taken by the
 application (or skipped), the same number is sent back, as Pulsar's clients do.
+
+Chunks (unbatched entries with ``num_chunks_from_msg > 1``: one field test) go to a
+:class:`~connector.client.chunking.ChunkedMessageTracker`, made at the first chunk; a completed message is
+one :class:`Message` with its last chunk's id, and acknowledging it (or that id) acknowledges every chunk.
+A chunk that completes nothing returns its permit at once: a message of more chunks than
+``receiver_queue_size`` still arrives. Incomplete messages expire on later deliveries and on the timer.
+An undecodable entry becomes a :class:`DecodeFailure` in its place in the queue (see the consumer).
 """
 from __future__ import annotations
 
 import itertools
 import logging
 import threading
-from typing import Any
+import time
+from typing import Any, Iterable
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2, codec
+from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
 from broker_core.protocol.compression import decompress_payload
 from broker_core.protocol.status import error_from_proto
 from broker_core.types import MessageId
 
+from connector.client.chunking import Chunk, ChunkedMessageTracker, ChunkOutcome, CompletedMessage
 from connector.client.connection import BidiStream, Connection
-from connector.client.message import EntryInfo, Message
+from connector.client.message import (
+    ChunkedEntryInfo, DecodeFailure, EntryInfo, Message, unexpected_payload_size)
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
@@ -29,7 +39,18 @@ ACK_GROUP_S = 0.01
 ACK_GROUP_MAX = 1000
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 class PartitionConsumer:
+    # Chunk state is created at the first chunk: consumers of unchunked topics never pay for it.
+    _chunks: ChunkedMessageTracker | None = None
+    _chunk_lock: threading.Lock
+    _chunk_acks: dict[int, tuple[int, ...]] | None = None
+    """Last-chunk offset of a delivered, unacknowledged chunked message -> every chunk's offset."""
+    _expiry_scheduled = False
+
     def __init__(self, owner: Any, connection: Connection, timer: TimerThread,
                  subscribe: broker_pb2.Subscribe, receiver_queue_size: int) -> None:
         self.owner = owner
@@ -106,15 +127,14 @@ class PartitionConsumer:
         if kind == "deliveries":
             if self._seeking:
                 return
-            messages: list[Message] = []
+            messages: list[Message | DecodeFailure] = []
             for entry in response.deliveries.entries:
                 try:
                     self._parse_entry(entry, messages)
                 except errors.PulsarLikeError as exc:
-                    log.error("dropping undecodable entry %d on %s: %s", entry.entry_id, self.topic, exc)
-                    self._skipped += entry.num_messages
+                    messages.append(self._failure(entry, exc))
             if messages:
-                self.owner._deliver(messages)
+                self.owner._deliver(messages)  # type: ignore[arg-type]
             if self._skipped >= self._refill_every or (self._skipped and not messages):
                 skipped, self._skipped = self._skipped, 0
                 self._send_flow(skipped)
@@ -144,14 +164,18 @@ class PartitionConsumer:
             else:
                 self.error = error
 
-    def _parse_entry(self, entry: broker_pb2.DeliveredEntry, out: list[Message]) -> None:
+    def _parse_entry(self, entry: broker_pb2.DeliveredEntry, out: list[Any]) -> None:
         data = entry.data
         _, _, start = codec.split_broker_entry(data)
         metadata, payload = codec.decode_entry(memoryview(data)[start:] if start else data)
-        if metadata.compression:
-            payload = decompress_payload(metadata.compression, payload,
-                                               metadata.uncompressed_size)
         batched = metadata.HasField("num_messages_in_batch")
+        if not batched and metadata.num_chunks_from_msg > 1:
+            self._add_chunk(entry, metadata, payload, out)
+            return
+        if metadata.compression:
+            payload = decompress_payload(metadata.compression, payload, metadata.uncompressed_size)
+        elif metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
+            raise unexpected_payload_size(metadata, len(payload))
         num = metadata.num_messages_in_batch if batched else 1
         info = EntryInfo(metadata, self.topic, entry.ledger_id, entry.entry_id, self.partition,
                          entry.redelivery_count, num, batched, self)
@@ -172,10 +196,95 @@ class PartitionConsumer:
         self._skipped += num - len(kept)
 
     def drop_buffered(self, count: int) -> None:
-        """``count`` of this consumer's buffered messages were discarded: return their permits."""
-        if count:
-            with self._lock:
-                self._skipped += count
+        """``count`` of this consumer's buffered messages were discarded: return their permits (now: the
+        broker may have none left to deliver anything that would carry them back)."""
+        self._send_flow(count)
+
+    def _failure(self, entry: broker_pb2.DeliveredEntry, exc: errors.PulsarLikeError,
+                 offsets: tuple[int, ...] | None = None) -> DecodeFailure:
+        """What stands in the queue for an undecodable entry, or chunked message when ``offsets`` (its
+        chunks') are given; it is taken like one message, so the entry's other permits return now."""
+        if offsets is None:
+            num = max(1, entry.num_messages)
+            offsets = tuple(range(entry.entry_id, entry.entry_id + num))
+            self._skipped += num - 1
+        if offsets[-1] > self.max_received_offset:
+            self.max_received_offset = offsets[-1]
+        info = EntryInfo(None, self.topic, entry.ledger_id, entry.entry_id,  # type: ignore[arg-type]
+                         self.partition, entry.redelivery_count, len(offsets), False, self)
+        failure = DecodeFailure.of(info, offsets, exc.message)
+        log.warning("%s", failure.error.message)
+        return failure
+
+    # --- chunks ---------------------------------------------------------------------------------------
+    def _add_chunk(self, entry: broker_pb2.DeliveredEntry, metadata: pulsar_api_pb2.MessageMetadata,
+                   payload: memoryview, out: list[Any]) -> None:
+        tracker = self._chunks
+        if tracker is None:
+            self._chunk_lock = threading.Lock()
+            owner = self.owner
+            tracker = self._chunks = ChunkedMessageTracker(
+                owner._max_pending_chunked, owner._auto_ack_oldest_chunked, owner._chunk_expiry_ms,
+                now_ms=_now_ms, label=f"{self.topic}: ")
+        offset = entry.entry_id
+        if offset > self.max_received_offset:
+            self.max_received_offset = offset
+        chunk = Chunk(metadata.uuid, metadata.chunk_id, metadata.num_chunks_from_msg,
+                      metadata.total_chunk_msg_size, offset, metadata.publish_time, payload)
+        with self._chunk_lock:
+            outcome = tracker.add(chunk)
+            self._schedule_expiry_check()
+        if outcome.completed is None:
+            self._skipped += 1  # the application never takes a chunk: its permit goes back now
+        else:
+            out.append(self._reassembled(entry, metadata, outcome.completed))
+        self._settle(outcome)
+
+    def _reassembled(self, last: broker_pb2.DeliveredEntry, metadata: pulsar_api_pb2.MessageMetadata,
+                     done: CompletedMessage) -> Message | DecodeFailure:
+        """The message of a completed chunk sequence (``last`` is its last chunk), or its failure."""
+        try:
+            if done.error is not None:
+                raise errors.InvalidMessage(done.error)
+            payload: bytes = done.payload
+            if metadata.compression:
+                payload = decompress_payload(metadata.compression, payload, metadata.uncompressed_size)
+            elif metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
+                raise unexpected_payload_size(metadata, len(payload))
+        except errors.PulsarLikeError as exc:
+            return self._failure(last, exc, done.offsets)
+        acks = self._chunk_acks
+        if acks is None:
+            acks = self._chunk_acks = {}
+        acks[last.entry_id] = done.offsets
+        info = ChunkedEntryInfo(metadata, self.topic, last.ledger_id, last.entry_id, self.partition,
+                                last.redelivery_count, self, done.offsets)
+        return Message(payload, None, info, -1)
+
+    def _settle(self, outcome: ChunkOutcome) -> None:
+        """Acknowledge or have redelivered the chunks the tracker gave up."""
+        if outcome.ack:
+            self.ack_offsets(outcome.ack)
+        if outcome.redeliver and not self.closed:
+            self.owner._redeliver_later(self)
+
+    def _schedule_expiry_check(self) -> None:
+        """One timer task at a time, due when the oldest incomplete message expires (under _chunk_lock)."""
+        if self._expiry_scheduled or self._chunks is None:
+            return
+        deadline = self._chunks.next_expiry_ms()
+        if deadline is not None:
+            self._expiry_scheduled = True
+            self._timer.call_later(max(0, deadline - _now_ms() + 1) / 1000.0, self._check_expiry)
+
+    def _check_expiry(self) -> None:
+        if self.closed or self._chunks is None:
+            return
+        with self._chunk_lock:
+            self._expiry_scheduled = False
+            outcome = self._chunks.expire()
+            self._schedule_expiry_check()
+        self._settle(outcome)
 
     # --- acks -----------------------------------------------------------------------------------------
     def check_open(self) -> None:
@@ -185,10 +294,28 @@ class PartitionConsumer:
             raise self.error
 
     def ack(self, offset: int) -> None:
+        chunked = self._chunk_acks
+        if chunked:  # a chunked message's id (its last chunk's offset) stands for all its chunks
+            chunks = chunked.pop(offset, None)
+            if chunks is not None:
+                self.ack_offsets(chunks)
+                return
         with self._lock:
             acks = self._acks
             acks.append(offset)
             first = len(acks) == 1
+            full = len(acks) >= ACK_GROUP_MAX
+        if full:
+            self.flush_acks()
+        elif first:
+            self._timer.call_later(ACK_GROUP_S, self.flush_acks)
+
+    def ack_offsets(self, offsets: Iterable[int]) -> None:
+        """Acknowledge these offsets individually (grouped with the other acks)."""
+        with self._lock:
+            acks = self._acks
+            first = not acks
+            acks.extend(offsets)
             full = len(acks) >= ACK_GROUP_MAX
         if full:
             self.flush_acks()
@@ -221,6 +348,10 @@ class PartitionConsumer:
         self.flush_acks()
         self._stream.send(broker_pb2.ConsumeRequest(ack=broker_pb2.Ack(
             ack_type=broker_pb2.CUMULATIVE, offset=offset)))
+        chunked = self._chunk_acks
+        if chunked:
+            for last in [last for last in list(chunked) if last <= offset]:
+                chunked.pop(last, None)
 
     def redeliver(self) -> None:
         self.flush_acks()
@@ -244,6 +375,9 @@ class PartitionConsumer:
         self._seek_done.clear()
         self._seek_error = None
         self._seeking = self._seek_id
+        if self._chunks is not None:  # buffered chunks are from before the seek (their permits are back)
+            with self._chunk_lock:
+                self._chunks.clear()
         self._stream.send(broker_pb2.ConsumeRequest(seek=seek))
         return self._seek_id
 
@@ -292,3 +426,4 @@ class PartitionConsumer:
         finally:
             self.closed = True
             self._stream.close()
+

@@ -1,9 +1,21 @@
-"""Chunked-message reassembly (ChunkedMessageTracker) with a fake clock, no broker."""
+"""Chunked-message reassembly (ChunkedMessageTracker, then the consumer around it) and undecodable entries,
+with a fake clock and fake streams: no broker."""
 from __future__ import annotations
 
+import threading
+
+import google_crc32c
+import lz4.block
 import pytest
 
+from broker_core.errors import MessageDecodeError
+from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
+from broker_core.types import MessageId
+from connector.client import partition_consumer
 from connector.client.chunking import Chunk, ChunkedMessageTracker
+from connector.client.consumer import Consumer
+from connector.client.enums import ConsumerType
+from connector.client.partition_consumer import PartitionConsumer
 
 PUBLISHED = 1_000_000
 
@@ -221,3 +233,216 @@ def test_clear_forgets_every_buffer():
 def test_bad_options_are_rejected_by_name(option, value):
     with pytest.raises(ValueError, match=option):
         _tracker(**{option: value})
+
+
+# --- the consumer side: PartitionConsumer + Consumer wired to fakes --------------------------------------
+TOPIC = "persistent://public/default/chunks"
+
+
+class FakeStream:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, request):
+        self.sent.append(request)
+
+
+class FakeTimer:
+    def __init__(self):
+        self.calls = []
+
+    def call_later(self, delay, fn, *args):
+        self.calls.append((delay, fn, args))
+
+
+class FakeClient:
+    def __init__(self, timer):
+        self._timer = timer
+
+
+def _consumer(queue_size=1000, **options):
+    """A Consumer with one PartitionConsumer, both wired to fakes (no stream, no broker)."""
+    timer = FakeTimer()
+    consumer = Consumer(FakeClient(timer), TOPIC, "sub", ConsumerType.Exclusive, None, 0, **options)
+    sub = PartitionConsumer.__new__(PartitionConsumer)
+    sub.owner, sub.topic, sub.partition = consumer, TOPIC, -1
+    sub._timer, sub._stream = timer, FakeStream()
+    sub._queue_size, sub._refill_every = queue_size, max(1, queue_size // 2)
+    sub._lock = threading.Lock()
+    sub._acks, sub._seeking, sub.max_received_offset, sub.closed, sub.error = [], 0, -1, False, None
+    sub._reset_permits()
+    consumer._attach([sub])
+    return consumer, sub
+
+
+def _entry(offset, payload, **fields):
+    fields.setdefault("producer_name", "p")
+    fields.setdefault("sequence_id", 0)
+    fields.setdefault("publish_time", int(partition_consumer._now_ms()))
+    meta = pulsar_api_pb2.MessageMetadata(**fields)
+    data = codec.broker_entry_prefix(1, offset) + codec.encode_entry(meta, payload)
+    return broker_pb2.DeliveredEntry(data=data, ledger_id=0, entry_id=offset, num_messages=1)
+
+
+def _chunk_entries(producer, seq, payload, offsets, **fields):
+    size = -(-len(payload) // len(offsets))
+    parts = [payload[i:i + size] for i in range(0, len(payload), size)]
+    return [_entry(offset, part, producer_name=producer, sequence_id=seq, uuid=f"{producer}-{seq}",
+                   chunk_id=i, num_chunks_from_msg=len(parts), total_chunk_msg_size=len(payload), **fields)
+            for i, (offset, part) in enumerate(zip(offsets, parts))]
+
+
+def _deliver(sub, *entries):
+    sub._on_response(broker_pb2.ConsumeResponse(deliveries=broker_pb2.Deliveries(entries=list(entries))))
+
+
+def _sent(sub, kind):
+    return [getattr(r, kind) for r in sub._stream.sent if r.WhichOneof("request") == kind]
+
+
+def _acked_offsets(sub):
+    sub.flush_acks()
+    return sorted(o for ack in _sent(sub, "ack") for r in ack.ranges for o in range(r.start, r.end))
+
+
+def test_consumer_reassembles_interwoven_chunks_into_messages_with_the_last_chunk_s_id():
+    consumer, sub = _consumer()
+    m1 = _chunk_entries("producer-1", 0, b"first message", [0, 2, 4], properties=[
+        pulsar_api_pb2.KeyValue(key="k", value="v")], partition_key="key-1", event_time=77)
+    m2 = _chunk_entries("producer-2", 0, b"second one", [1, 3, 5])
+    _deliver(sub, m1[0], m2[0], m1[1], m2[1])
+    assert len(consumer._queue) == 0
+    _deliver(sub, m1[2], m2[2])
+    first, second = consumer.receive(0), consumer.receive(0)
+    assert (first.data(), second.data()) == (b"first message", b"second one")
+    assert first.properties() == {"k": "v"} and first.partition_key() == "key-1"
+    assert first.event_timestamp() == 77 and first.producer_name() == "producer-1"
+    assert first.message_id() == MessageId(0, 4, -1, -1) and first.offset() == 4
+    assert first._entry.chunk_offsets == (0, 2, 4)
+
+
+def test_acknowledging_a_chunked_message_or_its_id_acknowledges_every_chunk():
+    consumer, sub = _consumer()
+    _deliver(sub, *_chunk_entries("a", 0, b"x" * 30, [0, 1, 2]), *_chunk_entries("a", 1, b"y" * 30, [3, 4]))
+    first, second = consumer.receive(0), consumer.receive(0)
+    consumer.acknowledge(first)
+    consumer.acknowledge(MessageId(0, second.message_id().entry_id))
+    assert _acked_offsets(sub) == [0, 1, 2, 3, 4]
+
+
+def test_cumulative_ack_of_a_chunked_message_goes_up_to_its_last_chunk():
+    consumer, sub = _consumer()
+    _deliver(sub, *_chunk_entries("a", 0, b"x" * 30, [0, 1, 2]))
+    consumer.acknowledge_cumulative(consumer.receive(0))
+    assert [a.offset for a in _sent(sub, "ack")] == [2]
+    assert sub._chunk_acks == {}
+
+
+def test_compressed_chunked_message_is_decompressed_after_reassembly():
+    consumer, sub = _consumer()
+    original = b"compressible " * 500
+    compressed = lz4.block.compress(original, store_size=False)
+    _deliver(sub, *_chunk_entries("a", 0, compressed, [0, 1, 2], compression=pulsar_api_pb2.LZ4,
+                                  uncompressed_size=len(original)))
+    assert consumer.receive(0).data() == original
+
+
+def test_message_of_more_chunks_than_the_receiver_queue_arrives_without_stalling():
+    consumer, sub = _consumer(queue_size=10)
+    entries = _chunk_entries("big", 0, bytes(range(200)), list(range(20)))
+    broker_permits, delivered = 10, 0
+    while delivered < len(entries):
+        assert broker_permits > 0, f"stalled after {delivered} chunks"
+        _deliver(sub, entries[delivered])  # the broker sends one chunk per response while it has permits
+        delivered += 1
+        broker_permits -= 1
+        broker_permits += sum(f.permits for f in _sent(sub, "flow"))
+        sub._stream.sent.clear()
+    assert consumer.receive(0).data() == bytes(range(200))
+
+
+def test_queue_full_without_auto_ack_schedules_a_redelivery():
+    consumer, sub = _consumer(max_pending_chunked_message=1)
+    a = _chunk_entries("a", 0, b"x" * 10, [0, 2])
+    b = _chunk_entries("b", 0, b"y" * 10, [1, 3])
+    _deliver(sub, a[0], b[0])
+    assert [fn.__name__ for _, fn, _ in sub._timer.calls] == ["_check_expiry", "_redeliver_after_nack"]
+    assert _acked_offsets(sub) == []
+
+
+def test_queue_full_with_auto_ack_acknowledges_the_dropped_chunks():
+    consumer, sub = _consumer(max_pending_chunked_message=1,
+                              auto_ack_oldest_chunked_message_on_queue_full=True)
+    a = _chunk_entries("a", 0, b"x" * 10, [0, 2])
+    b = _chunk_entries("b", 0, b"y" * 10, [1, 3])
+    _deliver(sub, a[0], b[0], b[1])
+    assert consumer.receive(0).data() == b"y" * 10
+    assert _acked_offsets(sub) == [0]
+
+
+def test_incomplete_message_expires_on_the_timer(monkeypatch):
+    now = [1_000_000]
+    monkeypatch.setattr(partition_consumer, "_now_ms", lambda: now[0])
+    consumer, sub = _consumer(expire_time_of_incomplete_chunked_message_ms=200)
+    _deliver(sub, _chunk_entries("a", 0, b"x" * 10, [0, 1, 2])[0])
+    (delay, check, args), = [c for c in sub._timer.calls if c[1].__name__ == "_check_expiry"]
+    assert delay == pytest.approx(0.201)
+    now[0] += 201
+    check(*args)
+    assert _acked_offsets(sub) == [0]
+    assert len(sub._chunks) == 0
+
+
+def _corrupt_lz4_entry(offset):
+    return _entry(offset, b"\xff" * 40, compression=pulsar_api_pb2.LZ4, uncompressed_size=1000)
+
+
+def test_undecodable_entry_raises_once_in_its_place_and_is_acknowledged():
+    consumer, sub = _consumer()
+    _deliver(sub, _entry(0, b"good-1"), _corrupt_lz4_entry(1), _entry(2, b"good-2"))
+    assert consumer.receive(0).data() == b"good-1"
+    with pytest.raises(MessageDecodeError) as info:
+        consumer.receive(0)
+    error = info.value
+    assert error.topic == TOPIC and error.offsets == (1,) and error.message_id == MessageId(0, 1)
+    assert "LZ4" in error.reason and "acknowledged" in str(error)
+    assert consumer.receive(0).data() == b"good-2"
+    assert _acked_offsets(sub) == [1]
+
+
+def test_entry_with_an_unknown_compression_type_raises_a_decode_error_naming_it():
+    consumer, sub = _consumer()
+    meta = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1,
+                                          uncompressed_size=100)
+    raw_meta = meta.SerializeToString() + b"\x40\x09"  # field 8 (compression) = 9, unknown to this client
+    body = codec.U32.pack(len(raw_meta)) + raw_meta + b"z" * 10
+    data = codec.broker_entry_prefix(1, 0) + codec._MAGIC_AND_CRC.pack(codec.MAGIC_CRC32C,
+                                                                        google_crc32c.value(body)) + body
+    _deliver(sub, broker_pb2.DeliveredEntry(data=data, entry_id=0, num_messages=1))
+    with pytest.raises(MessageDecodeError, match="unknown compression type 9"):
+        consumer.receive(0)
+
+
+def test_chunks_whose_sizes_disagree_with_the_total_raise_a_decode_error_for_the_message():
+    consumer, sub = _consumer()
+    chunks = [_entry(i, b"abc", uuid="p-0", chunk_id=i, num_chunks_from_msg=2, total_chunk_msg_size=99)
+              for i in range(2)]
+    _deliver(sub, *chunks)
+    with pytest.raises(MessageDecodeError, match="total_chunk_msg_size") as info:
+        consumer.receive(0)
+    assert info.value.offsets == (0, 1)
+    assert _acked_offsets(sub) == [0, 1]
+
+
+def test_undecodable_batch_returns_the_permits_of_its_other_messages():
+    consumer, sub = _consumer(queue_size=4)
+    meta = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1,
+                                          num_messages_in_batch=3, compression=pulsar_api_pb2.ZSTD,
+                                          uncompressed_size=50)
+    data = codec.broker_entry_prefix(1, 2) + codec.encode_entry(meta, b"not zstd at all")
+    _deliver(sub, broker_pb2.DeliveredEntry(data=data, entry_id=0, num_messages=3))
+    assert [f.permits for f in _sent(sub, "flow")] == [2]
+    with pytest.raises(MessageDecodeError) as info:
+        consumer.receive(0)
+    assert info.value.offsets == (0, 1, 2)
+    assert sub.max_received_offset == 2
