@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2
@@ -91,6 +91,9 @@ class PartitionProducer:
         self._opened = threading.Event()
         self._open_error: errors.PulsarLikeError | None = None
         self.producer_name = ""
+        self.on_batch_sent: Callable[[int], None] | None = None
+        """Called with the partition index, under the producer's lock, after each batch (or unbatched
+        or chunked message) went out: round-robin routing moves on then."""
         self.max_message_size = 5 * 1024 * 1024
         self.last_sequence_id = -1
         self._next_sequence_id = 0
@@ -219,6 +222,8 @@ class PartitionProducer:
                                          [chunked.part(index == last)])
                     self._send_locked(entry)
                     entry.num_messages = 1 if index == last else 0  # the message counts once
+                if self.on_batch_sent is not None:
+                    self.on_batch_sent(self.partition)
                 return True
         complete_callbacks([callback], full)
         return False
@@ -267,8 +272,10 @@ class PartitionProducer:
                 self.producer_name, int(time.time() * 1000), self._next_sequence_id)
             for entry in entries:
                 self._send_locked(entry)
-            return
-        self._send_locked(self._container.build(self.producer_name, int(time.time() * 1000)))
+        else:
+            self._send_locked(self._container.build(self.producer_name, int(time.time() * 1000)))
+        if self.on_batch_sent is not None:
+            self.on_batch_sent(self.partition)
 
     def _send_locked(self, entry: PendingEntry) -> None:
         entry.sent_at = time.monotonic()

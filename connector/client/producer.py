@@ -55,6 +55,9 @@ class Producer:
         self._partitioned = partitioned
         self._single = partitions[0] if len(partitions) == 1 else None
         self._closed = False
+        if len(partitions) > 1:
+            for producer in partitions:  # batches sent by size, timer, flush or a sync send alike
+                producer.on_batch_sent = router.batch_flushed
 
     # --- pulsar-client API -----------------------------------------------------------------------------
     def topic(self) -> str:
@@ -93,8 +96,11 @@ class Producer:
                    disable_replication: bool = False) -> None:
         """Queue one message; ``callback(Result, MessageId)`` runs when its receipt (or error) arrives.
 
-        ``MessageTooBig``, ``AlreadyClosed`` and a full queue (``ProducerQueueIsFull`` with
-        ``block_if_queue_full=False``) are raised here, and the callback is not called.
+        ``MessageTooBig`` (chunking off), ``AlreadyClosed``, a producer failure (e.g.
+        ``ProducerFenced``), a bad ``sequence_id`` (ValueError) and a bad custom router result
+        (``InvalidConfiguration``) are raised here, and the callback is not called. A full queue
+        (``ProducerQueueIsFull`` with ``block_if_queue_full=False``) goes to the callback, as in
+        pulsar-client.
         """
         single = self._single  # None when partitioned or closed
         if single is not None and type(content) is bytes and ordering_key is None \
@@ -155,9 +161,8 @@ class Producer:
             msg = OutgoingMessage(content, properties, partition_key, ordering_key,
                                   event_timestamp or 0) if self._router._custom else None
             index = self._router.partition(partition_key, msg)
-        if self._partitions[index].add(content, callback, properties, partition_key, ordering_key,
-                                       sequence_id, event_timestamp or 0, deliver_at, flush):
-            self._router.batch_flushed(index)
+        self._partitions[index].add(content, callback, properties, partition_key, ordering_key,
+                                    sequence_id, event_timestamp or 0, deliver_at, flush)
 
 
 def initial_partition(num_partitions: int) -> int:

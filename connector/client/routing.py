@@ -1,11 +1,25 @@
 """Key hashing and partition routing, as ``pulsar-client`` does it.
 
+* A message with a partition key goes to ``hash(key) % num_partitions`` (ordering keys do not route),
+  ``hash`` being ``JavaStringHash`` (default: Java's ``String.hashCode() & 0x7fffffff``) or
+  ``Murmur3_32Hash`` (MurmurHash3 x86_32, seed 0, over the UTF-8 bytes, ``& 0x7fffffff``).
+* A keyless message goes, under ``RoundRobinDistribution`` (default), to the current partition until
+  that partition's batch is sent -- by size, count, the publish-delay timer, ``flush()`` or a blocking
+  send -- and then to the next one: round robin on the batching boundary, not per message (with
+  batching off every message is its own batch). Under ``UseSinglePartition`` it goes to one partition
+  picked at random when the producer is created.
+* With a ``message_router`` (``CustomPartition``) the router decides for every message, keyed or not.
+  It must return an ``int`` in ``0 .. num_partitions - 1``; anything else fails that send with
+  :class:`~broker_core.errors.InvalidConfiguration` naming ``message_router`` and the value, and the
+  producer goes on.
+
 Worked example: with 3 partitions and the default ``JavaStringHash``, key ``"hello"`` hashes to
 ``99162322`` (Java's ``"hello".hashCode()``) and goes to partition ``99162322 % 3 == 1``; keyless
 messages under ``RoundRobinDistribution`` fill a batch on one partition, then move to the next.
 """
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any, Callable
 
 from broker_core.errors import InvalidConfiguration
@@ -41,10 +55,11 @@ def hash_function(scheme: HashingScheme) -> Callable[[str], int]:
 
 
 class Router:
-    """Chooses the partition of each message: ``partition(msg, key)`` and ``batch_flushed(p)``.
+    """Chooses the partition of each message: ``partition(key, msg)``; ``batch_flushed(p)`` when
+    partition ``p`` sent a batch (round robin moves on).
 
-    ``msg`` is what a custom ``message_router(msg, num_partitions)`` receives (the client passes a
-    :class:`~connector.client.message.Message` being sent).
+    ``msg`` is what a custom ``message_router(msg, num_partitions)`` receives (the producer passes an
+    :class:`~connector.client.producer.OutgoingMessage`).
     """
 
     def __init__(self, num_partitions: int, mode: PartitionsRoutingMode,
@@ -63,11 +78,12 @@ class Router:
         if n <= 1:
             return 0
         if self._custom is not None:  # a message_router implies CustomPartition, as in pulsar-client
-            index = int(self._custom(msg, n))
-            if not 0 <= index < n:
-                raise InvalidConfiguration(f"message_router returned partition {index}, "
-                                           f"not in 0..{n - 1}")
-            return index
+            index = self._custom(msg, n)
+            if isinstance(index, bool) or not isinstance(index, Integral) or not 0 <= index < n:
+                raise InvalidConfiguration(
+                    f"message_router returned partition {index!r}; it must return an int in "
+                    f"0..{n - 1} (num_partitions={n})")
+            return int(index)
         if key:
             return self._hash(key) % n
         return self._current

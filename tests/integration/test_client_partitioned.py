@@ -1,10 +1,12 @@
-"""Partitioned topics: routing by key and round robin, merged consumption, acks per partition."""
+"""Partitioned topics: routing (key hashes, round robin on batch boundaries, single partition, custom
+routers), merged consumption, acks per partition."""
 from __future__ import annotations
 
 import pytest
 
-from connector import InitialPosition, MessageId, PartitionsRoutingMode, Timeout
-from connector.client.routing import java_string_hash
+from connector import (
+    HashingScheme, InitialPosition, InvalidConfiguration, MessageId, PartitionsRoutingMode, Timeout)
+from connector.client.routing import java_string_hash, murmur3_32_hash
 
 PARTITIONS = 3
 
@@ -103,3 +105,61 @@ def test_reader_on_partitioned_topic_from_earliest(client, partitioned):
     while reader.has_message_available():
         seen.append(int(reader.read_next(5000).data()))
     assert sorted(seen) == list(range(6))
+
+
+@pytest.mark.parametrize("scheme,hash_of", [(HashingScheme.JavaStringHash, java_string_hash),
+                                            (HashingScheme.Murmur3_32Hash, murmur3_32_hash)])
+def test_each_key_lands_in_its_hash_partition_in_order(client, partitioned, scheme, hash_of):
+    consumer = client.subscribe(partitioned, "sub", initial_position=InitialPosition.Earliest)
+    producer = client.create_producer(partitioned, hashing_scheme=scheme, batching_max_messages=7)
+    keys = [f"user-{i}" for i in range(9)]
+    for i in range(90):
+        producer.send_async(b"%d" % i, None, partition_key=keys[i % 9])
+    producer.flush()
+    got = _drain(consumer)
+    assert len(got) == 90
+    for key in keys:
+        mine = [m for m in got if m.partition_key() == key]
+        assert {m.message_id().partition for m in mine} == {hash_of(key) % PARTITIONS}
+        assert [int(m.data()) for m in mine] == list(range(keys.index(key), 90, 9))
+
+
+def test_round_robin_rotates_keyless_batches_not_messages(client, partitioned):
+    consumer = client.subscribe(partitioned, "sub", initial_position=InitialPosition.Earliest)
+    producer = client.create_producer(partitioned, batching_max_messages=10,
+                                      batching_max_publish_delay_ms=5000)
+    for i in range(60):
+        producer.send_async(b"%d" % i, None)
+    producer.flush()
+    got = sorted(_drain(consumer), key=lambda m: int(m.data()))
+    partitions = [m.message_id().partition for m in got]
+    runs = [partitions[i:i + 10] for i in range(0, 60, 10)]
+    assert all(len(set(run)) == 1 for run in runs)  # a batch of 10 stays on one partition
+    firsts = [run[0] for run in runs]
+    assert firsts == [(firsts[0] + i) % PARTITIONS for i in range(6)]  # then the next partition
+
+
+def test_single_partition_mode_keeps_keyless_batches_on_one_partition(client, partitioned):
+    consumer = client.subscribe(partitioned, "sub", initial_position=InitialPosition.Earliest)
+    producer = client.create_producer(partitioned, batching_max_messages=5,
+                                      message_routing_mode=PartitionsRoutingMode.UseSinglePartition)
+    for i in range(30):
+        producer.send_async(b"%d" % i, None)
+    producer.send(b"keyed", partition_key="hello")
+    got = _drain(consumer)
+    keyless = [m for m in got if m.data() != b"keyed"]
+    assert len(keyless) == 30 and len({m.message_id().partition for m in keyless}) == 1
+    assert [int(m.data()) for m in keyless] == list(range(30))  # per-producer order
+    (keyed,) = [m for m in got if m.data() == b"keyed"]
+    assert keyed.message_id().partition == java_string_hash("hello") % PARTITIONS
+
+
+def test_a_bad_custom_router_result_fails_the_send_and_the_producer_goes_on(client, partitioned):
+    def router(msg, n):
+        return {"a": 2, "b": n, "c": "1"}[msg.partition_key()]
+    producer = client.create_producer(partitioned, message_router=router)
+    with pytest.raises(InvalidConfiguration, match="message_router returned partition 3"):
+        producer.send(b"x", partition_key="b")
+    with pytest.raises(InvalidConfiguration, match="message_router returned partition '1'"):
+        producer.send_async(b"x", None, partition_key="c")
+    assert producer.send(b"x", partition_key="a").partition == 2
