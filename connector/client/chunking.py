@@ -31,6 +31,10 @@ When a buffer is given up (as Apache Pulsar's ``ConsumerImpl`` does, checked aga
   chunk arrived is dropped and its chunks are *acknowledged, whatever the auto-ack option* (Pulsar does
   the same: a message that did not complete in that time is taken to be broken, e.g. its producer died
   mid-message, and redelivering it would only expire it again, forever). 0 disables expiry.
+- **later chunks of a message given up** (by queue full or expiry) follow its fate at once: acknowledged
+  when its chunks were, else redelivered. Pulsar treats them as unexpected chunks (below), which with
+  auto-ack on has them come back again and again until the expiry time has passed; the tracker remembers
+  the last ``GIVEN_UP_MEMORY`` given-up messages instead.
 - **unexpected chunk** (a chunk other than 0 for a message with no buffer, a gap, an invalid chunk id):
   the buffer of that message, if any, and the chunk are dropped; they are acknowledged when the chunk's
   publish time is older than the expiry time (the message cannot complete any more), else redelivered
@@ -51,6 +55,9 @@ import logging
 from typing import Callable, NamedTuple
 
 log = logging.getLogger(__name__)
+
+GIVEN_UP_MEMORY = 1000
+"""How many given-up messages the tracker remembers, to settle their later chunks the same way."""
 
 
 class Chunk(NamedTuple):
@@ -129,6 +136,8 @@ class ChunkedMessageTracker:
         self._label = label
         # uuid -> buffer, oldest first chunk first (a restarted message moves to the end).
         self._pending: collections.OrderedDict[str, _Pending] = collections.OrderedDict()
+        # uuid -> whether its chunks were acknowledged, for messages dropped on queue full or expiry.
+        self._given_up: collections.OrderedDict[str, bool] = collections.OrderedDict()
 
     def __len__(self) -> int:
         """How many messages are incomplete."""
@@ -154,6 +163,7 @@ class ChunkedMessageTracker:
             self._unexpected(chunk, pending, now, ack, redeliver, "its chunk id is out of range")
             return ChunkOutcome(None, ack, redeliver)
         if chunk.chunk_id == 0:
+            self._given_up.pop(chunk.uuid, None)
             if pending is not None:
                 self._restart(chunk, pending, ack)
             elif len(self._pending) >= self.max_pending:
@@ -161,7 +171,11 @@ class ChunkedMessageTracker:
             done = self._start(chunk, now)
             return ChunkOutcome(done, ack, redeliver)
         if pending is None:
-            self._unexpected(chunk, None, now, ack, redeliver, "its first chunk was not received")
+            acked = self._given_up.get(chunk.uuid)
+            if acked is not None:
+                (ack if acked else redeliver).append(chunk.offset)
+            else:
+                self._unexpected(chunk, None, now, ack, redeliver, "its first chunk was not received")
             return ChunkOutcome(None, ack, redeliver)
         received = len(pending.offsets)
         if chunk.chunk_id < received:
@@ -187,6 +201,7 @@ class ChunkedMessageTracker:
         """Forget every buffer (after a seek); returns the offsets that were buffered."""
         offsets = self.pending_offsets()
         self._pending.clear()
+        self._given_up.clear()
         return offsets
 
     # --- internals ------------------------------------------------------------------------------------
@@ -216,6 +231,7 @@ class ChunkedMessageTracker:
     def _drop_oldest(self, ack: list[int], redeliver: list[int]) -> None:
         uuid, oldest = self._pending.popitem(last=False)
         (ack if self.auto_ack_oldest else redeliver).extend(oldest.offsets)
+        self._give_up(uuid, self.auto_ack_oldest)
         log.warning("%smore than max_pending_chunked_message=%d incomplete chunked messages: dropped the "
                     "oldest, %s (%d of %d chunks), its chunks are %s", self._label, self.max_pending, uuid,
                     len(oldest.offsets), oldest.num_chunks,
@@ -232,10 +248,17 @@ class ChunkedMessageTracker:
                 break
             del pending[uuid]
             ack.extend(oldest.offsets)
+            self._give_up(uuid, True)
             log.warning("%schunked message %s expired incomplete (%d of %d chunks after %d ms): its chunks "
                         "are acknowledged", self._label, uuid, len(oldest.offsets), oldest.num_chunks,
                         now - oldest.first_arrival_ms)
         return ack, []
+
+    def _give_up(self, uuid: str, acked: bool) -> None:
+        given_up = self._given_up
+        given_up[uuid] = acked
+        if len(given_up) > GIVEN_UP_MEMORY:
+            given_up.popitem(last=False)
 
     def _unexpected(self, chunk: Chunk, pending: _Pending | None, now: int, ack: list[int],
                     redeliver: list[int], why: str) -> None:

@@ -78,8 +78,7 @@ def test_queue_full_with_auto_ack_acknowledges_the_oldest_incomplete_message():
     tracker.add(b[0])
     assert tracker.add(c[0]) == (None, [0], [])
     assert len(tracker) == 2
-    # a's remaining chunk has no buffer any more: dropped, redelivered while the message is young
-    assert tracker.add(a[1]) == (None, [], [3])
+    assert tracker.add(a[1]) == (None, [3], [])  # a's later chunk shares its fate
     assert tracker.add(b[1]).completed.offsets == (1, 4)
 
 
@@ -90,6 +89,7 @@ def test_queue_full_without_auto_ack_asks_for_the_oldest_message_to_be_redeliver
     tracker.add(a[0])
     assert tracker.add(b[0]) == (None, [], [0])
     assert tracker.pending_offsets() == [1]
+    assert tracker.add(a[1]) == (None, [], [2])  # a's later chunk: redelivered too
     # the redelivery brings a's chunks again; once b is done they fit
     assert tracker.add(b[1]).completed.payload == b"yyyyyy"
     tracker.add(a[0])
@@ -108,6 +108,7 @@ def test_incomplete_message_expires_and_its_chunks_are_acknowledged():
     clock.now += 1
     assert tracker.expire() == (None, [0, 1], [])
     assert len(tracker) == 0 and tracker.next_expiry_ms() is None
+    assert tracker.add(a[2]) == (None, [2], [])  # the last chunk, late: acknowledged at once
 
 
 def test_expiry_acknowledges_even_without_auto_ack_and_is_checked_on_each_chunk():
@@ -121,6 +122,18 @@ def test_expiry_acknowledges_even_without_auto_ack_and_is_checked_on_each_chunk(
     outcome = tracker.add(young[0])
     assert outcome == (None, [0], [])
     assert tracker.pending_offsets() == [7]
+
+
+def test_only_the_latest_given_up_messages_are_remembered(monkeypatch):
+    from connector.client import chunking
+
+    monkeypatch.setattr(chunking, "GIVEN_UP_MEMORY", 2)
+    tracker = _tracker(max_pending_chunked_message=1, auto_ack_oldest_chunked_message_on_queue_full=True)
+    messages = [_chunks(u, b"xxxxxx", [i, 10 + i]) for i, u in enumerate("abcd")]
+    for first, _ in messages:
+        tracker.add(first)  # each drops the one before: a, b, c given up
+    assert tracker.add(messages[0][1]) == (None, [], [10])  # a forgotten: an unexpected chunk
+    assert tracker.add(messages[2][1]) == (None, [12], [])  # c remembered
 
 
 def test_zero_expiry_never_expires():
