@@ -14,10 +14,12 @@ from connector import Client, CompressionType, InitialPosition, MessageId, Timeo
 
 
 def produce_raw(broker, topic, entries):
-    """Store ``entries`` ((MessageMetadata, payload) pairs) in this order; their offsets."""
-    sends = [pb.SendEntry(sequence_id=meta.sequence_id, highest_sequence_id=meta.sequence_id,
-                          num_messages=1, data=codec.encode_entry(meta, payload))
-             for meta, payload in entries]
+    """Store ``entries`` ((MessageMetadata, payload) pairs, or entry bytes encoded by hand) in this order;
+    their offsets."""
+    sends = [pb.SendEntry(num_messages=1, data=entry) if isinstance(entry, bytes) else
+             pb.SendEntry(sequence_id=entry[0].sequence_id, highest_sequence_id=entry[0].sequence_id,
+                          num_messages=1, data=codec.encode_entry(*entry))
+             for entry in entries]
     requests = [pb.ProduceRequest(open=pb.ProducerOpen(topic=topic, producer_name="raw")),
                 pb.ProduceRequest(send=pb.SendBatch(entries=sends))]
     offsets = []
