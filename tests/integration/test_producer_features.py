@@ -2,8 +2,11 @@
 semantics (timeouts, queue limits, metadata, sequence ids), through a real broker."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import threading
 import time
 from datetime import timedelta
 
@@ -11,7 +14,8 @@ import pytest
 
 from broker_core import Broker
 from connector import (
-    BatchingType, Client, CompressionType, InitialPosition, MessageTooBig, Result, Timeout)
+    BatchingType, Client, CompressionType, InitialPosition, MessageTooBig, ProducerAccessMode,
+    ProducerFenced, ProducerQueueIsFull, Result, Timeout)
 
 
 def _subscribe(client, topic, name="sub", **kwargs):
@@ -198,3 +202,161 @@ def test_without_chunking_an_oversized_message_fails_at_send(small_client, topic
     with pytest.raises(MessageTooBig):
         producer.send(b"x" * (SMALL_MAX + 1))
     assert producer.send(b"fits").entry_id == 0  # nothing of the refused message reached the topic
+
+
+# --- send semantics ------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _paused(proc):
+    """The broker process stopped (SIGSTOP): requests queue up unanswered until SIGCONT."""
+    os.kill(proc.proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(proc.proc.pid, signal.SIGCONT)
+
+
+class _Results:
+    """send_async callbacks, waited on as real events."""
+
+    def __init__(self) -> None:
+        self.results: list = []
+        self._changed = threading.Condition()
+
+    def __call__(self, result, msg_id) -> None:
+        with self._changed:
+            self.results.append(result)
+            self._changed.notify_all()
+
+    def wait_for(self, count: int, timeout_s: float = 10.0) -> list:
+        with self._changed:
+            assert self._changed.wait_for(lambda: len(self.results) >= count, timeout_s), self.results
+            return list(self.results)
+
+
+def test_a_send_not_acknowledged_in_time_fails_with_timeout(broker_process, topic):
+    proc = broker_process()
+    with Client(proc.service_url) as client:
+        producer = client.create_producer(topic, send_timeout_millis=500, batching_enabled=False)
+        producer.send(b"before")
+        results = _Results()
+        with _paused(proc):
+            producer.send_async(b"async", results)
+            started = time.monotonic()
+            with pytest.raises(Timeout, match="send_timeout_millis=500"):
+                producer.send(b"sync")
+            assert 0.4 < time.monotonic() - started < 3
+            assert results.wait_for(1) == [Result.Timeout]
+        producer.send(b"after")  # the producer goes on once the broker answers again
+        assert producer.last_sequence_id() == 3
+
+
+def test_a_full_queue_fails_the_send_at_once_without_block_if_queue_full(broker_process, topic):
+    proc = broker_process()
+    with Client(proc.service_url) as client:
+        producer = client.create_producer(topic, max_pending_messages=3, block_if_queue_full=False,
+                                          batching_enabled=False)
+        producer.send(b"warm-up")
+        results = _Results()
+        with _paused(proc):
+            for i in range(3):
+                producer.send_async(b"%d" % i, results)
+            producer.send_async(b"refused", results)
+            assert results.wait_for(1) == [Result.ProducerQueueIsFull]  # at once, while paused
+            with pytest.raises(ProducerQueueIsFull, match="max_pending_messages=3"):
+                producer.send(b"refused too")
+        producer.flush()
+        assert results.wait_for(4) == [Result.ProducerQueueIsFull] + [Result.Ok] * 3
+
+
+def test_a_full_queue_blocks_the_send_with_block_if_queue_full(broker_process, topic):
+    proc = broker_process()
+    with Client(proc.service_url) as client:
+        producer = client.create_producer(topic, max_pending_messages=3, block_if_queue_full=True,
+                                          batching_enabled=False)
+        producer.send(b"warm-up")
+        results = _Results()
+        with _paused(proc):
+            for i in range(3):
+                producer.send_async(b"%d" % i, results)
+            blocked = threading.Thread(target=producer.send_async, args=(b"waits", results))
+            blocked.start()
+            blocked.join(0.5)
+            assert blocked.is_alive() and results.results == []  # blocked while the broker is stopped
+        blocked.join(10)
+        assert not blocked.is_alive()
+        producer.flush()
+        assert results.wait_for(4) == [Result.Ok] * 4
+
+
+def test_message_and_producer_metadata_reach_consumers_and_stats(client, admin, topic):
+    consumer = _subscribe(client, topic)
+    producer = client.create_producer(topic, properties={"app": "billing", "version": "7"})
+    producer.send_async(b"a", None, ordering_key=b"order-1", event_timestamp=1_700_000_000_000,
+                        properties={"trace": "t1"})
+    producer.send(b"b", ordering_key="order-2", partition_key="pk")
+    a, b = consumer.receive(5000), consumer.receive(5000)
+    assert (a.ordering_key(), a.event_timestamp(), a.properties()) == \
+        (b"order-1", 1_700_000_000_000, {"trace": "t1"})
+    assert (b.ordering_key(), b.partition_key(), b.event_timestamp(), b.properties()) == \
+        (b"order-2", "pk", 0, {})
+    (publisher,) = admin.topic_stats(topic)["publishers"]
+    assert publisher["metadata"] == {"app": "billing", "version": "7"}
+    assert publisher["producerName"] == producer.producer_name()
+
+
+def test_default_producer_names_are_unique(client, topic):
+    names = {client.create_producer(topic).producer_name() for _ in range(3)}
+    names.add(client.create_producer(topic + "-other").producer_name())
+    assert len(names) == 4 and all(names)
+
+
+def test_flush_returns_once_every_pending_message_is_acknowledged(client, topic):
+    producer = client.create_producer(topic, batching_max_messages=50,
+                                      batching_max_publish_delay_ms=10_000)
+    results = _Results()
+    for i in range(520):
+        producer.send_async(b"%d" % i, results)
+    producer.flush()
+    assert results.results == [Result.Ok] * 520  # complete when flush returns: nothing to wait for
+    assert producer.last_sequence_id() == 519
+
+
+def test_explicit_sequence_ids_reach_the_entries(client, topic):
+    consumer = _subscribe(client, topic)
+    producer = client.create_producer(topic, initial_sequence_id=1000,
+                                      batching_max_publish_delay_ms=10_000)
+    producer.send(b"auto")
+    producer.send(b"explicit", sequence_id=5000)
+    for seq in (6000, 6001, 7000):
+        producer.send_async(b"batched %d" % seq, None, sequence_id=seq)
+    producer.flush()
+    with pytest.raises(ValueError, match="sequence_id=-1 is not valid"):
+        producer.send(b"bad", sequence_id=-1)
+    got = [consumer.receive(5000) for _ in range(5)]
+    assert [m.sequence_id() for m in got] == [1001, 5000, 6000, 6001, 7000]
+    assert producer.last_sequence_id() == 7000
+
+
+def test_wait_for_exclusive_waits_longer_than_the_operation_timeout(broker, admin, topic):
+    with Client(broker.service_url, operation_timeout_seconds=0.5) as client:
+        leader = client.create_producer(topic, access_mode=ProducerAccessMode.Exclusive)
+        created: list = []
+        waiter = threading.Thread(target=lambda: created.append(client.create_producer(
+            topic, access_mode=ProducerAccessMode.WaitForExclusive, batching_enabled=False)))
+        waiter.start()
+        waiter.join(1.5)  # three operation timeouts
+        assert waiter.is_alive() and created == []
+        leader.close()
+        waiter.join(10)
+        assert created and created[0].send(b"leader now").entry_id == 0
+
+
+def test_a_fenced_producer_refuses_every_later_send(client, topic):
+    old = client.create_producer(topic, access_mode=ProducerAccessMode.Exclusive)
+    client.create_producer(topic, access_mode=ProducerAccessMode.ExclusiveWithFencing)
+    with pytest.raises(ProducerFenced):
+        old.send(b"x")
+    with pytest.raises(ProducerFenced):
+        old.send_async(b"payload only", None)  # the fast path too
+    with pytest.raises(ProducerFenced):
+        old.send_async(b"keyed", None, partition_key="k")
