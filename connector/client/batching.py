@@ -4,13 +4,14 @@ A batch of one message is sent unbatched (its key and properties in ``MessageMet
 ``batch_index = -1``), as Pulsar's Java client does; two or more become a batch payload of
 ``SingleMessageMetadata``-framed messages with ``num_messages_in_batch = n``. Per-message headers are
 built when the message is added (one table lookup for a payload-only message), so building the entry
-is one ``join``, one optional compression and one CRC.
+is one ``join``, one optional compression and one CRC. :func:`pack_requests` packs the entries waiting
+in the stream's outbox into SendBatch requests.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from broker_core.protocol import codec, pulsar_api_pb2
+from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
 from broker_core.protocol.compression import compress_payload
 
 FRAME_OVERHEAD = 8
@@ -151,3 +152,38 @@ class BatchContainer:
         self.generation += 1
         self._reset()
         return callbacks
+
+
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+"""Entry bytes per SendBatch request: well under gRPC's 64 MiB message cap (chunks of a large message,
+or many queued large batches, go out in several requests)."""
+
+
+def pack_requests(items: list[Any]) -> list[broker_pb2.ProduceRequest]:
+    """Consecutive entries -- ``(sequence_id, highest_sequence_id, num_messages, data)`` tuples from
+    ``PartitionProducer._send_locked`` -- become one SendBatch request of at most MAX_REQUEST_BYTES
+    (or of one larger entry); other requests pass as they are."""
+    out: list[broker_pb2.ProduceRequest] = []
+    batch = None
+    size = 0
+    for item in items:
+        if type(item) is tuple:
+            sequence_id, highest_sequence_id, num_messages, data = item
+            if batch is not None and size + len(data) > MAX_REQUEST_BYTES:
+                out.append(batch)
+                batch = None
+            if batch is None:
+                batch = broker_pb2.ProduceRequest()
+                add = batch.send.entries.add
+                size = 0
+            size += len(data)
+            add(sequence_id=sequence_id, highest_sequence_id=highest_sequence_id,
+                num_messages=num_messages, data=data)
+            continue
+        if batch is not None:
+            out.append(batch)
+            batch = None
+        out.append(item)
+    if batch is not None:
+        out.append(batch)
+    return out

@@ -17,8 +17,9 @@ from connector.client.enums import (
     ACCESS_MODE_TO_WIRE, BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
     PartitionsRoutingMode, ProducerAccessMode, SubscriptionMode, check_enum)
 from connector.client.partition_consumer import PartitionConsumer
-from connector.client.partition_producer import PartitionProducer, ProducerConf, check_sequence_id
+from connector.client.partition_producer import PartitionProducer
 from connector.client.producer import Producer, initial_partition
+from connector.client.producer_conf import ProducerConf, check_sequence_id
 from connector.client.reader import Reader, start_position
 from connector.client.routing import Router
 from connector.client.timer import TimerThread

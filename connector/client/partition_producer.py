@@ -1,8 +1,11 @@
 """The producer of one (partition) topic: its Produce stream, batch container and pending entries.
 
-Receipts arrive in send order; each entry's callbacks get ``(None, MessageId)`` or ``(error, None)``.
-A callback is either a :class:`SyncWaiter` (a blocking ``send``) or the user's ``send_async`` callback,
-called as ``callback(Result, MessageId)`` like pulsar-client.
+Messages go into a batch container (default, or key-based: :mod:`connector.client.key_based`); a
+message above ``max_message_size`` goes out as chunks when chunking is on
+(:mod:`connector.client.chunking_producer`). Receipts arrive in send order and are matched to pending
+entries by sequence id; each entry's callbacks get ``(None, MessageId)`` or ``(error, None)`` -- a
+:class:`SyncWaiter` (a blocking ``send``), the user's ``send_async`` callback (called as
+``callback(Result, MessageId)`` like pulsar-client) or a chunk's part of its message's callback.
 """
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ import collections
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from broker_core import errors
@@ -20,43 +22,16 @@ from broker_core.protocol.status import error_from_proto
 from broker_core.types import MessageId
 
 from connector.client import chunking_producer
-from connector.client.batching import PLAIN_HEADERS, PLAIN_LIMIT, BatchContainer, PendingEntry
+from connector.client.batching import (
+    PLAIN_HEADERS, PLAIN_LIMIT, BatchContainer, PendingEntry, pack_requests)
 from connector.client.callbacks import ChunkedSend, SyncWaiter, complete_callbacks
 from connector.client.connection import BidiStream, Connection
 from connector.client.enums import Result
 from connector.client.key_based import KeyBasedBatchContainer
+from connector.client.producer_conf import ProducerConf, check_sequence_id
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
-
-MAX_SEQUENCE_ID = (1 << 63) - 1
-"""Sequence ids are Java longs in Pulsar: 0 .. 2**63 - 1."""
-
-
-def check_sequence_id(option: str, value: Any) -> None:
-    """ValueError naming ``option`` unless ``value`` is an int (not a bool) in 0 .. MAX_SEQUENCE_ID."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQUENCE_ID:
-        raise ValueError(f"{option}={value!r} is not valid; use an int from 0 to 2**63 - 1")
-
-
-@dataclass(frozen=True)
-class ProducerConf:
-    """create_producer's options, parsed once."""
-
-    producer_name: str | None
-    initial_sequence_id: int | None
-    send_timeout_ms: int
-    compression: int
-    max_pending_messages: int
-    block_if_queue_full: bool
-    batching_enabled: bool
-    batching_max_messages: int
-    batching_max_bytes: int
-    batching_max_publish_delay_ms: int
-    key_based_batching: bool
-    properties: Mapping[str, str]
-    access_mode: int
-    chunking_enabled: bool = False
 
 
 class PartitionProducer:
@@ -102,7 +77,7 @@ class PartitionProducer:
             access_mode=conf.access_mode, properties=dict(conf.properties),
             initial_sequence_id=-1 if conf.initial_sequence_id is None else conf.initial_sequence_id))
         self._stream = BidiStream(connection, "Produce", request, self._on_response, self._on_end,
-                                  batch_requests=_pack_requests, name=f"producer-{topic}")
+                                  batch_requests=pack_requests, name=f"producer-{topic}")
         # WaitForExclusive: the broker answers once this producer is the exclusive one, however long
         # that takes (a stream error still ends the wait).
         wait_s = None if conf.access_mode == broker_pb2.WAIT_FOR_EXCLUSIVE \
@@ -441,38 +416,3 @@ class PartitionProducer:
             self._stream.send(broker_pb2.ProduceRequest(close=broker_pb2.CloseProducer()))
         self._stream.close()
         self._fail_all(errors.AlreadyClosed(f"the producer on {self.topic} is closed"))
-
-
-MAX_REQUEST_BYTES = 16 * 1024 * 1024
-"""Entry bytes per SendBatch request: well under gRPC's 64 MiB message cap (chunks of a large message,
-or many queued large batches, go out in several requests)."""
-
-
-def _pack_requests(items: list[Any]) -> list[broker_pb2.ProduceRequest]:
-    """Consecutive entries -- ``(sequence_id, highest_sequence_id, num_messages, data)`` tuples from
-    ``_send_locked`` -- become one SendBatch request of at most MAX_REQUEST_BYTES (or of one larger
-    entry); other requests pass as they are."""
-    out: list[broker_pb2.ProduceRequest] = []
-    batch = None
-    size = 0
-    for item in items:
-        if type(item) is tuple:
-            sequence_id, highest_sequence_id, num_messages, data = item
-            if batch is not None and size + len(data) > MAX_REQUEST_BYTES:
-                out.append(batch)
-                batch = None
-            if batch is None:
-                batch = broker_pb2.ProduceRequest()
-                add = batch.send.entries.add
-                size = 0
-            size += len(data)
-            add(sequence_id=sequence_id, highest_sequence_id=highest_sequence_id,
-                num_messages=num_messages, data=data)
-            continue
-        if batch is not None:
-            out.append(batch)
-            batch = None
-        out.append(item)
-    if batch is not None:
-        out.append(batch)
-    return out

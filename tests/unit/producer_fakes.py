@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from broker_core.protocol import broker_pb2
-from connector.client import partition_producer
+from connector.client import batching, partition_producer
 from connector.client.enums import HashingScheme, PartitionsRoutingMode
-from connector.client.partition_producer import PartitionProducer, ProducerConf
+from connector.client.partition_producer import PartitionProducer
+from connector.client.producer_conf import ProducerConf
 from connector.client.producer import Producer
 from connector.client.routing import Router
 
@@ -95,7 +96,7 @@ def make_producer(monkeypatch, partitions: int = 0, max_message_size: int = 0,
 def sent_entries(part: PartitionProducer) -> list[broker_pb2.SendEntry]:
     """Every entry the producer has handed to its stream, as the SendBatch requests carry them."""
     out: list[broker_pb2.SendEntry] = []
-    for request in partition_producer._pack_requests(part._stream.sent):
+    for request in batching.pack_requests(part._stream.sent):
         if request.WhichOneof("request") == "send":
             out.extend(request.send.entries)
     return out
