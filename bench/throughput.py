@@ -1,10 +1,11 @@
 """Throughput and latency benchmark of pulsarlike, with Redis Streams as the peer (ARCHITECTURE.md §9).
 
 Run it with ``make bench`` or ``python bench/throughput.py [--messages N] [--size B] [--latency-messages N]
-[--skip-redis] [--json] [--set journalSyncMode=never ...]`` (``--set`` passes broker configuration, for
-diagnosis only; the reported figures use the default configuration). ``--messages 200000`` iterates faster.
+[--skip-redis] [--json] [--set journalSyncMode=never ...] [--sections base,codecs,key-based,chunked]
+[--skip SECTION ...]`` (``--set`` passes broker configuration, for diagnosis only; the reported figures use
+the default configuration). ``--messages 200000`` iterates faster.
 
-What it measures, in this order:
+What it measures, in this order (sections 1-4 are ``base``):
 
 1. **Produce**: one producer, persistent topic, batched ``send_async`` (1000 messages per batch) then
    ``flush()``. ``max_pending_messages`` is raised to 100,000 with ``block_if_queue_full=True``, so the figure
@@ -17,6 +18,16 @@ What it measures, in this order:
    ``time.perf_counter_ns()`` in this process, matched by the sequence number carried in the payload.
 4. **Redis Streams peer**: a ``redis-server`` subprocess (in memory, ``--save '' --appendonly no``); redis-py
    pipelined ``XADD`` in batches of 1000, then ``XREADGROUP COUNT 1000`` + ``XACK`` per batch.
+5. **Codecs** (``codecs``): produce then consume ``--codec-messages`` JSON-like messages of ~1 KB (1,000
+   distinct documents, cycled) with each ``CompressionType``, as in 1-2 but with the default
+   ``batching_max_allowed_size_in_bytes`` (128 KiB: ~125 messages per batch); msg/s, MB/s of payload and the
+   ratio to ``NONE``. Target: LZ4 costs at most 15% of produce throughput.
+6. **Key-based batching** (``key-based``): ``--key-messages`` messages of ``--size`` B over 1,000 distinct
+   partition keys, ``BatchingType.KeyBased`` against ``BatchingType.Default`` (same keys); produce msg/s and
+   entries written. With 1,000 keys and batches of 1,000 messages, most key batches hold one message.
+7. **Chunked message** (``chunked``): a ``--chunk-mib`` MiB (default 50) random message, ``chunking_enabled``,
+   sent with ``send()`` and received whole by a consumer that subscribed first; round-trip time (send start
+   to ``receive()`` return) of each of ``--chunk-rounds`` rounds, and the median.
 
 The broker runs as a separate process (``python -m broker_core.cli broker --port 0``, default
 ``journalSyncMode=group``: receipts wait for fsync) so client and broker each get a core. Redis runs without
@@ -27,8 +38,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,15 +52,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from connector import Client, InitialPosition, Result  # noqa: E402
+from connector import BatchingType, Client, CompressionType, InitialPosition, Result  # noqa: E402
 
 BATCH = 1000
+SECTIONS = ("base", "codecs", "key-based", "chunked")
 TARGETS = {  # name: (threshold, "min" means figure >= threshold, "max" means figure < threshold)
     "produce_msg_s": (1_000_000, "min"),
     "produce_vs_redis": (4.0, "min"),
     "consume_msg_s": (1_000_000, "min"),
     "e2e_p50_ms": (1.0, "max"),
     "e2e_p99_ms": (5.0, "max"),
+    "lz4_produce_vs_none": (0.85, "min"),
 }
 
 
@@ -74,10 +89,13 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def bench_produce(client: Client, topic: str, n: int, payload: bytes) -> float:
+def bench_produce(client: Client, topic: str, n: int, payload: bytes, **options) -> float:
+    """``send_async`` of ``n`` messages then ``flush()``; ``payload`` or, when ``options`` has ``payloads``
+    (a list) or ``keys``, those cycled."""
+    payloads, keys = options.pop("payloads", None), options.pop("keys", None)
     producer = client.create_producer(
         topic, batching_enabled=True, batching_max_messages=BATCH, batching_max_publish_delay_ms=10,
-        max_pending_messages=100_000, block_if_queue_full=True)
+        max_pending_messages=100_000, block_if_queue_full=True, **options)
     failures = []
 
     def done(result, _msg_id) -> None:
@@ -85,8 +103,17 @@ def bench_produce(client: Client, topic: str, n: int, payload: bytes) -> float:
             failures.append(result)
 
     start = time.perf_counter()
-    for _ in range(n):
-        producer.send_async(payload, done)
+    if payloads is not None:
+        count = len(payloads)
+        for i in range(n):
+            producer.send_async(payloads[i % count], done)
+    elif keys is not None:
+        count = len(keys)
+        for i in range(n):
+            producer.send_async(payload, done, partition_key=keys[i % count])
+    else:
+        for _ in range(n):
+            producer.send_async(payload, done)
     producer.flush()
     elapsed = time.perf_counter() - start
     producer.close()
@@ -141,6 +168,71 @@ def bench_latency(client: Client, topic: str, n: int, size: int, rate: float) ->
     if len(latencies) < n:
         print(f"  WARNING: only {len(latencies)}/{n} latency messages received")
     return latencies[len(latencies) // 2], latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+
+
+def json_documents(count: int = 1000, size: int = 1024) -> list[bytes]:
+    """``count`` distinct JSON-like documents of about ``size`` bytes (deterministic)."""
+    rng = random.Random(42)
+    words = ["alpha", "beta", "gamma", "delta", "order", "invoice", "shipped", "pending", "paris",
+             "berlin", "tokyo", "lima", "card", "transfer", "refund", "premium", "basic", "mobile"]
+    docs = []
+    for i in range(count):
+        doc = {"id": i, "user": f"user-{rng.randrange(100_000)}", "ts": 1_700_000_000_000 + i * 137,
+               "status": rng.choice(words), "amount": round(rng.uniform(1, 5000), 2), "items": []}
+        while len(json.dumps(doc)) < size - 60:
+            doc["items"].append({"sku": f"SKU-{rng.randrange(10_000):05d}", "qty": rng.randrange(1, 9),
+                                 "tag": rng.choice(words), "price": round(rng.uniform(1, 300), 2)})
+        docs.append(json.dumps(doc).encode())
+    return docs
+
+
+def bench_codecs(client: Client, n: int) -> dict[str, tuple[float, float, float]]:
+    """Per codec: (produce msg/s, consume msg/s, payload MB/s of produce)."""
+    docs = json_documents()
+    mean_size = sum(map(len, docs)) / len(docs)
+    out = {}
+    for codec in (CompressionType.NONE, CompressionType.LZ4, CompressionType.ZLib, CompressionType.ZSTD,
+                  CompressionType.SNAPPY):
+        topic = f"bench-codec-{codec.name.lower()}"
+        produce = bench_produce(client, topic, n, b"", payloads=docs, compression_type=codec,
+                                batching_max_allowed_size_in_bytes=128 * 1024)
+        out[codec.name] = (produce, bench_consume(client, topic, n), produce * mean_size / 1e6)
+    return out
+
+
+def bench_key_based(client: Client, n: int, payload: bytes, url: str) -> dict[str, tuple[float, float]]:
+    """Per batching type, with 1,000 keys: (produce msg/s, stored bytes per message -- entry overhead)."""
+    from connector import Admin
+
+    keys = [f"key-{i}" for i in range(1000)]
+    out = {}
+    with Admin(url) as admin:
+        for batching in (BatchingType.Default, BatchingType.KeyBased):
+            topic = f"bench-keys-{batching.name.lower()}"
+            rate = bench_produce(client, topic, n, payload, keys=keys, batching_type=batching)
+            out[batching.name] = (rate, admin.topic_stats(topic)["storageSize"] / n)
+    return out
+
+
+def bench_chunked(client: Client, mib: int, rounds: int) -> list[float]:
+    """Round-trip seconds of a ``mib`` MiB chunked message, ``rounds`` times."""
+    topic = "bench-chunked"
+    consumer = client.subscribe(topic, "bench-chunked", initial_position=InitialPosition.Earliest)
+    producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False,
+                                      send_timeout_millis=120_000)
+    payload = os.urandom(mib * 1024 * 1024)
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        producer.send(payload)
+        msg = consumer.receive(timeout_millis=120_000)
+        times.append(time.perf_counter() - start)
+        if len(msg.data()) != len(payload):
+            print(f"  WARNING: received {len(msg.data())} bytes, sent {len(payload)}")
+        consumer.acknowledge(msg)
+    producer.close()
+    consumer.close()
+    return times
 
 
 def free_port() -> int:
@@ -206,35 +298,52 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="also print a JSON summary")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="broker configuration for diagnosis, e.g. journalSyncMode=never (repeatable)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help=f"comma-separated sections to run, of {', '.join(SECTIONS)} (default: all)")
+    parser.add_argument("--skip", action="append", default=[], choices=SECTIONS, metavar="SECTION",
+                        help="a section not to run (repeatable)")
+    parser.add_argument("--codec-messages", type=int, default=100_000, help="~1 KB messages per codec")
+    parser.add_argument("--key-messages", type=int, default=200_000, help="messages per batching type")
+    parser.add_argument("--chunk-mib", type=int, default=50, help="size of the chunked message in MiB")
+    parser.add_argument("--chunk-rounds", type=int, default=3, help="chunked round trips to time")
     args = parser.parse_args()
+    sections = [s for s in args.sections.split(",") if s and s not in args.skip]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"--sections: unknown {', '.join(sorted(unknown))}; use {', '.join(SECTIONS)}")
     n, payload = args.messages, b"x" * args.size
     results: dict[str, float | None] = dict.fromkeys(
         ["produce_msg_s", "consume_msg_s", "e2e_p50_ms", "e2e_p99_ms", "redis_produce_msg_s",
-         "redis_consume_msg_s", "produce_vs_redis", "consume_vs_redis"])
+         "redis_consume_msg_s", "produce_vs_redis", "consume_vs_redis", "lz4_produce_vs_none"])
 
     tmp = tempfile.mkdtemp(prefix="pulsarlike-bench-")
     broker, url = start_broker(tmp, args.set)
     print(f"pulsarlike broker pid {broker.pid} at {url} (separate process, "
           f"{' '.join(args.set) or 'default config: journalSyncMode=group'}); bench pid {os.getpid()}")
-    print(f"{n:,} messages of {args.size} B, batches of {BATCH}; max_pending_messages=100000, "
-          "block_if_queue_full=True (measures throughput, not the pending-queue limit)")
+    print(f"sections: {', '.join(sections)}")
     client = Client(url)
     try:
-        results["produce_msg_s"] = bench_produce(client, "bench-throughput", n, payload)
-        print(f"produce  {results['produce_msg_s']:>12,.0f} msg/s  send_async + flush, one producer")
-        results["consume_msg_s"] = bench_consume(client, "bench-throughput", n)
-        print(f"consume  {results['consume_msg_s']:>12,.0f} msg/s  receive() per message from the fully "
-              f"produced topic (measured after produce), ack_cumulative every {BATCH}")
-        results["e2e_p50_ms"], results["e2e_p99_ms"] = bench_latency(
-            client, "bench-latency", args.latency_messages, args.size, args.latency_rate)
-        print(f"e2e      p50 {results['e2e_p50_ms']:.3f} ms, p99 {results['e2e_p99_ms']:.3f} ms  "
-              f"({args.latency_messages} sync send() at {args.latency_rate:g} msg/s, receive - send start)")
+        if "base" in sections:
+            run_base(client, args, n, payload, results)
+        if "codecs" in sections:
+            run_codecs(client, args.codec_messages, results)
+        if "key-based" in sections:
+            run_key_based(client, args.key_messages, payload, url, results)
+        if "chunked" in sections:
+            times = bench_chunked(client, args.chunk_mib, args.chunk_rounds)
+            results["chunked_round_trip_s"] = statistics.median(times)
+            print(f"chunked  {args.chunk_mib} MiB message round trip (send() start to receive() return): "
+                  f"median {results['chunked_round_trip_s']:.2f} s, "
+                  f"{args.chunk_mib / results['chunked_round_trip_s']:.0f} MiB/s; rounds "
+                  + ", ".join(f"{t:.2f} s" for t in times))
     finally:
         client.close()
         stop(broker)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    if args.skip_redis:
+    if "base" not in sections:
+        pass
+    elif args.skip_redis:
         print("redis    skipped (--skip-redis)")
     elif shutil.which("redis-server") is None:
         print("redis    skipped: redis-server not found; install it with `apt-get install redis-server`")
@@ -252,11 +361,48 @@ def main() -> None:
     for name in TARGETS:
         value = results[name]
         shown = "-" if value is None else f"{value:,.3f}" if value < 100 else f"{value:,.0f}"
-        print(f"  {name:<18} {shown:>12}  {verdict(name, value)}")
+        print(f"  {name:<20} {shown:>12}  {verdict(name, value)}")
     if args.json:
-        print(json.dumps({"messages": n, "size": args.size, "broker_settings": args.set, **results,
+        print(json.dumps({"messages": n, "size": args.size, "broker_settings": args.set,
+                          "sections": sections, **results,
                           "targets_met": {k: verdict(k, results[k]).startswith("MET") for k in TARGETS
                                           if results[k] is not None}}, indent=2))
+
+
+def run_base(client: Client, args: argparse.Namespace, n: int, payload: bytes, results: dict) -> None:
+    print(f"{n:,} messages of {args.size} B, batches of {BATCH}; max_pending_messages=100000, "
+          "block_if_queue_full=True (measures throughput, not the pending-queue limit)")
+    results["produce_msg_s"] = bench_produce(client, "bench-throughput", n, payload)
+    print(f"produce  {results['produce_msg_s']:>12,.0f} msg/s  send_async + flush, one producer")
+    results["consume_msg_s"] = bench_consume(client, "bench-throughput", n)
+    print(f"consume  {results['consume_msg_s']:>12,.0f} msg/s  receive() per message from the fully "
+          f"produced topic (measured after produce), ack_cumulative every {BATCH}")
+    results["e2e_p50_ms"], results["e2e_p99_ms"] = bench_latency(
+        client, "bench-latency", args.latency_messages, args.size, args.latency_rate)
+    print(f"e2e      p50 {results['e2e_p50_ms']:.3f} ms, p99 {results['e2e_p99_ms']:.3f} ms  "
+          f"({args.latency_messages} sync send() at {args.latency_rate:g} msg/s, receive - send start)")
+
+
+def run_codecs(client: Client, n: int, results: dict) -> None:
+    figures = bench_codecs(client, n)
+    produce_none, consume_none, _ = figures["NONE"]
+    print(f"codecs   {n:,} JSON-like messages of ~1 KB per codec, 128 KiB batches; ratio = msg/s vs NONE")
+    for name, (produce, consume, mb_s) in figures.items():
+        results[f"{name.lower()}_produce_msg_s"] = produce
+        results[f"{name.lower()}_consume_msg_s"] = consume
+        print(f"  {name:<7} produce {produce:>10,.0f} msg/s {mb_s:>7,.1f} MB/s  ratio {produce / produce_none:.2f}"
+              f"   consume {consume:>10,.0f} msg/s  ratio {consume / consume_none:.2f}")
+    results["lz4_produce_vs_none"] = figures["LZ4"][0] / produce_none
+
+
+def run_key_based(client: Client, n: int, payload: bytes, url: str, results: dict) -> None:
+    figures = bench_key_based(client, n, payload, url)
+    default_rate = figures["Default"][0]
+    print(f"keys     {n:,} messages of {len(payload)} B over 1,000 partition keys, batches of {BATCH}")
+    for name, (rate, stored) in figures.items():
+        results[f"key_{name.lower()}_produce_msg_s"] = rate
+        print(f"  {name:<8} produce {rate:>10,.0f} msg/s  ratio {rate / default_rate:.2f}  "
+              f"{stored:,.0f} stored bytes per message")
 
 
 if __name__ == "__main__":
