@@ -26,6 +26,11 @@ class InitialPosition(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LATEST: _ClassVar[InitialPosition]
     EARLIEST: _ClassVar[InitialPosition]
 
+class KeySharedMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    AUTO_SPLIT: _ClassVar[KeySharedMode]
+    STICKY: _ClassVar[KeySharedMode]
+
 class AckType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     INDIVIDUAL: _ClassVar[AckType]
@@ -40,6 +45,8 @@ FAILOVER_SUB: SubscriptionType
 KEY_SHARED_SUB: SubscriptionType
 LATEST: InitialPosition
 EARLIEST: InitialPosition
+AUTO_SPLIT: KeySharedMode
+STICKY: KeySharedMode
 INDIVIDUAL: AckType
 CUMULATIVE: AckType
 
@@ -169,7 +176,7 @@ class Position(_message.Message):
     def __init__(self, offset: _Optional[int] = ..., earliest: _Optional[bool] = ..., latest: _Optional[bool] = ...) -> None: ...
 
 class Subscribe(_message.Message):
-    __slots__ = ("topic", "subscription", "sub_type", "consumer_name", "initial_position", "priority_level", "durable", "start", "start_inclusive", "partition_index", "multi_topic")
+    __slots__ = ("topic", "subscription", "sub_type", "consumer_name", "initial_position", "priority_level", "durable", "start", "start_inclusive", "partition_index", "multi_topic", "key_shared")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SUB_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -181,6 +188,7 @@ class Subscribe(_message.Message):
     START_INCLUSIVE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
     MULTI_TOPIC_FIELD_NUMBER: _ClassVar[int]
+    KEY_SHARED_FIELD_NUMBER: _ClassVar[int]
     topic: str
     subscription: str
     sub_type: SubscriptionType
@@ -192,7 +200,26 @@ class Subscribe(_message.Message):
     start_inclusive: bool
     partition_index: int
     multi_topic: bool
-    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., sub_type: _Optional[_Union[SubscriptionType, str]] = ..., consumer_name: _Optional[str] = ..., initial_position: _Optional[_Union[InitialPosition, str]] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start: _Optional[_Union[Position, _Mapping]] = ..., start_inclusive: _Optional[bool] = ..., partition_index: _Optional[int] = ..., multi_topic: _Optional[bool] = ...) -> None: ...
+    key_shared: KeySharedMeta
+    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., sub_type: _Optional[_Union[SubscriptionType, str]] = ..., consumer_name: _Optional[str] = ..., initial_position: _Optional[_Union[InitialPosition, str]] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start: _Optional[_Union[Position, _Mapping]] = ..., start_inclusive: _Optional[bool] = ..., partition_index: _Optional[int] = ..., multi_topic: _Optional[bool] = ..., key_shared: _Optional[_Union[KeySharedMeta, _Mapping]] = ...) -> None: ...
+
+class HashRange(_message.Message):
+    __slots__ = ("start", "end")
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    start: int
+    end: int
+    def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+
+class KeySharedMeta(_message.Message):
+    __slots__ = ("mode", "allow_out_of_order_delivery", "ranges")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_OUT_OF_ORDER_DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    RANGES_FIELD_NUMBER: _ClassVar[int]
+    mode: KeySharedMode
+    allow_out_of_order_delivery: bool
+    ranges: _containers.RepeatedCompositeFieldContainer[HashRange]
+    def __init__(self, mode: _Optional[_Union[KeySharedMode, str]] = ..., allow_out_of_order_delivery: _Optional[bool] = ..., ranges: _Optional[_Iterable[_Union[HashRange, _Mapping]]] = ...) -> None: ...
 
 class Flow(_message.Message):
     __slots__ = ("permits",)
@@ -239,8 +266,10 @@ class CloseConsumer(_message.Message):
     def __init__(self) -> None: ...
 
 class RedeliverUnacknowledged(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("ranges",)
+    RANGES_FIELD_NUMBER: _ClassVar[int]
+    ranges: _containers.RepeatedCompositeFieldContainer[OffsetRange]
+    def __init__(self, ranges: _Optional[_Iterable[_Union[OffsetRange, _Mapping]]] = ...) -> None: ...
 
 class ConsumeRequest(_message.Message):
     __slots__ = ("subscribe", "flow", "ack", "seek", "unsubscribe", "close", "redeliver")
