@@ -77,7 +77,13 @@ def sticky_key(ordering_key: bytes | None = None, partition_key: str | bytes | N
 
 
 def sticky_key_of(metadata: KeyedMetadata) -> bytes:
-    """:func:`sticky_key` of an entry's (or a single message's) metadata."""
+    """:func:`sticky_key` of an entry's (or a single message's) metadata. A protobuf ``MessageMetadata``
+    reads unset fields as empty, so presence is asked with ``HasField`` there."""
+    has = getattr(metadata, "HasField", None)
+    if has is not None:
+        return sticky_key(metadata.ordering_key if has("ordering_key") else None,
+                          metadata.partition_key if has("partition_key") else None,
+                          metadata.partition_key_b64_encoded)
     return sticky_key(metadata.ordering_key, metadata.partition_key,
                       getattr(metadata, "partition_key_b64_encoded", False))
 

@@ -80,3 +80,18 @@ def test_consistent_hashing_range_is_one_to_65535() -> None:
     assert sticky_key_hash(b"Order-3459134", RING_RANGE) == (3112179635 & 0x7FFFFFFF) % 65535 + 1
     hashes = {sticky_key_hash(f"k{i}".encode(), RING_RANGE) for i in range(20000)}
     assert min(hashes) >= 1 and max(hashes) <= 65535
+
+
+def test_unset_keys_of_a_protobuf_metadata_are_absent_not_empty():
+    from broker_core.protocol import pulsar_api_pb2
+    from dispatch.sticky_key import NON_KEY, sticky_key_of
+
+    meta = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1)
+    assert sticky_key_of(meta) == NON_KEY
+    meta.partition_key = "k"
+    assert sticky_key_of(meta) == b"k"
+    meta.ordering_key = b"o"
+    assert sticky_key_of(meta) == b"o"
+    meta.partition_key = ""
+    meta.ClearField("ordering_key")
+    assert sticky_key_of(meta) == b""  # set but empty: a key, as in Pulsar
