@@ -66,7 +66,8 @@ class ChunkPart:
         if send.done or (error is None and not self.last):
             return
         send.done = True
-        complete_callbacks([send.callback], error, lambda i: message_id)  # type: ignore[arg-type,return-value]
+        complete_callbacks([send.callback], error,
+                           lambda i: message_id)  # type: ignore[arg-type,return-value]
 
 
 def complete_callbacks(callbacks: list[Any], error: BaseException | None,

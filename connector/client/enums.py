@@ -34,6 +34,9 @@ class CompressionType(IntEnum):
 
 
 class PartitionsRoutingMode(IntEnum):
+    """Where keyless messages go on a partitioned topic (keyed ones: ``hash(key) % n``); see
+    :mod:`connector.client.routing`."""
+
     UseSinglePartition = 0
     RoundRobinDistribution = 1
     CustomPartition = 2
@@ -42,7 +45,8 @@ class PartitionsRoutingMode(IntEnum):
 class BatchingType(IntEnum):
     Default = 0
     KeyBased = 1
-    """Every batch holds messages of one key (what Key_Shared consumers want)."""
+    """One open batch per key at once; every batch holds messages of one key (what Key_Shared
+    consumers want). See :mod:`connector.client.key_based`."""
 
 
 class ProducerAccessMode(IntEnum):
@@ -53,6 +57,8 @@ class ProducerAccessMode(IntEnum):
 
 
 class HashingScheme(IntEnum):
+    """Key hash for partition routing; ``BoostHash`` (C++ client only) is refused."""
+
     BoostHash = 0
     JavaStringHash = 1
     Murmur3_32Hash = 2
