@@ -255,7 +255,7 @@ class PartitionProducer:
     def _send_locked(self, entry: PendingEntry) -> None:
         entry.sent_at = time.monotonic()
         self._pending.append(entry)
-        # A plain tuple: _pack_requests copies the bytes once, straight into the SendBatch request.
+        # A plain tuple: pack_requests copies the bytes once, straight into the SendBatch request.
         self._stream.send((entry.sequence_id, entry.highest_sequence_id, entry.num_messages, entry.data))
         entry.data = b""  # the outbox holds the bytes now
         if self.conf.send_timeout_ms > 0 and not self._timeout_check_scheduled:
