@@ -3,8 +3,9 @@ receive queue, acks routed to the partition the message came from.
 
 ``receive()`` is a lock-free ``deque.popleft()`` when messages are buffered; only an empty queue
 takes the condition. An entry that could not be decoded sits in the queue as a ``DecodeFailure``:
-``receive()`` raises its ``MessageDecodeError`` (once, acknowledging the entry) and goes on with the next
-message; a ``message_listener`` consumer logs it instead.
+``receive()`` raises its ``MessageDecodeError`` (once, acknowledging the entry; the failure raises it from
+the permit accounting, so real messages pay no test for it) and the next call returns the next message;
+a ``message_listener`` consumer logs it instead.
 """
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ from connector.client.message import DecodeFailure, Message
 from connector.client.partition_consumer import PartitionConsumer
 
 log = logging.getLogger(__name__)
+
+
+def _sub_of(item: Message | DecodeFailure) -> PartitionConsumer:
+    """The partition consumer a queued message or failure came from."""
+    return item.consumer if item.__class__ is DecodeFailure else item._entry.sub  # type: ignore[union-attr]
 
 
 class Consumer:
@@ -66,7 +72,7 @@ class Consumer:
 
     # --- called by partition consumers ------------------------------------------------------------------
     def _deliver(self, messages: list[Message | DecodeFailure]) -> None:
-        if messages[0]._entry.sub._seeking:
+        if _sub_of(messages[0])._seeking:
             return
         self._queue.extend(messages)
         if self._waiting:
@@ -87,17 +93,10 @@ class Consumer:
         except IndexError:
             msg = self._receive_slow(timeout_millis)
         sub = msg._entry.sub
-        if next(sub._taken) >= sub._next_refill_raw:  # sub.on_taken(), inlined: it runs per message
+        # sub.on_taken(), inlined: it runs per message (and raises for a DecodeFailure)
+        if next(sub._taken) >= sub._next_refill_raw:
             sub._refill()
-        if msg.__class__ is DecodeFailure:
-            raise self._discard(msg)  # type: ignore[arg-type]
         return msg  # type: ignore[return-value]
-
-    @staticmethod
-    def _discard(failure: DecodeFailure) -> errors.MessageDecodeError:
-        """Acknowledge an undecodable entry (as Pulsar's client discards a corrupted message); its error."""
-        failure._entry.sub.ack_offsets(failure.offsets)
-        return failure.error
 
     def _receive_slow(self, timeout_millis: int | None) -> Message | DecodeFailure:
         deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000.0
@@ -137,10 +136,10 @@ class Consumer:
                 continue
             except errors.PulsarLikeError:
                 return
-            msg._entry.sub.on_taken()
-            if msg.__class__ is DecodeFailure:
-                log.error("message_listener consumer of %r skips a message: %s", self._subscription,
-                          self._discard(msg))  # type: ignore[arg-type]
+            try:
+                msg._entry.sub.on_taken()
+            except errors.MessageDecodeError as exc:
+                log.error("message_listener consumer of %r skips a message: %s", self._subscription, exc)
                 continue
             try:
                 listener(self._listener_owner, msg)
@@ -219,9 +218,9 @@ class Consumer:
         """Remove ``subs``' messages from the queue; how many per ``id(sub)``."""
         chosen = set(map(id, subs))
         with self._cond:
-            kept = [m for m in self._queue if id(m._entry.sub) not in chosen]
+            kept = [m for m in self._queue if id(_sub_of(m)) not in chosen]
             dropped: collections.Counter[int] = collections.Counter(
-                id(m._entry.sub) for m in self._queue if id(m._entry.sub) in chosen)
+                id(_sub_of(m)) for m in self._queue if id(_sub_of(m)) in chosen)
             self._queue.clear()
             self._queue.extend(kept)
         return dropped
@@ -241,7 +240,7 @@ class Consumer:
             sub.start_seek(target)
         with self._cond:
             chosen = set(map(id, subs))
-            kept = [m for m in self._queue if id(m._entry.sub) not in chosen]
+            kept = [m for m in self._queue if id(_sub_of(m)) not in chosen]
             self._queue.clear()
             self._queue.extend(kept)
         timeout = self._client._connection.operation_timeout_s

@@ -2,7 +2,8 @@
 receive queue for an entry that could not be decoded (``DecodeFailure``)."""
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, NoReturn
 
 from broker_core.errors import InvalidMessage, MessageDecodeError
 from broker_core.protocol import codec, pulsar_api_pb2
@@ -51,31 +52,53 @@ class ChunkedEntryInfo(EntryInfo):
 
 
 class DecodeFailure:
-    """Holds the place of an entry (or chunked message) that could not be decoded in the receive queue:
-    ``receive()`` raises :attr:`error` when it reaches it, once. ``_entry`` has what a queued message's
-    has (``sub``, ``topic``), so queue bookkeeping treats both alike."""
+    """Holds the place of an entry (or chunked message) that could not be decoded in the receive queue.
 
-    __slots__ = ("_entry", "error")
+    It passes for a queued message so that real messages pay nothing for it. ``receive()`` takes each
+    message's permit with ``sub = msg._entry.sub; if next(sub._taken) >= sub._next_refill_raw:
+    sub._refill()``; a failure is its own ``_entry`` and ``sub``, its counter always reaches the
+    threshold, and its ``_refill()`` takes the permit on the real partition consumer, acknowledges the
+    entry (as Pulsar's client discards a corrupted message) and raises :attr:`error`. ``on_taken()``, the
+    listener's way to take a permit, does the same. Queue bookkeeping finds the partition consumer in
+    :attr:`consumer`.
+    """
 
-    def __init__(self, entry: EntryInfo, error: MessageDecodeError) -> None:
-        self._entry = entry
+    __slots__ = ("consumer", "error")
+    _taken = itertools.repeat(0)
+    _next_refill_raw = 0
+
+    def __init__(self, consumer: Any, error: MessageDecodeError) -> None:
+        self.consumer = consumer
         self.error = error
 
     @classmethod
-    def of(cls, entry: EntryInfo, offsets: tuple[int, ...], reason: str) -> "DecodeFailure":
-        """The failure of the message at ``entry`` (for a chunked message: its last chunk) covering
-        ``offsets``, with the error the application will get."""
-        mid = MessageId(entry.ledger_id, entry.entry_id, entry.partition, -1, 0, entry.topic)
+    def of(cls, consumer: Any, ledger_id: int, entry_id: int, offsets: tuple[int, ...],
+           reason: str) -> "DecodeFailure":
+        """The failure of the message at ``entry_id`` (for a chunked message: its last chunk) of
+        ``consumer``'s topic, covering ``offsets``, with the error the application will get."""
+        topic = consumer.topic
+        mid = MessageId(ledger_id, entry_id, consumer.partition, -1, 0, topic)
         where = f"offset {offsets[0]}" if len(offsets) == 1 else f"offsets {', '.join(map(str, offsets))}"
-        return cls(entry, MessageDecodeError(
-            f"cannot decode the message {mid} on {entry.topic} ({where}): {reason}. It is acknowledged, "
-            "as Pulsar's client discards a corrupted message: it will not be redelivered (a Reader can "
+        return cls(consumer, MessageDecodeError(
+            f"cannot decode the message {mid} on {topic} ({where}): {reason}. It is acknowledged, as "
+            "Pulsar's client discards a corrupted message: it will not be redelivered (a Reader can "
             "still read it while retention keeps it)",
-            topic=entry.topic, message_id=mid, offsets=offsets, reason=reason))
+            topic=topic, message_id=mid, offsets=offsets, reason=reason))
 
     @property
-    def offsets(self) -> tuple[int, ...]:
-        return self.error.offsets  # type: ignore[no-any-return]
+    def _entry(self) -> "DecodeFailure":
+        return self
+
+    @property
+    def sub(self) -> "DecodeFailure":
+        return self
+
+    def _refill(self) -> NoReturn:
+        self.consumer.on_taken()
+        self.consumer.ack_offsets(self.error.offsets)
+        raise self.error
+
+    on_taken = _refill
 
 
 class Message:

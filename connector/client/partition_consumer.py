@@ -168,23 +168,32 @@ class PartitionConsumer:
         data = entry.data
         _, _, start = codec.split_broker_entry(data)
         metadata, payload = codec.decode_entry(memoryview(data)[start:] if start else data)
-        batched = metadata.HasField("num_messages_in_batch")
-        if not batched and metadata.num_chunks_from_msg > 1:
-            self._add_chunk(entry, metadata, payload, out)
+        compression = metadata.compression
+        if not metadata.HasField("num_messages_in_batch"):  # one message, or one chunk of a message
+            if metadata.num_chunks_from_msg > 1:
+                self._add_chunk(entry, metadata, payload, out)
+                return
+            if compression:
+                payload = decompress_payload(compression, payload, metadata.uncompressed_size)
+            elif metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
+                raise unexpected_payload_size(metadata, len(payload))
+            entry_id = entry.entry_id
+            if entry_id > self.max_received_offset:
+                self.max_received_offset = entry_id
+            out.append(Message(bytes(payload), None, EntryInfo(
+                metadata, self.topic, entry.ledger_id, entry_id, self.partition, entry.redelivery_count,
+                1, False, self), -1))
             return
-        if metadata.compression:
-            payload = decompress_payload(metadata.compression, payload, metadata.uncompressed_size)
+        if compression:
+            payload = decompress_payload(compression, payload, metadata.uncompressed_size)
         elif metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
             raise unexpected_payload_size(metadata, len(payload))
-        num = metadata.num_messages_in_batch if batched else 1
+        num = metadata.num_messages_in_batch
         info = EntryInfo(metadata, self.topic, entry.ledger_id, entry.entry_id, self.partition,
-                         entry.redelivery_count, num, batched, self)
+                         entry.redelivery_count, num, True, self)
         last = entry.entry_id + num - 1
         if last > self.max_received_offset:
             self.max_received_offset = last
-        if not batched:
-            out.append(Message(bytes(payload), None, info, -1))
-            return
         metas, payloads = codec.split_batch(payload, num)
         ack_set = entry.ack_set
         if not ack_set:
@@ -210,9 +219,7 @@ class PartitionConsumer:
             self._skipped += num - 1
         if offsets[-1] > self.max_received_offset:
             self.max_received_offset = offsets[-1]
-        info = EntryInfo(None, self.topic, entry.ledger_id, entry.entry_id,  # type: ignore[arg-type]
-                         self.partition, entry.redelivery_count, len(offsets), False, self)
-        failure = DecodeFailure.of(info, offsets, exc.message)
+        failure = DecodeFailure.of(self, entry.ledger_id, entry.entry_id, offsets, exc.message)
         log.warning("%s", failure.error.message)
         return failure
 
