@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from broker_core.storage.log import StoredEntry
@@ -136,12 +136,15 @@ class Consumer:
     """
 
     __slots__ = ("consumer_id", "consumer_name", "priority_level", "sink", "on_active_change", "permits",
-                 "msg_out_counter", "bytes_out_counter", "pending", "highest_delivered_end", "multi_topic")
+                 "msg_out_counter", "bytes_out_counter", "pending", "highest_delivered_end", "multi_topic", "key_shared")
 
     def __init__(self, consumer_id: int, consumer_name: str,
                  sink: Callable[[list[Delivery]], None], *, priority_level: int = 0,
-                 on_active_change: Callable[[bool], None] | None = None, multi_topic: bool = False) -> None:
+                 on_active_change: Callable[[bool], None] | None = None, multi_topic: bool = False,
+                 key_shared: Any = None) -> None:
         self.consumer_id = consumer_id
+        self.key_shared = key_shared
+        """Key_Shared consumers: their :class:`~dispatch.key_shared.KeySharedPolicy` (None: the default)."""
         self.multi_topic = multi_topic
         """Subscribed as part of a multi-topic subscription (Failover on non-partitioned topics then
         spreads topics over consumers by hash)."""

@@ -50,6 +50,22 @@ class Dispatcher(ABC):
     @abstractmethod
     def redeliver_unacknowledged(self, consumer: Consumer) -> None: ...
 
+    def redeliver(self, consumer: Consumer, ranges: list[tuple[int, int]]) -> None:
+        """Send again the messages in ``ranges`` that ``consumer`` holds (negative acks). Ordered types
+        cannot redeliver single messages without breaking order: they rewind everything, as Pulsar does."""
+        self.redeliver_unacknowledged(consumer)
+
+    def entries_done(self, consumer: Consumer, starts: list[int]) -> None:
+        """Hook: the entries at ``starts`` left ``consumer``'s pending list, fully acknowledged."""
+
+    def stats(self) -> dict[str, object]:
+        """Extra subscription stats of this type."""
+        return {}
+
+    def consumer_stats(self, consumer: Consumer) -> dict[str, object]:
+        """Extra per-consumer stats of this type."""
+        return {}
+
     @abstractmethod
     def on_seek(self, offset: int) -> None:
         """The cursor was reset so that ``offset`` is the next message; pending lists are already empty."""

@@ -11,12 +11,14 @@ Not thread-safe: the service calls one subscription from one thread (or under on
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
-from broker_core.errors import (AlreadyClosed, ConsumerBusy, CumulativeAcknowledgementNotAllowedError,
-                                InvalidMessage, NotAllowedError)
+from broker_core.clock import SYSTEM_CLOCK, Clock
+from broker_core.errors import AlreadyClosed, ConsumerBusy, CumulativeAcknowledgementNotAllowedError, InvalidMessage
 from dispatch.consumer import Consumer
 from dispatch.dispatcher import Dispatcher
+from dispatch.key_shared import KeySharedDispatcher, KeySharedPolicy
+from dispatch.shared import DelayedDelivery, SharedDispatcher
 from dispatch.single_active import SingleActiveDispatcher
 from dispatch.source import Cursor, EntrySource
 from dispatch.types import SubType
@@ -28,7 +30,10 @@ class Subscription:
     def __init__(self, name: str, topic: str, partition_index: int, source: EntrySource, cursor: Cursor,
                  *, durable: bool = True, max_read_entries: int = 100, max_delivery_bytes: int = 8 << 20,
                  max_unacked_per_consumer: int = 50000,
-                 on_cursor_changed: Callable[[], None] | None = None) -> None:
+                 on_cursor_changed: Callable[[], None] | None = None, clock: Clock = SYSTEM_CLOCK,
+                 scheduler: Callable[[float, Callable[[], None]], Any] | None = None,
+                 delayed_delivery: DelayedDelivery | None = DelayedDelivery(),
+                 key_shared_consistent_hashing: bool = False) -> None:
         self.name = name
         self.topic = topic
         self.partition_index = partition_index
@@ -39,6 +44,12 @@ class Subscription:
         self.max_delivery_bytes = max_delivery_bytes
         self.max_unacked_per_consumer = max_unacked_per_consumer
         self.on_cursor_changed = on_cursor_changed
+        self.clock = clock
+        self.scheduler = scheduler
+        """``scheduler(delay_s, callback)`` -> a handle with ``cancel()`` (the event loop's call_later);
+        delayed delivery needs it to wake up."""
+        self.delayed_delivery = delayed_delivery
+        self.key_shared_consistent_hashing = key_shared_consistent_hashing
         self.redelivery_counts: dict[int, int] = {}
         """Entry offset -> times it came back unacknowledged (only entries that did)."""
         self.msg_out_counter = 0
@@ -64,8 +75,8 @@ class Subscription:
         return self._dispatcher.active_consumer() if self._dispatcher is not None else None
 
     def add_consumer(self, consumer: Consumer, sub_type: SubType | str) -> None:
-        """Attach ``consumer``. Raises ``ConsumerBusy`` (Exclusive taken, or another type in use),
-        ``NotAllowedError`` (a type not supported yet), ``AlreadyClosed``."""
+        """Attach ``consumer``. Raises ``ConsumerBusy`` (Exclusive taken, or another type -- or another
+        Key_Shared mode -- in use), ``ConsumerAssignError`` (bad STICKY ranges), ``AlreadyClosed``."""
         if self.closed:
             raise AlreadyClosed(f"subscription {self.name} on {self.topic} is closed")
         sub_type = SubType(sub_type)
@@ -76,22 +87,27 @@ class Subscription:
                 f" join it while its {len(dispatcher.consumers)} consumer(s) are connected: use the same"
                 " subscription type, or another subscription name",
                 subscription=self.name, sub_type=str(dispatcher.sub_type))
-        if dispatcher is None or dispatcher.sub_type is not sub_type:
-            dispatcher = self._new_dispatcher(sub_type)
+        if dispatcher is None or dispatcher.sub_type is not sub_type or (
+                sub_type is SubType.KEY_SHARED and not dispatcher.consumers):
+            if dispatcher is not None:
+                dispatcher.close()
+            dispatcher = self._new_dispatcher(sub_type, consumer)
             self._dispatcher = dispatcher
-        self._sub_type = sub_type
         dispatcher.add_consumer(consumer)
+        self._sub_type = sub_type
 
     def remove_consumer(self, consumer: Consumer) -> None:
         """Detach ``consumer`` (disconnect or close); what it held unacknowledged goes back for delivery."""
         if self._dispatcher is not None:
             self._dispatcher.remove_consumer(consumer)
 
-    def _new_dispatcher(self, sub_type: SubType) -> Dispatcher:
+    def _new_dispatcher(self, sub_type: SubType, consumer: Consumer) -> Dispatcher:
         if sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
             return SingleActiveDispatcher(self, sub_type)
-        raise NotAllowedError(f"subscription type {sub_type} is not supported yet; use Exclusive or Failover",
-                              sub_type=str(sub_type))
+        if sub_type is SubType.SHARED:
+            return SharedDispatcher(self)
+        policy = getattr(consumer, "key_shared", None) or KeySharedPolicy()
+        return KeySharedDispatcher(self, policy, self.key_shared_consistent_hashing)
 
     # -- flow and dispatch -------------------------------------------------------------------------
 
@@ -111,6 +127,12 @@ class Subscription:
         grants the room back with a flow, as Pulsar clients do."""
         if self._dispatcher is not None and not self.closed:
             self._dispatcher.redeliver_unacknowledged(consumer)
+
+    def redeliver(self, consumer: Consumer, ranges: Iterable[tuple[int, int]]) -> None:
+        """Send again the messages of ``ranges`` ``[start, end)`` that ``consumer`` holds (negative acks):
+        Shared types redeliver those entries, ordered types everything unacknowledged."""
+        if self._dispatcher is not None and not self.closed:
+            self._dispatcher.redeliver(consumer, [(int(s), int(e)) for s, e in ranges])
 
     def first_unacked_offset(self) -> int:
         cursor = self.cursor
@@ -136,6 +158,7 @@ class Subscription:
         pending = consumer.pending
         counts = self.redelivery_counts
         newly = 0
+        done: list[int] = []
         for s, e in ranges:
             pos = s
             for ps, pe in pending.overlapping(s, e):
@@ -146,11 +169,15 @@ class Subscription:
                 newly += n
                 # a message may have been acked by another consumer (failover overlap): ask the cursor
                 fully = (ce == pe and cs <= ps) or cursor.next_unacked(ps) >= pe
-                if pending.acked(ps, n, fully) and counts:
-                    counts.pop(ps, None)
+                if pending.acked(ps, n, fully):
+                    done.append(ps)
+                    if counts:
+                        counts.pop(ps, None)
                 pos = ce
             if pos < e:
                 newly += cursor.ack(pos, e)
+        if done and self._dispatcher is not None:
+            self._dispatcher.entries_done(consumer, done)
         self._acked(consumer, newly)
         return newly
 
@@ -246,12 +273,19 @@ class Subscription:
             "type": str(self._sub_type) if self._sub_type is not None else None,
             "msgOutCounter": self.msg_out_counter,
             "bytesOutCounter": self.bytes_out_counter,
-            "consumers": [c.stats() for c in self.consumers],
+            "consumers": [self._consumer_stats(c) for c in self.consumers],
             "activeConsumerName": active.consumer_name if active is not None else None,
             "isDurable": self.durable,
             "markDeleteOffset": self.cursor.mark_delete_offset,
             "seekCount": self.seek_count,
+            **(self._dispatcher.stats() if self._dispatcher is not None else {}),
         }
+
+    def _consumer_stats(self, consumer: Consumer) -> dict[str, object]:
+        stats = consumer.stats()
+        if self._dispatcher is not None:
+            stats.update(self._dispatcher.consumer_stats(consumer))
+        return stats
 
     def __repr__(self) -> str:
         return f"Subscription({self.name!r}, {self.topic!r}, type={self._sub_type})"

@@ -62,11 +62,14 @@ class RecordingConsumer(Consumer):
 
     __slots__ = ("batches", "active")
 
-    def __init__(self, consumer_id: int, consumer_name: str = "", *, priority_level: int = 0) -> None:
+    def __init__(self, consumer_id: int, consumer_name: str = "", *, priority_level: int = 0,
+                 key_shared: object = None, permits: int = 0) -> None:
         self.batches: list[list[Delivery]] = []
         self.active: list[bool] = []
         super().__init__(consumer_id, consumer_name or f"c{consumer_id}", self.batches.append,
-                         priority_level=priority_level, on_active_change=self.active.append)
+                         priority_level=priority_level, on_active_change=self.active.append,
+                         key_shared=key_shared)
+        self.permits = permits
 
     def received(self) -> list[int]:
         """Offsets of the entries received, in order."""
@@ -80,6 +83,23 @@ class RecordingConsumer(Consumer):
         got = self.received()
         self.batches.clear()
         return got
+
+
+def entry_bytes(key: str | None = None, *, num_messages: int = 1, deliver_at: int | None = None,
+                ordering_key: bytes | None = None) -> bytes:
+    """Stored bytes of an entry (broker prefix + Pulsar entry) with the given key / delivery time."""
+    from broker_core.protocol import codec, pulsar_api_pb2
+
+    meta = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1)
+    if key is not None:
+        meta.partition_key = key
+    if ordering_key is not None:
+        meta.ordering_key = ordering_key
+    if deliver_at is not None:
+        meta.deliver_at_time = deliver_at
+    if num_messages > 1:
+        meta.num_messages_in_batch = num_messages
+    return codec.broker_entry_prefix(1, 0) + codec.encode_entry(meta, b"payload")
 
 
 def make_cursor(name: str = "sub") -> ManagedCursor:

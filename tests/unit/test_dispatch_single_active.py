@@ -40,14 +40,6 @@ def test_subscription_type_can_change_once_every_consumer_left() -> None:
     assert sub.sub_type is SubType.EXCLUSIVE
 
 
-def test_shared_types_are_not_supported_yet() -> None:
-    sub, _ = make_sub()
-    for sub_type in (SubType.SHARED, SubType.KEY_SHARED):
-        with pytest.raises(NotAllowedError, match="not supported yet"):
-            sub.add_consumer(RecordingConsumer(1), sub_type)
-    assert sub.consumers == []
-
-
 def names(consumers: list[RecordingConsumer]) -> str:
     return "".join(c.consumer_name for c in consumers)
 

@@ -1,0 +1,184 @@
+"""Key_Shared: like Shared, but all messages of one key go to one consumer (seed "Key_Shared").
+
+An entry's *sticky key* is its ordering key, else its partition key, else ``NONE_KEY`` (a key-based batch
+carries its key in the entry metadata; with default batching a batch goes by the batch metadata's key,
+which is why Key_Shared producers should use key-based batching or none). The key's hash picks the
+consumer through a selector (:mod:`dispatch.selectors`):
+
+- ``AUTO_SPLIT`` (default): hash ranges split as consumers join
+  (:class:`~dispatch.selectors.HashRangeAutoSplitSelector`), or a consistent-hashing ring when the broker
+  sets ``subscriptionKeySharedUseConsistentHashing``;
+- ``STICKY``: each consumer brings its ranges (:class:`~dispatch.selectors.HashRangeExclusiveSelector`);
+  missing or overlapping ranges are refused with ``ConsumerAssignError``.
+
+**Ordering** (Pulsar 4.0, PIP-379). An entry waits (joins the replay set) when its consumer has no
+permits or holds too many unacknowledged messages, when a hash range gap leaves it without a consumer
+(STICKY), or when its hash is *draining*: the hash moved to another consumer while the previous one still
+holds unacknowledged messages of it (:class:`~dispatch.draining.DrainingHashesTracker`). Once one entry
+of a hash waits, every later entry of that hash waits behind it, so a key's messages leave in order; other
+hashes keep flowing. ``allow_out_of_order_delivery`` turns both draining and this queueing off.
+
+Reading ahead while entries wait is bounded (``lookahead``, Pulsar's
+``keySharedLookAheadMsgInReplayThresholdPerSubscription``): beyond it, new entries are read only once the
+waiting ones leave.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from broker_core.errors import ConsumerBusy
+from broker_core.protocol import codec
+from dispatch.consumer import Consumer, Delivery
+from dispatch.draining import DrainingHashesTracker
+from dispatch.selectors import (ConsistentHashingSelector, HashRangeAutoSplitSelector,
+                                HashRangeExclusiveSelector, StickyKeyConsumerSelector)
+from dispatch.shared import STUCK, SharedDispatcher
+from dispatch.sticky_key import sticky_key_of
+from dispatch.types import SubType
+
+if TYPE_CHECKING:
+    from broker_core.storage.log import StoredEntry
+    from dispatch.subscription import Subscription
+
+AUTO_SPLIT, STICKY = "AUTO_SPLIT", "STICKY"
+LOOKAHEAD = 20_000
+
+
+@dataclass(frozen=True)
+class KeySharedPolicy:
+    """A Key_Shared consumer's wishes (``ConsumerKeySharedPolicy`` on the client)."""
+
+    mode: str = AUTO_SPLIT
+    allow_out_of_order_delivery: bool = False
+    sticky_ranges: tuple[tuple[int, int], ...] = field(default=())
+
+
+def entry_hash_key(entry: "StoredEntry") -> bytes:
+    data = entry.data
+    _, _, pos = codec.split_broker_entry(data)
+    metadata, _ = codec.decode_entry(memoryview(data)[pos:], verify=False)
+    return sticky_key_of(metadata)
+
+
+class KeySharedDispatcher(SharedDispatcher):
+    def __init__(self, subscription: "Subscription", policy: KeySharedPolicy,
+                 consistent_hashing: bool = False) -> None:
+        super().__init__(subscription, SubType.KEY_SHARED)
+        self.policy = policy
+        self.selector: StickyKeyConsumerSelector
+        if policy.mode == STICKY:
+            self.selector = HashRangeExclusiveSelector()
+        elif consistent_hashing:
+            self.selector = ConsistentHashingSelector()
+        else:
+            self.selector = HashRangeAutoSplitSelector()
+        self.draining = DrainingHashesTracker()
+        self._ordered = not policy.allow_out_of_order_delivery
+        self._drains = self._ordered and policy.mode == AUTO_SPLIT
+        self._hashes: dict[int, int] = {}  # entry offset -> sticky key hash (entries pending or waiting)
+        self._holder: dict[int, Consumer] = {}  # entry offset -> the consumer holding it unacked
+        self._waiting_hashes: set[int] = set()  # hashes with an entry waiting in this pass
+
+    # -- membership ----------------------------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        policy = getattr(consumer, "key_shared", None) or KeySharedPolicy()
+        if policy.mode != self.policy.mode or (
+                policy.allow_out_of_order_delivery != self.policy.allow_out_of_order_delivery):
+            raise ConsumerBusy(
+                f"subscription {self.subscription.name} is Key_Shared in mode {self.policy.mode}"
+                f" (allow_out_of_order_delivery={self.policy.allow_out_of_order_delivery}); consumer"
+                f" {consumer.consumer_name!r} asked for {policy.mode}"
+                f" (allow_out_of_order_delivery={policy.allow_out_of_order_delivery})",
+                subscription=self.subscription.name)
+        if isinstance(self.selector, HashRangeExclusiveSelector):
+            changes = self.selector.add_consumer(consumer, policy.sticky_ranges)  # ConsumerAssignError
+        else:
+            changes = self.selector.add_consumer(consumer)
+        if self._drains:
+            self.draining.owners_changed(changes, skip=consumer)
+        super().add_consumer(consumer)
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if consumer not in self.consumers:
+            return
+        self.consumers.remove(consumer)
+        self._return_pending(consumer, None)
+        self.draining.consumer_removed(consumer)
+        changes = self.selector.remove_consumer(consumer)
+        if self._drains:
+            self.draining.owners_changed(changes, skip=consumer)
+        if not self.consumers:
+            self.draining.clear()
+        self.dispatch()
+
+    def entries_returned(self, consumer: Consumer, starts: list[int]) -> None:
+        for s in starts:
+            self._release(consumer, s)
+
+    def entries_done(self, consumer: Consumer, starts: list[int]) -> None:
+        """The entries at ``starts`` were fully acknowledged by ``consumer``."""
+        for s in starts:
+            self._release(consumer, s)
+            self._hashes.pop(s, None)
+
+    def _release(self, consumer: Consumer, start: int) -> None:
+        holder = self._holder.pop(start, None)
+        h = self._hashes.get(start)
+        if holder is not None and h is not None:
+            self.draining.remove_entry(holder, h, 1)
+
+    def _replay_remove(self, offset: int) -> None:
+        super()._replay_remove(offset)
+        if offset not in self._holder:
+            self._hashes.pop(offset, None)
+
+    def on_seek(self, offset: int) -> None:
+        self._hashes.clear()
+        self._holder.clear()
+        self.draining.clear()
+        super().on_seek(offset)
+
+    # -- choosing ----------------------------------------------------------------------------------------
+
+    def may_read_ahead(self) -> bool:
+        return len(self._replay) < LOOKAHEAD
+
+    def _round(self) -> bool:
+        self._waiting_hashes.clear()
+        return super()._round()
+
+    def choose(self, entry: "StoredEntry", delivery: Delivery) -> Any:
+        if not self._available():
+            return None
+        h = self._hashes.get(entry.offset)
+        if h is None:
+            h = self._hashes[entry.offset] = self.selector.make_hash(entry_hash_key(entry))
+        if self._ordered and h in self._waiting_hashes:
+            return STUCK
+        consumer = self.selector.select(h)
+        if consumer is None or consumer.permits <= 0 or self._is_blocked(consumer) or (
+                self._drains and self.draining.should_block(consumer, h)):
+            self._waiting_hashes.add(h)
+            return STUCK
+        return consumer
+
+    def assigned(self, consumer: Consumer, entry: "StoredEntry") -> None:
+        self._holder[entry.offset] = consumer
+        self.draining.add_entry(consumer, self._hashes[entry.offset], 1)
+
+    # -- stats -------------------------------------------------------------------------------------------
+
+    def consumer_stats(self, consumer: Consumer) -> dict[str, object]:
+        stats = super().consumer_stats(consumer)
+        ranges = self.selector.key_hash_ranges().get(consumer, [])
+        stats["keyHashRangeArrays"] = [[s, e] for s, e in ranges]
+        stats.update(self.draining.stats(consumer))
+        return stats
+
+    def stats(self) -> dict[str, object]:
+        stats = super().stats()
+        stats["keySharedMode"] = self.policy.mode
+        stats["allowOutOfOrderDelivery"] = self.policy.allow_out_of_order_delivery
+        return stats

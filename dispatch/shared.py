@@ -1,0 +1,344 @@
+"""Shared: every consumer of the subscription gets messages; each message goes to one consumer.
+
+Pulsar's ``PersistentDispatcherMultipleConsumers``, entry by entry:
+
+1. **Who gets the next entry.** Among the consumers with permits, those of the highest priority (the
+   lowest ``priority_level``) take turns, round robin; lower priorities get entries only while every
+   higher one is out of permits. A consumer holding ``max_unacked_per_consumer`` unacknowledged messages
+   is skipped until it acknowledges some (Pulsar's ``maxUnackedMessagesPerConsumer``).
+2. **What is sent first.** The *replay set* -- entries to send again: those a leaving consumer held
+   unacknowledged, negatively acknowledged ones, everything a ``redeliver_unacknowledged`` returned, and
+   delayed messages whose time came -- goes out first, in offset order; then new entries from the read
+   position. An entry already acknowledged by the time it would go out is skipped.
+3. **Delayed delivery** (seed "Delayed message delivery"): an entry whose ``deliver_at_time`` is still in
+   the future is not sent; it is tracked in :class:`~dispatch.delayed.DelayedDeliveryTracker` and joins
+   the replay set when due. One timer is armed for the earliest one. Delayed messages are never batched, so
+   only single-message entries are looked at (and only those whose bytes can hold the field).
+
+Example: consumers A and B with 2 permits each and entries 0..4 -> A gets 0 and 2, B gets 1 and 3, and
+4 waits for a permit. If A closes holding 0 and 2 unacknowledged, they go to B first, before 4.
+
+:class:`~dispatch.key_shared.KeySharedDispatcher` refines step 1: an entry's consumer is fixed by the
+hash of its key, so an entry may have to wait while others go ahead.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from broker_core.protocol import codec
+from dispatch.consumer import Consumer, Delivery
+from dispatch.delayed import DelayedDeliveryTracker
+from dispatch.dispatcher import Dispatcher
+from dispatch.types import SubType
+
+if TYPE_CHECKING:
+    from broker_core.storage.log import StoredEntry
+    from dispatch.subscription import Subscription
+
+log = logging.getLogger(__name__)
+
+_DELIVER_AT_TAG = b"\x98\x01"  # MessageMetadata field 19 (deliver_at_time), varint: its tag bytes
+
+STUCK = object()
+"""An entry's consumer cannot take it now, but others may take later entries (Key_Shared)."""
+
+
+@dataclass(frozen=True)
+class DelayedDelivery:
+    """Broker settings for delayed delivery (Pulsar's names)."""
+
+    enabled: bool = True
+    """``delayedDeliveryEnabled``: off, delayed messages are delivered at once."""
+    tick_ms: int = 1000
+    """``delayedDeliveryTickTimeMillis``."""
+    strict: bool = False
+    """``isDelayedDeliveryDeliverAtTimeStrict``."""
+
+
+def deliver_at(entry: "StoredEntry") -> int | None:
+    """The entry's ``deliver_at_time`` (None: not a delayed message). Cheap for the usual entry: a
+    batch, or an entry whose bytes do not contain the field's tag, is not parsed."""
+    if entry.num_messages != 1 or _DELIVER_AT_TAG not in entry.data:
+        return None
+    data = entry.data
+    _, _, pos = codec.split_broker_entry(data)
+    metadata, _ = codec.decode_entry(memoryview(data)[pos:], verify=False)
+    return metadata.deliver_at_time if metadata.HasField("deliver_at_time") else None
+
+
+class SharedDispatcher(Dispatcher):
+    allows_cumulative_ack = False
+
+    def __init__(self, subscription: "Subscription", sub_type: SubType = SubType.SHARED) -> None:
+        super().__init__(subscription, sub_type)
+        self.read_offset = subscription.first_unacked_offset()
+        self._replay: list[int] = []  # sorted entry offsets to send again
+        self._replay_set: set[int] = set()
+        self._turn = 0
+        self._dispatching = False
+        self._again = False
+        settings = subscription.delayed_delivery
+        self.delayed: DelayedDeliveryTracker | None = None
+        if settings is not None and settings.enabled:
+            self.delayed = DelayedDeliveryTracker(subscription.clock, settings.tick_ms, settings.strict)
+        self._timer: Any = None
+        self._timer_at: int | None = None
+        self._assigning: dict[Consumer, int] = {}  # messages assigned in the current pass, not yet sent
+
+    # -- membership ----------------------------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        self.consumers.append(consumer)
+        self.dispatch()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if consumer not in self.consumers:
+            return
+        self.consumers.remove(consumer)
+        self._return_pending(consumer, None)
+        self.dispatch()
+
+    def close(self) -> None:
+        self._cancel_timer()
+        super().close()
+
+    # -- redelivery ----------------------------------------------------------------------------------
+
+    def redeliver_unacknowledged(self, consumer: Consumer) -> None:
+        self._return_pending(consumer, None)
+        self.dispatch()
+
+    def redeliver(self, consumer: Consumer, ranges: list[tuple[int, int]]) -> None:
+        """Send again the entries of ``consumer`` holding any offset in ``ranges`` (negative acks)."""
+        self._return_pending(consumer, ranges)
+        self.dispatch()
+
+    def _return_pending(self, consumer: Consumer, ranges: list[tuple[int, int]] | None) -> list[int]:
+        """Move ``consumer``'s pending entries (all, or those overlapping ``ranges``) to the replay set;
+        each counts one more redelivery."""
+        pending = consumer.pending
+        if ranges is None:
+            starts = pending.clear()
+        else:
+            starts = sorted({s for a, b in ranges for s, _ in pending.overlapping(a, b)})
+            for s in starts:
+                pending.acked(s, 0, fully=True)
+        counts = self.subscription.redelivery_counts
+        for s in starts:
+            counts[s] = counts.get(s, 0) + 1
+            self._replay_add(s)
+        self.entries_returned(consumer, starts)
+        return starts
+
+    def entries_returned(self, consumer: Consumer, starts: list[int]) -> None:
+        """Hook: ``consumer`` no longer holds the entries at ``starts`` (Key_Shared releases hashes)."""
+
+    def on_seek(self, offset: int) -> None:
+        self._replay.clear()
+        self._replay_set.clear()
+        if self.delayed is not None:
+            self.delayed.clear()
+        self.read_offset = offset
+        self.dispatch()
+
+    def on_acked(self, consumer: Consumer) -> None:
+        self.dispatch()  # the consumer may be below its unacked limit again; cheap when idle
+
+    def _replay_add(self, offset: int) -> None:
+        if offset not in self._replay_set:
+            self._replay_set.add(offset)
+            bisect.insort(self._replay, offset)
+
+    def _replay_remove(self, offset: int) -> None:
+        if offset in self._replay_set:
+            self._replay_set.discard(offset)
+            i = bisect.bisect_left(self._replay, offset)
+            if i < len(self._replay) and self._replay[i] == offset:
+                del self._replay[i]
+
+    # -- choosing consumers ----------------------------------------------------------------------------
+
+    def _is_blocked(self, consumer: Consumer) -> bool:
+        limit = self.subscription.max_unacked_per_consumer
+        return bool(limit) and (consumer.pending.unacked_messages
+                                + self._assigning.get(consumer, 0)) >= limit
+
+    def _available(self) -> list[Consumer]:
+        """Consumers that may take an entry now, highest priority only."""
+        ready = [c for c in self.consumers if c.permits > 0 and not self._is_blocked(c)]
+        if len(ready) > 1:
+            best = min(c.priority_level for c in ready)
+            ready = [c for c in ready if c.priority_level == best]
+        return ready
+
+    def choose(self, entry: "StoredEntry", delivery: Delivery) -> Any:
+        """The consumer for ``entry``; None when nobody can take anything now (the round stops);
+        ``STUCK`` when this entry must wait but later ones may go (Key_Shared)."""
+        ready = self._available()
+        if not ready:
+            return None
+        self._turn += 1
+        return ready[self._turn % len(ready)]
+
+    def assigned(self, consumer: Consumer, entry: "StoredEntry") -> None:
+        """Hook: ``entry`` goes to ``consumer``."""
+
+    # -- dispatching -------------------------------------------------------------------------------------
+
+    def dispatch(self) -> None:
+        # A sink may call back into the subscription (flow, ack): finish this round, then go again.
+        if self._dispatching:
+            self._again = True
+            return
+        self._dispatching = True
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                self._release_due()
+                while self._round():
+                    self._release_due()
+        finally:
+            self._dispatching = False
+        self._arm_timer()
+
+    def may_read_ahead(self) -> bool:
+        """Whether new entries may be read while the replay set still holds some (Key_Shared bounds it)."""
+        return not self._replay
+
+    def _round(self) -> bool:
+        """One read-and-assign pass; True when something was sent or skipped (worth another pass)."""
+        sub = self.subscription
+        if sub.closed or not self.consumers or not self._available():
+            return False
+        progress = False
+        if self._replay:
+            progress = self._assign(self._read_replay(), replay=True)
+            if not self._available():
+                return progress
+        if not self.may_read_ahead():
+            return progress
+        source = sub.source
+        end = source.durable_end_offset
+        if self.read_offset < source.start_offset:
+            self.read_offset = source.start_offset
+        if self.read_offset >= end:
+            return progress
+        entries = source.read(self.read_offset, sub.max_read_entries, sub.max_delivery_bytes, end)
+        return self._assign(entries, replay=False) or progress
+
+    def _read_replay(self) -> list["StoredEntry"]:
+        sub = self.subscription
+        source = sub.source
+        out = []
+        for offset in self._replay[:sub.max_read_entries]:
+            got = source.read(offset, 1, sub.max_delivery_bytes)
+            if got and got[0].offset == offset:
+                out.append(got[0])
+            else:  # trimmed by retention meanwhile
+                self._replay_remove(offset)
+        return out
+
+    def _assign(self, entries: list["StoredEntry"], *, replay: bool) -> bool:
+        batches: dict[Consumer, list[Delivery]] = {}
+        progress = False
+        delayed = self.delayed if not replay else None
+        for entry in entries:
+            delivery = self.prepare(entry)
+            if delivery is None:  # acknowledged meanwhile
+                progress = True
+                if replay:
+                    self._replay_remove(entry.offset)
+                else:
+                    self.read_offset = entry.end_offset
+                continue
+            if delayed is not None:
+                at = deliver_at(entry)
+                if at is not None and delayed.add(entry.offset, at):
+                    self.read_offset = entry.end_offset
+                    progress = True
+                    continue
+            consumer = self.choose(entry, delivery)
+            if consumer is None:
+                break
+            if consumer is STUCK:
+                if not replay:
+                    self._replay_add(entry.offset)
+                    self.read_offset = entry.end_offset
+                    progress = True
+                continue
+            consumer.permits -= delivery.messages
+            self._assigning[consumer] = self._assigning.get(consumer, 0) + delivery.messages
+            batches.setdefault(consumer, []).append(delivery)
+            self.assigned(consumer, entry)
+            progress = True
+            if replay:
+                self._replay_remove(entry.offset)
+            else:
+                self.read_offset = entry.end_offset
+        self._assigning.clear()
+        for consumer, deliveries in batches.items():
+            self._send_bounded(consumer, deliveries)
+        return progress
+
+    def _send_bounded(self, consumer: Consumer, deliveries: list[Delivery]) -> None:
+        limit = self.subscription.max_delivery_bytes
+        batch: list[Delivery] = []
+        size = 0
+        for d in deliveries:
+            n = len(d.entry.data)
+            if batch and size + n > limit:
+                self.send(consumer, batch)
+                batch, size = [], 0
+            batch.append(d)
+            size += n
+        if batch:
+            self.send(consumer, batch)
+
+    # -- delayed delivery ------------------------------------------------------------------------------
+
+    def _release_due(self) -> None:
+        delayed = self.delayed
+        if delayed is not None and len(delayed) and delayed.has_ready():
+            for offset in delayed.pop_ready():
+                self._replay_add(offset)
+
+    def _arm_timer(self) -> None:
+        delayed = self.delayed
+        schedule = self.subscription.scheduler
+        if delayed is None or schedule is None or not len(delayed) or self.subscription.closed:
+            return
+        at = delayed.next_delivery_time()
+        if at is None or (self._timer is not None and self._timer_at is not None and self._timer_at <= at):
+            return
+        self._cancel_timer()
+        delay_ms = delayed.next_timer_delay_ms()
+        if delay_ms is None:
+            return
+        self._timer_at = at
+        self._timer = schedule(max(delay_ms, 0) / 1000.0, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        if not self.subscription.closed:
+            self.dispatch()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = None
+        self._timer_at = None
+
+    # -- stats -------------------------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, object]:
+        return {"msgInReplay": len(self._replay),
+                "msgDelayed": len(self.delayed) if self.delayed is not None else 0}
+
+    def consumer_stats(self, consumer: Consumer) -> dict[str, object]:
+        return {"blockedConsumerOnUnackedMsgs": self._is_blocked(consumer)}
+
