@@ -7,6 +7,7 @@ from typing import Any, NoReturn
 
 from broker_core.errors import InvalidMessage, MessageDecodeError
 from broker_core.protocol import codec, pulsar_api_pb2
+from broker_core.protocol.compression import decompress_payload
 from broker_core.types import MessageId
 
 _COMPRESSION_FIELD = pulsar_api_pb2.MessageMetadata.DESCRIPTOR.fields_by_name["compression"].number
@@ -194,6 +195,18 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message(id={self.message_id()}, topic={self.topic_name()!r}, len={len(self._content)})"
+
+
+def decoded_payload(metadata: pulsar_api_pb2.MessageMetadata,
+                    payload: bytes | memoryview) -> bytes | memoryview:
+    """The payload of an entry or a reassembled chunked message, decompressed as its metadata says;
+    raises :class:`InvalidMessage` when that fails or the codec is unknown."""
+    compression = metadata.compression
+    if compression:
+        return decompress_payload(compression, payload, metadata.uncompressed_size)
+    if metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
+        raise unexpected_payload_size(metadata, len(payload))
+    return payload
 
 
 def unexpected_payload_size(metadata: pulsar_api_pb2.MessageMetadata, actual: int) -> InvalidMessage:

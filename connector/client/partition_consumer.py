@@ -29,7 +29,7 @@ from broker_core.types import MessageId
 from connector.client.chunking import Chunk, ChunkedMessageTracker, ChunkOutcome, CompletedMessage
 from connector.client.connection import BidiStream, Connection
 from connector.client.message import (
-    ChunkedEntryInfo, DecodeFailure, EntryInfo, Message, unexpected_payload_size)
+    ChunkedEntryInfo, DecodeFailure, EntryInfo, Message, decoded_payload, unexpected_payload_size)
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,7 @@ class PartitionConsumer:
             if metadata.num_chunks_from_msg > 1:
                 self._add_chunk(entry, metadata, payload, out)
                 return
-            if compression:
+            if compression:  # decoded_payload(), inlined: unbatched entries are one message each
                 payload = decompress_payload(compression, payload, metadata.uncompressed_size)
             elif metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
                 raise unexpected_payload_size(metadata, len(payload))
@@ -184,10 +184,7 @@ class PartitionConsumer:
                 metadata, self.topic, entry.ledger_id, entry_id, self.partition, entry.redelivery_count,
                 1, False, self), -1))
             return
-        if compression:
-            payload = decompress_payload(compression, payload, metadata.uncompressed_size)
-        elif metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
-            raise unexpected_payload_size(metadata, len(payload))
+        payload = decoded_payload(metadata, payload)
         num = metadata.num_messages_in_batch
         info = EntryInfo(metadata, self.topic, entry.ledger_id, entry.entry_id, self.partition,
                          entry.redelivery_count, num, True, self)
@@ -253,11 +250,7 @@ class PartitionConsumer:
         try:
             if done.error is not None:
                 raise errors.InvalidMessage(done.error)
-            payload: bytes = done.payload
-            if metadata.compression:
-                payload = decompress_payload(metadata.compression, payload, metadata.uncompressed_size)
-            elif metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
-                raise unexpected_payload_size(metadata, len(payload))
+            payload = decoded_payload(metadata, done.payload)
         except errors.PulsarLikeError as exc:
             return self._failure(last, exc, done.offsets)
         acks = self._chunk_acks
@@ -266,7 +259,7 @@ class PartitionConsumer:
         acks[last.entry_id] = done.offsets
         info = ChunkedEntryInfo(metadata, self.topic, last.ledger_id, last.entry_id, self.partition,
                                 last.redelivery_count, self, done.offsets)
-        return Message(payload, None, info, -1)
+        return Message(bytes(payload), None, info, -1)
 
     def _settle(self, outcome: ChunkOutcome) -> None:
         """Acknowledge or have redelivered the chunks the tracker gave up."""
