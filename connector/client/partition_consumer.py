@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 ACK_GROUP_S = 0.01
 """Individual acks are grouped for this long (or up to ACK_GROUP_MAX) into one Ack request."""
 ACK_GROUP_MAX = 1000
+CHUNKED_IDS_MAX = 10_000
+"""Delivered, unacknowledged chunked messages whose chunk offsets are remembered (a Reader never acks);
+acknowledging an older one acknowledges its last chunk only (its other chunks come back and expire)."""
 
 
 def _now_ms() -> int:
@@ -257,6 +260,8 @@ class PartitionConsumer:
         if acks is None:
             acks = self._chunk_acks = {}
         acks[last.entry_id] = done.offsets
+        if len(acks) > CHUNKED_IDS_MAX:
+            acks.pop(next(iter(acks)), None)
         info = ChunkedEntryInfo(metadata, self.topic, last.ledger_id, last.entry_id, self.partition,
                                 last.redelivery_count, self, done.offsets)
         return Message(bytes(payload), None, info, -1)

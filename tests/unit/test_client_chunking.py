@@ -459,3 +459,14 @@ def test_undecodable_batch_returns_the_permits_of_its_other_messages():
         consumer.receive(0)
     assert info.value.offsets == (0, 1, 2)
     assert sub.max_received_offset == 2
+
+
+def test_chunk_offsets_of_unacknowledged_messages_are_remembered_up_to_a_limit(monkeypatch):
+    monkeypatch.setattr(partition_consumer, "CHUNKED_IDS_MAX", 2)
+    consumer, sub = _consumer()
+    for seq in range(3):
+        _deliver(sub, *_chunk_entries("a", seq, b"x" * 10, [2 * seq, 2 * seq + 1]))
+    assert sorted(sub._chunk_acks) == [3, 5]  # the oldest message's chunks were forgotten
+    for _ in range(3):
+        consumer.acknowledge(consumer.receive(0))
+    assert _acked_offsets(sub) == [1, 2, 3, 4, 5]
