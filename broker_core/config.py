@@ -58,7 +58,20 @@ class BrokerConfig:
     dispatcherMaxDeliveryBytes: int = 8 * 1024 * 1024
     """Most bytes of entries packed into one delivery message to a consumer."""
     maxUnackedMessagesPerConsumer: int = 50000
-    """Shared subscriptions stop dispatching to a consumer holding this many unacked messages."""
+    """Shared subscriptions stop dispatching to a consumer holding this many unacked messages (0: no
+    limit)."""
+    delayedDeliveryEnabled: bool = True
+    """Honour ``deliver_at``/``deliver_after`` on Shared and Key_Shared subscriptions; off, delayed
+    messages are delivered at once."""
+    delayedDeliveryTickTimeMillis: int = 1000
+    """Precision of delayed delivery: delivery may be up to one tick early (or, strict, late)."""
+    isDelayedDeliveryDeliverAtTimeStrict: bool = False
+    """``true``: never deliver before the deliver-at time (possibly up to a tick late)."""
+    subscriptionKeySharedUseConsistentHashing: bool = False
+    """Key_Shared AUTO_SPLIT uses a consistent-hashing ring instead of splitting hash ranges."""
+    acknowledgmentAtBatchIndexLevelEnabled: bool = False
+    """Redeliver only the unacknowledged messages of a partly acknowledged batch; off, the whole batch
+    is redelivered (consumers skip what they acknowledged when they also enable batch index acks)."""
 
     def __post_init__(self) -> None:
         if self.journalSyncMode not in SYNC_MODES:
@@ -68,7 +81,7 @@ class BrokerConfig:
                        f"one of {', '.join(AUTO_TOPIC_TYPES)}")
         for name in ("maxMessageSize", "managedLedgerMaxSizePerLedgerMbytes", "dispatcherMaxReadBatchSize",
                      "dispatcherMaxDeliveryBytes", "defaultNumPartitions",
-                     "brokerDeduplicationEntriesInterval"):
+                     "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",

@@ -92,6 +92,8 @@ class Dispatcher(ABC):
         count = sub.redelivery_counts.get(start, 0) if sub.redelivery_counts else 0
         if start > md and not acked:
             return Delivery(entry, count, None, entry.num_messages)
+        if not sub.batch_index_ack:  # a partly acknowledged batch goes out whole
+            return Delivery(entry, count, None, entry.num_messages) if cursor.next_unacked(start) < end else None
         bits = unacked_bits(start, end, md, acked)
         if not bits:
             return None

@@ -33,7 +33,7 @@ class Subscription:
                  on_cursor_changed: Callable[[], None] | None = None, clock: Clock = SYSTEM_CLOCK,
                  scheduler: Callable[[float, Callable[[], None]], Any] | None = None,
                  delayed_delivery: DelayedDelivery | None = DelayedDelivery(),
-                 key_shared_consistent_hashing: bool = False) -> None:
+                 key_shared_consistent_hashing: bool = False, batch_index_ack: bool = True) -> None:
         self.name = name
         self.topic = topic
         self.partition_index = partition_index
@@ -50,6 +50,9 @@ class Subscription:
         delayed delivery needs it to wake up."""
         self.delayed_delivery = delayed_delivery
         self.key_shared_consistent_hashing = key_shared_consistent_hashing
+        self.batch_index_ack = batch_index_ack
+        """Redeliver only the unacknowledged messages of a partly acknowledged batch (an ack set);
+        False: the whole batch (Pulsar's ``acknowledgmentAtBatchIndexLevelEnabled``)."""
         self.redelivery_counts: dict[int, int] = {}
         """Entry offset -> times it came back unacknowledged (only entries that did)."""
         self.msg_out_counter = 0

@@ -27,6 +27,7 @@ from broker_core.service.topic import Accepted, PersistentTopic, ProducerInfo
 from broker_core.service.topics import TopicRegistry
 from broker_core.types import TopicName
 from dispatch.consumer import Consumer, Delivery
+from dispatch.key_shared import AUTO_SPLIT, STICKY, KeySharedPolicy
 from dispatch.types import SubType
 
 log = logging.getLogger(__name__)
@@ -209,6 +210,7 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
                 next(self._consumer_ids), req.consumer_name or f"consumer-{id(out):x}",
                 lambda deliveries: emit(_delivered(deliveries)),
                 priority_level=req.priority_level, multi_topic=req.multi_topic,
+                key_shared=_key_shared_policy(req) if req.sub_type == pb.KEY_SHARED_SUB else None,
                 on_active_change=lambda active: emit(pb.ConsumeResponse(
                     active_change=pb.ActiveConsumerChange(is_active=active))))
             sub = topic.subscribe(req.subscription, _SUB_TYPES[req.sub_type], consumer,
@@ -269,7 +271,11 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
                     out.put_nowait(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id,
                                                                             error=error_to_proto(exc))))
             elif kind == "redeliver":
-                sub.redeliver_unacknowledged(consumer)
+                ranges = request.redeliver.ranges
+                if ranges:
+                    sub.redeliver(consumer, [(r.start, r.end) for r in ranges])
+                else:
+                    sub.redeliver_unacknowledged(consumer)
             elif kind == "unsubscribe":
                 rid = request.unsubscribe.request_id
                 try:
@@ -366,6 +372,12 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
             scope, name = _policy_scope(request)
             return pb.JsonResponse(json=json.dumps(self._registry.get_policies(scope, name), sort_keys=True))
         return await self._unary(context, get)
+
+
+def _key_shared_policy(req: pb.Subscribe) -> KeySharedPolicy:
+    meta = req.key_shared
+    return KeySharedPolicy(STICKY if meta.mode == pb.STICKY else AUTO_SPLIT, meta.allow_out_of_order_delivery,
+                           tuple((r.start, r.end) for r in meta.ranges))
 
 
 def _policy_scope(scope: pb.PolicyScope) -> tuple[str, str]:

@@ -29,6 +29,7 @@ from broker_core.storage.cursor_store import CursorStore
 from broker_core.storage.log import ManagedLog, StoredEntry
 from broker_core.types import TopicName
 from dispatch.consumer import Consumer
+from dispatch.shared import DelayedDelivery
 from dispatch.subscription import Subscription
 from dispatch.types import SubType
 
@@ -79,6 +80,11 @@ class _ConfirmedSource:
     @property
     def end_offset(self) -> int:
         return self._journal.confirmed_end_offset
+
+
+def _call_later(delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+    """The dispatchers' scheduler: topics live on the broker's event loop."""
+    return asyncio.get_running_loop().call_later(delay_s, callback)
 
 
 class PersistentTopic:
@@ -240,6 +246,12 @@ class PersistentTopic:
             max_delivery_bytes=self._config.dispatcherMaxDeliveryBytes,
             max_unacked_per_consumer=self._config.maxUnackedMessagesPerConsumer,
             on_cursor_changed=(lambda: self._cursor_changed(name)) if durable else None,
+            clock=self._clock, scheduler=_call_later,
+            delayed_delivery=DelayedDelivery(self._config.delayedDeliveryEnabled,
+                                             self._config.delayedDeliveryTickTimeMillis,
+                                             self._config.isDelayedDeliveryDeliverAtTimeStrict),
+            key_shared_consistent_hashing=self._config.subscriptionKeySharedUseConsistentHashing,
+            batch_index_ack=self._config.acknowledgmentAtBatchIndexLevelEnabled,
         )
 
     def subscribe(self, subscription: str, sub_type: SubType, consumer: Consumer, *, durable: bool,
