@@ -222,6 +222,40 @@ class Subscription:
         self._acked(consumer, newly)
         return newly
 
+    def expire_through(self, offset: int) -> int:
+        """Message expiry (TTL): acknowledge every message <= ``offset`` on the cursor, whoever holds it
+        (delayed messages too), as Pulsar's expiry monitor moves the mark-delete position; returns how
+        many were newly acknowledged. Consumers drop those entries from their pending lists."""
+        offset = int(offset)
+        if self.closed or offset <= self.cursor.mark_delete_offset:
+            return 0
+        cursor = self.cursor
+        dispatcher = self._dispatcher
+        consumers = list(dispatcher.consumers) if dispatcher is not None else []
+        newly = 0
+        for consumer in consumers:  # an entry holding offset stays pending for its later messages
+            for ps, pe in consumer.pending.overlapping(offset, offset + 1):
+                if pe > offset + 1:
+                    n = cursor.ack(ps, offset + 1)
+                    newly += n
+                    consumer.pending.acked(ps, n)
+        newly += cursor.ack_cumulative(offset)
+        if not newly:
+            return 0
+        counts = self.redelivery_counts
+        for start in [s for s in counts if s <= offset]:
+            del counts[start]
+        if dispatcher is not None:
+            for consumer in consumers:
+                done = consumer.pending.remove_through(offset)
+                if done:
+                    dispatcher.entries_done(consumer, done)
+        if self.on_cursor_changed is not None:
+            self.on_cursor_changed()
+        if dispatcher is not None:
+            dispatcher.dispatch()  # consumers below their unacked limit again; expired entries are skipped
+        return newly
+
     def _acked(self, consumer: Consumer, newly: int) -> None:
         if newly:
             if self.on_cursor_changed is not None:
