@@ -48,11 +48,27 @@ class BrokerConfig:
     """A segment rolls over when it reaches this size."""
     managedLedgerMaxLedgerRolloverTimeMinutes: int = 240
     """A segment rolls over when it is this old (and not empty)."""
+    managedLedgerMaxEntriesPerLedger: int = 50000
+    """A segment rolls over before a write that would take it past this many entries (one write of more
+    entries still goes to one segment)."""
     managedLedgerCacheSizeMB: int = 64
     """Recently appended entries kept in memory so tailing consumers never read the disk."""
     managedLedgerCursorFlushIntervalMs: int = 200
     """Acknowledgments are persisted at most this often (and on close); a crash redelivers at most
     this window of acknowledged messages (at-least-once, as in Pulsar)."""
+    defaultRetentionTimeInMinutes: int = 0
+    """Keep acknowledged data this long (-1: forever; 0: not at all) unless a namespace or topic
+    ``retention`` policy says otherwise (see :mod:`broker_core.service.retention`)."""
+    defaultRetentionSizeInMB: int = 0
+    """Keep acknowledged data while the topic holds at most this much (-1: no size limit; 0: none)."""
+    retentionCheckIntervalInSeconds: int = 120
+    """How often each topic deletes the segments retention no longer needs."""
+    ttlDurationDefaultInSeconds: int = 0
+    """Message TTL when no ``messageTTLInSeconds`` policy applies (0: messages never expire)."""
+    messageExpiryCheckIntervalInMinutes: int = 5
+    """How often each topic acknowledges expired messages on its durable subscriptions."""
+    messageExpiryCheckIntervalInSeconds: int = 0
+    """pulsarlike extension: when > 0, the expiry check interval in seconds instead of minutes."""
     dispatcherMaxReadBatchSize: int = 100
     """Most entries read for one dispatch round."""
     dispatcherMaxDeliveryBytes: int = 8 * 1024 * 1024
@@ -81,14 +97,20 @@ class BrokerConfig:
                        f"one of {', '.join(AUTO_TOPIC_TYPES)}")
         for name in ("maxMessageSize", "managedLedgerMaxSizePerLedgerMbytes", "dispatcherMaxReadBatchSize",
                      "dispatcherMaxDeliveryBytes", "defaultNumPartitions",
-                     "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis"):
+                     "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis",
+                     "managedLedgerMaxEntriesPerLedger", "retentionCheckIntervalInSeconds",
+                     "messageExpiryCheckIntervalInMinutes"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",
                      "managedLedgerCursorFlushIntervalMs", "maxUnackedMessagesPerConsumer",
-                     "managedLedgerMaxLedgerRolloverTimeMinutes"):
+                     "managedLedgerMaxLedgerRolloverTimeMinutes", "ttlDurationDefaultInSeconds",
+                     "messageExpiryCheckIntervalInSeconds"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
+        for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):
+            if getattr(self, name) < -1:
+                raise _bad(name, getattr(self, name), "-1 (infinite) or an integer >= 0")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "BrokerConfig":

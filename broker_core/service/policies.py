@@ -4,8 +4,13 @@ A policy is looked up topic first (the topic itself, then the partitioned topic 
 then its namespace, then the broker config -- as Pulsar resolves topic-level over namespace-level over
 broker-level settings. Stored as one JSON file written atomically::
 
-    {"namespaces": {"public/default": {"deduplicationEnabled": true}},
-     "topics": {"persistent://public/default/t": {"deduplicationEnabled": false}}}
+    {"namespaces": {"public/default": {"deduplicationEnabled": true,
+                                       "retention": {"retentionTimeInMinutes": 60, "retentionSizeInMB": -1}}},
+     "topics": {"persistent://public/default/t": {"deduplicationEnabled": false, "messageTTLInSeconds": 300}}}
+
+Policies: ``deduplicationEnabled`` (bool); ``retention`` (``retentionTimeInMinutes``, ``retentionSizeInMB``:
+-1 infinite, 0 none; see :mod:`broker_core.service.retention`); ``messageTTLInSeconds`` (0: no TTL). A
+topic-level ``retention`` replaces the namespace's as a whole, as in Pulsar.
 """
 from __future__ import annotations
 
@@ -24,8 +29,36 @@ def _bool(key: str, value: Any) -> bool:
     return value
 
 
+def _int(key: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        accepted = "-1 (infinite) or an integer >= 0" if minimum == -1 else f"an integer >= {minimum}"
+        raise InvalidConfiguration(f"policy {key} takes {accepted}, not {value!r}", key=key)
+    return value
+
+
+RETENTION_TIME, RETENTION_SIZE = "retentionTimeInMinutes", "retentionSizeInMB"
+
+
+def _retention(key: str, value: Any) -> dict[str, int]:
+    """Pulsar's RetentionPolicies: both limits, -1 infinite, 0 none; a single 0 next to a non-zero limit
+    is refused as Pulsar refuses it (use -1 to ignore one limit)."""
+    if not isinstance(value, dict) or set(value) != {RETENTION_TIME, RETENTION_SIZE}:
+        raise InvalidConfiguration(f"policy {key} takes {{{RETENTION_TIME!r}: int, {RETENTION_SIZE!r}: int}},"
+                                   f" not {value!r}", key=key)
+    time_min = _int(f"{key}.{RETENTION_TIME}", value[RETENTION_TIME], minimum=-1)
+    size_mb = _int(f"{key}.{RETENTION_SIZE}", value[RETENTION_SIZE], minimum=-1)
+    if (time_min == 0) != (size_mb == 0):
+        raise InvalidConfiguration(
+            f"policy {key}: {RETENTION_TIME}={time_min} with {RETENTION_SIZE}={size_mb} is not valid: a single"
+            " limit of 0 next to a non-zero one is refused (as Pulsar does); use -1 to ignore a limit, or set"
+            " both to 0 for no retention", key=key)
+    return {RETENTION_TIME: time_min, RETENTION_SIZE: size_mb}
+
+
 POLICIES: dict[str, Callable[[str, Any], Any]] = {
     "deduplicationEnabled": _bool,
+    "retention": _retention,
+    "messageTTLInSeconds": lambda key, value: _int(key, value, minimum=0),
 }
 """Known policy names and their validators (the value as JSON decodes it)."""
 

@@ -54,3 +54,33 @@ def test_a_corrupt_policies_file_is_reported(tmp_path):
     (tmp_path / "policies.json").write_text("[1,")
     with pytest.raises(CorruptLog, match="policies.json"):
         PoliciesStore(tmp_path)
+
+
+def test_retention_and_ttl_policies_resolve_topic_over_namespace_as_a_whole(tmp_path):
+    store = PoliciesStore(tmp_path)
+    name = TopicName.parse(T)
+    ns_retention = {"retentionTimeInMinutes": 60, "retentionSizeInMB": -1}
+    store.set(NAMESPACE, "public/default", "retention", ns_retention)
+    store.set(NAMESPACE, "public/default", "messageTTLInSeconds", 300)
+    assert store.resolve(name, "retention", None) == ns_retention
+    store.set(TOPIC, T, "retention", {"retentionTimeInMinutes": -1, "retentionSizeInMB": 10})
+    store.set(TOPIC, T, "messageTTLInSeconds", 0)  # 0 set on the topic: no TTL there
+    assert store.resolve(name, "retention", None) == {"retentionTimeInMinutes": -1, "retentionSizeInMB": 10}
+    assert store.resolve(name, "messageTTLInSeconds", 5) == 0
+    reloaded = PoliciesStore(tmp_path)
+    assert reloaded.get(NAMESPACE, "public/default") == {"retention": ns_retention, "messageTTLInSeconds": 300}
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("retention", {"retentionTimeInMinutes": -2, "retentionSizeInMB": 10}, "retention.retentionTimeInMinutes"),
+    ("retention", {"retentionTimeInMinutes": 10, "retentionSizeInMB": -5}, "retention.retentionSizeInMB"),
+    ("retention", {"retentionTimeInMinutes": 0, "retentionSizeInMB": 10}, "use -1 to ignore a limit"),
+    ("retention", {"retentionTimeInMinutes": 10}, "retentionSizeInMB"),
+    ("retention", {"retentionTimeInMinutes": True, "retentionSizeInMB": 1}, "retentionTimeInMinutes"),
+    ("retention", 10, "retentionTimeInMinutes"),
+    ("messageTTLInSeconds", -1, "messageTTLInSeconds takes an integer >= 0"),
+    ("messageTTLInSeconds", 1.5, "messageTTLInSeconds"),
+])
+def test_bad_retention_and_ttl_values_are_refused_naming_the_field(tmp_path, key, value, match):
+    with pytest.raises(InvalidConfiguration, match=match):
+        PoliciesStore(tmp_path).set(NAMESPACE, "public/default", key, value)
