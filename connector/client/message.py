@@ -79,7 +79,7 @@ class DecodeFailure:
         ``consumer``'s topic, covering ``offsets``, with the error the application will get."""
         topic = consumer.topic
         mid = MessageId(ledger_id, entry_id, consumer.partition, -1, 0, topic)
-        where = f"offset {offsets[0]}" if len(offsets) == 1 else f"offsets {', '.join(map(str, offsets))}"
+        where = _describe_offsets(offsets)
         return cls(consumer, MessageDecodeError(
             f"cannot decode the message {mid} on {topic} ({where}): {reason}. It is acknowledged, as "
             "Pulsar's client discards a corrupted message: it will not be redelivered (a Reader can "
@@ -195,6 +195,17 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message(id={self.message_id()}, topic={self.topic_name()!r}, len={len(self._content)})"
+
+
+def _describe_offsets(offsets: tuple[int, ...]) -> str:
+    first, last, count = offsets[0], offsets[-1], len(offsets)
+    if count == 1:
+        return f"offset {first}"
+    if last - first + 1 == count:
+        return f"offsets {first}..{last}"
+    if count <= 8:
+        return f"offsets {', '.join(map(str, offsets))}"
+    return f"{count} offsets from {first} to {last}"
 
 
 def decoded_payload(metadata: pulsar_api_pb2.MessageMetadata,

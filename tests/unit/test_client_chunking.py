@@ -15,6 +15,7 @@ from connector.client import partition_consumer
 from connector.client.chunking import Chunk, ChunkedMessageTracker
 from connector.client.consumer import Consumer
 from connector.client.enums import ConsumerType
+from connector.client.message import DecodeFailure
 from connector.client.partition_consumer import PartitionConsumer
 
 PUBLISHED = 1_000_000
@@ -470,3 +471,12 @@ def test_chunk_offsets_of_unacknowledged_messages_are_remembered_up_to_a_limit(m
     for _ in range(3):
         consumer.acknowledge(consumer.receive(0))
     assert _acked_offsets(sub) == [1, 2, 3, 4, 5]
+
+
+def test_decode_error_names_the_offsets_compactly():
+    _, sub = _consumer()
+    cases = {(5,): "offset 5", (10, 11, 12): "offsets 10..12", (1, 3, 5): "offsets 1, 3, 5",
+             tuple(range(0, 40, 2)): "20 offsets from 0 to 38"}
+    for offsets, described in cases.items():
+        error = DecodeFailure.of(sub, 0, offsets[-1], offsets, "bad").error
+        assert f"{TOPIC} ({described}): bad." in str(error)
