@@ -33,6 +33,9 @@ class BrokerConfig:
     allowAutoTopicCreationType: str = "non-partitioned"
     defaultNumPartitions: int = 1
     """Partitions of an auto-created topic when ``allowAutoTopicCreationType=partitioned``."""
+    enableNonPersistentTopics: bool = True
+    """Serve ``non-persistent://`` topics (in memory only, see :mod:`broker_core.service.non_persistent`);
+    false: every use of one is refused with ``NotAllowedError``."""
     brokerDeduplicationEnabled: bool = False
     """Drop entries whose sequence id is not above the highest one stored for their producer name (the
     broker-wide default; namespace and topic policies set through ``Admin`` override it)."""
