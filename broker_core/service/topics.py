@@ -19,6 +19,7 @@ from broker_core.config import BrokerConfig
 from broker_core.errors import (InvalidTopicName, NotAllowedError, PulsarLikeError, TopicAlreadyExists,
                                 TopicNotFound)
 from broker_core.service.metadata import PartitionedTopicsStore
+from broker_core.service.non_persistent import NonPersistentTopic, check_enabled
 from broker_core.service.policies import TOPIC, PoliciesStore
 from broker_core.service.topic import PersistentTopic
 from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName
@@ -38,7 +39,7 @@ class TopicRegistry:
         self._clock = clock
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata")
         self.policies = PoliciesStore(data_dir / "metadata")
-        self._topics: dict[str, PersistentTopic] = {}
+        self._topics: dict[str, PersistentTopic | NonPersistentTopic] = {}
 
     # ------------------------------------------------------------------ lookup
     def _dir(self, name: TopicName) -> Path:
@@ -53,6 +54,7 @@ class TopicRegistry:
     def lookup_partitions(self, name: TopicName) -> int:
         """Partition count for clients (0: not partitioned). With ``allowAutoTopicCreationType=partitioned``
         an unknown topic is created here with ``defaultNumPartitions`` partitions, as Pulsar's lookup does."""
+        check_enabled(self._config, name)
         n = self.partitions_of(name)
         if n or name.partition_index >= 0:
             return n
@@ -68,8 +70,7 @@ class TopicRegistry:
         topic = self._topics.get(key)
         if topic is not None:
             return topic
-        if name.domain == NON_PERSISTENT:
-            raise NotAllowedError(f"{name}: non-persistent topics are not supported yet; use persistent://")
+        check_enabled(self._config, name)
         partitions = self.partitions_of(name)
         if partitions:
             raise NotAllowedError(f"{name} is a partitioned topic with {partitions} partitions: produce to and"
@@ -83,14 +84,21 @@ class TopicRegistry:
         if not may_create and not self._exists_on_disk(name):
             raise TopicNotFound(f"topic {name} does not exist"
                                 + ("" if self._config.allowAutoTopicCreation else " (allowAutoTopicCreation=false)"))
-        topic = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock,
-                                deduplication=self.deduplication_enabled(name))
+        if name.domain == NON_PERSISTENT:  # in memory only; dropped from here once idle
+            topic = NonPersistentTopic(name, self._config, self._clock, on_idle=self._forget)
+        else:
+            topic = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock,
+                                    deduplication=self.deduplication_enabled(name))
         self._topics[key] = topic
         log.info("event=topic_loaded topic=%s", key)
         return topic
 
-    def loaded(self, name: TopicName) -> PersistentTopic | None:
+    def loaded(self, name: TopicName) -> PersistentTopic | NonPersistentTopic | None:
         return self._topics.get(str(name))
+
+    def _forget(self, topic: NonPersistentTopic) -> None:
+        if self._topics.get(topic.topic) is topic:
+            del self._topics[topic.topic]
 
     # ------------------------------------------------------------------ policies
     def deduplication_enabled(self, name: TopicName) -> bool:
@@ -116,8 +124,7 @@ class TopicRegistry:
                                    topic=str(name), reason="contains -partition-")
         if not 0 < partitions <= MAX_PARTITIONS:
             raise NotAllowedError(f"partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
-        if name.domain != PERSISTENT:
-            raise NotAllowedError(f"{name}: non-persistent topics are not supported yet")
+        check_enabled(self._config, name)
         if self.partitions_of(name) or str(name) in self._topics or self._exists_on_disk(name):
             raise TopicAlreadyExists(f"topic {name} already exists")
         self.partitioned.set(str(name), partitions)

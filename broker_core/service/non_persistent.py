@@ -1,0 +1,284 @@
+"""One non-persistent topic partition (``non-persistent://tenant/ns/topic``): in memory only.
+
+Seed "Non-persistent topics": the broker never writes such a topic's messages anywhere; it hands each
+published entry at once to the consumers connected at that moment that have permits, and forgets it.
+A consumer that subscribes later never sees earlier messages; nothing survives a broker restart.
+
+How it maps onto this broker (the servicer uses this class exactly as it uses
+:class:`~broker_core.service.topic.PersistentTopic`):
+
+1. **Publish**: each entry is checked as on a persistent topic (size, CRC, message count; chunks are
+   refused: a non-persistent consumer could lose any chunk), given the next offsets of a dense running
+   counter and the same ``BrokerEntryMetadata`` prefix, handed to every subscription
+   (:class:`~dispatch.non_persistent.NonPersistentSubscription`: deliver or drop), and only then is the
+   send receipt released. Its message id is ``(ledger_id, offset)``, ``ledger_id`` being the time (ms) this
+   in-memory topic was created, so ids stay ordered across a re-created topic whose offsets start again
+   at 0. Deduplication does not apply (as in Pulsar).
+2. **Positions**: nothing is stored, so the first and the end offset are both the next offset. ``log`` and
+   ``journal`` are a small adapter giving the servicer those positions: earliest, latest and any message
+   id all mean "from now on"; the last message id is "none"; seeks are accepted and do nothing.
+3. **Subscriptions**: a durable subscription stays (with its drop counter) after its last consumer
+   leaves, and goes on counting drops, as in Pulsar; a reader's (non-durable) subscription goes with its
+   consumer.
+4. **Lifetime**: the topic lives in the registry's memory while it has producers (or waiting ones) or
+   subscriptions. Pulsar deletes such an inactive topic at its next garbage-collection pass
+   (``brokerDeleteInactiveTopicsEnabled``, every 60 s by default); this broker deletes it as soon as it
+   becomes inactive, so ``list_topics`` shows exactly the topics in use. A topic created through the admin
+   API lives until its first clients have come and gone. A partitioned topic's partition count is
+   metadata and is kept (Pulsar keeps it too); its partitions live and die like any other topic.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Callable, Sequence
+
+from broker_core.clock import Clock
+from broker_core.config import BrokerConfig
+from broker_core.errors import (InvalidMessage, MessageTooBig, NotAllowedError, ProducerFenced, PulsarLikeError,
+                                SubscriptionNotFound)
+from broker_core.protocol.codec import broker_entry_prefix, decode_entry
+from broker_core.service.access import AccessMode, ProducerAccess
+from broker_core.service.topic import FRAME_PADDING, Accepted, ProducerInfo
+from broker_core.storage.log import StoredEntry
+from broker_core.types import NON_PERSISTENT, TopicName
+from dispatch.consumer import Consumer
+from dispatch.non_persistent import NonPersistentSubscription
+from dispatch.types import SubType
+
+log = logging.getLogger(__name__)
+
+CONFIG_KEY = "enableNonPersistentTopics"
+
+
+def check_enabled(config: BrokerConfig, name: TopicName) -> None:
+    """Raise ``NotAllowedError`` when ``name`` is non-persistent and the broker disables such topics."""
+    if name.domain == NON_PERSISTENT and not config.enableNonPersistentTopics:
+        raise NotAllowedError(f"{name}: non-persistent topics are disabled on this broker"
+                              f" ({CONFIG_KEY}=false); use a persistent:// topic or enable them",
+                              key=CONFIG_KEY)
+
+
+class _Positions:
+    """``log``/``journal`` as the servicer reads them: nothing stored, every position is the next offset."""
+
+    def __init__(self, topic: "NonPersistentTopic") -> None:
+        self._topic = topic
+
+    @property
+    def start_offset(self) -> int:
+        return self._topic.next_offset
+
+    @property
+    def end_offset(self) -> int:
+        return self._topic.next_offset
+
+    @property
+    def confirmed_end_offset(self) -> int:
+        return self._topic.next_offset
+
+    def entry_containing(self, offset: int) -> None:
+        return None
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int:
+        return self._topic.next_offset
+
+
+class NonPersistentTopic:
+    _producer_ids = itertools.count(1)
+
+    def __init__(self, name: TopicName, config: BrokerConfig, clock: Clock, *,
+                 on_idle: Callable[["NonPersistentTopic"], None] | None = None) -> None:
+        if name.domain != NON_PERSISTENT:
+            raise ValueError(f"{name} is not a non-persistent topic")
+        self.name = name
+        self.topic = str(name)
+        self.partition_index = name.partition_index
+        self._config = config
+        self._clock = clock
+        self._max_entry = config.maxMessageSize + FRAME_PADDING
+        self._on_idle = on_idle
+        self.ledger_id = clock.now_ms()
+        self.next_offset = 0
+        """Offset of the next message published: a dense running counter, never stored."""
+        self.log = self.journal = _Positions(self)
+        self.subscriptions: dict[str, NonPersistentSubscription] = {}
+        self.producers: dict[int, ProducerInfo] = {}
+        self.access = ProducerAccess(self.topic)
+        self.dedup = None
+        self.msg_in_counter = 0
+        self.bytes_in_counter = 0
+        self._removed = {"msgOutCounter": 0, "bytesOutCounter": 0, "msgDropCount": 0}
+        self.closed = False
+
+    # ------------------------------------------------------------------ producers
+    def add_producer(self, producer_name: str, properties: dict[str, str],
+                     access_mode: AccessMode = AccessMode.SHARED, *,
+                     fence: Callable[[ProducerFenced], None] = lambda error: None,
+                     granted: Callable[[], None] = lambda: None) -> tuple[ProducerInfo, bool]:
+        """As :meth:`PersistentTopic.add_producer`: the access modes apply unchanged."""
+        if self.closed:
+            raise NotAllowedError(f"topic {self.topic} is closing")
+        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode))
+
+        def admitted() -> None:
+            self.producers[info.producer_id] = info
+            granted()
+
+        def fenced(error: ProducerFenced) -> None:
+            self.producers.pop(info.producer_id, None)
+            fence(error)
+
+        now = self.access.add(info.producer_id, producer_name, info.access_mode, fence=fenced, granted=admitted)
+        if now:
+            self.producers[info.producer_id] = info
+        return info, now
+
+    def remove_producer(self, info: ProducerInfo) -> None:
+        self.producers.pop(info.producer_id, None)
+        self.access.remove(info.producer_id)
+        self._check_idle()
+
+    def last_sequence_id(self, producer_name: str) -> int:
+        return -1  # no deduplication on non-persistent topics
+
+    def set_deduplication(self, enabled: bool) -> None:
+        """Ignored: nothing is stored to deduplicate against (Pulsar skips it too)."""
+
+    def publish(self, producer: ProducerInfo, entries: Sequence,
+                on_done: Callable[[list[Accepted], BaseException | None], None]) -> None:
+        """Check ``entries`` (``SendEntry`` messages), hand the good ones to every subscription, then call
+        ``on_done(results, None)``."""
+        if self.closed:
+            raise NotAllowedError(f"topic {self.topic} is closing")
+        now = self._clock.now_ms()
+        results: list[Accepted] = []
+        stored: list[StoredEntry] = []
+        for send in entries:
+            data = send.data
+            try:
+                if len(data) > self._max_entry:
+                    raise MessageTooBig(size=len(data), limit=self._config.maxMessageSize)
+                metadata, _ = decode_entry(data)
+                count = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
+                if count < 1 or (send.num_messages and send.num_messages != count):
+                    raise InvalidMessage(f"entry declares {send.num_messages} messages but its metadata holds {count}")
+                if metadata.num_chunks_from_msg > 1:
+                    raise NotAllowedError(f"chunked messages are not allowed on non-persistent topic {self.topic}:"
+                                          " a consumer could miss any chunk; send them to a persistent topic")
+            except PulsarLikeError as exc:
+                results.append(Accepted(send.sequence_id, send.highest_sequence_id, error=exc))
+                continue
+            offset = self.next_offset
+            entry = StoredEntry(offset, count, metadata.publish_time, self.ledger_id,
+                                broker_entry_prefix(now, offset + count - 1) + data)
+            self.next_offset = offset + count
+            stored.append(entry)
+            results.append(Accepted(send.sequence_id, send.highest_sequence_id, entry=entry))
+            producer.msg_in_counter += count
+            producer.bytes_in_counter += len(entry.data)
+            self.msg_in_counter += count
+            self.bytes_in_counter += len(entry.data)
+        if stored:
+            for sub in list(self.subscriptions.values()):
+                sub.deliver(stored)
+        on_done(results, None)
+
+    # ------------------------------------------------------------------ subscriptions
+    def subscribe(self, subscription: str, sub_type: SubType, consumer: Consumer, *, durable: bool,
+                  start_offset: int) -> NonPersistentSubscription:
+        """Attach ``consumer``; it receives what is published from now on (``start_offset`` is ignored:
+        nothing earlier exists)."""
+        if self.closed:
+            raise NotAllowedError(f"topic {self.topic} is closing")
+        sub = self.subscriptions.get(subscription)
+        created = sub is None
+        if sub is None:
+            sub = NonPersistentSubscription(
+                subscription, self.topic, self.partition_index, durable=durable,
+                max_delivery_bytes=self._config.dispatcherMaxDeliveryBytes,
+                key_shared_consistent_hashing=self._config.subscriptionKeySharedUseConsistentHashing)
+            self.subscriptions[subscription] = sub
+        elif not durable and sub.durable:
+            raise NotAllowedError(f"subscription {subscription!r} on {self.topic} is durable;"
+                                  " a reader needs its own name")
+        try:
+            sub.add_consumer(consumer, sub_type)
+        except PulsarLikeError:
+            if created:
+                self._drop_subscription(sub)
+                self._check_idle()
+            raise
+        return sub
+
+    def consumer_left(self, sub: NonPersistentSubscription, consumer: Consumer) -> None:
+        sub.remove_consumer(consumer)
+        if not sub.durable and not sub.consumers and self.subscriptions.get(sub.name) is sub:
+            self._drop_subscription(sub)
+        self._check_idle()
+
+    def unsubscribe(self, subscription: str, *, requester: Consumer | None = None, force: bool = False) -> None:
+        sub = self.subscriptions.get(subscription)
+        if sub is None:
+            raise SubscriptionNotFound(f"subscription {subscription!r} does not exist on {self.topic}")
+        others = [c for c in sub.consumers if c is not requester]
+        if others and not force:
+            raise NotAllowedError(f"subscription {subscription!r} on {self.topic} has {len(others)} other"
+                                  " connected consumer(s); close them first")
+        self._drop_subscription(sub)
+        self._check_idle()
+
+    def _drop_subscription(self, sub: NonPersistentSubscription) -> None:
+        del self.subscriptions[sub.name]
+        sub.close()
+        removed = self._removed  # the topic's out and drop counters keep what removed subscriptions counted
+        removed["msgOutCounter"] += sub.msg_out_counter
+        removed["bytesOutCounter"] += sub.bytes_out_counter
+        removed["msgDropCount"] += sub.msg_drop_count
+
+    # ------------------------------------------------------------------ stats and lifecycle
+    @property
+    def has_clients(self) -> bool:
+        return bool(self.producers) or any(sub.consumers for sub in self.subscriptions.values())
+
+    @property
+    def is_idle(self) -> bool:
+        """No producer (connected or waiting) and no subscription: Pulsar's inactive topic."""
+        return not self.producers and not self.access.waiting and not self.subscriptions
+
+    def _check_idle(self) -> None:
+        if self.is_idle and not self.closed and self._on_idle is not None:
+            log.info("event=non_persistent_topic_idle topic=%s", self.topic)
+            self.closed = True
+            self._on_idle(self)
+
+    def stats(self) -> dict:
+        """Pulsar's ``NonPersistentTopicStats`` fields, with drop counters instead of ``msgDropRate``."""
+        subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
+        removed = self._removed
+        return {
+            "msgInCounter": self.msg_in_counter,
+            "bytesInCounter": self.bytes_in_counter,
+            "msgOutCounter": removed["msgOutCounter"] + sum(s["msgOutCounter"] for s in subs.values()),
+            "bytesOutCounter": removed["bytesOutCounter"] + sum(s["bytesOutCounter"] for s in subs.values()),
+            "msgDropCount": removed["msgDropCount"] + sum(s["msgDropCount"] for s in subs.values()),
+            "storageSize": 0,
+            "backlogSize": 0,
+            "publishers": [{"producerName": p.producer_name, "producerId": p.producer_id,
+                            "msgInCounter": p.msg_in_counter, "bytesInCounter": p.bytes_in_counter,
+                            "metadata": p.properties, "accessMode": p.access_mode.pulsar_name}
+                           for p in self.producers.values()],
+            "waitingPublishers": len(self.access.waiting),
+            "deduplicationStatus": "Disabled",
+            "subscriptions": subs,
+            "isPersistent": False,
+        }
+
+    async def close(self) -> None:
+        self.closed = True
+        for sub in self.subscriptions.values():
+            sub.close()
+
+    async def delete(self) -> None:
+        await self.close()
+        self.subscriptions.clear()
