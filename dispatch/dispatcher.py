@@ -30,6 +30,8 @@ class Dispatcher(ABC):
         self.subscription = subscription
         self.sub_type = sub_type
         self.consumers: list[Consumer] = []
+        self._dispatching = False
+        self._again = False
 
     @abstractmethod
     def add_consumer(self, consumer: Consumer) -> None: ...
@@ -41,8 +43,28 @@ class Dispatcher(ABC):
         consumer.permits += permits
         self.dispatch()
 
+    def dispatch(self) -> None:
+        """Send what can be sent now. A sink may call back into the subscription (flow, ack) while a
+        round runs: the round finishes, then another one starts."""
+        if self._dispatching:
+            self._again = True
+            return
+        self._dispatching = True
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                self._dispatch_rounds()
+        finally:
+            self._dispatching = False
+        self._after_dispatch()
+
     @abstractmethod
-    def dispatch(self) -> None: ...
+    def _dispatch_rounds(self) -> None:
+        """Read and send until nothing more can go now."""
+
+    def _after_dispatch(self) -> None:
+        """Hook: runs once a dispatch is over (e.g. arm a timer)."""
 
     def on_acked(self, consumer: Consumer) -> None:
         """Hook: ``consumer`` acknowledged messages."""

@@ -78,8 +78,6 @@ class SharedDispatcher(Dispatcher):
         self._replay: list[int] = []  # sorted entry offsets to send again
         self._replay_set: set[int] = set()
         self._turn = 0
-        self._dispatching = False
-        self._again = False
         settings = subscription.delayed_delivery
         self.delayed: DelayedDeliveryTracker | None = None
         if settings is not None and settings.enabled:
@@ -188,21 +186,12 @@ class SharedDispatcher(Dispatcher):
 
     # -- dispatching -------------------------------------------------------------------------------------
 
-    def dispatch(self) -> None:
-        # A sink may call back into the subscription (flow, ack): finish this round, then go again.
-        if self._dispatching:
-            self._again = True
-            return
-        self._dispatching = True
-        try:
-            self._again = True
-            while self._again:
-                self._again = False
-                self._release_due()
-                while self._round():
-                    self._release_due()
-        finally:
-            self._dispatching = False
+    def _dispatch_rounds(self) -> None:
+        self._release_due()
+        while self._round():
+            self._release_due()
+
+    def _after_dispatch(self) -> None:
         self._arm_timer()
 
     def may_read_ahead(self) -> bool:

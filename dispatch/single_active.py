@@ -72,8 +72,6 @@ class SingleActiveDispatcher(Dispatcher):
         super().__init__(subscription, sub_type)
         self.active: Consumer | None = None
         self.read_offset = subscription.first_unacked_offset()
-        self._dispatching = False
-        self._again = False
         self._epoch = 0  # bumped on every rewind, so a round interrupted by one stops
 
     def active_consumer(self) -> Consumer | None:
@@ -136,20 +134,6 @@ class SingleActiveDispatcher(Dispatcher):
     def _rewind(self, offset: int) -> None:
         self.read_offset = offset
         self._epoch += 1
-
-    def dispatch(self) -> None:
-        # A sink may call back into the subscription (flow, ack): finish this round, then go again.
-        if self._dispatching:
-            self._again = True
-            return
-        self._dispatching = True
-        try:
-            self._again = True
-            while self._again:
-                self._again = False
-                self._dispatch_rounds()
-        finally:
-            self._dispatching = False
 
     def _dispatch_rounds(self) -> None:
         sub = self.subscription
