@@ -4,6 +4,12 @@ This is where a produce request becomes stored entries and where consumers attac
 The broker touches entries, never individual messages: it verifies the entry's CRC, reads its
 ``MessageMetadata`` (count, publish time, sequence ids), prefixes ``BrokerEntryMetadata`` (broker time and
 the index of the entry's last message) and appends the bytes as they are.
+
+Retention and expiry (:mod:`broker_core.service.retention`) run on the event loop: every
+``messageExpiryCheckIntervalInMinutes`` the topic acknowledges expired messages on its durable
+subscriptions (:meth:`PersistentTopic.expire_messages`); every ``retentionCheckIntervalInSeconds``, and
+soon after a segment rolls or cursors are persisted, it detaches the segments retention no longer needs
+(:meth:`PersistentTopic.trim`) and unlinks their files on a worker thread, one removal at a time.
 """
 from __future__ import annotations
 
@@ -24,6 +30,8 @@ from broker_core.protocol.codec import broker_entry_prefix, decode_entry
 from broker_core.service.access import AccessMode, ProducerAccess
 from broker_core.service.dedup import Deduplication, SequenceKey
 from broker_core.service.journal import Journal
+from broker_core.service.retention import (RetentionPolicy, consumed_end_offset, expiry_cutoff_ms, expiry_offset,
+                                           segments_to_delete)
 from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.cursor_store import CursorStore
 from broker_core.storage.log import ManagedLog, StoredEntry
@@ -106,6 +114,7 @@ class PersistentTopic:
             cache_bytes=config.managedLedgerCacheSizeMB << 20,
             max_entry_bytes=self._max_entry + 64,
             clock=clock,
+            max_segment_entries=config.managedLedgerMaxEntriesPerLedger,
         )
         self.journal = Journal(self.log, config.journalSyncMode, config.journalSyncIntervalMs, executor,
                                self._on_confirmed)
@@ -123,6 +132,15 @@ class PersistentTopic:
         self._dirty: set[str] = set()
         self._flush_handle: asyncio.TimerHandle | None = None
         self.closed = False
+        self._executor = executor
+        self.retention = RetentionPolicy(config.defaultRetentionTimeInMinutes, config.defaultRetentionSizeInMB)
+        self.message_ttl_seconds = config.ttlDurationDefaultInSeconds
+        self.msg_expired: dict[str, int] = {}  # subscription -> messages expired (totalMsgExpired)
+        self._active_ledger = self.log.retention_view()[-1].base_offset
+        self._trim_handle: asyncio.Handle | None = None
+        self._removing: asyncio.Future | None = None
+        self._timers: list[asyncio.TimerHandle] = []
+        self._start_checks()
 
     # ------------------------------------------------------------------ producers
     def add_producer(self, producer_name: str, properties: dict[str, str],
@@ -217,6 +235,9 @@ class PersistentTopic:
             self.msg_in_counter += entry.num_messages
             self.bytes_in_counter += len(entry.data)
         end = stored[-1].end_offset
+        if stored[-1].ledger_id != self._active_ledger:  # a segment rolled: the old one may be trimmable
+            self._active_ledger = stored[-1].ledger_id
+            self._request_trim()
         if dedup is None:
             self.journal.appended(end, lambda error: on_done(results, error))
             return
@@ -310,6 +331,110 @@ class PersistentTopic:
                 except OSError as exc:
                     log.error("event=cursor_save_failed topic=%s subscription=%s error=%r", self.topic, name, exc)
                     self._dirty.add(name)
+        if dirty:
+            self._request_trim()
+
+    # ------------------------------------------------------------------ retention and expiry
+    def set_retention_policies(self, retention: RetentionPolicy, message_ttl_seconds: int) -> None:
+        """Apply the effective ``retention`` and ``messageTTLInSeconds`` (resolved by the registry)."""
+        changed = (retention, message_ttl_seconds) != (self.retention, self.message_ttl_seconds)
+        self.retention, self.message_ttl_seconds = retention, message_ttl_seconds
+        if changed:
+            self._request_trim()
+
+    def _start_checks(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # built outside the broker's loop (tools, tests): checks run when called
+            return
+        config = self._config
+        expiry_s = (config.messageExpiryCheckIntervalInSeconds
+                    or config.messageExpiryCheckIntervalInMinutes * 60)
+        self._timers = [loop.call_later(config.retentionCheckIntervalInSeconds, self._every,
+                                        config.retentionCheckIntervalInSeconds, self.trim, 0),
+                        loop.call_later(expiry_s, self._every, expiry_s, self.expire_messages, 1)]
+
+    def _every(self, interval_s: float, check: Callable[[], object], slot: int) -> None:
+        if self.closed:
+            return
+        try:
+            check()
+        except (OSError, PulsarLikeError) as exc:
+            log.error("event=topic_check_failed topic=%s check=%s error=%r", self.topic, check.__name__, exc)
+        self._timers[slot] = asyncio.get_running_loop().call_later(interval_s, self._every, interval_s,
+                                                                     check, slot)
+
+    def _request_trim(self) -> None:
+        if self._trim_handle is None and not self.closed:
+            try:
+                self._trim_handle = asyncio.get_running_loop().call_soon(self._trim_soon)
+            except RuntimeError:
+                pass
+
+    def _trim_soon(self) -> None:
+        self._trim_handle = None
+        try:
+            self.trim()
+        except (OSError, PulsarLikeError) as exc:
+            log.error("event=topic_check_failed topic=%s check=trim error=%r", self.topic, exc)
+
+    def expire_messages(self) -> int:
+        """Message TTL: acknowledge, on every durable subscription, the messages published more than
+        ``message_ttl_seconds`` ago (unacked or delayed alike); returns how many were expired."""
+        cutoff = expiry_cutoff_ms(self.message_ttl_seconds, self._clock.now_ms())
+        if cutoff is None or self.closed:
+            return 0
+        confirmed = self.journal.confirmed_end_offset
+        behind = [sub for sub in self.subscriptions.values()
+                  if sub.durable and sub.cursor.mark_delete_offset + 1 < confirmed]
+        if not behind:
+            return 0
+        slowest = max(min(sub.cursor.mark_delete_offset + 1 for sub in behind), self.log.start_offset)
+        first_unexpired = self.log.offset_for_timestamp(cutoff, from_offset=slowest)
+        total = 0
+        for sub in behind:
+            through = expiry_offset(first_unexpired, confirmed, sub.cursor.mark_delete_offset)
+            if through is not None:
+                n = sub.expire_through(through)
+                if n:
+                    self.msg_expired[sub.name] = self.msg_expired.get(sub.name, 0) + n
+                    total += n
+                    log.info("event=messages_expired topic=%s subscription=%s through=%d messages=%d ttl_s=%d",
+                             self.topic, sub.name, through, n, self.message_ttl_seconds)
+        return total
+
+    def trim(self) -> int:
+        """Retention: detach the leading segments every durable subscription consumed and the retention
+        policy no longer keeps, and unlink them on a worker thread; returns how many were detached."""
+        if self.closed or self.retention.keeps_forever or (self._removing is not None
+                                                           and not self._removing.done()):
+            return 0
+        confirmed = self.journal.confirmed_end_offset
+        consumed_end = consumed_end_offset(
+            (sub.cursor.mark_delete_offset for sub in self.subscriptions.values() if sub.durable), confirmed)
+        view = self.log.retention_view()
+        count = segments_to_delete(view, min(consumed_end, confirmed), self.retention, self._clock.now_ms())
+        if not count:
+            return 0
+        detached = self.log.detach_segments_before(view[count].base_offset)
+        start = self.log.start_offset
+        for sub in list(self.subscriptions.values()):  # readers hold nothing: move them past the hole
+            if not sub.durable and sub.cursor.mark_delete_offset < start - 1:
+                sub.expire_through(start - 1)
+        log.info("event=segments_trimmed topic=%s segments=%d start_offset=%d bytes=%d", self.topic,
+                 len(detached), start, sum(seg.size for seg in detached))
+        try:
+            self._removing = asyncio.get_running_loop().run_in_executor(
+                self._executor, self.log.remove_segments, detached)
+            self._removing.add_done_callback(self._removed)
+        except RuntimeError:  # no loop: remove here
+            self.log.remove_segments(detached)
+        return len(detached)
+
+    def _removed(self, future: asyncio.Future) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            log.error("event=segment_remove_failed topic=%s error=%r", self.topic, future.exception())
+        self._request_trim()  # a request made while this removal ran was dropped
 
     # ------------------------------------------------------------------ stats and lifecycle
     @property
@@ -318,6 +443,8 @@ class PersistentTopic:
 
     def stats(self) -> dict:
         subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
+        for name, stats in subs.items():
+            stats["totalMsgExpired"] = self.msg_expired.get(name, 0)
         oldest = min((sub.cursor.mark_delete_offset + 1 for sub in self.subscriptions.values()
                       if sub.durable), default=self.journal.confirmed_end_offset)
         return {
@@ -357,6 +484,14 @@ class PersistentTopic:
         self.closed = True
         if self._flush_handle is not None:
             self._flush_handle.cancel()
+        for handle in [*self._timers, self._trim_handle]:
+            if handle is not None:
+                handle.cancel()
+        if self._removing is not None:
+            try:
+                await self._removing
+            except OSError as exc:  # already logged; the files come back on restart and go again
+                log.debug("event=segment_remove_failed topic=%s error=%r", self.topic, exc)
         await self.journal.close()
         self.flush_cursors()
         if self.dedup is not None:

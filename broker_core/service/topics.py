@@ -21,6 +21,7 @@ from broker_core.errors import (InvalidTopicName, NotAllowedError, PulsarLikeErr
 from broker_core.service.metadata import PartitionedTopicsStore
 from broker_core.service.non_persistent import NonPersistentTopic, check_enabled
 from broker_core.service.policies import TOPIC, PoliciesStore
+from broker_core.service.retention import RetentionPolicy
 from broker_core.service.topic import PersistentTopic
 from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName
 
@@ -89,6 +90,7 @@ class TopicRegistry:
         else:
             topic = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock,
                                     deduplication=self.deduplication_enabled(name))
+            self._apply_retention(topic)
         self._topics[key] = topic
         log.info("event=topic_loaded topic=%s", key)
         return topic
@@ -104,6 +106,17 @@ class TopicRegistry:
     def deduplication_enabled(self, name: TopicName) -> bool:
         return bool(self.policies.resolve(name, "deduplicationEnabled", self._config.brokerDeduplicationEnabled))
 
+    def retention_policy(self, name: TopicName) -> RetentionPolicy:
+        """The effective retention of ``name``: topic, partitioned base, namespace, broker defaults."""
+        return RetentionPolicy.of(self.policies.resolve(name, "retention", None),
+                                  self._config.defaultRetentionTimeInMinutes, self._config.defaultRetentionSizeInMB)
+
+    def message_ttl_seconds(self, name: TopicName) -> int:
+        return int(self.policies.resolve(name, "messageTTLInSeconds", self._config.ttlDurationDefaultInSeconds))
+
+    def _apply_retention(self, topic: PersistentTopic) -> None:
+        topic.set_retention_policies(self.retention_policy(topic.name), self.message_ttl_seconds(topic.name))
+
     def set_policy(self, scope: str, name: str, key: str, value: object) -> None:
         """Set (``value=None``: remove) a namespace or topic policy and apply it to loaded topics."""
         if scope == TOPIC:
@@ -113,6 +126,8 @@ class TopicRegistry:
         self.policies.set(scope, name, key, value)
         for topic in self._topics.values():
             topic.set_deduplication(self.deduplication_enabled(topic.name))
+            if isinstance(topic, PersistentTopic):
+                self._apply_retention(topic)
 
     def get_policies(self, scope: str, name: str) -> dict:
         return self.policies.get(scope, name)

@@ -4,7 +4,14 @@ Files in the log's directory: ``<base offset, 20 digits>.log`` segments of frame
 (:mod:`broker_core.storage.format`) and their sparse ``.index`` (:mod:`broker_core.storage.index`).
 Appends go to the last (active) segment with one ``os.writev`` and no fsync; :meth:`ManagedLog.sync`
 makes them durable (the broker's group commit calls it from a worker thread). A segment is rolled by
-size or age, and the old one is fsynced before it is closed, so only the last segment can be torn.
+size, entry count or age, and the old one is fsynced before it is closed, so only the last segment can
+be torn.
+
+Retention removes whole segments from the front only (never the active one): the owner thread detaches
+them (:meth:`ManagedLog.detach_segments_before`; readers stop seeing them at once), then any thread may
+unlink their files, oldest first with a directory fsync after each, so a crash never leaves a gap between
+segments (recovery step 2 would refuse it); a crash before the unlinks merely brings detached segments
+back, to be deleted again.
 
 Recovery (run by the constructor)
 ---------------------------------
@@ -94,18 +101,37 @@ class StoredEntry:
         return self.offset + self.num_messages
 
 
+class SegmentView:
+    """One segment's offsets, size and newest publish time (scanned lazily, once per sealed segment)."""
+
+    __slots__ = ("_seg", "base_offset", "end_offset", "size")
+
+    def __init__(self, seg: Segment) -> None:
+        self._seg = seg
+        self.base_offset = seg.base_offset
+        self.end_offset = seg.end_offset
+        self.size = seg.size
+
+    @property
+    def last_publish_ms(self) -> int:
+        return self._seg.publish_time_max()
+
+
 class ManagedLog:
     """A topic partition's log. Owned by one thread; :meth:`sync` may run on another."""
 
     def __init__(self, directory: str | Path, *, max_segment_bytes: int = 256 << 20,
                  max_segment_age_ms: int = 4 * 3600_000, cache_bytes: int = 64 << 20,
-                 max_entry_bytes: int = 64 << 20, clock: Clock = SYSTEM_CLOCK) -> None:
+                 max_entry_bytes: int = 64 << 20, clock: Clock = SYSTEM_CLOCK,
+                 max_segment_entries: int = 0) -> None:
         if not 0 < max_entry_bytes <= MAX_FRAME_DATA:
             raise ValueError(f"max_entry_bytes must be in 1..{MAX_FRAME_DATA}, got {max_entry_bytes}")
-        if max_segment_bytes <= 0 or max_segment_age_ms <= 0:
-            raise ValueError("max_segment_bytes and max_segment_age_ms must be positive")
+        if max_segment_bytes <= 0 or max_segment_age_ms <= 0 or max_segment_entries < 0:
+            raise ValueError("max_segment_bytes and max_segment_age_ms must be positive, max_segment_entries"
+                             " >= 0 (0: no limit)")
         self.directory = Path(directory)
         self.max_segment_bytes = max_segment_bytes
+        self.max_segment_entries = max_segment_entries
         self.max_segment_age_ms = max_segment_age_ms
         self.max_entry_bytes = max_entry_bytes
         self._clock = clock
@@ -175,8 +201,11 @@ class ManagedLog:
         if not checked:
             return []
         with self._lock:
-            self._maybe_roll(sum(HEADER_SIZE + len(d) for d, _, _ in checked))
+            self._maybe_roll(sum(HEADER_SIZE + len(d) for d, _, _ in checked), len(checked))
             seg, offset = self._active, self.end_offset
+            # track the newest publish time only when it is known for the whole segment (retention, seek)
+            track = seg.max_publish_time is not None or seg.size == 0
+            newest = seg.max_publish_time
             buffers, headers = [], []
             for data, count, publish_time in checked:
                 header = encode_header(data, offset, count, publish_time)
@@ -187,10 +216,14 @@ class ManagedLog:
             entries = []
             for header, (data, _, _) in zip(headers, checked):
                 seg.appended(header)
+                if track and (newest is None or header.publish_time > newest):
+                    newest = header.publish_time
                 entry = StoredEntry(header.offset, header.count, header.publish_time,
                                     seg.base_offset, data)
                 self._cache.push(entry)
                 entries.append(entry)
+            if track:
+                seg.max_publish_time = newest
             self.end_offset = offset
         return entries
 
@@ -203,11 +236,14 @@ class ManagedLog:
             os.ftruncate(seg.write_fd, seg.size)  # never leave a partial frame before the next one
             raise BrokerPersistenceError(f"cannot append to {seg.path}: {exc}") from exc
 
-    def _maybe_roll(self, incoming: int) -> None:
+    def _maybe_roll(self, incoming: int, entries: int = 1) -> None:
         seg, now = self._active, self._clock.now_ms()
         if seg.size == 0:
             return
-        if seg.size + incoming <= self.max_segment_bytes and now - seg.created_ms < self.max_segment_age_ms:
+        too_many = (self.max_segment_entries and seg.entry_count is not None
+                    and seg.entry_count + entries > self.max_segment_entries)
+        if (not too_many and seg.size + incoming <= self.max_segment_bytes
+                and now - seg.created_ms < self.max_segment_age_ms):
             return
         seg.seal()  # fsync before closing: only the last segment can ever be torn
         self.durable_end_offset = max(self.durable_end_offset, seg.end_offset)
@@ -274,13 +310,17 @@ class ManagedLog:
         found = self.read(offset, 1, end_offset=self.end_offset)
         return found[0] if found and found[0].offset <= offset < found[0].end_offset else None
 
-    def offset_for_timestamp(self, publish_time_ms: int) -> int:
-        """Offset of the first entry with ``publish_time >= publish_time_ms`` (``end_offset`` if none)."""
-        for seg in self._segments:
+    def offset_for_timestamp(self, publish_time_ms: int, from_offset: int = 0) -> int:
+        """Offset of the first entry with ``publish_time >= publish_time_ms`` (``end_offset`` if none),
+        looking only at the entries from the one containing ``from_offset`` on (message expiry starts at
+        the slowest cursor). Sealed segments whose newest message is older are skipped unread."""
+        k = max(0, bisect.bisect_right(self._bases, from_offset) - 1)
+        for n, seg in enumerate(self._segments[k:]):
             if seg is not self._active and seg.publish_time_max() < publish_time_ms:
                 continue
             try:
-                for _, header, _ in seg.frames(check_crc=False):
+                position = seg.locate(from_offset) if n == 0 and from_offset > seg.base_offset else 0
+                for _, header, _ in seg.frames(position, check_crc=False):
                     if header.publish_time >= publish_time_ms:
                         return header.offset
             except BadFrame as bad:
@@ -293,18 +333,35 @@ class ManagedLog:
 
         The active segment is never deleted.
         """
-        freed = 0
+        return self.remove_segments(self.detach_segments_before(offset))
+
+    def detach_segments_before(self, offset: int) -> list[Segment]:
+        """Retention, step 1 (owner thread): take the whole segments below ``offset`` out of the log
+        (never the active one); ``start_offset`` moves and reads no longer see them. Their files stay
+        until :meth:`remove_segments`."""
+        detached: list[Segment] = []
         with self._lock:
             while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
-                seg = self._segments.pop(0)
+                detached.append(self._segments.pop(0))
                 self._bases.pop(0)
-                freed += seg.size
-                seg.remove()
-            if freed:
-                fsync_directory(self.directory)
             self.start_offset = self._segments[0].base_offset
             self._cache.evict_below(self.start_offset)
+        return detached
+
+    def remove_segments(self, segments: Sequence[Segment]) -> int:
+        """Retention, step 2 (any thread; one call at a time per log): close and unlink detached
+        segments oldest first, fsyncing the directory after each; returns bytes freed."""
+        freed = 0
+        for seg in sorted(segments, key=lambda s: s.base_offset):
+            freed += seg.size
+            seg.remove()
+            fsync_directory(self.directory)
         return freed
+
+    def retention_view(self) -> list[SegmentView]:
+        """Every segment, oldest first, as :mod:`broker_core.service.retention` reads them (the newest
+        publish time of a sealed segment is read on first use, then cached)."""
+        return [SegmentView(seg) for seg in self._segments]
 
     @property
     def size_bytes(self) -> int:
@@ -339,4 +396,4 @@ class ManagedLog:
                 f"durable={self.durable_end_offset}, segments={len(self._segments)})")
 
 
-__all__ = ["ManagedLog", "StoredEntry"]
+__all__ = ["ManagedLog", "SegmentView", "StoredEntry"]
