@@ -206,6 +206,10 @@ class TopicRegistry:
                 agg["unackedMessages"] += sub.get("unackedMessages", 0)
                 agg["msgOutCounter"] += sub.get("msgOutCounter", 0)
                 agg["consumers"].extend(sub.get("consumers", []))
+                if name.domain == NON_PERSISTENT:
+                    agg["msgDropCount"] = agg.get("msgDropCount", 0) + sub.get("msgDropCount", 0)
+        if name.domain == NON_PERSISTENT:
+            total["msgDropCount"] = sum(p.get("msgDropCount", 0) for p in per.values())
         return total
 
     async def close(self) -> None:

@@ -250,3 +250,14 @@ def test_disabled_non_persistent_topics_are_refused_naming_the_setting(tmp_path)
         with pytest.raises(NotAllowedError, match="enableNonPersistentTopics"):
             admin.create_partitioned_topic(topic + "-p", 2)
         send_all(client, "persistent://public/default/still-fine", ["ok"])
+
+
+def test_partitioned_stats_add_up_the_drops_of_every_partition(client, admin, np_topic):
+    admin.create_partitioned_topic(np_topic, 2)
+    client.subscribe(np_topic, "slow", receiver_queue_size=1)
+    wait_for_permits(admin, np_topic, "slow", consumers=2)
+    producer = client.create_producer(np_topic, batching_enabled=False)
+    for i in range(8):  # round robin: 4 per partition, 1 delivered and 3 dropped on each
+        producer.send(f"m{i}".encode())
+    stats = admin.topic_stats(np_topic)
+    assert stats["msgDropCount"] == 6 and stats["subscriptions"]["slow"]["msgDropCount"] == 6
