@@ -261,3 +261,54 @@ def test_partitioned_stats_add_up_the_drops_of_every_partition(client, admin, np
         producer.send(f"m{i}".encode())
     stats = admin.topic_stats(np_topic)
     assert stats["msgDropCount"] == 6 and stats["subscriptions"]["slow"]["msgDropCount"] == 6
+
+
+# -- the topic class itself (no network): what the servicer relies on --------------------------------------
+
+def _send_entry(seq, *, num_messages=1, chunks=0):
+    from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
+
+    meta = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=seq, publish_time=1)
+    if num_messages > 1:
+        meta.num_messages_in_batch = num_messages
+    if chunks:
+        meta.num_chunks_from_msg, meta.chunk_id, meta.uuid, meta.total_chunk_msg_size = chunks, 0, "p-0", 10
+    return broker_pb2.SendEntry(sequence_id=seq, highest_sequence_id=seq, num_messages=num_messages,
+                                data=codec.encode_entry(meta, b"payload"))
+
+
+def _topic(on_idle=None):
+    from broker_core.clock import FakeClock
+    from broker_core.config import BrokerConfig
+    from broker_core.service.non_persistent import NonPersistentTopic
+    from broker_core.types import TopicName
+
+    return NonPersistentTopic(TopicName.parse("non-persistent://public/default/unit"), BrokerConfig(),
+                              FakeClock(), on_idle=on_idle)
+
+
+def test_the_broker_refuses_chunks_on_a_non_persistent_topic():
+    topic = _topic()
+    producer, _ = topic.add_producer("p", {})
+    done = []
+    topic.publish(producer, [_send_entry(0), _send_entry(1, chunks=3), _send_entry(2, num_messages=4)],
+                  lambda results, error: done.append(results))
+    (results,) = done
+    assert isinstance(results[1].error, NotAllowedError)
+    assert [r.entry.offset for r in (results[0], results[2])] == [0, 1] and topic.next_offset == 5
+    assert topic.stats()["msgInCounter"] == 5
+
+
+def test_an_idle_topic_asks_to_be_forgotten_once_its_last_client_leaves():
+    forgotten = []
+    topic = _topic(forgotten.append)
+    producer, _ = topic.add_producer("p", {})
+    from dispatch.testing import RecordingConsumer
+    from dispatch.types import SubType
+
+    reader = RecordingConsumer(1)
+    sub = topic.subscribe("reader-sub", SubType.EXCLUSIVE, reader, durable=False, start_offset=0)
+    topic.remove_producer(producer)
+    assert forgotten == []
+    topic.consumer_left(sub, reader)  # a reader's subscription goes with it: nothing is left
+    assert forgotten == [topic] and topic.closed
