@@ -1,4 +1,5 @@
-"""``Admin``: topic management over the broker's unary admin calls."""
+"""``Admin``: topic management and namespace/topic policies (deduplication, retention, message TTL) over the
+broker's unary admin calls."""
 from __future__ import annotations
 
 import json
@@ -70,6 +71,59 @@ class Admin:
     def remove_topic_deduplication(self, topic: str) -> None:
         self.set_topic_deduplication(topic, None)
 
+    # --- retention and message TTL (pulsar-admin's namespaces/topics set-retention, set-message-ttl) -----
+    def set_namespace_retention(self, namespace: str, retention_time_minutes: int,
+                                retention_size_mb: int) -> None:
+        """Keep acknowledged data of every topic of ``tenant/namespace`` up to this age and while the topic
+        holds at most this size (-1: no limit of that kind; both 0: keep nothing acknowledged; a single 0
+        next to a non-zero limit is refused, as Pulsar refuses it). Topic-level retention still wins."""
+        self._put_policy(broker_pb2.PolicyScope(namespace=namespace), "retention",
+                         _retention(retention_time_minutes, retention_size_mb))
+
+    def get_namespace_retention(self, namespace: str) -> dict[str, int] | None:
+        """``{"retentionTimeInMinutes": .., "retentionSizeInMB": ..}``; None when the namespace has none
+        (the broker's ``defaultRetention*`` apply)."""
+        return self.namespace_policies(namespace).get("retention")
+
+    def remove_namespace_retention(self, namespace: str) -> None:
+        self._put_policy(broker_pb2.PolicyScope(namespace=namespace), "retention", None)
+
+    def set_topic_retention(self, topic: str, retention_time_minutes: int, retention_size_mb: int) -> None:
+        """Retention of one topic (all partitions of a partitioned topic); replaces the namespace's."""
+        self._put_policy(broker_pb2.PolicyScope(topic=_name(topic)), "retention",
+                         _retention(retention_time_minutes, retention_size_mb))
+
+    def get_topic_retention(self, topic: str) -> dict[str, int] | None:
+        """The topic's own retention; None when it has none (the namespace's or the broker's apply)."""
+        return self.topic_policies(topic).get("retention")
+
+    def remove_topic_retention(self, topic: str) -> None:
+        self._put_policy(broker_pb2.PolicyScope(topic=_name(topic)), "retention", None)
+
+    def set_namespace_message_ttl(self, namespace: str, seconds: int) -> None:
+        """Messages older than ``seconds`` (by publish time) and not acknowledged are acknowledged on every
+        durable subscription of the namespace's topics (0: no TTL). Topic-level TTL still wins."""
+        self._put_policy(broker_pb2.PolicyScope(namespace=namespace), "messageTTLInSeconds",
+                         _whole("seconds", seconds))
+
+    def get_namespace_message_ttl(self, namespace: str) -> int | None:
+        """The namespace's TTL in seconds; None when it has none (``ttlDurationDefaultInSeconds`` applies)."""
+        return self.namespace_policies(namespace).get("messageTTLInSeconds")
+
+    def remove_namespace_message_ttl(self, namespace: str) -> None:
+        self._put_policy(broker_pb2.PolicyScope(namespace=namespace), "messageTTLInSeconds", None)
+
+    def set_topic_message_ttl(self, topic: str, seconds: int) -> None:
+        """TTL of one topic (all partitions of a partitioned topic); replaces the namespace's."""
+        self._put_policy(broker_pb2.PolicyScope(topic=_name(topic)), "messageTTLInSeconds",
+                         _whole("seconds", seconds))
+
+    def get_topic_message_ttl(self, topic: str) -> int | None:
+        return self.topic_policies(topic).get("messageTTLInSeconds")
+
+    def remove_topic_message_ttl(self, topic: str) -> None:
+        self._put_policy(broker_pb2.PolicyScope(topic=_name(topic)), "messageTTLInSeconds", None)
+
     def namespace_policies(self, namespace: str) -> dict[str, Any]:
         """The policies set on ``tenant/namespace`` (only those set)."""
         return self._policies(broker_pb2.PolicyScope(namespace=namespace))
@@ -81,6 +135,10 @@ class Admin:
     def _set_policy(self, scope: broker_pb2.PolicyScope, key: str, value: Any) -> None:
         if value is not None and not isinstance(value, bool):
             raise ValueError(f"{key}={value!r} is not valid; use True, False or None")
+        self._put_policy(scope, key, value)
+
+    def _put_policy(self, scope: broker_pb2.PolicyScope, key: str, value: Any) -> None:
+        """Set (None: remove) one policy; the broker validates the value (``InvalidConfiguration``)."""
         self._connection.unary("SetPolicy", broker_pb2.PolicyRequest(
             scope=scope, key=key, value_json="" if value is None else json.dumps(value)))
 
@@ -96,6 +154,17 @@ class Admin:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _whole(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}={value!r} is not valid; use an int")
+    return value
+
+
+def _retention(time_minutes: Any, size_mb: Any) -> dict[str, int]:
+    return {"retentionTimeInMinutes": _whole("retention_time_minutes", time_minutes),
+            "retentionSizeInMB": _whole("retention_size_mb", size_mb)}
 
 
 def _name(topic: str) -> str:
