@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker_core.errors import ConsumerBusy
 from broker_core.protocol import codec
-from dispatch.consumer import Consumer, Delivery
+from dispatch.consumer import Consumer
 from dispatch.draining import DrainingHashesTracker
 from dispatch.selectors import (ConsistentHashingSelector, HashRangeAutoSplitSelector,
                                 HashRangeExclusiveSelector, StickyKeyConsumerSelector)
@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 
 AUTO_SPLIT, STICKY = "AUTO_SPLIT", "STICKY"
 LOOKAHEAD = 20_000
+"""Most entries waiting in the replay set before new entries stop being read (Pulsar's
+``keySharedLookAheadMsgInReplayThresholdPerSubscription``)..."""
+LOOKAHEAD_PER_CONSUMER = 2_000
+"""... and per consumer (``keySharedLookAheadMsgInReplayThresholdPerConsumer``)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,11 @@ class KeySharedDispatcher(SharedDispatcher):
         self._drains = self._ordered and policy.mode == AUTO_SPLIT
         self._hashes: dict[int, int] = {}  # entry offset -> sticky key hash (entries pending or waiting)
         self._holder: dict[int, Consumer] = {}  # entry offset -> the consumer holding it unacked
-        self._waiting_hashes: set[int] = set()  # hashes with an entry waiting in this pass
+        self._waiting_hashes: set[int] = set()  # hashes with an entry left waiting in this pass
+        self._replay_hashes: dict[int, int] = {}  # hash -> entries of it in the replay set
+        self._replay_hash_of: dict[int, int] = {}  # replay entry offset -> its counted hash
+        self._replay_owner: dict[int, Consumer] = {}
+        """Waiting entry -> the consumer it waits on for room (cleared when consumers come or go)."""
 
     # -- membership ----------------------------------------------------------------------------------
 
@@ -98,6 +106,7 @@ class KeySharedDispatcher(SharedDispatcher):
             changes = self.selector.add_consumer(consumer)
         if self._drains:
             self.draining.owners_changed(changes, skip=consumer)
+        self._replay_owner.clear()
         super().add_consumer(consumer)
 
     def remove_consumer(self, consumer: Consumer) -> None:
@@ -107,6 +116,7 @@ class KeySharedDispatcher(SharedDispatcher):
         self._return_pending(consumer, None)
         self.draining.consumer_removed(consumer)
         changes = self.selector.remove_consumer(consumer)
+        self._replay_owner.clear()
         if self._drains:
             self.draining.owners_changed(changes, skip=consumer)
         if not self.consumers:
@@ -129,37 +139,71 @@ class KeySharedDispatcher(SharedDispatcher):
         if holder is not None and h is not None:
             self.draining.remove_entry(holder, h, 1)
 
+    def _replay_add(self, offset: int, entry: "StoredEntry | None" = None) -> None:
+        super()._replay_add(offset, entry)
+        h = self._hashes.get(offset)
+        if h is None and entry is not None:
+            h = self._hashes[offset] = self.selector.make_hash(entry_hash_key(entry))
+        if h is not None and offset not in self._replay_hash_of:
+            self._replay_hash_of[offset] = h
+            self._replay_hashes[h] = self._replay_hashes.get(h, 0) + 1
+
+    def waits_for_permits(self, offset: int) -> bool:
+        owner = self._replay_owner.get(offset)
+        return owner is not None and owner not in self._ready
+
     def _replay_remove(self, offset: int) -> None:
         super()._replay_remove(offset)
+        self._replay_owner.pop(offset, None)
+        h = self._replay_hash_of.pop(offset, None)
+        if h is not None:
+            left = self._replay_hashes[h] - 1
+            if left:
+                self._replay_hashes[h] = left
+            else:
+                del self._replay_hashes[h]
         if offset not in self._holder:
             self._hashes.pop(offset, None)
 
     def on_seek(self, offset: int) -> None:
         self._hashes.clear()
         self._holder.clear()
+        self._replay_hashes.clear()
+        self._replay_hash_of.clear()
+        self._replay_owner.clear()
         self.draining.clear()
         super().on_seek(offset)
 
     # -- choosing ----------------------------------------------------------------------------------------
 
     def may_read_ahead(self) -> bool:
-        return len(self._replay) < LOOKAHEAD
+        return len(self._replay_entries) < min(LOOKAHEAD, LOOKAHEAD_PER_CONSUMER * max(1, len(self.consumers)))
 
-    def _round(self) -> bool:
-        self._waiting_hashes.clear()
-        return super()._round()
+    def _dispatch_rounds(self) -> None:
+        self._waiting_hashes.clear()  # as long as the replay scan: one dispatch
+        super()._dispatch_rounds()
 
-    def choose(self, entry: "StoredEntry", delivery: Delivery) -> Any:
-        if not self._available():
+    def _available(self) -> list[Consumer]:
+        """Every consumer with room: a key's consumer is fixed by its hash, priorities do not apply."""
+        return [c for c in self.consumers if c.permits > 0 and not self._is_blocked(c)]
+
+    def choose(self, entry: "StoredEntry", replay: bool) -> Any:
+        if not self._ready:
             return None
         h = self._hashes.get(entry.offset)
         if h is None:
             h = self._hashes[entry.offset] = self.selector.make_hash(entry_hash_key(entry))
-        if self._ordered and h in self._waiting_hashes:
+        # A key's entries leave in offset order: behind one still waiting (this pass, or anywhere in the
+        # replay set for a new entry), the others wait too.
+        if self._ordered and (h in self._waiting_hashes or (not replay and h in self._replay_hashes)):
+            self._waiting_hashes.add(h)
             return STUCK
         consumer = self.selector.select(h)
-        if consumer is None or consumer.permits <= 0 or self._is_blocked(consumer) or (
-                self._drains and self.draining.should_block(consumer, h)):
+        if consumer is not None and consumer not in self._ready:
+            self._replay_owner[entry.offset] = consumer  # looked at again once it has room
+            self._waiting_hashes.add(h)
+            return STUCK
+        if consumer is None or (self._drains and self.draining.should_block(consumer, h)):
             self._waiting_hashes.add(h)
             return STUCK
         return consumer

@@ -29,19 +29,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker_core.protocol import codec
+from broker_core.storage.log import StoredEntry
 from dispatch.consumer import Consumer, Delivery
 from dispatch.delayed import DelayedDeliveryTracker
 from dispatch.dispatcher import Dispatcher
 from dispatch.types import SubType
 
 if TYPE_CHECKING:
-    from broker_core.storage.log import StoredEntry
     from dispatch.subscription import Subscription
 
 log = logging.getLogger(__name__)
 
 _DELIVER_AT_TAG = b"\x98\x01"  # MessageMetadata field 19 (deliver_at_time), varint: its tag bytes
 
+_MISSING = object()
 STUCK = object()
 """An entry's consumer cannot take it now, but others may take later entries (Key_Shared)."""
 
@@ -75,8 +76,12 @@ class SharedDispatcher(Dispatcher):
     def __init__(self, subscription: "Subscription", sub_type: SubType = SubType.SHARED) -> None:
         super().__init__(subscription, sub_type)
         self.read_offset = subscription.first_unacked_offset()
-        self._replay: list[int] = []  # sorted entry offsets to send again
-        self._replay_set: set[int] = set()
+        self._replay: list[int] = []
+        """Sorted offsets of the entries to send again; may hold offsets already removed (tombstones,
+        compacted when they pile up), so removing the first of thousands is not a list shift."""
+        self._replay_entries: dict[int, StoredEntry | None] = {}
+        """The replay set: offset -> the entry when at hand (no second read), else None."""
+        self._replay_dead = 0
         self._turn = 0
         settings = subscription.delayed_delivery
         self.delayed: DelayedDeliveryTracker | None = None
@@ -85,6 +90,8 @@ class SharedDispatcher(Dispatcher):
         self._timer: Any = None
         self._timer_at: int | None = None
         self._assigning: dict[Consumer, int] = {}  # messages assigned in the current pass, not yet sent
+        self._ready: list[Consumer] = []  # consumers that may take entries in the current pass
+        self._replay_scanned = -1
 
     # -- membership ----------------------------------------------------------------------------------
 
@@ -131,12 +138,18 @@ class SharedDispatcher(Dispatcher):
         self.entries_returned(consumer, starts)
         return starts
 
+    def waits_for_permits(self, offset: int) -> bool:
+        """Hook: the waiting entry at ``offset`` is known to wait for a consumer that has no room now
+        (skipped without a look; Key_Shared)."""
+        return False
+
     def entries_returned(self, consumer: Consumer, starts: list[int]) -> None:
         """Hook: ``consumer`` no longer holds the entries at ``starts`` (Key_Shared releases hashes)."""
 
     def on_seek(self, offset: int) -> None:
         self._replay.clear()
-        self._replay_set.clear()
+        self._replay_entries.clear()
+        self._replay_dead = 0
         if self.delayed is not None:
             self.delayed.clear()
         self.read_offset = offset
@@ -145,17 +158,30 @@ class SharedDispatcher(Dispatcher):
     def on_acked(self, consumer: Consumer) -> None:
         self.dispatch()  # the consumer may be below its unacked limit again; cheap when idle
 
-    def _replay_add(self, offset: int) -> None:
-        if offset not in self._replay_set:
-            self._replay_set.add(offset)
-            bisect.insort(self._replay, offset)
+    def _replay_add(self, offset: int, entry: "StoredEntry | None" = None) -> None:
+        entries = self._replay_entries
+        if offset in entries:
+            if entry is not None:
+                entries[offset] = entry
+            return
+        entries[offset] = entry
+        replay = self._replay
+        if not replay or offset > replay[-1]:
+            replay.append(offset)
+            return
+        i = bisect.bisect_left(replay, offset)
+        if i < len(replay) and replay[i] == offset:  # revives its tombstone
+            self._replay_dead -= 1
+        else:
+            replay.insert(i, offset)
 
     def _replay_remove(self, offset: int) -> None:
-        if offset in self._replay_set:
-            self._replay_set.discard(offset)
-            i = bisect.bisect_left(self._replay, offset)
-            if i < len(self._replay) and self._replay[i] == offset:
-                del self._replay[i]
+        if self._replay_entries.pop(offset, _MISSING) is _MISSING:
+            return
+        self._replay_dead += 1
+        if self._replay_dead > 64 and self._replay_dead * 2 > len(self._replay):
+            self._replay = [o for o in self._replay if o in self._replay_entries]
+            self._replay_dead = 0
 
     # -- choosing consumers ----------------------------------------------------------------------------
 
@@ -172,12 +198,15 @@ class SharedDispatcher(Dispatcher):
             ready = [c for c in ready if c.priority_level == best]
         return ready
 
-    def choose(self, entry: "StoredEntry", delivery: Delivery) -> Any:
-        """The consumer for ``entry``; None when nobody can take anything now (the round stops);
-        ``STUCK`` when this entry must wait but later ones may go (Key_Shared)."""
-        ready = self._available()
+    def choose(self, entry: "StoredEntry", replay: bool) -> Any:
+        """The consumer for ``entry`` (among ``self._ready``, the consumers that may take entries in this
+        pass); None when nobody can take anything now (the pass stops); ``STUCK`` when this entry must
+        wait but later ones may go (Key_Shared)."""
+        ready = self._ready
         if not ready:
-            return None
+            ready = self._ready = self._available()  # lower priorities, once the higher ones are full
+            if not ready:
+                return None
         self._turn += 1
         return ready[self._turn % len(ready)]
 
@@ -187,6 +216,7 @@ class SharedDispatcher(Dispatcher):
     # -- dispatching -------------------------------------------------------------------------------------
 
     def _dispatch_rounds(self) -> None:
+        self._replay_scanned = -1  # entries left waiting are looked at once per dispatch, not per pass
         self._release_due()
         while self._round():
             self._release_due()
@@ -196,7 +226,7 @@ class SharedDispatcher(Dispatcher):
 
     def may_read_ahead(self) -> bool:
         """Whether new entries may be read while the replay set still holds some (Key_Shared bounds it)."""
-        return not self._replay
+        return not self._replay_entries
 
     def _round(self) -> bool:
         """One read-and-assign pass; True when something was sent or skipped (worth another pass)."""
@@ -204,7 +234,8 @@ class SharedDispatcher(Dispatcher):
         if sub.closed or not self.consumers or not self._available():
             return False
         progress = False
-        if self._replay:
+        self._ready = self._available()
+        if self._replay_entries:
             progress = self._assign(self._read_replay(), replay=True)
             if not self._available():
                 return progress
@@ -220,47 +251,64 @@ class SharedDispatcher(Dispatcher):
         return self._assign(entries, replay=False) or progress
 
     def _read_replay(self) -> list["StoredEntry"]:
+        """The next waiting entries not looked at yet in this dispatch, in offset order."""
         sub = self.subscription
         source = sub.source
-        out = []
-        for offset in self._replay[:sub.max_read_entries]:
-            got = source.read(offset, 1, sub.max_delivery_bytes)
-            if got and got[0].offset == offset:
-                out.append(got[0])
-            else:  # trimmed by retention meanwhile
-                self._replay_remove(offset)
+        entries = self._replay_entries
+        replay = self._replay
+        out: list[StoredEntry] = []
+        i = bisect.bisect_right(replay, self._replay_scanned)
+        while i < len(replay) and len(out) < sub.max_read_entries:
+            offset = replay[i]
+            i += 1
+            self._replay_scanned = offset
+            if offset not in entries or self.waits_for_permits(offset):
+                continue
+            entry = entries[offset]
+            if entry is None:
+                got = source.read(offset, 1, sub.max_delivery_bytes)
+                if not got or got[0].offset != offset:  # trimmed by retention meanwhile
+                    self._replay_remove(offset)
+                    continue
+                entry = entries[offset] = got[0]
+            out.append(entry)
         return out
 
     def _assign(self, entries: list["StoredEntry"], *, replay: bool) -> bool:
         batches: dict[Consumer, list[Delivery]] = {}
         progress = False
         delayed = self.delayed if not replay else None
+        if not self._ready:
+            self._ready = self._available()
         for entry in entries:
-            delivery = self.prepare(entry)
-            if delivery is None:  # acknowledged meanwhile
-                progress = True
-                if replay:
-                    self._replay_remove(entry.offset)
-                else:
-                    self.read_offset = entry.end_offset
-                continue
             if delayed is not None:
                 at = deliver_at(entry)
                 if at is not None and delayed.add(entry.offset, at):
                     self.read_offset = entry.end_offset
                     progress = True
                     continue
-            consumer = self.choose(entry, delivery)
+            # Whether the entry may go first (cheap), then what of it is still unacknowledged.
+            consumer = self.choose(entry, replay)
             if consumer is None:
                 break
             if consumer is STUCK:
                 if not replay:
-                    self._replay_add(entry.offset)
+                    self._replay_add(entry.offset, entry)
                     self.read_offset = entry.end_offset
                     progress = True
                 continue
+            delivery = self.prepare(entry)
+            if delivery is None:  # acknowledged meanwhile
+                if replay:
+                    self._replay_remove(entry.offset)
+                else:
+                    self.read_offset = entry.end_offset
+                progress = True
+                continue
             consumer.permits -= delivery.messages
             self._assigning[consumer] = self._assigning.get(consumer, 0) + delivery.messages
+            if consumer.permits <= 0 or self._is_blocked(consumer):
+                self._ready.remove(consumer)
             batches.setdefault(consumer, []).append(delivery)
             self.assigned(consumer, entry)
             progress = True
@@ -325,7 +373,7 @@ class SharedDispatcher(Dispatcher):
     # -- stats -------------------------------------------------------------------------------------------
 
     def stats(self) -> dict[str, object]:
-        return {"msgInReplay": len(self._replay),
+        return {"msgInReplay": len(self._replay_entries),
                 "msgDelayed": len(self.delayed) if self.delayed is not None else 0}
 
     def consumer_stats(self, consumer: Consumer) -> dict[str, object]:

@@ -169,3 +169,21 @@ def test_a_subscription_with_consumers_cannot_change_type():
     sub.add_consumer(RecordingConsumer(1), SubType.SHARED)
     with pytest.raises(ConsumerBusy):
         sub.add_consumer(RecordingConsumer(2), SubType.KEY_SHARED)
+
+
+def test_a_keys_order_holds_when_more_entries_wait_than_one_read_holds():
+    source = MemoryEntrySource()
+    sub = Subscription("sub", "persistent://public/default/t", -1, source, make_cursor(), max_read_entries=10)
+    c1, c2 = RecordingConsumer(1, permits=100), RecordingConsumer(2, permits=0)
+    sub.add_consumer(c1, SubType.KEY_SHARED)
+    sub.add_consumer(c2, SubType.KEY_SHARED)
+    add(source, *[LOW] * 30)
+    sub.on_new_entries()
+    assert c2.received() == [] and sub.stats()["msgInReplay"] == 30
+    sub.flow(c2, 5)
+    assert c2.take() == [0, 1, 2, 3, 4]
+    add(source, *[LOW] * 10, HIGH)  # new entries of a waiting key queue behind the waiting ones
+    sub.on_new_entries()
+    assert c2.take() == [] and c1.take() == [40]
+    sub.flow(c2, 100)
+    assert c2.take() == list(range(5, 40))
