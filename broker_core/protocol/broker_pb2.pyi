@@ -176,7 +176,7 @@ class Position(_message.Message):
     def __init__(self, offset: _Optional[int] = ..., earliest: _Optional[bool] = ..., latest: _Optional[bool] = ...) -> None: ...
 
 class Subscribe(_message.Message):
-    __slots__ = ("topic", "subscription", "sub_type", "consumer_name", "initial_position", "priority_level", "durable", "start", "start_inclusive", "partition_index", "multi_topic", "key_shared")
+    __slots__ = ("topic", "subscription", "sub_type", "consumer_name", "initial_position", "priority_level", "durable", "start", "start_inclusive", "partition_index", "multi_topic", "key_shared", "initial_permits")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SUB_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -189,6 +189,7 @@ class Subscribe(_message.Message):
     PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
     MULTI_TOPIC_FIELD_NUMBER: _ClassVar[int]
     KEY_SHARED_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_PERMITS_FIELD_NUMBER: _ClassVar[int]
     topic: str
     subscription: str
     sub_type: SubscriptionType
@@ -201,7 +202,8 @@ class Subscribe(_message.Message):
     partition_index: int
     multi_topic: bool
     key_shared: KeySharedMeta
-    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., sub_type: _Optional[_Union[SubscriptionType, str]] = ..., consumer_name: _Optional[str] = ..., initial_position: _Optional[_Union[InitialPosition, str]] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start: _Optional[_Union[Position, _Mapping]] = ..., start_inclusive: _Optional[bool] = ..., partition_index: _Optional[int] = ..., multi_topic: _Optional[bool] = ..., key_shared: _Optional[_Union[KeySharedMeta, _Mapping]] = ...) -> None: ...
+    initial_permits: int
+    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., sub_type: _Optional[_Union[SubscriptionType, str]] = ..., consumer_name: _Optional[str] = ..., initial_position: _Optional[_Union[InitialPosition, str]] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start: _Optional[_Union[Position, _Mapping]] = ..., start_inclusive: _Optional[bool] = ..., partition_index: _Optional[int] = ..., multi_topic: _Optional[bool] = ..., key_shared: _Optional[_Union[KeySharedMeta, _Mapping]] = ..., initial_permits: _Optional[int] = ...) -> None: ...
 
 class HashRange(_message.Message):
     __slots__ = ("start", "end")

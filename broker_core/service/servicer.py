@@ -213,6 +213,7 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
                 key_shared=_key_shared_policy(req) if req.sub_type == pb.KEY_SHARED_SUB else None,
                 on_active_change=lambda active: emit(pb.ConsumeResponse(
                     active_change=pb.ActiveConsumerChange(is_active=active))))
+            consumer.permits = req.initial_permits
             sub = topic.subscribe(req.subscription, _SUB_TYPES[req.sub_type], consumer,
                                   durable=req.durable, start_offset=self._start_offset(topic, req))
             out.put_nowait(pb.ConsumeResponse(subscribed=pb.Subscribed(
