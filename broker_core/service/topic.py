@@ -312,6 +312,7 @@ class PersistentTopic:
         self._dirty.discard(subscription)
         if sub.durable:
             self._cursor_store.delete(subscription)
+            self._request_trim()  # what only this subscription held may go now
 
     def _cursor_changed(self, name: str) -> None:
         self._dirty.add(name)
