@@ -109,6 +109,8 @@ class Producer:
                     and not event_timestamp and deliver_at is None:  # payload only: the hot path
                 single.add_payload(content, callback)
             else:
+                if deliver_at is not None:
+                    deliver_at = delivery_time(deliver_at, None)
                 single.add(content, callback, properties, partition_key, None, sequence_id,
                            event_timestamp or 0, deliver_at, False)
             return
@@ -151,10 +153,8 @@ class Producer:
                 raise TypeError(f"content must be bytes, not {type(content).__name__}")
         if isinstance(ordering_key, str):
             ordering_key = ordering_key.encode()
-        if deliver_after is not None:
-            seconds = deliver_after.total_seconds() if hasattr(deliver_after, "total_seconds") \
-                else float(deliver_after) / 1000.0
-            deliver_at = int(time.time() * 1000 + seconds * 1000)
+        if deliver_after is not None or deliver_at is not None:
+            deliver_at = delivery_time(deliver_at, deliver_after)
         if len(self._partitions) == 1:
             index = 0
         else:
@@ -163,6 +163,27 @@ class Producer:
             index = self._router.partition(partition_key, msg)
         self._partitions[index].add(content, callback, properties, partition_key, ordering_key,
                                     sequence_id, event_timestamp or 0, deliver_at, flush)
+
+
+def delivery_time(deliver_at: Any, deliver_after: Any) -> int:
+    """The deliver-at time in ms since the epoch of ``deliver_at`` (ms since the epoch) or
+    ``deliver_after`` (a ``timedelta``, or ms). A time in the past means "deliver now", as in Pulsar; a
+    negative delay or time is a mistake and raises ``ValueError``."""
+    if deliver_after is not None:
+        if deliver_at is not None:
+            raise ValueError("pass deliver_at or deliver_after, not both")
+        try:
+            ms = deliver_after.total_seconds() * 1000.0 if hasattr(deliver_after, "total_seconds") \
+                else float(deliver_after)
+        except (TypeError, ValueError):
+            raise ValueError(f"deliver_after={deliver_after!r} is not valid; use a timedelta or "
+                             "milliseconds >= 0") from None
+        if not ms >= 0:
+            raise ValueError(f"deliver_after={deliver_after!r} is negative; use a delay >= 0")
+        return int(time.time() * 1000 + ms)
+    if isinstance(deliver_at, bool) or not isinstance(deliver_at, int) or deliver_at < 0:
+        raise ValueError(f"deliver_at={deliver_at!r} is not valid; use milliseconds since the epoch (int >= 0)")
+    return deliver_at
 
 
 def initial_partition(num_partitions: int) -> int:
