@@ -201,8 +201,9 @@ class TopicRegistry:
             for sub_name, sub in p["subscriptions"].items():
                 agg = total["subscriptions"].setdefault(sub_name, {"msgBacklog": 0, "unackedMessages": 0,
                                                                    "msgOutCounter": 0, "type": sub.get("type"),
-                                                                   "consumers": []})
+                                                                   "consumers": [], "totalMsgExpired": 0})
                 agg["msgBacklog"] += sub.get("msgBacklog", 0)
+                agg["totalMsgExpired"] += sub.get("totalMsgExpired", 0)
                 agg["unackedMessages"] += sub.get("unackedMessages", 0)
                 agg["msgOutCounter"] += sub.get("msgOutCounter", 0)
                 agg["consumers"].extend(sub.get("consumers", []))

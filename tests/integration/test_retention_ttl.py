@@ -167,7 +167,7 @@ def test_ttl_moves_a_subscriptions_cursor_past_expired_messages_then_retention_d
     for name in ("slow", "idle"):
         assert stats["subscriptions"][name]["msgBacklog"] == 0
         assert stats["subscriptions"][name]["totalMsgExpired"] == 13
-    assert stats["subscriptions"]["slow"]["unackedMessages"] == 0
+    assert stats["subscriptions"]["slow"]["unackedMessages"] == 0 and stats["backlogSize"] == 0
     trim(rbroker, topic)
     assert radmin.topic_stats(topic)["firstOffset"] == 10
     holder.close()  # what it prefetched is gone with it; nothing expired is delivered again
@@ -217,6 +217,21 @@ def test_non_integer_values_are_refused_by_the_client(radmin, topic):
         radmin.set_topic_message_ttl(topic, 1.5)
     with pytest.raises(ValueError, match="retention_size_mb"):
         radmin.set_namespace_retention("public/default", 10, "1G")
+
+
+def test_policies_on_a_partitioned_topic_apply_to_its_partitions(rbroker, rclient, radmin, topic):
+    radmin.create_partitioned_topic(topic, 2)
+    radmin.set_topic_message_ttl(topic, 1)
+    consumer = rclient.subscribe(topic, "sub")
+    producer = rclient.create_producer(topic, batching_enabled=False)
+    for i in range(6):
+        producer.send(b"m", partition_key=str(i))
+    producer.close()
+    consumer.close()
+    partitions = [f"{topic}-partition-{i}" for i in range(2)]
+    assert wait_until(lambda: [expire(rbroker, p) for p in partitions]
+                      and radmin.topic_stats(topic)["subscriptions"]["sub"]["msgBacklog"] == 0, timeout_s=5)
+    assert radmin.topic_stats(topic)["subscriptions"]["sub"]["totalMsgExpired"] == 6
 
 
 def test_policies_and_trimmed_data_survive_a_restart(tmp_path):
