@@ -23,6 +23,24 @@ if TYPE_CHECKING:
     from dispatch.subscription import Subscription
 
 
+def split_by_bytes(deliveries: list[Delivery], limit: int) -> list[list[Delivery]]:
+    """``deliveries`` cut into consecutive groups of at most ``limit`` bytes of entries (a bigger entry
+    goes alone): one group per message to the consumer."""
+    groups: list[list[Delivery]] = []
+    group: list[Delivery] = []
+    size = 0
+    for d in deliveries:
+        n = len(d.entry.data)
+        if group and size + n > limit:
+            groups.append(group)
+            group, size = [], 0
+        group.append(d)
+        size += n
+    if group:
+        groups.append(group)
+    return groups
+
+
 class Dispatcher(ABC):
     allows_cumulative_ack: ClassVar[bool] = True
 

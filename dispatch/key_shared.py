@@ -58,6 +58,16 @@ class KeySharedPolicy:
     sticky_ranges: tuple[tuple[int, int], ...] = field(default=())
 
 
+def make_selector(policy: KeySharedPolicy, consistent_hashing: bool) -> StickyKeyConsumerSelector:
+    """The selector of a Key_Shared subscription: STICKY ranges, else AUTO_SPLIT by hash ranges or (broker
+    ``subscriptionKeySharedUseConsistentHashing``) a consistent-hashing ring."""
+    if policy.mode == STICKY:
+        return HashRangeExclusiveSelector()
+    if consistent_hashing:
+        return ConsistentHashingSelector()
+    return HashRangeAutoSplitSelector()
+
+
 def entry_hash_key(entry: "StoredEntry") -> bytes:
     data = entry.data
     _, _, pos = codec.split_broker_entry(data)
@@ -70,13 +80,7 @@ class KeySharedDispatcher(SharedDispatcher):
                  consistent_hashing: bool = False) -> None:
         super().__init__(subscription, SubType.KEY_SHARED)
         self.policy = policy
-        self.selector: StickyKeyConsumerSelector
-        if policy.mode == STICKY:
-            self.selector = HashRangeExclusiveSelector()
-        elif consistent_hashing:
-            self.selector = ConsistentHashingSelector()
-        else:
-            self.selector = HashRangeAutoSplitSelector()
+        self.selector = make_selector(policy, consistent_hashing)
         self.draining = DrainingHashesTracker()
         self._ordered = not policy.allow_out_of_order_delivery
         self._drains = self._ordered and policy.mode == AUTO_SPLIT

@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from broker_core.errors import AlreadyClosed, ConsumerBusy, CumulativeAcknowledgementNotAllowedError
 from dispatch.consumer import Consumer, Delivery
-from dispatch.key_shared import STICKY, KeySharedPolicy, entry_hash_key
-from dispatch.selectors import (ConsistentHashingSelector, HashRangeAutoSplitSelector,
-                                HashRangeExclusiveSelector, StickyKeyConsumerSelector)
+from dispatch.dispatcher import split_by_bytes
+from dispatch.key_shared import KeySharedPolicy, entry_hash_key, make_selector
+from dispatch.selectors import HashRangeExclusiveSelector
 from dispatch.single_active import pick_active
 from dispatch.types import SubType
 
@@ -92,23 +92,11 @@ class NonPersistentDispatcher:
                 continue
             consumer.permits -= n
             batches.setdefault(consumer, []).append(Delivery(entry, 0, None, n))
-        for consumer, deliveries in batches.items():
-            self._send_bounded(consumer, deliveries)
-        return dropped
-
-    def _send_bounded(self, consumer: Consumer, deliveries: list[Delivery]) -> None:
         limit = self.subscription.max_delivery_bytes
-        batch: list[Delivery] = []
-        size = 0
-        for d in deliveries:
-            n = len(d.entry.data)
-            if batch and size + n > limit:
-                self._hand_over(consumer, batch)
-                batch, size = [], 0
-            batch.append(d)
-            size += n
-        if batch:
-            self._hand_over(consumer, batch)
+        for consumer, deliveries in batches.items():
+            for group in split_by_bytes(deliveries, limit):
+                self._hand_over(consumer, group)
+        return dropped
 
     def _hand_over(self, consumer: Consumer, deliveries: list[Delivery]) -> None:
         messages = sum(d.messages for d in deliveries)
@@ -204,13 +192,7 @@ class KeySharedNonPersistentDispatcher(NonPersistentDispatcher):
                  consistent_hashing: bool = False) -> None:
         super().__init__(subscription, SubType.KEY_SHARED)
         self.policy = policy
-        self.selector: StickyKeyConsumerSelector
-        if policy.mode == STICKY:
-            self.selector = HashRangeExclusiveSelector()
-        elif consistent_hashing:
-            self.selector = ConsistentHashingSelector()
-        else:
-            self.selector = HashRangeAutoSplitSelector()
+        self.selector = make_selector(policy, consistent_hashing)
 
     def add_consumer(self, consumer: Consumer) -> None:
         policy = getattr(consumer, "key_shared", None) or KeySharedPolicy()

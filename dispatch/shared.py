@@ -32,7 +32,7 @@ from broker_core.protocol import codec
 from broker_core.storage.log import StoredEntry
 from dispatch.consumer import Consumer, Delivery
 from dispatch.delayed import DelayedDeliveryTracker
-from dispatch.dispatcher import Dispatcher
+from dispatch.dispatcher import Dispatcher, split_by_bytes
 from dispatch.types import SubType
 
 if TYPE_CHECKING:
@@ -317,23 +317,11 @@ class SharedDispatcher(Dispatcher):
             else:
                 self.read_offset = entry.end_offset
         self._assigning.clear()
-        for consumer, deliveries in batches.items():
-            self._send_bounded(consumer, deliveries)
-        return progress
-
-    def _send_bounded(self, consumer: Consumer, deliveries: list[Delivery]) -> None:
         limit = self.subscription.max_delivery_bytes
-        batch: list[Delivery] = []
-        size = 0
-        for d in deliveries:
-            n = len(d.entry.data)
-            if batch and size + n > limit:
-                self.send(consumer, batch)
-                batch, size = [], 0
-            batch.append(d)
-            size += n
-        if batch:
-            self.send(consumer, batch)
+        for consumer, deliveries in batches.items():
+            for group in split_by_bytes(deliveries, limit):
+                self.send(consumer, group)
+        return progress
 
     # -- delayed delivery ------------------------------------------------------------------------------
 
