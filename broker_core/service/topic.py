@@ -360,8 +360,8 @@ class PersistentTopic:
             return
         try:
             check()
-        except (OSError, PulsarLikeError) as exc:
-            log.error("event=topic_check_failed topic=%s check=%s error=%r", self.topic, check.__name__, exc)
+        except Exception:  # a failed check must not stop the next ones
+            log.exception("event=topic_check_failed topic=%s check=%s", self.topic, check.__name__)
         self._timers[slot] = asyncio.get_running_loop().call_later(interval_s, self._every, interval_s,
                                                                      check, slot)
 
@@ -376,8 +376,8 @@ class PersistentTopic:
         self._trim_handle = None
         try:
             self.trim()
-        except (OSError, PulsarLikeError) as exc:
-            log.error("event=topic_check_failed topic=%s check=trim error=%r", self.topic, exc)
+        except Exception:
+            log.exception("event=topic_check_failed topic=%s check=trim", self.topic)
 
     def expire_messages(self) -> int:
         """Message TTL: acknowledge, on every durable subscription, the messages published more than
