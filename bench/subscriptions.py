@@ -106,6 +106,9 @@ def main() -> None:
         try:
             client = Client(url)
             topic = "persistent://public/default/bench-subscriptions"
+            names = ("single", "shared", "key_shared")
+            for name in names:  # durable subscriptions first: a topic without any keeps nothing consumed
+                client.subscribe(topic, f"bench-{name}", initial_position=InitialPosition.Earliest).close()
             t0 = time.perf_counter()
             fill(client, topic, args.messages, args.keys, args.size)
             print(f"filled {args.messages:,} messages over {args.keys:,} keys in {time.perf_counter() - t0:.1f}s")
