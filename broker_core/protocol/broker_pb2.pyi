@@ -437,6 +437,26 @@ class UnsubscribeRequest(_message.Message):
     force: bool
     def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., force: _Optional[bool] = ...) -> None: ...
 
+class SubscriptionRequest(_message.Message):
+    __slots__ = ("topic", "subscription", "position", "publish_time_ms", "end_offset")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    subscription: str
+    position: Position
+    publish_time_ms: int
+    end_offset: int
+    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., position: _Optional[_Union[Position, _Mapping]] = ..., publish_time_ms: _Optional[int] = ..., end_offset: _Optional[int] = ...) -> None: ...
+
+class SubscriptionPosition(_message.Message):
+    __slots__ = ("next_offset",)
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    next_offset: int
+    def __init__(self, next_offset: _Optional[int] = ...) -> None: ...
+
 class PolicyScope(_message.Message):
     __slots__ = ("namespace", "topic")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]

@@ -89,6 +89,21 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.PolicyRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
                 _registered_method=True)
+        self.CreateSubscription = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/CreateSubscription',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+                _registered_method=True)
+        self.ResetCursor = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ResetCursor',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+                _registered_method=True)
+        self.AcknowledgeUpTo = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/AcknowledgeUpTo',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+                _registered_method=True)
         self.GetPolicies = channel.unary_unary(
                 '/pulsarlike.v1.PulsarLike/GetPolicies',
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
@@ -165,6 +180,24 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateSubscription(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResetCursor(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AcknowledgeUpTo(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetPolicies(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -228,6 +261,21 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     servicer.SetPolicy,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PolicyRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'CreateSubscription': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSubscription,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.SerializeToString,
+            ),
+            'ResetCursor': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetCursor,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.SerializeToString,
+            ),
+            'AcknowledgeUpTo': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcknowledgeUpTo,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.SerializeToString,
             ),
             'GetPolicies': grpc.unary_unary_rpc_method_handler(
                     servicer.GetPolicies,
@@ -532,6 +580,87 @@ class PulsarLike:
             '/pulsarlike.v1.PulsarLike/SetPolicy',
             broker__core_dot_protocol_dot_broker__pb2.PolicyRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSubscription(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/CreateSubscription',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetCursor(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ResetCursor',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcknowledgeUpTo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/AcknowledgeUpTo',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
             options,
             channel_credentials,
             insecure,

@@ -217,7 +217,8 @@ class NonPersistentTopic:
             self._drop_subscription(sub)
         self._check_idle()
 
-    def unsubscribe(self, subscription: str, *, requester: Consumer | None = None, force: bool = False) -> None:
+    def unsubscribe(self, subscription: str, *, requester: Consumer | None = None, force: bool = False,
+                    durable: bool = True) -> None:
         sub = self.subscriptions.get(subscription)
         if sub is None:
             raise SubscriptionNotFound(f"subscription {subscription!r} does not exist on {self.topic}")

@@ -16,7 +16,7 @@ from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 import grpc
 
-from broker_core.errors import InvalidMessage, PulsarLikeError, UnknownError
+from broker_core.errors import InvalidMessage, NotAllowedError, PulsarLikeError, UnknownError
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata
@@ -280,7 +280,7 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
             elif kind == "unsubscribe":
                 rid = request.unsubscribe.request_id
                 try:
-                    topic.unsubscribe(sub.name, requester=consumer)
+                    topic.unsubscribe(sub.name, requester=consumer, durable=sub.durable)
                 except PulsarLikeError as exc:
                     out.put_nowait(pb.ConsumeResponse(unsubscribed=pb.UnsubscribeDone(
                         request_id=rid, error=error_to_proto(exc))))
@@ -356,6 +356,39 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
             topic.unsubscribe(request.subscription, force=request.force)
             return pb.Empty()
         return await self._unary(context, delete)
+
+    def _persistent(self, topic: str) -> PersistentTopic:
+        found = self._registry.get(TopicName.parse(topic), create=False)
+        if not isinstance(found, PersistentTopic):
+            raise NotAllowedError(f"{topic}: non-persistent topics have no stored subscriptions")
+        return found
+
+    async def CreateSubscription(self, request, context):
+        def create():
+            topic = self._persistent(request.topic)
+            start = (_position_offset(topic, request.position) if request.HasField("position")
+                     else topic.journal.confirmed_end_offset)
+            topic.create_subscription(request.subscription, start)
+            return pb.SubscriptionPosition(next_offset=topic.durable_subscription(request.subscription)
+                                           .cursor.mark_delete_offset + 1)
+        return await self._unary(context, create)
+
+    async def ResetCursor(self, request, context):
+        def reset():
+            topic = self._persistent(request.topic)
+            sub = topic.durable_subscription(request.subscription)
+            offset = (_position_offset(topic, request.position) if request.HasField("position")
+                      else topic.log.offset_for_timestamp(request.publish_time_ms))
+            sub.seek(offset)
+            return pb.SubscriptionPosition(next_offset=sub.cursor.mark_delete_offset + 1)
+        return await self._unary(context, reset)
+
+    async def AcknowledgeUpTo(self, request, context):
+        def ack():
+            topic = self._persistent(request.topic)
+            return pb.SubscriptionPosition(
+                next_offset=topic.acknowledge_up_to(request.subscription, request.end_offset))
+        return await self._unary(context, ack)
 
     async def SetPolicy(self, request, context):
         def set_policy():

@@ -121,6 +121,9 @@ class PersistentTopic:
         self._source = _ConfirmedSource(self.log, self.journal)
         self._cursor_store = CursorStore(directory / "cursors")
         self.subscriptions: dict[str, Subscription] = {}
+        """Durable subscriptions by name (their cursors are stored)."""
+        self.readers: dict[str, Subscription] = {}
+        """Non-durable subscriptions by name (readers; gone with their last consumer)."""
         for cursor in self._cursor_store.load_all().values():
             self.subscriptions[cursor.name] = self._new_subscription(cursor, durable=True)
         self.producers: dict[int, ProducerInfo] = {}
@@ -255,8 +258,12 @@ class PersistentTopic:
         self.journal.appended(end, confirmed)
 
     def _on_confirmed(self) -> None:
-        for sub in list(self.subscriptions.values()):
+        for sub in self.all_subscriptions():
             sub.on_new_entries()
+
+    def all_subscriptions(self) -> list[Subscription]:
+        """Durable subscriptions and readers' (non-durable) ones: a name may be used once by each."""
+        return [*self.subscriptions.values(), *self.readers.values()]
 
     # ------------------------------------------------------------------ subscriptions
     def _new_subscription(self, cursor: ManagedCursor, durable: bool) -> Subscription:
@@ -279,40 +286,74 @@ class PersistentTopic:
                   start_offset: int) -> Subscription:
         """Attach ``consumer``; a new subscription starts so that ``start_offset`` is the first message
         delivered (existing durable subscriptions keep their cursor)."""
-        sub = self.subscriptions.get(subscription)
+        subs = self.subscriptions if durable else self.readers
+        sub = subs.get(subscription)
         if sub is None:
-            start_offset = max(start_offset, self.log.start_offset)
-            cursor = ManagedCursor(subscription, mark_delete_offset=start_offset - 1)
-            if durable:
-                self._cursor_store.save(cursor)
-            sub = self._new_subscription(cursor, durable)
-            self.subscriptions[subscription] = sub
-        elif not durable and sub.durable is not False:
-            raise NotAllowedError(f"subscription {subscription!r} on {self.topic} is durable;"
-                                  " a reader needs its own name")
-        sub.add_consumer(consumer, sub_type)
+            sub = self._create_subscription(subscription, start_offset, durable)
+        try:
+            sub.add_consumer(consumer, sub_type)
+        except PulsarLikeError:
+            if not durable and not sub.consumers:
+                del self.readers[subscription]
+            raise
+        return sub
+
+    def _create_subscription(self, name: str, start_offset: int, durable: bool) -> Subscription:
+        start_offset = max(start_offset, self.log.start_offset)
+        cursor = ManagedCursor(name, mark_delete_offset=start_offset - 1)
+        if durable:
+            self._cursor_store.save(cursor)
+        sub = self._new_subscription(cursor, durable)
+        (self.subscriptions if durable else self.readers)[name] = sub
         return sub
 
     def consumer_left(self, sub: Subscription, consumer: Consumer) -> None:
         sub.remove_consumer(consumer)
-        if not sub.durable and not sub.consumers and self.subscriptions.get(sub.name) is sub:
-            del self.subscriptions[sub.name]
+        if not sub.durable and not sub.consumers and self.readers.get(sub.name) is sub:
+            del self.readers[sub.name]
             sub.close()
 
-    def unsubscribe(self, subscription: str, *, requester: Consumer | None = None, force: bool = False) -> None:
-        sub = self.subscriptions.get(subscription)
+    def unsubscribe(self, subscription: str, *, requester: Consumer | None = None, force: bool = False,
+                    durable: bool = True) -> None:
+        subs = self.subscriptions if durable else self.readers
+        sub = subs.get(subscription)
         if sub is None:
             raise SubscriptionNotFound(f"subscription {subscription!r} does not exist on {self.topic}")
         others = [c for c in sub.consumers if c is not requester]
         if others and not force:
             raise NotAllowedError(f"subscription {subscription!r} on {self.topic} has {len(others)} other"
                                   " connected consumer(s); close them first")
-        del self.subscriptions[subscription]
+        del subs[subscription]
         sub.close()
-        self._dirty.discard(subscription)
         if sub.durable:
+            self._dirty.discard(subscription)
             self._cursor_store.delete(subscription)
             self._request_trim()  # what only this subscription held may go now
+
+    # ------------------------------------------------------------------ subscription admin
+    def durable_subscription(self, name: str) -> Subscription:
+        sub = self.subscriptions.get(name)
+        if sub is None:
+            raise SubscriptionNotFound(f"subscription {name!r} does not exist on {self.topic}")
+        return sub
+
+    def create_subscription(self, name: str, start_offset: int) -> None:
+        """A durable subscription whose first message is ``start_offset`` (pulsar-admin
+        create-subscription); ``SubscriptionAlreadyExists``-like ``NotAllowedError`` when it exists."""
+        if name in self.subscriptions:
+            raise NotAllowedError(f"subscription {name!r} already exists on {self.topic}")
+        self._create_subscription(name, min(start_offset, self.journal.confirmed_end_offset), True)
+
+    def acknowledge_up_to(self, name: str, end_offset: int) -> int:
+        """Acknowledge every message below ``end_offset`` on durable subscription ``name`` (created there
+        when missing); never moves the subscription back. Returns its new mark-delete offset + 1."""
+        end_offset = min(end_offset, self.journal.confirmed_end_offset)
+        sub = self.subscriptions.get(name)
+        if sub is None:
+            sub = self._create_subscription(name, end_offset, True)
+        elif end_offset - 1 > sub.cursor.mark_delete_offset:
+            sub.expire_through(end_offset - 1)
+        return sub.cursor.mark_delete_offset + 1
 
     def _cursor_changed(self, name: str) -> None:
         self._dirty.add(name)
@@ -419,8 +460,8 @@ class PersistentTopic:
             return 0
         detached = self.log.detach_segments_before(view[count].base_offset)
         start = self.log.start_offset
-        for sub in list(self.subscriptions.values()):  # readers hold nothing: move them past the hole
-            if not sub.durable and sub.cursor.mark_delete_offset < start - 1:
+        for sub in list(self.readers.values()):  # readers hold nothing: move them past the hole
+            if sub.cursor.mark_delete_offset < start - 1:
                 sub.expire_through(start - 1)
         log.info("event=segments_trimmed topic=%s segments=%d start_offset=%d bytes=%d", self.topic,
                  len(detached), start, sum(seg.size for seg in detached))
@@ -440,12 +481,14 @@ class PersistentTopic:
     # ------------------------------------------------------------------ stats and lifecycle
     @property
     def has_clients(self) -> bool:
-        return bool(self.producers) or any(sub.consumers for sub in self.subscriptions.values())
+        return bool(self.producers) or any(sub.consumers for sub in self.all_subscriptions())
 
     def stats(self) -> dict:
         subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
         for name, stats in subs.items():
             stats["totalMsgExpired"] = self.msg_expired.get(name, 0)
+        for name, sub in self.readers.items():  # a reader named like a durable subscription is listed apart
+            subs[name if name not in subs else f"{name} (non-durable)"] = sub.stats()
         oldest = min((sub.cursor.mark_delete_offset + 1 for sub in self.subscriptions.values()
                       if sub.durable), default=self.journal.confirmed_end_offset)
         return {
@@ -500,11 +543,12 @@ class PersistentTopic:
                 self.dedup.snapshot(self.journal.confirmed_end_offset)
             except OSError as exc:
                 log.error("event=dedup_snapshot_failed topic=%s error=%r", self.topic, exc)
-        for sub in self.subscriptions.values():
+        for sub in self.all_subscriptions():
             sub.close()
         self.log.close()
 
     async def delete(self) -> None:
         await self.close()
         self.subscriptions.clear()
+        self.readers.clear()
         shutil.rmtree(self.directory, ignore_errors=True)

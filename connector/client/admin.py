@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from broker_core.protocol import broker_pb2
-from broker_core.types import TopicName
+from broker_core.types import MessageId, TopicName
 
 from connector.client.connection import Connection
 
@@ -49,6 +49,44 @@ class Admin:
     def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
         self._connection.unary("DeleteSubscription", broker_pb2.UnsubscribeRequest(
             topic=_name(topic), subscription=subscription, force=force))
+
+    # --- subscriptions without consumers (pulsar-admin topics create-subscription / reset-cursor) -----
+    def create_subscription(self, topic: str, subscription: str,
+                            message_id: MessageId = MessageId.latest) -> None:
+        """Create a durable subscription starting at ``message_id`` (``MessageId.earliest``,
+        ``MessageId.latest`` or a message's id); on every partition of a partitioned topic."""
+        for name in self._partitions_of(topic):
+            self._connection.unary("CreateSubscription", broker_pb2.SubscriptionRequest(
+                topic=name, subscription=subscription, position=_position(message_id)))
+
+    def reset_cursor(self, topic: str, subscription: str, message_id: MessageId | None = None,
+                     timestamp_ms: int | None = None) -> None:
+        """Move a durable subscription so that ``message_id`` (or the first message published at or after
+        ``timestamp_ms``) is delivered next; what follows counts as unacknowledged again."""
+        if (message_id is None) == (timestamp_ms is None):
+            raise ValueError("reset_cursor takes message_id or timestamp_ms")
+        for name in self._partitions_of(topic):
+            request = broker_pb2.SubscriptionRequest(topic=name, subscription=subscription)
+            if timestamp_ms is not None:
+                request.publish_time_ms = int(timestamp_ms)
+            else:
+                request.position.CopyFrom(_position(message_id))  # type: ignore[arg-type]
+            self._connection.unary("ResetCursor", request)
+
+    def acknowledge_up_to(self, topic: str, subscription: str, end_offset: int) -> int:
+        """Acknowledge every message of one topic partition below ``end_offset`` on a durable
+        subscription (created there if missing), never moving it back; returns the offset of its first
+        unacknowledged message. What the Spark source does on commit."""
+        if not isinstance(end_offset, int) or end_offset < 0:
+            raise ValueError(f"end_offset={end_offset!r} is not valid; use an int >= 0")
+        reply = self._connection.unary("AcknowledgeUpTo", broker_pb2.SubscriptionRequest(
+            topic=_name(topic), subscription=subscription, end_offset=end_offset))
+        return reply.next_offset
+
+    def _partitions_of(self, topic: str) -> list[str]:
+        name = _name(topic)
+        n = self.get_partitioned_topic_metadata(name)["partitions"]
+        return [str(TopicName.parse(name).partition(i)) for i in range(n)] if n else [name]
 
     # --- policies (pulsar-admin's namespaces/topics set-deduplication ...) ----------------------------
     def set_namespace_deduplication(self, namespace: str, enabled: bool | None) -> None:
@@ -165,6 +203,16 @@ def _whole(name: str, value: Any) -> int:
 def _retention(time_minutes: Any, size_mb: Any) -> dict[str, int]:
     return {"retentionTimeInMinutes": _whole("retention_time_minutes", time_minutes),
             "retentionSizeInMB": _whole("retention_size_mb", size_mb)}
+
+
+def _position(message_id: MessageId) -> broker_pb2.Position:
+    if not isinstance(message_id, MessageId):
+        raise TypeError("message_id must be a MessageId (MessageId.earliest, MessageId.latest or an id)")
+    if message_id.is_earliest():
+        return broker_pb2.Position(earliest=True)
+    if message_id.is_latest():
+        return broker_pb2.Position(latest=True)
+    return broker_pb2.Position(offset=message_id.offset)
 
 
 def _name(topic: str) -> str:
