@@ -65,8 +65,19 @@ class HashingScheme(IntEnum):
 
 
 class KeySharedMode(IntEnum):
+    """How a Key_Shared consumer gets its hash ranges (values equal ``broker_pb2.KeySharedMode``)."""
+
     AutoSplit = 0
     Sticky = 1
+
+
+class RegexSubscriptionMode(IntEnum):
+    """Which topics a pattern subscription takes: persistent ones (the default), non-persistent ones, or
+    both."""
+
+    PersistentOnly = 0
+    NonPersistentOnly = 1
+    AllTopics = 2
 
 
 class SubscriptionMode(IntEnum):
