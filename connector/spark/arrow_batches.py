@@ -1,0 +1,230 @@
+"""Delivered entries of one topic partition -> Arrow record batches in the source's schema.
+
+:class:`BatchBuilder` takes entries as the broker delivers them (Pulsar's entry format, see
+``broker_core.protocol.codec``) and keeps, column by column, the messages whose offsets fall in the range
+the caller asks for; :meth:`BatchBuilder.build` turns what it holds into one ``pyarrow.RecordBatch`` whose
+schema is :data:`connector.spark.schema.ARROW_SCHEMA`.
+
+Cost model: a batch of payload-only messages (what most producers write) is split by the codec in a few
+C-level calls and its per-message columns (key, properties, event time) are filled without looking at each
+message; only the value and the message id are built per message. Columns constant over an entry (publish
+time, producer name) are kept as runs.
+
+Chunked messages (one message split over several entries) are kept whole by the range that holds their
+first chunk: ``__offset`` is the first chunk's offset and ``__messageId`` the last chunk's id (what
+pulsar-client gives the message). A range may therefore read past its end to complete a message, and skips
+continuation chunks of a message that started before it.
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+from typing import Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from broker_core.errors import InvalidMessage
+from broker_core.protocol import codec, pulsar_api_pb2
+from broker_core.protocol.compression import decompress_payload
+
+from connector.spark.schema import ARROW_SCHEMA, PROPERTIES, TIMESTAMP
+
+_I32 = pa.int32()
+
+
+def _varint(value: int) -> bytes:
+    if value < 0:
+        value += 1 << 64
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_INDEX_FIELDS: list[bytes] = []
+"""``batch_index`` fields of a MessageIdData (tag 4) for 0, 1, 2, ... (grown on demand)."""
+_NO_INDEX = b"\x20" + _varint(-1)
+
+
+def _index_fields(count: int) -> list[bytes]:
+    while len(_INDEX_FIELDS) < count:
+        _INDEX_FIELDS.append(b"\x20" + _varint(len(_INDEX_FIELDS)))
+    return _INDEX_FIELDS
+
+
+def message_id_prefix(ledger_id: int, entry_id: int, partition: int) -> bytes:
+    """The first three fields of ``MessageId.serialize()`` (ledgerId, entryId, partition)."""
+    return b"\x08" + _varint(ledger_id) + b"\x10" + _varint(entry_id) + b"\x18" + _varint(partition)
+
+
+class Decoded:
+    """One entry's messages: payloads, per-message metadata (None for an unbatched message), the entry's
+    metadata and where it sits."""
+
+    __slots__ = ("metadata", "metas", "payloads", "ledger_id", "entry_id", "batched")
+
+    def __init__(self, metadata: pulsar_api_pb2.MessageMetadata, metas: Any, payloads: Any, ledger_id: int,
+                 entry_id: int, batched: bool) -> None:
+        self.metadata = metadata
+        self.metas = metas
+        self.payloads = payloads
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.batched = batched
+
+
+def split(metadata: pulsar_api_pb2.MessageMetadata, payload: Any, ledger_id: int, entry_id: int) -> Decoded:
+    """The messages of a (non-chunk) entry."""
+    compression = metadata.compression
+    if compression:
+        payload = decompress_payload(compression, payload, metadata.uncompressed_size)
+    elif metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
+        raise InvalidMessage(f"the payload is {len(payload)} bytes but the metadata's uncompressed_size "
+                             f"says {metadata.uncompressed_size}")
+    if not metadata.HasField("num_messages_in_batch"):
+        return Decoded(metadata, (None,), (bytes(payload),), ledger_id, entry_id, False)
+    metas, payloads = codec.split_batch(payload, metadata.num_messages_in_batch)
+    return Decoded(metadata, metas, payloads, ledger_id, entry_id, True)
+
+
+class BatchBuilder:
+    """Columns of the rows collected so far for one topic partition."""
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self._clear()
+
+    def _clear(self) -> None:
+        self.rows = 0
+        self.first_offset: int | None = None
+        self._offsets: list[int] = []
+        self._values: list[Any] = []
+        self._keys: list[Any] = []
+        self._any_key = False
+        self._ids: list[bytes] = []
+        self._event_ms: list[Any] = []
+        self._any_event = False
+        self._props: list[Mapping[str, str]] = []
+        self._any_props = False
+        self._seq: list[int] = []
+        self._publish_runs: list[tuple[int, int]] = []
+        self._producer_runs: list[tuple[str, int]] = []
+
+    def add(self, entry: Decoded, lo: int, hi: int, offset: int | None = None,
+            message_id: bytes | None = None) -> None:
+        """Keep messages ``lo <= index < hi`` of ``entry``; ``offset``/``message_id`` override the offset
+        and id of a single message (a reassembled chunked message)."""
+        count = hi - lo
+        if count <= 0:
+            return
+        meta = entry.metadata
+        first = entry.entry_id + lo if offset is None else offset
+        if self.first_offset is None:
+            self.first_offset = first
+        self.rows += count
+        self._offsets.extend(range(first, first + count))
+        self._publish_runs.append((meta.publish_time, count))
+        self._producer_runs.append((meta.producer_name, count))
+        metas = entry.metas
+        if not entry.batched:
+            self._values.append(None if meta.null_value else entry.payloads[0])
+            key = meta.partition_key if meta.HasField("partition_key") else None
+            self._keys.append(key)
+            self._any_key = self._any_key or key is not None
+            self._event_ms.append(meta.event_time or None)
+            self._any_event = self._any_event or bool(meta.event_time)
+            props = {kv.key: kv.value for kv in meta.properties} if meta.properties else {}
+            self._props.append(props)
+            self._any_props = self._any_props or bool(props)
+            self._seq.append(meta.sequence_id)
+            self._ids.append(message_id or (
+                message_id_prefix(entry.ledger_id, entry.entry_id, self.partition) + _NO_INDEX))
+            return
+        num = len(metas)
+        self._values.extend(entry.payloads[lo:hi])
+        prefix = message_id_prefix(entry.ledger_id, entry.entry_id, self.partition)
+        suffix = b"\x30" + _varint(num)
+        self._ids.extend([prefix + f + suffix for f in _index_fields(hi)[lo:hi]])
+        base_seq = meta.sequence_id
+        entry_event = meta.event_time or None
+        m0 = metas[lo]
+        if (m0.partition_key is None and not m0.properties and not m0.event_time and m0.sequence_id is None
+                and not m0.null_value and all(map(operator.is_, metas, itertools.repeat(m0)))):
+            # payload-only messages (one shared metadata object): nothing to look at per message
+            self._keys.extend(itertools.repeat(None, count))
+            self._props.extend(itertools.repeat(m0.properties, count))
+            self._event_ms.extend(itertools.repeat(entry_event, count))
+            self._any_event = self._any_event or entry_event is not None
+            self._seq.extend(range(base_seq + lo, base_seq + hi))
+            return
+        for i in range(lo, hi):
+            m = metas[i]
+            if m.null_value:
+                self._values[len(self._values) - (hi - i)] = None
+            self._keys.append(m.partition_key)
+            self._any_key = self._any_key or m.partition_key is not None
+            event = m.event_time or entry_event
+            self._event_ms.append(event)
+            self._any_event = self._any_event or event is not None
+            self._props.append(m.properties)
+            self._any_props = self._any_props or bool(m.properties)
+            self._seq.append(m.sequence_id if m.sequence_id is not None else base_seq + i)
+
+    def build(self) -> pa.RecordBatch:
+        """A record batch of everything collected; the builder is empty afterwards."""
+        n = self.rows
+        columns = [
+            pa.array(self._values, pa.binary()),
+            pa.array(self._keys, pa.string()) if self._any_key else pa.nulls(n, pa.string()),
+            pa.repeat(pa.scalar(self.topic, pa.string()), n),
+            pa.repeat(pa.scalar(self.partition, _I32), n),
+            pa.array(self._offsets, pa.int64()),
+            pa.array(self._ids, pa.binary()),
+            _timestamps_from_runs(self._publish_runs),
+            _timestamps(self._event_ms) if self._any_event else pa.nulls(n, TIMESTAMP),
+            _properties(self._props) if self._any_props else _empty_maps(n),
+            _strings_from_runs(self._producer_runs),
+            pa.array(self._seq, pa.int64()),
+        ]
+        self._clear()
+        return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+
+
+def _timestamps(ms: list[Any]) -> pa.Array:
+    millis = pa.array(ms, pa.int64())
+    return pc.multiply(millis, 1000).cast(TIMESTAMP)
+
+
+def _timestamps_from_runs(runs: list[tuple[int, int]]) -> pa.Array:
+    values = np.repeat(np.array([v for v, _ in runs], dtype=np.int64) * 1000,
+                       np.array([c for _, c in runs], dtype=np.int64))
+    return pa.array(values, TIMESTAMP)
+
+
+def _strings_from_runs(runs: list[tuple[str, int]]) -> pa.Array:
+    if len(runs) == 1 or all(v == runs[0][0] for v, _ in runs):
+        return pa.repeat(pa.scalar(runs[0][0], pa.string()), sum(c for _, c in runs))
+    return pa.concat_arrays([pa.repeat(pa.scalar(v, pa.string()), c) for v, c in runs])
+
+
+def _empty_maps(n: int) -> pa.Array:
+    return pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], pa.string()),
+                                   pa.array([], pa.string()), type=PROPERTIES)
+
+
+def _properties(props: list[Mapping[str, str]]) -> pa.Array:
+    offsets = [0]
+    keys: list[str] = []
+    items: list[str] = []
+    for p in props:
+        if p:
+            keys.extend(p.keys())
+            items.extend(p.values())
+        offsets.append(len(keys))
+    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, pa.string()),
+                                   pa.array(items, pa.string()), type=PROPERTIES)

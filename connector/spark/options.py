@@ -1,0 +1,311 @@
+"""The source's options, parsed once into a frozen :class:`SourceOptions`.
+
+Spark hands a data source its options with lower-cased keys; every option here is matched without regard
+to case and named in errors as documented (``startingOffsets``, not ``startingoffsets``). Each bad option
+raises ``ValueError`` naming the option and what to write instead; an unknown option names the closest
+known one.
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from broker_core.errors import InvalidTopicName
+from broker_core.types import TopicName
+
+from connector.client.connection import parse_service_url
+from connector.spark.offsets import Offsets, TopicPartition, parse_user_offsets
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POLL_TIMEOUT_MS = 120_000
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
+
+COMMON = ("service.url", "topic", "topics", "topicsPattern", "startingOffsets", "startingTime",
+          "failOnDataLoss", "subscriptionName", "pollTimeoutMs", "maxMessagesPerPartition")
+STREAM_ONLY = ("maxMessagesPerTrigger", "minMessagesPerTrigger", "maxTriggerDelay", "maxBytesPerTrigger")
+BATCH_ONLY = ("endingOffsets", "endingTime")
+SOURCE_OPTIONS = COMMON + STREAM_ONLY + BATCH_ONLY
+_CANONICAL = {name.lower(): name for name in SOURCE_OPTIONS}
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
+_DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_NAMESPACE = re.compile(r"^[A-Za-z0-9\-=:._]+/[A-Za-z0-9\-=:._]+$")
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """Which topics to read: a fixed list, or every topic of a namespace whose name matches a pattern."""
+
+    topics: tuple[str, ...] = ()
+    """Fully qualified topic names (``topic`` / ``topics``)."""
+    pattern: str | None = None
+    """``topicsPattern``, fully qualified (``persistent://tenant/ns/<regex>``)."""
+
+    @property
+    def namespace(self) -> str:
+        """``tenant/namespace`` of the pattern."""
+        assert self.pattern is not None
+        return "/".join(self.pattern.split("://", 1)[1].split("/")[:2])
+
+    def matches(self, topic: str) -> bool:
+        """Whether a fully qualified topic (not a partition's name) is read."""
+        if self.pattern is None:
+            return topic in self.topics
+        return re.fullmatch(self.pattern, topic) is not None
+
+    def describe(self) -> str:
+        return f"topicsPattern={self.pattern}" if self.pattern else "topics=" + ",".join(self.topics)
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    service_url: str
+    spec: TopicSpec
+    starting: str
+    """``earliest``, ``latest``, ``subscription``, ``offsets`` (JSON given) or ``time``."""
+    starting_offsets: tuple[tuple[TopicPartition, int], ...] = ()
+    starting_time_ms: int | None = None
+    ending: str = "latest"
+    """``latest``, ``offsets`` or ``time`` (batch reads)."""
+    ending_offsets: tuple[tuple[TopicPartition, int], ...] = ()
+    ending_time_ms: int | None = None
+    max_messages_per_trigger: int | None = None
+    min_messages_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    max_bytes_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    subscription_name: str = ""
+    poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
+    max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
+
+    def starting_offsets_map(self) -> Offsets:
+        return dict(self.starting_offsets)
+
+    def ending_offsets_map(self) -> Offsets:
+        return dict(self.ending_offsets)
+
+
+def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
+    """Validate and parse a read's options (``streaming``: ``readStream`` rather than ``read``)."""
+    given = _canonical_names(options)
+    if streaming:
+        for name in BATCH_ONLY:
+            if name in given:
+                raise ValueError(f"option {name} applies to batch reads (spark.read) only; a streaming "
+                                 "query runs until stopped: remove it, or use trigger(availableNow=True)")
+    else:
+        for name in STREAM_ONLY:
+            if name in given:
+                log.warning("option %s applies to streaming reads only; this batch read ignores it", name)
+    url = _required(given, "service.url", "the broker's address, e.g. pulsar://127.0.0.1:6650")
+    try:
+        parse_service_url(url)
+    except ValueError as exc:
+        raise ValueError(f"option service.url: {exc}") from None
+    spec = _topic_spec(given)
+    starting, starting_offsets, starting_time = _starting(given, spec, streaming)
+    ending, ending_offsets, ending_time = _ending(given, spec)
+    if starting_time is not None and ending_time is not None and ending_time < starting_time:
+        raise ValueError(f"option endingTime={ending_time} is before startingTime={starting_time}; "
+                         "endingTime must be >= startingTime")
+    max_messages = _positive_int(given, "maxMessagesPerTrigger")
+    min_messages = _positive_int(given, "minMessagesPerTrigger")
+    if max_messages is not None and min_messages is not None and min_messages > max_messages:
+        raise ValueError(f"option minMessagesPerTrigger={min_messages} is larger than "
+                         f"maxMessagesPerTrigger={max_messages}; make it <= maxMessagesPerTrigger")
+    if "maxTriggerDelay" in given and min_messages is None:
+        raise ValueError("option maxTriggerDelay only applies with minMessagesPerTrigger; set "
+                         "minMessagesPerTrigger too, or remove maxTriggerDelay")
+    return SourceOptions(
+        service_url=url, spec=spec, starting=starting,
+        starting_offsets=tuple(sorted(starting_offsets.items())), starting_time_ms=starting_time,
+        ending=ending, ending_offsets=tuple(sorted(ending_offsets.items())), ending_time_ms=ending_time,
+        max_messages_per_trigger=max_messages, min_messages_per_trigger=min_messages,
+        max_trigger_delay_ms=_duration_ms(given, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS),
+        max_bytes_per_trigger=_positive_int(given, "maxBytesPerTrigger"),
+        fail_on_data_loss=_bool(given, "failOnDataLoss", True),
+        subscription_name=given.get("subscriptionName") or default_subscription_name(spec),
+        poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
+        max_messages_per_partition=(_positive_int(given, "maxMessagesPerPartition")
+                                    or DEFAULT_MAX_MESSAGES_PER_PARTITION))
+
+
+def default_subscription_name(spec: TopicSpec) -> str:
+    """``spark-pulsarlike-`` + 16 hex digits of SHA-256 over the topic option (qualified topic names
+    sorted and comma-joined, or the qualified pattern): the same topics give the same name, whatever the
+    other options, so a later query with ``startingOffsets=subscription`` finds it."""
+    what = f"pattern:{spec.pattern}" if spec.pattern else "topics:" + ",".join(sorted(spec.topics))
+    return "spark-pulsarlike-" + hashlib.sha256(what.encode()).hexdigest()[:16]
+
+
+def closest_option(name: str, known: tuple[str, ...] = SOURCE_OPTIONS) -> str | None:
+    lowered = {k.lower(): k for k in known}
+    match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+    return lowered[match[0]] if match else None
+
+
+def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
+    given: dict[str, str] = {}
+    for key, value in options.items():
+        name = _CANONICAL.get(key.lower())
+        if name is None:
+            if key.lower() == "path":
+                raise ValueError("the pulsarlike source takes no path; name the topic with "
+                                 "option('topic', ...) instead of load(path)")
+            hint = closest_option(key)
+            raise ValueError(f"unknown option {key!r} for the pulsarlike source"
+                             + (f"; did you mean {hint!r}?" if hint else "")
+                             + " Known options: " + ", ".join(SOURCE_OPTIONS))
+        given[name] = value
+    return given
+
+
+def _required(given: Mapping[str, str], name: str, what: str) -> str:
+    value = (given.get(name) or "").strip()
+    if not value:
+        raise ValueError(f"option {name} is required: {what}")
+    return value
+
+
+def _topic_spec(given: Mapping[str, str]) -> TopicSpec:
+    chosen = [name for name in ("topic", "topics", "topicsPattern") if name in given]
+    if len(chosen) != 1:
+        what = "none was given" if not chosen else f"{' and '.join(chosen)} were given"
+        raise ValueError(f"set exactly one of the options topic, topics, topicsPattern ({what}); e.g. "
+                         "option('topic', 'my-topic') or option('topicsPattern', 'persistent://public/default/"
+                         "orders-.*')")
+    name = chosen[0]
+    value = given[name].strip()
+    if name == "topicsPattern":
+        return TopicSpec(pattern=_pattern(value))
+    raw = [t.strip() for t in value.split(",")] if name == "topics" else [value]
+    if not all(raw):
+        raise ValueError(f"option {name}={value!r} has an empty topic name; use comma-separated names, "
+                         "e.g. 'a,b,persistent://public/default/c'")
+    topics = []
+    for topic in raw:
+        try:
+            parsed = TopicName.parse(topic)
+        except InvalidTopicName as exc:
+            raise ValueError(f"option {name}: {exc.message}") from None
+        _check_persistent(name, str(parsed), parsed.persistent)
+        if parsed.partition_index >= 0:
+            raise ValueError(f"option {name}: {topic!r} is a partition's name; name the partitioned topic "
+                             f"{str(parsed.partitioned_base)!r} (the source reads all its partitions)")
+        topics.append(str(parsed))
+    return TopicSpec(topics=tuple(sorted(set(topics))))
+
+
+def _pattern(value: str) -> str:
+    pattern = value if "://" in value else f"persistent://public/default/{value}"
+    domain, _, rest = pattern.partition("://")
+    _check_persistent("topicsPattern", pattern, domain == "persistent")
+    namespace = "/".join(rest.split("/")[:2])
+    if rest.count("/") < 2 or not _NAMESPACE.match(namespace):
+        raise ValueError(f"option topicsPattern={value!r}: the tenant and namespace must be literal, e.g. "
+                         "'persistent://public/default/orders-.*' (the pattern applies to the topic's name)")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"option topicsPattern={value!r} is not a valid regular expression: {exc}") from None
+    return pattern
+
+
+def _check_persistent(option: str, topic: str, persistent: bool) -> None:
+    if not persistent:
+        raise ValueError(f"option {option}: {topic} is non-persistent; non-persistent topics keep no "
+                         "offsets a Spark query could replay: read a persistent:// topic")
+
+
+def _starting(given: Mapping[str, str], spec: TopicSpec, streaming: bool,
+              ) -> tuple[str, Offsets, int | None]:
+    if "startingOffsets" in given and "startingTime" in given:
+        raise ValueError("options startingOffsets and startingTime conflict; set only one of them")
+    if "startingTime" in given:
+        return "time", {}, _timestamp(given, "startingTime")
+    value = given.get("startingOffsets", "latest" if streaming else "earliest").strip()
+    lowered = value.lower()
+    if lowered in ("earliest", "latest", "subscription"):
+        if lowered == "latest" and not streaming:
+            raise ValueError("option startingOffsets=latest makes an empty batch read; use 'earliest' or "
+                             "JSON offsets for spark.read")
+        return lowered, {}, None
+    if not value.startswith("{"):
+        raise ValueError(f"option startingOffsets={value!r} is not valid; use 'earliest', 'latest', "
+                         "'subscription' or JSON offsets like {\"my-topic\": {\"-1\": 0}}")
+    offsets = parse_user_offsets("startingOffsets", value)
+    _check_offset_topics("startingOffsets", offsets, spec)
+    return "offsets", offsets, None
+
+
+def _ending(given: Mapping[str, str], spec: TopicSpec) -> tuple[str, Offsets, int | None]:
+    if "endingOffsets" in given and "endingTime" in given:
+        raise ValueError("options endingOffsets and endingTime conflict; set only one of them")
+    if "endingTime" in given:
+        return "time", {}, _timestamp(given, "endingTime")
+    value = given.get("endingOffsets", "latest").strip()
+    if value.lower() == "latest":
+        return "latest", {}, None
+    if not value.startswith("{"):
+        raise ValueError(f"option endingOffsets={value!r} is not valid; use 'latest' or JSON offsets like "
+                         "{\"my-topic\": {\"-1\": 100}} (-1 = latest)")
+    offsets = parse_user_offsets("endingOffsets", value, allow_earliest=False)
+    _check_offset_topics("endingOffsets", offsets, spec)
+    return "offsets", offsets, None
+
+
+def _check_offset_topics(option: str, offsets: Offsets, spec: TopicSpec) -> None:
+    outside = sorted({tp.topic for tp in offsets if not spec.matches(tp.topic)})
+    if outside:
+        raise ValueError(f"option {option} names {', '.join(outside)}, which the query does not read "
+                         f"({spec.describe()}); name only topics it reads")
+
+
+def _positive_int(given: Mapping[str, str], name: str) -> int | None:
+    if name not in given:
+        return None
+    try:
+        value = int(str(given[name]).strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"option {name}={given[name]!r} is not valid; use a whole number > 0")
+    return value
+
+
+def _timestamp(given: Mapping[str, str], name: str) -> int:
+    try:
+        value = int(str(given[name]).strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"option {name}={given[name]!r} is not valid; use a publish time in milliseconds "
+                         "since the epoch (a whole number >= 0)")
+    return value
+
+
+def _bool(given: Mapping[str, str], name: str, default: bool) -> bool:
+    if name not in given:
+        return default
+    value = str(given[name]).strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"option {name}={given[name]!r} is not valid; use 'true' or 'false'")
+    return value == "true"
+
+
+def _duration_ms(given: Mapping[str, str], name: str, default: int) -> int:
+    if name not in given:
+        return default
+    match = _DURATION.match(str(given[name]))
+    if not match:
+        raise ValueError(f"option {name}={given[name]!r} is not valid; use a duration like '500ms', '30s', "
+                         "'15m' or '1h' (a bare number is milliseconds)")
+    unit = match.group(2).lower() if match.group(2) else None
+    return int(match.group(1)) * _DURATION_MS[unit]
+

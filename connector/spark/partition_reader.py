@@ -1,0 +1,249 @@
+"""Executor side: read one fixed offset range ``[start, end)`` of one topic partition as Arrow batches.
+
+Procedure (the same range always yields the same rows, so a replayed micro-batch is identical):
+
+1. Ask the broker for the partition's stored bounds (``GetLastMessageId``). Messages of the range below the
+   first stored offset were deleted by retention: with ``failOnDataLoss`` this raises
+   :class:`DataLossError` naming topic, partition and offsets; without, they are skipped (logged, counted
+   in :attr:`RangeReader.lost`). A range ending past the stored end also raises (the topic was deleted and
+   re-created, or the offsets were never there).
+2. Open a non-durable (reader) subscription starting at the first offset to read, with a window of flow
+   permits that is topped up as deliveries arrive.
+3. Keep each delivered message whose offset is in the range (an entry may start before it: a batch); stop at
+   ``end``, or past it only to complete a chunked message that started inside the range.
+4. Every wait for a delivery is bounded by ``pollTimeoutMs``: an unreachable broker or a range that never
+   arrives raises :class:`RangeReadTimeout` instead of hanging the task.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+
+from broker_core import errors
+from broker_core.protocol import broker_pb2, codec
+from broker_core.protocol.status import error_from_proto
+
+from connector.client.connection import BidiStream, Connection
+from connector.spark.arrow_batches import BatchBuilder, split
+from connector.spark.offsets import TopicPartition
+
+log = logging.getLogger(__name__)
+
+PERMITS_WINDOW = 20_000
+"""Messages the broker may send ahead of what the reader has handled."""
+ROWS_PER_BATCH = 16_384
+"""Rows per yielded record batch (the last one of a range may be smaller)."""
+
+
+class DataLossError(errors.PulsarLikeError):
+    """Messages of a planned range are gone (deleted by retention, or the topic was re-created)."""
+
+
+class RangeReadTimeout(errors.Timeout):
+    """No delivery within ``pollTimeoutMs`` while part of a range was still unread."""
+
+
+@dataclass(frozen=True)
+class RangePartition(InputPartition):
+    """One Spark partition: messages ``start <= offset < end`` of one topic partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+def split_range(tp: TopicPartition, start: int, end: int, max_messages: int) -> list[RangePartition]:
+    """``[start, end)`` as consecutive Spark partitions of at most ``max_messages`` messages each."""
+    return [RangePartition(tp.topic, tp.partition, lo, min(lo + max_messages, end))
+            for lo in range(start, end, max_messages)]
+
+
+class RangeReader:
+    """Reads one :class:`RangePartition` (see the module docstring); :meth:`batches` yields its rows."""
+
+    def __init__(self, service_url: str, part: RangePartition, poll_timeout_ms: int,
+                 fail_on_data_loss: bool, rows_per_batch: int = ROWS_PER_BATCH) -> None:
+        self.service_url = service_url
+        self.part = part
+        self.tp = part.topic_partition
+        self.poll_timeout_s = poll_timeout_ms / 1000.0
+        self.poll_timeout_ms = poll_timeout_ms
+        self.fail_on_data_loss = fail_on_data_loss
+        self.rows_per_batch = rows_per_batch
+        self.lost = 0
+        """Messages of the range found deleted and skipped (failOnDataLoss=false)."""
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        part = self.part
+        connection = Connection(self.service_url, self.poll_timeout_s, self.poll_timeout_s)
+        try:
+            start, end = self._plan(connection)
+            if start < end:
+                yield from self._read(connection, start, end)
+        except errors.ConnectError as exc:
+            raise RangeReadTimeout(
+                f"reading offsets [{part.start}, {part.end}) of {self.tp}: {exc.message} (option service.url="
+                f"{self.service_url}, pollTimeoutMs={self.poll_timeout_ms})") from None
+        finally:
+            connection.close()
+
+    # --- 1. bounds and data loss ----------------------------------------------------------------------
+    def _plan(self, connection: Connection) -> tuple[int, int]:
+        part = self.part
+        try:
+            last = connection.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=self.tp.internal_name))
+            first_stored, stored_end = last.start_offset, max(last.last_offset + 1, last.start_offset)
+        except errors.TopicNotFound:
+            first_stored = stored_end = 0
+            self._lose(part.start, part.end, "the topic partition does not exist any more")
+            return part.end, part.end
+        if stored_end < part.end:
+            reason = (f"the partition ends at offset {stored_end}, before the range's end (was the topic "
+                      "deleted and re-created?)")
+            self._lose(max(part.start, stored_end), part.end, reason)
+        start = part.start
+        if first_stored > start:
+            self._lose(start, min(first_stored, part.end), f"retention deleted them (the first stored offset "
+                                                           f"is {first_stored})")
+            start = first_stored
+        return start, min(part.end, stored_end)
+
+    def _lose(self, start: int, end: int, reason: str) -> None:
+        if start >= end:
+            return
+        message = (f"messages {start}..{end - 1} of {self.tp.topic} partition {self.tp.partition} are not "
+                   f"readable: {reason}")
+        if self.fail_on_data_loss:
+            raise DataLossError(
+                message + ". Set option failOnDataLoss=false to skip them, or keep data with a retention "
+                "policy / the query's subscription", topic=self.tp.topic, partition=self.tp.partition,
+                start=start, end=end)
+        log.warning("%s; skipped (failOnDataLoss=false)", message)
+        self.lost += end - start
+
+    # --- 2-4. the reader subscription -----------------------------------------------------------------
+    def _read(self, connection: Connection, start: int, end: int) -> Iterator[pa.RecordBatch]:
+        responses: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        window = min(PERMITS_WINDOW, end - start + 1)
+        subscribe = broker_pb2.Subscribe(
+            topic=self.tp.internal_name, subscription=f"spark-range-{uuid.uuid4().hex[:12]}",
+            sub_type=broker_pb2.EXCLUSIVE_SUB, durable=False, start=broker_pb2.Position(offset=start),
+            start_inclusive=True, partition_index=self.tp.partition, initial_permits=window)
+        stream = BidiStream(connection, "Consume", broker_pb2.ConsumeRequest(subscribe=subscribe),
+                            responses.put, lambda error: responses.put(_Ended(error)), name="spark-range")
+        builder = BatchBuilder(self.tp.topic, self.tp.partition)
+        chunks = _Chunks(self.tp.partition)
+        position = start  # the next offset wanted
+        try:
+            while position < end or chunks.open_in_range:
+                try:
+                    response = self._next(responses, position, end)
+                except RangeReadTimeout:
+                    if position < end:
+                        raise
+                    chunks.drop_incomplete()  # the rest of a chunked message never came
+                    break
+                received = 0
+                for entry in response.deliveries.entries:
+                    received += max(1, entry.num_messages)
+                    position = self._take(entry, position, end, builder, chunks)
+                    if builder.rows >= self.rows_per_batch:
+                        yield builder.build()
+                if received:
+                    stream.send(broker_pb2.ConsumeRequest(flow=broker_pb2.Flow(permits=received)))
+            if builder.rows:
+                yield builder.build()
+        finally:
+            stream.close(wait_s=0.5)
+
+    def _next(self, responses: queue.SimpleQueue[Any], position: int, end: int) -> Any:
+        while True:
+            try:
+                response = responses.get(timeout=self.poll_timeout_s)
+            except queue.Empty:
+                raise RangeReadTimeout(
+                    f"no message from {self.tp} within pollTimeoutMs={self.poll_timeout_ms} while reading "
+                    f"offsets [{self.part.start}, {end}) (next wanted: {position}); is the broker up? "
+                    "Raise pollTimeoutMs for a slow broker") from None
+            if isinstance(response, _Ended):
+                error = response.error or errors.ConnectError("the broker ended the stream")
+                raise error
+            kind = response.WhichOneof("response")
+            if kind == "deliveries":
+                return response
+            if kind == "error":
+                raise error_from_proto(response.error)
+
+    def _take(self, entry: Any, position: int, end: int, builder: BatchBuilder, chunks: "_Chunks") -> int:
+        """Keep what ``entry`` holds of the range; the next offset wanted."""
+        first = entry.entry_id
+        count = max(1, entry.num_messages)
+        if first + count <= position:
+            return position  # wholly before the wanted offset (a batch we started inside, re-sent)
+        if first > position and position < end:
+            self._lose(position, min(first, end), "retention deleted them while the range was read")
+        metadata, payload = codec.decode_entry(entry.data)
+        if not metadata.HasField("num_messages_in_batch") and metadata.num_chunks_from_msg > 1:
+            chunks.add(metadata, payload, entry, in_range=first < end, builder=builder)
+            return first + 1
+        if first >= end:
+            return first + count  # past the end, read only to complete chunked messages
+        decoded = split(metadata, payload, entry.ledger_id, first)
+        lo = max(position, first) - first
+        hi = min(end, first + count) - first
+        builder.add(decoded, lo, hi)
+        return first + count
+
+
+class _Ended:
+    __slots__ = ("error",)
+
+    def __init__(self, error: errors.PulsarLikeError | None) -> None:
+        self.error = error
+
+
+class _Chunks:
+    """Chunked messages being reassembled: only those whose first chunk is in the range are kept."""
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self._pending: dict[str, tuple[int, list[Any]]] = {}
+
+    @property
+    def open_in_range(self) -> bool:
+        return bool(self._pending)
+
+    def add(self, metadata: Any, payload: Any, entry: Any, in_range: bool, builder: BatchBuilder) -> None:
+        key = metadata.uuid
+        if metadata.chunk_id == 0:
+            if not in_range:
+                return
+            self._pending[key] = (entry.entry_id, [])
+        pending = self._pending.get(key)
+        if pending is None:
+            return  # a continuation of a message that started before the range
+        first_offset, parts = pending
+        parts.append(bytes(payload))
+        if metadata.chunk_id + 1 < metadata.num_chunks_from_msg:
+            return
+        del self._pending[key]
+        whole = b"".join(parts)
+        decoded = split(metadata, whole, entry.ledger_id, entry.entry_id)
+        builder.add(decoded, 0, 1, offset=first_offset)  # the id: the last chunk's, as pulsar-client's
+
+    def drop_incomplete(self) -> None:
+        for key, (first_offset, parts) in self._pending.items():
+            log.warning("chunked message %s at offset %d is incomplete (%d chunks stored); skipped",
+                        key, first_offset, len(parts))
+        self._pending.clear()
