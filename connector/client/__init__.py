@@ -12,15 +12,19 @@ from connector.client.client import Client
 from connector.client.consumer import Consumer
 from connector.client.enums import (
     BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition, KeySharedMode,
-    PartitionsRoutingMode, ProducerAccessMode, Result, SubscriptionMode)
+    PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode, Result, SubscriptionMode)
 from connector.client.message import Message
+from connector.client.policies import (
+    ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, MultiplierRedeliveryBackoff)
 from connector.client.producer import Producer
 from connector.client.reader import Reader
 
 __all__ = [
     "Admin", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId",
+    "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy", "MultiplierRedeliveryBackoff",
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",
-    "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "Result", "SubscriptionMode",
+    "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode", "Result",
+    "SubscriptionMode",
     "AlreadyClosed", "BrokerPersistenceError", "ChecksumError", "ConnectError", "ConsumerAssignError",
     "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "IncompatibleSchema",
     "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",

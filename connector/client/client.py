@@ -13,10 +13,16 @@ from broker_core.types import MessageId, TopicName
 
 from connector.client.connection import Connection
 from connector.client.consumer import Consumer
+from connector.client.dead_letter import DeadLetters
 from connector.client.enums import (
     ACCESS_MODE_TO_WIRE, BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
-    PartitionsRoutingMode, ProducerAccessMode, SubscriptionMode, check_enum)
+    KeySharedMode, PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode, SubscriptionMode,
+    check_enum)
 from connector.client.partition_consumer import PartitionConsumer
+from connector.client.pattern import PatternWatcher, TopicsPattern
+from connector.client.policies import (
+    ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, RedeliveryBackoff, check_backoff)
+from connector.client.redelivery import MIN_ACK_TIMEOUT_MS, MIN_TICK_MS
 from connector.client.partition_producer import PartitionProducer
 from connector.client.producer import Producer, initial_partition
 from connector.client.producer_conf import ProducerConf, check_sequence_id
@@ -137,21 +143,31 @@ class Client:
                   max_pending_chunked_message: int = 10,
                   auto_ack_oldest_chunked_message_on_queue_full: bool = False,
                   start_message_id_inclusive: bool = False, batch_receive_policy: Any = None,
-                  key_shared_policy: Any = None, batch_index_ack_enabled: bool = False,
-                  regex_subscription_mode: Any = None, dead_letter_policy: Any = None,
+                  key_shared_policy: ConsumerKeySharedPolicy | None = None,
+                  batch_index_ack_enabled: bool = False,
+                  regex_subscription_mode: RegexSubscriptionMode | None = None,
+                  dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
                   crypto_failure_action: Any = None, is_pattern_topic: bool = False,
                   subscription_mode: SubscriptionMode = SubscriptionMode.Durable,
                   priority_level: int | None = None, retry_enable: bool = False,
-                  expire_time_of_incomplete_chunked_message_ms: int = 60000) -> Consumer:
-        """Subscribe to a topic, a list of topics, or the topics of a namespace matching a pattern."""
+                  expire_time_of_incomplete_chunked_message_ms: int = 60000,
+                  negative_ack_redelivery_backoff: RedeliveryBackoff | None = None,
+                  ack_timeout_tick_time_ms: int = 1000,
+                  ack_timeout_redelivery_backoff: RedeliveryBackoff | None = None) -> Consumer:
+        """Subscribe to a topic, a list of topics, or the topics of a namespace matching a pattern.
+
+        Beyond pulsar-client's options, from the Java client (the issue names them):
+        ``negative_ack_redelivery_backoff`` / ``ack_timeout_redelivery_backoff``
+        (``MultiplierRedeliveryBackoff``), ``ack_timeout_tick_time_ms`` (>= 100), ``retry_enable`` and
+        ``reconsume_later``; ``unacked_messages_timeout_ms`` takes 0/None (off) or >= 1000 ms, as the Java
+        client (pulsar-client's C++ core wants >= 10 s).
+        """
         self._check_open()
         _refuse_unsupported(
-            unacked_messages_timeout_ms=bool(unacked_messages_timeout_ms), key_shared_policy=key_shared_policy,
-            dead_letter_policy=dead_letter_policy, retry_enable=retry_enable,
-            batch_index_ack_enabled=batch_index_ack_enabled, batch_receive_policy=batch_receive_policy,
-            is_read_compacted=is_read_compacted, schema=schema, crypto_key_reader=crypto_key_reader,
+            batch_receive_policy=batch_receive_policy, is_read_compacted=is_read_compacted, schema=schema,
+            crypto_key_reader=crypto_key_reader,
             replicate_subscription_state_enabled=replicate_subscription_state_enabled)
-        ctype = check_enum("consumer_type", consumer_type, ConsumerType)
+        ctype = ConsumerType(check_enum("consumer_type", consumer_type, ConsumerType))
         position = check_enum("initial_position", initial_position, InitialPosition)
         mode = check_enum("subscription_mode", subscription_mode, SubscriptionMode)
         if not subscription_name or not isinstance(subscription_name, str):
@@ -159,33 +175,79 @@ class Client:
         for option, value, least in (
                 ("max_pending_chunked_message", max_pending_chunked_message, 1),
                 ("expire_time_of_incomplete_chunked_message_ms",
-                 expire_time_of_incomplete_chunked_message_ms, 0)):
+                 expire_time_of_incomplete_chunked_message_ms, 0),
+                ("negative_ack_redelivery_delay_ms", negative_ack_redelivery_delay_ms, 0),
+                ("ack_timeout_tick_time_ms", ack_timeout_tick_time_ms, MIN_TICK_MS),
+                ("pattern_auto_discovery_period", pattern_auto_discovery_period, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ValueError(f"{option}={value!r} is not valid; use an int >= {least}")
+        ack_timeout = unacked_messages_timeout_ms or 0
+        if isinstance(ack_timeout, bool) or not isinstance(ack_timeout, int) \
+                or 0 < ack_timeout < MIN_ACK_TIMEOUT_MS or ack_timeout < 0:
+            raise ValueError(f"unacked_messages_timeout_ms={unacked_messages_timeout_ms!r} is not valid; use "
+                             f"0 or None (off) or an int >= {MIN_ACK_TIMEOUT_MS}")
+        nack_backoff = check_backoff("negative_ack_redelivery_backoff", negative_ack_redelivery_backoff)
+        ack_backoff = check_backoff("ack_timeout_redelivery_backoff", ack_timeout_redelivery_backoff)
+        key_shared = _key_shared_meta(key_shared_policy, ctype)
+        if dead_letter_policy is not None and not isinstance(dead_letter_policy, ConsumerDeadLetterPolicy):
+            raise ValueError(f"dead_letter_policy={dead_letter_policy!r} is not valid; use "
+                             "ConsumerDeadLetterPolicy(max_redeliver_count, ...)")
+        pattern = None
         if isinstance(topic, re.Pattern) or is_pattern_topic:
-            topics = self._matching_topics(re.compile(topic) if isinstance(topic, str) else topic)
-            shown: str | list[str] = topic.pattern if isinstance(topic, re.Pattern) else topic
+            pattern = TopicsPattern.parse(topic, regex_subscription_mode)  # type: ignore[arg-type]
+            topics = self._matching_topics(pattern)
+            shown: str | list[str] = pattern.text
         elif isinstance(topic, (list, tuple)):
             topics = [_qualified(t) for t in topic]
             shown = topics
         else:
             topics = [_qualified(topic)]
             shown = topics[0]
-        consumer = Consumer(self, shown, subscription_name, ctype,  # type: ignore[arg-type]
+        matched = topics
+        dead_letters = None
+        if dead_letter_policy is not None or retry_enable:
+            dead_letters = DeadLetters(self, subscription_name, dead_letter_policy,
+                                       None if pattern is not None else topics[0], ctype, bool(retry_enable))
+            if retry_enable and dead_letters.retry_letter_topic not in topics:
+                topics = topics + [dead_letters.retry_letter_topic]  # type: ignore[list-item]
+        consumer = Consumer(self, shown, subscription_name, ctype,
                             message_listener, negative_ack_redelivery_delay_ms,
                             max_pending_chunked_message=max_pending_chunked_message,
                             auto_ack_oldest_chunked_message_on_queue_full=bool(
                                 auto_ack_oldest_chunked_message_on_queue_full),
                             expire_time_of_incomplete_chunked_message_ms=(
-                                expire_time_of_incomplete_chunked_message_ms))
-        requests = [broker_pb2.Subscribe(
-            topic=partition_topic, subscription=subscription_name, sub_type=int(ctype),
-            consumer_name=consumer_name or "", initial_position=int(position),
-            priority_level=priority_level or 0, durable=mode == SubscriptionMode.Durable,
-            partition_index=index, multi_topic=len(topics) > 1)
-            for partition_topic, index in self._expand(topics)]
-        self._open_consumer(consumer, requests, receiver_queue_size)
+                                expire_time_of_incomplete_chunked_message_ms),
+                            negative_ack_redelivery_backoff=nack_backoff,
+                            unacked_messages_timeout_ms=ack_timeout,
+                            ack_timeout_tick_time_ms=ack_timeout_tick_time_ms,
+                            ack_timeout_redelivery_backoff=ack_backoff,
+                            batch_index_ack_enabled=bool(batch_index_ack_enabled), dead_letters=dead_letters)
+        template = broker_pb2.Subscribe(
+            subscription=subscription_name, sub_type=int(ctype), consumer_name=consumer_name or "",
+            initial_position=int(position), priority_level=priority_level or 0,
+            durable=mode == SubscriptionMode.Durable, multi_topic=len(topics) > 1 or pattern is not None)
+        if key_shared is not None:
+            template.key_shared.CopyFrom(key_shared)
+        self._open_consumer(consumer, self._subscribe_requests(template, topics), receiver_queue_size)
+        if pattern is not None:
+            consumer._resubscribe = lambda added: self._open_subs(
+                consumer, self._subscribe_requests(template, added), receiver_queue_size)
+            consumer._watcher = PatternWatcher(
+                pattern, pattern_auto_discovery_period, matched,
+                lambda: self._list_topics(pattern.namespace), consumer._topics_changed)
+            consumer._watcher.start()
         return self._adopt(consumer)
+
+    def _subscribe_requests(self, template: broker_pb2.Subscribe,
+                            topics: list[str]) -> list[broker_pb2.Subscribe]:
+        requests = []
+        for partition_topic, index in self._expand(topics):
+            request = broker_pb2.Subscribe()
+            request.CopyFrom(template)
+            request.topic = partition_topic
+            request.partition_index = index
+            requests.append(request)
+        return requests
 
     def create_reader(self, topic: str, start_message_id: MessageId, schema: Any = None,
                       reader_listener: Callable[[Reader, Any], None] | None = None,
@@ -227,6 +289,10 @@ class Client:
 
     def _open_consumer(self, consumer: Consumer, requests: list[broker_pb2.Subscribe],
                        receiver_queue_size: int) -> None:
+        consumer._attach(self._open_subs(consumer, requests, receiver_queue_size))
+
+    def _open_subs(self, consumer: Consumer, requests: list[broker_pb2.Subscribe],
+                   receiver_queue_size: int) -> list[PartitionConsumer]:
         subs: list[PartitionConsumer] = []
         try:
             for request in requests:
@@ -236,7 +302,7 @@ class Client:
             for sub in subs:
                 sub.close()
             raise
-        consumer._attach(subs)
+        return subs
 
     # --- lookups --------------------------------------------------------------------------------------
     def get_topic_partitions(self, topic: str) -> list[str]:
@@ -258,17 +324,12 @@ class Client:
                 out.append((name, TopicName.parse(name).partition_index))
         return out
 
-    def _matching_topics(self, pattern: re.Pattern[str]) -> list[str]:
-        prefix = pattern.pattern.split("://", 1)[-1]
-        parts = prefix.split("/")
-        namespace = "/".join(parts[:2]) if len(parts) >= 3 else "public/default"
-        listed = self._connection.unary("ListTopics", broker_pb2.ListTopicsRequest(namespace=namespace))
-        bases: list[str] = []
-        for name in listed.topics:
-            base = str(TopicName.parse(name).partitioned_base)
-            if (pattern.fullmatch(base) or pattern.fullmatch(name)) and base not in bases:
-                bases.append(base)
-        return bases
+    def _matching_topics(self, pattern: TopicsPattern) -> list[str]:
+        return pattern.select(self._list_topics(pattern.namespace))
+
+    def _list_topics(self, namespace: str) -> list[str]:
+        return list(self._connection.unary("ListTopics",
+                                           broker_pb2.ListTopicsRequest(namespace=namespace)).topics)
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -308,6 +369,23 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _key_shared_meta(policy: ConsumerKeySharedPolicy | None,
+                     ctype: ConsumerType) -> broker_pb2.KeySharedMeta | None:
+    """The Subscribe's Key_Shared metadata (None for the other types)."""
+    if policy is not None and not isinstance(policy, ConsumerKeySharedPolicy):
+        raise ValueError(f"key_shared_policy={policy!r} is not valid; use ConsumerKeySharedPolicy(...)")
+    if ctype != ConsumerType.KeyShared:
+        if policy is not None:
+            raise errors.InvalidConfiguration("key_shared_policy needs consumer_type=ConsumerType.KeyShared")
+        return None
+    policy = policy or ConsumerKeySharedPolicy()
+    sticky = policy.key_shared_mode == KeySharedMode.Sticky
+    return broker_pb2.KeySharedMeta(
+        mode=broker_pb2.STICKY if sticky else broker_pb2.AUTO_SPLIT,
+        allow_out_of_order_delivery=policy.allow_out_of_order_delivery,
+        ranges=[broker_pb2.HashRange(start=s, end=e) for s, e in policy.sticky_ranges] if sticky else [])
 
 
 def _refuse_unsupported(**options: Any) -> None:

@@ -6,29 +6,49 @@ takes the condition. An entry that could not be decoded sits in the queue as a `
 ``receive()`` raises its ``MessageDecodeError`` (once, acknowledging the entry; the failure raises it from
 the permit accounting, so real messages pay no test for it) and the next call returns the next message;
 a ``message_listener`` consumer logs it instead.
+
+Redelivery (seed: "Negative acknowledgment", "Acknowledgment timeout"). ``negative_acknowledge`` puts the
+message's entry in a :class:`~connector.client.redelivery.NegativeAcksTracker`; an ack timeout puts every
+message handed out in an :class:`~connector.client.redelivery.UnAckedMessageTracker`. The client timer looks
+at them every tick and asks the broker, in one request per partition, for the entries that are due: Shared
+and Key_Shared redeliver exactly those entries; Exclusive and Failover rewind to the first unacknowledged
+message (as Pulsar's client does). Messages of those entries still buffered are dropped -- not by rewriting
+the queue under ``receive()``, but by marking their entry (:class:`~connector.client.message.Discarded`): a
+marked message is skipped when taken. With no ack timeout, ``receive()`` does no tracking at all (a tracking
+``receive`` is installed on the instance only when one is set). Entries due for redelivery that reached
+``max_redeliver_count`` go to the dead letter topic instead (:mod:`connector.client.dead_letter`).
 """
 from __future__ import annotations
 
 import collections
+import datetime
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2
-from broker_core.types import MessageId
+from broker_core.types import MessageId, TopicName
 
 from connector.client.enums import ConsumerType
-from connector.client.message import DecodeFailure, Message
+from connector.client.message import DecodeFailure, Discarded, Message, Skipped
 from connector.client.partition_consumer import PartitionConsumer
+from connector.client.policies import RedeliveryBackoff
+from connector.client.redelivery import NegativeAcksTracker, UnAckedMessageTracker
 
 log = logging.getLogger(__name__)
+
+_SHARED_TYPES = (ConsumerType.Shared, ConsumerType.KeyShared)
 
 
 def _sub_of(item: Message | DecodeFailure) -> PartitionConsumer:
     """The partition consumer a queued message or failure came from."""
-    return item.consumer if item.__class__ is DecodeFailure else item._entry.sub  # type: ignore[union-attr]
+    return item.consumer if item.__class__ is DecodeFailure else item._entry.sub.real  # type: ignore
+
+
+def _now_ms() -> float:
+    return time.monotonic() * 1000.0
 
 
 class Consumer:
@@ -38,7 +58,11 @@ class Consumer:
                  consumer_type: ConsumerType, message_listener: Callable[[Any, Message], None] | None,
                  negative_ack_redelivery_delay_ms: int, *, max_pending_chunked_message: int = 10,
                  auto_ack_oldest_chunked_message_on_queue_full: bool = False,
-                 expire_time_of_incomplete_chunked_message_ms: int = 60000) -> None:
+                 expire_time_of_incomplete_chunked_message_ms: int = 60000,
+                 negative_ack_redelivery_backoff: RedeliveryBackoff | None = None,
+                 unacked_messages_timeout_ms: int = 0, ack_timeout_tick_time_ms: int = 1000,
+                 ack_timeout_redelivery_backoff: RedeliveryBackoff | None = None,
+                 batch_index_ack_enabled: bool = False, dead_letters: Any = None) -> None:
         self._client = client
         self._max_pending_chunked = max_pending_chunked_message
         self._auto_ack_oldest_chunked = auto_ack_oldest_chunked_message_on_queue_full
@@ -58,10 +82,32 @@ class Consumer:
         self._request_ids = 0
         self._listener_thread: threading.Thread | None = None
         self._listener_owner: Any = self
+        self._hold_batch_acks = not batch_index_ack_enabled
+        """Read by the partition consumers: hold a batch's acks until all its messages are acked."""
+        self._track_lock = threading.Lock()
+        self._nacks = NegativeAcksTracker(_now_ms, negative_ack_redelivery_delay_ms,
+                                          negative_ack_redelivery_backoff)
+        self._nack_timer_armed = False
+        self._unacked: UnAckedMessageTracker | None = None
+        if unacked_messages_timeout_ms:
+            self._unacked = UnAckedMessageTracker(unacked_messages_timeout_ms, ack_timeout_tick_time_ms,
+                                                  _now_ms, ack_timeout_redelivery_backoff)
+            self.receive = self._receive_tracked  # type: ignore[method-assign]
+        self._dead_letters = dead_letters
+        if dead_letters is not None:
+            dead_letters.acknowledge = self._acknowledge_quietly
+            dead_letters.redeliver = self._redeliver_entries
+        self._watcher: Any = None
+        self._resubscribe: Callable[[list[str]], list[PartitionConsumer]] | None = None
+        """Opens partition consumers for more topics (pattern discovery); set by the client."""
 
     def _attach(self, subs: list[PartitionConsumer]) -> None:
         self._subs = subs
         self._by_topic = {sub.topic: sub for sub in subs}
+        if self._dead_letters is not None:
+            self._dead_letters.consumer_name = self.consumer_name()
+        if self._unacked is not None:
+            self._client._timer.call_later(self._unacked.tick_ms / 1000.0, self._ack_timeout_tick)
         self._start_listener()
 
     def _start_listener(self) -> None:
@@ -88,15 +134,32 @@ class Consumer:
         """The next message; raises ``Timeout`` after ``timeout_millis`` (None: wait forever)."""
         if self._listener is not None:
             raise errors.InvalidConfiguration("receive() cannot be used with a message_listener")
-        try:
-            msg = self._queue.popleft()
-        except IndexError:
-            msg = self._receive_slow(timeout_millis)
-        sub = msg._entry.sub
-        # sub.on_taken(), inlined: it runs per message (and raises for a DecodeFailure)
-        if next(sub._taken) >= sub._next_refill_raw:
-            sub._refill()
-        return msg  # type: ignore[return-value]
+        while True:
+            try:
+                msg = self._queue.popleft()
+            except IndexError:
+                msg = self._receive_slow(timeout_millis)
+            sub = msg._entry.sub
+            # sub.on_taken(), inlined: it runs per message (and raises for a DecodeFailure)
+            if next(sub._taken) >= sub._next_refill_raw:
+                try:
+                    sub._refill()
+                except Skipped:  # its entry is being redelivered (or the subscription sought)
+                    continue
+            return msg  # type: ignore[return-value]
+
+    def _receive_tracked(self, timeout_millis: int | None = None) -> Message:
+        """:meth:`receive`, and the message's ack timeout starts (installed when there is one)."""
+        msg = Consumer.receive(self, timeout_millis)
+        self._track(msg)
+        return msg
+
+    def _track(self, msg: Message) -> None:
+        entry = msg._entry
+        entry_id = entry.entry_id
+        with self._track_lock:
+            self._unacked.add((entry.sub.real, entry_id, entry_id + max(msg._index, 0)),  # type: ignore
+                              entry.redelivery_count)
 
     def _receive_slow(self, timeout_millis: int | None) -> Message | DecodeFailure:
         deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000.0
@@ -138,60 +201,163 @@ class Consumer:
                 return
             try:
                 msg._entry.sub.on_taken()
+            except Skipped:
+                continue
             except errors.MessageDecodeError as exc:
                 log.error("message_listener consumer of %r skips a message: %s", self._subscription, exc)
                 continue
+            if self._unacked is not None:
+                self._track(msg)  # type: ignore[arg-type]
             try:
                 listener(self._listener_owner, msg)
             except Exception:  # the listener's bug must not stop delivery
                 log.exception("message_listener failed")
 
     # --- acknowledging --------------------------------------------------------------------------------
-    def _target(self, message: Message | MessageId) -> tuple[PartitionConsumer, int]:
-        if isinstance(message, Message):
-            sub = message._entry.sub
+    def _target(self, message: Message | MessageId) -> tuple[PartitionConsumer, int, int, int]:
+        """``(partition consumer, entry id, index in batch or -1, batch size or 0)`` of a message or id."""
+        if message.__class__ is Message:
+            entry = message._entry  # type: ignore[union-attr]
+            sub = entry.sub
             if sub.owner is self:
-                return sub, message._entry.entry_id + max(message._index, 0)
-            message = message.message_id()
+                if sub.__class__ is Discarded:
+                    sub = sub.real
+                return sub, entry.entry_id, message._index, (  # type: ignore[union-attr]
+                    entry.num_messages if entry.batched else 0)
+            message = message.message_id()  # type: ignore[union-attr]
         if not isinstance(message, MessageId):
             raise TypeError(f"expected a Message or MessageId, not {type(message).__name__}")
         if len(self._subs) == 1:
-            return self._subs[0], message.offset
-        if message.topic and message.topic in self._by_topic:
-            return self._by_topic[message.topic], message.offset
-        matches = [s for s in self._subs if s.partition == message.partition]
-        if len(matches) != 1:
-            raise errors.InvalidMessage(f"{message} does not belong to a topic of this consumer")
-        return matches[0], message.offset
+            sub = self._subs[0]
+        elif message.topic and message.topic in self._by_topic:
+            sub = self._by_topic[message.topic]
+        else:
+            matches = [s for s in self._subs if s.partition == message.partition]
+            if len(matches) != 1:
+                raise errors.InvalidMessage(f"{message} does not belong to a topic of this consumer")
+            sub = matches[0]
+        return sub, message.entry_id, message.batch_index, message.batch_size
 
-    def _open_sub(self, message: Message | MessageId) -> tuple[PartitionConsumer, int]:
+    def _open_sub(self, message: Message | MessageId) -> tuple[PartitionConsumer, int, int, int]:
         if self._closed:
             raise errors.AlreadyClosed(f"the consumer of {self._subscription!r} is closed")
-        sub, offset = self._target(message)
-        sub.check_open()
-        return sub, offset
+        target = self._target(message)
+        target[0].check_open()
+        return target
 
     def acknowledge(self, message: Message | MessageId) -> None:
-        """Acknowledge one message (acks are grouped for a few ms into one request)."""
-        sub, offset = self._open_sub(message)
-        sub.ack(offset)
+        """Acknowledge one message (acks are grouped for a few ms into one request; the acks of a batch's
+        messages are held until the whole batch is acknowledged unless ``batch_index_ack_enabled``)."""
+        sub, entry_id, index, size = self._open_sub(message)
+        if self._unacked is not None or self._dead_letters is not None:
+            self._forget_acked(sub, entry_id, index)
+        if size > 1 and self._hold_batch_acks:
+            sub.ack_batch_member(entry_id, index, size)
+        else:
+            sub.ack(entry_id + index if index > 0 else entry_id)
+
+    def _forget_acked(self, sub: PartitionConsumer, entry_id: int, index: int) -> None:
+        if self._unacked is not None:
+            with self._track_lock:
+                self._unacked.remove((sub, entry_id, entry_id + max(index, 0)))
+        if self._dead_letters is not None:
+            self._dead_letters.acked(sub, entry_id, index)
+
+    def _acknowledge_quietly(self, message: Message) -> None:
+        """Acknowledge a dead-lettered or retried message (on a worker thread: log, do not raise)."""
+        try:
+            self.acknowledge(message)
+        except errors.PulsarLikeError as exc:
+            log.warning("subscription %s: cannot acknowledge %s after writing it to a letter topic: %s",
+                        self._subscription, message.message_id(), exc)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge every message up to this one on its partition. Raises ``InvalidMessage`` when
         this consumer never received it."""
-        if self._consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared):
+        if self._consumer_type in _SHARED_TYPES:
             raise errors.CumulativeAcknowledgementNotAllowedError(
                 "cumulative acknowledgement is not allowed on Shared and Key_Shared subscriptions")
-        sub, offset = self._open_sub(message)
+        sub, entry_id, index, _ = self._open_sub(message)
+        offset = entry_id + max(index, 0)
         sub.ack_cumulative(offset)
+        if self._unacked is not None:
+            with self._track_lock:
+                self._unacked.remove_if(lambda key: key[0] is sub and key[2] <= offset)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
-        """Ask for redelivery after ``negative_ack_redelivery_delay_ms``."""
-        sub, _ = self._open_sub(message)
-        self._redeliver_later(sub)
+        """Have the message redelivered after ``negative_ack_redelivery_delay_ms`` (or the backoff's delay
+        for its redelivery count). Shared and Key_Shared redeliver its entry (a batch comes whole); Exclusive
+        and Failover rewind to the first unacknowledged message, as in Pulsar."""
+        sub, entry_id, index, _ = self._open_sub(message)
+        count = message.redelivery_count() if isinstance(message, Message) else 0
+        with self._track_lock:
+            self._nacks.add((sub, entry_id), count)
+            if self._unacked is not None:
+                self._unacked.remove((sub, entry_id, entry_id + max(index, 0)))
+            arm = not self._nack_timer_armed
+            self._nack_timer_armed = True
+        if arm:
+            self._client._timer.call_later(self._nacks.tick_ms / 1000.0, self._nack_tick)
+
+    def _nack_tick(self) -> None:
+        with self._track_lock:
+            due = self._nacks.pop_due()
+            more = self._nack_timer_armed = len(self._nacks) > 0 and not self._closed
+        if more:
+            self._client._timer.call_later(self._nacks.tick_ms / 1000.0, self._nack_tick)
+        if due and not self._closed:
+            self._redeliver_entries(due)  # type: ignore[arg-type]
+
+    def _ack_timeout_tick(self) -> None:
+        if self._closed:
+            return
+        tracker = self._unacked
+        assert tracker is not None
+        with self._track_lock:
+            expired = tracker.tick()
+        self._client._timer.call_later(tracker.tick_ms / 1000.0, self._ack_timeout_tick)
+        if expired:
+            log.info("subscription %s: %d message(s) not acknowledged within the ack timeout are redelivered",
+                     self._subscription, len(expired))
+            self._redeliver_entries(dict.fromkeys((sub, entry_id) for sub, entry_id, _ in expired))  # type: ignore
+
+    def _redeliver_entries(self, keys: Iterable[tuple[PartitionConsumer, int]]) -> None:
+        """Ask again for these ``(partition consumer, entry id)``: dead letters first, then per partition
+        the entries (Shared types) or a rewind (ordered types)."""
+        if self._closed:
+            return
+        keys = list(keys)
+        if self._dead_letters is not None:
+            keys = self._dead_letters.take(keys)
+        by_sub: dict[PartitionConsumer, list[int]] = {}
+        for sub, entry_id in keys:
+            by_sub.setdefault(sub, []).append(entry_id)
+        for sub, entry_ids in by_sub.items():
+            if sub.closed:
+                continue
+            if self._consumer_type in _SHARED_TYPES:
+                self._discard_queued(sub, set(entry_ids))
+                sub.redeliver(entry_ids)
+            else:
+                self._rewind(sub)
+
+    def _rewind(self, sub: PartitionConsumer) -> None:
+        """Everything ``sub`` holds unacknowledged comes again: drop its buffered messages and tracking."""
+        self._discard_queued(sub, None)
+        self._forget_tracked(lambda key: key[0] is sub)
+        sub.redeliver()
+
+    def _forget_tracked(self, doomed: Callable[[Any], bool]) -> None:
+        with self._track_lock:
+            self._nacks.remove_if(doomed)
+            if self._unacked is not None:
+                self._unacked.remove_if(doomed)
+        if self._dead_letters is not None:
+            self._dead_letters.forget(doomed)
 
     def _redeliver_later(self, sub: PartitionConsumer) -> None:
-        """Have ``sub``'s unacknowledged messages redelivered after ``negative_ack_redelivery_delay_ms``."""
+        """Have ``sub``'s unacknowledged messages redelivered after ``negative_ack_redelivery_delay_ms``
+        (chunked messages given up for now)."""
         key = id(sub)
         if key not in self._nack_scheduled:
             self._nack_scheduled.add(key)
@@ -200,30 +366,57 @@ class Consumer:
     def _redeliver_after_nack(self, sub: PartitionConsumer) -> None:
         self._nack_scheduled.discard(id(sub))
         if not self._closed and not sub.closed:
-            self._redeliver([sub])
+            self._rewind(sub)
 
     def redeliver_unacknowledged_messages(self) -> None:
-        """Drop what is buffered and have the broker redeliver every unacknowledged message."""
+        """Drop what is buffered and have the broker redeliver every unacknowledged message (Shared: to any
+        consumer of the subscription)."""
         if self._closed:
             raise errors.AlreadyClosed(f"the consumer of {self._subscription!r} is closed")
-        self._redeliver(self._subs)
+        for sub in self._subs:
+            self._rewind(sub)
 
-    def _redeliver(self, subs: list[PartitionConsumer]) -> None:
-        dropped = self._drop_buffered(subs)
-        for sub in subs:
-            sub.redeliver()
-            sub.drop_buffered(dropped.get(id(sub), 0))  # after the rewind: the room is for redeliveries
+    def _discard_queued(self, sub: PartitionConsumer, entry_ids: set[int] | None,
+                        returns_permit: bool = True) -> None:
+        """Mark ``sub``'s buffered messages (of these entries, or all) so that taking them skips them."""
+        marker = Discarded(sub, returns_permit)
+        while True:
+            try:
+                queued = list(self._queue)
+                break
+            except RuntimeError:  # mutated while copied: copy again
+                continue
+        for item in queued:
+            if item.__class__ is DecodeFailure:
+                if item.consumer is sub and (  # type: ignore[union-attr]
+                        entry_ids is None or item.error.message_id.entry_id in entry_ids):  # type: ignore
+                    item.discarded = marker  # type: ignore[union-attr]
+                continue
+            entry = item._entry
+            if entry.sub is sub and (entry_ids is None or entry.entry_id in entry_ids):
+                entry.sub = marker
 
-    def _drop_buffered(self, subs: list[PartitionConsumer]) -> collections.Counter[int]:
-        """Remove ``subs``' messages from the queue; how many per ``id(sub)``."""
-        chosen = set(map(id, subs))
-        with self._cond:
-            kept = [m for m in self._queue if id(_sub_of(m)) not in chosen]
-            dropped: collections.Counter[int] = collections.Counter(
-                id(_sub_of(m)) for m in self._queue if id(_sub_of(m)) in chosen)
-            self._queue.clear()
-            self._queue.extend(kept)
-        return dropped
+    # --- retry letters --------------------------------------------------------------------------------
+    def reconsume_later(self, message: Message, delay_ms: int | datetime.timedelta,
+                        properties: dict[str, str] | None = None) -> None:
+        """Store ``message`` on the retry letter topic, to be consumed again after ``delay_ms`` (with
+        ``properties`` added), and acknowledge it; after ``max_redeliver_count`` reconsumes it goes to the
+        dead letter topic instead. Needs ``retry_enable=True``."""
+        dead = self._dead_letters
+        if dead is None or not dead.retry_enable:
+            raise errors.InvalidConfiguration("reconsume_later() needs a consumer subscribed with "
+                                              "retry_enable=True")
+        if isinstance(delay_ms, datetime.timedelta):
+            delay_ms = int(delay_ms.total_seconds() * 1000)
+        if isinstance(delay_ms, bool) or not isinstance(delay_ms, (int, float)) or delay_ms < 0:
+            raise ValueError(f"delay_ms={delay_ms!r} is not valid; use a number of milliseconds >= 0")
+        if not isinstance(message, Message):
+            raise TypeError(f"reconsume_later() takes a received Message, not {type(message).__name__}")
+        if properties is not None and not all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in properties.items()):
+            raise ValueError("properties must map str to str")
+        self._open_sub(message)
+        dead.reconsume_later(message, int(delay_ms), dict(properties) if properties else None)
 
     # --- seeking --------------------------------------------------------------------------------------
     def seek(self, target: MessageId | int) -> None:
@@ -238,14 +431,37 @@ class Consumer:
             subs = list(self._subs)
         for sub in subs:
             sub.start_seek(target)
-        with self._cond:
-            chosen = set(map(id, subs))
-            kept = [m for m in self._queue if id(_sub_of(m)) not in chosen]
-            self._queue.clear()
-            self._queue.extend(kept)
+        for sub in subs:
+            self._discard_queued(sub, None, returns_permit=False)  # the permits start afresh
+            self._forget_tracked(lambda key, sub=sub: key[0] is sub)  # type: ignore[misc]
         timeout = self._client._connection.operation_timeout_s
         for sub in subs:
             sub.finish_seek(timeout)
+
+    # --- topics (pattern discovery) -------------------------------------------------------------------
+    def _topics_changed(self, added: list[str], removed: list[str]) -> None:
+        """Subscribe to topics that now match the pattern; close the consumers of those gone."""
+        if self._closed:
+            return
+        gone = set(removed)
+        if gone:
+            dropped = [s for s in self._subs if str(TopicName.parse(s.topic).partitioned_base) in gone]
+            self._subs = [s for s in self._subs if s not in dropped]
+            self._by_topic = {sub.topic: sub for sub in self._subs}
+            for sub in dropped:
+                self._discard_queued(sub, None, returns_permit=False)
+                self._forget_tracked(lambda key, sub=sub: key[0] is sub)  # type: ignore[misc]
+                sub.close()
+            log.info("subscription %s: topics gone: %s", self._subscription, ", ".join(removed))
+        if added and self._resubscribe is not None:
+            subs = self._resubscribe(added)
+            if self._closed:
+                for sub in subs:
+                    sub.close()
+                return
+            self._subs = self._subs + subs
+            self._by_topic = {sub.topic: sub for sub in self._subs}
+            log.info("subscription %s: new topics: %s", self._subscription, ", ".join(added))
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def unsubscribe(self) -> None:
@@ -262,6 +478,10 @@ class Consumer:
     def close(self) -> None:
         if self._closed:
             return
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._dead_letters is not None:
+            self._dead_letters.close()  # letters in progress still acknowledge their messages
         self._closed = True
         for sub in self._subs:
             try:
@@ -296,3 +516,4 @@ class Consumer:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+

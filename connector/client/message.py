@@ -1,5 +1,6 @@
 """Received messages (``Message``), built lazily from the entry they arrived in; what stands in the
-receive queue for an entry that could not be decoded (``DecodeFailure``)."""
+receive queue for an entry that could not be decoded (``DecodeFailure``); how buffered messages of an entry
+that is being redelivered are dropped without touching the queue (``Discarded``)."""
 from __future__ import annotations
 
 import itertools
@@ -64,13 +65,15 @@ class DecodeFailure:
     :attr:`consumer`.
     """
 
-    __slots__ = ("consumer", "error")
+    __slots__ = ("consumer", "error", "discarded")
     _taken = itertools.repeat(0)
     _next_refill_raw = 0
 
     def __init__(self, consumer: Any, error: MessageDecodeError) -> None:
         self.consumer = consumer
         self.error = error
+        self.discarded: Discarded | None = None
+        """Set when its entry is redelivered (or the subscription seeks): taking it then skips it."""
 
     @classmethod
     def of(cls, consumer: Any, ledger_id: int, entry_id: int, offsets: tuple[int, ...],
@@ -95,11 +98,50 @@ class DecodeFailure:
         return self
 
     def _refill(self) -> NoReturn:
+        if self.discarded is not None:
+            self.discarded._refill()
         self.consumer.on_taken()
         self.consumer.ack_offsets(self.error.offsets)
         raise self.error
 
     on_taken = _refill
+
+
+class Skipped(Exception):
+    """Raised by taking a discarded queue item: the caller takes the next one instead."""
+
+
+class Discarded:
+    """Stands in for the partition consumer (``EntryInfo.sub``) of an entry whose buffered messages must not
+    reach the application any more: the entry is being redelivered (a negative ack, an ack timeout, a rewind)
+    or the subscription seeks.
+
+    The receive queue is never searched and rewritten under the application's feet (``receive()`` pops it
+    lock-free). Instead the entry's ``sub`` is swapped for this object; a message popped afterwards goes,
+    like a :class:`DecodeFailure`, through ``_refill()``, which takes its permit on the real consumer (unless
+    ``returns_permit`` is false: after a seek the permits start afresh) and raises :class:`Skipped`, so
+    ``receive()`` moves on. Messages of the entry the application already holds keep working: every other
+    attribute is the real consumer's (acks reach it), and :attr:`real` unwraps it (a
+    :class:`~connector.client.partition_consumer.PartitionConsumer`'s ``real`` is itself).
+    """
+
+    __slots__ = ("real", "returns_permit")
+    _taken = itertools.repeat(0)
+    _next_refill_raw = 0
+
+    def __init__(self, real: Any, returns_permit: bool = True) -> None:
+        self.real = real
+        self.returns_permit = returns_permit
+
+    def _refill(self) -> NoReturn:
+        if self.returns_permit:
+            self.real.on_taken()
+        raise Skipped()
+
+    on_taken = _refill
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
 
 
 class Message:

@@ -11,6 +11,17 @@ one :class:`Message` with its last chunk's id, and acknowledging it (or that id)
 A chunk that completes nothing returns its permit at once: a message of more chunks than
 ``receiver_queue_size`` still arrives. Incomplete messages expire on later deliveries and on the timer.
 An undecodable entry becomes a :class:`DecodeFailure` in its place in the queue (see the consumer).
+
+Batch acks. With ``batch_index_ack_enabled=False`` (the default, as in Pulsar) the acks of a batch's messages
+are held (:meth:`PartitionConsumer.ack_batch_member`, a bit mask per entry) until every message of the batch
+is acknowledged, then the entry is acknowledged whole; a partly acknowledged batch is therefore delivered
+whole again after a redelivery, as the seed says. With ``True`` each message's ack is sent at once, and a
+broker with ``acknowledgmentAtBatchIndexLevelEnabled`` redelivers only the others. A delivery that carries an
+ack set (messages acknowledged before are left out) marks those as acknowledged in the mask.
+
+Dead letters: with a dead letter policy, :meth:`PartitionConsumer._parse_entry` is replaced on the instance
+by a variant that hands the messages of entries redelivered ``max_redeliver_count`` times or more to the
+consumer (:mod:`connector.client.dead_letter`); without one, parsing pays nothing for it.
 """
 from __future__ import annotations
 
@@ -37,6 +48,9 @@ log = logging.getLogger(__name__)
 ACK_GROUP_S = 0.01
 """Individual acks are grouped for this long (or up to ACK_GROUP_MAX) into one Ack request."""
 ACK_GROUP_MAX = 1000
+BATCH_MASKS_MAX = 10_000
+"""Partly acknowledged batches whose held acks are remembered; past it the oldest is forgotten (its batch
+comes back whole after a redelivery, as if none of its messages were acknowledged)."""
 CHUNKED_IDS_MAX = 10_000
 """Delivered, unacknowledged chunked messages whose chunk offsets are remembered (a Reader never acks);
 acknowledging an older one acknowledges its last chunk only (its other chunks come back and expire)."""
@@ -53,6 +67,8 @@ class PartitionConsumer:
     _chunk_acks: dict[int, tuple[int, ...]] | None = None
     """Last-chunk offset of a delivered, unacknowledged chunked message -> every chunk's offset."""
     _expiry_scheduled = False
+    _batch_masks: dict[int, int] | None = None
+    """Held batch acks (``batch_index_ack_enabled=False``): entry offset -> bits of its acked messages."""
 
     def __init__(self, owner: Any, connection: Connection, timer: TimerThread,
                  subscribe: broker_pb2.Subscribe, receiver_queue_size: int) -> None:
@@ -88,7 +104,14 @@ class PartitionConsumer:
         if self._open_error is not None:
             self._stream.close(wait_s=0.5)
             raise self._open_error
+        if getattr(owner, "_dead_letters", None) is not None:
+            self._parse_entry = self._parse_entry_with_dead_letters  # type: ignore[method-assign]
         self._send_flow(self._queue_size)
+
+    @property
+    def real(self) -> "PartitionConsumer":
+        """Itself (a :class:`~connector.client.message.Discarded` stand-in's ``real`` is this)."""
+        return self
 
     # --- flow control ---------------------------------------------------------------------------------
     def _send_flow(self, permits: int) -> None:
@@ -203,6 +226,24 @@ class PartitionConsumer:
         kept = [i for i in range(num) if i >> 6 < len(words) and (words[i >> 6] >> (i & 63)) & 1]
         out.extend([Message(payloads[i], metas[i], info, i) for i in kept])
         self._skipped += num - len(kept)
+        if getattr(self.owner, "_hold_batch_acks", False):  # the messages left out count as acked
+            acked = ((1 << num) - 1) & ~sum(1 << i for i in kept)
+            with self._lock:
+                masks = self._batch_masks
+                if masks is None:
+                    masks = self._batch_masks = {}
+                masks[entry.entry_id] = masks.get(entry.entry_id, 0) | acked
+
+    def _parse_entry_with_dead_letters(self, entry: broker_pb2.DeliveredEntry, out: list[Any]) -> None:
+        """:meth:`_parse_entry`, then the entry's messages go to the consumer's dead letter bookkeeping when it
+        was redelivered ``max_redeliver_count`` times or more (beyond it, they are taken out of ``out``)."""
+        first = len(out)
+        PartitionConsumer._parse_entry(self, entry, out)
+        if entry.redelivery_count >= self.owner._dead_letters.max_redeliver_count and len(out) > first:
+            taken = self.owner._dead_letters.received(self, out[first:], entry.redelivery_count)
+            if taken:
+                del out[first:]
+                self._skipped += taken
 
     def drop_buffered(self, count: int) -> None:
         """``count`` of this consumer's buffered messages were discarded: return their permits (now: the
@@ -327,6 +368,34 @@ class PartitionConsumer:
         elif first:
             self._timer.call_later(ACK_GROUP_S, self.flush_acks)
 
+    def ack_batch_member(self, entry_id: int, index: int, size: int) -> None:
+        """Hold the ack of message ``index`` of the batch at ``entry_id`` (of ``size`` messages) until all of
+        them are acknowledged, then acknowledge the batch."""
+        with self._lock:
+            masks = self._batch_masks
+            if masks is None:
+                masks = self._batch_masks = {}
+            mask = masks.get(entry_id, 0) | (1 << index)
+            if mask != (1 << size) - 1:
+                masks[entry_id] = mask
+                if len(masks) > BATCH_MASKS_MAX:
+                    masks.pop(next(iter(masks)))
+                return
+            masks.pop(entry_id, None)
+        self.ack_offsets(range(entry_id, entry_id + size))
+
+    def forget_batch_acks(self, through: int | None = None) -> None:
+        """Drop held batch acks (of entries at or before ``through``; all when None)."""
+        with self._lock:
+            masks = self._batch_masks
+            if not masks:
+                return
+            if through is None:
+                masks.clear()
+            else:
+                for entry_id in [e for e in masks if e <= through]:
+                    del masks[entry_id]
+
     def flush_acks(self) -> None:
         with self._lock:
             acks, self._acks = self._acks, []
@@ -357,10 +426,26 @@ class PartitionConsumer:
         if chunked:
             for last in [last for last in list(chunked) if last <= offset]:
                 chunked.pop(last, None)
+        if self._batch_masks:
+            self.forget_batch_acks(offset)
 
-    def redeliver(self) -> None:
+    def redeliver(self, entry_ids: Iterable[int] | None = None) -> None:
+        """Ask the broker for these entries again (negative acks; the ordered subscription types rewind
+        everything anyway), or for everything unacknowledged when None."""
         self.flush_acks()
-        self._stream.send(broker_pb2.ConsumeRequest(redeliver=broker_pb2.RedeliverUnacknowledged()))
+        ranges = [] if entry_ids is None else self.ranges_of(entry_ids)
+        self._stream.send(broker_pb2.ConsumeRequest(redeliver=broker_pb2.RedeliverUnacknowledged(
+            ranges=ranges)))
+
+    def ranges_of(self, entry_ids: Iterable[int]) -> list[broker_pb2.OffsetRange]:
+        """Offset ranges naming these entries: the first offset of each (the broker sends the whole entry
+        that holds it), every chunk of a chunked message (named by its last chunk)."""
+        chunked = self._chunk_acks or {}
+        ranges = []
+        for entry_id in entry_ids:
+            for offset in chunked.get(entry_id, (entry_id,)):
+                ranges.append(broker_pb2.OffsetRange(start=offset, end=offset + 1))
+        return ranges
 
     # --- seek -----------------------------------------------------------------------------------------
     def start_seek(self, target: MessageId | int) -> int:
@@ -379,6 +464,7 @@ class PartitionConsumer:
             seek.publish_time_ms = int(target)
         self._seek_done.clear()
         self._seek_error = None
+        self.forget_batch_acks()
         self._seeking = self._seek_id
         if self._chunks is not None:  # buffered chunks are from before the seek (their permits are back)
             with self._chunk_lock:

@@ -69,8 +69,9 @@ def test_client_close_closes_producers_and_consumers(broker, topic):
         client.create_producer(topic)
 
 
-@pytest.mark.parametrize("option", [{"dead_letter_policy": object()}, {"unacked_messages_timeout_ms": 10_000},
-                                    {"retry_enable": True}, {"key_shared_policy": object()}])
+@pytest.mark.parametrize("option", [{"batch_receive_policy": object()}, {"is_read_compacted": True},
+                                    {"crypto_key_reader": object()},
+                                    {"replicate_subscription_state_enabled": True}])
 def test_consumer_options_not_built_yet_are_refused_not_ignored(client, option):
     from connector import InvalidConfiguration
 
