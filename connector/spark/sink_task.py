@@ -1,0 +1,384 @@
+"""One write task of the sink: the Arrow record batches of one Spark partition, sent to the broker.
+
+Effectively-once (option ``effectivelyOnce``, default on) rests on broker deduplication, which keeps, per
+topic partition and producer name, the highest sequence id it stored and drops anything not above it:
+
+1. The task's producers are named after the sink and the Spark partition (``TaskIdentity.producer_name``:
+   the same name on every topic the task writes to; dedup state is per topic partition).
+2. Row ``i`` of the task (counting every row of the partition, in order) gets sequence id
+   ``base_sequence_id + i`` with ``base_sequence_id = batch_id * 2**32``: ids grow within a task and from one
+   micro-batch to the next, so each producer name only ever sends increasing ids.
+3. Before a topic is first written, its deduplication is turned on (``set_topic_deduplication``) unless
+   the topic says otherwise; a topic with deduplication explicitly off is refused.
+4. A producer learns the highest id the broker stored under its name when it opens. A rerun of the same
+   batch (task retry, replayed micro-batch, rerun of a batch write with the same ``writeId``) skips the
+   rows at or below it -- they were stored by the earlier attempt -- and sends the rest. Skipping on the
+   client keeps a resent batch from straddling the stored id (the broker checks a batch by its first id).
+
+Routing on a partitioned topic is deterministic, so a rerun sends each row to the same partition: an
+explicit ``__partition``; else ``java_string_hash(__key) % n`` (the client's default for keyed messages);
+else blocks of ``batchingMaxMessages`` consecutive rows per partition, starting at the Spark partition's
+index. The fast path -- one non-partitioned topic for the whole task, no replay -- lets the producer number
+the messages itself (it was opened at ``base_sequence_id - 1``), which keeps payload-only sends on the
+client's quickest path.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from broker_core import errors
+from broker_core.types import TopicName
+
+from connector.spark.sink_options import ROWS_PER_TASK, SinkColumns, SinkOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TaskIdentity:
+    """Who is writing: fixed by the sink, the micro-batch and the Spark partition."""
+
+    partition_id: int
+    """Spark's partition id of the task (not the topic's partition)."""
+    producer_name: str | None
+    """The producers' name; None: at-least-once, the broker assigns unique names."""
+    base_sequence_id: int = 0
+    """Row ``i`` of the task gets sequence id ``base_sequence_id + i``."""
+
+
+@dataclass
+class TaskCounts:
+    """What one task did; becomes the task's commit message."""
+
+    rows: int = 0
+    """Rows the task was given."""
+    written: int = 0
+    """Messages the broker stored."""
+    duplicates: int = 0
+    """Rows an earlier attempt had already stored: skipped here, or dropped by the broker."""
+    topics: dict[str, int] = field(default_factory=dict)
+    """Rows per topic (fully qualified)."""
+
+
+class SinkDataError(ValueError):
+    """A row the sink cannot send (null value, bad partition, no topic): the task fails."""
+
+
+class _Partition:
+    """One producer (a topic, or one partition of a partitioned topic) and what it already holds."""
+
+    __slots__ = ("producer", "send", "stored_up_to", "auto_ids")
+
+    def __init__(self, producer: Any, stored_up_to: int, auto_ids: bool) -> None:
+        self.producer = producer
+        self.send = producer.send_async
+        self.stored_up_to = stored_up_to
+        """Rows with a sequence id at or below this are stored already (skipped); -1: none."""
+        self.auto_ids = auto_ids
+        """The producer's own next sequence id is the next row's: send without ``sequence_id``."""
+
+
+class _Topic:
+    __slots__ = ("name", "partitions", "producers")
+
+    def __init__(self, name: str, partitions: int) -> None:
+        self.name = name
+        self.partitions = partitions
+        """0: not partitioned."""
+        self.producers: list[_Partition | None] = [None] * max(partitions, 1)
+
+
+class TaskWriter:
+    """Sends one task's rows; ``write(batches)`` returns its :class:`TaskCounts` or raises."""
+
+    def __init__(self, options: SinkOptions, columns: SinkColumns, identity: TaskIdentity) -> None:
+        self.options = options
+        self.columns = columns
+        self.identity = identity
+        self.counts = TaskCounts()
+        self._client: Any = None
+        self._admin: Any = None
+        self._topics: dict[str, _Topic] = {}
+        self._stored = 0
+        self._dropped = 0
+        self._failures: list[Any] = []
+        self._callback = self._make_callback()
+
+    # --- the task -------------------------------------------------------------------------------------
+    def write(self, batches: Iterable[Any]) -> TaskCounts:
+        from connector import Admin, Client
+
+        timeout_s = self.options.operation_timeout_ms / 1000.0
+        self._client = Client(self.options.service_url, operation_timeout_seconds=timeout_s,
+                              connection_timeout_ms=self.options.operation_timeout_ms)
+        self._admin = Admin(self.options.service_url, operation_timeout_seconds=timeout_s,
+                            connection_timeout_ms=self.options.operation_timeout_ms)
+        try:
+            for batch in batches:
+                if batch.num_rows:
+                    self._write_batch(batch)
+            for target in self._topics.values():
+                for partition in target.producers:
+                    if partition is not None:
+                        partition.producer.flush()
+            self._check_receipts()
+        finally:
+            self._close()
+        counts = self.counts
+        counts.written = self._stored
+        counts.duplicates += self._dropped
+        return counts
+
+    def _check_receipts(self) -> None:
+        if self._failures:
+            raise errors.PulsarLikeError(
+                f"{len(self._failures)} message(s) of Spark partition {self.identity.partition_id} were not "
+                f"stored (first result: {self._failures[0]!r}); the task fails and Spark retries it -- "
+                "rows already stored are not written twice")
+        sent = self.counts.rows - self.counts.duplicates
+        if self._stored + self._dropped != sent:
+            raise errors.PulsarLikeError(f"{sent} messages sent but {self._stored + self._dropped} receipts")
+
+    def _close(self) -> None:
+        for closeable in (self._client, self._admin):
+            if closeable is not None:
+                try:
+                    closeable.close()
+                except Exception:  # closing after a failure: the original error matters
+                    log.debug("closing after the task failed", exc_info=True)
+
+    def _make_callback(self) -> Callable[[Any, Any], None]:
+        from connector import Result
+
+        ok = Result.Ok
+
+        def done(result: Any, message_id: Any) -> None:
+            if result is ok:
+                if message_id.ledger_id >= 0:
+                    self._stored += 1
+                else:
+                    self._dropped += 1  # the broker had it already (a racing earlier attempt)
+            else:
+                self._failures.append(result)
+        return done
+
+    # --- one record batch -----------------------------------------------------------------------------
+    def _write_batch(self, batch: Any) -> None:
+        cols = self.columns
+        first_row = self.counts.rows
+        n = batch.num_rows
+        if first_row + n > ROWS_PER_TASK:
+            raise SinkDataError(f"Spark partition {self.identity.partition_id} has more than 2**32 rows in "
+                                "one micro-batch (the low 32 bits of a sequence id); repartition the input")
+        values = self._values(batch)
+        keys = batch.column(cols.key).to_pylist() if cols.key >= 0 else None
+        topics = batch.column(cols.topic).to_pylist() if cols.topic >= 0 else None
+        partitions = batch.column(cols.partition).to_pylist() if cols.partition >= 0 else None
+        times = self._event_times(batch)
+        properties = self._properties(batch)
+        self.counts.rows += n
+        if topics is None and self.options.topic is not None:
+            target = self._topic(self.options.topic)
+            if target.partitions == 0:
+                if partitions is not None:
+                    self._check_unpartitioned(target, partitions, first_row)
+                self.counts.topics[target.name] = self.counts.topics.get(target.name, 0) + n
+                self._send_to_one(target, first_row, values, keys, times, properties)
+                return
+        self._send_routed(first_row, values, keys, topics, partitions, times, properties)
+
+    def _values(self, batch: Any) -> list[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column = batch.column(self.columns.value)
+        if column.null_count:
+            row = self.counts.rows + pc.index(column.is_null(), True).as_py()
+            raise SinkDataError(f"column value is null in row {row} of Spark partition "
+                                f"{self.identity.partition_id}; the sink cannot send a null payload: filter "
+                                "such rows out (df.where('value IS NOT NULL')) or coalesce them")
+        if self.columns.value_is_string:
+            column = column.cast(pa.binary())
+        return column.to_pylist()
+
+    def _event_times(self, batch: Any) -> list[Any] | None:
+        if self.columns.event_time < 0:
+            return None
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column = batch.column(self.columns.event_time)
+        if self.columns.event_time_is_timestamp:
+            column = pc.divide(column.cast(pa.int64()), 1000)  # microseconds -> milliseconds
+        smallest = pc.min(column).as_py()
+        if smallest is not None and smallest < 0:
+            raise SinkDataError(f"column __eventTime has a time before 1970 ({smallest} ms) in Spark partition "
+                                f"{self.identity.partition_id}; Pulsar event times are >= 0: fix or null it")
+        return column.to_pylist()
+
+    def _properties(self, batch: Any) -> list[Any] | None:
+        if self.columns.properties < 0:
+            return None
+        column = batch.column(self.columns.properties)
+        null_values = column.items.null_count > 0
+        out: list[Any] = []
+        append = out.append
+        for pairs in column.to_pylist():
+            if not pairs:
+                append(None)
+            elif null_values:
+                append({k: v for k, v in pairs if v is not None} or None)
+            else:
+                append(dict(pairs))
+        return out
+
+    def _check_unpartitioned(self, target: _Topic, partitions: list[Any], first_row: int) -> None:
+        for i, p in enumerate(partitions):
+            if p is not None and p != -1:
+                raise SinkDataError(f"row {first_row + i} asks for partition {p} of {target.name}, which is not "
+                                    "partitioned; leave __partition null (or -1), drop the column, or write "
+                                    "to a partitioned topic")
+
+    # --- sending --------------------------------------------------------------------------------------
+    def _send_to_one(self, target: _Topic, first_row: int, values: list[Any], keys: list[Any] | None,
+                     times: list[Any] | None, properties: list[Any] | None) -> None:
+        """Every row to one producer, in order."""
+        part = target.producers[0] or self._open(target, 0)
+        callback = self._callback
+        base = self.identity.base_sequence_id + first_row
+        skip = 0
+        if part.stored_up_to >= base:  # a rerun: the first rows are stored already
+            skip = min(part.stored_up_to - base + 1, len(values))
+            self.counts.duplicates += skip
+        send = part.send
+        if keys is None and times is None and properties is None:
+            if part.auto_ids:
+                for value in itertools.islice(values, skip, None):
+                    send(value, callback)
+            else:
+                for i in range(skip, len(values)):
+                    send(values[i], callback, sequence_id=base + i)
+            return
+        no = itertools.repeat(None)
+        rows = zip(values, keys or no, times or no, properties or no)
+        if part.auto_ids:
+            for value, key, time_ms, props in itertools.islice(rows, skip, None):
+                send(value, callback, properties=props, partition_key=key, event_timestamp=time_ms)
+        else:
+            for i, (value, key, time_ms, props) in enumerate(itertools.islice(rows, skip, None), base + skip):
+                send(value, callback, properties=props, partition_key=key, event_timestamp=time_ms,
+                     sequence_id=i)
+
+    def _send_routed(self, first_row: int, values: list[Any], keys: list[Any] | None,
+                     topics: list[Any] | None, partitions: list[Any] | None, times: list[Any] | None,
+                     properties: list[Any] | None) -> None:
+        """Row by row: each row's topic and partition, explicit sequence ids."""
+        from connector.client.routing import java_string_hash
+
+        callback = self._callback
+        counts = self.counts
+        default = self.options.topic
+        block = self.options.batching_max_messages
+        spread = self.identity.partition_id
+        with_ids = self.identity.producer_name is not None
+        seq = self.identity.base_sequence_id + first_row
+        for i, value in enumerate(values):
+            row = first_row + i
+            name = (topics[i] if topics is not None else None) or default
+            if name is None:
+                raise SinkDataError(f"row {row} of Spark partition {spread} has a null __topic and option topic "
+                                    "is not set; give every row a topic or set .option('topic', ...)")
+            target = self._topics.get(name) or self._topic(name)
+            key = keys[i] if keys is not None else None
+            wanted = partitions[i] if partitions is not None else None
+            n = target.partitions
+            if wanted is not None and wanted != -1:
+                if not 0 <= wanted < max(n, 1) or (n == 0 and wanted != 0):
+                    raise SinkDataError(
+                        f"row {row} asks for partition {wanted} of {target.name}, which has "
+                        + (f"partitions 0..{n - 1}" if n else "none (it is not partitioned)")
+                        + "; fix __partition, or leave it null (or -1) to route by key")
+                index = wanted
+            elif n == 0:
+                index = 0
+            elif key:
+                index = java_string_hash(key) % n
+            else:
+                index = (spread + row // block) % n
+            part = target.producers[index] or self._open(target, index)
+            counts.topics[target.name] = counts.topics.get(target.name, 0) + 1
+            if seq + i <= part.stored_up_to:
+                counts.duplicates += 1
+                continue
+            part.send(value, callback, properties=properties[i] if properties is not None else None,
+                      partition_key=key, event_timestamp=times[i] if times is not None else None,
+                      sequence_id=seq + i if with_ids else None)
+
+    # --- topics and producers -------------------------------------------------------------------------
+    def _topic(self, name: str) -> _Topic:
+        """The topic named ``name`` (a __topic value or option topic), ready to be written to."""
+        from connector.spark.sink_options import qualified_topic
+
+        qualified = qualified_topic(name, f"__topic value {name!r}")
+        known = self._topics.get(qualified)
+        if known is None:
+            parsed = TopicName.parse(qualified)
+            if self.identity.producer_name is not None:
+                if not parsed.persistent:
+                    raise SinkDataError(f"topic {qualified} is non-persistent: it keeps no deduplication "
+                                        "state, so the sink cannot write it effectively-once; set "
+                                        "effectivelyOnce=false or write to a persistent topic")
+                self._enable_deduplication(qualified)
+            partitions = self._admin.get_partitioned_topic_metadata(qualified)["partitions"]
+            known = _Topic(qualified, partitions)
+            self._topics[qualified] = known
+        self._topics[name] = known  # as written in the rows, too: the next lookup is one dict get
+        return known
+
+    def _enable_deduplication(self, topic: str) -> None:
+        admin = self._admin
+        base = str(TopicName.parse(topic).partitioned_base)
+        setting = admin.get_topic_deduplication(base)
+        if setting is False:
+            raise SinkDataError(f"deduplication is turned off on topic {base} (set_topic_deduplication(topic, "
+                                "False)); the sink's effectively-once needs it: remove that setting "
+                                "(Admin.remove_topic_deduplication) or set effectivelyOnce=false")
+        if setting is None:
+            try:
+                admin.set_topic_deduplication(base, True)
+            except errors.TopicNotFound:  # a policy needs the topic: make it as a producer would
+                try:
+                    admin.create_topic(base)
+                except errors.TopicAlreadyExists:
+                    pass  # another task made it first
+                admin.set_topic_deduplication(base, True)
+
+    def _open(self, target: _Topic, index: int) -> _Partition:
+        options = self.options
+        name = self.identity.producer_name
+        base = self.identity.base_sequence_id
+        topic = str(TopicName.parse(target.name).partition(index)) if target.partitions else target.name
+        # On the fast path the producer numbers the messages itself, starting at ``base``.
+        initial = base - 1 if name is not None and base > 0 and target.partitions == 0 else None
+        producer = self._client.create_producer(
+            topic, producer_name=name, initial_sequence_id=initial,
+            compression_type=options.compression_type, batching_enabled=True,
+            batching_max_messages=options.batching_max_messages,
+            batching_max_allowed_size_in_bytes=options.batching_max_bytes,
+            max_pending_messages=options.max_pending_messages, block_if_queue_full=True,
+            send_timeout_millis=options.send_timeout_ms)
+        stored = producer.last_sequence_id() if name is not None else -1
+        if initial is not None and stored == initial:
+            stored = -1  # the producer reports max(broker's id, initial): nothing above the initial id
+        # Automatic ids are the rows' ids unless this is a rerun whose first rows are stored already
+        # (the producer would number the first unsent row ``base``, not ``stored + 1``).
+        auto_ids = name is not None and target.partitions == 0 and (initial is None or stored < base)
+        part = _Partition(producer, stored, auto_ids or name is None)
+        target.producers[index] = part
+        if stored >= base and name is not None:
+            log.info("producer %s on %s: the broker has sequence ids up to %d stored; rows at or below it "
+                     "are skipped (a rerun)", name, topic, stored)
+        return part
