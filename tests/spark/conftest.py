@@ -73,3 +73,31 @@ def client(broker):
 def topic():
     """A fresh topic name per test."""
     return f"persistent://public/default/spark-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def produce(client):
+    """``produce(topic, n, start=0, **send_kwargs) -> [MessageId]``: sends values ``m<start>..`` and
+    waits for every receipt (one batching producer per call)."""
+    def send(topic: str, n: int, start: int = 0, **kwargs):
+        producer = client.create_producer(topic, block_if_queue_full=True)
+        ids = []
+        for i in range(start, start + n):
+            producer.send_async(f"m{i}".encode(), lambda res, mid: ids.append(mid), **kwargs)
+        producer.flush()
+        producer.close()
+        return ids
+    return send
+
+
+@pytest.fixture
+def source(spark, broker):
+    """``source(stream=True, options=None, **more)``: a ``format("pulsarlike")`` reader with service.url
+    set and the given options (values turned into strings)."""
+    def make(stream: bool = True, options: dict | None = None, **kwargs):
+        reader = (spark.readStream if stream else spark.read).format("pulsarlike")
+        reader = reader.option("service.url", broker.service_url)
+        for key, value in {**(options or {}), **kwargs}.items():
+            reader = reader.option(key, str(value))
+        return reader
+    return make
