@@ -122,17 +122,31 @@ class Consumer(RedeliveryMixin):
         """The next message; raises ``Timeout`` after ``timeout_millis`` (None: wait forever)."""
         if self._listener is not None:
             raise errors.InvalidConfiguration("receive() cannot be used with a message_listener")
+        try:
+            msg = self._queue.popleft()
+        except IndexError:
+            msg = self._receive_slow(timeout_millis)
+        sub = msg._entry.sub
+        # sub.on_taken(), inlined: it runs per message (and raises for a DecodeFailure)
+        if next(sub._taken) >= sub._next_refill_raw:
+            try:
+                sub._refill()
+            except Skipped:  # its entry is being redelivered (or the subscription sought): the next one
+                return self._receive_after_skip(timeout_millis)
+        return msg  # type: ignore[return-value]
+
+    def _receive_after_skip(self, timeout_millis: int | None) -> Message:
+        """:meth:`receive` past discarded messages (a loop: there may be thousands in a row)."""
         while True:
             try:
                 msg = self._queue.popleft()
             except IndexError:
                 msg = self._receive_slow(timeout_millis)
             sub = msg._entry.sub
-            # sub.on_taken(), inlined: it runs per message (and raises for a DecodeFailure)
             if next(sub._taken) >= sub._next_refill_raw:
                 try:
                     sub._refill()
-                except Skipped:  # its entry is being redelivered (or the subscription sought)
+                except Skipped:
                     continue
             return msg  # type: ignore[return-value]
 
