@@ -72,6 +72,7 @@ class PulsarLikeBatchReader(DataSourceReader):
         return plan_ranges(start, end, self.options.max_messages_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            return iter(())  # Spark reads one placeholder partition when planning found none
         opts = self.options
         return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss).batches()
