@@ -1,0 +1,174 @@
+"""The source's pure parts, without Spark or a broker: options, offsets, admission, Arrow batches."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from broker_core.protocol import codec, pulsar_api_pb2
+from broker_core.types import MessageId
+from connector.spark.arrow_batches import BatchBuilder, split
+from connector.spark.broker_calls import Bounds
+from connector.spark.metrics import messages_behind_latest
+from connector.spark.offsets import TopicPartition, dumps, from_json_dict, parse_user_offsets, to_json_dict
+from connector.spark.options import default_subscription_name, parse_source_options
+from connector.spark.planning import OffsetOutOfRange, admit, resolve_user_offsets
+from connector.spark.schema import ARROW_SCHEMA, spark_schema
+
+A = TopicPartition("persistent://public/default/a", -1)
+B0 = TopicPartition("persistent://public/default/b", 0)
+B1 = TopicPartition("persistent://public/default/b", 1)
+URL = {"service.url": "pulsar://127.0.0.1:6650"}
+
+
+def test_offsets_are_canonical_json_with_sorted_keys_and_int_values():
+    offsets = {B1: 7, A: 3, B0: 12}
+    text = dumps(offsets)
+    assert text == ('{"persistent://public/default/a": {"-1": 3}, '
+                    '"persistent://public/default/b": {"0": 12, "1": 7}}')
+    assert json.dumps(json.loads(text), sort_keys=True) == text
+    assert from_json_dict(to_json_dict(offsets)) == offsets
+
+
+def test_a_partition_topic_name_is_the_brokers_internal_name():
+    assert B1.internal_name == "persistent://public/default/b-partition-1"
+    assert A.internal_name == "persistent://public/default/a"
+
+
+def test_user_offsets_accept_short_names_and_earliest_latest_markers():
+    assert parse_user_offsets("startingOffsets", '{"a": {"-1": -2}, "b": {"1": 5}}') == {A: -2, B1: 5}
+
+
+@pytest.mark.parametrize("text, reason", [
+    ('{"a": {"-1": 1}', "is not valid JSON"),
+    ('[]', "is not a non-empty JSON object"),
+    ('{"a": {"x": 1}}', "partition 'x' of 'a' is not an integer"),
+    ('{"a": {"-1": -3}}', "is not an integer >= -2"),
+    ('{"a-partition-2": {"0": 1}}', "is a partition's name"),
+])
+def test_malformed_user_offsets_name_the_option_and_the_reason(text, reason):
+    with pytest.raises(ValueError, match="option startingOffsets") as excinfo:
+        parse_user_offsets("startingOffsets", text)
+    assert reason in str(excinfo.value)
+
+
+def test_options_are_matched_without_regard_to_case_and_parsed_once():
+    opts = parse_source_options({**URL, "TOPICS": "b,a", "maxmessagespertrigger": "10",
+                                 "failondataloss": "false"}, streaming=True)
+    assert opts.spec.topics == ("persistent://public/default/a", "persistent://public/default/b")
+    assert opts.max_messages_per_trigger == 10 and not opts.fail_on_data_loss
+    assert opts.starting == "latest"
+    assert parse_source_options({**URL, "topic": "a"}, streaming=False).starting == "earliest"
+
+
+def test_the_default_subscription_name_depends_only_on_the_topics():
+    one = parse_source_options({**URL, "topics": "a,b", "startingOffsets": "earliest"}, streaming=True)
+    two = parse_source_options({**URL, "topics": "persistent://public/default/b,a"}, streaming=True)
+    assert one.subscription_name == two.subscription_name == default_subscription_name(one.spec)
+    assert one.subscription_name.startswith("spark-pulsarlike-")
+    named = parse_source_options({**URL, "topic": "a", "subscriptionName": "mine"}, streaming=True)
+    assert named.subscription_name == "mine"
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"topic": "a"}, "option service.url is required"),
+    ({**URL, "topic": "a", "maxMessagesPerTrigger": "0"}, "maxMessagesPerTrigger='0' is not valid"),
+    ({**URL, "topic": "a", "failOnDataLoss": "maybe"}, "failOnDataLoss='maybe' is not valid; use 'true'"),
+    ({**URL, "topic": "a", "maxTriggerDelay": "5m"}, "maxTriggerDelay only applies with minMessagesPerTrigger"),
+    ({**URL, "topic": "a", "minMessagesPerTrigger": "5", "maxTriggerDelay": "soon"}, "use a duration"),
+    ({**URL, "topic": "non-persistent://public/default/a"}, "non-persistent topics keep no offsets"),
+    ({**URL, "topicsPattern": "persistent://public/.*/a"}, "the tenant and namespace must be literal"),
+    ({**URL, "topicsPattern": "persistent://public/default/(a"}, "is not a valid regular expression"),
+    ({**URL, "topic": "a", "startingOffsets": "first"}, "startingOffsets='first' is not valid"),
+    ({**URL, "topic": "a", "path": "x"}, "takes no path"),
+    ({"service.url": "http://x", "topic": "a"}, "option service.url"),
+])
+def test_bad_options_name_the_option_and_the_fix(options, message):
+    with pytest.raises(ValueError) as excinfo:
+        parse_source_options(options, streaming=True)
+    assert message in str(excinfo.value)
+
+
+def test_a_pattern_without_namespace_applies_to_public_default():
+    opts = parse_source_options({**URL, "topicsPattern": "orders-.*"}, streaming=True)
+    assert opts.spec.namespace == "public/default"
+    assert opts.spec.matches("persistent://public/default/orders-eu")
+    assert not opts.spec.matches("persistent://public/default/audit")
+
+
+def test_admission_shares_the_limit_in_proportion_and_admits_exactly_the_limit():
+    start = {A: 0, B0: 0, B1: 5}
+    latest = {A: 90, B0: 10, B1: 5}
+    end = admit(start, latest, 20)
+    assert end == {A: 18, B0: 2, B1: 5}
+    assert admit(start, latest, 7) == {A: 7, B0: 0, B1: 5}  # 6 + 0 by share, the remainder to the first
+    assert admit(start, latest, None) == latest
+    assert admit(start, latest, 1000) == latest
+
+
+def test_admission_by_bytes_uses_the_average_message_size():
+    start, latest = {A: 0}, {A: 1000}
+    assert admit(start, latest, None, max_bytes=10_000, average_sizes={A: 100.0}) == {A: 100}
+    assert admit(start, latest, 50, max_bytes=10_000, average_sizes={A: 100.0}) == {A: 50}
+    assert admit(start, latest, None, max_bytes=10, average_sizes={A: 100.0}) == {A: 1}
+
+
+def test_user_offsets_resolve_against_what_partitions_store():
+    bounds = {A: Bounds(3, 10), B0: Bounds(0, 4)}
+    assert resolve_user_offsets("startingOffsets", {A: -1}, bounds, True) == {A: 10, B0: 0}
+    assert resolve_user_offsets("endingOffsets", {A: 6}, bounds, False) == {A: 6, B0: 4}
+    with pytest.raises(OffsetOutOfRange, match="offset 11 of persistent://public/default/a partition -1 is "
+                                                "beyond its end"):
+        resolve_user_offsets("startingOffsets", {A: 11}, bounds, True)
+    with pytest.raises(OffsetOutOfRange, match="b-partition-1, which does not exist"):
+        resolve_user_offsets("startingOffsets", {B1: 0}, bounds, True)
+
+
+def test_the_arrow_schema_is_sparks_with_utc_timestamps():
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    assert to_arrow_schema(spark_schema(), timezone="UTC").equals(ARROW_SCHEMA)
+
+
+def batch_entry(messages, sequence_id=40):
+    metadata = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=sequence_id, publish_time=1234,
+                                              num_messages_in_batch=len(messages))
+    return codec.decode_entry(codec.encode_entry(metadata, codec.encode_batch(messages)))
+
+
+def test_a_batch_entry_becomes_rows_with_the_clients_message_ids():
+    metadata, payload = batch_entry([codec.BatchMessage(b"a"), codec.BatchMessage(b"b", partition_key="k"),
+                                     codec.BatchMessage(b"c", properties={"x": "1"}, event_time=99)])
+    builder = BatchBuilder("persistent://public/default/b", 1)
+    builder.add(split(metadata, payload, 7, 20), 1, 3)
+    rows = builder.build().to_pylist()
+    assert [r["value"] for r in rows] == [b"b", b"c"]
+    assert [r["__offset"] for r in rows] == [21, 22]
+    assert [r["__key"] for r in rows] == ["k", None]
+    assert [r["__messageProperties"] for r in rows] == [[], [("x", "1")]]
+    assert [r["__sequenceId"] for r in rows] == [41, 42]
+    assert rows[1]["__eventTime"] is not None and rows[0]["__eventTime"] is None
+    assert [MessageId.deserialize(r["__messageId"]) for r in rows] == [
+        MessageId(7, 20, 1, 1, 3), MessageId(7, 20, 1, 2, 3)]
+    assert rows[0]["__messageId"] == MessageId(7, 20, 1, 1, 3).serialize()
+
+
+def test_payload_only_batches_fill_their_columns_without_per_message_metadata():
+    metadata, payload = batch_entry([codec.BatchMessage(b"x" * 10)] * 5)
+    builder = BatchBuilder("persistent://public/default/a", -1)
+    builder.add(split(metadata, payload, 0, 100), 0, 5)
+    batch = builder.build()
+    assert batch.schema.equals(ARROW_SCHEMA)
+    assert batch.column("__offset").to_pylist() == [100, 101, 102, 103, 104]
+    assert batch.column("__sequenceId").to_pylist() == [40, 41, 42, 43, 44]
+    assert batch.column("__key").null_count == 5
+    assert batch.column("__messageProperties").to_pylist() == [[]] * 5
+    assert batch.column("__messageId").to_pylist()[4] == MessageId(0, 100, -1, 4, 5).serialize()
+
+
+def test_messages_behind_latest_are_derived_from_end_and_latest_offsets():
+    progress = {"sources": [{"endOffset": json.dumps({"t": {"0": 5, "1": 10}}),
+                             "latestOffset": json.dumps({"t": {"0": 15, "1": 10}})}]}
+    assert messages_behind_latest(progress) == {
+        "minOffsetsBehindLatest": 0, "avgOffsetsBehindLatest": 5.0, "maxOffsetsBehindLatest": 10}
+    assert messages_behind_latest({"sources": [{"endOffset": None, "latestOffset": None}]}) is None
