@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: venv demo test bench protos clean
 
-$(STAMP): setup.cfg pyproject.toml
+# editable_mode=compat puts the project folder itself on sys.path (a .pth line) rather than an import hook,
+# so Spark's scan of top-level `pyspark_*` modules (pkgutil.iter_modules) finds pyspark_pulsarlike from any
+# working folder, as it does for a regular install.
+$(STAMP): setup.cfg pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 venv: $(STAMP)
