@@ -108,15 +108,20 @@ def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptio
     if compression.lower() not in _COMPRESSION:
         raise ValueError(f"option compressionType={compression!r} is not valid; use one of NONE, LZ4, "
                          "ZLIB, ZSTD, SNAPPY")
-    return SinkOptions(
+    parsed = SinkOptions(
         service_url=given["service.url"].strip(), topic=topic,
         effectively_once=_boolean(given, "effectivelyOnce", True), write_id=write_id,
         compression_type=_COMPRESSION[compression.lower()],
         batching_max_messages=_integer(given, "batchingMaxMessages", 1000, 1),
-        batching_max_bytes=_integer(given, "batchingMaxBytes", 1024 * 1024, 1024),
+        batching_max_bytes=_integer(given, "batchingMaxBytes", 1024 * 1024, 4096),
         max_pending_messages=_integer(given, "maxPendingMessages", 100_000, 1),
         send_timeout_ms=_integer(given, "sendTimeoutMs", 30_000, 0),
         operation_timeout_ms=_integer(given, "operationTimeoutMs", 30_000, 1))
+    if parsed.max_pending_messages < parsed.batching_max_messages:
+        raise ValueError(f"option maxPendingMessages={parsed.max_pending_messages} is below "
+                         f"batchingMaxMessages={parsed.batching_max_messages}: a batch could never fill; raise "
+                         "maxPendingMessages or lower batchingMaxMessages")
+    return parsed
 
 
 def qualified_topic(name: str, what: str) -> str:

@@ -20,21 +20,26 @@ explicit ``__partition``; else ``java_string_hash(__key) % n`` (the client's def
 else blocks of ``batchingMaxMessages`` consecutive rows per partition, starting at the Spark partition's
 index. The fast path -- one non-partitioned topic for the whole task, no replay -- lets the producer number
 the messages itself (it was opened at ``base_sequence_id - 1``), which keeps payload-only sends on the
-client's quickest path.
+client's quickest path; payload-only runs also carry a callback on only some messages
+(:mod:`connector.spark.sink_receipts`).
 """
 from __future__ import annotations
 
 import itertools
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from broker_core import errors
 from broker_core.types import TopicName
 
 from connector.spark.sink_options import ROWS_PER_TASK, SinkColumns, SinkOptions
+from connector.spark.sink_receipts import Receipts, big_payload, sparse_stride
 
 log = logging.getLogger(__name__)
+
+PUBLISH_DELAY_MS = 10 * 60 * 1000
+"""Entries close by count, size or the task's final flush, never by a timer (sink_receipts relies on it)."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ class SinkDataError(ValueError):
 class _Partition:
     """One producer (a topic, or one partition of a partitioned topic) and what it already holds."""
 
-    __slots__ = ("producer", "send", "stored_up_to", "auto_ids")
+    __slots__ = ("producer", "send", "stored_up_to", "auto_ids", "last_sent")
 
     def __init__(self, producer: Any, stored_up_to: int, auto_ids: bool) -> None:
         self.producer = producer
@@ -79,6 +84,8 @@ class _Partition:
         """Rows with a sequence id at or below this are stored already (skipped); -1: none."""
         self.auto_ids = auto_ids
         """The producer's own next sequence id is the next row's: send without ``sequence_id``."""
+        self.last_sent = -1
+        """The sequence id of the last row sent (effectively-once only)."""
 
 
 class _Topic:
@@ -102,10 +109,11 @@ class TaskWriter:
         self._client: Any = None
         self._admin: Any = None
         self._topics: dict[str, _Topic] = {}
-        self._stored = 0
-        self._dropped = 0
-        self._failures: list[Any] = []
-        self._callback = self._make_callback()
+        self._receipts = Receipts()
+        self._sent_per_message = 0
+        self._sent_per_entry = 0
+        self._stride = sparse_stride(options.batching_max_messages)
+        self._big = big_payload(options.batching_max_bytes, self._stride)
 
     # --- the task -------------------------------------------------------------------------------------
     def write(self, batches: Iterable[Any]) -> TaskCounts:
@@ -127,20 +135,26 @@ class TaskWriter:
             self._check_receipts()
         finally:
             self._close()
-        counts = self.counts
-        counts.written = self._stored
-        counts.duplicates += self._dropped
-        return counts
+        return self.counts
 
     def _check_receipts(self) -> None:
-        if self._failures:
+        receipts = self._receipts
+        if receipts.failed:
             raise errors.PulsarLikeError(
-                f"{len(self._failures)} message(s) of Spark partition {self.identity.partition_id} were not "
-                f"stored (first result: {self._failures[0]!r}); the task fails and Spark retries it -- "
-                "rows already stored are not written twice")
-        sent = self.counts.rows - self.counts.duplicates
-        if self._stored + self._dropped != sent:
-            raise errors.PulsarLikeError(f"{sent} messages sent but {self._stored + self._dropped} receipts")
+                f"{receipts.failed} send(s) of Spark partition {self.identity.partition_id} failed (first "
+                f"result: {receipts.failures[0]!r}); the task fails and Spark retries it -- rows already "
+                "stored are not written twice")
+        if self.identity.producer_name is not None:
+            for target in self._topics.values():
+                for part in target.producers:
+                    if part is not None and part.producer.last_sequence_id() < part.last_sent:
+                        raise errors.PulsarLikeError(
+                            f"the broker acknowledged sequence ids up to {part.producer.last_sequence_id()} "
+                            f"on {part.producer.topic()}, but {part.last_sent} was sent; the task fails and "
+                            "Spark retries it")
+        written, dropped = receipts.totals(self._sent_per_message, self._sent_per_entry)
+        self.counts.written = written
+        self.counts.duplicates += dropped
 
     def _close(self) -> None:
         for closeable in (self._client, self._admin):
@@ -149,21 +163,6 @@ class TaskWriter:
                     closeable.close()
                 except Exception:  # closing after a failure: the original error matters
                     log.debug("closing after the task failed", exc_info=True)
-
-    def _make_callback(self) -> Callable[[Any, Any], None]:
-        from connector import Result
-
-        ok = Result.Ok
-
-        def done(result: Any, message_id: Any) -> None:
-            if result is ok:
-                if message_id.ledger_id >= 0:
-                    self._stored += 1
-                else:
-                    self._dropped += 1  # the broker had it already (a racing earlier attempt)
-            else:
-                self._failures.append(result)
-        return done
 
     # --- one record batch -----------------------------------------------------------------------------
     def _write_batch(self, batch: Any) -> None:
@@ -247,30 +246,48 @@ class TaskWriter:
                      times: list[Any] | None, properties: list[Any] | None) -> None:
         """Every row to one producer, in order."""
         part = target.producers[0] or self._open(target, 0)
-        callback = self._callback
         base = self.identity.base_sequence_id + first_row
+        n = len(values)
         skip = 0
         if part.stored_up_to >= base:  # a rerun: the first rows are stored already
-            skip = min(part.stored_up_to - base + 1, len(values))
+            skip = min(part.stored_up_to - base + 1, n)
             self.counts.duplicates += skip
+        if skip == n:
+            return
+        part.last_sent = base + n - 1
         send = part.send
         if keys is None and times is None and properties is None:
-            if part.auto_ids:
-                for value in itertools.islice(values, skip, None):
-                    send(value, callback)
-            else:
-                for i in range(skip, len(values)):
-                    send(values[i], callback, sequence_id=base + i)
+            self._send_payloads(part, values, skip, None if part.auto_ids else base)
             return
+        callback = self._receipts.per_message
+        self._sent_per_message += n - skip
         no = itertools.repeat(None)
-        rows = zip(values, keys or no, times or no, properties or no)
+        rows = itertools.islice(zip(values, keys or no, times or no, properties or no), skip, None)
         if part.auto_ids:
-            for value, key, time_ms, props in itertools.islice(rows, skip, None):
+            for value, key, time_ms, props in rows:
                 send(value, callback, properties=props, partition_key=key, event_timestamp=time_ms)
         else:
-            for i, (value, key, time_ms, props) in enumerate(itertools.islice(rows, skip, None), base + skip):
+            for seq, (value, key, time_ms, props) in enumerate(rows, base + skip):
                 send(value, callback, properties=props, partition_key=key, event_timestamp=time_ms,
-                     sequence_id=i)
+                     sequence_id=seq)
+
+    def _send_payloads(self, part: _Partition, values: list[Any], skip: int, base: int | None) -> None:
+        """Payload-only rows ``values[skip:]``, a callback every ``stride`` messages (sink_receipts);
+        ``base``: the first row's sequence id, None when the producer numbers them itself."""
+        send, mark = part.send, self._receipts.per_entry
+        n = len(values)
+        self._sent_per_entry += n - skip
+        stride = 1 if max(map(len, values[skip:])) >= self._big else self._stride
+        for lo in range(skip, n, stride):
+            last = min(lo + stride, n) - 1
+            if base is None:
+                for value in values[lo:last]:
+                    send(value, None)
+                send(values[last], mark)
+            else:
+                for i in range(lo, last):
+                    send(values[i], None, sequence_id=base + i)
+                send(values[last], mark, sequence_id=base + last)
 
     def _send_routed(self, first_row: int, values: list[Any], keys: list[Any] | None,
                      topics: list[Any] | None, partitions: list[Any] | None, times: list[Any] | None,
@@ -278,7 +295,7 @@ class TaskWriter:
         """Row by row: each row's topic and partition, explicit sequence ids."""
         from connector.client.routing import java_string_hash
 
-        callback = self._callback
+        callback = self._receipts.per_message
         counts = self.counts
         default = self.options.topic
         block = self.options.batching_max_messages
@@ -313,6 +330,8 @@ class TaskWriter:
             if seq + i <= part.stored_up_to:
                 counts.duplicates += 1
                 continue
+            self._sent_per_message += 1
+            part.last_sent = seq + i
             part.send(value, callback, properties=properties[i] if properties is not None else None,
                       partition_key=key, event_timestamp=times[i] if times is not None else None,
                       sequence_id=seq + i if with_ids else None)
@@ -368,6 +387,7 @@ class TaskWriter:
             compression_type=options.compression_type, batching_enabled=True,
             batching_max_messages=options.batching_max_messages,
             batching_max_allowed_size_in_bytes=options.batching_max_bytes,
+            batching_max_publish_delay_ms=PUBLISH_DELAY_MS,
             max_pending_messages=options.max_pending_messages, block_if_queue_full=True,
             send_timeout_millis=options.send_timeout_ms)
         stored = producer.last_sequence_id() if name is not None else -1

@@ -207,3 +207,19 @@ def test_the_writer_pickles_without_a_connection(broker, topic):
     writer = stream_writer(broker, topic=topic)
     copy = pickle.loads(pickle.dumps(writer))
     assert copy.options == writer.options and copy.columns == writer.columns
+
+
+@pytest.mark.parametrize("options", [{}, {"batchingMaxMessages": "3", "maxPendingMessages": "3"},
+                                     {"batchingMaxBytes": "4096"}])
+def test_counts_are_exact_with_payloads_of_every_size(broker, client, topic, options):
+    """Payload-only rows carry a callback on only some messages: entries cut by count, by size and by the
+    final flush are all counted (sink_receipts)."""
+    sizes = [1, 5000, 40, 40, 3000, 2, 100_000] + [64] * 400 + [9000] + [10] * 50
+    rows = [bytes([65 + i % 26]) * size for i, size in enumerate(sizes)]
+    writer = stream_writer(broker, topic=topic, **options)
+    half = len(rows) // 2
+    message = writer.write_partition(iter([batch(value=rows[:half]), batch(value=rows[half:])]), 0, 1, "q1")
+    assert (message.rows, message.written, message.duplicates) == (len(rows), len(rows), 0)
+    again = writer.write_partition(iter([batch(value=rows)]), 0, 1, "q1")
+    assert (again.written, again.duplicates) == (0, len(rows))
+    assert payloads(client, topic) == rows

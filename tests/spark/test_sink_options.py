@@ -118,3 +118,8 @@ def test_source_columns_and_other_columns_are_ignored():
 def test_string_value_and_long_event_time_are_noted():
     columns = stream({"topic": "t"}, spark_schema(value="string", __eventTime="bigint")).columns
     assert columns.value_is_string and not columns.event_time_is_timestamp
+
+
+def test_pending_limit_below_a_batch_is_refused():
+    with pytest.raises(ValueError, match="maxPendingMessages=10 is below batchingMaxMessages=1000"):
+        stream({"topic": "t", "maxPendingMessages": "10"})
