@@ -1,0 +1,329 @@
+"""Spark connector throughput against no-op Python Arrow peers in the same run (issue 5, ARCHITECTURE §9).
+
+    python bench/spark_throughput.py [--messages 2000000] [--sink-rows 1000000] [--size 100]
+        [--partitions 2] [--sections source,sink] [--repeat 2] [--at-least-once] [--json]
+
+1. **Source** (``source``): ``--messages`` messages of ``--size`` bytes are produced to a topic with
+   ``--partitions`` partitions; then ``spark.readStream.format("pulsarlike")`` (``startingOffsets=earliest``)
+   runs into Spark's ``noop`` sink with ``availableNow``. The peer is a Python Arrow stream source that
+   reads nothing: it yields the same number of rows, in the same schema (the source's eleven columns) and
+   the same Spark partitions, from one prebuilt record batch. Ratio = peer time / pulsarlike time
+   (target >= 0.6).
+2. **Sink** (``sink``): ``--sink-rows`` rows of one ``--size``-byte ``value`` column, made by the same
+   no-op source, written with ``writeStream.format("pulsarlike")`` (effectively-once unless
+   ``--at-least-once``) to a non-partitioned topic with ``availableNow``; the peer is a
+   ``DataSourceStreamArrowWriter`` that only counts the rows. Ratio = peer time / sink time (target >= 0.6).
+
+Times are wall clock from ``start()`` to the end of the ``availableNow`` query, the best of ``--repeat``
+runs, after one untimed warm-up query of each kind (Python workers and the JVM's code warm). The broker
+runs in its own process (``journalSyncMode=group``), Spark is ``local[2]``: broker, JVM and Python workers
+share this machine's two cores. Nothing is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from throughput import start_broker, stop  # noqa: E402
+
+from pyspark.sql.datasource import (  # noqa: E402
+    DataSource, DataSourceStreamArrowWriter, DataSourceStreamReader, InputPartition, WriterCommitMessage)
+from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow  # noqa: E402
+
+from connector import Admin, Client, Result  # noqa: E402
+from connector.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION  # noqa: E402
+from connector.spark.schema import SCHEMA_DDL  # noqa: E402
+
+TARGET_RATIO = 0.6
+SECTIONS = ("source", "sink")
+
+
+# --- the no-op peers: a Python Arrow stream source that reads nothing, a writer that writes nothing ---------
+class NoopRange(InputPartition):
+    def __init__(self, rows: int, first_offset: int) -> None:
+        super().__init__(rows)
+        self.rows = rows
+        self.first_offset = first_offset
+
+
+class NoopStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``partitions`` topic-partition-like ranges of ``rows // partitions`` rows, split like the pulsarlike
+    source splits them; ``read`` yields slices of one prebuilt batch."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.rows = int(options["rows"])
+        self.partitions_n = int(options.get("partitions", "1"))
+        self.size = int(options.get("size", "100"))
+        self.split = int(options.get("split", str(DEFAULT_MAX_MESSAGES_PER_PARTITION)))
+        self.columns = options.get("columns", "all")
+
+    def initialOffset(self) -> dict:
+        return {"rows": 0}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        pass
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        return {"rows": self.rows}
+
+    def partitions(self, start: dict, end: dict) -> list[NoopRange]:
+        if end["rows"] <= start["rows"]:
+            return []
+        per = self.rows // self.partitions_n
+        out = []
+        for p in range(self.partitions_n):
+            count = per if p < self.partitions_n - 1 else self.rows - per * (self.partitions_n - 1)
+            for lo in range(0, count, self.split):
+                out.append(NoopRange(min(self.split, count - lo), lo))
+        return out
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import pyarrow as pa
+
+        template = template_batch(self.size, self.columns)
+        left = partition.rows  # type: ignore[attr-defined]
+        while left > 0:
+            piece = template if left >= template.num_rows else template.slice(0, left)
+            left -= piece.num_rows
+            yield piece
+        del pa
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+def template_batch(size: int, columns: str, rows: int = 10_000) -> Any:
+    """One Arrow batch shaped like what the pulsarlike source yields (or just ``value`` for the sink)."""
+    import pyarrow as pa
+
+    from connector.spark.schema import ARROW_SCHEMA
+
+    value = pa.array([(b"%010d" % i).ljust(size, b"x")[:size] for i in range(rows)], pa.binary())
+    if columns == "value":
+        return pa.record_batch([value], names=["value"])
+    now = int(time.time() * 1_000_000)
+    arrays = [value, pa.nulls(rows, pa.string()), pa.array(["persistent://public/default/bench"] * rows),
+              pa.array([0] * rows, pa.int32()), pa.array(range(rows), pa.int64()),
+              pa.array([b"\x08\x00\x10\x00" + bytes(12)] * rows, pa.binary()),
+              pa.array([now] * rows, pa.timestamp("us", tz="UTC")), pa.nulls(rows, pa.timestamp("us", tz="UTC")),
+              pa.array([[]] * rows, pa.map_(pa.string(), pa.string())),
+              pa.array(["bench-producer"] * rows), pa.array(range(rows), pa.int64())]
+    return pa.record_batch(arrays, schema=ARROW_SCHEMA)
+
+
+class NoopCount(WriterCommitMessage):
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+
+class NoopStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[Any]) -> NoopCount:
+        return NoopCount(sum(batch.num_rows for batch in iterator))
+
+    def commit(self, messages: list, batchId: int) -> None:
+        pass
+
+    def abort(self, messages: list, batchId: int) -> None:
+        pass
+
+
+class NoopArrowDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "bench_arrow_noop"
+
+    def schema(self) -> str:
+        return "value BINARY" if self.options.get("columns") == "value" else SCHEMA_DDL
+
+    def streamReader(self, schema: Any) -> NoopStreamReader:
+        return NoopStreamReader(dict(self.options))
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> NoopStreamWriter:
+        return NoopStreamWriter(dict(self.options))
+
+
+# --- runs ----------------------------------------------------------------------------------------------
+def timed(start_query: Any, work: str) -> tuple[float, int]:
+    """(seconds, input rows) of one availableNow query started by ``start_query(checkpoint)``."""
+    checkpoint = tempfile.mkdtemp(prefix="spark-bench-ckpt-", dir=work)
+    started = time.perf_counter()
+    query = start_query(checkpoint)
+    query.awaitTermination()
+    elapsed = time.perf_counter() - started
+    if query.exception() is not None:
+        raise SystemExit(f"query failed: {query.exception()}")
+    rows = sum(p["numInputRows"] for p in query.recentProgress)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    return elapsed, rows
+
+
+def best(start_query: Any, work: str, repeat: int, expected: int, label: str) -> float:
+    times = []
+    for _ in range(repeat):
+        seconds, rows = timed(start_query, work)
+        if rows != expected:
+            raise SystemExit(f"{label}: the query read {rows} rows, expected {expected}")
+        times.append(seconds)
+    return min(times)
+
+
+def produce(url: str, topic: str, n: int, size: int, partitions: int) -> float:
+    admin = Admin(url)
+    if partitions > 1:
+        admin.create_partitioned_topic(topic, partitions)
+    admin.close()
+    client = Client(url)
+    producer = client.create_producer(topic, batching_max_messages=1000, max_pending_messages=100_000,
+                                      block_if_queue_full=True)
+    failures = []
+
+    def done(result: Any, _msg_id: Any) -> None:
+        if result is not Result.Ok:
+            failures.append(result)
+    payloads = [(b"%010d" % i).ljust(size, b"x")[:size] for i in range(1000)]
+    started = time.perf_counter()
+    for i in range(n):
+        producer.send_async(payloads[i % 1000], done)
+    producer.flush()
+    elapsed = time.perf_counter() - started
+    producer.close()
+    client.close()
+    if failures:
+        raise SystemExit(f"producing failed: {failures[0]}")
+    return elapsed
+
+
+def bench_source(spark: Any, url: str, args: argparse.Namespace, work: str) -> dict[str, float]:
+    topic = "persistent://public/default/spark-bench-source"
+    seconds = produce(url, topic, args.messages, args.size, args.partitions)
+    print(f"produced {args.messages:,} messages of {args.size} B to {args.partitions} partition(s) in "
+          f"{seconds:.1f} s")
+
+    def pulsarlike(checkpoint: str) -> Any:
+        return (spark.readStream.format("pulsarlike").option("service.url", url).option("topic", topic)
+                .option("startingOffsets", "earliest").load()
+                .writeStream.format("noop").option("checkpointLocation", checkpoint)
+                .trigger(availableNow=True).start())
+
+    def peer(checkpoint: str) -> Any:
+        return (spark.readStream.format("bench_arrow_noop").option("rows", str(args.messages))
+                .option("partitions", str(args.partitions)).option("size", str(args.size)).load()
+                .writeStream.format("noop").option("checkpointLocation", checkpoint)
+                .trigger(availableNow=True).start())
+
+    timed(peer, work)  # warm-ups
+    timed(pulsarlike, work)
+    peer_s = best(peer, work, args.repeat, args.messages, "no-op source")
+    ours_s = best(pulsarlike, work, args.repeat, args.messages, "pulsarlike source")
+    return report("source", args.messages, ours_s, peer_s, "pulsarlike -> noop", "no-op Arrow source -> noop")
+
+
+def bench_sink(spark: Any, url: str, args: argparse.Namespace, work: str) -> dict[str, float]:
+    runs = [0]
+
+    def rows() -> Any:
+        return (spark.readStream.format("bench_arrow_noop").option("rows", str(args.sink_rows))
+                .option("partitions", str(args.partitions)).option("size", str(args.size))
+                .option("columns", "value").load())
+
+    def pulsarlike(checkpoint: str) -> Any:
+        runs[0] += 1
+        return (rows().writeStream.format("pulsarlike").option("service.url", url)
+                .option("topic", f"persistent://public/default/spark-bench-sink-{runs[0]}")
+                .option("effectivelyOnce", "false" if args.at_least_once else "true")
+                .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+
+    def peer(checkpoint: str) -> Any:
+        return (rows().writeStream.format("bench_arrow_noop").option("checkpointLocation", checkpoint)
+                .trigger(availableNow=True).start())
+
+    timed(peer, work)
+    timed(pulsarlike, work)
+    peer_s = best(peer, work, args.repeat, args.sink_rows, "no-op writer")
+    ours_s = best(pulsarlike, work, args.repeat, args.sink_rows, "pulsarlike sink")
+    admin = Admin(url)
+    stored = admin.topic_stats(f"persistent://public/default/spark-bench-sink-{runs[0]}")["msgInCounter"]
+    admin.close()
+    if stored != args.sink_rows:
+        raise SystemExit(f"the sink's topic holds {stored} messages, expected {args.sink_rows}")
+    mode = "at-least-once" if args.at_least_once else "effectively-once"
+    return report("sink", args.sink_rows, ours_s, peer_s, f"no-op source -> pulsarlike sink ({mode})",
+                  "no-op source -> no-op Arrow writer")
+
+
+def report(section: str, rows: int, ours_s: float, peer_s: float, ours: str, peer: str) -> dict[str, float]:
+    ratio = peer_s / ours_s
+    verdict = "meets" if ratio >= TARGET_RATIO else "MISSES"
+    print(f"[{section}] {ours:48s} {rows / ours_s:>12,.0f} rows/s ({ours_s:.2f} s)")
+    print(f"[{section}] {peer:48s} {rows / peer_s:>12,.0f} rows/s ({peer_s:.2f} s)")
+    print(f"[{section}] ratio {ratio:.2f} ({verdict} the target >= {TARGET_RATIO})")
+    return {f"{section}_rows_s": rows / ours_s, f"{section}_peer_rows_s": rows / peer_s,
+            f"{section}_ratio": ratio}
+
+
+def spark_session() -> Any:
+    os.environ.update({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+                       "SPARK_LOCAL_IP": "127.0.0.1"})
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("pulsarlike-bench")
+             .config("spark.ui.enabled", "false").config("spark.driver.memory", "1g")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.python.worker.reuse", "true")
+             .config("spark.ui.showConsoleProgress", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(NoopArrowDataSource)
+    return spark
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=2_000_000, help="source section (default 2,000,000)")
+    parser.add_argument("--sink-rows", type=int, default=1_000_000, help="sink section (default 1,000,000)")
+    parser.add_argument("--size", type=int, default=100, help="bytes per message (default 100)")
+    parser.add_argument("--partitions", type=int, default=2,
+                        help="topic partitions read, and Spark partitions written (default 2)")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="source,sink (default both)")
+    parser.add_argument("--repeat", type=int, default=2, help="timed runs of each query; best counts")
+    parser.add_argument("--at-least-once", action="store_true", help="sink with effectivelyOnce=false")
+    parser.add_argument("--json", action="store_true", help="print a JSON summary too")
+    args = parser.parse_args(argv)
+    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown or min(args.messages, args.sink_rows, args.size, args.partitions, args.repeat) < 1:
+        parser.error(f"unknown sections {unknown}" if unknown else "sizes and counts must be >= 1")
+    work = tempfile.mkdtemp(prefix="pulsarlike-spark-bench-")
+    broker, url = start_broker(work, [])
+    print(f"broker {url} (pid {broker.pid}), bench pid {os.getpid()}")
+    spark = spark_session()
+    figures: dict[str, float] = {}
+    try:
+        if "source" in sections:
+            figures.update(bench_source(spark, url, args, work))
+        if "sink" in sections:
+            figures.update(bench_sink(spark, url, args, work))
+    finally:
+        spark.stop()
+        stop(broker)
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
