@@ -33,7 +33,6 @@ followed here). The dead letter producer is named ``<topic>-<subscription>-<cons
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import logging
 import threading
 import uuid
@@ -43,7 +42,7 @@ from broker_core import errors
 from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
-from connector.client.enums import ConsumerType, InitialPosition
+from connector.client.enums import ConsumerType
 from connector.client.message import Message
 from connector.client.policies import ConsumerDeadLetterPolicy
 
@@ -240,19 +239,24 @@ class DeadLetters:
             return producer
 
     def _create_subscription(self, topic: str, name: str) -> None:
-        """Create subscription ``name`` on ``topic`` (at its end) unless it exists."""
-        try:
-            stats = json.loads(self._client._connection.unary(
-                "TopicStats", broker_pb2.TopicRequest(topic=topic)).json)
-            if name in stats.get("subscriptions", {}):
-                return
-        except errors.TopicNotFound:
-            pass
-        try:
-            self._client.subscribe(topic, name, consumer_type=ConsumerType.Exclusive,
-                                   initial_position=InitialPosition.Latest, receiver_queue_size=1).close()
-        except errors.ConsumerBusy:  # another consumer holds it: it exists
-            pass
+        """Create durable subscription ``name`` at the end of ``topic`` (the topic too) unless it exists: the
+        admin calls, not a consumer that would attach and take permits."""
+        if TopicName.parse(topic).domain != "persistent":
+            log.warning("initial_subscription_name is ignored for the non-persistent topic %s (it keeps no "
+                        "subscription state)", topic)
+            return
+        connection = self._client._connection
+        if not self._client._partitions(topic):
+            try:
+                connection.unary("CreateTopic", broker_pb2.TopicRequest(topic=topic))
+            except errors.TopicAlreadyExists:
+                pass
+        for partition_topic, _ in self._client._expand([topic]):
+            try:
+                connection.unary("CreateSubscription", broker_pb2.SubscriptionRequest(
+                    topic=partition_topic, subscription=name, position=broker_pb2.Position(latest=True)))
+            except errors.NotAllowedError:  # it exists
+                pass
 
     def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         with self._worker_lock:

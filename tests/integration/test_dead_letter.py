@@ -75,9 +75,13 @@ def test_initial_subscription_keeps_every_dead_letter(client, topic):
     consumer = _consumer(client, topic, dead_letter_policy=policy)
     client.create_producer(topic, batching_enabled=False).send(b"x")
     assert _nack_until_gone(consumer) == [0, 1]
-    # subscribing now at the *latest* position still finds it: "init" existed before it was written
+    consumer.close()
+    again = _consumer(client, topic, dead_letter_policy=policy)  # "init" exists now: created once, kept
+    client.create_producer(topic, batching_enabled=False).send(b"y")
+    assert _nack_until_gone(again) == [0, 1]
+    # subscribing now at the *latest* position still finds them: "init" existed before they were written
     late = client.subscribe(f"{topic}-dead", "init")
-    assert late.receive(timeout_millis=5000).data() == b"x"
+    assert [late.receive(timeout_millis=5000).data() for _ in range(2)] == [b"x", b"y"]
 
 
 def test_a_batch_goes_to_the_dlq_whole(client, admin, topic):
