@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -37,12 +37,14 @@ log = logging.getLogger(__name__)
 
 
 class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic) -> None:
         self.options = options
+        self._clock = clock
+        """Seconds, for maxTriggerDelay (tests pass a fake one)."""
         self._calls = BrokerCalls(options.service_url, options.poll_timeout_ms)
         self._latest: Offsets = {}
         self._target: Offsets | None = None  # Trigger.AvailableNow: read up to here, no further
-        self._last_admit_s = time.monotonic()
+        self._last_admit_s = clock()
         self._subscribed: set[TopicPartition] = set()
         self._reported_loss: set[tuple[TopicPartition, int]] = set()
         self.lost_messages = 0
@@ -106,7 +108,7 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             end.update(fresh)
             log.info("new partitions %s, read from %s", ", ".join(map(str, fresh)), off.dumps(fresh))
         if end != begin:
-            self._last_admit_s = time.monotonic()
+            self._last_admit_s = self._clock()
         return off.to_json_dict(end)
 
     def _admit(self, begin: Offsets, ceiling: Offsets, limit: ReadLimit, bounds: dict[TopicPartition, Bounds],
@@ -117,7 +119,7 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         waiting = sum(ceiling[tp] - begin[tp] for tp in begin)
         if opts.min_messages_per_trigger is not None and self._target is None and waiting and \
                 waiting < opts.min_messages_per_trigger and \
-                (time.monotonic() - self._last_admit_s) * 1000 < opts.max_trigger_delay_ms:
+                (self._clock() - self._last_admit_s) * 1000 < opts.max_trigger_delay_ms:
             return dict(begin)  # wait for more (minMessagesPerTrigger) until maxTriggerDelay passes
         sizes = None
         if opts.max_bytes_per_trigger is not None:
