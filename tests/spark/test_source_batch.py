@@ -115,3 +115,32 @@ def test_format_pulsarlike_needs_no_registration(spark):
     # Spark finding the top-level pyspark_pulsarlike module by itself.
     assert spark.read.format("pulsarlike").option("service.url", "pulsar://127.0.0.1:1") \
         .option("topic", "x").schema is not None
+
+
+def test_a_chunked_message_belongs_to_the_range_holding_its_first_chunk(spark, tmp_path):
+    from broker_core import Broker
+    from connector import Client
+
+    with Broker(data_dir=tmp_path / "chunks", port=0, maxMessageSize=2048) as broker:
+        client = Client(broker.service_url)
+        producer = client.create_producer("chunked", chunking_enabled=True, batching_enabled=False)
+        big = bytes(range(256)) * 20  # 5120 bytes: several chunks
+        ids = [producer.send(b"small-0"), producer.send(big), producer.send(b"small-1")]
+        client.close()
+        topic = "persistent://public/default/chunked"
+
+        def read(**options):
+            reader = spark.read.format("pulsarlike").option("service.url", broker.service_url) \
+                .option("topic", topic)
+            for key, value in options.items():
+                reader = reader.option(key, json.dumps({topic: {"-1": value}}))
+            return [(r["__offset"], r["value"], r["__messageId"])
+                    for r in sorted(reader.load().collect(), key=lambda r: r["__offset"])]
+
+        whole = read()
+        assert [v for _, v, _ in whole] == [b"small-0", big, b"small-1"]
+        assert whole[1][0] == 1 and MessageId.deserialize(whole[1][2]) == ids[1]
+        last = whole[2][0]
+        assert read(endingOffsets=2) == whole[:2]  # reads past its end to complete the message
+        assert read(startingOffsets=2) == whole[2:]  # a continuation chunk is not a message of its own
+        assert last > 3
