@@ -1,11 +1,25 @@
-"""The README's main job runs end to end."""
+"""The README's main job (``make demo``: ``python -m jobs.stream_demo``) runs end to end."""
 from __future__ import annotations
+
+import pytest
 
 from jobs import stream_demo
 
+pytestmark = pytest.mark.spark
 
-def test_stream_demo_produces_consumes_and_drains_its_backlog(tmp_path, capsys):
-    summary = stream_demo.run(500, str(tmp_path))
-    assert summary == {"produced": 500, "consumed": 500, "backlog": 0, "first_read": [0, 1, 2]}
+
+def test_stream_demo_counts_every_reading_once_in_the_results_topic(spark, tmp_path, capsys):
+    summary = stream_demo.run(400, str(tmp_path), per_trigger=150, spark=spark)
+    assert summary["rows_read"] == 401  # the readings and the heartbeat
+    assert summary["micro_batches"] == 3
+    assert summary["delayed"] == 40
+    assert summary["all_counted_once"] and summary["windows"] == 24
+    assert summary["readings_per_sensor"] == {"s0": 100, "s1": 100, "s2": 100, "s3": 100}
+    assert len(summary["sink_producers"]) == 2  # spark.sql.shuffle.partitions
     out = capsys.readouterr().out
-    assert "send results {'Ok': 500}" in out and "backlog of demo-subscription=0" in out
+    assert "every reading counted once: True" in out and "held back from Shared/Key_Shared" in out
+
+
+def test_stream_demo_refuses_a_bad_message_count():
+    with pytest.raises(SystemExit):
+        stream_demo.main(["--messages", "0"])
