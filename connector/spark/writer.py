@@ -97,8 +97,10 @@ class _SinkWriter:
 
     def __init__(self, options: Mapping[str, str], schema: Any, overwrite: bool) -> None:
         if overwrite:
-            raise ValueError("the pulsarlike sink only appends (a topic cannot be truncated by a write): use "
-                             "mode('append'); to start over, delete the topic first (Admin.delete_topic)")
+            fix = ("outputMode('append') (complete mode rewrites the whole result every batch; for an "
+                   "aggregation add a watermark)" if self.streaming else "mode('append')")
+            raise ValueError(f"the pulsarlike sink only appends (a topic cannot be truncated by a write): use "
+                             f"{fix}; to start over, delete the topic first (Admin.delete_topic)")
         self.options = parse_sink_options(options, self.streaming)
         self.columns = plan_columns(schema, self.options)
 

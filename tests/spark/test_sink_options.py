@@ -123,3 +123,8 @@ def test_string_value_and_long_event_time_are_noted():
 def test_pending_limit_below_a_batch_is_refused():
     with pytest.raises(ValueError, match="maxPendingMessages=10 is below batchingMaxMessages=1000"):
         stream({"topic": "t", "maxPendingMessages": "10"})
+
+
+def test_complete_output_mode_is_refused_with_the_streaming_fix():
+    with pytest.raises(ValueError, match=r"only appends.*outputMode\('append'\).*watermark"):
+        PulsarLikeStreamWriter({"service.url": URL, "topic": "t"}, VALUE_ONLY, True)
