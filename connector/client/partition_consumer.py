@@ -94,8 +94,13 @@ class PartitionConsumer:
         self.active = True
         self._subscribed = threading.Event()
         self._open_error: errors.PulsarLikeError | None = None
-        self._stream = BidiStream(connection, "Consume",
-                                  broker_pb2.ConsumeRequest(subscribe=subscribe),
+        if getattr(owner, "_dead_letters", None) is not None:
+            self._parse_entry = self._parse_entry_with_dead_letters  # type: ignore[method-assign]
+        # The first permits travel with the subscribe: a message sent right after subscribe() returns is
+        # covered (a non-persistent topic drops what no permit covers).
+        request = broker_pb2.ConsumeRequest(subscribe=subscribe)
+        request.subscribe.initial_permits = self._queue_size
+        self._stream = BidiStream(connection, "Consume", request,
                                   self._on_response, self._on_end, name=f"consumer-{self.topic}")
         if not self._subscribed.wait(connection.operation_timeout_s):
             self._stream.close(wait_s=0.1)
@@ -104,9 +109,6 @@ class PartitionConsumer:
         if self._open_error is not None:
             self._stream.close(wait_s=0.5)
             raise self._open_error
-        if getattr(owner, "_dead_letters", None) is not None:
-            self._parse_entry = self._parse_entry_with_dead_letters  # type: ignore[method-assign]
-        self._send_flow(self._queue_size)
 
     @property
     def real(self) -> "PartitionConsumer":

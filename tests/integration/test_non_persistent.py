@@ -24,9 +24,8 @@ def np_topic():
 def wait_for_permits(admin, topic, subscription, consumers=1, timeout_s=10.0):
     """Wait until ``subscription`` has exactly ``consumers`` consumers, each with permits.
 
-    The client grants its first permits just after the broker confirms the subscription, on the consume
-    stream, while sends travel on another stream; a message published in between finds no permits and is
-    dropped, so tests wait for the permits to be in place (a condition, polled; not a fixed sleep)."""
+    A consumer's first permits travel with its subscribe request, so they are in place once
+    ``subscribe()`` returns; this checks the broker's view (a condition, polled; not a fixed sleep)."""
     deadline = time.monotonic() + timeout_s
     while True:
         sub = admin.topic_stats(topic)["subscriptions"].get(subscription)
@@ -312,3 +311,10 @@ def test_an_idle_topic_asks_to_be_forgotten_once_its_last_client_leaves():
     assert forgotten == []
     topic.consumer_left(sub, reader)  # a reader's subscription goes with it: nothing is left
     assert forgotten == [topic] and topic.closed
+
+
+def test_a_message_sent_right_after_subscribe_returns_is_received(client, np_topic):
+    """The first permits come with the subscribe, not in a later flow a send could overtake."""
+    consumer = client.subscribe(np_topic, "immediate")
+    client.create_producer(np_topic).send(b"first")
+    assert consumer.receive(timeout_millis=5000).data() == b"first"
