@@ -4,6 +4,11 @@
 
 prints ``pulsarlike broker listening on HOST:PORT`` as its first line (the real port with ``--port 0``),
 serves until SIGTERM or SIGINT, then stops accepting, flushes, syncs and exits 0.
+
+The other commands are client-side tools, loaded by module name only when called (the broker never
+imports client code): ``pulsarlike admin ...`` (like ``pulsar-admin``), ``pulsarlike produce|consume ...``
+(like ``pulsar-client``) and ``pulsarlike job NAME ...`` (the Spark jobs). Each module has
+``main(argv) -> int``.
 """
 from __future__ import annotations
 
@@ -61,7 +66,25 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig) -> None:
         await service.stop(grace=1.0)
 
 
+TOOLS = {"admin": "connector.cli.admin", "produce": "connector.cli.client", "consume": "connector.cli.client",
+         "job": "jobs.cli"}
+"""Commands served by other modules: ``main(argv)`` of the module, with the command name first."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in TOOLS:
+        import importlib
+
+        return int(importlib.import_module(TOOLS[argv[0]]).main(argv) or 0)
+    if argv and not argv[0].startswith("-") and argv[0] != "broker":
+        import difflib
+
+        close = difflib.get_close_matches(argv[0], ["broker", *TOOLS], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        print(f"pulsarlike: unknown command {argv[0]!r}{hint} (commands: broker, {', '.join(TOOLS)})",
+              file=sys.stderr)
+        return 2
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="ts=%(asctime)s level=%(levelname)s logger=%(name)s %(message)s")
