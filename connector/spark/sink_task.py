@@ -35,6 +35,7 @@ from broker_core.types import TopicName
 
 from connector.spark.sink_options import ROWS_PER_TASK, SinkColumns, SinkOptions
 from connector.spark.sink_receipts import Receipts, big_payload, sparse_stride
+from connector.spark.sink_rows import Rows, SinkDataError, rows_of
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +67,6 @@ class TaskCounts:
     """Rows an earlier attempt had already stored: skipped here, or dropped by the broker."""
     topics: dict[str, int] = field(default_factory=dict)
     """Rows per topic (fully qualified)."""
-
-
-class SinkDataError(ValueError):
-    """A row the sink cannot send (null value, bad partition, no topic): the task fails."""
 
 
 class _Partition:
@@ -109,6 +106,8 @@ class TaskWriter:
         self._client: Any = None
         self._admin: Any = None
         self._topics: dict[str, _Topic] = {}
+        """By the names rows and options use, and by qualified name."""
+        self._targets: list[_Topic] = []
         self._receipts = Receipts()
         self._sent_per_message = 0
         self._sent_per_entry = 0
@@ -128,7 +127,7 @@ class TaskWriter:
             for batch in batches:
                 if batch.num_rows:
                     self._write_batch(batch)
-            for target in self._topics.values():
+            for target in self._targets:
                 for partition in target.producers:
                     if partition is not None:
                         partition.producer.flush()
@@ -145,7 +144,7 @@ class TaskWriter:
                 f"result: {receipts.failures[0]!r}); the task fails and Spark retries it -- rows already "
                 "stored are not written twice")
         if self.identity.producer_name is not None:
-            for target in self._topics.values():
+            for target in self._targets:
                 for part in target.producers:
                     if part is not None and part.producer.last_sequence_id() < part.last_sent:
                         raise errors.PulsarLikeError(
@@ -166,73 +165,22 @@ class TaskWriter:
 
     # --- one record batch -----------------------------------------------------------------------------
     def _write_batch(self, batch: Any) -> None:
-        cols = self.columns
         first_row = self.counts.rows
         n = batch.num_rows
         if first_row + n > ROWS_PER_TASK:
             raise SinkDataError(f"Spark partition {self.identity.partition_id} has more than 2**32 rows in "
                                 "one micro-batch (the low 32 bits of a sequence id); repartition the input")
-        values = self._values(batch)
-        keys = batch.column(cols.key).to_pylist() if cols.key >= 0 else None
-        topics = batch.column(cols.topic).to_pylist() if cols.topic >= 0 else None
-        partitions = batch.column(cols.partition).to_pylist() if cols.partition >= 0 else None
-        times = self._event_times(batch)
-        properties = self._properties(batch)
+        rows = rows_of(batch, self.columns, first_row, self.identity.partition_id)
         self.counts.rows += n
-        if topics is None and self.options.topic is not None:
+        if rows.topics is None and self.options.topic is not None:
             target = self._topic(self.options.topic)
             if target.partitions == 0:
-                if partitions is not None:
-                    self._check_unpartitioned(target, partitions, first_row)
+                if rows.partitions is not None:
+                    self._check_unpartitioned(target, rows.partitions, first_row)
                 self.counts.topics[target.name] = self.counts.topics.get(target.name, 0) + n
-                self._send_to_one(target, first_row, values, keys, times, properties)
+                self._send_to_one(target, first_row, rows)
                 return
-        self._send_routed(first_row, values, keys, topics, partitions, times, properties)
-
-    def _values(self, batch: Any) -> list[Any]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        column = batch.column(self.columns.value)
-        if column.null_count:
-            row = self.counts.rows + pc.index(column.is_null(), True).as_py()
-            raise SinkDataError(f"column value is null in row {row} of Spark partition "
-                                f"{self.identity.partition_id}; the sink cannot send a null payload: filter "
-                                "such rows out (df.where('value IS NOT NULL')) or coalesce them")
-        if self.columns.value_is_string:
-            column = column.cast(pa.binary())
-        return column.to_pylist()
-
-    def _event_times(self, batch: Any) -> list[Any] | None:
-        if self.columns.event_time < 0:
-            return None
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        column = batch.column(self.columns.event_time)
-        if self.columns.event_time_is_timestamp:
-            column = pc.divide(column.cast(pa.int64()), 1000)  # microseconds -> milliseconds
-        smallest = pc.min(column).as_py()
-        if smallest is not None and smallest < 0:
-            raise SinkDataError(f"column __eventTime has a time before 1970 ({smallest} ms) in Spark partition "
-                                f"{self.identity.partition_id}; Pulsar event times are >= 0: fix or null it")
-        return column.to_pylist()
-
-    def _properties(self, batch: Any) -> list[Any] | None:
-        if self.columns.properties < 0:
-            return None
-        column = batch.column(self.columns.properties)
-        null_values = column.items.null_count > 0
-        out: list[Any] = []
-        append = out.append
-        for pairs in column.to_pylist():
-            if not pairs:
-                append(None)
-            elif null_values:
-                append({k: v for k, v in pairs if v is not None} or None)
-            else:
-                append(dict(pairs))
-        return out
+        self._send_routed(first_row, rows)
 
     def _check_unpartitioned(self, target: _Topic, partitions: list[Any], first_row: int) -> None:
         for i, p in enumerate(partitions):
@@ -242,9 +190,9 @@ class TaskWriter:
                                     "to a partitioned topic")
 
     # --- sending --------------------------------------------------------------------------------------
-    def _send_to_one(self, target: _Topic, first_row: int, values: list[Any], keys: list[Any] | None,
-                     times: list[Any] | None, properties: list[Any] | None) -> None:
+    def _send_to_one(self, target: _Topic, first_row: int, rows: Rows) -> None:
         """Every row to one producer, in order."""
+        values, keys, times, properties = rows.values, rows.keys, rows.times, rows.properties
         part = target.producers[0] or self._open(target, 0)
         base = self.identity.base_sequence_id + first_row
         n = len(values)
@@ -257,7 +205,7 @@ class TaskWriter:
         part.last_sent = base + n - 1
         send = part.send
         if keys is None and times is None and properties is None:
-            self._send_payloads(part, values, skip, None if part.auto_ids else base)
+            self._send_payloads(part, values, skip, None if part.auto_ids else base, rows.longest)
             return
         callback = self._receipts.per_message
         self._sent_per_message += n - skip
@@ -271,13 +219,14 @@ class TaskWriter:
                 send(value, callback, properties=props, partition_key=key, event_timestamp=time_ms,
                      sequence_id=seq)
 
-    def _send_payloads(self, part: _Partition, values: list[Any], skip: int, base: int | None) -> None:
+    def _send_payloads(self, part: _Partition, values: list[Any], skip: int, base: int | None,
+                       longest: int) -> None:
         """Payload-only rows ``values[skip:]``, a callback every ``stride`` messages (sink_receipts);
         ``base``: the first row's sequence id, None when the producer numbers them itself."""
         send, mark = part.send, self._receipts.per_entry
         n = len(values)
         self._sent_per_entry += n - skip
-        stride = 1 if max(map(len, values[skip:])) >= self._big else self._stride
+        stride = 1 if longest >= self._big else self._stride
         for lo in range(skip, n, stride):
             last = min(lo + stride, n) - 1
             if base is None:
@@ -289,11 +238,12 @@ class TaskWriter:
                     send(values[i], None, sequence_id=base + i)
                 send(values[last], mark, sequence_id=base + last)
 
-    def _send_routed(self, first_row: int, values: list[Any], keys: list[Any] | None,
-                     topics: list[Any] | None, partitions: list[Any] | None, times: list[Any] | None,
-                     properties: list[Any] | None) -> None:
+    def _send_routed(self, first_row: int, rows: Rows) -> None:
         """Row by row: each row's topic and partition, explicit sequence ids."""
         from connector.client.routing import java_string_hash
+
+        keys, topics, partitions = rows.keys, rows.topics, rows.partitions
+        times, properties = rows.times, rows.properties
 
         callback = self._receipts.per_message
         counts = self.counts
@@ -302,7 +252,7 @@ class TaskWriter:
         spread = self.identity.partition_id
         with_ids = self.identity.producer_name is not None
         seq = self.identity.base_sequence_id + first_row
-        for i, value in enumerate(values):
+        for i, value in enumerate(rows.values):
             row = first_row + i
             name = (topics[i] if topics is not None else None) or default
             if name is None:
@@ -354,6 +304,7 @@ class TaskWriter:
             partitions = self._admin.get_partitioned_topic_metadata(qualified)["partitions"]
             known = _Topic(qualified, partitions)
             self._topics[qualified] = known
+            self._targets.append(known)
         self._topics[name] = known  # as written in the rows, too: the next lookup is one dict get
         return known
 
