@@ -24,6 +24,8 @@ class Broker:
                  **config: Any) -> None:
         values = dict(config)
         values["brokerServicePort"] = port
+        if int(port) == 0:  # a broker on any free port must not take the fixed metrics port either
+            values.setdefault("webServicePort", 0)
         if host is not None:
             values["bindAddress"] = host
         self.config = BrokerConfig.from_mapping(values)
@@ -52,6 +54,20 @@ class Broker:
     def service_url(self) -> str:
         """``pulsar://host:port``, what :class:`connector.Client` takes."""
         return f"pulsar://{self.address}"
+
+    @property
+    def metrics_port(self) -> int:
+        """The bound HTTP port of ``/metrics`` (0 with ``metricsEnabled=False``)."""
+        if self._service is None:
+            raise RuntimeError("the broker is not running; call start() or use it as a context manager")
+        return self._service.metrics_port
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics`` (Prometheus text format), or None with ``metricsEnabled=False``."""
+        port = self.metrics_port
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{port}/metrics" if port else None
 
     def start(self) -> "Broker":
         if self._service is not None:

@@ -3,12 +3,14 @@
     pulsarlike broker --data-dir DIR [--port PORT] [--host HOST] [--config FILE] [--set key=value ...]
 
 prints ``pulsarlike broker listening on HOST:PORT`` as its first line (the real port with ``--port 0``),
-serves until SIGTERM or SIGINT, then stops accepting, flushes, syncs and exits 0.
+then ``pulsarlike metrics on http://HOST:PORT/metrics`` (unless ``metricsEnabled=false``; with ``--port 0``
+the metrics port is also any free one unless ``webServicePort`` is set), serves until SIGTERM or SIGINT,
+then stops accepting, flushes, syncs and exits 0.
 
 The other commands are client-side tools, loaded by module name only when called (the broker never
 imports client code): ``pulsarlike admin ...`` (like ``pulsar-admin``), ``pulsarlike produce|consume ...``
-(like ``pulsar-client``) and ``pulsarlike job NAME ...`` (the Spark jobs). Each module has
-``main(argv) -> int``.
+(like ``pulsar-client``), ``pulsarlike health`` (the gRPC health check) and ``pulsarlike job NAME ...``
+(the Spark jobs). Each module has ``main(argv) -> int``.
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ def _config(args: argparse.Namespace) -> BrokerConfig:
         values["brokerServicePort"] = args.port
     if args.host is not None:
         values["bindAddress"] = args.host
+    if str(values.get("brokerServicePort")) == "0":  # any free port: the metrics port too, unless set
+        values.setdefault("webServicePort", 0)
     return BrokerConfig.from_mapping(values)
 
 
@@ -60,6 +64,9 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig) -> None:
     try:
         port = await service.start()
         print(f"pulsarlike broker listening on {config.bindAddress}:{port}", flush=True)
+        if service.metrics_port:
+            host = f"[{config.bindAddress}]" if ":" in config.bindAddress else config.bindAddress
+            print(f"pulsarlike metrics on http://{host}:{service.metrics_port}/metrics", flush=True)
         await stop.wait()
         logging.getLogger("pulsarlike").info("event=shutdown_requested")
     finally:
@@ -67,7 +74,7 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig) -> None:
 
 
 TOOLS = {"admin": "connector.cli.admin", "produce": "connector.cli.client", "consume": "connector.cli.client",
-         "job": "jobs.cli"}
+         "health": "connector.cli.client", "job": "jobs.cli"}
 """Commands served by other modules: ``main(argv)`` of the module, with the command name first."""
 
 

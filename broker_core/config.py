@@ -92,6 +92,17 @@ class BrokerConfig:
     """Redeliver only the unacknowledged messages of a partly acknowledged batch; off, the whole batch
     is redelivered (consumers skip what they acknowledged when they also enable batch index acks)."""
 
+    webServicePort: int = 8080
+    """HTTP port of the Prometheus metrics (``/metrics``) and ``/status.html``; 0 picks a free one. A broker
+    started with ``brokerServicePort`` 0 (``--port 0``, ``Broker(port=0)``) also takes a free metrics port
+    unless this key is given."""
+    metricsEnabled: bool = True
+    """pulsarlike extension: false starts no HTTP server (Pulsar always runs its web service)."""
+    exposeTopicLevelMetricsInPrometheus: bool = True
+    """Per-topic and per-subscription series; false: the same metrics summed per namespace."""
+    metricsServletTimeoutMs: int = 30000
+    """Longest a scrape waits for the broker's event loop to gather the topics' stats."""
+
     def __post_init__(self) -> None:
         if self.journalSyncMode not in SYNC_MODES:
             raise _bad("journalSyncMode", self.journalSyncMode, f"one of {', '.join(SYNC_MODES)}")
@@ -102,13 +113,13 @@ class BrokerConfig:
                      "dispatcherMaxDeliveryBytes", "defaultNumPartitions",
                      "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis",
                      "managedLedgerMaxEntriesPerLedger", "retentionCheckIntervalInSeconds",
-                     "messageExpiryCheckIntervalInMinutes"):
+                     "messageExpiryCheckIntervalInMinutes", "metricsServletTimeoutMs"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",
                      "managedLedgerCursorFlushIntervalMs", "maxUnackedMessagesPerConsumer",
                      "managedLedgerMaxLedgerRolloverTimeMinutes", "ttlDurationDefaultInSeconds",
-                     "messageExpiryCheckIntervalInSeconds"):
+                     "messageExpiryCheckIntervalInSeconds", "webServicePort"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
         for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):

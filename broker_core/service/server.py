@@ -1,6 +1,7 @@
 """The composition root: wires storage, dispatch and the gRPC front end into a running broker."""
 from __future__ import annotations
 
+import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +13,7 @@ from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import InvalidConfiguration
 from broker_core.protocol import broker_pb2_grpc
+from broker_core.service.metrics import BrokerCollector, MetricsServer, call_on_loop
 from broker_core.service.producers import ProducerNames
 from broker_core.service.servicer import BrokerServicer
 from broker_core.service.topics import TopicRegistry
@@ -24,13 +26,16 @@ MAX_GRPC_MESSAGE = 64 * 1024 * 1024
 
 
 class BrokerService:
-    """A started broker: ``port`` is the bound port (the real one when configured with 0)."""
+    """A started broker: ``port`` is the bound port (the real one when configured with 0); ``metrics_port``
+    the bound HTTP port of ``/metrics`` (0 when ``metricsEnabled=false``)."""
 
     def __init__(self, data_dir: Path, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.data_dir = Path(data_dir)
         self.config = config
         self._clock = clock
         self.port = 0
+        self.metrics_port = 0
+        self._metrics: MetricsServer | None = None
         self._server: grpc.aio.Server | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._health: health.HealthServicer | None = None
@@ -57,16 +62,34 @@ class BrokerService:
             raise InvalidConfiguration(f"cannot bind {address} (in use or not a local address)")
         await server.start()
         self._server = server
+        if self.config.metricsEnabled:
+            self._start_metrics(asyncio.get_running_loop())
         for name in ("", SERVICE_NAME):
             self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        log.info("event=broker_started address=%s:%d data_dir=%s sync_mode=%s", self.config.bindAddress,
-                 self.port, self.data_dir, self.config.journalSyncMode)
+        log.info("event=broker_started address=%s:%d data_dir=%s sync_mode=%s metrics_port=%d",
+                 self.config.bindAddress, self.port, self.data_dir, self.config.journalSyncMode, self.metrics_port)
         return self.port
+
+    def _start_metrics(self, loop: asyncio.AbstractEventLoop) -> None:
+        timeout_s = self.config.metricsServletTimeoutMs / 1000.0
+
+        def topic_stats() -> dict:  # runs on the loop, where topics live
+            registry = self.registry
+            # TopicRegistry has no public view of its loaded topics yet
+            return {} if registry is None else {name: t.stats() for name, t in registry._topics.items()}
+
+        collector = BrokerCollector(lambda: call_on_loop(loop, topic_stats, timeout_s), self.config.clusterName,
+                                    self._clock, self.config.exposeTopicLevelMetricsInPrometheus)
+        self._metrics = MetricsServer(collector, self.config.bindAddress, self.config.webServicePort)
+        self.metrics_port = self._metrics.start()
 
     async def stop(self, grace: float = 1.0) -> None:
         """Stop accepting, end the streams (after ``grace`` seconds), then flush and sync every topic."""
         if self._health is not None:
             self._health.enter_graceful_shutdown()
+        if self._metrics is not None:
+            metrics, self._metrics = self._metrics, None
+            await asyncio.get_running_loop().run_in_executor(None, metrics.stop)
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None

@@ -1,0 +1,316 @@
+"""Prometheus metrics of the broker: Pulsar's metric names and labels, computed from the topics' stats when
+scraped.
+
+Pieces, each with one job:
+
+- :class:`RateMeter` turns counters into per-second rates. It keeps the previous sample of every series
+  (a topic, a subscription) and reads time from the injected clock. Pulsar computes ``msgRateIn`` and the
+  like over its stats interval; here the interval is the time since the previous scrape. A scrape less
+  than ``min_interval_s`` after the previous one gets the previous rates, so that two scrapers do not see
+  rates measured over milliseconds. A counter that went down (the topic was reloaded) restarts at rate 0.
+- :func:`metric_families` maps ``{topic: stats}`` (the dicts ``topic.stats()`` returns, Pulsar's field
+  names) to Prometheus metric families. A pure function.
+- :class:`BrokerCollector` is the prometheus-client custom collector: on each scrape it takes a snapshot of
+  the stats through ``snapshot()`` and yields the families.
+- :func:`call_on_loop` runs a function on the broker's event loop from another thread and waits for it
+  with a timeout: topics live on the loop and are only ever touched there.
+- :class:`MetricsServer` serves ``/metrics`` (Prometheus text format) and ``/status.html`` over HTTP on
+  its own threads.
+
+Labels, as Pulsar sets them: ``cluster`` (``clusterName``), ``namespace`` (``tenant/namespace``), ``topic``
+(the full name, a partition being ``<topic>-partition-<i>``) and, on subscription series, ``subscription``.
+With ``exposeTopicLevelMetricsInPrometheus=false`` the topic series are summed per namespace (no ``topic``
+label) and there are no subscription series, as in Pulsar.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import socket
+import threading
+from socketserver import ThreadingMixIn
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+from broker_core.clock import Clock
+from broker_core.errors import InvalidConfiguration
+from broker_core.types import TopicName
+
+log = logging.getLogger(__name__)
+
+TOPIC_LABELS = ("cluster", "namespace", "topic")
+SUBSCRIPTION_LABELS = (*TOPIC_LABELS, "subscription")
+
+# (metric name, help, stats field) of topic gauges copied from the stats as they are
+TOPIC_GAUGES = (
+    ("pulsar_storage_size", "Bytes the topic stores (every segment).", "storageSize"),
+    ("pulsar_storage_backlog_size", "Estimated bytes not yet acknowledged by the slowest durable "
+                                    "subscription.", "backlogSize"),
+)
+# (metric name, help, stats field) of topic counters; prometheus-client appends "_total"
+TOPIC_COUNTERS = (
+    ("pulsar_in_messages", "Messages published to the topic since it was loaded.", "msgInCounter"),
+    ("pulsar_in_bytes", "Bytes published to the topic since it was loaded.", "bytesInCounter"),
+    ("pulsar_out_messages", "Messages dispatched to consumers since the topic was loaded.", "msgOutCounter"),
+    ("pulsar_out_bytes", "Bytes dispatched to consumers since the topic was loaded.", "bytesOutCounter"),
+)
+# rate gauges computed from the counters above, in the same order
+TOPIC_RATES = (
+    ("pulsar_rate_in", "Messages published per second."),
+    ("pulsar_throughput_in", "Bytes published per second."),
+    ("pulsar_rate_out", "Messages dispatched per second."),
+    ("pulsar_throughput_out", "Bytes dispatched per second."),
+)
+SUBSCRIPTION_GAUGES = (
+    ("pulsar_subscription_back_log", "Messages of the subscription not yet acknowledged.", "msgBacklog"),
+    ("pulsar_subscription_unacked_messages", "Messages delivered to consumers and not yet acknowledged.",
+     "unackedMessages"),
+    ("pulsar_subscription_delayed", "Messages held back for delayed delivery.", "msgDelayed"),
+    ("pulsar_subscription_total_msg_expired", "Messages acknowledged by the message TTL.", "totalMsgExpired"),
+)
+
+
+class RateMeter:
+    """Per-second rates of counters, per series key, from the difference to the previous sample.
+
+    >>> clock = FakeClock(); meter = RateMeter(clock, min_interval_s=1.0)
+    >>> meter.rates("t", (100, 5000))      # first sample: nothing to compare with
+    (0.0, 0.0)
+    >>> clock.advance(2000); meter.rates("t", (300, 9000))
+    (100.0, 2000.0)
+    """
+
+    def __init__(self, clock: Clock, min_interval_s: float = 1.0) -> None:
+        self._clock = clock
+        self._min_interval_s = min_interval_s
+        self._samples: dict[Any, tuple[float, tuple[int, ...], tuple[float, ...]]] = {}
+
+    def rates(self, key: Any, counters: Sequence[int]) -> tuple[float, ...]:
+        now_s = self._clock.monotonic_ms() / 1000.0
+        values = tuple(int(c) for c in counters)
+        previous = self._samples.get(key)
+        if previous is not None:
+            at_s, before, last_rates = previous
+            elapsed = now_s - at_s
+            if elapsed < self._min_interval_s:
+                return last_rates
+            if all(v >= b for v, b in zip(values, before)):
+                rates = tuple((v - b) / elapsed for v, b in zip(values, before))
+                self._samples[key] = (now_s, values, rates)
+                return rates
+        zeros = (0.0,) * len(values)
+        self._samples[key] = (now_s, values, zeros)
+        return zeros
+
+    def keep_only(self, keys: Iterable[Any]) -> None:
+        """Forget the series not in ``keys`` (topics unloaded or deleted, subscriptions removed)."""
+        live = set(keys)
+        for key in [k for k in self._samples if k not in live]:
+            del self._samples[key]
+
+
+def metric_families(stats: Mapping[str, Mapping[str, Any]], cluster: str, meter: RateMeter,
+                    topic_level: bool = True) -> list[Metric]:
+    """Pulsar's metric families from ``{topic name: topic stats}``."""
+    topics_count = GaugeMetricFamily("pulsar_topics_count", "Topics loaded by this broker.",
+                                     labels=("cluster", "namespace"))
+    families: dict[str, Metric] = {}
+
+    def gauge(name: str, doc: str, labels: Sequence[str]) -> Metric:
+        return families.setdefault(name, GaugeMetricFamily(name, doc, labels=labels))
+
+    def counter(name: str, doc: str, labels: Sequence[str]) -> Metric:
+        return families.setdefault(name, CounterMetricFamily(name, doc, labels=labels))
+
+    per_namespace: dict[str, list[float]] = {}
+    namespaces: dict[str, int] = {}
+    series: list[Any] = []
+    for topic in sorted(stats):
+        topic_stats = stats[topic]
+        namespace = TopicName.parse(topic).namespace_name
+        namespaces[namespace] = namespaces.get(namespace, 0) + 1
+        subs: Mapping[str, Mapping[str, Any]] = topic_stats.get("subscriptions") or {}
+        counters = tuple(int(topic_stats.get(field) or 0) for _, _, field in TOPIC_COUNTERS)
+        series.append(topic)
+        rates = meter.rates(topic, counters)
+        values = [
+            float(len(subs)),
+            float(len(topic_stats.get("publishers") or ())),
+            float(sum(len(s.get("consumers") or ()) for s in subs.values())),
+            float(sum(int(s.get("msgBacklog") or 0) for s in subs.values())),
+            *(float(topic_stats.get(field) or 0) for _, _, field in TOPIC_GAUGES),
+            *rates,
+            *(float(c) for c in counters),
+        ]
+        if not topic_level:
+            total = per_namespace.setdefault(namespace, [0.0] * len(values))
+            for i, value in enumerate(values):
+                total[i] += value
+            continue
+        _add_topic_series(gauge, counter, (cluster, namespace, topic), values)
+        for sub_name in sorted(subs):
+            sub = subs[sub_name]
+            labels = (cluster, namespace, topic, sub_name)
+            for name, doc, field in SUBSCRIPTION_GAUGES:
+                gauge(name, doc, SUBSCRIPTION_LABELS).add_metric(labels, float(sub.get(field) or 0))
+            out = (int(sub.get("msgOutCounter") or 0), int(sub.get("bytesOutCounter") or 0))
+            drops = (int(sub.get("msgDropCount") or 0),) if "msgDropCount" in sub else ()
+            series.append((topic, sub_name))
+            sub_rates = meter.rates((topic, sub_name), out + drops)
+            gauge("pulsar_subscription_msg_rate_out", "Messages dispatched per second.",
+                  SUBSCRIPTION_LABELS).add_metric(labels, sub_rates[0])
+            gauge("pulsar_subscription_msg_throughput_out", "Bytes dispatched per second.",
+                  SUBSCRIPTION_LABELS).add_metric(labels, sub_rates[1])
+            if drops:
+                gauge("pulsar_subscription_msg_drop_rate", "Messages of a non-persistent topic dropped per "
+                      "second (no consumer with permits).", SUBSCRIPTION_LABELS).add_metric(labels, sub_rates[2])
+    for namespace, total in sorted(per_namespace.items()):
+        _add_topic_series(gauge, counter, (cluster, namespace), total)
+    for namespace, count in sorted(namespaces.items()):
+        topics_count.add_metric((cluster, namespace), float(count))
+    meter.keep_only(series)
+    return [topics_count, *families.values()]
+
+
+def _add_topic_series(gauge: Callable[..., Metric], counter: Callable[..., Metric], labels: tuple[str, ...],
+                      values: Sequence[float]) -> None:
+    names = TOPIC_LABELS[:len(labels)]
+    it = iter(values)
+    gauge("pulsar_subscriptions_count", "Subscriptions of the topic.", names).add_metric(labels, next(it))
+    gauge("pulsar_producers_count", "Producers connected to the topic.", names).add_metric(labels, next(it))
+    gauge("pulsar_consumers_count", "Consumers connected to the topic.", names).add_metric(labels, next(it))
+    gauge("pulsar_msg_backlog", "Messages not yet acknowledged, summed over the topic's subscriptions.",
+          names).add_metric(labels, next(it))
+    for name, doc, _ in TOPIC_GAUGES:
+        gauge(name, doc, names).add_metric(labels, next(it))
+    for name, doc in TOPIC_RATES:
+        gauge(name, doc, names).add_metric(labels, next(it))
+    for name, doc, _ in TOPIC_COUNTERS:
+        counter(name, doc, names).add_metric(labels, next(it))
+
+
+class BrokerCollector:
+    """A prometheus-client collector: ``snapshot()`` returns ``{topic: stats}`` taken on the broker's loop."""
+
+    def __init__(self, snapshot: Callable[[], Mapping[str, Mapping[str, Any]]], cluster: str, clock: Clock,
+                 topic_level: bool = True, min_rate_interval_s: float = 1.0) -> None:
+        self._snapshot = snapshot
+        self._cluster = cluster
+        self._topic_level = topic_level
+        self._meter = RateMeter(clock, min_rate_interval_s)
+        self._lock = threading.Lock()  # scrapes run on the HTTP server's threads, possibly two at once
+
+    def describe(self) -> list[Metric]:
+        return []  # registering must not take a snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._snapshot()
+        with self._lock:
+            families = metric_families(stats, self._cluster, self._meter, self._topic_level)
+        yield from families
+
+
+class MetricsTimeout(Exception):
+    """The broker's event loop did not gather the stats within ``metricsServletTimeoutMs``."""
+
+
+def call_on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any], timeout_s: float) -> Any:
+    """Run ``fn()`` on ``loop`` (from another thread) and return its result; :class:`MetricsTimeout` when
+    the loop has not run it within ``timeout_s`` (it is then not run at all, if it has not started)."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to the waiting thread
+            future.set_exception(exc)
+
+    try:
+        loop.call_soon_threadsafe(run)
+    except RuntimeError:  # the loop is closed: the broker is stopping
+        raise MetricsTimeout("the broker is stopping") from None
+    try:
+        return future.result(timeout=timeout_s)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise MetricsTimeout(f"the broker did not gather its stats within {timeout_s:g}s") from None
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        log.debug("event=http_request client=%s request=%r", self.client_address[0], format % args)
+
+
+class MetricsServer:
+    """``GET /metrics`` (Prometheus text format, or OpenMetrics when asked) and ``GET /status.html``
+    (``OK``, as Pulsar's broker answers load balancers), served on daemon threads."""
+
+    def __init__(self, collector: BrokerCollector, host: str, port: int) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(collector)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        self._metrics_app = make_wsgi_app(self.registry)
+        self._host = host
+        self._requested_port = port
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    def start(self) -> int:
+        server_class = type("MetricsHTTPServer", (_Server,),
+                            {"address_family": socket.AF_INET6 if ":" in self._host else socket.AF_INET})
+        try:
+            self._httpd = make_server(self._host, self._requested_port, self._app, server_class, _QuietHandler)
+        except OSError as exc:
+            raise InvalidConfiguration(f"cannot bind {self._host}:{self._requested_port} for metrics "
+                                       f"(webServicePort): {exc.strerror}", key="webServicePort") from None
+        self.port = self._httpd.server_port
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="pulsarlike-metrics", daemon=True)
+        self._thread.start()
+        return self.port
+
+    def stop(self) -> None:
+        """Blocking: waits for the serving thread to notice (at most a poll interval)."""
+        httpd, thread = self._httpd, self._thread
+        self._httpd = self._thread = None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO") or "/"
+        if path in ("/metrics", "/metrics/"):
+            try:
+                return self._metrics_app(environ, start_response)
+            except MetricsTimeout as exc:
+                log.warning("event=metrics_scrape_failed reason=timeout error=%r", str(exc))
+                return _plain(start_response, "503 Service Unavailable", f"{exc}\n")
+            except Exception as exc:  # noqa: BLE001 - a scrape must not take the server down
+                log.error("event=metrics_scrape_failed error=%r", exc, exc_info=True)
+                return _plain(start_response, "500 Internal Server Error", f"{type(exc).__name__}: {exc}\n")
+        if path == "/status.html":
+            return _plain(start_response, "200 OK", "OK")
+        return _plain(start_response, "404 Not Found", "not found; try /metrics or /status.html\n")
+
+
+def _plain(start_response: Callable[..., Any], status: str, body: str) -> list[bytes]:
+    data = body.encode()
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(data)))])
+    return [data]

@@ -1,0 +1,185 @@
+"""Metrics from topic stats: Pulsar's names and labels, rates from counters over the injected clock, the
+namespace-level form, and the stats gathered on the broker's loop with a timeout."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker_core.clock import FakeClock
+from broker_core.service.metrics import BrokerCollector, MetricsTimeout, RateMeter, call_on_loop, metric_families
+
+TOPIC = "persistent://public/default/orders"
+OTHER = "persistent://acme/billing/invoices-partition-1"
+
+
+def topic_stats(msg_in=0, bytes_in=0, msg_out=0, bytes_out=0, subs=None, publishers=1, storage=0, backlog=0):
+    return {"msgInCounter": msg_in, "bytesInCounter": bytes_in, "msgOutCounter": msg_out,
+            "bytesOutCounter": bytes_out, "storageSize": storage, "backlogSize": backlog,
+            "publishers": [{"producerName": f"p{i}"} for i in range(publishers)], "subscriptions": subs or {}}
+
+
+def sub_stats(backlog=0, unacked=0, out=0, out_bytes=0, consumers=1, **extra):
+    return {"msgBacklog": backlog, "unackedMessages": unacked, "msgOutCounter": out, "bytesOutCounter": out_bytes,
+            "consumers": [{"consumerName": f"c{i}"} for i in range(consumers)], **extra}
+
+
+def scrape(collector) -> dict[tuple[str, tuple], float]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    text = generate_latest(registry).decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def labels(topic=TOPIC, namespace="public/default", **more):
+    return tuple(sorted({"cluster": "standalone", "namespace": namespace, "topic": topic, **more}.items()))
+
+
+def test_rate_meter_gives_zero_first_then_the_counter_difference_per_second():
+    clock = FakeClock()
+    meter = RateMeter(clock, min_interval_s=1.0)
+    assert meter.rates("t", (100, 5000)) == (0.0, 0.0)
+    clock.advance(2000)
+    assert meter.rates("t", (300, 9000)) == (100.0, 2000.0)
+
+
+def test_rate_meter_reuses_the_last_rates_within_the_minimum_interval():
+    clock = FakeClock()
+    meter = RateMeter(clock, min_interval_s=1.0)
+    meter.rates("t", (0,))
+    clock.advance(1000)
+    assert meter.rates("t", (50,)) == (50.0,)
+    clock.advance(100)
+    assert meter.rates("t", (60,)) == (50.0,)  # 100 ms later: not a new measurement
+    clock.advance(900)
+    assert meter.rates("t", (70,)) == (20.0,)  # measured from the last sample taken, 1 s before
+
+
+def test_rate_meter_restarts_at_zero_when_a_counter_goes_down():
+    clock = FakeClock()
+    meter = RateMeter(clock)
+    meter.rates("t", (500,))
+    clock.advance(1000)
+    assert meter.rates("t", (10,)) == (0.0,)  # the topic was reloaded
+    clock.advance(1000)
+    assert meter.rates("t", (30,)) == (20.0,)
+
+
+def test_rate_meter_forgets_series_that_are_gone():
+    clock = FakeClock()
+    meter = RateMeter(clock)
+    meter.rates("a", (10,))
+    meter.rates("b", (10,))
+    meter.keep_only(["a"])
+    clock.advance(1000)
+    assert meter.rates("b", (20,)) == (0.0,)  # a fresh series again
+    assert meter.rates("a", (20,)) == (10.0,)
+
+
+def test_topic_and_subscription_metrics_carry_pulsars_names_and_labels():
+    clock = FakeClock()
+    stats = {TOPIC: topic_stats(msg_in=10, bytes_in=1000, msg_out=4, bytes_out=400, storage=1234, backlog=600,
+                                subs={"sub": sub_stats(backlog=6, unacked=2, out=4, out_bytes=400, msgDelayed=1,
+                                                       totalMsgExpired=3)})}
+    collector = BrokerCollector(lambda: stats, "standalone", clock)
+    values = scrape(collector)
+    assert values[("pulsar_subscription_back_log", labels(subscription="sub"))] == 6
+    assert values[("pulsar_subscription_unacked_messages", labels(subscription="sub"))] == 2
+    assert values[("pulsar_subscription_delayed", labels(subscription="sub"))] == 1
+    assert values[("pulsar_subscription_total_msg_expired", labels(subscription="sub"))] == 3
+    assert values[("pulsar_msg_backlog", labels())] == 6
+    assert values[("pulsar_storage_size", labels())] == 1234
+    assert values[("pulsar_storage_backlog_size", labels())] == 600
+    assert values[("pulsar_subscriptions_count", labels())] == 1
+    assert values[("pulsar_producers_count", labels())] == 1
+    assert values[("pulsar_consumers_count", labels())] == 1
+    assert values[("pulsar_in_messages_total", labels())] == 10
+    assert values[("pulsar_in_bytes_total", labels())] == 1000
+    assert values[("pulsar_out_messages_total", labels())] == 4
+    assert values[("pulsar_out_bytes_total", labels())] == 400
+    assert values[("pulsar_topics_count", (("cluster", "standalone"), ("namespace", "public/default")))] == 1
+    for name in ("pulsar_rate_in", "pulsar_rate_out", "pulsar_throughput_in", "pulsar_throughput_out"):
+        assert values[(name, labels())] == 0.0  # no previous sample yet
+
+
+def test_rates_come_from_the_counters_between_two_scrapes():
+    clock = FakeClock()
+    stats = {TOPIC: topic_stats(msg_in=10, bytes_in=1000, subs={"sub": sub_stats(out=0)})}
+    collector = BrokerCollector(lambda: stats, "standalone", clock)
+    scrape(collector)
+    stats[TOPIC] = topic_stats(msg_in=110, bytes_in=11000, msg_out=50, bytes_out=5000,
+                               subs={"sub": sub_stats(out=50, out_bytes=5000)})
+    clock.advance(10_000)
+    values = scrape(collector)
+    assert values[("pulsar_rate_in", labels())] == 10.0
+    assert values[("pulsar_throughput_in", labels())] == 1000.0
+    assert values[("pulsar_rate_out", labels())] == 5.0
+    assert values[("pulsar_throughput_out", labels())] == 500.0
+    assert values[("pulsar_subscription_msg_rate_out", labels(subscription="sub"))] == 5.0
+    assert values[("pulsar_subscription_msg_throughput_out", labels(subscription="sub"))] == 500.0
+
+
+def test_non_persistent_subscriptions_report_a_drop_rate():
+    clock = FakeClock()
+    stats = {"non-persistent://public/default/np": topic_stats(subs={"s": sub_stats(msgDropCount=0)})}
+    collector = BrokerCollector(lambda: stats, "standalone", clock)
+    scrape(collector)
+    stats["non-persistent://public/default/np"] = topic_stats(subs={"s": sub_stats(msgDropCount=30)})
+    clock.advance(3000)
+    values = scrape(collector)
+    key = labels(topic="non-persistent://public/default/np", subscription="s")
+    assert values[("pulsar_subscription_msg_drop_rate", key)] == 10.0
+
+
+def test_without_topic_level_metrics_series_are_summed_per_namespace():
+    stats = {TOPIC: topic_stats(msg_in=5, storage=100, subs={"a": sub_stats(backlog=2), "b": sub_stats(backlog=3)}),
+             "persistent://public/default/other": topic_stats(msg_in=7, storage=50),
+             OTHER: topic_stats(msg_in=1, storage=10)}
+    families = metric_families(stats, "east", RateMeter(FakeClock()), topic_level=False)
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families for s in f.samples}
+    ns = (("cluster", "east"), ("namespace", "public/default"))
+    assert samples[("pulsar_in_messages_total", ns)] == 12
+    assert samples[("pulsar_storage_size", ns)] == 150
+    assert samples[("pulsar_msg_backlog", ns)] == 5
+    assert samples[("pulsar_topics_count", ns)] == 2
+    assert samples[("pulsar_storage_size", (("cluster", "east"), ("namespace", "acme/billing")))] == 10
+    assert not any(name.startswith("pulsar_subscription_") for name, _ in samples)
+    assert not any(dict(key).get("topic") for _, key in samples)
+
+
+def test_stats_are_gathered_on_the_loop_thread():
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        assert call_on_loop(loop, threading.current_thread, timeout_s=30) is thread
+        with pytest.raises(ZeroDivisionError):
+            call_on_loop(loop, lambda: 1 // 0, timeout_s=30)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+
+
+def test_a_loop_that_does_not_answer_in_time_fails_the_scrape_and_never_runs_it_late():
+    loop = asyncio.new_event_loop()  # never run: as busy as a loop can be
+    ran = []
+    try:
+        with pytest.raises(MetricsTimeout):
+            call_on_loop(loop, lambda: ran.append(1), timeout_s=0.05)
+        loop.call_soon(loop.stop)
+        loop.run_forever()  # runs the queued callback now: it sees the cancelled future and does nothing
+        assert ran == []
+    finally:
+        loop.close()
+
+
+def test_a_closed_loop_fails_the_scrape():
+    loop = asyncio.new_event_loop()
+    loop.close()
+    with pytest.raises(MetricsTimeout, match="stopping"):
+        call_on_loop(loop, dict, timeout_s=1)
