@@ -79,6 +79,12 @@ class BrokerConfig:
     maxUnackedMessagesPerConsumer: int = 50000
     """Shared subscriptions stop dispatching to a consumer holding this many unacked messages (0: no
     limit)."""
+    maxProducersPerTopic: int = 0
+    """Most producers connected to one topic partition (0: no limit); namespace and topic policies
+    override it. One more is refused with ``ProducerBusy``."""
+    maxConsumersPerTopic: int = 0
+    """Most consumers (of every subscription, readers included) on one topic partition (0: no limit);
+    namespace and topic policies override it. One more is refused with ``ConsumerBusy``."""
     delayedDeliveryEnabled: bool = True
     """Honour ``deliver_at``/``deliver_after`` on Shared and Key_Shared subscriptions; off, delayed
     messages are delivered at once."""
@@ -118,6 +124,7 @@ class BrokerConfig:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",
                      "managedLedgerCursorFlushIntervalMs", "maxUnackedMessagesPerConsumer",
+                     "maxProducersPerTopic", "maxConsumersPerTopic",
                      "managedLedgerMaxLedgerRolloverTimeMinutes", "ttlDurationDefaultInSeconds",
                      "messageExpiryCheckIntervalInSeconds", "webServicePort"):
             if getattr(self, name) < 0:

@@ -51,6 +51,24 @@ class SubscriptionNotFound(PulsarLikeError):
     pass
 
 
+class NamespaceNotFound(TopicNotFound):
+    """The namespace (``tenant/namespace``) does not exist: topics in it cannot be looked up, created or
+    listed (Pulsar answers 404 "Namespace does not exist"). A subclass of :class:`TopicNotFound`, so code
+    that handles a missing topic handles a topic in a missing namespace too. ``namespace`` names it."""
+
+
+class TenantNotFound(NamespaceNotFound):
+    """The tenant does not exist (so neither does any namespace of it); ``tenant`` names it."""
+
+
+class TenantAlreadyExists(PulsarLikeError):
+    """Creating a tenant that already exists; ``tenant`` names it."""
+
+
+class NamespaceAlreadyExists(PulsarLikeError):
+    """Creating a namespace that already exists; ``namespace`` names it."""
+
+
 class ConsumerBusy(PulsarLikeError):
     """A second consumer on an Exclusive subscription, or a subscription type that does not match."""
 
@@ -77,6 +95,16 @@ class NotAllowedError(PulsarLikeError):
 
 class CumulativeAcknowledgementNotAllowedError(NotAllowedError):
     pass
+
+
+class NamespaceNotEmpty(NotAllowedError):
+    """Deleting a namespace that still has topics without ``force`` (Pulsar: 409 "Cannot delete non empty
+    namespace"); ``namespace`` and ``topics`` (how many) say which."""
+
+
+class TenantNotEmpty(NotAllowedError):
+    """Deleting a tenant that still has namespaces without ``force`` (Pulsar: 409 "The tenant still has
+    active namespaces"); ``tenant`` and ``namespaces`` (their names) say which."""
 
 
 class InvalidMessage(PulsarLikeError):

@@ -438,24 +438,36 @@ class UnsubscribeRequest(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., force: _Optional[bool] = ...) -> None: ...
 
 class SubscriptionRequest(_message.Message):
-    __slots__ = ("topic", "subscription", "position", "publish_time_ms", "end_offset")
+    __slots__ = ("topic", "subscription", "position", "publish_time_ms", "end_offset", "count")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     PUBLISH_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
     topic: str
     subscription: str
     position: Position
     publish_time_ms: int
     end_offset: int
-    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., position: _Optional[_Union[Position, _Mapping]] = ..., publish_time_ms: _Optional[int] = ..., end_offset: _Optional[int] = ...) -> None: ...
+    count: int
+    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., position: _Optional[_Union[Position, _Mapping]] = ..., publish_time_ms: _Optional[int] = ..., end_offset: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
 
 class SubscriptionPosition(_message.Message):
-    __slots__ = ("next_offset",)
+    __slots__ = ("next_offset", "acknowledged")
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
     next_offset: int
-    def __init__(self, next_offset: _Optional[int] = ...) -> None: ...
+    acknowledged: int
+    def __init__(self, next_offset: _Optional[int] = ..., acknowledged: _Optional[int] = ...) -> None: ...
+
+class PeekedEntries(_message.Message):
+    __slots__ = ("entries", "count")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[DeliveredEntry]
+    count: int
+    def __init__(self, entries: _Optional[_Iterable[_Union[DeliveredEntry, _Mapping]]] = ..., count: _Optional[int] = ...) -> None: ...
 
 class PolicyScope(_message.Message):
     __slots__ = ("namespace", "topic")
@@ -474,3 +486,57 @@ class PolicyRequest(_message.Message):
     key: str
     value_json: str
     def __init__(self, scope: _Optional[_Union[PolicyScope, _Mapping]] = ..., key: _Optional[str] = ..., value_json: _Optional[str] = ...) -> None: ...
+
+class TenantRequest(_message.Message):
+    __slots__ = ("tenant",)
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ...) -> None: ...
+
+class TenantInfo(_message.Message):
+    __slots__ = ("tenant", "admin_roles", "allowed_clusters")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_ROLES_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    admin_roles: _containers.RepeatedScalarFieldContainer[str]
+    allowed_clusters: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tenant: _Optional[str] = ..., admin_roles: _Optional[_Iterable[str]] = ..., allowed_clusters: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class UpdateTenantRequest(_message.Message):
+    __slots__ = ("info", "set_admin_roles", "set_allowed_clusters")
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    SET_ADMIN_ROLES_FIELD_NUMBER: _ClassVar[int]
+    SET_ALLOWED_CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    info: TenantInfo
+    set_admin_roles: bool
+    set_allowed_clusters: bool
+    def __init__(self, info: _Optional[_Union[TenantInfo, _Mapping]] = ..., set_admin_roles: _Optional[bool] = ..., set_allowed_clusters: _Optional[bool] = ...) -> None: ...
+
+class DeleteTenantRequest(_message.Message):
+    __slots__ = ("tenant", "force")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    force: bool
+    def __init__(self, tenant: _Optional[str] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class NamespaceRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class DeleteNamespaceRequest(_message.Message):
+    __slots__ = ("namespace", "force")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    force: bool
+    def __init__(self, namespace: _Optional[str] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class NameList(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -109,6 +109,71 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
                 _registered_method=True)
+        self.ListTenants = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ListTenants',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
+                _registered_method=True)
+        self.GetTenant = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetTenant',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TenantRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.TenantInfo.FromString,
+                _registered_method=True)
+        self.CreateTenant = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/CreateTenant',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TenantInfo.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.UpdateTenant = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/UpdateTenant',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.UpdateTenantRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.DeleteTenant = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/DeleteTenant',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.DeleteTenantRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.ListNamespaces = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ListNamespaces',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TenantRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
+                _registered_method=True)
+        self.CreateNamespace = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/CreateNamespace',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.DeleteNamespace = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/DeleteNamespace',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.DeleteNamespaceRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.ListSubscriptions = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ListSubscriptions',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
+                _registered_method=True)
+        self.SkipMessages = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/SkipMessages',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+                _registered_method=True)
+        self.ClearBacklog = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ClearBacklog',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+                _registered_method=True)
+        self.PeekMessages = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/PeekMessages',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.PeekedEntries.FromString,
+                _registered_method=True)
+        self.TopicInternalStats = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/TopicInternalStats',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
 
 
 class PulsarLikeServicer:
@@ -204,6 +269,84 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTenants(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTenant(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateTenant(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTenant(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteTenant(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListNamespaces(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateNamespace(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteNamespace(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSubscriptions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SkipMessages(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClearBacklog(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PeekMessages(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TopicInternalStats(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PulsarLikeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -280,6 +423,71 @@ def add_PulsarLikeServicer_to_server(servicer, server):
             'GetPolicies': grpc.unary_unary_rpc_method_handler(
                     servicer.GetPolicies,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'ListTenants': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTenants,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.NameList.SerializeToString,
+            ),
+            'GetTenant': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTenant,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TenantRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.TenantInfo.SerializeToString,
+            ),
+            'CreateTenant': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateTenant,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TenantInfo.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'UpdateTenant': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTenant,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.UpdateTenantRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'DeleteTenant': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteTenant,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.DeleteTenantRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'ListNamespaces': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNamespaces,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TenantRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.NameList.SerializeToString,
+            ),
+            'CreateNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateNamespace,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'DeleteNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteNamespace,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.DeleteNamespaceRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'ListSubscriptions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSubscriptions,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.NameList.SerializeToString,
+            ),
+            'SkipMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.SkipMessages,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.SerializeToString,
+            ),
+            'ClearBacklog': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClearBacklog,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.SerializeToString,
+            ),
+            'PeekMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.PeekMessages,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.PeekedEntries.SerializeToString,
+            ),
+            'TopicInternalStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.TopicInternalStats,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
             ),
     }
@@ -687,6 +895,357 @@ class PulsarLike:
             target,
             '/pulsarlike.v1.PulsarLike/GetPolicies',
             broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTenants(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ListTenants',
+            broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTenant(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetTenant',
+            broker__core_dot_protocol_dot_broker__pb2.TenantRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.TenantInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateTenant(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/CreateTenant',
+            broker__core_dot_protocol_dot_broker__pb2.TenantInfo.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateTenant(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/UpdateTenant',
+            broker__core_dot_protocol_dot_broker__pb2.UpdateTenantRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteTenant(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/DeleteTenant',
+            broker__core_dot_protocol_dot_broker__pb2.DeleteTenantRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListNamespaces(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ListNamespaces',
+            broker__core_dot_protocol_dot_broker__pb2.TenantRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/CreateNamespace',
+            broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/DeleteNamespace',
+            broker__core_dot_protocol_dot_broker__pb2.DeleteNamespaceRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSubscriptions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ListSubscriptions',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SkipMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/SkipMessages',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClearBacklog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ClearBacklog',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PeekMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/PeekMessages',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.PeekedEntries.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TopicInternalStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/TopicInternalStats',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
             options,
             channel_credentials,

@@ -29,6 +29,8 @@ _STATUS: dict[type[errors.PulsarLikeError], grpc.StatusCode] = {
     errors.TopicNotFound: grpc.StatusCode.NOT_FOUND,
     errors.SubscriptionNotFound: grpc.StatusCode.NOT_FOUND,
     errors.TopicAlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
+    errors.TenantAlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
+    errors.NamespaceAlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     errors.ConsumerBusy: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ProducerBusy: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ProducerFenced: grpc.StatusCode.FAILED_PRECONDITION,

@@ -39,7 +39,8 @@ from broker_core.errors import (InvalidMessage, MessageTooBig, NotAllowedError, 
                                 SubscriptionNotFound)
 from broker_core.protocol.codec import broker_entry_prefix, decode_entry
 from broker_core.service.access import AccessMode, ProducerAccess
-from broker_core.service.topic import FRAME_PADDING, Accepted, ProducerInfo
+from broker_core.service.topic import (FRAME_PADDING, Accepted, ProducerInfo, check_consumer_limit,
+                                      check_producer_limit)
 from broker_core.storage.log import StoredEntry
 from broker_core.types import NON_PERSISTENT, TopicName
 from dispatch.consumer import Consumer
@@ -105,6 +106,8 @@ class NonPersistentTopic:
         self.subscriptions: dict[str, NonPersistentSubscription] = {}
         self.producers: dict[int, ProducerInfo] = {}
         self.access = ProducerAccess(self.topic)
+        self.max_producers = config.maxProducersPerTopic
+        self.max_consumers = config.maxConsumersPerTopic
         self.dedup = None
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
@@ -119,6 +122,7 @@ class NonPersistentTopic:
         """As :meth:`PersistentTopic.add_producer`: the access modes apply unchanged."""
         if self.closed:
             raise NotAllowedError(f"topic {self.topic} is closing")
+        check_producer_limit(self.topic, self.max_producers, len(self.producers) + len(self.access.waiting))
         info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode))
 
         def admitted() -> None:
@@ -191,6 +195,8 @@ class NonPersistentTopic:
         nothing earlier exists)."""
         if self.closed:
             raise NotAllowedError(f"topic {self.topic} is closing")
+        check_consumer_limit(self.topic, self.max_consumers,
+                             sum(len(s.consumers) for s in self.subscriptions.values()))
         sub = self.subscriptions.get(subscription)
         created = sub is None
         if sub is None:

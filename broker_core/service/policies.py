@@ -9,8 +9,10 @@ broker-level settings. Stored as one JSON file written atomically::
      "topics": {"persistent://public/default/t": {"deduplicationEnabled": false, "messageTTLInSeconds": 300}}}
 
 Policies: ``deduplicationEnabled`` (bool); ``retention`` (``retentionTimeInMinutes``, ``retentionSizeInMB``:
--1 infinite, 0 none; see :mod:`broker_core.service.retention`); ``messageTTLInSeconds`` (0: no TTL). A
-topic-level ``retention`` replaces the namespace's as a whole, as in Pulsar.
+-1 infinite, 0 none; see :mod:`broker_core.service.retention`); ``messageTTLInSeconds`` (0: no TTL);
+``maxProducersPerTopic`` and ``maxConsumersPerTopic`` (0: no limit; enforced per topic partition, the
+namespace's and the topic's own under the same names). A topic-level ``retention`` replaces the
+namespace's as a whole, as in Pulsar. Negative values (other than retention's -1) are refused.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from broker_core.errors import CorruptLog, InvalidConfiguration
+from broker_core.service.namespaces import check_namespace_name
 from broker_core.storage.atomic import atomic_write
 from broker_core.types import TopicName
 
@@ -59,6 +62,8 @@ POLICIES: dict[str, Callable[[str, Any], Any]] = {
     "deduplicationEnabled": _bool,
     "retention": _retention,
     "messageTTLInSeconds": lambda key, value: _int(key, value, minimum=0),
+    "maxProducersPerTopic": lambda key, value: _int(key, value, minimum=0),
+    "maxConsumersPerTopic": lambda key, value: _int(key, value, minimum=0),
 }
 """Known policy names and their validators (the value as JSON decodes it)."""
 
@@ -83,9 +88,7 @@ class PoliciesStore:
     def scope_key(scope: str, name: str) -> str:
         """The canonical key of a namespace (``tenant/ns``) or a topic (fully qualified name)."""
         if scope == NAMESPACE:
-            parts = name.split("/")
-            if len(parts) != 2 or not all(parts):
-                raise InvalidConfiguration(f"namespace {name!r} is not valid; use tenant/namespace")
+            check_namespace_name(name)
             return name
         if scope == TOPIC:
             return str(TopicName.parse(name))
@@ -106,7 +109,7 @@ class PoliciesStore:
                 entries.pop(name, None)
         else:
             entries.setdefault(name, {})[key] = POLICIES[key](key, value)
-        atomic_write(self._path, json.dumps(self._data, sort_keys=True, indent=1).encode())
+        self._save()
 
     def get(self, scope: str, name: str) -> dict[str, Any]:
         return dict(self._data[scope].get(self.scope_key(scope, name), {}))
@@ -125,4 +128,20 @@ class PoliciesStore:
 
     def forget_topic(self, topic: str) -> None:
         if self._data[TOPIC].pop(topic, None) is not None:
-            atomic_write(self._path, json.dumps(self._data, sort_keys=True, indent=1).encode())
+            self._save()
+
+    def forget_namespace(self, namespace: str) -> None:
+        """Drop the namespace's policies and those of every topic in it (the namespace is deleted)."""
+        topics = [t for t in self._data[TOPIC] if TopicName.parse(t).namespace_name == namespace]
+        if self._data[NAMESPACE].pop(namespace, None) is None and not topics:
+            return
+        for t in topics:
+            del self._data[TOPIC][t]
+        self._save()
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that have policies (adopted as existing by an older data folder)."""
+        return list(self._data[NAMESPACE])
+
+    def _save(self) -> None:
+        atomic_write(self._path, json.dumps(self._data, sort_keys=True, indent=1).encode())

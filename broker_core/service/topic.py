@@ -24,8 +24,8 @@ from typing import Callable, Sequence
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import (InvalidMessage, MessageTooBig, NotAllowedError, ProducerFenced, PulsarLikeError,
-                                SubscriptionNotFound)
+from broker_core.errors import (ConsumerBusy, InvalidMessage, MessageTooBig, NotAllowedError, ProducerBusy,
+                                ProducerFenced, PulsarLikeError, SubscriptionNotFound)
 from broker_core.protocol.codec import broker_entry_prefix, decode_entry
 from broker_core.service.access import AccessMode, ProducerAccess
 from broker_core.service.dedup import Deduplication, SequenceKey
@@ -90,6 +90,24 @@ class _ConfirmedSource:
         return self._journal.confirmed_end_offset
 
 
+def check_producer_limit(topic: str, limit: int, producers: int) -> None:
+    """``ProducerBusy`` when ``producers`` (connected or waiting) already reach ``limit`` (0: none), with
+    Pulsar's words ("Topic reached max producers limit")."""
+    if limit and producers >= limit:
+        raise ProducerBusy(f"Topic {topic} reached max producers limit ({limit}): close a producer, or raise"
+                           " maxProducersPerTopic (`pulsarlike admin namespaces set-max-producers-per-topic`,"
+                           " `topics set-max-producers`)", topic=topic, limit=limit)
+
+
+def check_consumer_limit(topic: str, limit: int, consumers: int) -> None:
+    """``ConsumerBusy`` when ``consumers`` already reach ``limit`` (0: none) ("Topic reached max consumers
+    limit", as Pulsar says)."""
+    if limit and consumers >= limit:
+        raise ConsumerBusy(f"Topic {topic} reached max consumers limit ({limit}): close a consumer, or raise"
+                           " maxConsumersPerTopic (`pulsarlike admin namespaces set-max-consumers-per-topic`,"
+                           " `topics set-max-consumers`)", topic=topic, limit=limit)
+
+
 def _call_later(delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
     """The dispatchers' scheduler: topics live on the broker's event loop."""
     return asyncio.get_running_loop().call_later(delay_s, callback)
@@ -128,6 +146,10 @@ class PersistentTopic(TopicRetention):
             self.subscriptions[cursor.name] = self._new_subscription(cursor, durable=True)
         self.producers: dict[int, ProducerInfo] = {}
         self.access = ProducerAccess(self.topic)
+        self.max_producers = config.maxProducersPerTopic
+        """Most producers at once (0: no limit); the registry applies namespace and topic policies."""
+        self.max_consumers = config.maxConsumersPerTopic
+        """Most consumers at once over every subscription, readers included (0: no limit)."""
         self.dedup: Deduplication | None = None
         self.set_deduplication(deduplication)
         self.msg_in_counter = 0
@@ -154,6 +176,7 @@ class PersistentTopic(TopicRetention):
         whether it may publish now (False: ``WaitForExclusive`` queued it; ``granted`` runs later)."""
         if self.closed:
             raise NotAllowedError(f"topic {self.topic} is closing")
+        check_producer_limit(self.topic, self.max_producers, len(self.producers) + len(self.access.waiting))
         info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode))
 
         def admitted() -> None:
@@ -286,6 +309,8 @@ class PersistentTopic(TopicRetention):
                   start_offset: int) -> Subscription:
         """Attach ``consumer``; a new subscription starts so that ``start_offset`` is the first message
         delivered (existing durable subscriptions keep their cursor)."""
+        check_consumer_limit(self.topic, self.max_consumers,
+                             sum(len(s.consumers) for s in self.all_subscriptions()))
         subs = self.subscriptions if durable else self.readers
         sub = subs.get(subscription)
         if sub is None:

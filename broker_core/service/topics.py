@@ -1,8 +1,12 @@
-"""The broker's topics: lookup, auto-creation, partitioned metadata, listing, deletion and stats.
+"""The broker's topics: lookup, auto-creation, partitioned metadata, listing, deletion and stats; the
+tenants and namespaces they live in (a topic of a namespace that does not exist is refused with
+``NamespaceNotFound``, as Pulsar refuses its lookup).
 
 Disk layout under ``data_dir``::
 
     metadata/partitioned-topics.json          partitioned topics and their partition counts
+    metadata/namespaces.json                  tenants (with their info) and namespaces
+    metadata/policies.json                    namespace and topic policies
     topics/<domain>/<tenant>/<namespace>/<topic>/   one folder per topic partition: segments + cursors/
 
 Topic folder names are the local name percent-encoded, so any valid name maps to one folder.
@@ -10,17 +14,21 @@ Topic folder names are the local name percent-encoded, so any valid name maps to
 from __future__ import annotations
 
 import logging
+import shutil
 from concurrent.futures import Executor
+from typing import Iterable
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import (InvalidTopicName, NotAllowedError, PulsarLikeError, TopicAlreadyExists,
-                                TopicNotFound)
+from broker_core.errors import (InvalidTopicName, NamespaceNotEmpty, NotAllowedError, PulsarLikeError,
+                                TenantNotEmpty, TopicAlreadyExists, TopicNotFound)
+from broker_core.service import cursor_admin
 from broker_core.service.metadata import PartitionedTopicsStore
+from broker_core.service.namespaces import NamespacesStore, check_namespace_name
 from broker_core.service.non_persistent import NonPersistentTopic, check_enabled
-from broker_core.service.policies import TOPIC, PoliciesStore
+from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
 from broker_core.service.retention import RetentionPolicy
 from broker_core.service.topic import PersistentTopic
 from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName
@@ -40,7 +48,16 @@ class TopicRegistry:
         self._clock = clock
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata")
         self.policies = PoliciesStore(data_dir / "metadata")
+        self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
         self._topics: dict[str, PersistentTopic | NonPersistentTopic] = {}
+
+    def _found_namespaces(self) -> set[str]:
+        """Namespaces a data folder from before ``namespaces.json`` already uses (adopted at first start)."""
+        found = {f"{t.name}/{ns.name}" for domain in (PERSISTENT, NON_PERSISTENT) if (self._root / domain).is_dir()
+                 for t in (self._root / domain).iterdir() if t.is_dir() for ns in t.iterdir() if ns.is_dir()}
+        found.update(self.policies.namespaces())
+        found.update(TopicName.parse(t).namespace_name for t in self.partitioned.topics())
+        return found
 
     # ------------------------------------------------------------------ lookup
     def _dir(self, name: TopicName) -> Path:
@@ -56,6 +73,7 @@ class TopicRegistry:
         """Partition count for clients (0: not partitioned). With ``allowAutoTopicCreationType=partitioned``
         an unknown topic is created here with ``defaultNumPartitions`` partitions, as Pulsar's lookup does."""
         check_enabled(self._config, name)
+        self.namespaces.check_exists(name.namespace_name)
         n = self.partitions_of(name)
         if n or name.partition_index >= 0:
             return n
@@ -72,6 +90,7 @@ class TopicRegistry:
         if topic is not None:
             return topic
         check_enabled(self._config, name)
+        self.namespaces.check_exists(name.namespace_name)
         partitions = self.partitions_of(name)
         if partitions:
             raise NotAllowedError(f"{name} is a partitioned topic with {partitions} partitions: produce to and"
@@ -91,6 +110,7 @@ class TopicRegistry:
             topic = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock,
                                     deduplication=self.deduplication_enabled(name))
             self._apply_retention(topic)
+        self._apply_limits(topic)
         self._topics[key] = topic
         log.info("event=topic_loaded topic=%s", key)
         return topic
@@ -117,19 +137,30 @@ class TopicRegistry:
     def _apply_retention(self, topic: PersistentTopic) -> None:
         topic.set_retention_policies(self.retention_policy(topic.name), self.message_ttl_seconds(topic.name))
 
+    def _apply_limits(self, topic: PersistentTopic | NonPersistentTopic) -> None:
+        topic.max_producers = int(self.policies.resolve(topic.name, "maxProducersPerTopic",
+                                                        self._config.maxProducersPerTopic))
+        topic.max_consumers = int(self.policies.resolve(topic.name, "maxConsumersPerTopic",
+                                                        self._config.maxConsumersPerTopic))
+
     def set_policy(self, scope: str, name: str, key: str, value: object) -> None:
         """Set (``value=None``: remove) a namespace or topic policy and apply it to loaded topics."""
         if scope == TOPIC:
             topic = TopicName.parse(name)
             if not (self.partitions_of(topic) or str(topic) in self._topics or self._exists_on_disk(topic)):
                 raise TopicNotFound(f"topic {topic} does not exist")
+        elif scope == NAMESPACE:
+            self.namespaces.check_exists(self.policies.scope_key(scope, name))
         self.policies.set(scope, name, key, value)
         for topic in self._topics.values():
             topic.set_deduplication(self.deduplication_enabled(topic.name))
             if isinstance(topic, PersistentTopic):
                 self._apply_retention(topic)
+            self._apply_limits(topic)
 
     def get_policies(self, scope: str, name: str) -> dict:
+        if scope == NAMESPACE:
+            self.namespaces.check_exists(self.policies.scope_key(scope, name))
         return self.policies.get(scope, name)
 
     # ------------------------------------------------------------------ admin
@@ -140,20 +171,21 @@ class TopicRegistry:
         if not 0 < partitions <= MAX_PARTITIONS:
             raise NotAllowedError(f"partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
         check_enabled(self._config, name)
+        self.namespaces.check_exists(name.namespace_name)
         if self.partitions_of(name) or str(name) in self._topics or self._exists_on_disk(name):
             raise TopicAlreadyExists(f"topic {name} already exists")
         self.partitioned.set(str(name), partitions)
 
     def create(self, name: TopicName) -> None:
+        self.namespaces.check_exists(name.namespace_name)
         if self.partitions_of(name) or str(name) in self._topics or self._exists_on_disk(name):
             raise TopicAlreadyExists(f"topic {name} already exists")
         self.get(name, create=True)
 
     def list(self, namespace: str) -> list[str]:
         """Every topic partition and non-partitioned topic of ``tenant/namespace`` (as Pulsar lists them)."""
-        tenant, sep, ns = namespace.partition("/")
-        if not sep or not tenant or not ns or "/" in ns:
-            raise NotAllowedError(f"namespace must be 'tenant/namespace', got {namespace!r}")
+        tenant, ns = check_namespace_name(namespace)
+        self.namespaces.check_exists(namespace)
         names: set[str] = set()
         for domain in (PERSISTENT, NON_PERSISTENT):
             folder = self._root / domain / tenant / ns
@@ -185,6 +217,86 @@ class TopicRegistry:
         if partitions:
             self.partitioned.remove(str(name))
         self.policies.forget_topic(str(name))
+
+    def internal_stats(self, name: TopicName) -> dict:
+        """``stats-internal``: the managed-ledger view (segments, cursors) of a topic partition; of a
+        partitioned topic, each partition's under ``partitions`` (Pulsar's partitioned-stats-internal)."""
+        partitions = self.partitions_of(name)
+        if partitions:
+            return {"metadata": {"partitions": partitions},
+                    "partitions": {str(p): self.internal_stats(p) for p in map(name.partition, range(partitions))
+                                   if self._exists_on_disk(p) or str(p) in self._topics}}
+        topic = self.get(name, create=False)
+        if not isinstance(topic, PersistentTopic):
+            raise NotAllowedError(f"{name}: a non-persistent topic stores nothing, so it has no internal"
+                                  " stats; use `topics stats`")
+        return cursor_admin.internal_stats(topic)
+
+    def subscriptions(self, name: TopicName) -> list[str]:
+        """Subscription names of a topic (of every partition of a partitioned topic), as pulsar-admin
+        ``topics subscriptions`` lists them: durable ones and readers' alike."""
+        partitions = self.partitions_of(name)
+        targets = [name.partition(i) for i in range(partitions)] if partitions else [name]
+        names: set[str] = set()
+        for target in targets:
+            if not partitions or self._exists_on_disk(target) or str(target) in self._topics:
+                topic = self.get(target, create=False)
+                names.update(topic.subscriptions)
+                names.update(getattr(topic, "readers", ()))
+        return sorted(names)
+
+    # ------------------------------------------------------------------ tenants and namespaces
+    def create_namespace(self, namespace: str) -> None:
+        self.namespaces.create_namespace(namespace)
+        log.info("event=namespace_created namespace=%s", namespace)
+
+    def namespace_topics(self, namespace: str) -> list[str]:
+        """The namespace's topics as deletion sees them: partitioned topics by their base name, then every
+        other topic (non-partitioned, or a partition whose partitioned topic is gone)."""
+        bases = sorted(b for b in self.partitioned.topics() if TopicName.parse(b).namespace_name == namespace)
+        partitions = {str(TopicName.parse(b).partition(i)) for b in bases for i in range(self.partitions_of(
+            TopicName.parse(b)))}
+        return bases + [t for t in self.list(namespace) if t not in partitions]
+
+    async def delete_namespace(self, namespace: str, *, force: bool) -> None:
+        """Delete an empty namespace, or (``force``) every topic in it first, connected clients or not."""
+        tenant, ns = check_namespace_name(namespace)
+        self.namespaces.check_exists(namespace)
+        topics = self.namespace_topics(namespace)
+        if topics and not force:
+            shown = ", ".join(topics[:5]) + (", ..." if len(topics) > 5 else "")
+            raise NamespaceNotEmpty(
+                f"namespace {namespace} still has {len(topics)} topic(s) ({shown}): delete them first, or delete"
+                " the namespace with force (`pulsarlike admin namespaces delete --force`) to delete them too",
+                namespace=namespace, topics=len(topics))
+        await self._delete_topics(topics)
+        self.policies.forget_namespace(namespace)
+        self.namespaces.delete_namespace(namespace)
+        for domain in (PERSISTENT, NON_PERSISTENT):
+            shutil.rmtree(self._root / domain / tenant / ns, ignore_errors=True)
+        log.info("event=namespace_deleted namespace=%s force=%s topics_deleted=%d", namespace, force, len(topics))
+
+    async def _delete_topics(self, topics: Iterable[str]) -> None:
+        for topic in topics:
+            try:
+                await self.delete(TopicName.parse(topic), force=True)
+            except TopicNotFound:  # a non-persistent topic that went idle meanwhile
+                pass
+
+    async def delete_tenant(self, tenant: str, *, force: bool) -> None:
+        """Delete a tenant without namespaces, or (``force``) its namespaces and their topics first."""
+        namespaces = self.namespaces.namespaces(tenant)
+        if namespaces and not force:
+            raise TenantNotEmpty(
+                f"tenant {tenant} still has namespaces ({', '.join(namespaces)}): delete them first, or delete"
+                " the tenant with force (`pulsarlike admin tenants delete --force`) to delete them and their"
+                " topics too", tenant=tenant, namespaces=namespaces)
+        for namespace in namespaces:
+            await self.delete_namespace(namespace, force=True)
+        self.namespaces.delete_tenant(tenant)
+        for domain in (PERSISTENT, NON_PERSISTENT):
+            shutil.rmtree(self._root / domain / tenant, ignore_errors=True)
+        log.info("event=tenant_deleted tenant=%s force=%s", tenant, force)
 
     def stats(self, name: TopicName) -> dict:
         partitions = self.partitions_of(name)

@@ -2,12 +2,13 @@
 from broker_core.errors import (
     AlreadyClosed, BrokerPersistenceError, ChecksumError, ConnectError, ConsumerAssignError, ConsumerBusy,
     CorruptLog, CumulativeAcknowledgementNotAllowedError, IncompatibleSchema, InvalidConfiguration,
-    InvalidMessage, InvalidTopicName, MessageDecodeError, MessageTooBig, NotAllowedError, NotConnected,
-    ProducerBusy, ProducerFenced, ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound,
-    Timeout, TopicAlreadyExists, TopicNotFound, UnknownError)
+    InvalidMessage, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
+    NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, ProducerBusy, ProducerFenced,
+    ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound, TenantAlreadyExists,
+    TenantNotEmpty, TenantNotFound, Timeout, TopicAlreadyExists, TopicNotFound, UnknownError)
 from broker_core.types import MessageId
 
-from connector.client.admin import Admin
+from connector.client.admin import Admin, PeekedMessage
 from connector.client.client import Client
 from connector.client.consumer import Consumer
 from connector.client.enums import (
@@ -20,7 +21,7 @@ from connector.client.producer import Producer
 from connector.client.reader import Reader
 
 __all__ = [
-    "Admin", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId",
+    "Admin", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId", "PeekedMessage",
     "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy", "MultiplierRedeliveryBackoff",
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",
     "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode", "Result",
@@ -28,7 +29,8 @@ __all__ = [
     "AlreadyClosed", "BrokerPersistenceError", "ChecksumError", "ConnectError", "ConsumerAssignError",
     "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "IncompatibleSchema",
     "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",
-    "NotAllowedError", "NotConnected", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull",
-    "PulsarLikeError", "ServiceNotReady", "SubscriptionNotFound", "Timeout", "TopicAlreadyExists",
-    "TopicNotFound", "UnknownError",
+    "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",
+    "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",
+    "SubscriptionNotFound", "TenantAlreadyExists", "TenantNotEmpty", "TenantNotFound", "Timeout",
+    "TopicAlreadyExists", "TopicNotFound", "UnknownError",
 ]

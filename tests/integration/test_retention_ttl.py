@@ -180,6 +180,7 @@ def test_ttl_moves_a_subscriptions_cursor_past_expired_messages_then_retention_d
 def test_namespace_policies_apply_where_the_topic_has_none_and_topic_policies_win(rbroker, rclient, radmin):
     ns = f"public/ret-{uuid.uuid4().hex[:8]}"
     kept, trimmed = f"persistent://{ns}/kept", f"persistent://{ns}/trimmed"
+    radmin.create_namespace(ns)  # a namespace must exist before its topics are used, as in Pulsar
     radmin.set_namespace_retention(ns, retention_time_minutes=-1, retention_size_mb=-1)
     radmin.set_namespace_message_ttl(ns, 3600)
     radmin.create_topic(trimmed)
@@ -238,6 +239,7 @@ def test_policies_and_trimmed_data_survive_a_restart(tmp_path):
     topic = "persistent://public/keep/t"
     with Broker(data_dir=tmp_path, port=0, managedLedgerMaxEntriesPerLedger=PER_SEGMENT) as broker:
         with Admin(broker.service_url) as admin, Client(broker.service_url) as client:
+            admin.create_namespace("public/keep")
             admin.set_namespace_retention("public/keep", retention_time_minutes=-1, retention_size_mb=-1)
             admin.create_topic(topic)
             admin.set_topic_message_ttl(topic, 120)

@@ -1,0 +1,5 @@
+"""``Admin`` (like ``pulsar-admin``): tenants and namespaces, topics, subscriptions, policies."""
+from connector.client.admin.admin import Admin
+from connector.client.admin.peek import PeekedMessage
+
+__all__ = ["Admin", "PeekedMessage"]

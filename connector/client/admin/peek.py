@@ -1,0 +1,86 @@
+"""Peeked messages: the entries a ``PeekMessages`` call returns, split into messages as a consumer would
+(batches split, payloads decompressed, acknowledged batch members left out), without receiving them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from broker_core.protocol import broker_pb2, codec
+from broker_core.types import MessageId
+from dispatch.ack_set import from_words
+
+from connector.client.message import decoded_payload
+
+
+@dataclass(frozen=True)
+class PeekedMessage:
+    """One message at a subscription's position (``pulsar-admin topics peek-messages``)."""
+
+    message_id: MessageId
+    """``ledger_id:entry_id`` (``batch_index`` >= 0 inside a batch), as a consumer would receive it."""
+    offset: int
+    """The message's offset in its topic partition."""
+    data: bytes
+    """The payload (decompressed)."""
+    key: str | None
+    """The partition key, None when the message has none."""
+    properties: dict[str, str] = field(default_factory=dict)
+    publish_time: int = 0
+    """Producer's publish time, ms since the epoch."""
+    event_time: int = 0
+    """0 when the producer set none."""
+    producer_name: str = ""
+    sequence_id: int = 0
+    ordering_key: bytes | None = None
+    deliver_at_time: int = 0
+    """Delayed delivery time in ms, 0 when not delayed."""
+    broker_publish_time: int = -1
+    """The broker's time when it stored the entry (``BrokerEntryMetadata.broker_timestamp``)."""
+    chunk: tuple[int, int] | None = None
+    """``(chunk_id, num_chunks)`` when this is one chunk of a chunked message (shown raw, as Pulsar does)."""
+
+    @property
+    def batch_index(self) -> int:
+        return self.message_id.batch_index
+
+
+def messages_of(reply: broker_pb2.PeekedEntries, topic: str, partition: int, limit: int) -> list[PeekedMessage]:
+    """The first ``limit`` unacknowledged messages of the peeked entries."""
+    out: list[PeekedMessage] = []
+    for entry in reply.entries:
+        out.extend(_split(entry, topic, partition))
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def _split(entry: broker_pb2.DeliveredEntry, topic: str, partition: int) -> Iterable[PeekedMessage]:
+    broker_time, _, start = codec.split_broker_entry(entry.data)
+    metadata, payload = codec.decode_entry(memoryview(entry.data)[start:])
+    common = dict(publish_time=metadata.publish_time, producer_name=metadata.producer_name,
+                  deliver_at_time=metadata.deliver_at_time, broker_publish_time=broker_time)
+    if not metadata.HasField("num_messages_in_batch"):
+        chunk = ((metadata.chunk_id, metadata.num_chunks_from_msg) if metadata.num_chunks_from_msg > 1
+                 else None)
+        data = payload if chunk else decoded_payload(metadata, payload)
+        yield PeekedMessage(
+            MessageId(entry.ledger_id, entry.entry_id, partition, -1, 0, topic), entry.entry_id, bytes(data),
+            metadata.partition_key if metadata.HasField("partition_key") else None,
+            {kv.key: kv.value for kv in metadata.properties}, event_time=metadata.event_time,
+            sequence_id=metadata.sequence_id,
+            ordering_key=metadata.ordering_key if metadata.HasField("ordering_key") else None,
+            chunk=chunk, **common)
+        return
+    num = metadata.num_messages_in_batch
+    metas, payloads = codec.split_batch(decoded_payload(metadata, payload), num)
+    unacked = from_words(entry.ack_set) if entry.ack_set else (1 << num) - 1
+    for i in range(num):
+        if not (unacked >> i) & 1:
+            continue
+        single = metas[i]
+        yield PeekedMessage(
+            MessageId(entry.ledger_id, entry.entry_id, partition, i, num, topic), entry.entry_id + i,
+            bytes(payloads[i]), single.partition_key, dict(single.properties),
+            event_time=single.event_time or metadata.event_time,
+            sequence_id=single.sequence_id if single.sequence_id is not None else metadata.sequence_id + i,
+            ordering_key=single.ordering_key, **common)

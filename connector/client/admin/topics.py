@@ -1,0 +1,151 @@
+"""Topic and subscription calls of :class:`~connector.client.admin.Admin` (``pulsar-admin topics ...``)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from broker_core.errors import NotAllowedError
+from broker_core.protocol import broker_pb2
+from broker_core.types import MessageId, TopicName
+
+from connector.client.admin.peek import PeekedMessage, messages_of
+from connector.client.admin.wire import position, topic_name, whole
+from connector.client.connection import Connection
+
+
+class TopicsAdmin:
+    _connection: Connection
+
+    # --- topics ----------------------------------------------------------------------------------------
+    def create_partitioned_topic(self, topic: str, partitions: int) -> None:
+        if not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"partitions={partitions!r} is not valid; use an int >= 1")
+        self._connection.unary("CreatePartitionedTopic", broker_pb2.CreatePartitionedTopicRequest(
+            topic=topic_name(topic), partitions=partitions))
+
+    def get_partitioned_topic_metadata(self, topic: str) -> dict[str, int]:
+        meta = self._connection.unary("GetPartitionedTopicMetadata",
+                                      broker_pb2.TopicRequest(topic=topic_name(topic)))
+        return {"partitions": meta.partitions}
+
+    def create_topic(self, topic: str) -> None:
+        self._connection.unary("CreateTopic", broker_pb2.TopicRequest(topic=topic_name(topic)))
+
+    def list_topics(self, namespace: str = "public/default") -> list[str]:
+        """Every partition and non-partitioned topic of ``tenant/namespace`` (``NamespaceNotFound`` when it
+        does not exist)."""
+        return list(self._connection.unary("ListTopics", broker_pb2.ListTopicsRequest(
+            namespace=namespace)).topics)
+
+    def delete_topic(self, topic: str, force: bool = False) -> None:
+        self._connection.unary("DeleteTopic", broker_pb2.DeleteTopicRequest(topic=topic_name(topic),
+                                                                             force=force))
+
+    # --- stats ---------------------------------------------------------------------------------------
+    def topic_stats(self, topic: str) -> dict[str, Any]:
+        """Pulsar's topic stats; for a partitioned topic the sums, with each partition's under
+        ``partitions``."""
+        return self._json("TopicStats", broker_pb2.TopicRequest(topic=topic_name(topic)))
+
+    def partitioned_topic_stats(self, topic: str, per_partition: bool = False) -> dict[str, Any]:
+        """``pulsar-admin topics partitioned-stats``: the partitions' figures summed (``metadata.partitions``);
+        each partition's stats under ``partitions`` only with ``per_partition``. ``NotAllowedError`` for a
+        topic that is not partitioned."""
+        name = topic_name(topic)
+        if not self.get_partitioned_topic_metadata(name)["partitions"]:
+            raise NotAllowedError(f"{name} is not a partitioned topic: use topic_stats (`topics stats`)",
+                                  topic=name)
+        stats = self.topic_stats(name)
+        if not per_partition:
+            stats["partitions"] = {}
+        return stats
+
+    def topic_internal_stats(self, topic: str) -> dict[str, Any]:
+        """``pulsar-admin topics stats-internal``: segments (``ledgers``) and cursors of a topic partition;
+        of a partitioned topic, each partition's under ``partitions``."""
+        return self._json("TopicInternalStats", broker_pb2.TopicRequest(topic=topic_name(topic)))
+
+    def _json(self, method: str, request: Any) -> dict[str, Any]:
+        reply = self._connection.unary(method, request)
+        return json.loads(reply.json) if reply.json else {}
+
+    # --- subscriptions -------------------------------------------------------------------------------
+    def list_subscriptions(self, topic: str) -> list[str]:
+        """Subscription names (of every partition of a partitioned topic), readers' included."""
+        return list(self._connection.unary("ListSubscriptions", broker_pb2.TopicRequest(
+            topic=topic_name(topic))).names)
+
+    def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
+        self._connection.unary("DeleteSubscription", broker_pb2.UnsubscribeRequest(
+            topic=topic_name(topic), subscription=subscription, force=force))
+
+    def create_subscription(self, topic: str, subscription: str,
+                            message_id: MessageId = MessageId.latest) -> None:
+        """Create a durable subscription starting at ``message_id`` (``MessageId.earliest``,
+        ``MessageId.latest`` or a message's id); on every partition of a partitioned topic."""
+        for name in self._partitions_of(topic):
+            self._connection.unary("CreateSubscription", broker_pb2.SubscriptionRequest(
+                topic=name, subscription=subscription, position=position(message_id)))
+
+    def reset_cursor(self, topic: str, subscription: str, message_id: MessageId | None = None,
+                     timestamp_ms: int | None = None) -> None:
+        """Move a durable subscription so that ``message_id`` (or the first message published at or after
+        ``timestamp_ms``) is delivered next; what follows counts as unacknowledged again."""
+        if (message_id is None) == (timestamp_ms is None):
+            raise ValueError("reset_cursor takes message_id or timestamp_ms")
+        for name in self._partitions_of(topic):
+            request = broker_pb2.SubscriptionRequest(topic=name, subscription=subscription)
+            if timestamp_ms is not None:
+                request.publish_time_ms = whole("timestamp_ms", timestamp_ms, 0)
+            else:
+                request.position.CopyFrom(position(message_id))  # type: ignore[arg-type]
+            self._connection.unary("ResetCursor", request)
+
+    def acknowledge_up_to(self, topic: str, subscription: str, end_offset: int) -> int:
+        """Acknowledge every message of one topic partition below ``end_offset`` on a durable
+        subscription (created there if missing), never moving it back; returns the offset of its first
+        unacknowledged message. What the Spark source does on commit."""
+        if not isinstance(end_offset, int) or end_offset < 0:
+            raise ValueError(f"end_offset={end_offset!r} is not valid; use an int >= 0")
+        reply = self._connection.unary("AcknowledgeUpTo", broker_pb2.SubscriptionRequest(
+            topic=topic_name(topic), subscription=subscription, end_offset=end_offset))
+        return reply.next_offset
+
+    def skip_messages(self, topic: str, subscription: str, count: int) -> int:
+        """Acknowledge the next ``count`` unacknowledged messages of a durable subscription (``topics skip
+        -n``); returns how many were (fewer when the backlog is shorter). Messages, not entries: a batch of
+        three counts three. Not on a partitioned topic, as in Pulsar: skip on each partition."""
+        name = self._not_partitioned(topic, "skip")
+        reply = self._connection.unary("SkipMessages", broker_pb2.SubscriptionRequest(
+            topic=name, subscription=subscription, count=whole("count", count, 0)))
+        return reply.acknowledged
+
+    def clear_backlog(self, topic: str, subscription: str) -> int:
+        """Acknowledge everything stored on a durable subscription (``topics clear-backlog``; Pulsar's
+        ``skipAllMessages``), on every partition of a partitioned topic; returns how many messages."""
+        return sum(self._connection.unary("ClearBacklog", broker_pb2.SubscriptionRequest(
+            topic=name, subscription=subscription)).acknowledged for name in self._partitions_of(topic))
+
+    def peek_messages(self, topic: str, subscription: str, count: int = 1) -> list[PeekedMessage]:
+        """The next ``count`` unacknowledged messages of a subscription, from its first unacknowledged one,
+        without receiving or acknowledging them (``topics peek-messages``). Not on a partitioned topic, as
+        in Pulsar: peek a partition."""
+        name = self._not_partitioned(topic, "peek-messages")
+        whole("count", count, 1)
+        reply = self._connection.unary("PeekMessages", broker_pb2.SubscriptionRequest(
+            topic=name, subscription=subscription, count=count))
+        parsed = TopicName.parse(name)
+        return messages_of(reply, name, parsed.partition_index, count)
+
+    def _partitions_of(self, topic: str) -> list[str]:
+        name = topic_name(topic)
+        n = self.get_partitioned_topic_metadata(name)["partitions"]
+        return [str(TopicName.parse(name).partition(i)) for i in range(n)] if n else [name]
+
+    def _not_partitioned(self, topic: str, verb: str) -> str:
+        name = topic_name(topic)
+        n = self.get_partitioned_topic_metadata(name)["partitions"]
+        if n:
+            raise NotAllowedError(f"{verb} on a partitioned topic is not allowed (as in Pulsar): use one of its"
+                                  f" {n} partitions, e.g. {name}-partition-0", topic=name, partitions=n)
+        return name

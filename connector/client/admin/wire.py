@@ -1,0 +1,31 @@
+"""Argument checks and conversions the admin calls share (topic names, positions, whole numbers)."""
+from __future__ import annotations
+
+from typing import Any
+
+from broker_core.protocol import broker_pb2
+from broker_core.types import MessageId, TopicName
+
+
+def topic_name(topic: str) -> str:
+    """Fully qualified (raises ``InvalidTopicName`` client-side)."""
+    return str(TopicName.parse(topic))
+
+
+def whole(name: str, value: Any, minimum: int | None = None) -> int:
+    """``value`` as an int (bools refused); ``ValueError`` naming ``name`` otherwise, or below ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}={value!r} is not valid; use an int")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}={value!r} is not valid; use an int >= {minimum}")
+    return value
+
+
+def position(message_id: MessageId) -> broker_pb2.Position:
+    if not isinstance(message_id, MessageId):
+        raise TypeError("message_id must be a MessageId (MessageId.earliest, MessageId.latest or an id)")
+    if message_id.is_earliest():
+        return broker_pb2.Position(earliest=True)
+    if message_id.is_latest():
+        return broker_pb2.Position(latest=True)
+    return broker_pb2.Position(offset=message_id.offset)
