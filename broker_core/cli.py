@@ -93,8 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="ts=%(asctime)s level=%(levelname)s logger=%(name)s %(message)s")
+    from broker_core.logs import configure
+
+    configure(args.log_level)
     try:
         if args.command == "broker":
             asyncio.run(_serve(args, _config(args)))

@@ -185,7 +185,7 @@ class DrainingHashesTracker:
         if draining is not None:
             if draining.consumer is not from_consumer:
                 # two consumers holding one hash breaks the invariant; keep the first drain
-                log.warning("Hash %d is already draining on consumer %r; not draining it on %r too",
+                log.warning("event=hash_already_draining hash=%d draining_consumer=%s ignored_consumer=%s",
                             hash_, draining.consumer.consumer_name, from_consumer.consumer_name)
             return False
         self._draining[hash_] = _Draining(from_consumer)

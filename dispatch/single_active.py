@@ -124,8 +124,9 @@ class SingleActiveDispatcher(Dispatcher):
         if old is not None:
             self.drop_pending(old)
         self._rewind(self.subscription.first_unacked_offset())
-        log.debug("subscription %s: active consumer %s -> %s, reading from %d",
-                  self.subscription.name, old, new, self.read_offset)
+        log.debug("event=active_consumer_changed subscription=%s old=%s new=%s read_offset=%d",
+                  self.subscription.name, getattr(old, "consumer_name", None), getattr(new, "consumer_name", None),
+                  self.read_offset)
         if self.sub_type is SubType.FAILOVER:
             for c in list(self.consumers):
                 c.notify_active(c is new)

@@ -202,7 +202,7 @@ class Segment:
                     self.index.close()
                     return
                 except BadFrame:
-                    log.warning("segment %s: index does not match the log; rebuilding it", self.path)
+                    log.warning("event=segment_index_rebuilt segment=%s reason=index_does_not_match_log", self.path)
             self.index.clear()
             self.index.rewrite()
             _, self.end_offset, self.entry_count = self._scan(0, self.base_offset, build_index=True)
@@ -231,7 +231,7 @@ class Segment:
             self.index.truncate_after(valid_end)
             _, self.end_offset, self.entry_count = self._scan_counts(valid_end)
             torn = self.size - valid_end
-            log.warning("segment %s: truncating a torn tail of %d bytes at byte %d (%s)",
+            log.warning("event=torn_tail_truncated segment=%s bytes=%d position=%d reason=%r",
                         self.path, torn, valid_end, bad.reason)
             with open(self.path, "r+b") as f:
                 f.truncate(valid_end)

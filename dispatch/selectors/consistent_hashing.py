@@ -75,7 +75,7 @@ class ConsistentHashingSelector(StickyKeyConsumerSelector):
             else:
                 owners.append(consumer)  # collision: waits behind the current owner
         if added == 0:
-            log.error("Consumer %r got no point on the hash ring: all %d collided; consider raising "
+            log.error("event=hash_ring_no_point consumer=%s points=%d hint=raise_"
                       "subscriptionKeySharedConsistentHashingReplicaPoints", name, self.points)
         self._rebuild()
         return self._changes_since(before)

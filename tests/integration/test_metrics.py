@@ -1,6 +1,7 @@
 """Prometheus metrics scraped over HTTP from real brokers (a ``pulsarlike broker`` process and in-process)."""
 from __future__ import annotations
 
+import re
 import time
 import urllib.error
 import urllib.request
@@ -126,3 +127,15 @@ def test_a_taken_metrics_port_fails_the_start_naming_the_key(tmp_path):
 
         with pytest.raises(InvalidConfiguration, match="webServicePort"):
             Broker(data_dir=tmp_path / "b", webServicePort=first.metrics_port).start()
+
+
+def test_broker_logs_are_one_key_value_line_per_event(broker_process):
+    proc = broker_process()
+    produce_and_ack(proc.service_url, "logged", produced=2, acked=2, subscription="s")
+    assert proc.terminate() == 0
+    lines = proc.proc.stderr.read().splitlines()
+    assert lines
+    pattern = re.compile(r"^ts=\S+Z level=[A-Z]+ logger=\S+ event=\w+( |$)")
+    assert all(pattern.match(line) for line in lines), [line for line in lines if not pattern.match(line)]
+    events = [line.split(" event=", 1)[1].split(" ", 1)[0] for line in lines]
+    assert events[0] == "broker_started" and "broker_stopped" in events
