@@ -267,7 +267,8 @@ class TopicRegistry:
             shown = ", ".join(topics[:5]) + (", ..." if len(topics) > 5 else "")
             raise NamespaceNotEmpty(
                 f"namespace {namespace} still has {len(topics)} topic(s) ({shown}): delete them first, or delete"
-                " the namespace with force (`pulsarlike admin namespaces delete --force`) to delete them too",
+                f" the namespace with force (`pulsarlike admin namespaces delete --force {namespace}`) to delete"
+                " them too",
                 namespace=namespace, topics=len(topics))
         await self._delete_topics(topics)
         self.policies.forget_namespace(namespace)
@@ -289,8 +290,8 @@ class TopicRegistry:
         if namespaces and not force:
             raise TenantNotEmpty(
                 f"tenant {tenant} still has namespaces ({', '.join(namespaces)}): delete them first, or delete"
-                " the tenant with force (`pulsarlike admin tenants delete --force`) to delete them and their"
-                " topics too", tenant=tenant, namespaces=namespaces)
+                f" the tenant with force (`pulsarlike admin tenants delete --force {tenant}`) to delete them and"
+                " their topics too", tenant=tenant, namespaces=namespaces)
         for namespace in namespaces:
             await self.delete_namespace(namespace, force=True)
         self.namespaces.delete_tenant(tenant)

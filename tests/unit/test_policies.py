@@ -84,3 +84,33 @@ def test_retention_and_ttl_policies_resolve_topic_over_namespace_as_a_whole(tmp_
 def test_bad_retention_and_ttl_values_are_refused_naming_the_field(tmp_path, key, value, match):
     with pytest.raises(InvalidConfiguration, match=match):
         PoliciesStore(tmp_path).set(NAMESPACE, "public/default", key, value)
+
+
+@pytest.mark.parametrize("key", ["maxProducersPerTopic", "maxConsumersPerTopic", "messageTTLInSeconds"])
+@pytest.mark.parametrize("value", [-1, -5, 1.5, "3", True])
+def test_negative_or_non_integer_limits_are_refused(tmp_path, key, value):
+    with pytest.raises(InvalidConfiguration, match=f"policy {key} takes an integer >= 0"):
+        PoliciesStore(tmp_path).set(NAMESPACE, "public/default", key, value)
+
+
+def test_max_producers_and_consumers_resolve_topic_over_namespace(tmp_path):
+    store = PoliciesStore(tmp_path)
+    name = TopicName.parse(T + "-partition-1")
+    store.set(NAMESPACE, "public/default", "maxProducersPerTopic", 3)
+    store.set(NAMESPACE, "public/default", "maxConsumersPerTopic", 0)
+    assert store.resolve(name, "maxProducersPerTopic", 0) == 3
+    store.set(TOPIC, T, "maxProducersPerTopic", 1)
+    assert store.resolve(name, "maxProducersPerTopic", 0) == 1
+    assert store.resolve(name, "maxConsumersPerTopic", 7) == 0  # 0 set on the namespace: no limit
+
+
+def test_forgetting_a_namespace_drops_its_policies_and_its_topics_policies(tmp_path):
+    store = PoliciesStore(tmp_path)
+    store.set(NAMESPACE, "acme/orders", "messageTTLInSeconds", 60)
+    store.set(TOPIC, "persistent://acme/orders/t", "deduplicationEnabled", True)
+    store.set(TOPIC, T, "deduplicationEnabled", True)
+    store.forget_namespace("acme/orders")
+    reloaded = PoliciesStore(tmp_path)
+    assert reloaded.get(NAMESPACE, "acme/orders") == {}
+    assert reloaded.get(TOPIC, "persistent://acme/orders/t") == {}
+    assert reloaded.get(TOPIC, T) == {"deduplicationEnabled": True}

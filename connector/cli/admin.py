@@ -1,0 +1,318 @@
+"""``pulsarlike admin``: manage a broker like ``pulsar-admin`` -- same groups, verbs, flags and output.
+
+    pulsarlike admin [--admin-url URL] tenants list|get|create|update|delete ...
+    pulsarlike admin [--admin-url URL] namespaces list|topics|create|delete|policies|set-retention|...
+    pulsarlike admin [--admin-url URL] topics list|create|create-partitioned-topic|delete|stats|
+                                              partitioned-stats|stats-internal|subscriptions|
+                                              create-subscription|unsubscribe|skip|clear-backlog|
+                                              reset-cursor|peek-messages|set-retention|...
+
+``--admin-url`` (alias ``--service-url``, ``--url``; before or after the verb) is the broker's service URL,
+``pulsar://HOST:PORT``: pulsar-admin talks HTTP to ``http://HOST:8080``, this broker serves its admin calls
+on the same gRPC port as clients. Default: ``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``.
+
+Output is pulsar-admin's: lists one name per line, stats and policies as JSON laid out like Jackson's
+pretty printer, nothing for a change that succeeded. Sizes and times are read like pulsar-admin reads
+them (``--size 10M``, ``--time 3h``, a bare number of seconds, ``-1`` for no limit; see
+:mod:`connector.cli.units`).
+
+Exit codes: 0 done; 1 the broker refused or could not be reached (``Code: message`` on stderr, the code
+being the typed error's, e.g. ``NamespaceNotFound``); 2 bad usage (an unknown verb or flag names the closest
+one). Every verb is listed with an example in ``docs/admin.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+from broker_core.errors import PulsarLikeError
+
+from connector.cli import output
+from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
+                                 size_to_mb)
+
+DEFAULT_URL = "pulsar://127.0.0.1:6650"
+URL_ENV = "PULSARLIKE_SERVICE_URL"
+URL_FLAGS = ("--admin-url", "--service-url", "--url")
+Run = Callable[[Any, argparse.Namespace], "str | None"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose unknown verbs and flags name the closest match (usage, exit 2)."""
+
+    leaves: dict[tuple[str, str], "_Parser"]
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            choices = list(action.choices)
+            close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise argparse.ArgumentError(action, f"unknown {str(action.metavar or 'choice').lower()} {value!r}"
+                                                 f"{hint} (choose from {', '.join(map(str, choices))})")
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            leaf = getattr(self, "leaves", {}).get((getattr(parsed, "group", ""), getattr(parsed, "verb", "")), self)
+            flags = [o for action in leaf._actions for o in action.option_strings]
+            unknown = extra[0].split("=", 1)[0]
+            close = difflib.get_close_matches(unknown, flags, n=1, cutoff=0.5) if unknown.startswith("-") else []
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            leaf.error(f"{'unknown option' if unknown.startswith('-') else 'unexpected argument'} {unknown!r}{hint}")
+        return parsed
+
+
+def _typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return convert
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+# ====================================================================================== tenants
+def _tenants(verb: Callable[..., argparse.ArgumentParser]) -> None:
+    verb("list", lambda a, o: output.lines(a.list_tenants()), "List the tenants")
+    verb("get", lambda a, o: output.pulsar_json(a.get_tenant(o.tenant)), "A tenant's admin roles and allowed "
+         "clusters", "tenant")
+    for name, run, what in (("create", lambda a, o: a.create_tenant(o.tenant, o.admin_roles, o.allowed_clusters),
+                             "Create a tenant"),
+                            ("update", lambda a, o: a.update_tenant(o.tenant, o.admin_roles, o.allowed_clusters),
+                             "Update a tenant's admin roles and/or allowed clusters")):
+        p = verb(name, run, what, "tenant")
+        p.add_argument("-r", "--admin-roles", type=_csv, default=None, help="comma-separated admin roles "
+                       "(kept and shown; not enforced: no authentication)")
+        p.add_argument("-c", "--allowed-clusters", type=_csv, default=None, help="comma-separated clusters "
+                       "(default: the broker's clusterName)")
+    verb("delete", lambda a, o: a.delete_tenant(o.tenant, force=o.force), "Delete a tenant (refused while it "
+         "has namespaces, unless --force)", "tenant").add_argument(
+        "-f", "--force", action="store_true", help="delete its namespaces and their topics too")
+
+
+# ====================================================================================== namespaces
+def _retention(value: Any) -> Any:
+    """Fields in the order Pulsar's ``RetentionPolicies`` prints them."""
+    if not isinstance(value, dict):
+        return value
+    return {"retentionTimeInMinutes": value.get("retentionTimeInMinutes"),
+            "retentionSizeInMB": value.get("retentionSizeInMB")}
+
+
+def _policies_json(admin: Any, namespace: str) -> str:
+    """``namespaces policies``: Pulsar's ``Policies`` field names for what this broker has."""
+    set_here = admin.namespace_policies(namespace)
+    return output.pulsar_json({
+        "replication_clusters": admin.get_tenant(namespace.split("/")[0])["allowedClusters"],
+        "deduplicationEnabled": set_here.get("deduplicationEnabled"),
+        "message_ttl_in_seconds": set_here.get("messageTTLInSeconds"),
+        "retention_policies": _retention(set_here.get("retention")),
+        "max_producers_per_topic": set_here.get("maxProducersPerTopic"),
+        "max_consumers_per_topic": set_here.get("maxConsumersPerTopic"),
+        "deleted": False,
+    })
+
+
+def _namespaces(verb: Callable[..., argparse.ArgumentParser]) -> None:
+    verb("list", lambda a, o: output.lines(a.list_namespaces(o.tenant)), "List a tenant's namespaces", "tenant")
+    verb("topics", lambda a, o: output.lines(a.list_topics(o.namespace)), "List a namespace's topics",
+         "namespace")
+    verb("create", lambda a, o: a.create_namespace(o.namespace), "Create a namespace", "namespace")
+    verb("delete", lambda a, o: a.delete_namespace(o.namespace, force=o.force), "Delete a namespace (refused "
+         "while it has topics, unless --force)", "namespace").add_argument(
+        "-f", "--force", action="store_true", help="delete its topics too, connected clients or not")
+    verb("policies", lambda a, o: _policies_json(a, o.namespace), "A namespace's policies", "namespace")
+    _policy_verbs(verb, "namespace", "namespace")
+
+
+def _policy_verbs(verb: Callable[..., argparse.ArgumentParser], level: str, arg: str) -> None:
+    """set-/get-/remove- verbs for retention, message TTL, deduplication, max producers and consumers, at
+    the namespace level (``namespaces set-max-producers-per-topic -p``) or the topic level (``topics
+    set-max-producers -p``), with pulsar-admin's flags."""
+    def call(method: str, *args: Callable[[argparse.Namespace], Any]) -> Run:
+        return lambda a, o: getattr(a, method.format(level=level))(getattr(o, arg), *(f(o) for f in args))
+
+    def shown(method: str, convert: Callable[[Any], Any] = lambda v: v) -> Run:
+        return lambda a, o: output.pulsar_json(convert(getattr(a, method.format(level=level))(getattr(o, arg))))
+
+    p = verb("set-retention", call("set_{level}_retention", lambda o: seconds_to_minutes(o.time),
+                                   lambda o: size_to_mb(o.size)), f"Set the {level}'s retention", arg)
+    p.add_argument("-t", "--time", type=_typed(parse_relative_seconds), required=True,
+                   help="retention time (100m, 3h, 2d, 5w; a bare number is seconds); 0: none, -1: infinite")
+    p.add_argument("-s", "--size", type=_typed(parse_size), required=True,
+                   help="retention size (10M, 16G, 3T); 0 (or below 1M): none, -1: infinite")
+    verb("get-retention", shown("get_{level}_retention", _retention), f"The {level}'s retention (null: not set)",
+         arg)
+    verb("remove-retention", call("remove_{level}_retention"), f"Remove the {level}'s retention", arg)
+
+    p = verb("set-message-ttl", call("set_{level}_message_ttl", lambda o: o.ttl), f"Set the {level}'s message "
+             "TTL", arg)
+    flags = ("-ttl", "--messageTTL") if level == "namespace" else ("-t", "--ttl")
+    p.add_argument(*flags, dest="ttl", type=_typed(parse_relative_seconds), required=True,
+                   help="message TTL (seconds, or 30m, 1h, 2d); 0: none")
+    verb("get-message-ttl", shown("get_{level}_message_ttl"), f"The {level}'s message TTL in seconds", arg)
+    verb("remove-message-ttl", call("remove_{level}_message_ttl"), f"Remove the {level}'s message TTL", arg)
+
+    p = verb("set-deduplication", call("set_{level}_deduplication", lambda o: o.enable),
+             f"Enable or disable deduplication for the {level}", arg)
+    switch = p.add_mutually_exclusive_group(required=True)
+    switch.add_argument("-e", "--enable", action="store_true", dest="enable", help="enable deduplication")
+    switch.add_argument("-d", "--disable", action="store_false", dest="enable", help="disable deduplication")
+    verb("get-deduplication", shown("get_{level}_deduplication"), f"The {level}'s deduplication setting", arg)
+    verb("remove-deduplication", lambda a, o: getattr(a, f"set_{level}_deduplication")(getattr(o, arg), None),
+         f"Remove the {level}'s deduplication setting", arg)
+
+    for what, short in (("producers", "-p"), ("consumers", "-c")):
+        suffix = f"max-{what}-per-topic" if level == "namespace" else f"max-{what}"
+        method = f"{{level}}_max_{what}_per_topic" if level == "namespace" else f"{{level}}_max_{what}"
+        p = verb(f"set-{suffix}", call("set_" + method, lambda o: o.limit),
+                 f"At most this many {what} on each topic partition (0: no limit)", arg)
+        p.add_argument(short, f"--{suffix}", dest="limit", type=int, required=True, help=f"max {what} (>= 0)")
+        verb(f"get-{suffix}", shown("get_" + method), f"The {level}'s max {what} (null: not set)", arg)
+        verb(f"remove-{suffix}", call("remove_" + method), f"Remove the {level}'s max {what}", arg)
+
+
+# ====================================================================================== topics
+def _reset_cursor(admin: Any, o: argparse.Namespace) -> None:
+    if o.message_id is not None:
+        admin.reset_cursor(o.topic, o.subscription, message_id=o.message_id)
+    else:
+        admin.reset_cursor(o.topic, o.subscription, timestamp_ms=max(0, int(time.time() * 1000) - o.time * 1000))
+
+
+def _peek(admin: Any, o: argparse.Namespace) -> str:
+    messages = admin.peek_messages(o.topic, o.subscription, o.count)
+    return output.peeked_json(messages) if o.json else output.peeked(messages)
+
+
+def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
+    verb("list", lambda a, o: output.lines(a.list_topics(o.namespace)), "List a namespace's topics (partitions "
+         "and non-partitioned topics)", "namespace")
+    verb("create", lambda a, o: a.create_topic(o.topic), "Create a non-partitioned topic", "topic")
+    verb("create-partitioned-topic", lambda a, o: a.create_partitioned_topic(o.topic, o.partitions),
+         "Create a partitioned topic", "topic").add_argument("-p", "--partitions", type=int, required=True,
+                                                             help="number of partitions")
+    verb("get-partitioned-topic-metadata", lambda a, o: output.pulsar_json(a.get_partitioned_topic_metadata(
+        o.topic)), "The partition count (0: not partitioned)", "topic")
+    for name in ("delete", "delete-partitioned-topic"):
+        verb(name, lambda a, o: a.delete_topic(o.topic, force=o.force), "Delete a topic (every partition of a "
+             "partitioned one)", "topic").add_argument("-f", "--force", action="store_true",
+                                                       help="even with connected producers or consumers")
+    verb("stats", lambda a, o: output.pulsar_json(a.topic_stats(o.topic)), "A topic's stats", "topic")
+    verb("partitioned-stats", lambda a, o: output.pulsar_json(a.partitioned_topic_stats(o.topic, o.per_partition)),
+         "A partitioned topic's stats, summed", "topic").add_argument(
+        "--per-partition", action="store_true", help="each partition's stats too")
+    verb("stats-internal", lambda a, o: output.pulsar_json(a.topic_internal_stats(o.topic)),
+         "Segments (ledgers) and cursors of a topic", "topic")
+    verb("subscriptions", lambda a, o: output.lines(a.list_subscriptions(o.topic)), "A topic's subscriptions",
+         "topic")
+
+    def sub_verb(name: str, run: Run, what: str) -> argparse.ArgumentParser:
+        p = verb(name, run, what, "topic")
+        p.add_argument("-s", "--subscription", required=True, help="subscription name")
+        return p
+
+    sub_verb("create-subscription", lambda a, o: a.create_subscription(o.topic, o.subscription, o.message_id),
+             "Create a durable subscription").add_argument(
+        "-m", "--messageId", dest="message_id", default="latest", type=_typed(lambda t: parse_message_id(
+            t, sentinels=True)), help="where it starts: latest (default), earliest or ledgerId:entryId")
+    sub_verb("unsubscribe", lambda a, o: a.delete_subscription(o.topic, o.subscription, force=o.force),
+             "Delete a subscription").add_argument("-f", "--force", action="store_true",
+                                                   help="even with connected consumers")
+    sub_verb("skip", lambda a, o: a.skip_messages(o.topic, o.subscription, o.count) and None,
+             "Acknowledge the next N messages of a subscription").add_argument(
+        "-n", "--count", type=int, required=True, help="messages to skip")
+    sub_verb("clear-backlog", lambda a, o: a.clear_backlog(o.topic, o.subscription) and None,
+             "Acknowledge every message of a subscription")
+    p = sub_verb("reset-cursor", _reset_cursor, "Move a subscription back or forward")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("-t", "--time", type=_typed(parse_relative_seconds),
+                       help="to the first message published this long ago (10m, 3h, 2d; bare number: seconds)")
+    where.add_argument("-m", "--messageId", dest="message_id", type=_typed(parse_message_id),
+                       help="to this message, ledgerId:entryId")
+    p = sub_verb("peek-messages", _peek, "Show the next messages of a subscription without moving it")
+    p.add_argument("-n", "--count", type=int, default=1, help="messages to show (default 1)")
+    p.add_argument("--json", action="store_true", help="print a JSON list instead (pulsarlike extension)")
+    _policy_verbs(verb, "topic", "topic")
+
+
+# ====================================================================================== parser and main
+GROUPS = {"tenants": ("Operations about tenants", _tenants),
+          "namespaces": ("Operations about namespaces", _namespaces),
+          "topics": ("Operations about topics", _topics)}
+
+
+def _url_flag(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument(*URL_FLAGS, dest="admin_url", default=default, metavar="URL",
+                        help=f"broker service URL, pulsar://HOST:PORT (pulsar-admin's --admin-url is HTTP; this "
+                             f"broker answers admin calls on its gRPC port). Default: ${URL_ENV} or {DEFAULT_URL}")
+
+
+def build_parser() -> _Parser:
+    parser = _Parser(prog="pulsarlike admin", allow_abbrev=False,
+                     description="Manage a pulsarlike broker like pulsar-admin.")
+    _url_flag(parser, os.environ.get(URL_ENV) or DEFAULT_URL)
+    parser.leaves = {}
+    groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
+    for group, (description, add_verbs) in GROUPS.items():
+        gp = groups.add_parser(group, help=description, description=description, allow_abbrev=False)
+        verbs = gp.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+        def verb(name: str, run: Run, what: str, positional: str | None = None, *, _group: str = group,
+                 _verbs: Any = verbs) -> argparse.ArgumentParser:
+            p = _verbs.add_parser(name, help=what, description=what, allow_abbrev=False)
+            if positional:
+                p.add_argument(positional, help={"tenant": "tenant name", "namespace": "tenant/namespace",
+                                                 "topic": "persistent://tenant/namespace/topic (or a short name)"
+                                                 }[positional])
+            _url_flag(p, argparse.SUPPRESS)
+            p.set_defaults(run=run)
+            parser.leaves[(_group, name)] = p
+            return p
+
+        add_verbs(verb)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["admin"]:
+        argv = argv[1:]
+    parser = build_parser()
+    if not argv:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # argparse: usage errors exit 2, --help 0
+        return int(done.code or 0)
+    if args.admin_url.startswith(("http://", "https://")):
+        print(f"pulsarlike admin: error: {args.admin_url} is an HTTP admin URL; this broker answers admin calls on"
+              f" its service URL, pulsar://HOST:PORT (default {DEFAULT_URL})", file=sys.stderr)
+        return 2
+    from connector.client.admin import Admin
+
+    try:
+        with Admin(args.admin_url) as admin:
+            printed = args.run(admin, args)
+    except PulsarLikeError as exc:
+        print(f"pulsarlike admin: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError) as exc:  # refused by the client before anything was sent
+        print(f"pulsarlike admin: error: {exc}", file=sys.stderr)
+        return 2
+    if isinstance(printed, str) and printed:
+        print(printed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
