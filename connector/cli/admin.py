@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import re
 import sys
 import time
 from typing import Any, Callable, Sequence
@@ -282,10 +283,23 @@ def build_parser() -> _Parser:
     return parser
 
 
+def _negative_values(argv: list[str]) -> list[str]:
+    """``--size -5M`` as ``--size=-5M``: argparse takes ``-5M`` for an option (it only knows bare negative
+    numbers are values), pulsar-admin takes it for the value; no option here starts with a digit."""
+    out: list[str] = []
+    for token in argv:
+        if re.fullmatch(r"-\d+[A-Za-z]", token) and out and out[-1].startswith("-") and "=" not in out[-1]:
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["admin"]:
         argv = argv[1:]
+    argv = _negative_values(argv)
     parser = build_parser()
     if not argv:
         parser.print_help(sys.stderr)

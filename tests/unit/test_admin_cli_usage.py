@@ -21,6 +21,8 @@ def run(capsys, *argv):
     (["namespaces", "set-retention", "public/default", "-t", "3h", "-s", "10Q"], "size '10Q' is not valid"),
     (["namespaces", "set-deduplication", "public/default"], "one of the arguments -e/--enable -d/--disable"),
     (["topics", "reset-cursor", "t", "-s", "sub", "-m", "42"], "ledgerId:entryId"),
+    (["namespaces", "set-retention", "public/default", "-t", "1h", "-s", "-5M"], "negative values are refused"),
+    (["namespaces", "set-retention", "public/default", "-t", "-2h", "-s", "1M"], "negative values are refused"),
 ])
 def test_bad_usage_prints_the_usage_and_the_closest_match_and_exits_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)
