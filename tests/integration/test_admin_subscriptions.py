@@ -130,6 +130,11 @@ def test_subscriptions_lists_durable_ones_and_readers_of_every_partition(client,
     assert admin.list_subscriptions(topic) == ["a", "b"]
     assert admin.list_subscriptions(f"{topic}-partition-0") == ["a"]
     consumer.close()
+    admin.delete_subscription(topic, "b")  # on the partition that has it
+    admin.delete_subscription(topic, "a")  # on both
+    assert admin.list_subscriptions(topic) == []
+    with pytest.raises(SubscriptionNotFound):
+        admin.delete_subscription(topic, "a")
 
 
 def test_internal_stats_show_segments_and_cursors(client, admin, topic):

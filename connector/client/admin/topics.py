@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from broker_core.errors import NotAllowedError
+from broker_core.errors import NotAllowedError, SubscriptionNotFound
 from broker_core.protocol import broker_pb2
 from broker_core.types import MessageId, TopicName
 
@@ -76,8 +76,19 @@ class TopicsAdmin:
             topic=topic_name(topic))).names)
 
     def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
-        self._connection.unary("DeleteSubscription", broker_pb2.UnsubscribeRequest(
-            topic=topic_name(topic), subscription=subscription, force=force))
+        """Delete a subscription (on every partition of a partitioned topic that has it);
+        ``SubscriptionNotFound`` when none has it, ``NotAllowedError`` while consumers are connected
+        unless ``force``."""
+        missing: list[SubscriptionNotFound] = []
+        names = self._partitions_of(topic)
+        for name in names:
+            try:
+                self._connection.unary("DeleteSubscription", broker_pb2.UnsubscribeRequest(
+                    topic=name, subscription=subscription, force=force))
+            except SubscriptionNotFound as exc:
+                missing.append(exc)
+        if len(missing) == len(names):
+            raise missing[0]
 
     def create_subscription(self, topic: str, subscription: str,
                             message_id: MessageId = MessageId.latest) -> None:
