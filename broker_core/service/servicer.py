@@ -20,8 +20,8 @@ from broker_core.errors import InvalidMessage, NotAllowedError, PulsarLikeError,
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata
-from broker_core.service import cursor_admin
 from broker_core.service.access import AccessMode
+from broker_core.service.admin_rpcs import AdminRpcs
 from broker_core.service.policies import NAMESPACE, TOPIC
 from broker_core.service.producers import ProducerNames
 from broker_core.service.topic import Accepted, PersistentTopic, ProducerInfo
@@ -112,7 +112,7 @@ def _delivered(deliveries: list[Delivery]) -> pb.ConsumeResponse:
     return response
 
 
-class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
+class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
     def __init__(self, registry: TopicRegistry, producer_names: ProducerNames) -> None:
         self._registry = registry
         self._names = producer_names
@@ -407,87 +407,6 @@ class BrokerServicer(broker_pb2_grpc.PulsarLikeServicer):
             scope, name = _policy_scope(request)
             return pb.JsonResponse(json=json.dumps(self._registry.get_policies(scope, name), sort_keys=True))
         return await self._unary(context, get)
-
-    # ================================================================== tenants and namespaces
-    async def ListTenants(self, request, context):
-        return await self._unary(context, lambda: pb.NameList(names=self._registry.namespaces.tenants()))
-
-    async def GetTenant(self, request, context):
-        def get():
-            info = self._registry.namespaces.tenant_info(request.tenant)
-            return pb.TenantInfo(tenant=request.tenant, admin_roles=info["adminRoles"],
-                                 allowed_clusters=info["allowedClusters"])
-        return await self._unary(context, get)
-
-    async def CreateTenant(self, request, context):
-        def create():
-            self._registry.namespaces.create_tenant(request.tenant, request.admin_roles, request.allowed_clusters)
-            return pb.Empty()
-        return await self._unary(context, create)
-
-    async def UpdateTenant(self, request, context):
-        def update():
-            info = request.info
-            self._registry.namespaces.update_tenant(
-                info.tenant, info.admin_roles if request.set_admin_roles else None,
-                info.allowed_clusters if request.set_allowed_clusters else None)
-            return pb.Empty()
-        return await self._unary(context, update)
-
-    async def DeleteTenant(self, request, context):
-        async def delete():
-            await self._registry.delete_tenant(request.tenant, force=request.force)
-            return pb.Empty()
-        return await self._unary(context, delete)
-
-    async def ListNamespaces(self, request, context):
-        return await self._unary(context, lambda: pb.NameList(
-            names=self._registry.namespaces.namespaces(request.tenant)))
-
-    async def CreateNamespace(self, request, context):
-        def create():
-            self._registry.create_namespace(request.namespace)
-            return pb.Empty()
-        return await self._unary(context, create)
-
-    async def DeleteNamespace(self, request, context):
-        async def delete():
-            await self._registry.delete_namespace(request.namespace, force=request.force)
-            return pb.Empty()
-        return await self._unary(context, delete)
-
-    # ================================================================== subscriptions without consumers
-    async def ListSubscriptions(self, request, context):
-        return await self._unary(context, lambda: pb.NameList(
-            names=self._registry.subscriptions(TopicName.parse(request.topic))))
-
-    async def SkipMessages(self, request, context):
-        def skip():
-            acked, next_offset = cursor_admin.skip(self._persistent(request.topic), request.subscription,
-                                                   request.count)
-            return pb.SubscriptionPosition(next_offset=next_offset, acknowledged=acked)
-        return await self._unary(context, skip)
-
-    async def ClearBacklog(self, request, context):
-        def clear():
-            acked, next_offset = cursor_admin.clear_backlog(self._persistent(request.topic), request.subscription)
-            return pb.SubscriptionPosition(next_offset=next_offset, acknowledged=acked)
-        return await self._unary(context, clear)
-
-    async def PeekMessages(self, request, context):
-        def peek():
-            found = cursor_admin.peek(self._persistent(request.topic), request.subscription, request.count)
-            reply = pb.PeekedEntries(count=sum(p.unacked for p in found))
-            for p in found:
-                e = p.entry
-                reply.entries.add(data=e.data, ledger_id=e.ledger_id, entry_id=e.offset,
-                                  num_messages=e.num_messages, ack_set=p.ack_set or ())
-            return reply
-        return await self._unary(context, peek)
-
-    async def TopicInternalStats(self, request, context):
-        return await self._unary(context, lambda: pb.JsonResponse(
-            json=json.dumps(self._registry.internal_stats(TopicName.parse(request.topic)))))
 
 
 def _key_shared_policy(req: pb.Subscribe) -> KeySharedPolicy:
