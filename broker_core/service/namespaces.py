@@ -65,6 +65,8 @@ class NamespacesStore:
         self._cluster = cluster
         self._tenants: dict[str, dict[str, list[str]]] = {}
         self._namespaces: set[str] = set()
+        self.deleting: set[str] = set()
+        """Namespaces whose topics are being deleted: they take no new topics meanwhile (not stored)."""
         if self._path.exists():
             try:
                 loaded = json.loads(self._path.read_bytes())
@@ -137,8 +139,10 @@ class NamespacesStore:
 
     def check_exists(self, namespace: str) -> None:
         """Raise ``NamespaceNotFound`` (``TenantNotFound`` when its tenant is missing too)."""
-        if namespace in self._namespaces:
+        if namespace in self._namespaces and namespace not in self.deleting:
             return
+        if namespace in self.deleting:
+            raise NamespaceNotFound(f"namespace {namespace} is being deleted", namespace=namespace)
         tenant, _ = check_namespace_name(namespace)
         if tenant not in self._tenants:
             raise TenantNotFound(f"namespace {namespace} does not exist, nor does its tenant {tenant}: create"

@@ -203,17 +203,18 @@ class TopicRegistry:
         targets = [name.partition(i) for i in range(partitions)] if partitions else [name]
         if not partitions and str(name) not in self._topics and not self._exists_on_disk(name):
             raise TopicNotFound(f"topic {name} does not exist")
-        topics = [self.get(t, create=True) if self._exists_on_disk(t) or str(t) in self._topics else None
-                  for t in targets]
+        loaded = [self._topics.get(str(t)) for t in targets]  # one only on disk has no clients: not loaded
         if not force:
-            for t in topics:
+            for t in loaded:
                 if t is not None and t.has_clients:
                     raise NotAllowedError(f"topic {t.topic} has connected producers or consumers;"
                                           " close them or delete with force")
-        for t in topics:
-            if t is not None:
-                self._topics.pop(t.topic, None)
-                await t.delete()
+        for target, topic in zip(targets, loaded):
+            if topic is not None:
+                self._topics.pop(topic.topic, None)
+                await topic.delete()
+            elif self._exists_on_disk(target):
+                shutil.rmtree(self._dir(target), ignore_errors=True)
         if partitions:
             self.partitioned.remove(str(name))
         self.policies.forget_topic(str(name))
@@ -270,9 +271,14 @@ class TopicRegistry:
                 f" the namespace with force (`pulsarlike admin namespaces delete --force {namespace}`) to delete"
                 " them too",
                 namespace=namespace, topics=len(topics))
-        await self._delete_topics(topics)
-        self.policies.forget_namespace(namespace)
-        self.namespaces.delete_namespace(namespace)
+        self.namespaces.deleting.add(namespace)  # no topic is created there while its topics go
+        try:
+            await self._delete_topics(topics)
+            self.policies.forget_namespace(namespace)
+            self.namespaces.deleting.discard(namespace)
+            self.namespaces.delete_namespace(namespace)
+        finally:
+            self.namespaces.deleting.discard(namespace)
         for domain in (PERSISTENT, NON_PERSISTENT):
             shutil.rmtree(self._root / domain / tenant / ns, ignore_errors=True)
         log.info("event=namespace_deleted namespace=%s force=%s topics_deleted=%d", namespace, force, len(topics))

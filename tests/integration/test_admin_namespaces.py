@@ -205,3 +205,20 @@ def test_a_data_folder_from_before_namespaces_keeps_its_topics(tmp_path):
         assert admin.list_namespaces("legacy") == ["legacy/ns"]
         assert admin.topic_stats("persistent://legacy/ns/t")["msgInCounter"] == 0  # loaded, not refused
         assert admin.list_topics("legacy/ns") == ["persistent://legacy/ns/t"]
+
+
+def test_force_deleting_a_namespace_deletes_topics_not_loaded_since_a_restart(tmp_path):
+    with Broker(data_dir=tmp_path, port=0) as broker, Admin(broker.service_url) as admin, \
+            Client(broker.service_url) as client:
+        admin.create_namespace("public/old")
+        admin.create_partitioned_topic("persistent://public/old/parted", 2)
+        producer = client.create_producer("persistent://public/old/parted")
+        producer.send(b"x", partition_key="a")
+        producer.close()
+        admin.create_topic("persistent://public/old/plain")
+    with Broker(data_dir=tmp_path, port=0) as broker, Admin(broker.service_url) as admin:
+        admin.delete_namespace("public/old", force=True)
+        admin.create_namespace("public/old")
+        assert admin.list_topics("public/old") == []
+        assert admin.get_partitioned_topic_metadata("persistent://public/old/parted") == {"partitions": 0}
+    assert not (tmp_path / "topics" / "persistent" / "public" / "old").exists()

@@ -84,3 +84,12 @@ def test_a_corrupt_namespaces_file_is_reported(tmp_path):
     (tmp_path / "namespaces.json").write_text('{"tenants": 1}')
     with pytest.raises(CorruptLog, match="namespaces.json"):
         NamespacesStore(tmp_path)
+
+
+def test_a_namespace_being_deleted_takes_no_new_topics(tmp_path):
+    store = NamespacesStore(tmp_path)
+    store.deleting.add("public/default")
+    with pytest.raises(NamespaceNotFound, match="public/default is being deleted"):
+        store.check_exists("public/default")
+    store.deleting.discard("public/default")
+    store.check_exists("public/default")
