@@ -1,0 +1,337 @@
+"""What the batch jobs share: argument parsing, the Spark session, errors and exit codes, the progress bar,
+the broker's offsets and atomic file writes.
+
+Exit codes of every job: 0 done; 1 the job failed while running (broker unreachable, a Spark task failed,
+data deleted by retention); 2 bad usage or bad input, found before anything is written.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence, TextIO
+
+DEFAULT_URL = "pulsar://127.0.0.1:6650"
+URL_ENV = "PULSARLIKE_SERVICE_URL"
+DEFAULT_MASTER = "local[*]"
+BROKER_TIMEOUT_MS = 30_000
+
+
+class JobInputError(Exception):
+    """Bad input found before anything was written (exit 2): names the path, column, option or topic."""
+
+
+class JobFailed(Exception):
+    """The job could not finish (exit 1): what happened and what to do."""
+
+
+class JobParser(argparse.ArgumentParser):
+    """argparse that names the closest flag for an unknown one and exits 2 with the usage."""
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            flags = [o for action in self._actions for o in action.option_strings]
+            unknown = extra[0].split("=", 1)[0]
+            close = difflib.get_close_matches(unknown, flags, n=1, cutoff=0.5) if unknown.startswith("-") else []
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            what = "unknown option" if unknown.startswith("-") else "unexpected argument"
+            self.error(f"{what} {unknown!r}{hint}")
+        return parsed
+
+
+def job_parser(name: str, description: str) -> JobParser:
+    """A job's parser with the flags every job takes: ``--master``, ``--service-url``, ``--no-progress``."""
+    parser = JobParser(prog=f"pulsarlike job {name}", description=description, allow_abbrev=False,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--master", default=None,
+                        help=f"Spark master (default {DEFAULT_MASTER}; under spark-submit, spark-submit's)")
+    parser.add_argument("--service-url", "--url", dest="service_url",
+                        default=os.environ.get(URL_ENV) or DEFAULT_URL,
+                        help=f"broker service URL (default ${URL_ENV} or {DEFAULT_URL})")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return parser
+
+
+def run_job(name: str, body: Any, *args: Any) -> int:
+    """Call ``body(*args)`` and turn the jobs' errors into an exit code and one message on stderr."""
+    from broker_core.errors import PulsarLikeError
+
+    try:
+        return int(body(*args) or 0)
+    except JobInputError as exc:
+        print(f"pulsarlike job {name}: error: {exc}", file=sys.stderr)
+        return 2
+    except JobFailed as exc:
+        print(f"pulsarlike job {name}: failed: {exc}", file=sys.stderr)
+        return 1
+    except PulsarLikeError as exc:
+        print(f"pulsarlike job {name}: failed: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+
+
+# --- Spark ---------------------------------------------------------------------------------------------
+@contextmanager
+def spark_session(app_name: str, master: str | None, spark: Any = None) -> Iterator[Any]:
+    """The session to run on: ``spark`` when given, else the active one, else a new one on ``master``
+    (default ``local[*]``; under spark-submit its ``--master``), stopped at the end."""
+    if spark is not None:
+        yield spark
+        return
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
+    if master or "PYSPARK_GATEWAY_PORT" not in os.environ:  # spark-submit sets the gateway and the master
+        builder = builder.master(master or DEFAULT_MASTER)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@contextmanager
+def spark_conf(spark: Any, settings: Mapping[str, str | None]) -> Iterator[None]:
+    """Session settings for the duration of a block (None: unset); the previous values come back after."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def analysis_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is Spark's error for a query that cannot be planned (bad column, bad expression)."""
+    from pyspark.errors import AnalysisException, ParseException
+
+    return isinstance(exc, (AnalysisException, ParseException))
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --- progress ------------------------------------------------------------------------------------------
+def render_progress(label: str, rows: int, total: int | None, elapsed_s: float, estimated: bool = False) -> str:
+    """One progress line: ``label: 1,200/5,000 rows (24%)  600 rows/s  ETA 0:00:06``.
+
+    ``estimated``: ``rows`` was derived from finished tasks (shown with ``~``)."""
+    rate = rows / elapsed_s if elapsed_s > 0 else 0.0
+    shown = f"~{rows:,}" if estimated else f"{rows:,}"
+    if total:
+        fraction = min(rows / total, 1.0)
+        bar_width = 24
+        filled = int(fraction * bar_width)
+        bar = "#" * filled + "-" * (bar_width - filled)
+        if rows and fraction < 1.0:
+            eta = _clock(elapsed_s * (1 - fraction) / fraction)
+        else:
+            eta = "0:00:00" if rows else "--:--:--"
+        return f"{label}: [{bar}] {shown}/{total:,} rows ({fraction:.0%})  {rate:,.0f} rows/s  ETA {eta}"
+    return f"{label}: {shown} rows  {rate:,.0f} rows/s  {_clock(elapsed_s)} elapsed"
+
+
+def _clock(seconds: float) -> str:
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+@dataclass
+class StageTotals:
+    """What Spark's status store says about the stages of one job group."""
+
+    tasks: int = 0
+    tasks_done: int = 0
+    input_records: int = 0
+    output_records: int = 0
+
+
+class Progress:
+    """A progress bar on stderr for the Spark jobs run inside ``with progress.track(label, total):``.
+
+    Every job started inside the block belongs to one Spark job group; a thread polls Spark's status store
+    (``SparkContext.statusTracker()`` for tasks, the JVM's ``AppStatusStore`` for records) twice a second.
+    Rows are the stages' input records (file scans) or output records (file writes) -- what Spark counts
+    when each task ends; where neither is counted (the pulsarlike source and sink), rows are estimated
+    from finished tasks (shown with ``~``). On a terminal the line is redrawn in place; otherwise a line is
+    written at most every ``log_interval_s`` seconds.
+    """
+
+    def __init__(self, spark: Any, enabled: bool = True, stream: TextIO | None = None,
+                 poll_interval_s: float = 0.5, log_interval_s: float = 10.0) -> None:
+        self.spark = spark
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.poll_interval_s = poll_interval_s
+        self.log_interval_s = log_interval_s
+        self._groups = 0
+
+    @contextmanager
+    def track(self, label: str, total: int | None = None) -> Iterator["StageTotals"]:
+        """Run a block's Spark jobs in their own job group; yields the totals, final when the block ends."""
+        sc = self.spark.sparkContext
+        self._groups += 1
+        group = f"pulsarlike-job-{os.getpid()}-{id(self)}-{self._groups}"
+        sc.setJobGroup(group, label)
+        totals = StageTotals()
+        stop = threading.Event()
+        started = time.monotonic()
+        poller = threading.Thread(target=self._poll, args=(group, label, total, started, totals, stop),
+                                  name="pulsarlike-job-progress", daemon=True)
+        if self.enabled:
+            poller.start()
+        try:
+            yield totals
+        finally:
+            stop.set()
+            if poller.is_alive():
+                poller.join()
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+            final = self._totals(group)
+            totals.__dict__.update(final.__dict__)
+            if self.enabled:
+                self._draw(label, total, started, final, end=True)
+
+    def _poll(self, group: str, label: str, total: int | None, started: float, totals: StageTotals,
+              stop: threading.Event) -> None:
+        last_line = 0.0
+        while not stop.wait(self.poll_interval_s):
+            try:
+                current = self._totals(group)
+            except Exception:  # the session is stopping; the final totals are taken after the block
+                return
+            now = time.monotonic()
+            if self.stream.isatty() or now - last_line >= self.log_interval_s:
+                self._draw(label, total, started, current, end=False)
+                last_line = now
+
+    def _totals(self, group: str) -> StageTotals:
+        sc = self.spark.sparkContext
+        tracker = sc.statusTracker()
+        store = None
+        try:
+            store = sc._jsc.sc().statusStore()
+        except Exception:  # not the classic JVM-backed session: tasks only
+            store = None
+        totals = StageTotals()
+        for job_id in tracker.getJobIdsForGroup(group):
+            job = tracker.getJobInfo(job_id)
+            for stage_id in (job.stageIds if job else ()):
+                stage = tracker.getStageInfo(stage_id)
+                if stage is not None:
+                    totals.tasks += stage.numTasks
+                    totals.tasks_done += stage.numCompletedTasks
+                if store is not None:
+                    try:
+                        data = store.lastStageAttempt(stage_id)
+                        totals.input_records += int(data.inputRecords())
+                        totals.output_records += int(data.outputRecords())
+                    except Exception:  # a stage not yet (or no longer) in the store
+                        pass
+        return totals
+
+    def _draw(self, label: str, total: int | None, started: float, current: StageTotals, end: bool) -> None:
+        rows = max(current.input_records, current.output_records)
+        estimated = False
+        if not rows and total and current.tasks:
+            rows = total * current.tasks_done // current.tasks
+            estimated = not end or current.tasks_done < current.tasks
+        line = render_progress(label, rows, total, time.monotonic() - started, estimated)
+        if self.stream.isatty():
+            self.stream.write("\r\x1b[2K" + line + ("\n" if end else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+# --- the broker ----------------------------------------------------------------------------------------
+def topic_bounds(service_url: str, topic: str) -> dict[Any, Any]:
+    """``{TopicPartition: Bounds(start, end)}`` of every partition of ``topic`` that exists (empty when the
+    topic does not)."""
+    from connector.spark.broker_calls import BrokerCalls
+    from connector.spark.options import TopicSpec
+
+    calls = BrokerCalls(service_url, BROKER_TIMEOUT_MS)
+    try:
+        return calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
+    finally:
+        calls.close()
+
+
+def qualified(topic: str, flag: str) -> str:
+    """``topic`` fully qualified; JobInputError naming ``flag`` when it is not a valid name."""
+    from broker_core.errors import InvalidTopicName
+    from broker_core.types import TopicName
+
+    try:
+        name = TopicName.parse(topic.strip())
+    except InvalidTopicName as exc:
+        raise JobInputError(f"{flag} {topic!r}: {exc.message}") from None
+    if name.partition_index >= 0:
+        raise JobInputError(f"{flag} {topic!r} is a partition's name; give the topic "
+                            f"{str(name.partitioned_base)!r}")
+    return str(name)
+
+
+# --- files ---------------------------------------------------------------------------------------------
+def write_json_atomically(path: str, document: Any) -> None:
+    """Write ``document`` as JSON to ``path``: a temp file in the same folder, flush, fsync, rename,
+    fsync the folder -- a reader sees the old file or the new one, never a part."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=2, sort_keys=True)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+    fsync_dir(folder)
+
+
+def fsync_dir(folder: str) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def local_path(path: str, flag: str) -> str:
+    """A local filesystem path from ``path`` or a ``file:`` URI; JobInputError for other schemes."""
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    elif path.startswith("file:"):
+        path = path[len("file:"):]
+    elif "://" in path:
+        raise JobInputError(f"{flag} {path!r}: only local (or mounted) folders are supported, because the "
+                            "manifest is replaced atomically with a POSIX rename; give a local path")
+    return os.path.abspath(path)
