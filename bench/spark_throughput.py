@@ -1,7 +1,7 @@
 """Spark connector throughput against no-op Python Arrow peers in the same run (issue 5, ARCHITECTURE §9).
 
     python bench/spark_throughput.py [--messages 2000000] [--sink-rows 1000000] [--size 100]
-        [--partitions 2] [--sections source,sink] [--repeat 2] [--at-least-once] [--json]
+        [--partitions 2] [--sections source,sink] [--repeat 3] [--at-least-once] [--json]
 
 1. **Source** (``source``): ``--messages`` messages of ``--size`` bytes are produced to a topic with
    ``--partitions`` partitions; then ``spark.readStream.format("pulsarlike")`` (``startingOffsets=earliest``)
@@ -15,7 +15,8 @@
    ``DataSourceStreamArrowWriter`` that only counts the rows. Ratio = peer time / sink time (target >= 0.6).
 
 Times are wall clock from ``start()`` to the end of the ``availableNow`` query, the best of ``--repeat``
-runs, after one untimed warm-up query of each kind (Python workers and the JVM's code warm). The broker
+runs (peer and pulsarlike alternate, so both see the same load), after one untimed warm-up query of each
+kind (Python workers and the JVM's code warm). The broker
 runs in its own process (``journalSyncMode=group``), Spark is ``local[2]``: broker, JVM and Python workers
 share this machine's two cores. Nothing is asserted.
 """
@@ -171,14 +172,16 @@ def timed(start_query: Any, work: str) -> tuple[float, int]:
     return elapsed, rows
 
 
-def best(start_query: Any, work: str, repeat: int, expected: int, label: str) -> float:
-    times = []
+def best_of_pairs(ours: Any, peer: Any, work: str, repeat: int, expected: int) -> tuple[float, float]:
+    """Best times of ``repeat`` runs of each, alternating peer and ours so both see the same load."""
+    times: dict[str, list[float]] = {"ours": [], "peer": []}
     for _ in range(repeat):
-        seconds, rows = timed(start_query, work)
-        if rows != expected:
-            raise SystemExit(f"{label}: the query read {rows} rows, expected {expected}")
-        times.append(seconds)
-    return min(times)
+        for label, start_query in (("peer", peer), ("ours", ours)):
+            seconds, rows = timed(start_query, work)
+            if rows != expected:
+                raise SystemExit(f"{label}: the query read {rows} rows, expected {expected}")
+            times[label].append(seconds)
+    return min(times["ours"]), min(times["peer"])
 
 
 def produce(url: str, topic: str, n: int, size: int, partitions: int) -> float:
@@ -227,8 +230,7 @@ def bench_source(spark: Any, url: str, args: argparse.Namespace, work: str) -> d
 
     timed(peer, work)  # warm-ups
     timed(pulsarlike, work)
-    peer_s = best(peer, work, args.repeat, args.messages, "no-op source")
-    ours_s = best(pulsarlike, work, args.repeat, args.messages, "pulsarlike source")
+    ours_s, peer_s = best_of_pairs(pulsarlike, peer, work, args.repeat, args.messages)
     return report("source", args.messages, ours_s, peer_s, "pulsarlike -> noop", "no-op Arrow source -> noop")
 
 
@@ -253,8 +255,7 @@ def bench_sink(spark: Any, url: str, args: argparse.Namespace, work: str) -> dic
 
     timed(peer, work)
     timed(pulsarlike, work)
-    peer_s = best(peer, work, args.repeat, args.sink_rows, "no-op writer")
-    ours_s = best(pulsarlike, work, args.repeat, args.sink_rows, "pulsarlike sink")
+    ours_s, peer_s = best_of_pairs(pulsarlike, peer, work, args.repeat, args.sink_rows)
     admin = Admin(url)
     stored = admin.topic_stats(f"persistent://public/default/spark-bench-sink-{runs[0]}")["msgInCounter"]
     admin.close()
@@ -298,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=2,
                         help="topic partitions read, and Spark partitions written (default 2)")
     parser.add_argument("--sections", default=",".join(SECTIONS), help="source,sink (default both)")
-    parser.add_argument("--repeat", type=int, default=2, help="timed runs of each query; best counts")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="timed runs of each query, peer and pulsarlike alternating; the best counts")
     parser.add_argument("--at-least-once", action="store_true", help="sink with effectivelyOnce=false")
     parser.add_argument("--json", action="store_true", help="print a JSON summary too")
     args = parser.parse_args(argv)
