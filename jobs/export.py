@@ -1,0 +1,338 @@
+"""export: a topic's offset or time range to Parquet, partitioned by publish date, with a manifest.
+
+    pulsarlike job export TOPIC --output DIR [--starting-offsets earliest|latest|JSON]
+        [--ending-offsets latest|JSON] [--starting-time T] [--ending-time T] [--allow-data-loss]
+        [--master M] [--service-url URL] [--no-progress]
+    spark-submit jobs/export.py TOPIC --output DIR ...
+
+Rows are the pulsarlike source's (``value``, ``__key``, ``__topic``, ``__partition``, ``__offset``,
+``__messageId``, ``__publishTime``, ``__eventTime``, ``__messageProperties``, ``__producerName``,
+``__sequenceId``) plus ``publish_date``, the UTC date of ``__publishTime``, which partitions the output
+(``DIR/publish_date=2024-05-01/run-<id>-part-....parquet``). T is milliseconds since the epoch or ISO-8601
+(``2024-05-01``, ``2024-05-01T12:00:00Z``; no zone means UTC).
+
+The manifest ``DIR/_pulsarlike_manifest.json`` records, per topic partition, the end offset exported so
+far (``endOffsets``, exclusive) and every run (its range, rows and files). Without ``--starting-offsets``
+or ``--starting-time`` a run starts where the manifest ends (a partition it does not name: at the earliest
+stored message), so each run exports only what is new. One run, in order:
+
+1. plan the range on the driver (offsets resolved to numbers, times looked up on the broker);
+2. delete files a crashed run left behind (``run-<id>-*`` files of a run the manifest does not list);
+3. read the range with ``spark.read.format("pulsarlike")`` and write Parquet into ``DIR/_staging/<id>``;
+4. move the files into their ``publish_date=`` folders, named ``run-<id>-...``;
+5. replace the manifest atomically (temp file, fsync, rename, fsync folder): the run is committed;
+6. remove the staging folder.
+
+A crash before step 5 leaves the manifest as it was, so the next run exports the same range again (and
+step 2 removes the first attempt's files). DIR must be a local (or mounted) folder every Spark executor
+sees. Retention: a topic keeps what no durable subscription holds only up to its retention policy (by
+default nothing beyond the active segment); create a durable subscription or set a retention policy
+before the data you want to export is published, or the range is gone (the job then fails, exit 1,
+unless ``--allow-data-loss``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+from jobs._common import (JobFailed, JobInputError, Progress, job_parser, local_path, qualified, run_job,
+                          spark_session, write_json_atomically)
+
+NAME = "export"
+MANIFEST = "_pulsarlike_manifest.json"
+MANIFEST_FORMAT = "pulsarlike-export/1"
+STAGING = "_staging"
+DATE_COLUMN = "publish_date"
+TIME_PROBE_SUBSCRIPTION = "pulsarlike-export"
+
+
+@dataclass
+class ExportPlan:
+    """One run's range: ``start <= offset < end`` per topic partition (``TopicPartition`` keys)."""
+
+    topic: str
+    start: dict[Any, int]
+    end: dict[Any, int]
+    source: str
+    """Where the start came from: ``manifest``, ``earliest``, ``latest``, ``offsets`` or ``time``."""
+    lost: list[tuple[Any, int, int]] = field(default_factory=list)
+    """(partition, first, end) of planned messages retention already deleted."""
+
+    @property
+    def messages(self) -> int:
+        return sum(self.end[tp] - self.start[tp] for tp in self.end)
+
+
+# --- pure parts ------------------------------------------------------------------------------------------
+def parse_time(text: str, flag: str) -> int:
+    """Milliseconds since the epoch from ``text`` (ms, or ISO-8601; no zone means UTC)."""
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise JobInputError(f"{flag} {text!r} is neither milliseconds since the epoch nor an ISO-8601 time "
+                            "(2024-05-01, 2024-05-01T12:00:00Z)") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def empty_manifest(topic: str) -> dict[str, Any]:
+    return {"format": MANIFEST_FORMAT, "topic": topic, "endOffsets": {}, "runs": []}
+
+
+def load_manifest(output: str, topic: str) -> dict[str, Any]:
+    """The manifest in ``output`` (a new one when there is none); JobInputError when it belongs to
+    another topic or cannot be read."""
+    path = os.path.join(output, MANIFEST)
+    if not os.path.exists(path):
+        return empty_manifest(topic)
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise JobInputError(f"cannot read the manifest {path}: {exc}; restore it, or export to a new "
+                            "folder") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise JobInputError(f"{path} is not a pulsarlike export manifest ({MANIFEST_FORMAT})")
+    if manifest.get("topic") != topic:
+        raise JobInputError(f"{output} holds an export of {manifest.get('topic')}, not {topic}: export each "
+                            "topic to its own folder")
+    return manifest
+
+
+def plan_export(topic: str, bounds: Mapping[Any, Any], manifest: Mapping[str, Any], starting: str | None,
+                ending: str | None, starting_times: Mapping[Any, int] | None = None,
+                ending_times: Mapping[Any, int] | None = None) -> ExportPlan:
+    """The run's range from the partitions' bounds, the manifest and the flags (``starting``/``ending``:
+    ``earliest``/``latest``/JSON or None; ``*_times``: offsets the broker found for a time)."""
+    from connector.spark.offsets import from_json_dict, parse_user_offsets
+    from connector.spark.planning import OffsetOutOfRange, resolve_user_offsets
+
+    try:
+        if starting_times is not None:
+            start, source = dict(starting_times), "time"
+        elif starting is not None and starting.strip().lower() in ("earliest", "latest"):
+            source = starting.strip().lower()
+            start = {tp: (b.start if source == "earliest" else b.end) for tp, b in bounds.items()}
+        elif starting is not None:
+            given = parse_user_offsets("--starting-offsets", starting)
+            start, source = resolve_user_offsets("--starting-offsets", given, bounds, True), "offsets"
+        else:
+            done = from_json_dict(manifest.get("endOffsets", {}))
+            source = "manifest" if done else "earliest"
+            start = {tp: done.get(tp, b.start) for tp, b in bounds.items()}
+            for tp, offset in sorted(done.items()):
+                if tp in bounds and offset > bounds[tp].end:
+                    raise JobInputError(
+                        f"the manifest says {tp} was exported up to offset {offset}, but it ends at "
+                        f"{bounds[tp].end}: the topic was deleted and created again? export it to a new folder, "
+                        "or give --starting-offsets")
+        if ending_times is not None:
+            end = dict(ending_times)
+        elif ending is None or ending.strip().lower() == "latest":
+            end = {tp: b.end for tp, b in bounds.items()}
+        else:
+            given = parse_user_offsets("--ending-offsets", ending, allow_earliest=False)
+            end = resolve_user_offsets("--ending-offsets", given, bounds, False)
+    except (ValueError, OffsetOutOfRange) as exc:
+        if isinstance(exc, JobInputError):
+            raise
+        raise JobInputError(str(exc)) from None
+    for tp in sorted(end):
+        if start[tp] > end[tp]:
+            raise JobInputError(f"{tp}: the start ({start[tp]}, from {source}) is after the end ({end[tp]}); "
+                                "give an end at or after the start")
+    lost = [(tp, start[tp], min(bounds[tp].start, end[tp])) for tp in sorted(end)
+            if start[tp] < bounds[tp].start and start[tp] < end[tp]]
+    return ExportPlan(topic=topic, start=start, end=end, source=source, lost=lost)
+
+
+def with_publish_date(df: Any) -> Any:
+    """The source's rows plus ``publish_date``: the UTC date of ``__publishTime`` (whatever the session's
+    time zone), as ``yyyy-MM-dd``."""
+    from pyspark.sql import functions as F
+
+    day = F.date_from_unix_date(F.floor(F.unix_micros("__publishTime") / 86_400_000_000).cast("int"))
+    return df.withColumn(DATE_COLUMN, F.date_format(day, "yyyy-MM-dd"))
+
+
+def committed_files(manifest: Mapping[str, Any]) -> set[str]:
+    return {path for run in manifest.get("runs", []) for path in run.get("files", [])}
+
+
+def orphans(output: str, manifest: Mapping[str, Any]) -> list[str]:
+    """Data files (relative paths) a run wrote but never committed to the manifest."""
+    kept = committed_files(manifest)
+    found = []
+    for folder in sorted(os.listdir(output)) if os.path.isdir(output) else ():
+        if not folder.startswith(DATE_COLUMN + "=") or not os.path.isdir(os.path.join(output, folder)):
+            continue
+        for name in sorted(os.listdir(os.path.join(output, folder))):
+            relative = f"{folder}/{name}"
+            if name.startswith("run-") and relative not in kept:
+                found.append(relative)
+    return found
+
+
+def commit_staged(staging: str, output: str, run_id: str) -> list[str]:
+    """Move the staged Parquet files into ``output``'s date folders as ``run-<id>-<name>``; returns their
+    paths relative to ``output``."""
+    moved = []
+    for folder in sorted(os.listdir(staging)):
+        source = os.path.join(staging, folder)
+        if not folder.startswith(DATE_COLUMN + "=") or not os.path.isdir(source):
+            continue
+        target = os.path.join(output, folder)
+        os.makedirs(target, exist_ok=True)
+        for name in sorted(os.listdir(source)):
+            if name.startswith(("_", ".")):
+                continue  # _SUCCESS, .crc checksums
+            new_name = f"run-{run_id}-{name}"
+            os.replace(os.path.join(source, name), os.path.join(target, new_name))
+            moved.append(f"{folder}/{new_name}")
+    return moved
+
+
+# --- the run ---------------------------------------------------------------------------------------------
+def _plan(args: Any, topic: str, manifest: Mapping[str, Any]) -> ExportPlan:
+    from connector.spark.broker_calls import BrokerCalls
+    from connector.spark.options import TopicSpec
+
+    if args.starting_offsets is not None and args.starting_time is not None:
+        raise JobInputError("give --starting-offsets or --starting-time, not both")
+    if args.ending_offsets is not None and args.ending_time is not None:
+        raise JobInputError("give --ending-offsets or --ending-time, not both")
+    start_ms = parse_time(args.starting_time, "--starting-time") if args.starting_time else None
+    end_ms = parse_time(args.ending_time, "--ending-time") if args.ending_time else None
+    if start_ms is not None and end_ms is not None and end_ms < start_ms:
+        raise JobInputError(f"--ending-time {args.ending_time} is before --starting-time {args.starting_time}")
+    calls = BrokerCalls(args.service_url, 30_000)
+    try:
+        bounds = calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
+        if not bounds:
+            raise JobInputError(f"topic {topic} does not exist")
+        starting_times = ({tp: calls.offset_for_time(tp, start_ms, TIME_PROBE_SUBSCRIPTION) for tp in bounds}
+                          if start_ms is not None else None)
+        ending_times = ({tp: calls.offset_for_time(tp, end_ms, TIME_PROBE_SUBSCRIPTION) for tp in bounds}
+                        if end_ms is not None else None)
+    finally:
+        calls.close()
+    if starting_times is not None and ending_times is not None:  # an empty time range, not a reversed one
+        starting_times = {tp: min(offset, ending_times[tp]) for tp, offset in starting_times.items()}
+    return plan_export(topic, bounds, manifest, args.starting_offsets, args.ending_offsets, starting_times,
+                       ending_times)
+
+
+@dataclass
+class ExportSummary:
+    run_id: str | None
+    topic: str
+    output: str
+    rows: int
+    files: int
+    dates: list[str]
+    start: dict[str, dict[str, int]]
+    end: dict[str, dict[str, int]]
+    seconds: float
+
+    def lines(self) -> list[str]:
+        if self.run_id is None:
+            return [f"export {self.topic} -> {self.output}: nothing new (up to {json.dumps(self.end)})"]
+        return [f"export {self.run_id}: {self.topic} -> {self.output}",
+                f"  rows             {self.rows:,} ({self.files} file(s), dates {', '.join(self.dates) or '-'})",
+                f"  from             {json.dumps(self.start)}",
+                f"  to (exclusive)   {json.dumps(self.end)}",
+                f"  seconds          {self.seconds:.1f}"]
+
+
+def run(args: Any, spark: Any = None) -> ExportSummary:
+    from connector.spark.offsets import dumps, to_json_dict
+
+    started = time.monotonic()
+    topic = qualified(args.topic, "TOPIC")
+    output = local_path(args.output, "--output")
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise JobInputError(f"--output {output} is a file; give a folder")
+    manifest = load_manifest(output, topic)
+    with spark_session(f"pulsarlike-export {topic}", args.master, spark) as session:
+        plan = _plan(args, topic, manifest)
+        if plan.lost and not args.allow_data_loss:
+            tp, first, stored = plan.lost[0]
+            raise JobFailed(f"messages {first}..{stored - 1} of {tp} were deleted by retention before they were "
+                            "exported; pass --allow-data-loss to export what is left, and keep data with a "
+                            "durable subscription or a retention policy (docs/jobs.md)")
+        if plan.source not in ("manifest", "earliest") and manifest["runs"]:
+            print(f"pulsarlike job export: starting at the given {plan.source}, not where the manifest ends",
+                  file=sys.stderr)
+        start_json, end_json = to_json_dict(plan.start), to_json_dict(plan.end)
+        if plan.messages == 0:
+            return ExportSummary(None, topic, output, 0, 0, [], start_json, end_json, time.monotonic() - started)
+        os.makedirs(output, exist_ok=True)
+        for relative in orphans(output, manifest):  # a run that crashed before its manifest was written
+            os.unlink(os.path.join(output, relative))
+        run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+        staging_root = os.path.join(output, STAGING)
+        shutil.rmtree(staging_root, ignore_errors=True)
+        staging = os.path.join(staging_root, run_id)
+        rows = (session.read.format("pulsarlike").option("service.url", args.service_url).option("topic", topic)
+                .option("startingOffsets", dumps(plan.start)).option("endingOffsets", dumps(plan.end))
+                .option("failOnDataLoss", "false" if args.allow_data_loss else "true").load())
+        progress = Progress(session, enabled=not args.no_progress)
+        with progress.track(f"export {topic}", plan.messages) as totals:
+            with_publish_date(rows).write.partitionBy(DATE_COLUMN).mode("overwrite").parquet(staging)
+        # Spark counts the rows a file write stores; the Parquet footers say the same, when it did not
+        exported = totals.output_records or session.read.parquet(staging).count()
+        files = commit_staged(staging, output, run_id)
+        dates = sorted({path.split("/", 1)[0].split("=", 1)[1] for path in files})
+        new_end = {**manifest.get("endOffsets", {})}
+        for topic_name, parts in end_json.items():
+            new_end[topic_name] = {**new_end.get(topic_name, {}), **parts}
+        seconds = time.monotonic() - started
+        manifest = {**manifest, "endOffsets": new_end, "runs": [*manifest["runs"], {
+            "runId": run_id, "startOffsets": start_json, "endOffsets": end_json, "rows": exported,
+            "files": files, "dates": dates, "startedFrom": plan.source, "seconds": round(seconds, 3),
+            "finishedAt": datetime.now(timezone.utc).isoformat(timespec="seconds")}]}
+        write_json_atomically(os.path.join(output, MANIFEST), manifest)
+        shutil.rmtree(staging_root, ignore_errors=True)
+    return ExportSummary(run_id, topic, output, exported, len(files), dates, start_json, end_json, seconds)
+
+
+def parser() -> Any:
+    p = job_parser(NAME, __doc__.split("\n\n")[0])
+    p.add_argument("topic", metavar="TOPIC", help="the topic to export (all its partitions)")
+    p.add_argument("--output", required=True, help="the output folder (local or mounted)")
+    p.add_argument("--starting-offsets", default=None,
+                   help="earliest, latest or JSON {\"topic\": {\"partition\": offset}} (default: where the "
+                        "manifest ends, else earliest)")
+    p.add_argument("--ending-offsets", default=None, help="latest (default) or JSON; exclusive")
+    p.add_argument("--starting-time", default=None,
+                   help="start at the first message published at or after this time (ms or ISO-8601)")
+    p.add_argument("--ending-time", default=None,
+                   help="end before the first message published at or after this time (ms or ISO-8601)")
+    p.add_argument("--allow-data-loss", action="store_true",
+                   help="export what is left when retention deleted part of the range (default: fail)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, spark: Any = None) -> int:
+    args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+
+    def body() -> int:
+        summary = run(args, spark)
+        print("\n".join(summary.lines()), flush=True)
+        return 0
+    return run_job(NAME, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
