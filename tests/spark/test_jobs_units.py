@@ -1,0 +1,154 @@
+"""The jobs' pure decisions, without a SparkSession or a broker: formats, job ids, export ranges and
+manifests, which offsets a redrive acknowledges how, the progress line."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from connector.spark.broker_calls import Bounds
+from connector.spark.offsets import TopicPartition
+from jobs import backfill, export, redrive
+from jobs._common import JobInputError, render_progress, write_json_atomically
+
+T = "persistent://public/default/t"
+P0, P1 = TopicPartition(T, 0), TopicPartition(T, 1)
+
+
+# --- backfill --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path, fmt", [("a.parquet", "parquet"), ("part-0.snappy.parquet", "parquet"),
+                                       ("x.pq", "parquet"), ("a.json", "json"), ("a.jsonl.gz", "json"),
+                                       ("a.ndjson", "json"), ("A.CSV", "csv"), ("a.csv.bz2", "csv"),
+                                       ("a.txt", None), ("csv", None)])
+def test_format_is_read_from_the_extension_through_a_compression_suffix(path, fmt):
+    assert backfill.format_of("file:/data/" + path) == fmt
+
+
+def test_mixed_or_unknown_formats_are_refused_naming_a_file():
+    with pytest.raises(JobInputError, match="mix formats.*csv: file:/b.csv.*json: file:/a.json"):
+        backfill.infer_format(["file:/a.json", "file:/b.csv"])
+    with pytest.raises(JobInputError, match="file:/a.txt.*--format"):
+        backfill.infer_format(["file:/a.txt"])
+
+
+def test_job_id_depends_on_the_topic_and_each_files_path_size_and_time_not_their_order():
+    a, b = backfill.InputFile("file:/a", 10, 1000), backfill.InputFile("file:/b", 20, 2000)
+    base = backfill.job_id(T, [a, b])
+
+    assert backfill.job_id(T, [b, a]) == base
+    assert len({base, backfill.job_id(T + "2", [a, b]), backfill.job_id(T, [a._replace(size=11), b]),
+                backfill.job_id(T, [a._replace(modified_ms=1001), b]), backfill.job_id(T, [a])}) == 5
+
+
+# --- export ----------------------------------------------------------------------------------------------
+BOUNDS = {P0: Bounds(0, 10), P1: Bounds(2, 5)}
+
+
+def test_export_starts_where_the_manifest_ends_and_at_earliest_where_it_says_nothing():
+    manifest = {"endOffsets": {T: {"0": 7}}}
+
+    plan = export.plan_export(T, BOUNDS, manifest, None, None)
+
+    assert (plan.start, plan.end, plan.source, plan.messages) == ({P0: 7, P1: 2}, {P0: 10, P1: 5}, "manifest", 6)
+
+
+def test_export_flags_win_over_the_manifest():
+    manifest = {"endOffsets": {T: {"0": 7}}}
+
+    plan = export.plan_export(T, BOUNDS, manifest, json.dumps({T: {"0": 3}}), json.dumps({T: {"1": 4}}))
+
+    assert (plan.start, plan.end, plan.source) == ({P0: 3, P1: 2}, {P0: 10, P1: 4}, "offsets")
+    assert export.plan_export(T, BOUNDS, manifest, "latest", None).messages == 0
+
+
+def test_export_refuses_a_reversed_range_and_a_manifest_past_the_topics_end():
+    with pytest.raises(JobInputError, match="start .* is after the end"):
+        export.plan_export(T, BOUNDS, {}, json.dumps({T: {"0": 8}}), json.dumps({T: {"0": 4}}))
+    with pytest.raises(JobInputError, match="exported up to offset 12, but it ends at 10"):
+        export.plan_export(T, BOUNDS, {"endOffsets": {T: {"0": 12}}}, None, None)
+    with pytest.raises(JobInputError, match="--starting-offsets"):
+        export.plan_export(T, BOUNDS, {}, "{not json", None)
+
+
+def test_export_reports_planned_messages_retention_deleted():
+    plan = export.plan_export(T, BOUNDS, {"endOffsets": {T: {"0": 4, "1": 0}}}, None, None)
+
+    assert plan.lost == [(P1, 0, 2)]
+
+
+@pytest.mark.parametrize("text, ms", [("1714564800000", 1_714_564_800_000), ("2024-05-01", 1_714_521_600_000),
+                                      ("2024-05-01T12:00:00Z", 1_714_564_800_000),
+                                      ("2024-05-01T14:00:00+02:00", 1_714_564_800_000)])
+def test_times_are_ms_or_iso_8601_in_utc_by_default(text, ms):
+    assert export.parse_time(text, "--starting-time") == ms
+
+
+def test_a_bad_time_names_the_flag():
+    with pytest.raises(JobInputError, match="--ending-time 'yesterday'"):
+        export.parse_time("yesterday", "--ending-time")
+
+
+def test_a_manifest_of_another_topic_is_refused(tmp_path):
+    write_json_atomically(str(tmp_path / export.MANIFEST), export.empty_manifest(T + "-other"))
+
+    with pytest.raises(JobInputError, match="holds an export of .*t-other"):
+        export.load_manifest(str(tmp_path), T)
+    assert export.load_manifest(str(tmp_path / "new"), T) == export.empty_manifest(T)
+
+
+def test_staged_files_move_into_date_folders_and_uncommitted_ones_are_orphans(tmp_path):
+    staging = tmp_path / "out" / "_staging" / "r1"
+    (staging / "publish_date=2024-05-01").mkdir(parents=True)
+    (staging / "publish_date=2024-05-01" / "part-0.parquet").write_bytes(b"x")
+    (staging / "publish_date=2024-05-01" / ".part-0.parquet.crc").write_bytes(b"c")
+    (staging / "_SUCCESS").write_bytes(b"")
+    out = str(tmp_path / "out")
+
+    moved = export.commit_staged(str(staging), out, "r1")
+
+    assert moved == ["publish_date=2024-05-01/run-r1-part-0.parquet"]
+    assert export.orphans(out, {"runs": []}) == moved
+    assert export.orphans(out, {"runs": [{"files": moved}]}) == []
+
+
+def test_manifest_is_replaced_whole(tmp_path):
+    path = str(tmp_path / "m.json")
+    write_json_atomically(path, {"a": 1})
+    write_json_atomically(path, {"b": 2})
+
+    assert json.loads(open(path).read()) == {"b": 2}
+    assert os.listdir(tmp_path) == ["m.json"]
+
+
+# --- redrive ---------------------------------------------------------------------------------------------
+def test_acked_ranges_are_read_as_pulsar_writes_them():
+    assert redrive.parse_acked_ranges("[(3..5], (9..10]]") == [(4, 6), (10, 11)]
+    assert redrive.parse_acked_ranges("[]") == []
+
+
+def test_acknowledgement_is_cumulative_over_the_contiguous_prefix_and_individual_after_it():
+    assert redrive.plan_acks(10, 20, [10, 11, 13, 15], [(12, 13)]) == (14, [15])
+    assert redrive.plan_acks(10, 20, [11, 12], []) == (10, [11, 12])
+    assert redrive.plan_acks(0, 3, [0, 1, 2], []) == (3, [])
+    assert redrive.plan_acks(0, 10, [9], [(0, 9)]) == (10, [])
+
+
+def test_write_id_changes_with_anything_that_changes_the_rows():
+    plans = {P0: redrive.PartitionPlan(0, 10)}
+    base = redrive.write_id(T, "s", plans, None, None)
+
+    assert redrive.write_id(T, "s", {P0: redrive.PartitionPlan(0, 10)}, None, None) == base
+    assert len({base, redrive.write_id(T, "s", {P0: redrive.PartitionPlan(0, 11)}, None, None),
+                redrive.write_id(T, "s", {P0: redrive.PartitionPlan(0, 10, [(3, 4)])}, None, None),
+                redrive.write_id(T, "s", plans, "__key = 'a'", None),
+                redrive.write_id(T, "s", plans, None, "elsewhere"), redrive.write_id(T, "s2", plans, None, None)}) == 6
+
+
+# --- progress --------------------------------------------------------------------------------------------
+def test_progress_line_shows_rows_rate_and_eta():
+    assert render_progress("backfill", 250, 1000, 5.0) == (
+        "backfill: [######------------------] 250/1,000 rows (25%)  50 rows/s  ETA 0:00:15")
+    assert render_progress("reading", 1200, None, 2.0, estimated=True) == (
+        "reading: ~1,200 rows  600 rows/s  0:00:02 elapsed")
+    assert render_progress("x", 0, 10, 1.0).endswith("ETA --:--:--")
