@@ -223,3 +223,20 @@ def test_counts_are_exact_with_payloads_of_every_size(broker, client, topic, opt
     again = writer.write_partition(iter([batch(value=rows)]), 0, 1, "q1")
     assert (again.written, again.duplicates) == (0, len(rows))
     assert payloads(client, topic) == rows
+
+
+def test_unreachable_broker_fails_the_task_within_the_operation_timeout():
+    import socket
+    import time
+
+    from broker_core.errors import ConnectError
+
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    writer = PulsarLikeStreamWriter({"service.url": f"pulsar://127.0.0.1:{port}", "topic": "t",
+                                     "operationTimeoutMs": "1000"}, VALUE_ONLY, False)
+    started = time.monotonic()
+    with pytest.raises(ConnectError, match=f"cannot connect to the broker at 127.0.0.1:{port}"):
+        writer.write_partition(iter([batch(value=values(1))]), 0, 0, "q1")
+    assert time.monotonic() - started < 10
