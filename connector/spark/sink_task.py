@@ -210,12 +210,12 @@ class TaskWriter:
         callback = self._receipts.per_message
         self._sent_per_message += n - skip
         no = itertools.repeat(None)
-        rows = itertools.islice(zip(values, keys or no, times or no, properties or no), skip, None)
+        items = itertools.islice(zip(values, keys or no, times or no, properties or no), skip, None)
         if part.auto_ids:
-            for value, key, time_ms, props in rows:
+            for value, key, time_ms, props in items:
                 send(value, callback, properties=props, partition_key=key, event_timestamp=time_ms)
         else:
-            for seq, (value, key, time_ms, props) in enumerate(rows, base + skip):
+            for seq, (value, key, time_ms, props) in enumerate(items, base + skip):
                 send(value, callback, properties=props, partition_key=key, event_timestamp=time_ms,
                      sequence_id=seq)
 
@@ -263,10 +263,10 @@ class TaskWriter:
             wanted = partitions[i] if partitions is not None else None
             n = target.partitions
             if wanted is not None and wanted != -1:
-                if not 0 <= wanted < max(n, 1) or (n == 0 and wanted != 0):
+                if not 0 <= wanted < n:
                     raise SinkDataError(
-                        f"row {row} asks for partition {wanted} of {target.name}, which has "
-                        + (f"partitions 0..{n - 1}" if n else "none (it is not partitioned)")
+                        f"row {row} asks for partition {wanted} of {target.name}, which "
+                        + (f"has partitions 0..{n - 1}" if n else "is not partitioned")
                         + "; fix __partition, or leave it null (or -1) to route by key")
                 index = wanted
             elif n == 0:

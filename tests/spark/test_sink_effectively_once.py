@@ -240,3 +240,10 @@ def test_unreachable_broker_fails_the_task_within_the_operation_timeout():
     with pytest.raises(ConnectError, match=f"cannot connect to the broker at 127.0.0.1:{port}"):
         writer.write_partition(iter([batch(value=values(1))]), 0, 0, "q1")
     assert time.monotonic() - started < 10
+
+
+def test_partition_of_an_unpartitioned_row_topic_fails_the_task(broker, client, topic):
+    writer = stream_writer(broker, spark_schema(value="binary", __topic="string", __partition="int"))
+    with pytest.raises(ValueError, match="asks for partition 0 of .* which is not partitioned"):
+        writer.write_partition(iter([batch(value=values(1), __topic=[topic],
+                                           __partition=pa.array([0], pa.int32()))]), 0, 0, "q1")
