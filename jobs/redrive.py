@@ -79,11 +79,12 @@ class RedriveSummary:
 
     def lines(self) -> list[str]:
         head = "redrive (dry run)" if self.dry_run else "redrive"
+        redriven = f"  re-driven        {self.redriven:,}"
+        if not self.dry_run:
+            earlier = max(self.redriven - self.written, 0)
+            redriven += f" ({self.written:,} written, {earlier:,} stored by an earlier attempt)"
         out = [f"{head} {self.dlq} (subscription {self.subscription})",
-               f"  unacknowledged   {self.planned:,} in the planned range",
-               f"  re-driven        {self.redriven:,}" + ("" if self.dry_run else
-                                                         f" ({self.written:,} written, {self.redriven - self.written:,}"
-                                                         " stored by an earlier attempt)")]
+               f"  unacknowledged   {self.planned:,} in the planned range", redriven]
         out += [f"    -> {target}  {count:,}" for target, count in sorted(self.targets.items())]
         if not self.dry_run:
             out.append(f"  acknowledged     {self.acknowledged:,}; backlog now {self.backlog}")
