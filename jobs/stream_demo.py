@@ -1,8 +1,10 @@
 """The streaming demo: an embedded broker, a sample event stream, and Spark Structured Streaming over it.
 
-    python -m jobs.stream_demo [--messages N] [--per-trigger N] [--data-dir DIR]
+    python -m jobs.stream_demo [--messages N] [--per-trigger N] [--data-dir DIR] [--service-url URL]
 
-1. Starts a real broker in this process (port 0).
+1. Starts a real broker in this process (port 0) -- or, with ``--service-url`` (or the environment variable
+   ``PULSARLIKE_SERVICE_URL``, as docker/compose.yaml sets it), uses that broker, with topic names made
+   unique to the run.
 2. Feeds ``sensor-readings``: N JSON readings of four sensors, keyed by sensor, with properties (``unit``,
    ``site``) and event times over one simulated minute, then one ``clock`` heartbeat 20 s later (it moves
    the event-time watermark past the last window); every 10th reading is sent with ``deliver_after``
@@ -20,14 +22,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+import uuid
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 EVENTS = "persistent://public/default/sensor-readings"
 RESULTS = "persistent://public/default/sensor-windows"
@@ -47,9 +51,9 @@ def reading(i: int, messages: int) -> tuple[bytes, str, dict[str, str], int]:
         START_MS + i * SPREAD_MS // messages
 
 
-def feed(client: Any, messages: int) -> int:
+def feed(client: Any, messages: int, events: str = EVENTS) -> int:
     """Produce the readings; returns how many were sent with a delivery delay."""
-    producer = client.create_producer(EVENTS, producer_name="sensor-feed", block_if_queue_full=True)
+    producer = client.create_producer(events, block_if_queue_full=True)
     failures: list[Any] = []
 
     def sent(result: Any, _msg_id: Any) -> None:
@@ -114,26 +118,42 @@ def spark_session() -> Any:
     return session
 
 
-def run(messages: int, data_dir: str, per_trigger: int | None = None, spark: Any = None) -> dict[str, Any]:
-    """The whole demo; returns its summary. ``spark``: a session to use (else one is made and stopped)."""
+@contextlib.contextmanager
+def broker_url(service_url: str | None, data_dir: str) -> Iterator[str]:
+    """``service_url`` as it is, or an embedded broker's for the duration."""
+    if service_url:
+        yield service_url
+        return
     from broker_core import Broker
+
+    with Broker(data_dir=os.path.join(data_dir, "broker"), port=0) as broker:
+        yield broker.service_url
+
+
+def run(messages: int, data_dir: str, per_trigger: int | None = None, spark: Any = None,
+        service_url: str | None = None) -> dict[str, Any]:
+    """The whole demo; returns its summary. ``spark``: a session to use (else one is made and stopped);
+    ``service_url``: a running broker to use (else an embedded one)."""
     from connector import Client
 
     per_trigger = per_trigger or max(1, messages // 3)
+    # On a broker of its own the topics have fixed names; on a shared one, names of this run.
+    suffix = f"-{uuid.uuid4().hex[:8]}" if service_url else ""
+    events, results = EVENTS + suffix, RESULTS + suffix
     started = time.perf_counter()
     own_spark = spark is None
     spark = spark or spark_session()  # first: the JVM is forked before any gRPC thread exists
     try:
-        with Broker(data_dir=os.path.join(data_dir, "broker"), port=0) as broker:
-            url = broker.service_url
-            print(f"broker: {url} (data in {data_dir})")
+        with broker_url(service_url, data_dir) as url:
+            print(f"broker: {url}" + ("" if service_url else f" (embedded, data in {data_dir})"))
             client = Client(url)
             try:
-                delayed = feed(client, messages)
-                print(f"fed {messages} readings to {EVENTS} ({delayed} with deliver_after=5s: held back from "
+                delayed = feed(client, messages, events)
+                print(f"fed {messages} readings to {events} ({delayed} with deliver_after=5s: held back from "
                       "Shared/Key_Shared subscriptions only -- Spark reads by offset and sees them at once)")
-                progress = stream(spark, url, per_trigger, data_dir)
-                summary = summarize(client, messages, delayed, progress)
+                progress = stream(spark, url, per_trigger, os.path.join(data_dir, f"run{suffix}"), events,
+                                  results)
+                summary = summarize(client, messages, delayed, progress, results)
             finally:
                 client.close()
     finally:
@@ -144,15 +164,16 @@ def run(messages: int, data_dir: str, per_trigger: int | None = None, spark: Any
     return summary
 
 
-def stream(spark: Any, url: str, per_trigger: int, data_dir: str) -> dict[str, Any]:
+def stream(spark: Any, url: str, per_trigger: int, data_dir: str, events: str = EVENTS,
+           results: str = RESULTS) -> dict[str, Any]:
     """Run both queries to the end of what is in the topic; returns their progress figures."""
     def source(subscription: str) -> Any:
-        return (spark.readStream.format("pulsarlike").option("service.url", url).option("topic", EVENTS)
+        return (spark.readStream.format("pulsarlike").option("service.url", url).option("topic", events)
                 .option("startingOffsets", "earliest").option("subscriptionName", subscription)
                 .option("maxMessagesPerTrigger", str(per_trigger)).load())
 
     to_topic = (as_messages(windows(source("demo-to-topic"))).writeStream.format("pulsarlike")
-                .outputMode("append").option("service.url", url).option("topic", RESULTS)
+                .outputMode("append").option("service.url", url).option("topic", results)
                 .option("checkpointLocation", os.path.join(data_dir, "checkpoint-topic"))
                 .trigger(availableNow=True).start())
     to_console = (windows(source("demo-to-console")).writeStream.format("console").outputMode("append")
@@ -167,10 +188,11 @@ def stream(spark: Any, url: str, per_trigger: int, data_dir: str) -> dict[str, A
             "rows_read": sum(p["numInputRows"] for p in to_topic.recentProgress)}
 
 
-def summarize(client: Any, messages: int, delayed: int, progress: dict[str, Any]) -> dict[str, Any]:
+def summarize(client: Any, messages: int, delayed: int, progress: dict[str, Any],
+              results: str = RESULTS) -> dict[str, Any]:
     from connector import MessageId
 
-    reader = client.create_reader(RESULTS, MessageId.earliest)
+    reader = client.create_reader(results, MessageId.earliest)
     rows = []
     producers = set()
     try:
@@ -186,13 +208,14 @@ def summarize(client: Any, messages: int, delayed: int, progress: dict[str, Any]
             "micro_batches": progress["micro_batches"], "result_messages": len(rows),
             "windows": len(windows_seen), "readings_per_sensor": per_sensor,
             "all_counted_once": sum(per_sensor.values()) == messages and len(windows_seen) == len(rows),
+            "results_topic": results,
             "sink_producers": sorted(producers)}
 
 
 def print_summary(summary: dict[str, Any]) -> None:
     print(f"Spark read {summary['rows_read']} messages ({summary['produced']} readings + the heartbeat) in "
           f"{summary['micro_batches']} micro-batches; {summary['result_messages']} closed windows went to "
-          f"{RESULTS}; every reading counted once: {summary['all_counted_once']}")
+          f"{summary['results_topic']}; every reading counted once: {summary['all_counted_once']}")
     print(f"readings per sensor, from the results topic: {summary['readings_per_sensor']}")
     print(f"sink producers (one per Spark partition, named after the query): {summary['sink_producers']}")
     print(f"done in {summary['seconds']} s")
@@ -204,12 +227,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-trigger", type=int, default=None,
                         help="maxMessagesPerTrigger (default: a third of --messages)")
     parser.add_argument("--data-dir", default=None, help="default: a new temporary folder, removed at the end")
+    parser.add_argument("--service-url", default=os.environ.get("PULSARLIKE_SERVICE_URL") or None,
+                        help="use this broker instead of an embedded one (default: $PULSARLIKE_SERVICE_URL)")
     args = parser.parse_args(argv)
     if args.messages < 1 or (args.per_trigger is not None and args.per_trigger < 1):
         parser.error("--messages and --per-trigger must be at least 1")
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="pulsarlike-demo-")
     try:
-        run(args.messages, data_dir, args.per_trigger)
+        run(args.messages, data_dir, args.per_trigger, service_url=args.service_url)
     finally:
         if args.data_dir is None:
             shutil.rmtree(data_dir, ignore_errors=True)

@@ -23,3 +23,12 @@ def test_stream_demo_counts_every_reading_once_in_the_results_topic(spark, tmp_p
 def test_stream_demo_refuses_a_bad_message_count():
     with pytest.raises(SystemExit):
         stream_demo.main(["--messages", "0"])
+
+
+def test_stream_demo_on_a_running_broker_uses_topics_of_its_own(spark, broker, tmp_path):
+    """As docker/compose.yaml runs it (PULSARLIKE_SERVICE_URL): twice on one broker, each run counts its own."""
+    first = stream_demo.run(40, str(tmp_path), spark=spark, service_url=broker.service_url)
+    second = stream_demo.run(40, str(tmp_path), spark=spark, service_url=broker.service_url)
+    assert first["results_topic"] != second["results_topic"]
+    assert first["all_counted_once"] and second["all_counted_once"]
+    assert second["rows_read"] == 41
