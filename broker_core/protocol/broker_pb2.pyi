@@ -461,6 +461,14 @@ class SubscriptionPosition(_message.Message):
     acknowledged: int
     def __init__(self, next_offset: _Optional[int] = ..., acknowledged: _Optional[int] = ...) -> None: ...
 
+class TimestampRequest(_message.Message):
+    __slots__ = ("topic", "publish_time_ms")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    publish_time_ms: int
+    def __init__(self, topic: _Optional[str] = ..., publish_time_ms: _Optional[int] = ...) -> None: ...
+
 class PeekedEntries(_message.Message):
     __slots__ = ("entries", "count")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]

@@ -79,6 +79,11 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.LastMessageId.FromString,
                 _registered_method=True)
+        self.OffsetForTimestamp = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/OffsetForTimestamp',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TimestampRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+                _registered_method=True)
         self.DeleteSubscription = channel.unary_unary(
                 '/pulsarlike.v1.PulsarLike/DeleteSubscription',
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.UnsubscribeRequest.SerializeToString,
@@ -229,6 +234,13 @@ class PulsarLikeServicer:
 
     def GetLastMessageId(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OffsetForTimestamp(self, request, context):
+        """The offset of the first message published at or after a time (the end when none): next_offset.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -394,6 +406,11 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     servicer.GetLastMessageId,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.LastMessageId.SerializeToString,
+            ),
+            'OffsetForTimestamp': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetForTimestamp,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TimestampRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.SerializeToString,
             ),
             'DeleteSubscription': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteSubscription,
@@ -734,6 +751,33 @@ class PulsarLike:
             '/pulsarlike.v1.PulsarLike/GetLastMessageId',
             broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.LastMessageId.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetForTimestamp(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/OffsetForTimestamp',
+            broker__core_dot_protocol_dot_broker__pb2.TimestampRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
             options,
             channel_credentials,
             insecure,

@@ -351,6 +351,12 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                                     last_offset=end - 1, start_offset=topic.log.start_offset)
         return await self._unary(context, last)
 
+    async def OffsetForTimestamp(self, request, context):
+        def offset():
+            topic = self._registry.get(TopicName.parse(request.topic), create=False)
+            return pb.SubscriptionPosition(next_offset=topic.log.offset_for_timestamp(request.publish_time_ms))
+        return await self._unary(context, offset)
+
     async def DeleteSubscription(self, request, context):
         def delete():
             topic = self._registry.get(TopicName.parse(request.topic), create=False)

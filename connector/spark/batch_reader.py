@@ -34,7 +34,7 @@ class PulsarLikeBatchReader(DataSourceReader):
             bounds = calls.bounds(calls.discover(opts.spec))
             if opts.starting == "time":
                 assert opts.starting_time_ms is not None
-                start = {tp: calls.offset_for_time(tp, opts.starting_time_ms, opts.subscription_name)
+                start = {tp: calls.offset_for_time(tp, opts.starting_time_ms)
                          for tp in bounds}
             elif opts.starting == "subscription":
                 start = {tp: calls.subscription_position(tp, opts.subscription_name) for tp in bounds}
@@ -44,7 +44,7 @@ class PulsarLikeBatchReader(DataSourceReader):
                 start = {tp: b.start for tp, b in bounds.items()}
             if opts.ending == "time":
                 assert opts.ending_time_ms is not None
-                end = {tp: calls.offset_for_time(tp, opts.ending_time_ms, opts.subscription_name)
+                end = {tp: calls.offset_for_time(tp, opts.ending_time_ms)
                        for tp in bounds}
             elif opts.ending == "offsets":
                 end = resolve_user_offsets("endingOffsets", opts.ending_offsets_map(), bounds, False)

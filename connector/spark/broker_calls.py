@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from typing import Any, Iterable, NamedTuple
 
 from broker_core import errors
@@ -132,21 +131,10 @@ class BrokerCalls:
         return self._unary("AcknowledgeUpTo", broker_pb2.SubscriptionRequest(
             topic=tp.internal_name, subscription=subscription, end_offset=end_offset)).next_offset
 
-    def offset_for_time(self, tp: TopicPartition, publish_time_ms: int, subscription: str) -> int:
-        """The offset of the first message published at or after ``publish_time_ms`` (the end when none).
-
-        The broker answers this through a cursor reset, so a short-lived probe subscription
-        (``<subscription>-time-probe-<random>``) is created, reset by time, read and deleted.
-        """
-        probe = f"{subscription}-time-probe-{uuid.uuid4().hex[:8]}"
-        self._unary("CreateSubscription", broker_pb2.SubscriptionRequest(
-            topic=tp.internal_name, subscription=probe, position=broker_pb2.Position(latest=True)))
-        try:
-            return self._unary("ResetCursor", broker_pb2.SubscriptionRequest(
-                topic=tp.internal_name, subscription=probe, publish_time_ms=publish_time_ms)).next_offset
-        finally:
-            self._unary("DeleteSubscription", broker_pb2.UnsubscribeRequest(
-                topic=tp.internal_name, subscription=probe, force=True))
+    def offset_for_time(self, tp: TopicPartition, publish_time_ms: int) -> int:
+        """The offset of the first message published at or after ``publish_time_ms`` (the end when none)."""
+        return self._unary("OffsetForTimestamp", broker_pb2.TimestampRequest(
+            topic=tp.internal_name, publish_time_ms=publish_time_ms)).next_offset
 
     def close(self) -> None:
         if self._connection is not None:

@@ -62,7 +62,7 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             start = {tp: self._calls.subscription_position(tp, opts.subscription_name) for tp in bounds}
         elif opts.starting == "time":
             assert opts.starting_time_ms is not None
-            start = {tp: self._calls.offset_for_time(tp, opts.starting_time_ms, opts.subscription_name)
+            start = {tp: self._calls.offset_for_time(tp, opts.starting_time_ms)
                      for tp in bounds}
         else:
             start = resolve_user_offsets("startingOffsets", opts.starting_offsets_map(), bounds, True)
