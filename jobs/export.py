@@ -32,7 +32,6 @@ unless ``--allow-data-loss``).
 """
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import shutil
@@ -51,7 +50,6 @@ MANIFEST = "_pulsarlike_manifest.json"
 MANIFEST_FORMAT = "pulsarlike-export/1"
 STAGING = "_staging"
 DATE_COLUMN = "publish_date"
-TIME_PROBE_SUBSCRIPTION = "pulsarlike-export"
 
 
 @dataclass
@@ -205,14 +203,6 @@ def commit_staged(staging: str, output: str, run_id: str) -> list[str]:
 
 
 # --- the run ---------------------------------------------------------------------------------------------
-def _offset_for_time(calls: Any, tp: Any, publish_time_ms: int) -> int:
-    """The offset of ``tp``'s first message published at or after the time (its end when none)."""
-    # Older connectors answer through a probe subscription named after a subscription they are given.
-    if len(inspect.signature(calls.offset_for_time).parameters) >= 3:
-        return calls.offset_for_time(tp, publish_time_ms, TIME_PROBE_SUBSCRIPTION)
-    return calls.offset_for_time(tp, publish_time_ms)
-
-
 def _plan(args: Any, topic: str, manifest: Mapping[str, Any]) -> ExportPlan:
     from connector.spark.broker_calls import BrokerCalls
     from connector.spark.options import TopicSpec
@@ -230,9 +220,9 @@ def _plan(args: Any, topic: str, manifest: Mapping[str, Any]) -> ExportPlan:
         bounds = calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
         if not bounds:
             raise JobInputError(f"topic {topic} does not exist")
-        starting_times = ({tp: _offset_for_time(calls, tp, start_ms) for tp in bounds}
+        starting_times = ({tp: calls.offset_for_time(tp, start_ms) for tp in bounds}
                           if start_ms is not None else None)
-        ending_times = ({tp: _offset_for_time(calls, tp, end_ms) for tp in bounds}
+        ending_times = ({tp: calls.offset_for_time(tp, end_ms) for tp in bounds}
                         if end_ms is not None else None)
     finally:
         calls.close()
