@@ -7,7 +7,6 @@ data deleted by retention); 2 bad usage or bad input, found before anything is w
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import sys
@@ -16,7 +15,9 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence, TextIO
+from typing import Any, Iterator, Mapping, TextIO
+
+from connector.cli.args import SuggestingParser
 
 DEFAULT_URL = "pulsar://127.0.0.1:6650"
 URL_ENV = "PULSARLIKE_SERVICE_URL"
@@ -32,19 +33,8 @@ class JobFailed(Exception):
     """The job could not finish (exit 1): what happened and what to do."""
 
 
-class JobParser(argparse.ArgumentParser):
-    """argparse that names the closest flag for an unknown one and exits 2 with the usage."""
-
-    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        parsed, extra = self.parse_known_args(args, namespace)
-        if extra:
-            flags = [o for action in self._actions for o in action.option_strings]
-            unknown = extra[0].split("=", 1)[0]
-            close = difflib.get_close_matches(unknown, flags, n=1, cutoff=0.5) if unknown.startswith("-") else []
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            what = "unknown option" if unknown.startswith("-") else "unexpected argument"
-            self.error(f"{what} {unknown!r}{hint}")
-        return parsed
+JobParser = SuggestingParser
+"""argparse that names the closest flag for an unknown one and exits 2 with the usage."""
 
 
 def job_parser(name: str, description: str) -> JobParser:

@@ -23,12 +23,13 @@ one). Every verb is listed with an example in ``docs/admin.md``.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import re
 import sys
 import time
 from typing import Any, Callable, Sequence
+
+from connector.cli.args import SuggestingParser
 
 from broker_core.errors import PulsarLikeError
 
@@ -42,29 +43,13 @@ URL_FLAGS = ("--admin-url", "--service-url", "--url")
 Run = Callable[[Any, argparse.Namespace], "str | None"]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose unknown verbs and flags name the closest match (usage, exit 2)."""
+class _Parser(SuggestingParser):
+    """The admin tool's parser: an unknown flag is compared with the flags of the verb given."""
 
     leaves: dict[tuple[str, str], "_Parser"]
 
-    def _check_value(self, action: argparse.Action, value: Any) -> None:
-        if action.choices is not None and value not in action.choices:
-            choices = list(action.choices)
-            close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise argparse.ArgumentError(action, f"unknown {str(action.metavar or 'choice').lower()} {value!r}"
-                                                 f"{hint} (choose from {', '.join(map(str, choices))})")
-
-    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        parsed, extra = self.parse_known_args(args, namespace)
-        if extra:
-            leaf = getattr(self, "leaves", {}).get((getattr(parsed, "group", ""), getattr(parsed, "verb", "")), self)
-            flags = [o for action in leaf._actions for o in action.option_strings]
-            unknown = extra[0].split("=", 1)[0]
-            close = difflib.get_close_matches(unknown, flags, n=1, cutoff=0.5) if unknown.startswith("-") else []
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            leaf.error(f"{'unknown option' if unknown.startswith('-') else 'unexpected argument'} {unknown!r}{hint}")
-        return parsed
+    def leaf(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        return getattr(self, "leaves", {}).get((getattr(parsed, "group", ""), getattr(parsed, "verb", "")), self)
 
 
 def _typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:

@@ -35,6 +35,8 @@ import sys
 import time
 from typing import Any, Callable, Sequence
 
+from connector.cli.args import SuggestingParser
+
 DEFAULT_URL = "pulsar://127.0.0.1:6650"
 URL_ENV = "PULSARLIKE_SERVICE_URL"
 MESSAGE_BOUNDARY = "----- got message -----"
@@ -45,19 +47,7 @@ MODES = {"durable": "Durable", "nondurable": "NonDurable"}
 COMMANDS = ("produce", "consume", "health")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that names the closest flag for an unknown one and exits 2 with the usage."""
-
-    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        parsed, extra = self.parse_known_args(args, namespace)
-        if extra:
-            flags = [o for action in self._actions for o in action.option_strings]
-            unknown = extra[0].split("=", 1)[0]
-            close = difflib.get_close_matches(unknown, flags, n=1, cutoff=0.5) if unknown.startswith("-") else []
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            what = "unknown option" if unknown.startswith("-") else "unexpected argument"
-            self.error(f"{what} {unknown!r}{hint}")
-        return parsed
+_Parser = SuggestingParser
 
 
 def _choice(table: dict[str, str], what: str) -> Callable[[str], str]:
