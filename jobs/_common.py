@@ -67,6 +67,17 @@ def run_job(name: str, body: Any, *args: Any) -> int:
         return 1
 
 
+def job_main(name: str, parser: argparse.ArgumentParser, run: Any, argv: Any, spark: Any) -> int:
+    """A job's ``main``: parse ``argv`` (default: the command line), ``run(args, spark)``, print its
+    summary's lines, and map errors to exit codes (:func:`run_job`)."""
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+
+    def body() -> int:
+        print("\n".join(run(args, spark).lines()), flush=True)
+        return 0
+    return run_job(name, body)
+
+
 # --- Spark ---------------------------------------------------------------------------------------------
 @contextmanager
 def spark_session(app_name: str, master: str | None, spark: Any = None) -> Iterator[Any]:

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, Sequence
 
-from jobs._common import (JobInputError, Progress, analysis_error, first_line, job_parser, qualified, run_job,
+from jobs._common import (JobInputError, Progress, analysis_error, first_line, job_parser, qualified, job_main,
                           spark_conf, spark_session, topic_bounds)
 
 NAME = "backfill"
@@ -292,13 +292,7 @@ def parser() -> Any:
 
 
 def main(argv: Sequence[str] | None = None, spark: Any = None) -> int:
-    args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-
-    def body() -> int:
-        summary = run(args, spark)
-        print("\n".join(summary.lines()), flush=True)
-        return 0
-    return run_job(NAME, body)
+    return job_main(NAME, parser(), run, argv, spark)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from jobs._common import (JobFailed, JobInputError, Progress, job_parser, local_path, qualified, run_job,
+from jobs._common import (JobFailed, JobInputError, Progress, job_parser, local_path, qualified, job_main,
                           spark_session, write_json_atomically)
 
 NAME = "export"
@@ -324,13 +324,7 @@ def parser() -> Any:
 
 
 def main(argv: Sequence[str] | None = None, spark: Any = None) -> int:
-    args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-
-    def body() -> int:
-        summary = run(args, spark)
-        print("\n".join(summary.lines()), flush=True)
-        return 0
-    return run_job(NAME, body)
+    return job_main(NAME, parser(), run, argv, spark)
 
 
 if __name__ == "__main__":

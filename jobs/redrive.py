@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from jobs._common import (JobFailed, JobInputError, Progress, analysis_error, first_line, job_parser, qualified,
-                          run_job, spark_session, topic_bounds)
+                          job_main, spark_session, topic_bounds)
 
 NAME = "redrive"
 DEFAULT_SUBSCRIPTION = "pulsarlike-redrive"
@@ -355,13 +355,7 @@ def parser() -> Any:
 
 
 def main(argv: Sequence[str] | None = None, spark: Any = None) -> int:
-    args = parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-
-    def body() -> int:
-        summary = run(args, spark)
-        print("\n".join(summary.lines()), flush=True)
-        return 0
-    return run_job(NAME, body)
+    return job_main(NAME, parser(), run, argv, spark)
 
 
 if __name__ == "__main__":
