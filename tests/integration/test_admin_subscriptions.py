@@ -3,18 +3,10 @@ subscriptions / stats-internal / partitioned-stats: positions are message offset
 acknowledged messages are skipped over, peeking moves nothing."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from connector import (CompressionType, ConsumerType, MessageId, NotAllowedError, SubscriptionNotFound)
-
-
-def wait_until(check, timeout_s: float = 10.0):
-    deadline = time.monotonic() + timeout_s
-    while not (value := check()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return value
+from tests.waiting import wait_until
 
 
 def fill(client, topic, n, **options):

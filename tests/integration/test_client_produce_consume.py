@@ -9,7 +9,7 @@ import pytest
 from connector import (
     AlreadyClosed, CompressionType, InitialPosition, InvalidMessage, MessageId,
     MessageTooBig, ProducerQueueIsFull, Result, Timeout)
-from connector.client.partition_consumer import ACK_GROUP_S
+from tests.waiting import wait_for_backlog
 
 
 def _subscribe(client, topic, name="sub", **kwargs):
@@ -155,9 +155,7 @@ def test_individual_acks_are_grouped_then_sent(client, admin, topic):
     consumer = _subscribe(client, topic)
     for _ in range(5):
         consumer.acknowledge(consumer.receive(5000))
-    time.sleep(ACK_GROUP_S * 20)  # let the grouped ack reach the broker
-    stats = admin.topic_stats(topic)
-    assert stats["subscriptions"]["sub"]["msgBacklog"] == 0
+    assert wait_for_backlog(admin, topic, "sub", 0) == 0  # the grouped ack reaches the broker
 
 
 def test_oversized_message_raises_message_too_big_from_send_and_send_async(tmp_path):

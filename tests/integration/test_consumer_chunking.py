@@ -11,6 +11,7 @@ from broker_core import Broker
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc, codec, pulsar_api_pb2
 from connector import Client, CompressionType, InitialPosition, MessageId, Timeout
+from tests import waiting
 
 
 def produce_raw(broker, topic, entries):
@@ -58,12 +59,7 @@ def subscribe(client, topic, name="sub", **options):
 
 def wait_for_backlog(admin, topic, expected, sub="sub", timeout_s=10.0):
     """The subscription's msgBacklog once it equals ``expected`` (acks are grouped and asynchronous)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        backlog = admin.topic_stats(topic)["subscriptions"][sub]["msgBacklog"]
-        if backlog == expected or time.monotonic() > deadline:
-            return backlog
-        time.sleep(0.02)
+    return waiting.wait_for_backlog(admin, topic, sub, expected, timeout_s)
 
 
 def test_consecutive_chunks_with_regular_messages_around_them_are_received_in_order(broker, client, topic):

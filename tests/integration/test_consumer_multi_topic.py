@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from connector import ConsumerType, InitialPosition, Timeout
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -32,10 +33,7 @@ def _backlog(admin, topic, subscription):
 
 
 def _wait(condition, timeout_s=5.0):
-    deadline = time.monotonic() + timeout_s
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return condition()
+    return wait_until(condition, timeout_s)
 
 
 def test_acks_of_a_topic_list_go_to_each_messages_topic(client, admin, prefix):

@@ -8,6 +8,7 @@ import pytest
 from broker_core import Broker
 from connector import (
     Client, ConsumerDeadLetterPolicy, ConsumerType, InitialPosition, InvalidConfiguration, Timeout)
+from tests.waiting import wait_for_backlog
 
 NACK_MS = 100
 
@@ -48,10 +49,7 @@ def _nack_until_gone(consumer, wait_ms=700):
 
 
 def _wait_backlog_empty(admin, topic, subscription):
-    deadline = time.monotonic() + 5
-    while admin.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"] and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return admin.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"]
+    return wait_for_backlog(admin, topic, subscription, 0, timeout_s=5)
 
 
 def test_dlq_after_max_redeliveries_with_the_default_name(client, admin, topic):

@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from connector import InitialPosition, ProducerAccessMode, ProducerBusy, ProducerFenced
+from tests.waiting import wait_until
 
 
 def payloads(client, topic, expected):
@@ -92,14 +93,8 @@ def test_wait_for_exclusive_producers_take_over_in_order_without_timing_out(clie
 
 def _wait_until_waiting(admin, topic, count):
     """Poll the broker's view until ``count`` producers are queued (no sleeping for correctness)."""
-    import time
-
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if admin.topic_stats(topic).get("waitingPublishers") == count:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{count} producers never queued")
+    assert wait_until(lambda: admin.topic_stats(topic).get("waitingPublishers") == count), \
+        f"{count} producers never queued"
 
 
 def test_racing_exclusive_producers_admit_exactly_one(client, topic):

@@ -4,7 +4,6 @@ test where the periodic checks run by themselves)."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 
 import pytest
@@ -12,7 +11,8 @@ import pytest
 from broker_core import Broker
 from broker_core.errors import InvalidConfiguration
 from broker_core.types import TopicName
-from connector import Admin, Client, ConsumerType, InitialPosition, MessageId
+from connector import Admin, Client, ConsumerType, MessageId
+from tests.waiting import wait_until
 
 PER_SEGMENT = 5  # entries per segment (managedLedgerMaxEntriesPerLedger)
 
@@ -34,15 +34,6 @@ def trim(broker: Broker, topic: str) -> int:
 
 def expire(broker: Broker, topic: str) -> int:
     return on_loop(broker, lambda: loaded(broker, topic).expire_messages())
-
-
-def wait_until(check, timeout_s: float = 10.0):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.02)
 
 
 def produce(client: Client, topic: str, n: int, size: int = 16) -> None:
