@@ -117,6 +117,7 @@ class KeySharedDispatcher(SharedDispatcher):
         if consumer not in self.consumers:
             return
         self.consumers.remove(consumer)
+        self._blocked.discard(consumer)
         self._return_pending(consumer, None)
         self.draining.consumer_removed(consumer)
         changes = self.selector.remove_consumer(consumer)
@@ -140,8 +141,8 @@ class KeySharedDispatcher(SharedDispatcher):
     def _release(self, consumer: Consumer, start: int) -> None:
         holder = self._holder.pop(start, None)
         h = self._hashes.get(start)
-        if holder is not None and h is not None:
-            self.draining.remove_entry(holder, h, 1)
+        if holder is not None and h is not None and self.draining.remove_entry(holder, h, 1):
+            self._wake = True  # a hash that held entries back is free
 
     def _replay_add(self, offset: int, entry: "StoredEntry | None" = None) -> None:
         super()._replay_add(offset, entry)

@@ -91,6 +91,8 @@ class SharedDispatcher(Dispatcher):
         self._timer_at: int | None = None
         self._assigning: dict[Consumer, int] = {}  # messages assigned in the current pass, not yet sent
         self._ready: list[Consumer] = []  # consumers that may take entries in the current pass
+        self._blocked: set[Consumer] = set()  # consumers found at their unacked limit
+        self._wake = False  # an ack freed something that waits (Key_Shared: a draining hash)
         self._replay_scanned = -1
 
     # -- membership ----------------------------------------------------------------------------------
@@ -103,6 +105,7 @@ class SharedDispatcher(Dispatcher):
         if consumer not in self.consumers:
             return
         self.consumers.remove(consumer)
+        self._blocked.discard(consumer)
         self._return_pending(consumer, None)
         self.dispatch()
 
@@ -156,7 +159,12 @@ class SharedDispatcher(Dispatcher):
         self.dispatch()
 
     def on_acked(self, consumer: Consumer) -> None:
-        self.dispatch()  # the consumer may be below its unacked limit again; cheap when idle
+        # Acks free room only for a consumer held at its unacked limit (or, Key_Shared, a draining hash):
+        # dispatching on every ack would rescan what waits for nothing new.
+        if consumer in self._blocked or self._wake:
+            self._blocked.discard(consumer)
+            self._wake = False
+            self.dispatch()
 
     def _replay_add(self, offset: int, entry: "StoredEntry | None" = None) -> None:
         entries = self._replay_entries
@@ -187,8 +195,10 @@ class SharedDispatcher(Dispatcher):
 
     def _is_blocked(self, consumer: Consumer) -> bool:
         limit = self.subscription.max_unacked_per_consumer
-        return bool(limit) and (consumer.pending.unacked_messages
-                                + self._assigning.get(consumer, 0)) >= limit
+        if limit and consumer.pending.unacked_messages + self._assigning.get(consumer, 0) >= limit:
+            self._blocked.add(consumer)
+            return True
+        return False
 
     def _available(self) -> list[Consumer]:
         """Consumers that may take an entry now, highest priority only."""
