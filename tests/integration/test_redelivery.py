@@ -125,7 +125,8 @@ def test_unacknowledged_messages_come_again_after_the_ack_timeout(client, topic)
     consumer.acknowledge(got[b"acked"])
     again = consumer.receive(timeout_millis=5000)
     assert (again.data(), again.redelivery_count()) == (b"forgotten", 1)
-    assert 1.0 <= time.monotonic() - received_at < 5
+    waited = time.monotonic() - received_at
+    assert waited >= 1.0  # not before the timeout (the upper bound is receive's own 5 s)
     consumer.acknowledge(again)
     assert _drain(consumer, wait_ms=1300) == []
 
