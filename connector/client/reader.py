@@ -52,8 +52,16 @@ class Reader:
         return self._topic
 
     def read_next(self, timeout_millis: int | None = None) -> Message:
-        """The next message; raises ``Timeout`` after ``timeout_millis`` (None: wait forever)."""
-        msg = self._consumer.receive(timeout_millis)
+        """The next message; raises ``Timeout`` after ``timeout_millis`` (None: wait forever), and
+        ``MessageDecodeError`` once for an entry that cannot be decoded (reading then goes on after it)."""
+        try:
+            msg = self._consumer.receive(timeout_millis)
+        except errors.MessageDecodeError as exc:
+            offsets = getattr(exc, "offsets", None)
+            topic = getattr(exc, "topic", None)
+            if offsets and topic in self._next_offsets:
+                self._next_offsets[topic] = max(self._next_offsets[topic], max(offsets) + 1)
+            raise
         entry = msg._entry
         self._next_offsets[entry.topic] = entry.entry_id + max(msg._index, 0) + 1
         return msg

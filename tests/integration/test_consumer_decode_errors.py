@@ -124,3 +124,16 @@ def test_listener_consumer_logs_the_decode_error_and_keeps_receiving(broker, cli
     assert received == [b"one", b"two"]
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "cannot decode" in errors[0].getMessage()
+
+
+def test_a_reader_goes_on_after_an_undecodable_last_entry(broker, client, topic):
+    """read_next raises the decode error once; the reader then knows nothing more is available."""
+    from connector import MessageId
+
+    produce_raw(broker, topic, [plain("raw", 0, b"good"), corrupt(pulsar_api_pb2.LZ4)])
+    reader = client.create_reader(topic, MessageId.earliest)
+    assert reader.read_next(5000).data() == b"good"
+    with pytest.raises(MessageDecodeError):
+        reader.read_next(5000)
+    assert reader.has_message_available() is False
+    reader.close()
