@@ -11,7 +11,7 @@ import pytest
 from broker_core.errors import MessageDecodeError
 from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
 from broker_core.types import MessageId
-from connector.client import partition_consumer
+from connector.client import chunk_assembly
 from connector.client.chunking import Chunk, ChunkedMessageTracker
 from connector.client.consumer import Consumer
 from connector.client.enums import ConsumerType
@@ -292,7 +292,7 @@ def _consumer(queue_size=1000, **options):
 def _entry(offset, payload, **fields):
     fields.setdefault("producer_name", "p")
     fields.setdefault("sequence_id", 0)
-    fields.setdefault("publish_time", int(partition_consumer._now_ms()))
+    fields.setdefault("publish_time", int(chunk_assembly._now_ms()))
     meta = pulsar_api_pb2.MessageMetadata(**fields)
     data = codec.broker_entry_prefix(1, offset) + codec.encode_entry(meta, payload)
     return broker_pb2.DeliveredEntry(data=data, ledger_id=0, entry_id=offset, num_messages=1)
@@ -396,7 +396,7 @@ def test_queue_full_with_auto_ack_acknowledges_the_dropped_chunks():
 
 def test_incomplete_message_expires_on_the_timer(monkeypatch):
     now = [1_000_000]
-    monkeypatch.setattr(partition_consumer, "_now_ms", lambda: now[0])
+    monkeypatch.setattr(chunk_assembly, "_now_ms", lambda: now[0])
     consumer, sub = _consumer(expire_time_of_incomplete_chunked_message_ms=200)
     _deliver(sub, _chunk_entries("a", 0, b"x" * 10, [0, 1, 2])[0])
     (delay, check, args), = [c for c in sub._timer.calls if c[1].__name__ == "_check_expiry"]
@@ -463,7 +463,7 @@ def test_undecodable_batch_returns_the_permits_of_its_other_messages():
 
 
 def test_chunk_offsets_of_unacknowledged_messages_are_remembered_up_to_a_limit(monkeypatch):
-    monkeypatch.setattr(partition_consumer, "CHUNKED_IDS_MAX", 2)
+    monkeypatch.setattr(chunk_assembly, "CHUNKED_IDS_MAX", 2)
     consumer, sub = _consumer()
     for seq in range(3):
         _deliver(sub, *_chunk_entries("a", seq, b"x" * 10, [2 * seq, 2 * seq + 1]))
