@@ -29,18 +29,16 @@ How it maps onto this broker (the servicer uses this class exactly as it uses
 """
 from __future__ import annotations
 
-import itertools
 import logging
 from typing import Callable, Sequence
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import (InvalidMessage, MessageTooBig, NotAllowedError, ProducerFenced, PulsarLikeError,
-                                SubscriptionNotFound)
+from broker_core.errors import InvalidMessage, MessageTooBig, NotAllowedError, PulsarLikeError, SubscriptionNotFound
 from broker_core.protocol.codec import broker_entry_prefix, decode_entry
-from broker_core.service.access import AccessMode, ProducerAccess
-from broker_core.service.topic import (FRAME_PADDING, Accepted, ProducerInfo, check_consumer_limit,
-                                      check_producer_limit)
+from broker_core.service.access import ProducerAccess
+from broker_core.service.producers import ProducerInfo, TopicProducers
+from broker_core.service.topic import FRAME_PADDING, Accepted, check_consumer_limit
 from broker_core.storage.log import StoredEntry
 from broker_core.types import NON_PERSISTENT, TopicName
 from dispatch.consumer import Consumer
@@ -85,8 +83,7 @@ class _Positions:
         return self._topic.next_offset
 
 
-class NonPersistentTopic:
-    _producer_ids = itertools.count(1)
+class NonPersistentTopic(TopicProducers):
 
     def __init__(self, name: TopicName, config: BrokerConfig, clock: Clock, *,
                  on_idle: Callable[["NonPersistentTopic"], None] | None = None) -> None:
@@ -115,32 +112,8 @@ class NonPersistentTopic:
         self.closed = False
 
     # ------------------------------------------------------------------ producers
-    def add_producer(self, producer_name: str, properties: dict[str, str],
-                     access_mode: AccessMode = AccessMode.SHARED, *,
-                     fence: Callable[[ProducerFenced], None] = lambda error: None,
-                     granted: Callable[[], None] = lambda: None) -> tuple[ProducerInfo, bool]:
-        """As :meth:`PersistentTopic.add_producer`: the access modes apply unchanged."""
-        if self.closed:
-            raise NotAllowedError(f"topic {self.topic} is closing")
-        check_producer_limit(self.topic, self.max_producers, len(self.producers) + len(self.access.waiting))
-        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode))
-
-        def admitted() -> None:
-            self.producers[info.producer_id] = info
-            granted()
-
-        def fenced(error: ProducerFenced) -> None:
-            self.producers.pop(info.producer_id, None)
-            fence(error)
-
-        now = self.access.add(info.producer_id, producer_name, info.access_mode, fence=fenced, granted=admitted)
-        if now:
-            self.producers[info.producer_id] = info
-        return info, now
-
     def remove_producer(self, info: ProducerInfo) -> None:
-        self.producers.pop(info.producer_id, None)
-        self.access.remove(info.producer_id)
+        super().remove_producer(info)
         self._check_idle()
 
     def last_sequence_id(self, producer_name: str) -> int:

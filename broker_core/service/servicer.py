@@ -23,8 +23,8 @@ from broker_core.protocol.status import error_to_proto, grpc_status, trailing_me
 from broker_core.service.access import AccessMode
 from broker_core.service.admin_rpcs import AdminRpcs
 from broker_core.service.policies import NAMESPACE, TOPIC
-from broker_core.service.producers import ProducerNames
-from broker_core.service.topic import Accepted, PersistentTopic, ProducerInfo
+from broker_core.service.producers import ProducerInfo, ProducerNames
+from broker_core.service.topic import Accepted, PersistentTopic
 from broker_core.service.topics import TopicRegistry
 from broker_core.types import TopicName
 from dispatch.consumer import Consumer, Delivery

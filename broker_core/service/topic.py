@@ -14,22 +14,22 @@ soon after a segment rolls or cursors are persisted, it detaches the segments re
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import shutil
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import (ConsumerBusy, InvalidMessage, MessageTooBig, NotAllowedError, ProducerBusy,
-                                ProducerFenced, PulsarLikeError, SubscriptionNotFound)
+from broker_core.errors import (ConsumerBusy, InvalidMessage, MessageTooBig, NotAllowedError, PulsarLikeError,
+                                SubscriptionNotFound)
 from broker_core.protocol.codec import broker_entry_prefix, decode_entry
-from broker_core.service.access import AccessMode, ProducerAccess
+from broker_core.service.access import ProducerAccess
 from broker_core.service.dedup import Deduplication, SequenceKey
 from broker_core.service.journal import Journal
+from broker_core.service.producers import ProducerInfo, TopicProducers
 from broker_core.service.retention import RetentionPolicy
 from broker_core.service.topic_retention import TopicRetention
 from broker_core.storage.cursor import ManagedCursor
@@ -45,16 +45,6 @@ log = logging.getLogger(__name__)
 
 # Room for the entry's own headers and metadata on top of maxMessageSize, as Pulsar's frame padding.
 FRAME_PADDING = 10 * 1024
-
-
-@dataclass
-class ProducerInfo:
-    producer_name: str
-    producer_id: int
-    properties: dict[str, str] = field(default_factory=dict)
-    access_mode: AccessMode = AccessMode.SHARED
-    msg_in_counter: int = 0
-    bytes_in_counter: int = 0
 
 
 @dataclass(frozen=True)
@@ -90,15 +80,6 @@ class _ConfirmedSource:
         return self._journal.confirmed_end_offset
 
 
-def check_producer_limit(topic: str, limit: int, producers: int) -> None:
-    """``ProducerBusy`` when ``producers`` (connected or waiting) already reach ``limit`` (0: none), with
-    Pulsar's words ("Topic reached max producers limit")."""
-    if limit and producers >= limit:
-        raise ProducerBusy(f"Topic {topic} reached max producers limit ({limit}): close a producer, or raise"
-                           " maxProducersPerTopic (`pulsarlike admin namespaces set-max-producers-per-topic`,"
-                           " `topics set-max-producers`)", topic=topic, limit=limit)
-
-
 def check_consumer_limit(topic: str, limit: int, consumers: int) -> None:
     """``ConsumerBusy`` when ``consumers`` already reach ``limit`` (0: none) ("Topic reached max consumers
     limit", as Pulsar says)."""
@@ -113,8 +94,7 @@ def _call_later(delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHa
     return asyncio.get_running_loop().call_later(delay_s, callback)
 
 
-class PersistentTopic(TopicRetention):
-    _producer_ids = itertools.count(1)
+class PersistentTopic(TopicProducers, TopicRetention):
 
     def __init__(self, name: TopicName, directory: Path, config: BrokerConfig, executor: Executor,
                  clock: Clock, *, deduplication: bool = False) -> None:
@@ -168,35 +148,6 @@ class PersistentTopic(TopicRetention):
         self._start_checks()
 
     # ------------------------------------------------------------------ producers
-    def add_producer(self, producer_name: str, properties: dict[str, str],
-                     access_mode: AccessMode = AccessMode.SHARED, *,
-                     fence: Callable[[ProducerFenced], None] = lambda error: None,
-                     granted: Callable[[], None] = lambda: None) -> tuple[ProducerInfo, bool]:
-        """Register a producer under the access modes' rules (see :mod:`.access`): returns its info and
-        whether it may publish now (False: ``WaitForExclusive`` queued it; ``granted`` runs later)."""
-        if self.closed:
-            raise NotAllowedError(f"topic {self.topic} is closing")
-        check_producer_limit(self.topic, self.max_producers, len(self.producers) + len(self.access.waiting))
-        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode))
-
-        def admitted() -> None:
-            self.producers[info.producer_id] = info
-            granted()
-
-        def fenced(error: ProducerFenced) -> None:
-            self.producers.pop(info.producer_id, None)
-            fence(error)
-
-        now = self.access.add(info.producer_id, producer_name, info.access_mode, fence=fenced,
-                              granted=admitted)
-        if now:
-            self.producers[info.producer_id] = info
-        return info, now
-
-    def remove_producer(self, info: ProducerInfo) -> None:
-        self.producers.pop(info.producer_id, None)
-        self.access.remove(info.producer_id)
-
     def last_sequence_id(self, producer_name: str) -> int:
         """The highest sequence id stored for ``producer_name`` (-1: unknown or deduplication off)."""
         return self.dedup.last_sequence_id(producer_name) if self.dedup is not None else -1
