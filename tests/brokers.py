@@ -1,4 +1,5 @@
-"""Helpers to run real brokers in tests: a ``pulsarlike broker`` process on port 0."""
+"""Helpers to run real brokers in tests: a ``pulsarlike broker`` process on port 0 (``broker_process``),
+and an in-process broker per test module with a client and an admin on it (``broker``, ``client``, ``admin``)."""
 from __future__ import annotations
 
 import os
@@ -73,3 +74,30 @@ def broker_process(tmp_path):
     yield start
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """A real in-process broker on port 0, one per test module."""
+    from broker_core import Broker
+
+    with Broker(data_dir=tmp_path_factory.mktemp("broker"), port=0) as running:
+        yield running
+
+
+@pytest.fixture
+def client(broker):
+    from connector import Client
+
+    c = Client(broker.service_url)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def admin(broker):
+    from connector import Admin
+
+    a = Admin(broker.service_url)
+    yield a
+    a.close()

@@ -12,7 +12,6 @@ import uuid
 
 import pytest
 
-from broker_core import Broker
 
 # Settings measured on the 2-core test machine: small driver heap, no UI, loopback only.
 SPARK_CONF = {
@@ -43,30 +42,6 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with Broker(data_dir=tmp_path_factory.mktemp("broker"), port=0) as running:
-        yield running
-
-
-@pytest.fixture
-def admin(broker):
-    from connector import Admin
-
-    a = Admin(broker.service_url)
-    yield a
-    a.close()
-
-
-@pytest.fixture
-def client(broker):
-    from connector import Client
-
-    c = Client(broker.service_url)
-    yield c
-    c.close()
 
 
 @pytest.fixture
