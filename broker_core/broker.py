@@ -9,7 +9,6 @@ Without ``data_dir`` the broker keeps its data in a temporary folder removed on 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from broker_core.config import BrokerConfig
 from broker_core.service.server import BrokerService
+from broker_core.storage.paths import remove_tree
 
 
 class Broker:
@@ -100,7 +100,7 @@ class Broker:
             thread.join()
             loop.close()
             if self._temp:
-                shutil.rmtree(self.data_dir, ignore_errors=True)
+                remove_tree(self.data_dir.parent, self.data_dir)
 
     def __enter__(self) -> "Broker":
         return self.start()

@@ -129,6 +129,17 @@ class CorruptLog(PulsarLikeError):
     """A stored frame in the middle of a segment failed verification; ``path`` and ``position`` say where."""
 
 
+class UnsafePath(PulsarLikeError):
+    """A folder the broker refuses to use or remove: it would lie outside the data dir (or be the data dir
+    itself), or it is a symbolic link. Names are validated before they become paths, so this means a bug or
+    a tampered data dir; the message never holds the path (the broker's log does)."""
+
+
+class DataDirLocked(PulsarLikeError):
+    """Another broker holds the data dir's lock; ``pid`` is its process id (0 when it could not be read).
+    Stop that broker first, or give this one another data dir."""
+
+
 class BrokerPersistenceError(PulsarLikeError):
     retriable = True
 

@@ -1,19 +1,118 @@
-"""Core value types shared by the broker and the client: topic names and message ids."""
+"""Core value types shared by the broker and the client: topic names and message ids.
+
+The name rules live here, once, for the broker and the client alike (Pulsar's ``NamedEntity`` rules, made
+strict enough that every name is safe as a folder name under the data dir):
+
+- a tenant or namespace holds ASCII letters, digits and ``-=:._`` (Pulsar's ``[-=:.\\w]`` with Java's
+  ASCII-only ``\\w``), at least one letter or digit (so never ``.``, ``..`` or ``:::``), at most 255 bytes;
+- a topic's local name holds the same characters plus ``%`` (which must start a ``%XX`` escape of UTF-8);
+  once percent-decoded it is not ``.``/``..``, holds no ``/`` and no control character, and has a letter
+  or digit; its folder name (the local name percent-encoded) is at most 255 bytes, and so is every
+  partition's (``<local name>-partition-<i>``) of a partitioned topic.
+
+255 bytes is a path component's limit on the usual file systems (ext4, xfs, btrfs, APFS).
+"""
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
+from urllib.parse import quote, unquote
 
-from broker_core.errors import InvalidTopicName
+from broker_core.errors import InvalidConfiguration, InvalidTopicName
 
 PERSISTENT = "persistent"
 NON_PERSISTENT = "non-persistent"
 PARTITION_SUFFIX = "-partition-"
+MAX_NAME_BYTES = 255
+"""The longest tenant, namespace or topic folder name (a path component's limit on the usual file systems)."""
 
-# Pulsar's NamedEntity rule for tenants and namespaces; topic local names may also hold '%' (encoded).
-_ENTITY = re.compile(r"^[-=:.\w]+$")
-_LOCAL = re.compile(r"^[-=:.%\w]+$")
+_ENTITY = re.compile(r"[-=:.\w]+", re.ASCII)
+_LOCAL = re.compile(r"[-=:.%\w]+", re.ASCII)
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_ALNUM = re.compile(r"[A-Za-z0-9]")
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>\d+)$")
+_SHOWN = 80
+"""Names are cut to this many characters in error messages (a 10 MB name makes no useful message)."""
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "...")
+
+
+def folder_name(local_name: str) -> str:
+    """The folder a topic's local name is stored in: percent-encoded, so any valid name is one plain
+    component (``:`` becomes ``%3A``, ``%`` becomes ``%25``)."""
+    return quote(local_name, safe="")
+
+
+def entity_name_problem(label: str, value: str) -> str | None:
+    """Why ``value`` is not a valid tenant or namespace name (``label`` says which), or None."""
+    if not isinstance(value, str) or not value:
+        return f"{label} is empty"
+    if len(value.encode()) > MAX_NAME_BYTES:
+        return f"{label} is {len(value.encode())} bytes long; the limit is {MAX_NAME_BYTES}"
+    if not _ENTITY.fullmatch(value):
+        return f"{label} {_shown(value)} may only contain ASCII letters, digits and -=:._"
+    if not _ALNUM.search(value):
+        return f"{label} {_shown(value)} must contain a letter or a digit"
+    return None
+
+
+def local_name_problem(local: str) -> str | None:
+    """Why ``local`` is not a valid topic local name (partition suffix included), or None."""
+    if not local:
+        return "topic is empty"
+    size = len(folder_name(local).encode())
+    if size > MAX_NAME_BYTES:
+        return (f"topic is {size} bytes long once percent-encoded for its folder; the limit is"
+                f" {MAX_NAME_BYTES}")
+    if not _LOCAL.fullmatch(local):
+        return f"topic {_shown(local)} may only contain ASCII letters, digits and -=:._%"
+    if _LONE_PERCENT.search(local):
+        return f"topic {_shown(local)} has a '%' that does not start a %XX escape"
+    try:
+        decoded = unquote(local, errors="strict")
+    except UnicodeDecodeError:
+        return f"topic {_shown(local)} has %XX escapes that are not UTF-8"
+    if decoded in (".", ".."):
+        return f"topic {_shown(local)} means {decoded!r} once percent-decoded"
+    if "/" in decoded:
+        return f"topic {_shown(local)} holds '/' once percent-decoded"
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in decoded):
+        return f"topic {_shown(local)} holds a control character once percent-decoded"
+    if not any(c.isalnum() for c in decoded):
+        return f"topic {_shown(local)} must contain a letter or a digit"
+    return None
+
+
+def check_tenant_name(tenant: str) -> str:
+    """``tenant``, or ``InvalidConfiguration`` saying why it is not a valid tenant name."""
+    problem = entity_name_problem("tenant", tenant)
+    if problem:
+        raise InvalidConfiguration(f"tenant name {_shown(str(tenant))} is not valid: {problem}",
+                                   tenant=str(tenant)[:_SHOWN], reason=problem)
+    return tenant
+
+
+def check_namespace_name(namespace: str) -> tuple[str, str]:
+    """``(tenant, local name)`` of ``tenant/namespace``; ``InvalidConfiguration`` saying why when not valid."""
+    parts = namespace.split("/") if isinstance(namespace, str) else []
+    problem = ("expected tenant/namespace" if len(parts) != 2 else
+               entity_name_problem("tenant", parts[0]) or entity_name_problem("namespace", parts[1]))
+    if problem:
+        raise InvalidConfiguration(f"namespace {_shown(str(namespace))} is not valid ({problem}); use"
+                                   " tenant/namespace, each part of ASCII letters, digits and _-=:.",
+                                   namespace=str(namespace)[:_SHOWN], reason=problem)
+    return parts[0], parts[1]
+
+
+def check_partition_names(name: "TopicName", partitions: int) -> None:
+    """``InvalidTopicName`` when the partitions of ``name`` would have folder names over the limit."""
+    last = name.partition(max(partitions - 1, 0)).local_name
+    size = len(folder_name(last).encode())
+    if size > MAX_NAME_BYTES:
+        raise _invalid(str(name), f"its partition folder names would be up to {size} bytes once percent-encoded"
+                                  f" (the limit is {MAX_NAME_BYTES}): use a shorter name or fewer partitions")
 
 
 class TopicName(NamedTuple):
@@ -38,7 +137,7 @@ class TopicName(NamedTuple):
         if "://" in name:
             domain, _, rest = name.partition("://")
             if domain not in (PERSISTENT, NON_PERSISTENT):
-                raise _invalid(name, f"domain must be 'persistent' or 'non-persistent', not {domain!r}")
+                raise _invalid(name, f"domain must be 'persistent' or 'non-persistent', not {_shown(domain)}")
             parts = rest.split("/")
             if len(parts) != 3:
                 raise _invalid(name, "expected {persistent|non-persistent}://tenant/namespace/topic")
@@ -48,13 +147,10 @@ class TopicName(NamedTuple):
                 raise _invalid(name, "a short name cannot contain '/'; use the full form"
                                      " {persistent|non-persistent}://tenant/namespace/topic")
             domain, tenant, namespace, local = PERSISTENT, "public", "default", name
-        for label, value, rule in (("tenant", tenant, _ENTITY), ("namespace", namespace, _ENTITY),
-                                   ("topic", local, _LOCAL)):
-            if not value:
-                raise _invalid(name, f"{label} is empty")
-            if not rule.match(value):
-                raise _invalid(name, f"{label} {value!r} may only contain letters, digits and -=:._"
-                                     + ("%" if label == "topic" else ""))
+        problem = (entity_name_problem("tenant", tenant) or entity_name_problem("namespace", namespace)
+                   or local_name_problem(local))
+        if problem:
+            raise _invalid(name, problem)
         return cls(domain, tenant, namespace, local)
 
     def __str__(self) -> str:
@@ -86,7 +182,7 @@ class TopicName(NamedTuple):
 
 
 def _invalid(name: str, reason: str) -> InvalidTopicName:
-    return InvalidTopicName(f"invalid topic name {name!r}: {reason}", topic=name, reason=reason)
+    return InvalidTopicName(f"invalid topic name {_shown(name)}: {reason}", topic=name[:_SHOWN], reason=reason)
 
 
 _U64_MAX = (1 << 64) - 1

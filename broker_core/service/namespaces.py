@@ -19,33 +19,17 @@ unreachable.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Iterable
 
 from broker_core.errors import (CorruptLog, InvalidConfiguration, NamespaceAlreadyExists, NamespaceNotFound,
                                 TenantAlreadyExists, TenantNotFound)
 from broker_core.storage.atomic import atomic_write
+from broker_core.types import check_namespace_name, check_tenant_name
 
 DEFAULT_TENANT, DEFAULT_NAMESPACE = "public", "public/default"
-_NAME = re.compile(r"[-=:.\w]+")
-"""Pulsar's rule for tenant and namespace names: letters, digits, ``_ - = : .``."""
-
-
-def check_tenant_name(tenant: str) -> str:
-    if not isinstance(tenant, str) or not _NAME.fullmatch(tenant):
-        raise InvalidConfiguration(f"tenant name {tenant!r} is not valid: use letters, digits and _-=:.",
-                                   tenant=str(tenant))
-    return tenant
-
-
-def check_namespace_name(namespace: str) -> tuple[str, str]:
-    """``(tenant, local name)`` of ``tenant/namespace``; ``InvalidConfiguration`` when malformed."""
-    parts = namespace.split("/") if isinstance(namespace, str) else []
-    if len(parts) != 2 or not all(_NAME.fullmatch(p) for p in parts):
-        raise InvalidConfiguration(f"namespace {namespace!r} is not valid; use tenant/namespace (letters,"
-                                   " digits and _-=:. in each part)", namespace=str(namespace))
-    return parts[0], parts[1]
+# check_tenant_name / check_namespace_name come from broker_core.types, the one home of the name rules;
+# callers keep importing them from here.
 
 
 def how_to_create(namespace: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from broker_core.service.topic_retention import TopicRetention
 from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.cursor_store import CursorStore
 from broker_core.storage.log import ManagedLog, StoredEntry
+from broker_core.storage.paths import remove_tree
 from broker_core.types import TopicName
 from dispatch.consumer import Consumer
 from dispatch.shared import DelayedDelivery
@@ -425,4 +425,4 @@ class PersistentTopic(TopicProducers, TopicRetention):
         await self.close()
         self.subscriptions.clear()
         self.readers.clear()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        remove_tree(self.directory.parent, self.directory)  # the folder topic_dir derived and checked

@@ -9,16 +9,17 @@ Disk layout under ``data_dir``::
     metadata/policies.json                    namespace and topic policies
     topics/<domain>/<tenant>/<namespace>/<topic>/   one folder per topic partition: segments + cursors/
 
-Topic folder names are the local name percent-encoded, so any valid name maps to one folder.
+Topic folder names are the local name percent-encoded, so any valid name maps to one folder. Paths come
+only from :mod:`broker_core.storage.paths` (which checks they stay under ``topics/``), and folders are
+removed only through its ``remove_tree``.
 """
 from __future__ import annotations
 
 import logging
-import shutil
 from concurrent.futures import Executor
 from typing import Iterable
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
@@ -31,11 +32,26 @@ from broker_core.service.non_persistent import NonPersistentTopic, check_enabled
 from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
 from broker_core.service.retention import RetentionPolicy
 from broker_core.service.topic import PersistentTopic
-from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName
+from broker_core.storage.paths import namespace_dir, remove_tree, tenant_dir, topic_dir
+from broker_core.types import (NON_PERSISTENT, PERSISTENT, TopicName, check_partition_names, entity_name_problem,
+                               folder_name, local_name_problem)
 
 log = logging.getLogger(__name__)
 
 MAX_PARTITIONS = 4096
+
+
+def _topic_folders(folder: Path) -> list[str]:
+    """The local names of the topic folders in a namespace folder; a folder no valid name maps to (made by
+    hand, or by a version with laxer rules) is no topic: it is skipped, so it is never opened or deleted."""
+    locals_ = []
+    for path in folder.iterdir():
+        local = unquote(path.name)
+        if path.is_dir() and folder_name(local) == path.name and not local_name_problem(local):
+            locals_.append(local)
+        elif path.is_dir():
+            log.warning("event=topic_folder_skipped namespace_folder=%s folder=%s", folder.name, path.name)
+    return locals_
 
 
 class TopicRegistry:
@@ -54,14 +70,15 @@ class TopicRegistry:
     def _found_namespaces(self) -> set[str]:
         """Namespaces a data folder from before ``namespaces.json`` already uses (adopted at first start)."""
         found = {f"{t.name}/{ns.name}" for domain in (PERSISTENT, NON_PERSISTENT) if (self._root / domain).is_dir()
-                 for t in (self._root / domain).iterdir() if t.is_dir() for ns in t.iterdir() if ns.is_dir()}
+                 for t in (self._root / domain).iterdir() if t.is_dir() for ns in t.iterdir() if ns.is_dir()
+                 if not (entity_name_problem("tenant", t.name) or entity_name_problem("namespace", ns.name))}
         found.update(self.policies.namespaces())
         found.update(TopicName.parse(t).namespace_name for t in self.partitioned.topics())
         return found
 
     # ------------------------------------------------------------------ lookup
     def _dir(self, name: TopicName) -> Path:
-        return self._root / name.domain / name.tenant / name.namespace / quote(name.local_name, safe="")
+        return topic_dir(self._root, name)
 
     def _exists_on_disk(self, name: TopicName) -> bool:
         return self._dir(name).is_dir()
@@ -170,6 +187,7 @@ class TopicRegistry:
                                    topic=str(name), reason="contains -partition-")
         if not 0 < partitions <= MAX_PARTITIONS:
             raise NotAllowedError(f"partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
+        check_partition_names(name, partitions)
         check_enabled(self._config, name)
         self.namespaces.check_exists(name.namespace_name)
         if self.partitions_of(name) or str(name) in self._topics or self._exists_on_disk(name):
@@ -188,9 +206,9 @@ class TopicRegistry:
         self.namespaces.check_exists(namespace)
         names: set[str] = set()
         for domain in (PERSISTENT, NON_PERSISTENT):
-            folder = self._root / domain / tenant / ns
+            folder = namespace_dir(self._root, domain, tenant, ns)
             if folder.is_dir():
-                names.update(f"{domain}://{tenant}/{ns}/{unquote(p.name)}" for p in folder.iterdir() if p.is_dir())
+                names.update(f"{domain}://{tenant}/{ns}/{local}" for local in _topic_folders(folder))
         names.update(k for k in self._topics if TopicName.parse(k).namespace_name == namespace)
         for base, n in self.partitioned.topics().items():
             parsed = TopicName.parse(base)
@@ -213,8 +231,8 @@ class TopicRegistry:
             if topic is not None:
                 self._topics.pop(topic.topic, None)
                 await topic.delete()
-            elif self._exists_on_disk(target):
-                shutil.rmtree(self._dir(target), ignore_errors=True)
+            else:
+                remove_tree(self._root, self._dir(target))
         if partitions:
             self.partitioned.remove(str(name))
         self.policies.forget_topic(str(name))
@@ -280,7 +298,7 @@ class TopicRegistry:
         finally:
             self.namespaces.deleting.discard(namespace)
         for domain in (PERSISTENT, NON_PERSISTENT):
-            shutil.rmtree(self._root / domain / tenant / ns, ignore_errors=True)
+            remove_tree(self._root, namespace_dir(self._root, domain, tenant, ns))
         log.info("event=namespace_deleted namespace=%s force=%s topics_deleted=%d", namespace, force, len(topics))
 
     async def _delete_topics(self, topics: Iterable[str]) -> None:
@@ -302,7 +320,7 @@ class TopicRegistry:
             await self.delete_namespace(namespace, force=True)
         self.namespaces.delete_tenant(tenant)
         for domain in (PERSISTENT, NON_PERSISTENT):
-            shutil.rmtree(self._root / domain / tenant, ignore_errors=True)
+            remove_tree(self._root, tenant_dir(self._root, domain, tenant))
         log.info("event=tenant_deleted tenant=%s force=%s", tenant, force)
 
     def stats(self, name: TopicName) -> dict:

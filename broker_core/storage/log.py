@@ -46,7 +46,6 @@ import bisect
 import logging
 import os
 import re
-import shutil
 import signal
 import threading
 from collections.abc import Iterator, Sequence
@@ -57,6 +56,7 @@ from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.errors import AlreadyClosed, BrokerPersistenceError, CorruptLog, MessageTooBig
 from broker_core.storage.cache import TailCache
 from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, encode_header
+from broker_core.storage.paths import remove_tree
 from broker_core.storage.segment import (
     INDEX_SUFFIX, READ_CHUNK, BadFrame, Segment, fsync_directory, write_all)
 
@@ -389,7 +389,7 @@ class ManagedLog:
     def delete(self) -> None:
         """Close and remove the whole directory."""
         self.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        remove_tree(self.directory.parent, self.directory)
 
     def __repr__(self) -> str:
         return (f"ManagedLog({str(self.directory)!r}, start={self.start_offset}, end={self.end_offset}, "
