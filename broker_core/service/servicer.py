@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import logging
+import uuid
 from collections import deque
 from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
@@ -43,8 +44,11 @@ _ACCESS_MODES = {pb.SHARED: AccessMode.SHARED, pb.EXCLUSIVE: AccessMode.EXCLUSIV
 
 
 def _unexpected(exc: BaseException) -> PulsarLikeError:
-    log.exception("event=unexpected_error error=%r", exc)
-    return UnknownError(f"internal broker error: {type(exc).__name__}: {exc}")
+    # the exception's text may hold server paths (an OSError's file name): it goes to the log, never the client
+    error_id = uuid.uuid4().hex[:12]
+    log.exception("event=unexpected_error error_id=%s error=%r", error_id, exc)
+    return UnknownError(f"internal broker error (error id {error_id}); the broker's log has the details",
+                        error_id=error_id)
 
 
 class _OrderedReplies:
