@@ -17,6 +17,7 @@ from broker_core.service.metrics import BrokerCollector, MetricsServer, call_on_
 from broker_core.service.producers import ProducerNames
 from broker_core.service.servicer import BrokerServicer
 from broker_core.service.topics import TopicRegistry
+from broker_core.storage.dir_lock import DataDirLock
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +41,11 @@ class BrokerService:
         self._executor: ThreadPoolExecutor | None = None
         self._health: health.HealthServicer | None = None
         self.registry: TopicRegistry | None = None
+        self._data_dir_lock = DataDirLock(self.data_dir)
 
     async def start(self) -> int:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._data_dir_lock.acquire()  # before anything in the data dir is opened
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pulsarlike-io")
         self.registry = TopicRegistry(self.data_dir, self.config, self._executor, self._clock)
         limit = max(MAX_GRPC_MESSAGE, 2 * self.config.maxMessageSize + (1 << 20))
@@ -99,4 +102,5 @@ class BrokerService:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
+        self._data_dir_lock.release()
         log.info("event=broker_stopped port=%d", self.port)
