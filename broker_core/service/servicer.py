@@ -46,7 +46,8 @@ _ACCESS_MODES = {pb.SHARED: AccessMode.SHARED, pb.EXCLUSIVE: AccessMode.EXCLUSIV
 def _unexpected(exc: BaseException) -> PulsarLikeError:
     # the exception's text may hold server paths (an OSError's file name): it goes to the log, never the client
     error_id = uuid.uuid4().hex[:12]
-    log.exception("event=unexpected_error error_id=%s error=%r", error_id, exc)
+    log.error("event=unexpected_error error_id=%s error_type=%s error=%s", error_id, type(exc).__name__, exc,
+              exc_info=exc)
     return UnknownError(f"internal broker error (error id {error_id}); the broker's log has the details",
                         error_id=error_id)
 
