@@ -75,7 +75,8 @@ def local_name_problem(local: str) -> str | None:
     except UnicodeDecodeError:
         return f"topic {_shown(local)} has %XX escapes that are not UTF-8"
     if decoded in (".", ".."):
-        return f"topic {_shown(local)} means {decoded!r} once percent-decoded"
+        shown = f"topic {_shown(local)}" + (f" is {decoded!r} once percent-decoded:" if decoded != local else ":")
+        return f"{shown} '.' and '..' are not topic names"
     if "/" in decoded:
         return f"topic {_shown(local)} holds '/' once percent-decoded"
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in decoded):
