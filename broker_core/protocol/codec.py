@@ -16,7 +16,9 @@ what protobuf writes; the tests pin that). Anything rarer goes through protobuf.
 
 Decoding never raises ``IndexError``/``DecodeError``: bad input becomes
 :class:`~broker_core.errors.InvalidMessage` (bad magic, sizes, metadata) or
-:class:`~broker_core.errors.ChecksumError` (CRC mismatch).
+:class:`~broker_core.errors.ChecksumError` (CRC mismatch). Nothing is sized from a count the entry states
+before that count is checked against the bytes it came with (:func:`check_entry` for the broker,
+:func:`split_batch` for readers; see :mod:`broker_core.protocol.entry_limits`).
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ from google.protobuf.message import DecodeError, EncodeError
 
 from broker_core.errors import ChecksumError, InvalidMessage
 from broker_core.protocol import pulsar_api_pb2
+from broker_core.protocol.entry_limits import (  # noqa: F401  (check_entry: part of the codec's API)
+    FRAME_PADDING, MIN_BATCH_FRAME, check_entry)
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02
@@ -399,9 +403,13 @@ def split_batch(payload: bytes | memoryview, num_messages: int,
     ``num_messages`` message bytes (two sequences: the consumer builds its messages from both at once).
 
     A batch of payload-only messages of one size (what a producer of fixed-size records writes) is
-    checked and split in a few C-level calls; any other batch message by message.
+    checked and split in a few C-level calls; any other batch message by message. A count the payload
+    cannot hold (fewer than ``num_messages * MIN_BATCH_FRAME`` bytes) is refused before anything is built.
     """
     buf = payload if type(payload) is bytes else bytes(payload)
+    if not 1 <= num_messages <= len(buf) // MIN_BATCH_FRAME:
+        raise InvalidMessage(f"the batch claims {num_messages} messages but its {len(buf)} bytes hold at most "
+                             f"{len(buf) // MIN_BATCH_FRAME} (each takes at least {MIN_BATCH_FRAME} bytes)")
     uniform = _split_uniform(buf, num_messages)
     if uniform is not None:
         return uniform
