@@ -56,6 +56,13 @@ class BrokerConfig:
     entries still goes to one segment)."""
     managedLedgerCacheSizeMB: int = 64
     """Recently appended entries kept in memory so tailing consumers never read the disk."""
+    managedLedgerMaxOpenFiles: int = 256
+    """pulsarlike extension: segment and index files kept open at once over every topic (0: no limit); the
+    least recently used idle ones are closed and reopened on their next use."""
+    brokerTopicIdleUnloadSeconds: int = 120
+    """pulsarlike extension: a topic with no producers or consumers and no activity for this long is
+    unloaded (files closed, memory freed; cursors, deduplication state and data stay on disk) and loaded
+    again on its next use (0: never)."""
     managedLedgerCursorFlushIntervalMs: int = 200
     """Acknowledgments are persisted at most this often (and on close); a crash redelivers at most
     this window of acknowledged messages (at-least-once, as in Pulsar)."""
@@ -77,8 +84,9 @@ class BrokerConfig:
     dispatcherMaxDeliveryBytes: int = 8 * 1024 * 1024
     """Most bytes of entries packed into one delivery message to a consumer."""
     maxUnackedMessagesPerConsumer: int = 50000
-    """Shared subscriptions stop dispatching to a consumer holding this many unacked messages (0: no
-    limit)."""
+    """Dispatch stops to a consumer holding this many unacked messages until it acknowledges some (0: no
+    limit). Every subscription type (Pulsar caps only Shared and Key_Shared); readers, which never
+    acknowledge, are not capped."""
     maxProducersPerTopic: int = 0
     """Most producers connected to one topic partition (0: no limit); namespace and topic policies
     override it. One more is refused with ``ProducerBusy``."""
@@ -97,6 +105,29 @@ class BrokerConfig:
     acknowledgmentAtBatchIndexLevelEnabled: bool = False
     """Redeliver only the unacknowledged messages of a partly acknowledged batch; off, the whole batch
     is redelivered (consumers skip what they acknowledged when they also enable batch index acks)."""
+
+    streamReplyQueueMaxMessages: int = 1000
+    """pulsarlike extension: replies waiting to be written to one stream's client (for a producer, its
+    sends waiting to be persisted count too); beyond it the broker stops reading that producer's requests,
+    or stops dispatching to that consumer, until the client has read half of them (back-pressure)."""
+    streamReplyQueueMaxBytes: int = 16 * 1024 * 1024
+    """pulsarlike extension: the same bound in bytes of replies."""
+    brokerReplyQueueMaxBytes: int = 256 * 1024 * 1024
+    """pulsarlike extension: bytes of replies waiting on every stream together; beyond it each stream with
+    unread replies waits until its client has read them all."""
+    brokerMaxConnections: int = 0
+    """Client connections (with at least one call open) at once (0: no limit); one more call from a new
+    connection fails with ``TooManyRequests``."""
+    brokerMaxConnectionsPerIp: int = 0
+    """The same per client IP address (0: no limit)."""
+    maxStreamsPerConnection: int = 10000
+    """pulsarlike extension: producer and consumer streams open at once on one client connection (0: no
+    limit); one more fails with ``TooManyRequests``."""
+    maxConcurrentLookupRequest: int = 50000
+    """Unary calls (lookups, admin) being served at once over every connection (0: no limit); one more
+    fails with ``TooManyRequests``."""
+    maxConcurrentRequestsPerConnection: int = 1000
+    """pulsarlike extension: unary calls being served at once for one client connection (0: no limit)."""
 
     webServicePort: int = 8080
     """HTTP port of the Prometheus metrics (``/metrics``) and ``/status.html``; 0 picks a free one. A broker
@@ -119,14 +150,18 @@ class BrokerConfig:
                      "dispatcherMaxDeliveryBytes", "defaultNumPartitions",
                      "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis",
                      "managedLedgerMaxEntriesPerLedger", "retentionCheckIntervalInSeconds",
-                     "messageExpiryCheckIntervalInMinutes", "metricsServletTimeoutMs"):
+                     "messageExpiryCheckIntervalInMinutes", "metricsServletTimeoutMs",
+                     "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",
                      "managedLedgerCursorFlushIntervalMs", "maxUnackedMessagesPerConsumer",
                      "maxProducersPerTopic", "maxConsumersPerTopic",
                      "managedLedgerMaxLedgerRolloverTimeMinutes", "ttlDurationDefaultInSeconds",
-                     "messageExpiryCheckIntervalInSeconds", "webServicePort"):
+                     "messageExpiryCheckIntervalInSeconds", "webServicePort", "managedLedgerMaxOpenFiles",
+                     "brokerTopicIdleUnloadSeconds", "brokerMaxConnections",
+                     "brokerMaxConnectionsPerIp", "maxStreamsPerConnection", "maxConcurrentLookupRequest",
+                     "maxConcurrentRequestsPerConnection"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
         for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):

@@ -89,6 +89,15 @@ class ProducerQueueIsFull(PulsarLikeError):
     retriable = True
 
 
+class TooManyRequests(PulsarLikeError):
+    """The broker refused a call because this client (its connection or IP address) or the broker as a
+    whole is at a limit: ``limit`` names the configuration key, ``allowed`` its value. Retry later, close
+    producers, consumers or clients you no longer use, or raise the limit on the broker (Pulsar's
+    ``TooManyLookupRequestException``)."""
+
+    retriable = True
+
+
 class NotAllowedError(PulsarLikeError):
     pass
 
@@ -140,8 +149,15 @@ class DataDirLocked(PulsarLikeError):
     Stop that broker first, or give this one another data dir."""
 
 
-class BrokerPersistenceError(PulsarLikeError):
+class PersistenceError(PulsarLikeError):
+    """The broker could not store or sync an entry (disk full, I/O error): that send fails, the producer
+    stays usable and may retry once the cause is gone (Pulsar's ``PersistenceError``)."""
+
     retriable = True
+
+
+BrokerPersistenceError = PersistenceError
+"""The name this error had before pulsarlike took Pulsar's."""
 
 
 class Timeout(PulsarLikeError):

@@ -131,17 +131,20 @@ class Consumer:
     """A connected consumer: its permits (receiver-queue room), counters and pending acks.
 
     ``sink`` is called synchronously with each group of deliveries (the service turns it into one gRPC
-    message); ``on_active_change`` tells a Failover consumer whether it became the active one.
+    message); ``on_active_change`` tells a Failover consumer whether it became the active one;
+    ``on_error`` ends the consumer's session with an error dispatch cannot get past (a damaged stored
+    segment), at most once.
     ``permits`` may go negative, as in Pulsar, when an entry holds more messages than there were permits.
     """
 
     __slots__ = ("consumer_id", "consumer_name", "priority_level", "sink", "on_active_change", "permits",
-                 "msg_out_counter", "bytes_out_counter", "pending", "highest_delivered_end", "multi_topic", "key_shared")
+                 "msg_out_counter", "bytes_out_counter", "pending", "highest_delivered_end", "multi_topic", "key_shared",
+                 "on_error", "failed")
 
     def __init__(self, consumer_id: int, consumer_name: str,
                  sink: Callable[[list[Delivery]], None], *, priority_level: int = 0,
                  on_active_change: Callable[[bool], None] | None = None, multi_topic: bool = False,
-                 key_shared: Any = None) -> None:
+                 key_shared: Any = None, on_error: Callable[[Exception], None] | None = None) -> None:
         self.consumer_id = consumer_id
         self.key_shared = key_shared
         """Key_Shared consumers: their :class:`~dispatch.key_shared.KeySharedPolicy` (None: the default)."""
@@ -158,10 +161,19 @@ class Consumer:
         self.pending = PendingAcks()
         self.highest_delivered_end = 0
         """One past the highest offset ever sent to this consumer; acks must stay below it."""
+        self.on_error = on_error
+        self.failed: Exception | None = None
 
     @property
     def unacked_messages(self) -> int:
         return self.pending.unacked_messages
+
+    def fail(self, error: Exception) -> None:
+        """End this consumer's session with ``error`` (once); the service then removes it."""
+        if self.failed is None:
+            self.failed = error
+            if self.on_error is not None:
+                self.on_error(error)
 
     def notify_active(self, is_active: bool) -> None:
         if self.on_active_change is not None:

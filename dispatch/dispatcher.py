@@ -11,8 +11,11 @@ consumer gets which entry, and when. A dispatcher implements five hooks:
 """
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar
+
+from broker_core.errors import CorruptLog
 
 from dispatch.ack_set import to_words, unacked_bits
 from dispatch.consumer import Consumer, Delivery
@@ -21,6 +24,8 @@ from dispatch.types import SubType
 if TYPE_CHECKING:
     from broker_core.storage.log import StoredEntry
     from dispatch.subscription import Subscription
+
+log = logging.getLogger(__name__)
 
 
 def split_by_bytes(deliveries: list[Delivery], limit: int) -> list[list[Delivery]]:
@@ -73,9 +78,22 @@ class Dispatcher(ABC):
             while self._again:
                 self._again = False
                 self._dispatch_rounds()
+        except CorruptLog as exc:  # a damaged stored segment: its readers fail, writers and others go on
+            self._read_failed(exc)
+            return
         finally:
             self._dispatching = False
         self._after_dispatch()
+
+    def _read_failed(self, error: CorruptLog) -> None:
+        """Every consumer of the subscription gets ``error`` and is disconnected: dispatch cannot get past
+        the damaged range until the cursor is moved (reset-cursor, skip) or the segment is restored."""
+        consumers = [c for c in self.consumers if c.failed is None]
+        if consumers:
+            log.error("event=subscription_read_failed topic=%s subscription=%s consumers=%d error=%r",
+                      self.subscription.topic, self.subscription.name, len(consumers), error.message)
+        for consumer in consumers:
+            consumer.fail(error)
 
     @abstractmethod
     def _dispatch_rounds(self) -> None:

@@ -60,6 +60,19 @@ class SequenceKey(NamedTuple):
         return cls(metadata.producer_name, seq, highest, checked)
 
 
+def stored_snapshot_offset(directory: Path) -> int | None:
+    """The log offset the topic's snapshot covers, or None when there is no readable snapshot."""
+    try:
+        return int(json.loads((directory / SNAPSHOT_FILE).read_bytes())["offset"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def discard_snapshot(directory: Path) -> None:
+    """Drop the snapshot (it is derived data): the next recovery replays the whole log."""
+    (directory / SNAPSHOT_FILE).unlink(missing_ok=True)
+
+
 class Deduplication:
     def __init__(self, directory: Path, snapshot_interval: int = 1000) -> None:
         self._path = directory / SNAPSHOT_FILE

@@ -4,57 +4,74 @@
 (both only once the entry is as durable as the policy promises, never earlier):
 
 - ``always``: every append call is fsynced before it returns (one fsync per producer request);
-- ``group``: appends return at once; the topic's sync thread runs one fsync covering every append made
-  while the previous fsync was running (natural group commit), at most one fsync per
-  ``journalSyncIntervalMs``; receipts wait for the fsync that covers them. A dedicated thread woken by a
-  ``threading.Event`` (rather than an executor job) keeps the hand-offs off the latency path;
+- ``group``: appends return at once; one fsync covers every append made while the previous fsync of the
+  topic was running (natural group commit), at most one fsync per ``journalSyncIntervalMs``; receipts
+  wait for the fsync that covers them. The fsyncs run on the broker's small shared sync pool (an
+  ``Executor``), not on a thread per topic, and report back to the event loop;
 - ``never``: an entry is confirmed as soon as it is in the page cache.
 
 ``confirmed_end_offset`` is the offset below which everything is confirmed; dispatch reads only below it.
+
+A failed fsync fails the receipts it covered with ``PersistenceError`` and nothing else: the log is cut
+back to what is durable (so a failed send is not stored, and a retry is not a duplicate), and the next
+append tries again. Only when even that cut fails is the journal *fenced*: every later append fails
+until the topic is reloaded, whose recovery works out what the disk holds.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections import deque
 from concurrent.futures import Executor
-from typing import Callable
+from typing import Callable, Protocol
 
-from broker_core.errors import BrokerPersistenceError
-from broker_core.storage.log import ManagedLog
+from broker_core.errors import PersistenceError
 
 log = logging.getLogger(__name__)
 
 Waiter = Callable[[BaseException | None], None]
 
 
+class SyncedLog(Protocol):
+    """What the journal needs of :class:`~broker_core.storage.log.ManagedLog`."""
+
+    end_offset: int
+    durable_end_offset: int
+
+    def sync(self) -> int: ...
+
+    def rollback_to(self, offset: int) -> int: ...
+
+
 class Journal:
-    def __init__(self, managed_log: ManagedLog, mode: str, interval_ms: int, executor: Executor,
+    def __init__(self, managed_log: SyncedLog, mode: str, interval_ms: int, sync_pool: Executor,
                  on_confirmed: Callable[[], None]) -> None:
         self._log = managed_log
         self._mode = mode
         self._interval_s = interval_ms / 1000.0
-        self._executor = executor
+        self._pool = sync_pool
         self._on_confirmed = on_confirmed
         self._waiters: deque[tuple[int, Waiter]] = deque()
         self._loop = asyncio.get_running_loop()
-        self._wakeup = threading.Event()
-        self._closed = False
-        self._failed: BaseException | None = None
+        self._syncing = False
+        self._idle: asyncio.Future | None = None  # set while close() waits for the running fsync
+        self._last_sync = 0.0
+        self.fenced: PersistenceError | None = None
+        """Set when a failed fsync could not be undone: appends fail until the topic is reloaded."""
         self.confirmed_end_offset = managed_log.end_offset
-        self._thread: threading.Thread | None = None
-        if mode == "group":
-            self._thread = threading.Thread(target=self._sync_loop, name="pulsarlike-journal", daemon=True)
-            self._thread.start()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing waits for an fsync (the topic may be unloaded)."""
+        return not self._waiters and not self._syncing
 
     # ------------------------------------------------------------------ appends
     def appended(self, end_offset: int, waiter: Waiter) -> None:
         """Entries below ``end_offset`` were appended; call ``waiter(None)`` once they are confirmed
         (or ``waiter(error)`` if they can never be)."""
-        if self._failed is not None:
-            waiter(self._failed)
+        if self.fenced is not None:
+            waiter(self.fenced)
             return
         if self._mode == "never":
             self._confirm(end_offset)
@@ -62,67 +79,92 @@ class Journal:
         elif self._mode == "always":
             try:
                 self._log.sync()
-            except OSError as exc:
-                self._fail(exc)
-                waiter(self._failed)
+            except PersistenceError as exc:
+                self._waiters.append((end_offset, waiter))
+                self._sync_failed(exc)
                 return
             self._confirm(end_offset)
             waiter(None)
         else:
             self._waiters.append((end_offset, waiter))
-            self._wakeup.set()
+            if not self._syncing:
+                self._start_sync()
 
     def _confirm(self, end_offset: int) -> None:
         if end_offset > self.confirmed_end_offset:
             self.confirmed_end_offset = end_offset
-            self._on_confirmed()
-
-    # ------------------------------------------------------------------ group commit (sync thread)
-    def _sync_loop(self) -> None:
-        last = 0.0
-        while True:
-            self._wakeup.wait()
-            self._wakeup.clear()
-            if self._closed:
-                return
-            if self._interval_s:
-                delay = last + self._interval_s - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-            last = time.monotonic()
             try:
-                durable = self._log.sync()
-            except Exception as exc:  # disk full, I/O error: fail what waits, keep the broker up
-                self._loop.call_soon_threadsafe(self._fail, exc)
-                return
+                self._on_confirmed()
+            except Exception:  # a consumer's trouble must never keep receipts from their producers
+                log.exception("event=dispatch_after_confirm_failed")
+
+    # ------------------------------------------------------------------ group commit
+    def _start_sync(self) -> None:
+        self._syncing = True
+        delay = self._last_sync + self._interval_s - time.monotonic() if self._interval_s else 0.0
+        if delay > 0:
+            self._loop.call_later(delay, self._submit)
+        else:
+            self._submit()
+
+    def _submit(self) -> None:
+        self._last_sync = time.monotonic()
+        try:
+            self._pool.submit(self._sync_job)
+        except RuntimeError as exc:  # the pool is shut down: the broker is stopping
+            self._sync_failed(PersistenceError(f"cannot persist entries: {exc}"))
+
+    def _sync_job(self) -> None:
+        """On a pool thread: one fsync, reported to the event loop."""
+        try:
+            durable = self._log.sync()
+        except Exception as exc:  # disk full, I/O error, EMFILE: fail what waits, keep the broker up
+            self._loop.call_soon_threadsafe(self._sync_failed, exc)
+        else:
             self._loop.call_soon_threadsafe(self._release, durable)
 
     def _release(self, durable: int) -> None:
+        self._syncing = False
         self._confirm(durable)
         waiters = self._waiters
         while waiters and waiters[0][0] <= durable:
             _, waiter = waiters.popleft()
             waiter(None)
-        if waiters:
-            self._wakeup.set()
+        if waiters and self._idle is None:
+            self._start_sync()
+        self._wake_close()
 
-    def _fail(self, exc: BaseException) -> None:
+    def _sync_failed(self, exc: BaseException) -> None:
+        """Fail the receipts the fsync covered; cut the log back to what is durable."""
+        self._syncing = False
+        error = exc if isinstance(exc, PersistenceError) else PersistenceError(f"cannot persist entries: {exc}")
         log.error("event=journal_sync_failed error=%r", exc)
-        self._failed = BrokerPersistenceError(f"cannot persist entries: {exc}")
-        while self._waiters:
-            self._waiters.popleft()[1](self._failed)
+        try:
+            durable = self._log.rollback_to(self.confirmed_end_offset)
+        except Exception as cut:
+            self.fenced = PersistenceError(
+                f"the topic's storage failed and could not be restored ({cut}); it accepts no more"
+                " entries until it is reloaded (unload the topic or restart the broker)")
+            log.error("event=journal_fenced error=%r", cut)
+            durable = self.confirmed_end_offset
+        self._confirm(min(durable, self._log.durable_end_offset))
+        waiters = self._waiters
+        while waiters:
+            end, waiter = waiters.popleft()
+            waiter(None if end <= self.confirmed_end_offset else error)
+        self._wake_close()
+
+    def _wake_close(self) -> None:
+        if self._idle is not None and not self._syncing and not self._idle.done():
+            self._idle.set_result(None)
 
     async def close(self) -> None:
-        """Confirm everything appended (a final sync), release waiters, stop the sync thread."""
-        self._closed = True
-        self._wakeup.set()
-        if self._thread is not None:
-            await self._loop.run_in_executor(self._executor, self._thread.join)
-            self._thread = None
-        if self._failed is None and self._waiters:
-            try:
-                durable = await self._loop.run_in_executor(self._executor, self._log.sync)
-            except Exception as exc:
-                self._fail(exc)
-            else:
-                self._release(durable)
+        """Wait for the running fsync, confirm everything appended with a final one, release waiters."""
+        if self._syncing:
+            self._idle = self._loop.create_future()
+            await self._idle
+        if self._waiters and self.fenced is None:
+            self._idle = self._loop.create_future()
+            self._syncing = True
+            self._submit()
+            await self._idle

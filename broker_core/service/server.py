@@ -22,6 +22,8 @@ from broker_core.storage.dir_lock import DataDirLock
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = "pulsarlike.v1.PulsarLike"
+SYNC_THREADS = 4
+"""Threads fsyncing topics' logs (group commit): fsyncs of different files proceed in parallel."""
 # gRPC's own message cap; the broker enforces maxMessageSize itself with a typed MessageTooBig.
 MAX_GRPC_MESSAGE = 64 * 1024 * 1024
 
@@ -39,6 +41,7 @@ class BrokerService:
         self._metrics: MetricsServer | None = None
         self._server: grpc.aio.Server | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._sync_pool: ThreadPoolExecutor | None = None
         self._health: health.HealthServicer | None = None
         self.registry: TopicRegistry | None = None
         self._data_dir_lock = DataDirLock(self.data_dir)
@@ -47,7 +50,11 @@ class BrokerService:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._data_dir_lock.acquire()  # before anything in the data dir is opened
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pulsarlike-io")
-        self.registry = TopicRegistry(self.data_dir, self.config, self._executor, self._clock)
+        # every topic's group-commit fsyncs, apart from the slow file work so a removal never delays them
+        self._sync_pool = ThreadPoolExecutor(max_workers=SYNC_THREADS, thread_name_prefix="pulsarlike-sync")
+        self.registry = TopicRegistry(self.data_dir, self.config, self._executor, self._clock,
+                                      sync_pool=self._sync_pool)
+        self.registry.start_unloading()
         limit = max(MAX_GRPC_MESSAGE, 2 * self.config.maxMessageSize + (1 << 20))
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit),
                                           ("grpc.max_send_message_length", limit),
@@ -78,8 +85,7 @@ class BrokerService:
 
         def topic_stats() -> dict:  # runs on the loop, where topics live
             registry = self.registry
-            # TopicRegistry has no public view of its loaded topics yet
-            return {} if registry is None else {name: t.stats() for name, t in registry._topics.items()}
+            return {} if registry is None else {name: t.stats() for name, t in registry.loaded_topics().items()}
 
         collector = BrokerCollector(lambda: call_on_loop(loop, topic_stats, timeout_s), self.config.clusterName,
                                     self._clock, self.config.exposeTopicLevelMetricsInPrometheus)
@@ -99,8 +105,9 @@ class BrokerService:
         if self.registry is not None:
             await self.registry.close()
             self.registry = None
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
+        for pool in (self._sync_pool, self._executor):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        self._executor = self._sync_pool = None
         self._data_dir_lock.release()
         log.info("event=broker_stopped port=%d", self.port)

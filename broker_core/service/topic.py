@@ -22,17 +22,19 @@ from typing import Callable, Sequence
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import (ConsumerBusy, InvalidMessage, MessageTooBig, NotAllowedError, PulsarLikeError,
-                                SubscriptionNotFound)
+from broker_core.errors import (ConsumerBusy, InvalidMessage, MessageTooBig, NotAllowedError, PersistenceError,
+                                PulsarLikeError, SubscriptionNotFound)
 from broker_core.protocol.codec import broker_entry_prefix, decode_entry
 from broker_core.service.access import ProducerAccess
-from broker_core.service.dedup import Deduplication, SequenceKey
+from broker_core.service.dedup import Deduplication, SequenceKey, discard_snapshot, stored_snapshot_offset
 from broker_core.service.journal import Journal
 from broker_core.service.producers import ProducerInfo, TopicProducers
 from broker_core.service.retention import RetentionPolicy
+from broker_core.service.topic_recovery import next_offset_after_recovery
 from broker_core.service.topic_retention import TopicRetention
 from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.cursor_store import CursorStore
+from broker_core.storage.files import UNLIMITED, FileBudget
 from broker_core.storage.log import ManagedLog, StoredEntry
 from broker_core.storage.paths import remove_tree
 from broker_core.types import TopicName
@@ -97,7 +99,10 @@ def _call_later(delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHa
 class PersistentTopic(TopicProducers, TopicRetention):
 
     def __init__(self, name: TopicName, directory: Path, config: BrokerConfig, executor: Executor,
-                 clock: Clock, *, deduplication: bool = False) -> None:
+                 clock: Clock, *, deduplication: bool = False, sync_pool: Executor | None = None,
+                 files: FileBudget = UNLIMITED) -> None:
+        """``executor`` runs slow file work (segment removal); ``sync_pool`` the journal's fsyncs (the
+        broker's shared pool; ``executor`` when not given); ``files`` is the broker's open-file budget."""
         self.name = name
         self.topic = str(name)
         self.directory = directory
@@ -113,16 +118,25 @@ class PersistentTopic(TopicProducers, TopicRetention):
             max_entry_bytes=self._max_entry + 64,
             clock=clock,
             max_segment_entries=config.managedLedgerMaxEntriesPerLedger,
+            files=files,
+            name=self.topic,
         )
-        self.journal = Journal(self.log, config.journalSyncMode, config.journalSyncIntervalMs, executor,
-                               self._on_confirmed)
-        self._source = _ConfirmedSource(self.log, self.journal)
         self._cursor_store = CursorStore(directory / "cursors")
+        cursors = self._cursor_store.load_all()
+        next_offset, stale_snapshot = next_offset_after_recovery(
+            self.topic, self.log.start_offset, self.log.end_offset, cursors.values(),
+            stored_snapshot_offset(directory))
+        if stale_snapshot:
+            discard_snapshot(directory)
+        self.log.skip_to(next_offset)
+        self.journal = Journal(self.log, config.journalSyncMode, config.journalSyncIntervalMs,
+                               sync_pool or executor, self._on_confirmed)
+        self._source = _ConfirmedSource(self.log, self.journal)
         self.subscriptions: dict[str, Subscription] = {}
         """Durable subscriptions by name (their cursors are stored)."""
         self.readers: dict[str, Subscription] = {}
         """Non-durable subscriptions by name (readers; gone with their last consumer)."""
-        for cursor in self._cursor_store.load_all().values():
+        for cursor in cursors.values():
             self.subscriptions[cursor.name] = self._new_subscription(cursor, durable=True)
         self.producers: dict[int, ProducerInfo] = {}
         self.access = ProducerAccess(self.topic)
@@ -137,6 +151,8 @@ class PersistentTopic(TopicProducers, TopicRetention):
         self._dirty: set[str] = set()
         self._flush_handle: asyncio.TimerHandle | None = None
         self.closed = False
+        self.last_used_ms = clock.now_ms()
+        """When the registry last handed the topic out or saw clients on it (idle unloading)."""
         self._executor = executor
         self.retention = RetentionPolicy(config.defaultRetentionTimeInMinutes, config.defaultRetentionSizeInMB)
         self.message_ttl_seconds = config.ttlDurationDefaultInSeconds
@@ -201,6 +217,13 @@ class PersistentTopic(TopicProducers, TopicRetention):
             return
         try:
             stored = self.log.append_many(to_append)
+        except PersistenceError as exc:  # this request fails; the producer and the topic go on
+            if dedup is not None:
+                dedup.failed(keys)
+            for pos in positions:
+                results[pos] = Accepted(results[pos].sequence_id, results[pos].highest_sequence_id, error=exc)
+            on_done(results, None)
+            return
         except BaseException:
             if dedup is not None:
                 dedup.failed(keys)
@@ -396,23 +419,45 @@ class PersistentTopic(TopicProducers, TopicRetention):
                 total += size * (last - offset + 1) // max(1, last - first + 1)
         return total
 
+    @property
+    def quiescent(self) -> bool:
+        """No clients (waiting producers included), no fsync waited for, no segment removal running: the
+        topic may be unloaded now (:meth:`unload`), and reloaded from disk on its next use."""
+        return (not self.closed and not self.has_clients and not self.access.waiting and self.journal.idle
+                and (self._removing is None or self._removing.done()))
+
+    def unload(self) -> bool:
+        """Close a quiescent topic at once (False, and nothing done, when it is not quiescent): cursors
+        and deduplication state are saved, the log is synced and its files closed."""
+        if not self.quiescent:
+            return False
+        self._stop_timers()
+        self._release_storage()
+        return True
+
     async def close(self) -> None:
         if self.closed:
             return
-        self.closed = True
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-        for handle in [*self._timers, self._trim_handle]:
-            if handle is not None:
-                handle.cancel()
+        self._stop_timers()
         if self._removing is not None:
             try:
                 await self._removing
             except OSError as exc:  # already logged; the files come back on restart and go again
                 log.debug("event=segment_remove_failed topic=%s error=%r", self.topic, exc)
         await self.journal.close()
+        self._release_storage()
+
+    def _stop_timers(self) -> None:
+        self.closed = True
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+        for handle in [*self._timers, self._trim_handle]:
+            if handle is not None:
+                handle.cancel()
+
+    def _release_storage(self) -> None:
         self.flush_cursors()
-        if self.dedup is not None:
+        if self.dedup is not None and self.dedup.snapshot_offset != self.journal.confirmed_end_offset:
             try:
                 self.dedup.snapshot(self.journal.confirmed_end_offset)
             except OSError as exc:

@@ -15,6 +15,7 @@ removed only through its ``remove_tree``.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from concurrent.futures import Executor
 from typing import Iterable
@@ -32,6 +33,7 @@ from broker_core.service.non_persistent import NonPersistentTopic, check_enabled
 from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
 from broker_core.service.retention import RetentionPolicy
 from broker_core.service.topic import PersistentTopic
+from broker_core.storage.files import FileBudget
 from broker_core.storage.paths import namespace_dir, remove_tree, tenant_dir, topic_dir
 from broker_core.types import (NON_PERSISTENT, PERSISTENT, TopicName, check_partition_names, entity_name_problem,
                                folder_name, local_name_problem)
@@ -55,13 +57,19 @@ def _topic_folders(folder: Path) -> list[str]:
 
 
 class TopicRegistry:
-    def __init__(self, data_dir: Path, config: BrokerConfig, executor: Executor, clock: Clock) -> None:
+    def __init__(self, data_dir: Path, config: BrokerConfig, executor: Executor, clock: Clock, *,
+                 sync_pool: Executor | None = None, files: FileBudget | None = None) -> None:
+        """``executor`` runs slow file work, ``sync_pool`` the journals' fsyncs (``executor`` when not
+        given); ``files`` is the broker's open-file budget (``managedLedgerMaxOpenFiles`` when not given)."""
         self._root = data_dir / "topics"
         self._root.mkdir(parents=True, exist_ok=True)
         self._config = config
         self.config = config
         self._executor = executor
+        self._sync_pool = sync_pool or executor
+        self.files = files or FileBudget(config.managedLedgerMaxOpenFiles)
         self._clock = clock
+        self._unload_handle: asyncio.TimerHandle | None = None
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata")
         self.policies = PoliciesStore(data_dir / "metadata")
         self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
@@ -105,6 +113,7 @@ class TopicRegistry:
         key = str(name)
         topic = self._topics.get(key)
         if topic is not None:
+            topic.last_used_ms = self._clock.now_ms()
             return topic
         check_enabled(self._config, name)
         self.namespaces.check_exists(name.namespace_name)
@@ -125,7 +134,8 @@ class TopicRegistry:
             topic = NonPersistentTopic(name, self._config, self._clock, on_idle=self._forget)
         else:
             topic = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock,
-                                    deduplication=self.deduplication_enabled(name))
+                                    deduplication=self.deduplication_enabled(name), sync_pool=self._sync_pool,
+                                    files=self.files)
             self._apply_retention(topic)
         self._apply_limits(topic)
         self._topics[key] = topic
@@ -350,7 +360,60 @@ class TopicRegistry:
             total["msgDropCount"] = sum(p.get("msgDropCount", 0) for p in per.values())
         return total
 
+    # ------------------------------------------------------------------ idle topics
+    def start_unloading(self) -> None:
+        """Unload idle topics every so often (``brokerTopicIdleUnloadSeconds``; runs on the event loop)."""
+        idle_s = self._config.brokerTopicIdleUnloadSeconds
+        if idle_s:
+            self._unload_handle = asyncio.get_running_loop().call_later(
+                min(idle_s / 2, 30), self._unload_round)
+
+    def _unload_round(self) -> None:
+        try:
+            self.unload_idle()
+        except Exception:  # a failed round must not stop the next ones
+            log.exception("event=topic_unload_round_failed")
+        self.start_unloading()
+
+    def unload_idle(self, max_topics: int = 1000) -> int:
+        """Unload persistent topics quiescent for ``brokerTopicIdleUnloadSeconds`` (at most ``max_topics``
+        this round, so a round never holds the event loop long); returns how many were unloaded."""
+        now = self._clock.now_ms()
+        cutoff = now - self._config.brokerTopicIdleUnloadSeconds * 1000
+        unloaded = 0
+        for key, topic in list(self._topics.items()):
+            if not isinstance(topic, PersistentTopic):
+                continue  # non-persistent topics leave on their own once idle
+            if not topic.quiescent:
+                topic.last_used_ms = now
+            elif topic.last_used_ms <= cutoff and self.unload(key):
+                unloaded += 1
+                if unloaded >= max_topics:
+                    break
+        return unloaded
+
+    def unload(self, key: str) -> bool:
+        """Unload the loaded topic ``key`` if it is quiescent; the next use loads it from disk again."""
+        topic = self._topics.get(key)
+        if not isinstance(topic, PersistentTopic):
+            return False
+        try:
+            done = topic.unload()
+        except (OSError, PulsarLikeError) as exc:
+            log.error("event=topic_unload_failed topic=%s error=%r", key, exc)
+            done = topic.closed
+        if done:
+            del self._topics[key]
+            log.info("event=topic_unloaded topic=%s", key)
+        return done
+
+    def loaded_topics(self) -> dict[str, PersistentTopic | NonPersistentTopic]:
+        """The topics in memory now, by name (a copy)."""
+        return dict(self._topics)
+
     async def close(self) -> None:
+        if self._unload_handle is not None:
+            self._unload_handle.cancel()
         for topic in list(self._topics.values()):
             try:
                 await topic.close()

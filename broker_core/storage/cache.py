@@ -53,6 +53,13 @@ class TailCache(Generic[E]):
         while len(self) and self._offsets[self._head] < offset:
             self._evict_one()
 
+    def truncate_from(self, offset: int) -> None:
+        """Drop entries at and after ``offset`` (the log was cut back there)."""
+        keep = bisect.bisect_left(self._offsets, offset, lo=self._head)
+        for entry in self._entries[keep:]:
+            self.bytes -= len(entry.data)
+        del self._offsets[keep:], self._entries[keep:]
+
     def clear(self) -> None:
         self._offsets, self._entries, self._head, self.bytes = [], [], 0, 0
 

@@ -10,7 +10,9 @@ Layout: a flat array of entries (big-endian, declared once as :data:`ENTRY`)::
 An entry says "the frame whose first message is ``offset`` starts at byte ``position`` of the .log".
 The first frame of a segment is always indexed, then one frame every :data:`INTERVAL_BYTES` of log
 (so every frame when frames are large). The index is written without fsync: it is a cache of the log,
-validated on open and rebuilt from the log when missing or inconsistent.
+validated on open and rebuilt from the log when missing or inconsistent. It is never trusted blindly: a
+reader checks that the frame an entry points at has the entry's offset, and the segment rebuilds the
+index when it does not (:meth:`broker_core.storage.segment.Segment.locate`).
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import bisect
 import os
 import struct
 from pathlib import Path
+
+from broker_core.storage.files import UNLIMITED, FileBudget, FileHandle
 
 ENTRY = struct.Struct(
     ">"
@@ -30,11 +34,12 @@ INTERVAL_BYTES = 4096
 class SparseIndex:
     """In-memory sparse index mirrored to an append-only file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, files: FileBudget = UNLIMITED) -> None:
         self.path = path
         self.offsets: list[int] = []
         self.positions: list[int] = []
-        self._fd: int | None = None
+        self._files = files
+        self._writer: FileHandle | None = None
 
     # -- building -----------------------------------------------------------------------------
     def should_index(self, position: int) -> bool:
@@ -45,9 +50,10 @@ class SparseIndex:
         self.offsets.append(offset)
         self.positions.append(position)
         if persist:
-            if self._fd is None:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            os.write(self._fd, ENTRY.pack(offset, position))
+            if self._writer is None:
+                self._writer = self._files.handle(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            with self._writer as fd:
+                os.write(fd, ENTRY.pack(offset, position))
 
     def observe(self, offset: int, position: int) -> None:
         """Index the frame at ``position`` if the sparse rule asks for it."""
@@ -106,10 +112,19 @@ class SparseIndex:
             return (self.offsets[0], self.positions[0]) if self.offsets else (offset, 0)
         return self.offsets[i], self.positions[i]
 
+    def stored_entries(self) -> list[tuple[int, int]]:
+        """The file's ``(offset, position)`` entries as they are, unchecked (loss detection reads them
+        before recovery rewrites the file)."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        return list(ENTRY.iter_unpack(raw[:len(raw) - len(raw) % ENTRY.size]))
+
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
 
     def remove(self) -> None:
         self.close()

@@ -16,24 +16,39 @@ back, to be deleted again.
 Recovery (run by the constructor)
 ---------------------------------
 1. List ``*.log`` files and order them by base offset. Stray temp files (``*.tmp``) and indexes
-   without a log are removed. An empty directory gets a fresh segment at base offset 0.
+   without a log are removed. Read ``start-offset`` (the first offset retention kept, written before
+   retention unlinks anything): segments wholly below it are leftovers of an interrupted retention run
+   and are removed; a first segment that starts above it means segment files went missing, which is
+   logged at ERROR with the offsets lost. An empty directory gets a fresh segment at the recorded start
+   (0 for a new log).
 2. Sealed segments (all but the last) are trusted through their index: the index's longest consistent
    prefix is kept (rebuilt from the log when missing or when its last entry does not point at a
    frame), and only the frames after its last entry are scanned. Each sealed segment must end
-   exactly at the next segment's base offset, otherwise ``CorruptLog`` is raised. An invalid frame found in a sealed segment later, while reading, also
-   raises ``CorruptLog``.
+   exactly at the next segment's base offset, otherwise ``CorruptLog`` is raised (a missing segment). A
+   sealed segment that does not verify is marked *damaged* and logged at ERROR: its reads raise
+   ``CorruptLog(path, position)``, the rest of the log stays readable and writable. Frames in sealed
+   segments are otherwise verified lazily: every read checks each frame's CRC, a wrong index entry is
+   caught when a read uses it (the index is then rebuilt), and a frame found invalid marks the segment
+   damaged.
 3. The last segment is scanned frame by frame from byte 0, verifying magic, the length bound (before
    allocating), the CRC, and offset continuity (each frame's offset is the previous offset + count;
    the first one's is the base offset).
 4. At the first invalid frame, at byte ``p``: search forward (on the magic, then the full check) for
-   any later valid frame. If one exists, or the frame at ``p`` itself has a valid CRC (a discontinuity
-   is not a torn write), raise ``CorruptLog(path=..., position=p)``: corruption in the middle of a
-   segment is reported, never skipped. Otherwise it is a torn tail: truncate the file at ``p`` and
-   fsync it.
-5. Rebuild the last segment's index from the scan.
+   any later valid frame. (a) If none exists and the frame at ``p`` does not have a valid CRC, it is a
+   torn tail: truncate the file at ``p``, fsync it, and log at ERROR the first offset removed. (b)
+   Otherwise it is corruption, not a torn write: the segment is marked damaged (step 2), its end offset
+   is the end of the last valid frame found after ``p`` (so no offset is ever handed out twice), and a
+   new active segment starts there.
+5. Rebuild the last segment's index from the scan. If the old index listed frames beyond the recovered
+   end, the log lost data the index had seen: logged at ERROR with how many messages at least.
 6. ``end_offset`` is the last valid frame's offset + count (the base offset if the segment is empty);
    ``durable_end_offset = end_offset`` (everything that survived is on disk); ``start_offset`` is the
    first segment's base offset.
+
+The owner of the log then compares what else it stored (cursors, deduplication snapshots) with the
+recovered end and calls :meth:`ManagedLog.skip_to` when they had seen offsets the log lost: a *gap
+frame* (no data, see :mod:`broker_core.storage.format`) moves the end past them, so offsets are never
+reused.
 
 Garbage never yields an entry: every frame returned passed magic, bound, count and CRC checks.
 
@@ -53,8 +68,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
-from broker_core.errors import AlreadyClosed, BrokerPersistenceError, CorruptLog, MessageTooBig
+from broker_core.errors import AlreadyClosed, CorruptLog, MessageTooBig, PersistenceError
+from broker_core.storage.atomic import atomic_write
 from broker_core.storage.cache import TailCache
+from broker_core.storage.files import UNLIMITED, FileBudget
 from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, encode_header
 from broker_core.storage.paths import remove_tree
 from broker_core.storage.segment import (
@@ -63,6 +80,8 @@ from broker_core.storage.segment import (
 log = logging.getLogger(__name__)
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index)$")
+START_OFFSET_FILE = "start-offset"
+"""The first offset retention kept (text, written atomically before segments are unlinked)."""
 _CRASH_AT_WRITE = int(os.environ.get("PULSARLIKE_CRASH_AT_WRITE") or 0)
 _frame_writes = 0
 
@@ -75,10 +94,6 @@ def _crash_point(fd: int, buffers: Sequence[bytes]) -> None:
         blob = b"".join(buffers)
         os.write(fd, blob[:len(blob) // 2])
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-# Appends only grow the file: fdatasync persists the data and the new size, without the timestamps.
-_datasync = getattr(os, "fdatasync", os.fsync)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +138,9 @@ class ManagedLog:
     def __init__(self, directory: str | Path, *, max_segment_bytes: int = 256 << 20,
                  max_segment_age_ms: int = 4 * 3600_000, cache_bytes: int = 64 << 20,
                  max_entry_bytes: int = 64 << 20, clock: Clock = SYSTEM_CLOCK,
-                 max_segment_entries: int = 0) -> None:
+                 max_segment_entries: int = 0, files: FileBudget = UNLIMITED, name: str = "") -> None:
+        """``files``: the broker's budget of open files; ``name`` names the log in errors sent to clients
+        (the topic; never a server path)."""
         if not 0 < max_entry_bytes <= MAX_FRAME_DATA:
             raise ValueError(f"max_entry_bytes must be in 1..{MAX_FRAME_DATA}, got {max_entry_bytes}")
         if max_segment_bytes <= 0 or max_segment_age_ms <= 0 or max_segment_entries < 0:
@@ -135,6 +152,8 @@ class ManagedLog:
         self.max_segment_age_ms = max_segment_age_ms
         self.max_entry_bytes = max_entry_bytes
         self._clock = clock
+        self._files = files
+        self.name = name or self.directory.name
         self._lock = threading.Lock()  # guards the active segment's fd, end_offset and rolls
         self._cache: TailCache[StoredEntry] = TailCache(cache_bytes)
         self._segments: list[Segment] = []
@@ -158,24 +177,64 @@ class ManagedLog:
         for base in indexes - bases:
             (self.directory / f"{base:020d}{INDEX_SUFFIX}").unlink()
         now = self._clock.now_ms()
-        segments = [Segment(self.directory, base, now) for base in sorted(bases)]
+        segments = [self._segment(base, now) for base in sorted(bases)]
+        segments = self._check_start(segments)
         for seg, nxt in zip(segments, segments[1:]):  # step 2
             seg.load_sealed()
-            if seg.end_offset != nxt.base_offset:
+            if seg.damaged is not None:
+                seg.end_offset = nxt.base_offset
+            elif seg.end_offset != nxt.base_offset:
+                log.error("event=log_segment_missing log=%s segment=%s end_offset=%d next_base_offset=%d",
+                          self.directory, seg.path, seg.end_offset, nxt.base_offset)
                 raise CorruptLog(
-                    f"segment {seg.path} ends at offset {seg.end_offset} but the next segment starts at "
-                    f"{nxt.base_offset}; a segment is missing or damaged", path=str(seg.path),
-                    position=seg.size)
+                    f"{self.name}: stored segment {seg.path.name} ends at offset {seg.end_offset} but the next"
+                    f" segment starts at {nxt.base_offset}; a segment is missing: restore it from a backup",
+                    path=seg.path.name, position=seg.size)
         if segments:
-            segments[-1].recover_last()  # steps 3-5
-            segments[-1].open_for_append()
+            last = segments[-1]
+            last.recover_last()  # steps 3-5
+            if last.damaged is None:
+                last.open_for_append()
+            else:  # step 4b: writes go on in a new segment
+                segments.append(Segment.create(self.directory, last.end_offset, now, files=self._files,
+                                               label=self.name))
         else:
-            segments = [Segment.create(self.directory, 0, now)]
+            segments = [Segment.create(self.directory, self._recorded_start(), now, files=self._files,
+                                       label=self.name)]
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self.start_offset = segments[0].base_offset  # step 6
         self.end_offset = segments[-1].end_offset
         self.durable_end_offset = self.end_offset
+
+    def _segment(self, base: int, now: int) -> Segment:
+        return Segment(self.directory, base, now, files=self._files, label=self.name)
+
+    def _recorded_start(self) -> int:
+        try:
+            return int((self.directory / START_OFFSET_FILE).read_text())
+        except FileNotFoundError:
+            return 0
+        except ValueError:
+            log.error("event=log_start_offset_unreadable log=%s action=ignored", self.directory)
+            return 0
+
+    def _check_start(self, segments: list[Segment]) -> list[Segment]:
+        """Step 1, second half: compare the segments found with the start retention recorded."""
+        start = self._recorded_start()
+        while len(segments) > 1 and segments[1].base_offset <= start:  # retention was interrupted
+            leftover = segments.pop(0)
+            log.info("event=retention_leftover_removed segment=%s", leftover.path)
+            leftover.remove()
+        if segments and segments[0].base_offset > start:
+            log.error("event=log_segments_missing log=%s first_missing_offset=%d first_stored_offset=%d"
+                      " lost_messages=%d detail=%r", self.directory, start, segments[0].base_offset,
+                      segments[0].base_offset - start, "the log's first segment files are gone")
+            self._record_start(segments[0].base_offset)
+        return segments
+
+    def _record_start(self, offset: int) -> None:
+        atomic_write(self.directory / START_OFFSET_FILE, str(offset).encode())
 
     # -- appends ---------------------------------------------------------------------------------
     @property
@@ -228,13 +287,53 @@ class ManagedLog:
         return entries
 
     def _write(self, seg: Segment, buffers: list[bytes]) -> None:
-        try:
-            if _CRASH_AT_WRITE:
-                _crash_point(seg.write_fd, buffers)
-            write_all(seg.write_fd, buffers)
-        except OSError as exc:
-            os.ftruncate(seg.write_fd, seg.size)  # never leave a partial frame before the next one
-            raise BrokerPersistenceError(f"cannot append to {seg.path}: {exc}") from exc
+        writer = seg.writer
+        with writer as fd:
+            writer.dirty = True
+            try:
+                if _CRASH_AT_WRITE:
+                    _crash_point(fd, buffers)
+                write_all(fd, buffers)
+            except OSError as exc:
+                try:
+                    os.ftruncate(fd, seg.size)  # never leave a partial frame before the next one
+                except OSError as cut:
+                    log.error("event=log_append_cleanup_failed segment=%s error=%r", seg.path, cut)
+                log.error("event=log_append_failed segment=%s error=%r", seg.path, exc)
+                raise PersistenceError(f"{self.name}: cannot store the entry: {exc.strerror or exc}"
+                                       " (the broker's disk); the producer may retry once the cause is fixed",
+                                       reason=exc.strerror or str(exc)) from None
+
+    def skip_to(self, offset: int) -> None:
+        """Move the end to ``offset`` with a gap frame, fsynced: offsets below it that the log does not
+        hold are never handed out (recovery found that cursors or deduplication had seen them)."""
+        with self._lock:
+            if offset <= self.end_offset:
+                return
+            seg = self._active
+            start = self.end_offset
+            header = encode_header(b"", start, offset - start, 0)
+            self._write(seg, [header])
+            seg.appended(FrameHeader(0, start, offset - start, 0, 0))
+            self.end_offset = offset
+        self.sync()
+
+    def rollback_to(self, offset: int) -> int:
+        """Remove the appended entries at and after ``offset`` that are not durable yet (their fsync
+        failed): the active segment is cut back and fsynced. Sealed segments were fsynced when they
+        rolled, so the cut never goes below the active segment's base. Returns the new end offset."""
+        with self._lock:
+            seg = self._active
+            offset = max(offset, seg.base_offset, self.durable_end_offset)
+            if offset >= self.end_offset:
+                return self.end_offset
+            position = seg.locate(offset)
+            _, _, count = seg._scan_counts(position)
+            seg.truncate(position, offset, count)
+            self.end_offset = offset
+            self._cache.truncate_from(offset)
+            log.error("event=log_rolled_back segment=%s end_offset=%d reason=sync_failed", seg.path, offset)
+            return offset
 
     def _maybe_roll(self, incoming: int, entries: int = 1) -> None:
         seg, now = self._active, self._clock.now_ms()
@@ -242,12 +341,12 @@ class ManagedLog:
             return
         too_many = (self.max_segment_entries and seg.entry_count is not None
                     and seg.entry_count + entries > self.max_segment_entries)
-        if (not too_many and seg.size + incoming <= self.max_segment_bytes
+        if (not too_many and seg.damaged is None and seg.size + incoming <= self.max_segment_bytes
                 and now - seg.created_ms < self.max_segment_age_ms):
             return
         seg.seal()  # fsync before closing: only the last segment can ever be torn
         self.durable_end_offset = max(self.durable_end_offset, seg.end_offset)
-        new = Segment.create(self.directory, self.end_offset, now)
+        new = Segment.create(self.directory, self.end_offset, now, files=self._files, label=self.name)
         self._segments.append(new)
         self._bases.append(new.base_offset)
 
@@ -257,11 +356,15 @@ class ManagedLog:
             if self._closed:
                 return self.durable_end_offset
             target = self.end_offset
-            fd = os.dup(self._active.write_fd)  # a roll may close the original while we fsync
+            writer = self._active.writer
+            fd = writer.__enter__()  # held: a roll may seal the segment meanwhile; it closes after us
         try:
-            _datasync(fd)
+            writer.sync_held(fd)
+        except OSError as exc:
+            raise PersistenceError(f"{self.name}: cannot make entries durable: {exc.strerror or exc}",
+                                   reason=exc.strerror or str(exc)) from None
         finally:
-            os.close(fd)
+            writer.__exit__()
         with self._lock:
             self.durable_end_offset = max(self.durable_end_offset, target)
             return self.durable_end_offset
@@ -295,13 +398,17 @@ class ManagedLog:
     def _disk_entries(self, start_offset: int, chunk: int) -> Iterator[StoredEntry]:
         k = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
         for n, seg in enumerate(self._segments[k:]):
+            if seg.damaged is not None:
+                raise seg.damaged
             position = seg.locate(start_offset) if n == 0 else 0
             try:
                 for _, header, data in seg.frames(position, chunk=chunk):
-                    yield StoredEntry(header.offset, header.count, header.publish_time,
-                                      seg.base_offset, data)  # type: ignore[arg-type]  # bytes: CRC-checked
+                    if header.length:  # a gap frame holds no entry
+                        yield StoredEntry(header.offset, header.count, header.publish_time,
+                                          seg.base_offset, data)  # type: ignore[arg-type]  # bytes: CRC-checked
             except BadFrame as bad:
-                raise seg.corrupt(bad) from None
+                seg.damaged = seg.corrupt(bad)  # later reads fail at once, without reading or logging again
+                raise seg.damaged from None
 
     def entry_containing(self, offset: int) -> StoredEntry | None:
         """The stored entry holding message ``offset`` (appended, not necessarily durable)."""
@@ -321,7 +428,7 @@ class ManagedLog:
             try:
                 position = seg.locate(from_offset) if n == 0 and from_offset > seg.base_offset else 0
                 for _, header, _ in seg.frames(position, check_crc=False):
-                    if header.publish_time >= publish_time_ms:
+                    if header.length and header.publish_time >= publish_time_ms:
                         return header.offset
             except BadFrame as bad:
                 raise seg.corrupt(bad) from None
@@ -351,6 +458,9 @@ class ManagedLog:
     def remove_segments(self, segments: Sequence[Segment]) -> int:
         """Retention, step 2 (any thread; one call at a time per log): close and unlink detached
         segments oldest first, fsyncing the directory after each; returns bytes freed."""
+        if not segments:
+            return 0
+        self._record_start(max(s.end_offset for s in segments))  # recovery step 1 tells loss from retention
         freed = 0
         for seg in sorted(segments, key=lambda s: s.base_offset):
             freed += seg.size
@@ -369,8 +479,9 @@ class ManagedLog:
 
     def segments(self) -> list[dict]:
         """Per-segment stats for ``stats-internal``."""
-        return [{"ledgerId": seg.base_offset, "entries": seg.count_entries(), "size": seg.size,
-                 "firstOffset": seg.base_offset, "lastOffset": seg.end_offset - 1}
+        return [{"ledgerId": seg.base_offset, "entries": -1 if seg.damaged else seg.count_entries(),
+                 "size": seg.size, "firstOffset": seg.base_offset, "lastOffset": seg.end_offset - 1,
+                 **({"damaged": seg.damaged.message} if seg.damaged else {})}
                 for seg in self._segments]
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -379,8 +490,11 @@ class ManagedLog:
         with self._lock:
             if self._closed:
                 return
-            self._active.fsync()
-            self.durable_end_offset = self.end_offset
+            try:
+                self._active.fsync()
+                self.durable_end_offset = self.end_offset
+            except OSError as exc:  # the unsynced tail is recovered (or found torn) on the next load
+                log.error("event=log_close_sync_failed log=%s error=%r", self.directory, exc)
             for seg in self._segments:
                 seg.close()
             self._cache.clear()

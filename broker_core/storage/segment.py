@@ -16,6 +16,7 @@ from pathlib import Path
 
 from broker_core.errors import CorruptLog
 from broker_core.storage.atomic import fsync_directory
+from broker_core.storage.files import UNLIMITED, FileBudget, FileHandle
 from broker_core.storage.format import (
     HEADER_SIZE, MAGIC_BYTES, MAX_FRAME_DATA, FrameHeader, InvalidFrame, decode_header, verify)
 from broker_core.storage.index import SparseIndex
@@ -43,37 +44,54 @@ class BadFrame(Exception):
 
 
 class Segment:
-    """A segment file; ``end_offset`` is the offset after its last frame, ``size`` its byte length."""
+    """A segment file; ``end_offset`` is the offset after its last frame, ``size`` its byte length.
 
-    def __init__(self, directory: Path, base_offset: int, created_ms: int) -> None:
+    ``label`` names the segment in errors sent to clients (the topic, never a server path); ``damaged``
+    is set when recovery found the segment unreadable: every read of it then raises that error, while
+    the rest of the log stays readable and writable.
+    """
+
+    def __init__(self, directory: Path, base_offset: int, created_ms: int, *,
+                 files: FileBudget = UNLIMITED, label: str = "") -> None:
         self.base_offset = base_offset
         self.path = directory / (segment_name(base_offset) + LOG_SUFFIX)
-        self.index = SparseIndex(directory / (segment_name(base_offset) + INDEX_SUFFIX))
+        self.index = SparseIndex(directory / (segment_name(base_offset) + INDEX_SUFFIX), files)
         self.size = 0
         self.end_offset = base_offset
         self.entry_count: int | None = 0  # None: not known yet (sealed, opened through its index)
         self.max_publish_time: int | None = None  # cached for sealed segments, for seek by time
         self.created_ms = created_ms
-        self._wfd: int | None = None
-        self._rfd: int | None = None
+        self.label = label or str(directory.name)
+        self.damaged: CorruptLog | None = None
+        self._files = files
+        self._writer: FileHandle | None = None
+        self._reader: FileHandle | None = None
 
     # -- creation and appends -------------------------------------------------------------------
     @classmethod
-    def create(cls, directory: Path, base_offset: int, created_ms: int) -> Segment:
-        seg = cls(directory, base_offset, created_ms)
-        seg._wfd = os.open(seg.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+    def create(cls, directory: Path, base_offset: int, created_ms: int, *,
+               files: FileBudget = UNLIMITED, label: str = "") -> Segment:
+        seg = cls(directory, base_offset, created_ms, files=files, label=label)
+        fd = os.open(seg.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        os.close(fd)
+        seg.open_for_append()
         seg.index.rewrite()  # an empty index, replacing any stale one
         fsync_directory(directory)
         return seg
 
     def open_for_append(self) -> None:
-        if self._wfd is None:
-            self._wfd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        if self._writer is None:
+            self._writer = self._files.handle(self.path, os.O_WRONLY | os.O_APPEND)
 
     @property
-    def write_fd(self) -> int:
-        assert self._wfd is not None, "segment is sealed"
-        return self._wfd
+    def writer(self) -> FileHandle:
+        """The append handle (``with seg.writer as fd``); only the active segment has one."""
+        assert self._writer is not None, "segment is sealed"
+        return self._writer
+
+    @property
+    def sealed(self) -> bool:
+        return self._writer is None
 
     def appended(self, header: FrameHeader) -> int:
         """Account for a frame just written at the old end; returns its position."""
@@ -86,22 +104,32 @@ class Segment:
         return position
 
     def fsync(self) -> None:
-        if self._wfd is not None:
-            os.fsync(self._wfd)
+        if self._writer is not None:
+            self._writer.sync()
 
     def seal(self) -> None:
         """fsync and close the write handle: the segment becomes immutable."""
-        if self._wfd is not None:
-            os.fsync(self._wfd)
-            os.close(self._wfd)
-            self._wfd = None
+        if self._writer is not None:
+            self._writer.sync()
+            self._writer.close()
+            self._writer = None
         self.index.close()
 
+    def truncate(self, position: int, end_offset: int, entry_count: int | None) -> None:
+        """Cut the active segment back to ``position`` (appends the journal could not make durable),
+        fsynced; ``end_offset`` and ``entry_count`` describe what remains."""
+        with self.writer as fd:
+            os.ftruncate(fd, position)
+            os.fsync(fd)
+        self.size, self.end_offset, self.entry_count = position, end_offset, entry_count
+        self.index.truncate_after(position)
+
     # -- reading --------------------------------------------------------------------------------
-    def _reader(self) -> int:
-        if self._rfd is None:
-            self._rfd = os.open(self.path, os.O_RDONLY)
-        return self._rfd
+    def _pread(self, size: int, position: int) -> bytes:
+        if self._reader is None:
+            self._reader = self._files.handle(self.path, os.O_RDONLY)
+        with self._reader as fd:
+            return os.pread(fd, size, position)
 
     def frames(self, position: int = 0, stop: int | None = None, *, check_crc: bool = True,
                chunk: int = READ_CHUNK) -> Iterator[tuple[int, FrameHeader, bytes | memoryview]]:
@@ -109,14 +137,14 @@ class Segment:
 
         Raises :class:`BadFrame` at the first frame that does not verify. With ``check_crc`` the data
         is a ``bytes`` copy; without it, a view valid only until the next iteration (header scans).
+        A gap frame (``length == 0``, see :mod:`broker_core.storage.format`) is yielded like any other.
         """
         stop = self.size if stop is None else stop
-        fd = self._reader()
         buf, buf_pos = b"", position
         while position < stop:
             rel = position - buf_pos
             if len(buf) - rel < HEADER_SIZE:
-                buf, buf_pos, rel = os.pread(fd, min(chunk, stop - position), position), position, 0
+                buf, buf_pos, rel = self._pread(min(chunk, stop - position), position), position, 0
             view = memoryview(buf)
             try:
                 header = decode_header(view[rel:rel + HEADER_SIZE], MAX_FRAME_DATA)
@@ -125,7 +153,7 @@ class Segment:
             if position + header.frame_size > stop:
                 raise BadFrame(position, "truncated data")
             if rel + header.frame_size > len(buf):
-                buf = os.pread(fd, max(header.frame_size, min(chunk, stop - position)), position)
+                buf = self._pread(max(header.frame_size, min(chunk, stop - position)), position)
                 buf_pos, rel, view = position, 0, memoryview(buf)
                 if len(buf) < header.frame_size:
                     raise BadFrame(position, "truncated data")
@@ -140,18 +168,54 @@ class Segment:
             position += header.frame_size
 
     def locate(self, offset: int) -> int:
-        """Byte position of the frame containing ``offset`` (or of ``size`` if it is past the end)."""
-        _, position = self.index.floor(offset)
-        for pos, header, _ in self.frames(position, check_crc=False):
-            if header.end_offset > offset:
-                return pos
-        return self.size
+        """Byte position of the frame containing ``offset`` (or of ``size`` if it is past the end).
+
+        The index entry used is checked against the frame it points at (a frame header there, with the
+        entry's offset); a wrong entry makes the segment rebuild its index from the log, once.
+        """
+        if self.damaged is not None:
+            raise self.damaged
+        for attempt in (1, 2):
+            indexed_offset, position = self.index.floor(offset)
+            first = True
+            try:
+                for pos, header, _ in self.frames(position, check_crc=False):
+                    if first and self.index.offsets and header.offset != indexed_offset:
+                        raise BadFrame(pos, f"index entry says offset {indexed_offset}, the frame holds "
+                                            f"{header.offset}")
+                    first = False
+                    if header.end_offset > offset:
+                        return pos
+                return self.size
+            except BadFrame as bad:
+                if attempt == 2:
+                    raise self.corrupt(bad) from None
+                log.error("event=segment_index_wrong segment=%s position=%d reason=%r action=rebuild_index",
+                          self.path, bad.position, bad.reason)
+                self.rebuild_index()
+        return self.size  # unreachable
+
+    def rebuild_index(self) -> None:
+        """Rebuild the sparse index from a scan of the whole log file (raises CorruptLog if the log is
+        damaged)."""
+        self.index.close()
+        self.index.clear()
+        try:
+            self._scan(0, self.base_offset, build_index=True, persist_index=False)
+        except BadFrame as bad:
+            raise self.corrupt(bad) from None
+        finally:
+            self.index.rewrite()
 
     def corrupt(self, bad: BadFrame) -> CorruptLog:
+        """The error reads of this segment raise (logged with the full path; the client sees the topic,
+        the segment's file name and the byte position only)."""
+        log.error("event=segment_corrupt segment=%s position=%d reason=%r", self.path, bad.position, bad.reason)
         return CorruptLog(
-            f"segment {self.path} is corrupt at byte {bad.position} ({bad.reason}); restore the topic "
-            "from a replica or remove the segment files from this position on",
-            path=str(self.path), position=bad.position)
+            f"{self.label}: stored segment {self.path.name} is corrupt at byte {bad.position} ({bad.reason});"
+            " reads of this range fail until it is repaired: restore the topic from a backup, or move the"
+            " subscription past it (`pulsarlike admin topics reset-cursor` / `skip`)",
+            path=self.path.name, position=bad.position)
 
     def count_entries(self) -> int:
         if self.entry_count is None:
@@ -163,7 +227,7 @@ class Segment:
 
     def publish_time_max(self) -> int:
         """Largest publish time in the segment (cached once sealed)."""
-        if self.max_publish_time is not None and self._wfd is None:
+        if self.max_publish_time is not None and self.sealed:
             return self.max_publish_time
         try:
             best = max((h.publish_time for _, h, _ in self.frames(check_crc=False)), default=-1)
@@ -173,7 +237,8 @@ class Segment:
         return best
 
     # -- opening and recovery ---------------------------------------------------------------------
-    def _scan(self, position: int, expected_offset: int, *, build_index: bool) -> tuple[int, int, int]:
+    def _scan(self, position: int, expected_offset: int, *, build_index: bool,
+              persist_index: bool = True) -> tuple[int, int, int]:
         """Verify frames from ``position`` to EOF; returns ``(end position, end offset, frames)``.
 
         Raises :class:`BadFrame` at the first invalid or discontinuous frame.
@@ -183,15 +248,17 @@ class Segment:
             if header.offset != expected_offset:
                 raise BadFrame(pos, f"offset {header.offset} where {expected_offset} was expected",
                                crc_valid=True)
-            if build_index:
-                self.index.observe(header.offset, pos)
+            if build_index and self.index.should_index(pos):
+                self.index.add(header.offset, pos, persist=persist_index)
             expected_offset = header.end_offset
             position = pos + header.frame_size
             count += 1
         return position, expected_offset, count
 
     def load_sealed(self) -> None:
-        """Recovery step 2: open a sealed segment through its index (rebuilt if unusable)."""
+        """Recovery step 2: open a sealed segment through its index (rebuilt if unusable). A segment
+        that does not verify is marked ``damaged`` (the log goes on without it: see step 2 in
+        :mod:`broker_core.storage.log`)."""
         self.size = os.path.getsize(self.path)
         self.entry_count = None
         try:
@@ -207,12 +274,13 @@ class Segment:
             self.index.rewrite()
             _, self.end_offset, self.entry_count = self._scan(0, self.base_offset, build_index=True)
         except BadFrame as bad:
-            raise self.corrupt(bad) from None
+            self.damaged = self.corrupt(bad)
         self.index.close()
 
     def recover_last(self) -> int:
         """Recovery steps 3-5 on the last segment; returns the number of torn-tail bytes removed."""
         self.size = os.path.getsize(self.path)
+        listed = self.index.stored_entries()  # what the index knew of before the crash (step 5b)
         self.index.remove()
         self.index.clear()
         try:
@@ -221,25 +289,48 @@ class Segment:
             torn = 0
         except BadFrame as bad:
             resync = bad.position if bad.crc_valid else self.find_valid_frame(bad.position + 1)
-            if resync is not None:
-                raise CorruptLog(
-                    f"segment {self.path} is corrupt at byte {bad.position} ({bad.reason}) but holds "
-                    f"a valid frame at byte {resync}: this is not a torn write; restore the topic "
-                    "from a replica or cut the segment by hand",
-                    path=str(self.path), position=bad.position) from None
+            if resync is not None:  # corruption, not a torn write: step 4b
+                self.damaged = self.corrupt(bad)
+                self.end_offset = self._last_valid_end(resync)
+                self.index.rewrite()
+                self.index.close()
+                return 0
             valid_end = bad.position
             self.index.truncate_after(valid_end)
             _, self.end_offset, self.entry_count = self._scan_counts(valid_end)
             torn = self.size - valid_end
-            log.warning("event=torn_tail_truncated segment=%s bytes=%d position=%d reason=%r",
-                        self.path, torn, valid_end, bad.reason)
+            # Whether these bytes were acknowledged is unknown here (a torn write never was, a damaged
+            # fsynced frame was): the topic compares its cursors and dedup state with the new end next.
+            log.error("event=log_tail_truncated segment=%s position=%d bytes=%d first_lost_offset=%d"
+                      " reason=%r detail=%r", self.path, valid_end, torn, self.end_offset, bad.reason,
+                      "entries from this offset on were removed; they were acknowledged to producers only"
+                      " if the disk lost fsynced data")
             with open(self.path, "r+b") as f:
                 f.truncate(valid_end)
                 f.flush()
                 os.fsync(f.fileno())
             self.size = valid_end
+        beyond = [offset for offset, position in listed if position >= self.size and offset >= self.end_offset]
+        if beyond:
+            log.error("event=log_tail_lost segment=%s log_end_offset=%d indexed_offset=%d lost_messages_at_least=%d"
+                      " detail=%r", self.path, self.end_offset, max(beyond), max(beyond) - self.end_offset + 1,
+                      "the segment's index lists frames beyond the end of its log: the log file lost data")
         self.index.rewrite()
         return torn
+
+    def _last_valid_end(self, position: int) -> int:
+        """The end offset of the last valid frame at or after ``position`` (resyncing past bad bytes on
+        the magic), so that a damaged last segment's offsets are never handed out again."""
+        end = self.base_offset
+        while position is not None:
+            try:
+                for pos, header, _ in self.frames(position):
+                    end = max(end, header.end_offset)
+                    position = pos + header.frame_size
+                break
+            except BadFrame as bad:
+                position = self.find_valid_frame(bad.position + 1)  # type: ignore[assignment]
+        return end
 
     def _scan_counts(self, stop: int) -> tuple[int, int, int]:
         end_offset, count = self.base_offset, 0
@@ -267,11 +358,10 @@ class Segment:
 
     # -- teardown -------------------------------------------------------------------------------
     def close(self) -> None:
-        for name in ("_wfd", "_rfd"):
-            fd = getattr(self, name)
-            if fd is not None:
-                os.close(fd)
-                setattr(self, name, None)
+        for handle in (self._writer, self._reader):
+            if handle is not None:
+                handle.close()
+        self._writer = self._reader = None
         self.index.close()
 
     def remove(self) -> None:

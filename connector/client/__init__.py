@@ -1,6 +1,7 @@
 """pulsarlike's Python client; the names mirror ``pulsar-client``."""
 from broker_core.errors import (
     AlreadyClosed, BrokerPersistenceError, ChecksumError, ConnectError, ConsumerAssignError, ConsumerBusy,
+    PersistenceError,
     CorruptLog, CumulativeAcknowledgementNotAllowedError, IncompatibleSchema, InvalidConfiguration,
     InvalidMessage, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
     NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, ProducerBusy, ProducerFenced,
@@ -26,7 +27,7 @@ __all__ = [
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",
     "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode", "Result",
     "SubscriptionMode",
-    "AlreadyClosed", "BrokerPersistenceError", "ChecksumError", "ConnectError", "ConsumerAssignError",
+    "AlreadyClosed", "BrokerPersistenceError", "PersistenceError", "ChecksumError", "ConnectError", "ConsumerAssignError",
     "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "IncompatibleSchema",
     "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",
     "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",

@@ -142,10 +142,14 @@ def result_of(exc: BaseException | None) -> Result:
         return Result.Ok
     if isinstance(exc, errors.PulsarLikeError):
         for cls in type(exc).__mro__:
-            member = Result.__members__.get(cls.__name__)
+            member = Result.__members__.get(_RESULT_NAMES.get(cls.__name__, cls.__name__))
             if member is not None:
                 return member
     return Result.UnknownError
+
+
+_RESULT_NAMES = {"PersistenceError": "BrokerPersistenceError"}
+"""Error classes named as Pulsar's broker names them whose client ``Result`` has another name."""
 
 
 ACCESS_MODE_TO_WIRE = {

@@ -7,23 +7,34 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from broker_core.errors import BrokerPersistenceError
+from broker_core.errors import PersistenceError
 from broker_core.service.journal import Journal
 
 
 class FakeLog:
     def __init__(self, fail: bool = False) -> None:
         self.end_offset = 0
+        self.durable_end_offset = 0
         self.syncs = 0
         self.fail = fail
+        self.cut_fails = False
+        self.rollbacks: list[int] = []
         self.gate = threading.Event()
         self.gate.set()
 
     def sync(self) -> int:
         self.gate.wait(10)
         if self.fail:
-            raise OSError(28, "No space left on device")
+            raise PersistenceError("cannot make entries durable: No space left on device")
         self.syncs += 1
+        self.durable_end_offset = self.end_offset
+        return self.end_offset
+
+    def rollback_to(self, offset: int) -> int:
+        if self.cut_fails:
+            raise OSError(5, "Input/output error")
+        self.rollbacks.append(offset)
+        self.end_offset = max(offset, self.durable_end_offset)
         return self.end_offset
 
 
@@ -74,8 +85,50 @@ def test_group_mode_fails_waiting_receipts_when_fsync_fails():
         return error, later, journal.confirmed_end_offset
 
     error, later, end = _run("group", log, scenario)
-    assert isinstance(error, BrokerPersistenceError) and "No space left" in error.message
-    assert isinstance(later, BrokerPersistenceError) and end == 0
+    assert isinstance(error, PersistenceError) and "No space left" in error.message
+    assert isinstance(later, PersistenceError) and end == 0
+    assert log.rollbacks == [0, 0]  # each failure cuts the unsynced entries out of the log
+
+
+def test_a_failed_fsync_fails_only_its_receipts_and_the_next_append_succeeds():
+    log = FakeLog()
+
+    async def scenario(journal, confirmed):
+        assert await asyncio.wait_for(await _append(journal, log, 2), 10) is None
+        log.fail = True
+        failed = await asyncio.wait_for(await _append(journal, log, 5), 10)
+        log.fail = False  # space was freed
+        after = await asyncio.wait_for(await _append(journal, log, log.end_offset + 1), 10)
+        return failed, after, journal.confirmed_end_offset
+
+    failed, after, end = _run("group", log, scenario)
+    assert isinstance(failed, PersistenceError) and after is None
+    assert log.rollbacks == [2] and end == 3
+
+
+def test_a_journal_whose_rollback_fails_is_fenced():
+    log = FakeLog(fail=True)
+    log.cut_fails = True
+
+    async def scenario(journal, confirmed):
+        first = await asyncio.wait_for(await _append(journal, log, 1), 10)
+        log.fail = False
+        later = await asyncio.wait_for(await _append(journal, log, 2), 10)
+        return first, later, journal.fenced
+
+    first, later, fenced = _run("group", log, scenario)
+    assert isinstance(first, PersistenceError) and later is fenced and "reloaded" in fenced.message
+
+
+def test_always_mode_fails_the_append_whose_fsync_fails():
+    log = FakeLog(fail=True)
+
+    async def scenario(journal, confirmed):
+        future = await _append(journal, log, 4)
+        return future.result(), journal.confirmed_end_offset
+
+    error, end = _run("always", log, scenario)
+    assert isinstance(error, PersistenceError) and end == 0 and log.rollbacks == [0]
 
 
 @pytest.mark.parametrize("mode, syncs", [("always", 1), ("never", 0)])

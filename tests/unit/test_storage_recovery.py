@@ -96,7 +96,7 @@ def test_a_missing_middle_segment_is_reported(tmp_path):
     segs[1].unlink()
     with pytest.raises(CorruptLog) as err:
         ManagedLog(tmp_path)
-    assert err.value.path == str(segs[0])
+    assert err.value.path == segs[0].name and str(tmp_path) not in err.value.message
 
 
 def test_a_bit_flip_in_a_sealed_segment_is_reported_when_read(tmp_path):
@@ -111,7 +111,8 @@ def test_a_bit_flip_in_a_sealed_segment_is_reported_when_read(tmp_path):
     assert log.read(entries[-1].offset) == [entries[-1]]
     with pytest.raises(CorruptLog) as err:
         log.read(0)
-    assert (err.value.path, err.value.position) == (str(segs[0]), 0)
+    assert (err.value.path, err.value.position) == (segs[0].name, 0)
+    assert log.append(b"more", 1, 0).offset == entries[-1].end_offset  # writers are not stalled
 
 
 # -- steps 3 and 4: the last segment, torn tails ----------------------------------------------------------
@@ -152,35 +153,46 @@ def test_a_huge_length_in_the_last_header_is_a_torn_tail_not_an_allocation(tmp_p
     reopen_expecting(tmp_path, entries[:1])
 
 
-def test_a_bit_flip_in_the_middle_of_the_last_segment_is_reported_with_its_position(tmp_path):
-    _, positions = build(tmp_path, [30, 50, 70, 90])
+def damaged_last_segment_opens(path, position, end_offset):
+    """The log opens: reads of the damaged segment fail with its position, writes go on after
+    ``end_offset`` in a new segment, and the damaged bytes are kept for inspection."""
+    size = (path / SEG0).stat().st_size
+    log = ManagedLog(path)
+    with pytest.raises(CorruptLog) as err:
+        log.read(0)
+    assert (err.value.path, err.value.position) == (SEG0, position)
+    assert str(position) in err.value.message and str(path) not in err.value.message
+    assert log.end_offset == end_offset
+    appended = log.append(b"after", 1, 0)
+    log.sync()
+    assert appended.offset == end_offset and log.read(end_offset) == [appended]
+    log.close()
+    assert (path / SEG0).stat().st_size == size
+    return log
+
+
+def test_a_bit_flip_in_the_middle_of_the_last_segment_fences_its_reads_not_its_writers(tmp_path):
+    entries, positions = build(tmp_path, [30, 50, 70, 90])
     raw = bytearray((tmp_path / SEG0).read_bytes())
     raw[positions[1] + HEADER_SIZE + 10] ^= 0x04
     (tmp_path / SEG0).write_bytes(bytes(raw))
-    with pytest.raises(CorruptLog) as err:
-        ManagedLog(tmp_path)
-    assert (err.value.path, err.value.position) == (str(tmp_path / SEG0), positions[1])
-    assert str(positions[1]) in str(err.value)
+    damaged_last_segment_opens(tmp_path, positions[1], entries[-1].end_offset)
 
 
 def test_a_zeroed_header_in_the_middle_is_reported_not_skipped(tmp_path):
-    _, positions = build(tmp_path, [30, 50, 70])
+    entries, positions = build(tmp_path, [30, 50, 70])
     raw = bytearray((tmp_path / SEG0).read_bytes())
     raw[positions[1]:positions[1] + HEADER_SIZE] = bytes(HEADER_SIZE)
     (tmp_path / SEG0).write_bytes(bytes(raw))
-    with pytest.raises(CorruptLog) as err:
-        ManagedLog(tmp_path)
-    assert err.value.position == positions[1]
+    damaged_last_segment_opens(tmp_path, positions[1], entries[-1].end_offset)
 
 
-def test_a_valid_frame_with_a_discontinuous_offset_is_corruption(tmp_path):
+def test_a_valid_frame_with_a_discontinuous_offset_is_corruption_and_its_offsets_are_not_reused(tmp_path):
     entries, _ = build(tmp_path, [30])
     stray = data(9)
     with open(tmp_path / SEG0, "ab") as f:
         f.write(encode_header(stray, entries[-1].end_offset + 5, 1, 0) + stray)
-    with pytest.raises(CorruptLog) as err:
-        ManagedLog(tmp_path)
-    assert err.value.position == HEADER_SIZE + 30
+    damaged_last_segment_opens(tmp_path, HEADER_SIZE + 30, entries[-1].end_offset + 6)
 
 
 def test_garbage_tails_never_produce_an_invented_entry(tmp_path):
