@@ -2,11 +2,11 @@
 from broker_core.errors import (
     AlreadyClosed, BrokerPersistenceError, ChecksumError, ConnectError, ConsumerAssignError, ConsumerBusy,
     PersistenceError,
-    CorruptLog, CumulativeAcknowledgementNotAllowedError, IncompatibleSchema, InvalidConfiguration,
+    CorruptLog, CumulativeAcknowledgementNotAllowedError, DataDirLocked, IncompatibleSchema, InvalidConfiguration,
     InvalidMessage, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
     NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, ProducerBusy, ProducerFenced,
     ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound, TenantAlreadyExists,
-    TenantNotEmpty, TenantNotFound, Timeout, TopicAlreadyExists, TopicNotFound, UnknownError)
+    TenantNotEmpty, TenantNotFound, Timeout, TopicAlreadyExists, TopicNotFound, UnknownError, UnsafePath)
 from broker_core.types import MessageId
 
 from connector.client.admin import Admin, PeekedMessage
@@ -28,10 +28,10 @@ __all__ = [
     "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode", "Result",
     "SubscriptionMode",
     "AlreadyClosed", "BrokerPersistenceError", "PersistenceError", "ChecksumError", "ConnectError", "ConsumerAssignError",
-    "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "IncompatibleSchema",
+    "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "DataDirLocked", "IncompatibleSchema",
     "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",
     "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",
     "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",
     "SubscriptionNotFound", "TenantAlreadyExists", "TenantNotEmpty", "TenantNotFound", "Timeout",
-    "TopicAlreadyExists", "TopicNotFound", "UnknownError",
+    "TopicAlreadyExists", "TopicNotFound", "UnknownError", "UnsafePath",
 ]
