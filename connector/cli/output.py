@@ -89,6 +89,8 @@ def peeked(messages: list[PeekedMessage]) -> str:
         block += [f"Producer name: {msg.producer_name}", f"Sequence id: {msg.sequence_id}"]
         if msg.chunk is not None:
             block.append(f"Chunk: {msg.chunk[0]} of {msg.chunk[1]}")
+        if msg.decode_error is not None:
+            block.append(f"Decode error: {msg.decode_error}")
         if msg.properties:
             block += ["Properties:", pulsar_json(msg.properties)]
         block.append(hex_dump(msg.data))
@@ -113,4 +115,6 @@ def peeked_json(messages: list[PeekedMessage]) -> str:
                     "publishTime": msg.publish_time, "eventTime": msg.event_time,
                     "producerName": msg.producer_name, "sequenceId": msg.sequence_id,
                     "brokerPublishTime": msg.broker_publish_time, "payload": payload, "encoding": encoding})
+        if msg.decode_error is not None:
+            out[-1]["decodeError"] = msg.decode_error
     return pulsar_json(out)

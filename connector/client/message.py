@@ -4,14 +4,17 @@ that is being redelivered are dropped without touching the queue (``Discarded``)
 from __future__ import annotations
 
 import itertools
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Sequence
 
 from broker_core.errors import InvalidMessage, MessageDecodeError
 from broker_core.protocol import codec, pulsar_api_pb2
 from broker_core.protocol.compression import decompress_payload
+from broker_core.protocol.entry_limits import unknown_compression
 from broker_core.types import MessageId
 
-_COMPRESSION_FIELD = pulsar_api_pb2.MessageMetadata.DESCRIPTOR.fields_by_name["compression"].number
+OFFSETS_LISTED_MAX = 1000
+"""A decode error lists up to this many offsets in a tuple; more (an entry's are contiguous, and a poison
+entry may claim 2**31 messages) stay a ``range``."""
 
 
 class EntryInfo:
@@ -76,10 +79,13 @@ class DecodeFailure:
         """Set when its entry is redelivered (or the subscription seeks): taking it then skips it."""
 
     @classmethod
-    def of(cls, consumer: Any, ledger_id: int, entry_id: int, offsets: tuple[int, ...],
+    def of(cls, consumer: Any, ledger_id: int, entry_id: int, offsets: Sequence[int],
            reason: str) -> "DecodeFailure":
         """The failure of the message at ``entry_id`` (for a chunked message: its last chunk) of
-        ``consumer``'s topic, covering ``offsets``, with the error the application will get."""
+        ``consumer``'s topic, covering ``offsets`` (a tuple, or a ``range`` of more than
+        :data:`OFFSETS_LISTED_MAX`), with the error the application will get."""
+        if len(offsets) <= OFFSETS_LISTED_MAX:
+            offsets = tuple(offsets)
         topic = consumer.topic
         mid = MessageId(ledger_id, entry_id, consumer.partition, -1, 0, topic)
         where = _describe_offsets(offsets)
@@ -239,7 +245,7 @@ class Message:
         return f"Message(id={self.message_id()}, topic={self.topic_name()!r}, len={len(self._content)})"
 
 
-def _describe_offsets(offsets: tuple[int, ...]) -> str:
+def _describe_offsets(offsets: Sequence[int]) -> str:
     first, last, count = offsets[0], offsets[-1], len(offsets)
     if count == 1:
         return f"offset {first}"
@@ -266,15 +272,9 @@ def unexpected_payload_size(metadata: pulsar_api_pb2.MessageMetadata, actual: in
     """The error for an uncompressed payload whose size is not the metadata's ``uncompressed_size``: most
     likely a compression type this client does not know (protobuf reads an unknown enum value as NONE
     and keeps the number among the unknown fields)."""
-    try:
-        from google.protobuf import unknown_fields
-
-        for field in unknown_fields.UnknownFieldSet(metadata):
-            if field.field_number == _COMPRESSION_FIELD:
-                return InvalidMessage(
-                    f"unknown compression type {field.data}: this client reads NONE, LZ4, ZLIB, ZSTD and "
-                    "SNAPPY; upgrade the consumer or produce with one of those")
-    except (ImportError, NotImplementedError):  # an older protobuf runtime: report the sizes only
-        pass
+    unknown = unknown_compression(metadata)
+    if unknown is not None:
+        return InvalidMessage(f"unknown compression type {unknown}: this client reads NONE, LZ4, ZLIB, ZSTD and "
+                              "SNAPPY; upgrade the consumer or produce with one of those")
     return InvalidMessage(f"the payload is {actual} bytes but the metadata's uncompressed_size says "
                           f"{metadata.uncompressed_size}")

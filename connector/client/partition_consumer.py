@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2, codec
@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 ACK_GROUP_S = 0.01
 """Individual acks are grouped for this long (or up to ACK_GROUP_MAX) into one Ack request."""
 ACK_GROUP_MAX = 1000
+FLOW_PERMITS_MAX = 0xFFFF_FFFF
+"""The most permits one Flow request carries (its field is a uint32)."""
 BATCH_MASKS_MAX = 10_000
 """Partly acknowledged batches whose held acks are remembered; past it the oldest is forgotten (its batch
 comes back whole after a redelivery, as if none of its messages were acknowledged)."""
@@ -99,8 +101,10 @@ class PartitionConsumer(ChunkAssembly):
 
     # --- flow control ---------------------------------------------------------------------------------
     def _send_flow(self, permits: int) -> None:
-        if permits > 0 and not self.closed:
-            self._stream.send(broker_pb2.ConsumeRequest(flow=broker_pb2.Flow(permits=permits)))
+        while permits > 0 and not self.closed:  # a poison entry's skipped count may exceed Flow's uint32
+            step = min(permits, FLOW_PERMITS_MAX)
+            self._stream.send(broker_pb2.ConsumeRequest(flow=broker_pb2.Flow(permits=step)))
+            permits -= step
 
     def on_taken(self) -> None:
         """The application took one of this consumer's messages (called by receive, lock-free:
@@ -235,12 +239,12 @@ class PartitionConsumer(ChunkAssembly):
         self._send_flow(count)
 
     def _failure(self, entry: broker_pb2.DeliveredEntry, exc: errors.PulsarLikeError,
-                 offsets: tuple[int, ...] | None = None) -> DecodeFailure:
+                 offsets: Sequence[int] | None = None) -> DecodeFailure:
         """What stands in the queue for an undecodable entry, or chunked message when ``offsets`` (its
         chunks') are given; it is taken like one message, so the entry's other permits return now."""
-        if offsets is None:
+        if offsets is None:  # a range: the count comes from an entry that could not be decoded
             num = max(1, entry.num_messages)
-            offsets = tuple(range(entry.entry_id, entry.entry_id + num))
+            offsets = range(entry.entry_id, entry.entry_id + num)
             self._skipped += num - 1
         if offsets[-1] > self.max_received_offset:
             self.max_received_offset = offsets[-1]
@@ -273,7 +277,15 @@ class PartitionConsumer(ChunkAssembly):
             self._timer.call_later(ACK_GROUP_S, self.flush_acks)
 
     def ack_offsets(self, offsets: Iterable[int]) -> None:
-        """Acknowledge these offsets individually (grouped with the other acks)."""
+        """Acknowledge these offsets individually (grouped with the other acks; a long ``range`` -- an
+        undecodable entry's -- goes out at once as one range, never as a list of its offsets)."""
+        if isinstance(offsets, range) and len(offsets) > ACK_GROUP_MAX and offsets.step == 1:
+            self.flush_acks()
+            if not self.closed:
+                self._stream.send(broker_pb2.ConsumeRequest(ack=broker_pb2.Ack(
+                    ack_type=broker_pb2.INDIVIDUAL,
+                    ranges=[broker_pb2.OffsetRange(start=offsets.start, end=offsets.stop)])))
+            return
         with self._lock:
             acks = self._acks
             first = not acks

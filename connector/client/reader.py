@@ -60,7 +60,9 @@ class Reader:
             offsets = getattr(exc, "offsets", None)
             topic = getattr(exc, "topic", None)
             if offsets and topic in self._next_offsets:
-                self._next_offsets[topic] = max(self._next_offsets[topic], max(offsets) + 1)
+                # a range (a poison entry's, maybe 2**31 long) is ascending: max() would walk it
+                last = offsets[-1] if isinstance(offsets, range) else max(offsets)
+                self._next_offsets[topic] = max(self._next_offsets[topic], last + 1)
             raise
         entry = msg._entry
         self._next_offsets[entry.topic] = entry.entry_id + max(msg._index, 0) + 1

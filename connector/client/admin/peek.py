@@ -1,15 +1,23 @@
 """Peeked messages: the entries a ``PeekMessages`` call returns, split into messages as a consumer would
-(batches split, payloads decompressed, acknowledged batch members left out), without receiving them."""
+(batches split, payloads decompressed, acknowledged batch members left out), without receiving them.
+
+An entry that cannot be decoded (a bad CRC, a payload that does not decompress, a batch count its bytes
+cannot hold) is one :class:`PeekedMessage` whose ``decode_error`` says why, in its place among the others:
+peeking is how one looks at such an entry, so it never fails the whole call."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
+from broker_core.errors import InvalidMessage
 from broker_core.protocol import broker_pb2, codec
 from broker_core.types import MessageId
 from dispatch.ack_set import from_words
 
 from connector.client.message import decoded_payload
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,9 @@ class PeekedMessage:
     """The broker's time when it stored the entry (``BrokerEntryMetadata.broker_timestamp``)."""
     chunk: tuple[int, int] | None = None
     """``(chunk_id, num_chunks)`` when this is one chunk of a chunked message (shown raw, as Pulsar does)."""
+    decode_error: str | None = None
+    """Why the entry could not be decoded (``data`` is then empty and the entry stands as one message at
+    its first offset), else None."""
 
     @property
     def batch_index(self) -> int:
@@ -48,10 +59,28 @@ def messages_of(reply: broker_pb2.PeekedEntries, topic: str, partition: int, lim
     """The first ``limit`` unacknowledged messages of the peeked entries."""
     out: list[PeekedMessage] = []
     for entry in reply.entries:
-        out.extend(_split(entry, topic, partition))
+        try:
+            out.extend(_split(entry, topic, partition))
+        except InvalidMessage as exc:  # ChecksumError too
+            out.append(_undecodable(entry, topic, partition, exc))
         if len(out) >= limit:
             break
     return out[:limit]
+
+
+def _undecodable(entry: broker_pb2.DeliveredEntry, topic: str, partition: int,
+                 exc: InvalidMessage) -> PeekedMessage:
+    log.warning("event=peek_undecodable topic=%s entry_id=%d reason=%s", topic, entry.entry_id, exc.message)
+    fields: dict[str, Any] = {}
+    try:  # what the metadata still says, when only the payload is bad
+        broker_time, _, start = codec.split_broker_entry(entry.data)
+        metadata, _ = codec.decode_entry(memoryview(entry.data)[start:], verify=False)
+        fields = dict(publish_time=metadata.publish_time, producer_name=metadata.producer_name,
+                      sequence_id=metadata.sequence_id, broker_publish_time=broker_time)
+    except InvalidMessage:
+        pass
+    return PeekedMessage(MessageId(entry.ledger_id, entry.entry_id, partition, -1, 0, topic), entry.entry_id,
+                         b"", None, decode_error=exc.message, **fields)
 
 
 def _split(entry: broker_pb2.DeliveredEntry, topic: str, partition: int) -> Iterable[PeekedMessage]:
