@@ -25,10 +25,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker_core.errors import InvalidMessage
 from broker_core.protocol import codec, pulsar_api_pb2
-from broker_core.protocol.compression import decompress_payload
 
+from connector.client.message import decoded_payload
 from connector.spark.schema import ARROW_SCHEMA, PROPERTIES, TIMESTAMP
 
 _I32 = pa.int32()
@@ -78,13 +77,10 @@ class Decoded:
 
 
 def split(metadata: pulsar_api_pb2.MessageMetadata, payload: Any, ledger_id: int, entry_id: int) -> Decoded:
-    """The messages of a (non-chunk) entry."""
-    compression = metadata.compression
-    if compression:
-        payload = decompress_payload(compression, payload, metadata.uncompressed_size)
-    elif metadata.uncompressed_size and metadata.uncompressed_size != len(payload):
-        raise InvalidMessage(f"the payload is {len(payload)} bytes but the metadata's uncompressed_size "
-                             f"says {metadata.uncompressed_size}")
+    """The messages of a (non-chunk) entry, decoded as a consumer does it (bounded decompression, a batch
+    count checked against the bytes before anything is built); raises
+    :class:`~broker_core.errors.InvalidMessage` when it cannot be."""
+    payload = decoded_payload(metadata, payload)
     if not metadata.HasField("num_messages_in_batch"):
         return Decoded(metadata, (None,), (bytes(payload),), ledger_id, entry_id, False)
     metas, payloads = codec.split_batch(payload, metadata.num_messages_in_batch)

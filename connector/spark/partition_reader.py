@@ -13,6 +13,10 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
    ``end``, or past it only to complete a chunked message that started inside the range.
 4. Every wait for a delivery is bounded by ``pollTimeoutMs``: an unreachable broker or a range that never
    arrives raises :class:`RangeReadTimeout` instead of hanging the task.
+5. An entry that cannot be decoded (bad CRC, a payload that does not decompress, a batch count its bytes
+   cannot hold) fails the task with a :class:`~broker_core.errors.MessageDecodeError` naming topic,
+   partition and offsets. It is never skipped, whatever ``failOnDataLoss`` says (that option is about
+   messages retention deleted): rows would silently go missing from a range that replays identically.
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ from connector.spark.offsets import TopicPartition
 
 log = logging.getLogger(__name__)
 
+FLOW_PERMITS_MAX = 0xFFFF_FFFF
+"""The most permits one Flow request carries (a uint32)."""
 PERMITS_WINDOW = 20_000
 """Messages the broker may send ahead of what the reader has handled."""
 ROWS_PER_BATCH = 16_384
@@ -160,8 +166,9 @@ class RangeReader:
                     position = self._take(entry, position, end, builder, chunks)
                     if builder.rows >= self.rows_per_batch:
                         yield builder.build()
-                if received:
-                    stream.send(broker_pb2.ConsumeRequest(flow=broker_pb2.Flow(permits=received)))
+                if received:  # Flow's uint32 caps what an entry's (unchecked) count may add
+                    stream.send(broker_pb2.ConsumeRequest(flow=broker_pb2.Flow(
+                        permits=min(received, FLOW_PERMITS_MAX))))
             if builder.rows:
                 yield builder.build()
         finally:
@@ -193,17 +200,33 @@ class RangeReader:
             return position  # wholly before the wanted offset (a batch we started inside, re-sent)
         if first > position and position < end:
             self._lose(position, min(first, end), "retention deleted them while the range was read")
-        metadata, payload = codec.decode_entry(entry.data)
-        if not metadata.HasField("num_messages_in_batch") and metadata.num_chunks_from_msg > 1:
-            chunks.add(metadata, payload, entry, in_range=first < end, builder=builder)
-            return first + 1
-        if first >= end:
-            return first + count  # past the end, read only to complete chunked messages
-        decoded = split(metadata, payload, entry.ledger_id, first)
+        try:
+            metadata, payload = codec.decode_entry(entry.data)
+            if not metadata.HasField("num_messages_in_batch") and metadata.num_chunks_from_msg > 1:
+                chunks.add(metadata, payload, entry, in_range=first < end, builder=builder)
+                return first + 1
+            if first >= end:
+                return first + count  # past the end, read only to complete chunked messages
+            decoded = split(metadata, payload, entry.ledger_id, first)
+            if len(decoded.payloads) != count:  # rows and offsets would no longer line up
+                raise errors.InvalidMessage(f"it holds {len(decoded.payloads)} messages but the broker "
+                                            f"stored it as {count}")
+        except errors.InvalidMessage as exc:  # ChecksumError too
+            raise self._undecodable(first, count, exc) from None
         lo = max(position, first) - first
         hi = min(end, first + count) - first
         builder.add(decoded, lo, hi)
         return first + count
+
+    def _undecodable(self, first: int, count: int, exc: errors.InvalidMessage) -> errors.MessageDecodeError:
+        tp = self.tp
+        where = f"offset {first}" if count == 1 else f"offsets {first}..{first + count - 1}"
+        return errors.MessageDecodeError(
+            f"cannot decode the entry at {where} of {tp.topic} partition {tp.partition}: {exc.message}. The "
+            "query stops rather than skip its messages (failOnDataLoss covers only messages retention "
+            "deleted); look at it with `pulsarlike admin topics peek-messages`, and to go past it start a "
+            f"query from an offset after {first + count - 1}",
+            topic=tp.topic, partition=tp.partition, offsets=range(first, first + count), reason=exc.message)
 
 
 class _Ended:
@@ -239,7 +262,11 @@ class _Chunks:
             return
         del self._pending[key]
         whole = b"".join(parts)
-        decoded = split(metadata, whole, entry.ledger_id, entry.entry_id)
+        try:
+            decoded = split(metadata, whole, entry.ledger_id, entry.entry_id)
+        except errors.InvalidMessage as exc:
+            raise errors.InvalidMessage(f"the chunked message {key} (from offset {first_offset}) it completes: "
+                                        f"{exc.message}") from None
         builder.add(decoded, 0, 1, offset=first_offset)  # the id: the last chunk's, as pulsar-client's
 
     def drop_incomplete(self) -> None:

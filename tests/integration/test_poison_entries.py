@@ -5,59 +5,23 @@ Two ways in: entries the broker accepts (their claims are plausible, their bytes
 straight into a topic's log before the broker starts, as data stored before the broker validated entries."""
 from __future__ import annotations
 
-import struct
 import time
 import tracemalloc
-import zlib
 
 import grpc
 import pytest
 
 from broker_core import Broker
 from broker_core.protocol import broker_pb2 as pb
-from broker_core.protocol import broker_pb2_grpc, codec, pulsar_api_pb2
+from broker_core.protocol import broker_pb2_grpc, codec
 from broker_core.storage.log import ManagedLog
 from broker_core.storage.paths import topic_dir
 from broker_core.types import TopicName
 from connector import Admin, Client, InitialPosition, MessageDecodeError, MessageId
 
+from tests.poison import (
+    INT32_MAX, MiB, huge_count_entry, plain, zlib_bomb_entry, zstd_lying_frame_entry)
 from tests.waiting import wait_for_backlog
-
-MiB = 1 << 20
-INT32_MAX = 2**31 - 1
-
-
-def metadata(sequence_id, **fields):
-    return pulsar_api_pb2.MessageMetadata(producer_name="raw", sequence_id=sequence_id,
-                                          publish_time=int(time.time() * 1000), **fields)
-
-
-def plain(sequence_id, payload):
-    return codec.encode_entry(metadata(sequence_id), payload)
-
-
-def zlib_bomb_entry(sequence_id, claims):
-    """A batch of one message whose ZLIB payload (about 2 MiB) inflates to 2 GiB but claims ``claims``."""
-    raw = zlib.compressobj(9, zlib.DEFLATED, -15)
-    block = raw.compress(bytes(MiB)) + raw.flush(zlib.Z_FULL_FLUSH)
-    final = zlib.compressobj(9, zlib.DEFLATED, -15).flush()
-    stream = b"\x78\xda" + block * 2048 + final + struct.pack(">I", ((2048 * MiB) % 65521) << 16 | 1)
-    return codec.encode_entry(metadata(sequence_id, compression=pulsar_api_pb2.ZLIB, uncompressed_size=claims,
-                                       num_messages_in_batch=1), stream)
-
-
-def zstd_lying_frame_entry(sequence_id, claims):
-    """A ZSTD message whose frame header states 256 MiB, its metadata ``claims``."""
-    import zstandard
-    stream = zstandard.ZstdCompressor().compressobj(size=256 * MiB)
-    frame = b"".join([stream.compress(bytes(MiB)) for _ in range(256)] + [stream.flush()])
-    return codec.encode_entry(metadata(sequence_id, compression=pulsar_api_pb2.ZSTD, uncompressed_size=claims),
-                              frame)
-
-
-def huge_count_entry(sequence_id):
-    """One byte of payload claiming INT32_MAX batched messages."""
-    return codec.encode_entry(metadata(sequence_id, num_messages_in_batch=INT32_MAX), b"x")
 
 
 def produce_raw(address, topic, entries):

@@ -1,7 +1,6 @@
 """Decompression never allocates more than the metadata's size, nor more than the reader's cap."""
 from __future__ import annotations
 
-import struct
 import tracemalloc
 import zlib
 
@@ -11,32 +10,15 @@ from broker_core.errors import InvalidMessage
 from broker_core.protocol.compression import MAX_UNCOMPRESSED_SIZE, compress_payload, decompress_payload
 from broker_core.protocol.pulsar_api_pb2 import CompressionType
 
-MiB = 1 << 20
+from tests.poison import MiB, zlib_bomb, zstd_zeros
+
 LZ4, ZLIB, ZSTD, SNAPPY = (CompressionType.LZ4, CompressionType.ZLIB, CompressionType.ZSTD,
                            CompressionType.SNAPPY)
-
-
-def zlib_bomb(mib):
-    """A zlib stream of zeros inflating to ``mib`` MiB, about 1 KiB per MiB: one self-contained deflate block
-    (a full flush resets the window) repeated, then an empty final block and the Adler-32 of the zeros."""
-    raw = zlib.compressobj(9, zlib.DEFLATED, -15)
-    block = raw.compress(bytes(MiB)) + raw.flush(zlib.Z_FULL_FLUSH)
-    final = zlib.compressobj(9, zlib.DEFLATED, -15).flush()
-    adler = ((mib * MiB) % 65521) << 16 | 1  # over zeros, Adler-32's sum A stays 1 and B counts the bytes
-    return b"\x78\xda" + block * mib + final + struct.pack(">I", adler)
 
 
 def zstd_frame(data, *, states_size=True):
     import zstandard
     return zstandard.ZstdCompressor(write_content_size=states_size).compress(data)
-
-
-def zstd_zeros(mib, *, states_size=True):
-    """A zstd frame of ``mib`` MiB of zeros, compressed piece by piece (the zeros never exist at once)."""
-    import zstandard
-    stream = zstandard.ZstdCompressor(write_content_size=states_size).compressobj(size=mib * MiB)
-    zeros = bytes(MiB)
-    return b"".join([stream.compress(zeros) for _ in range(mib)] + [stream.flush()])
 
 
 def snappy_preamble(size):
