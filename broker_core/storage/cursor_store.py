@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import struct
 from pathlib import Path
@@ -39,6 +40,8 @@ CURSOR_HEADER = struct.Struct(
 CURSOR_MAGIC = 0x504C4331  # b"PLC1"
 SUFFIX = ".cursor"
 _MAX_NAME_BYTES = 200
+
+log = logging.getLogger(__name__)
 
 
 def cursor_file_name(name: str) -> str:
@@ -78,8 +81,10 @@ class CursorStore:
         raw = path.read_bytes()
 
         def corrupt(reason: str) -> CorruptLog:
-            return CorruptLog(f"cursor file {path} is corrupt ({reason}); delete it to reset that "
-                              "subscription, or restore it from a backup", path=str(path), position=0)
+            log.error("event=cursor_file_corrupt path=%s reason=%r", path, reason)
+            return CorruptLog(f"the stored cursor {path.name} of this topic is corrupt ({reason}); the broker's"
+                              " log names the file: delete it to reset that subscription, or restore it from a"
+                              " backup", path=path.name, position=0)
 
         if len(raw) < CURSOR_HEADER.size:
             raise corrupt("truncated header")

@@ -243,7 +243,7 @@ class ManagedLog:
 
     def _check(self, data: bytes, num_messages: int) -> bytes:
         if self._closed:
-            raise AlreadyClosed(f"log {self.directory} is closed")
+            raise AlreadyClosed(f"{self.name}: the topic is closed (unloading, deleted or the broker stopping); retry")
         if len(data) > self.max_entry_bytes:
             raise MessageTooBig(size=len(data), limit=self.max_entry_bytes)
         if num_messages < 1:
@@ -316,6 +316,7 @@ class ManagedLog:
             self._write(seg, [header])
             seg.appended(FrameHeader(0, start, offset - start, 0, 0))
             self.end_offset = offset
+            self._cache.clear()  # the cache holds a contiguous run of entries: it starts after the gap
         self.sync()
 
     def rollback_to(self, offset: int) -> int:

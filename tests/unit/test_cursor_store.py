@@ -47,7 +47,7 @@ def test_a_truncated_cursor_file_raises_corrupt_log_naming_it(tmp_path):
         path.write_bytes(raw[:cut])
         with pytest.raises(CorruptLog) as err:
             store.load_all()
-        assert err.value.path == str(path)
+        assert err.value.path == path.name and str(tmp_path) not in err.value.message
 
 
 def test_a_bit_flip_in_a_cursor_file_raises_corrupt_log(tmp_path):
