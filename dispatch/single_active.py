@@ -14,7 +14,11 @@ active consumer's pending list is dropped and reading restarts at the first unac
 read 0..7 and acknowledged 0..3, the new active consumer receives 4..7 onwards. The same rewind happens
 when an Exclusive consumer leaves, so whoever subscribes next receives every unacknowledged message.
 
-As in Pulsar, these types do not stop on ``max_unacked_per_consumer`` (only Shared types do).
+The active consumer is capped like a Shared one (Pulsar caps only the Shared types): once it holds
+``max_unacked_per_consumer`` unacknowledged messages, dispatch stops until an acknowledgment brings it below
+(an entry is never split: the one that crosses the cap goes whole). Without the cap a consumer that never
+acknowledges would make the broker track every entry it was ever sent. Readers (non-durable subscriptions)
+are not capped: they never acknowledge.
 """
 from __future__ import annotations
 
@@ -73,6 +77,7 @@ class SingleActiveDispatcher(Dispatcher):
         self.active: Consumer | None = None
         self.read_offset = subscription.first_unacked_offset()
         self._epoch = 0  # bumped on every rewind, so a round interrupted by one stops
+        self._blocked = False  # the active consumer is at its unacked limit
 
     def active_consumer(self) -> Consumer | None:
         return self.active
@@ -110,6 +115,10 @@ class SingleActiveDispatcher(Dispatcher):
         self._rewind(offset)
         self.dispatch()
 
+    def on_acked(self, consumer: Consumer) -> None:
+        if self._blocked and consumer is self.active:
+            self.dispatch()
+
     def close(self) -> None:
         self.active = None
         super().close()
@@ -141,9 +150,14 @@ class SingleActiveDispatcher(Dispatcher):
         source = sub.source
         max_entries = sub.max_read_entries
         max_bytes = sub.max_delivery_bytes
+        limit = sub.max_unacked_per_consumer if sub.durable else 0
+        self._blocked = False
         while True:
             consumer = self.active
             if consumer is None or consumer.permits <= 0 or sub.closed:
+                return
+            if limit and consumer.pending.unacked_messages >= limit:
+                self._blocked = True
                 return
             end = source.durable_end_offset
             if self.read_offset < source.start_offset:
@@ -156,8 +170,11 @@ class SingleActiveDispatcher(Dispatcher):
             epoch = self._epoch
             batch: list[Delivery] = []
             nbytes = 0
+            in_batch = 0  # messages in ``batch``, not yet pending
             for entry in entries:
                 if consumer.permits <= 0 or entry.offset >= end:
+                    break
+                if limit and consumer.pending.unacked_messages + in_batch >= limit:
                     break
                 delivery = self.prepare(entry)
                 if delivery is not None:
@@ -168,8 +185,10 @@ class SingleActiveDispatcher(Dispatcher):
                             return  # the sink rewound or changed consumers; dispatch() goes again
                         batch = []
                         nbytes = 0
+                        in_batch = 0
                     batch.append(delivery)
                     nbytes += size
+                    in_batch += delivery.messages
                     consumer.permits -= delivery.messages
                 self.read_offset = entry.end_offset
             if batch:

@@ -8,6 +8,7 @@ raised, with the same fields.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import grpc
@@ -15,6 +16,7 @@ import grpc
 from broker_core import errors
 from broker_core.protocol import broker_pb2
 
+_TOO_BIG = re.compile(r"Received message larger than max \((\d+) vs\. (\d+)\)")
 CODE_KEY = "pulsarlike-error-code"
 FIELDS_KEY = "pulsarlike-error-fields"
 
@@ -26,6 +28,7 @@ _STATUS: dict[type[errors.PulsarLikeError], grpc.StatusCode] = {
     errors.CorruptLog: grpc.StatusCode.DATA_LOSS,
     errors.MessageTooBig: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.ProducerQueueIsFull: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.TooManyRequests: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.TopicNotFound: grpc.StatusCode.NOT_FOUND,
     errors.SubscriptionNotFound: grpc.StatusCode.NOT_FOUND,
     errors.TopicAlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
@@ -75,6 +78,12 @@ def error_from_rpc(err: grpc.RpcError) -> errors.PulsarLikeError:
     metadata = dict(err.trailing_metadata() or ()) if hasattr(err, "trailing_metadata") else {}
     if CODE_KEY in metadata:
         return errors.from_code(str(metadata[CODE_KEY]), details or "", _load(metadata.get(FIELDS_KEY, "")))
+    too_big = _TOO_BIG.search(details or "") if code == grpc.StatusCode.RESOURCE_EXHAUSTED else None
+    if too_big:  # gRPC itself refused a request above the broker's read limit, before decoding it
+        size, limit = int(too_big.group(1)), int(too_big.group(2))
+        return errors.MessageTooBig(f"a request of {size} bytes exceeds the {limit} bytes the broker reads "
+                                    "(its maxMessageSize plus framing); send smaller messages or batches",
+                                    size=size, limit=limit)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return errors.Timeout(f"the broker did not answer in time ({details})")
     if code == grpc.StatusCode.UNAVAILABLE:

@@ -13,6 +13,9 @@ from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import InvalidConfiguration
 from broker_core.protocol import broker_pb2_grpc
+from broker_core.protocol.entry_limits import FRAME_PADDING
+from broker_core.service.admission import Admission
+from broker_core.service.client_limits import ClientLimits, Limits
 from broker_core.service.metrics import BrokerCollector, MetricsServer, call_on_loop
 from broker_core.service.producers import ProducerNames
 from broker_core.service.servicer import BrokerServicer
@@ -24,8 +27,26 @@ log = logging.getLogger(__name__)
 SERVICE_NAME = "pulsarlike.v1.PulsarLike"
 SYNC_THREADS = 4
 """Threads fsyncing topics' logs (group commit): fsyncs of different files proceed in parallel."""
-# gRPC's own message cap; the broker enforces maxMessageSize itself with a typed MessageTooBig.
-MAX_GRPC_MESSAGE = 64 * 1024 * 1024
+REQUEST_MARGIN = 64 * 1024
+"""Bytes a request may take beyond the largest entry it carries (its own fields and the entry's)."""
+MIN_REQUEST_LIMIT = 1 << 20
+"""The least request size the broker reads, whatever ``maxMessageSize``: room for the other requests
+(e.g. an acknowledgment of a thousand ranges)."""
+MIN_REPLY_LIMIT = 64 * 1024 * 1024
+
+
+def max_request_bytes(max_message_size: int) -> int:
+    """gRPC's receive limit: a request carrying one entry as large as a topic stores (``maxMessageSize +
+    FRAME_PADDING``) and a margin -- no more, so an oversized request is refused before it is decoded.
+    Clients pack their entries into requests of at most ``maxMessageSize`` bytes (the broker tells each
+    producer its ``max_message_size``)."""
+    return max(max_message_size + FRAME_PADDING + REQUEST_MARGIN, MIN_REQUEST_LIMIT)
+
+
+def max_reply_bytes(max_message_size: int, max_delivery_bytes: int) -> int:
+    """gRPC's send limit: a delivery holds up to ``dispatcherMaxDeliveryBytes`` of entries, or one larger
+    entry alone (an entry stored under a larger ``maxMessageSize`` may still be read)."""
+    return max(2 * max(max_delivery_bytes, max_message_size + FRAME_PADDING) + REQUEST_MARGIN, MIN_REPLY_LIMIT)
 
 
 class BrokerService:
@@ -55,10 +76,14 @@ class BrokerService:
         self.registry = TopicRegistry(self.data_dir, self.config, self._executor, self._clock,
                                       sync_pool=self._sync_pool)
         self.registry.start_unloading()
-        limit = max(MAX_GRPC_MESSAGE, 2 * self.config.maxMessageSize + (1 << 20))
-        server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit),
-                                          ("grpc.max_send_message_length", limit),
-                                          ("grpc.so_reuseport", 0)])
+        config = self.config
+        limits = ClientLimits(Limits.from_config(config), self._clock)
+        server = grpc.aio.server(
+            interceptors=[Admission(limits, f"/{SERVICE_NAME}/")],
+            options=[("grpc.max_receive_message_length", max_request_bytes(config.maxMessageSize)),
+                     ("grpc.max_send_message_length",
+                      max_reply_bytes(config.maxMessageSize, config.dispatcherMaxDeliveryBytes)),
+                     ("grpc.so_reuseport", 0)])
         broker_pb2_grpc.add_PulsarLikeServicer_to_server(
             BrokerServicer(self.registry, ProducerNames(self.config.clusterName)), server)
         self._health = health.HealthServicer(experimental_non_blocking=True)

@@ -1,9 +1,11 @@
 """The gRPC servicer: translates between protobuf and the core (topics, dispatch), nothing more.
 
-Streams follow one pattern: a reader task consumes the client's requests and puts responses on an
-``asyncio.Queue``; the handler yields from that queue. Broker errors become in-band ``Error`` messages on
-streams and gRPC statuses (with the error code in trailing metadata) on unary calls, through
-:mod:`broker_core.protocol.status`.
+Streams follow one pattern: a reader task consumes the client's requests and puts responses on a bounded
+:class:`~broker_core.service.backpressure.Outbox`; the handler yields from it. A full outbox stops its
+source: a producer stream reads no more requests, a consumer's permits are withheld. Broker errors become
+in-band ``Error`` messages on streams and gRPC statuses (with the error code in trailing metadata) on unary
+calls, through :mod:`broker_core.protocol.status`. Requests arrive decoded and within the client's limits
+(:mod:`broker_core.service.admission`); a stream ended by a malformed request logs one WARNING line.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import json
 import logging
 import uuid
 from collections import deque
-from typing import AsyncIterator, Awaitable, Callable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, TypeVar
 
 import grpc
 
@@ -23,6 +25,7 @@ from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata
 from broker_core.service.access import AccessMode
 from broker_core.service.admin_rpcs import AdminRpcs
+from broker_core.service.backpressure import END, Outbox, PermitGate, ReplyBudget
 from broker_core.service.policies import NAMESPACE, TOPIC
 from broker_core.service.producers import ProducerInfo, ProducerNames
 from broker_core.service.topic import Accepted, PersistentTopic
@@ -37,7 +40,6 @@ T = TypeVar("T")
 
 _SUB_TYPES = {pb.EXCLUSIVE_SUB: SubType.EXCLUSIVE, pb.FAILOVER_SUB: SubType.FAILOVER,
               pb.SHARED_SUB: SubType.SHARED, pb.KEY_SHARED_SUB: SubType.KEY_SHARED}
-_END = object()
 _ACCESS_MODES = {pb.SHARED: AccessMode.SHARED, pb.EXCLUSIVE: AccessMode.EXCLUSIVE,
                  pb.EXCLUSIVE_WITH_FENCING: AccessMode.EXCLUSIVE_WITH_FENCING,
                  pb.WAIT_FOR_EXCLUSIVE: AccessMode.WAIT_FOR_EXCLUSIVE}
@@ -55,7 +57,7 @@ def _unexpected(exc: BaseException) -> PulsarLikeError:
 class _OrderedReplies:
     """Releases per-request replies in request order, whatever order their durability completes in."""
 
-    def __init__(self, out: asyncio.Queue) -> None:
+    def __init__(self, out: Outbox) -> None:
         self._out = out
         self._slots: deque[list] = deque()
         self._drained = asyncio.Event()
@@ -65,13 +67,16 @@ class _OrderedReplies:
         slot: list = []
         self._slots.append(slot)
         self._drained.clear()
+        self._out.hold()
         return slot
 
     def fill(self, slot: list, messages: list) -> None:
         slot.append(messages)
+        out = self._out
         while self._slots and self._slots[0]:
             for message in self._slots.popleft()[0]:
-                self._out.put_nowait(message)
+                out.put(message)
+            out.release()
         if not self._slots:
             self._drained.set()
 
@@ -122,13 +127,19 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
         self._registry = registry
         self._names = producer_names
         self._consumer_ids = itertools.count(1)
+        self._budget = ReplyBudget(registry.config.brokerReplyQueueMaxBytes)
+
+    def _outbox(self) -> Outbox:
+        config = self._registry.config
+        return Outbox(config.streamReplyQueueMaxMessages, config.streamReplyQueueMaxBytes, self._budget)
 
     # ================================================================== produce
     async def Produce(self, request_iterator, context) -> AsyncIterator[pb.ProduceResponse]:
-        async for response in _serve(self._produce_session, request_iterator):
+        out = self._outbox()
+        async for response in _serve(self._produce_session(request_iterator, out, context.peer()), out):
             yield response
 
-    async def _produce_session(self, requests, out: asyncio.Queue) -> None:
+    async def _produce_session(self, requests, out: Outbox, peer: str) -> None:
         topic: PersistentTopic | None = None
         info: ProducerInfo | None = None
         try:
@@ -145,8 +156,8 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
             def fence(error: PulsarLikeError) -> None:
                 # The fenced producer's session ends now: its client fails every later send with this error.
                 fenced.append(error)
-                out.put_nowait(pb.ProduceResponse(error=error_to_proto(error)))
-                out.put_nowait(_END)
+                out.put(pb.ProduceResponse(error=error_to_proto(error)))
+                out.end()
                 log.info("event=producer_fenced topic=%s producer=%s", name, producer_name)
 
             fenced: list[PulsarLikeError] = []
@@ -158,13 +169,17 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 await granted  # WaitForExclusive: no timeout; a client that gives up cancels the session
                 if fenced:
                     return
-            out.put_nowait(pb.ProduceResponse(opened=pb.ProducerOpened(
+            out.put(pb.ProduceResponse(opened=pb.ProducerOpened(
                 producer_name=producer_name, last_sequence_id=topic.last_sequence_id(producer_name),
                 max_message_size=self._registry.config.maxMessageSize, topic=topic.topic)))
             log.info("event=producer_opened topic=%s producer=%s access_mode=%s", topic.topic, producer_name,
                      info.access_mode.name)
             replies = _OrderedReplies(out)
-            async for request in requests:
+            while True:
+                await out.wait_room()  # replies the client has not read stop its requests here
+                request = await anext(requests, None)
+                if request is None:
+                    break
                 kind = request.WhichOneof("request")
                 if fenced:
                     break
@@ -178,22 +193,24 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                     raise InvalidMessage(f"unexpected {kind!r} request on an open producer")
             await replies.drained()  # a closing producer still gets every receipt it is owed
         except PulsarLikeError as exc:
-            out.put_nowait(pb.ProduceResponse(error=error_to_proto(exc)))
+            _bad_request(exc, "produce", peer)
+            out.put(pb.ProduceResponse(error=error_to_proto(exc)))
         except (asyncio.CancelledError, grpc.RpcError):
             pass
         except Exception as exc:  # never let one bad stream take the broker down
-            out.put_nowait(pb.ProduceResponse(error=error_to_proto(_unexpected(exc))))
+            out.put(pb.ProduceResponse(error=error_to_proto(_unexpected(exc))))
         finally:
             if topic is not None and info is not None:
                 topic.remove_producer(info)
-            out.put_nowait(_END)
+            out.end()
 
     # ================================================================== consume
     async def Consume(self, request_iterator, context) -> AsyncIterator[pb.ConsumeResponse]:
-        async for response in _serve(self._consume_session, request_iterator):
+        out = self._outbox()
+        async for response in _serve(self._consume_session(request_iterator, out, context.peer()), out):
             yield response
 
-    async def _consume_session(self, requests, out: asyncio.Queue) -> None:
+    async def _consume_session(self, requests, out: Outbox, peer: str) -> None:
         topic = sub = consumer = None
         try:
             first = await _first_request(requests, "subscribe", "consume")
@@ -206,42 +223,41 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 raise InvalidMessage(f"unknown subscription type {req.sub_type}")
             name = TopicName.parse(req.topic)
             topic = self._registry.get(name, create=True)
-            ready = False
-            early: list[pb.ConsumeResponse] = []
-
-            def emit(message: pb.ConsumeResponse) -> None:
-                (out.put_nowait if ready else early.append)(message)
-
+            out.hold_back()  # what subscribing dispatches goes after the Subscribed reply
             consumer = Consumer(
                 next(self._consumer_ids), req.consumer_name or f"consumer-{id(out):x}",
-                lambda deliveries: emit(_delivered(deliveries)),
+                lambda deliveries: out.put(_delivered(deliveries)),
                 priority_level=req.priority_level, multi_topic=req.multi_topic,
                 key_shared=_key_shared_policy(req) if req.sub_type == pb.KEY_SHARED_SUB else None,
-                on_active_change=lambda active: emit(pb.ConsumeResponse(
-                    active_change=pb.ActiveConsumerChange(is_active=active))))
+                on_active_change=lambda active: out.put(pb.ConsumeResponse(
+                    active_change=pb.ActiveConsumerChange(is_active=active))),
+                on_error=lambda exc: (out.put(pb.ConsumeResponse(error=error_to_proto(exc))), out.end()))
             consumer.permits = req.initial_permits
+            gate = PermitGate(consumer)
+            out.on_full, out.on_room = gate.close, gate.open
             sub = topic.subscribe(req.subscription, _SUB_TYPES[req.sub_type], consumer,
                                   durable=req.durable, start_offset=self._start_offset(topic, req))
-            out.put_nowait(pb.ConsumeResponse(subscribed=pb.Subscribed(
+            gate.attach(lambda permits: sub.flow(consumer, permits))
+            out.put_first(pb.ConsumeResponse(subscribed=pb.Subscribed(
                 topic=topic.topic, consumer_name=consumer.consumer_name, partition_index=topic.partition_index)))
-            ready = True
-            for message in early:
-                out.put_nowait(message)
             log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s",
                      topic.topic, req.subscription, consumer.consumer_name, _SUB_TYPES[req.sub_type])
             async for request in requests:
-                if not self._consume_request(request, topic, sub, consumer, out):
+                if not self._consume_request(request, topic, sub, consumer, gate, out):
                     break
         except PulsarLikeError as exc:
-            out.put_nowait(pb.ConsumeResponse(error=error_to_proto(exc)))
+            _bad_request(exc, "consume", peer)
+            out.discard_held()  # subscribing failed: nothing it dispatched goes out
+            out.put(pb.ConsumeResponse(error=error_to_proto(exc)))
         except (asyncio.CancelledError, grpc.RpcError):
             pass
         except Exception as exc:
-            out.put_nowait(pb.ConsumeResponse(error=error_to_proto(_unexpected(exc))))
+            out.discard_held()
+            out.put(pb.ConsumeResponse(error=error_to_proto(_unexpected(exc))))
         finally:
             if topic is not None and sub is not None and consumer is not None:
                 topic.consumer_left(sub, consumer)
-            out.put_nowait(_END)
+            out.end()
 
     @staticmethod
     def _start_offset(topic: PersistentTopic, req: pb.Subscribe) -> int:
@@ -252,12 +268,12 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
         return _position_offset(topic, req.start)
 
     def _consume_request(self, request: pb.ConsumeRequest, topic: PersistentTopic, sub, consumer: Consumer,
-                         out: asyncio.Queue) -> bool:
+                         gate: PermitGate, out: Outbox) -> bool:
         """Handle one request; False ends the session."""
         kind = request.WhichOneof("request")
         try:
             if kind == "flow":
-                sub.flow(consumer, request.flow.permits)
+                gate.flow(request.flow.permits)
             elif kind == "ack":
                 ack = request.ack
                 if ack.ack_type == pb.CUMULATIVE:
@@ -272,10 +288,11 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                     else:
                         offset = _position_offset(topic, seek.position)
                     consumer.permits = 0  # the client re-sends its permits after seek_done
+                    gate.reset()
                     sub.seek(offset)
-                    out.put_nowait(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id)))
+                    out.put(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id)))
                 except PulsarLikeError as exc:
-                    out.put_nowait(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id,
+                    out.put(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id,
                                                                             error=error_to_proto(exc))))
             elif kind == "redeliver":
                 ranges = request.redeliver.ranges
@@ -288,17 +305,17 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 try:
                     topic.unsubscribe(sub.name, requester=consumer, durable=sub.durable)
                 except PulsarLikeError as exc:
-                    out.put_nowait(pb.ConsumeResponse(unsubscribed=pb.UnsubscribeDone(
+                    out.put(pb.ConsumeResponse(unsubscribed=pb.UnsubscribeDone(
                         request_id=rid, error=error_to_proto(exc))))
                     return True
-                out.put_nowait(pb.ConsumeResponse(unsubscribed=pb.UnsubscribeDone(request_id=rid)))
+                out.put(pb.ConsumeResponse(unsubscribed=pb.UnsubscribeDone(request_id=rid)))
                 return False
             elif kind == "close":
                 return False
             else:
                 raise InvalidMessage(f"unexpected {kind!r} request on a subscribed consumer")
         except PulsarLikeError as exc:
-            out.put_nowait(pb.ConsumeResponse(warning=error_to_proto(exc)))
+            out.put(pb.ConsumeResponse(warning=error_to_proto(exc)))
         return True
 
     # ================================================================== unary
@@ -441,16 +458,23 @@ def _position_offset(topic: PersistentTopic, position: pb.Position) -> int:
     return topic.journal.confirmed_end_offset
 
 
-async def _serve(session: Callable[[object, asyncio.Queue], Awaitable[None]], requests) -> AsyncIterator:
-    """Run ``session`` (which reads ``requests`` and puts responses on a queue, then ``_END``) and yield
+async def _serve(session: Coroutine[Any, Any, None], out: Outbox) -> AsyncIterator:
+    """Run ``session`` (which reads its requests and puts responses on ``out``, then ends it) and yield
     its responses; the session is cancelled when the client goes away."""
-    out: asyncio.Queue = asyncio.Queue()
-    task = asyncio.get_running_loop().create_task(session(requests, out))
+    task = asyncio.get_running_loop().create_task(session)
     try:
-        while (item := await out.get()) is not _END:
+        while (item := await out.get()) is not END:
             yield item
     finally:
         task.cancel()
+        out.close()
+
+
+def _bad_request(exc: PulsarLikeError, stream: str, peer: str) -> None:
+    """A stream ended by a request that makes no sense (garbage, a wrong first request): one line, no
+    traceback -- a client bug or an attack, not a broker bug."""
+    if isinstance(exc, InvalidMessage):
+        log.warning("event=bad_request stream=%s peer=%s error=%s", stream, peer, exc.message)
 
 
 async def _first_request(requests, kind: str, stream: str):

@@ -19,7 +19,6 @@ from broker_core.protocol.status import error_from_rpc
 
 log = logging.getLogger(__name__)
 
-MAX_GRPC_MESSAGE = 64 * 1024 * 1024
 _URL = re.compile(r"^(?:pulsar://)?(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(?P<port>\d{1,5})/?$")
 
 
@@ -39,9 +38,11 @@ class Connection:
         self.target = parse_service_url(service_url)
         self.operation_timeout_s = operation_timeout_s
         self.connection_timeout_s = connection_timeout_s
+        # No client-side caps: the broker's decide. Producers pack requests to the max_message_size the
+        # broker announces, and a delivery may be as large as the broker's dispatcherMaxDeliveryBytes.
         self.channel = grpc.insecure_channel(self.target, options=[
-            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE),
-            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE),
+            ("grpc.max_send_message_length", -1),
+            ("grpc.max_receive_message_length", -1),
         ])
         self.stub = broker_pb2_grpc.PulsarLikeStub(self.channel)
         self._ready = False

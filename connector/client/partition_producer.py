@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 from broker_core import errors
 from broker_core.protocol import broker_pb2
 from broker_core.protocol.compression import compress_payload
+from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.protocol.status import error_from_proto
 from broker_core.types import MessageId
 
@@ -32,6 +33,9 @@ from connector.client.producer_conf import ProducerConf, check_sequence_id
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
+
+SEND_ENTRY_FRAMING = 48
+"""Most bytes a ``SendEntry`` adds to its data in a request (field tags, three varints, lengths)."""
 
 
 class PartitionProducer:
@@ -77,7 +81,7 @@ class PartitionProducer:
             access_mode=conf.access_mode, properties=dict(conf.properties),
             initial_sequence_id=-1 if conf.initial_sequence_id is None else conf.initial_sequence_id))
         self._stream = BidiStream(connection, "Produce", request, self._on_response, self._on_end,
-                                  batch_requests=pack_requests, name=f"producer-{topic}")
+                                  batch_requests=self._pack, name=f"producer-{topic}")
         # WaitForExclusive: the broker answers once this producer is the exclusive one, however long
         # that takes (a stream error still ends the wait).
         wait_s = None if conf.access_mode == broker_pb2.WAIT_FOR_EXCLUSIVE \
@@ -253,6 +257,9 @@ class PartitionProducer:
             self.on_batch_sent(self.partition)
 
     def _send_locked(self, entry: PendingEntry) -> None:
+        if len(entry.data) > self.max_message_size + FRAME_PADDING:
+            self._refuse_locked(entry)
+            return
         entry.sent_at = time.monotonic()
         self._pending.append(entry)
         # A plain tuple: pack_requests copies the bytes once, straight into the SendBatch request.
@@ -261,6 +268,37 @@ class PartitionProducer:
         if self.conf.send_timeout_ms > 0 and not self._timeout_check_scheduled:
             self._timeout_check_scheduled = True
             self._timer.call_later(self.conf.send_timeout_ms / 1000.0, self._check_send_timeouts)
+
+    def _refuse_locked(self, entry: PendingEntry) -> None:
+        """Fail an entry the broker would refuse (a batch or a message's metadata above its limit) here:
+        sent, it would exceed the request size the broker reads and end the stream for every send."""
+        error = errors.MessageTooBig(
+            f"an entry of {len(entry.data)} bytes ({entry.num_messages} message(s) with their metadata) exceeds "
+            f"the broker's maxMessageSize={self.max_message_size} (+{FRAME_PADDING} bytes of framing); lower "
+            "batching_max_allowed_size_in_bytes, or send smaller messages or properties",
+            size=len(entry.data), limit=self.max_message_size)
+        self._pending_messages -= entry.num_messages
+        self._changed.notify_all()
+        self._timer.call_later(0, complete_callbacks, entry.callbacks, error)  # never under the lock
+
+    def _pack(self, items: list[Any]) -> list[broker_pb2.ProduceRequest]:
+        """``pack_requests`` over runs of at most ``max_message_size`` bytes, counting each entry's
+        protobuf framing: the broker reads requests of its maxMessageSize plus a margin, no larger."""
+        limit = self.max_message_size
+        out: list[broker_pb2.ProduceRequest] = []
+        run: list[Any] = []
+        size = 0
+        for item in items:
+            if type(item) is tuple:
+                n = len(item[3]) + SEND_ENTRY_FRAMING
+                if run and size + n > limit:
+                    out.extend(pack_requests(run))
+                    run, size = [], 0
+                size += n
+            run.append(item)
+        if run:
+            out.extend(pack_requests(run))
+        return out
 
     def flush_batch(self) -> None:
         with self._lock:

@@ -1,0 +1,118 @@
+"""What reaches the servicer: calls within the client's limits, requests that decode.
+
+A gRPC server interceptor wraps each method of the broker's service:
+
+- the call is counted against the client's limits (:mod:`broker_core.service.client_limits`); one over a
+  limit ends at once with :class:`~broker_core.errors.TooManyRequests` (status and trailing metadata, as
+  every broker error on a unary call);
+- requests reach the method as bytes and are decoded here, so garbage is a typed
+  :class:`~broker_core.errors.InvalidMessage` -- not an exception inside gRPC, which logs a traceback for
+  each one. A unary call with an undecodable request fails with it and logs one WARNING line (peer, what
+  was wrong); on a stream the request iterator raises it, and the stream's session ends with it in-band
+  (logging its own one line).
+
+Only the broker's own service is wrapped; the standard health service is left as gRPC serves it.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import grpc
+from google.protobuf.message import Error as ProtobufError
+
+from broker_core.errors import InvalidMessage, PulsarLikeError, TooManyRequests
+from broker_core.protocol.status import grpc_status, trailing_metadata
+from broker_core.service.client_limits import ClientLimits
+
+log = logging.getLogger(__name__)
+
+Decode = Callable[[bytes], Any]
+
+
+class Admission(grpc.aio.ServerInterceptor):
+    """Applies ``limits`` and decoding to the methods whose full name starts with ``service_prefix``
+    (``/pulsarlike.v1.PulsarLike/``)."""
+
+    def __init__(self, limits: ClientLimits, service_prefix: str) -> None:
+        self._limits = limits
+        self._prefix = service_prefix
+        self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
+
+    async def intercept_service(self, continuation: Callable[[Any], Awaitable[grpc.RpcMethodHandler]],
+                                handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        method = handler_call_details.method
+        wrapped = self._wrapped.get(method)
+        if wrapped is not None:
+            return wrapped
+        handler = await continuation(handler_call_details)
+        if handler is None or not method.startswith(self._prefix) or handler.request_deserializer is None:
+            return handler
+        name = method[len(self._prefix):]
+        decode = handler.request_deserializer
+        if handler.request_streaming and handler.response_streaming:
+            wrapped = grpc.stream_stream_rpc_method_handler(
+                self._stream(handler.stream_stream, decode, name), None, handler.response_serializer)
+        elif not handler.request_streaming and not handler.response_streaming:
+            wrapped = grpc.unary_unary_rpc_method_handler(
+                self._unary(handler.unary_unary, decode, name), None, handler.response_serializer)
+        else:  # the service has no such methods; served as they are
+            return handler
+        self._wrapped[method] = wrapped
+        return wrapped
+
+    def _unary(self, behavior: Callable[[Any, Any], Awaitable[Any]], decode: Decode, name: str):
+        limits = self._limits
+
+        async def unary(data: bytes, context: grpc.aio.ServicerContext) -> Any:
+            peer = context.peer()
+            try:
+                request = _decode(decode, data, name)
+                limits.admit(peer, stream=False)
+            except InvalidMessage as exc:
+                log.warning("event=bad_request method=%s peer=%s error=%s", name, peer, exc.message)
+                await _abort(context, exc)
+            except TooManyRequests as exc:
+                await _abort(context, exc)
+            try:
+                return await behavior(request, context)
+            finally:
+                limits.release(peer, stream=False)
+        return unary
+
+    def _stream(self, behavior: Callable[[Any, Any], AsyncIterator[Any]], decode: Decode, name: str):
+        limits = self._limits
+
+        async def stream(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            peer = context.peer()
+            try:
+                limits.admit(peer, stream=True)
+            except TooManyRequests as exc:
+                await _abort(context, exc)
+            try:
+                async for response in behavior(_decoded(requests, decode, name), context):
+                    yield response
+            finally:
+                limits.release(peer, stream=True)
+        return stream
+
+
+async def _decoded(requests: AsyncIterator[bytes], decode: Decode, name: str) -> AsyncIterator[Any]:
+    index = 0
+    async for data in requests:
+        index += 1
+        request = _decode(decode, data, name, index)
+        yield request
+
+
+def _decode(decode: Decode, data: bytes, name: str, index: int = 0) -> Any:
+    try:
+        return decode(data)
+    except ProtobufError as exc:
+        where = f"request {index} on the {name} stream" if index else f"the {name} request"
+        raise InvalidMessage(f"{where} is not a valid message ({exc}); is the client a pulsarlike client of"
+                             " a compatible version?", method=name) from None
+
+
+async def _abort(context: grpc.aio.ServicerContext, exc: PulsarLikeError) -> None:
+    await context.abort(grpc_status(exc), exc.message, trailing_metadata=trailing_metadata(exc))
