@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar
 
 from broker_core.errors import CorruptLog
+from broker_core.protocol.entry_limits import MAX_UNCOMPRESSED_SIZE, MIN_BATCH_FRAME
 
 from dispatch.ack_set import to_words, unacked_bits
 from dispatch.consumer import Consumer, Delivery
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
     from dispatch.subscription import Subscription
 
 log = logging.getLogger(__name__)
+
+MAX_ACK_SET_MESSAGES = MAX_UNCOMPRESSED_SIZE // MIN_BATCH_FRAME
+"""No honest batch holds more messages; an entry stored before the broker checked counts may claim more,
+and then gets no ack set (a bitset of its claimed size could take gigabytes)."""
 
 
 def split_by_bytes(deliveries: list[Delivery], limit: int) -> list[list[Delivery]]:
@@ -150,7 +155,7 @@ class Dispatcher(ABC):
         count = sub.redelivery_counts.get(start, 0) if sub.redelivery_counts else 0
         if start > md and not acked:
             return Delivery(entry, count, None, entry.num_messages)
-        if not sub.batch_index_ack:  # a partly acknowledged batch goes out whole
+        if not sub.batch_index_ack or entry.num_messages > MAX_ACK_SET_MESSAGES:  # the batch goes out whole
             return Delivery(entry, count, None, entry.num_messages) if cursor.next_unacked(start) < end else None
         bits = unacked_bits(start, end, md, acked)
         if not bits:

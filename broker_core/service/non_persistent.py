@@ -35,10 +35,11 @@ from typing import Callable, Sequence
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import InvalidMessage, MessageTooBig, NotAllowedError, PulsarLikeError, SubscriptionNotFound
-from broker_core.protocol.codec import broker_entry_prefix, decode_entry
+from broker_core.protocol.codec import broker_entry_prefix, check_entry, decode_entry
 from broker_core.service.access import ProducerAccess
 from broker_core.service.producers import ProducerInfo, TopicProducers
-from broker_core.service.topic import FRAME_PADDING, Accepted, check_consumer_limit
+from broker_core.protocol.entry_limits import FRAME_PADDING
+from broker_core.service.topic import Accepted, check_consumer_limit
 from broker_core.storage.log import StoredEntry
 from broker_core.types import NON_PERSISTENT, TopicName
 from dispatch.consumer import Consumer
@@ -136,9 +137,9 @@ class NonPersistentTopic(TopicProducers):
             try:
                 if len(data) > self._max_entry:
                     raise MessageTooBig(size=len(data), limit=self._config.maxMessageSize)
-                metadata, _ = decode_entry(data)
-                count = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
-                if count < 1 or (send.num_messages and send.num_messages != count):
+                metadata, payload = decode_entry(data)
+                count = check_entry(metadata, len(payload), self._config.maxMessageSize)
+                if send.num_messages and send.num_messages != count:
                     raise InvalidMessage(f"entry declares {send.num_messages} messages but its metadata holds {count}")
                 if metadata.num_chunks_from_msg > 1:
                     raise NotAllowedError(f"chunked messages are not allowed on non-persistent topic {self.topic}:"

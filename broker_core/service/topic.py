@@ -24,7 +24,8 @@ from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import (ConsumerBusy, InvalidMessage, MessageTooBig, NotAllowedError, PersistenceError,
                                 PulsarLikeError, SubscriptionNotFound)
-from broker_core.protocol.codec import broker_entry_prefix, decode_entry
+from broker_core.protocol.codec import broker_entry_prefix, check_entry, decode_entry
+from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.service.access import ProducerAccess
 from broker_core.service.dedup import Deduplication, SequenceKey, discard_snapshot, stored_snapshot_offset
 from broker_core.service.journal import Journal
@@ -45,8 +46,6 @@ from dispatch.types import SubType
 
 log = logging.getLogger(__name__)
 
-# Room for the entry's own headers and metadata on top of maxMessageSize, as Pulsar's frame padding.
-FRAME_PADDING = 10 * 1024
 
 
 @dataclass(frozen=True)
@@ -194,9 +193,9 @@ class PersistentTopic(TopicProducers, TopicRetention):
             try:
                 if len(data) > self._max_entry:
                     raise MessageTooBig(size=len(data), limit=self._config.maxMessageSize)
-                metadata, _ = decode_entry(data)
-                count = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
-                if count < 1 or (send.num_messages and send.num_messages != count):
+                metadata, payload = decode_entry(data)
+                count = check_entry(metadata, len(payload), self._config.maxMessageSize)
+                if send.num_messages and send.num_messages != count:
                     raise InvalidMessage(f"entry declares {send.num_messages} messages but its metadata holds {count}")
             except PulsarLikeError as exc:
                 results.append(Accepted(send.sequence_id, send.highest_sequence_id, error=exc))
