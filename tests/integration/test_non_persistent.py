@@ -273,7 +273,7 @@ def _send_entry(seq, *, num_messages=1, chunks=0):
     if chunks:
         meta.num_chunks_from_msg, meta.chunk_id, meta.uuid, meta.total_chunk_msg_size = chunks, 0, "p-0", 10
     return broker_pb2.SendEntry(sequence_id=seq, highest_sequence_id=seq, num_messages=num_messages,
-                                data=codec.encode_entry(meta, b"payload"))
+                                data=codec.encode_entry(meta, b"payload" * num_messages))
 
 
 def _topic(on_idle=None):
