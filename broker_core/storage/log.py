@@ -32,7 +32,10 @@ Recovery (run by the constructor)
    damaged.
 3. The last segment is scanned frame by frame from byte 0, verifying magic, the length bound (before
    allocating), the CRC, and offset continuity (each frame's offset is the previous offset + count;
-   the first one's is the base offset).
+   the first one's is the base offset). Shortcut: when ``clean-close`` (written by :meth:`ManagedLog.close`
+   after its final fsync) names the last segment with its current size, nothing was appended or torn
+   since: the segment opens like a sealed one (step 2) and steps 4-5 are skipped. A topic unloaded when
+   idle loads again without reading its active segment.
 4. At the first invalid frame, at byte ``p``: search forward (on the magic, then the full check) for
    any later valid frame. (a) If none exists and the frame at ``p`` does not have a valid CRC, it is a
    torn tail: truncate the file at ``p``, fsync it, and log at ERROR the first offset removed. (b)
@@ -82,6 +85,8 @@ log = logging.getLogger(__name__)
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index)$")
 START_OFFSET_FILE = "start-offset"
 """The first offset retention kept (text, written atomically before segments are unlinked)."""
+CLEAN_CLOSE_FILE = "clean-close"
+"""``base size entries newest-publish-time`` of the last segment when the log was closed cleanly."""
 _CRASH_AT_WRITE = int(os.environ.get("PULSARLIKE_CRASH_AT_WRITE") or 0)
 _frame_writes = 0
 
@@ -192,7 +197,8 @@ class ManagedLog:
                     path=seg.path.name, position=seg.size)
         if segments:
             last = segments[-1]
-            last.recover_last()  # steps 3-5
+            if not self._closed_cleanly(last):
+                last.recover_last()  # steps 3-5
             if last.damaged is None:
                 last.open_for_append()
             else:  # step 4b: writes go on in a new segment
@@ -206,6 +212,20 @@ class ManagedLog:
         self.start_offset = segments[0].base_offset  # step 6
         self.end_offset = segments[-1].end_offset
         self.durable_end_offset = self.end_offset
+
+    def _closed_cleanly(self, last: Segment) -> bool:
+        """Step 3, shortcut: the log was closed cleanly and its last segment has not changed since (same
+        size: appends only grow it), so it opens like a sealed segment, through its index, lazily verified."""
+        try:
+            base, size, entries, newest = map(int, (self.directory / CLEAN_CLOSE_FILE).read_text().split())
+        except (OSError, ValueError):
+            return False
+        if (base, size) != (last.base_offset, os.path.getsize(last.path)):
+            return False
+        last.load_sealed()
+        if last.damaged is None:
+            last.entry_count, last.max_publish_time = entries, (newest if newest >= 0 else None)
+        return True
 
     def _segment(self, base: int, now: int) -> Segment:
         return Segment(self.directory, base, now, files=self._files, label=self.name)
@@ -491,9 +511,14 @@ class ManagedLog:
         with self._lock:
             if self._closed:
                 return
+            active = self._active
             try:
-                self._active.fsync()
+                active.fsync()
                 self.durable_end_offset = self.end_offset
+                if active.damaged is None and active.entry_count is not None:
+                    newest = -1 if active.max_publish_time is None else active.max_publish_time
+                    atomic_write(self.directory / CLEAN_CLOSE_FILE,
+                                 f"{active.base_offset} {active.size} {active.entry_count} {newest}".encode())
             except OSError as exc:  # the unsynced tail is recovered (or found torn) on the next load
                 log.error("event=log_close_sync_failed log=%s error=%r", self.directory, exc)
             for seg in self._segments:

@@ -5,7 +5,9 @@ import pytest
 
 from broker_core.errors import CorruptLog
 from broker_core.storage.format import HEADER_SIZE, MAGIC_BYTES, encode_header
-from broker_core.storage.log import ManagedLog
+from pathlib import Path
+
+from broker_core.storage.log import CLEAN_CLOSE_FILE, ManagedLog
 
 SEG0 = "00000000000000000000.log"
 
@@ -15,10 +17,12 @@ def data(i: int, size: int = 40) -> bytes:
 
 
 def build(path, sizes, count=2, **opts):
-    """A closed log with one entry per size; returns (entries, frame start positions in segment 0)."""
+    """A log with one entry per size, synced but not closed cleanly (as a crash leaves it); returns
+    (entries, frame start positions in segment 0)."""
     log = ManagedLog(path, **opts)
     entries = [log.append(data(i, s), count, 1000 + i) for i, s in enumerate(sizes)]
     log.close()
+    (Path(path) / CLEAN_CLOSE_FILE).unlink()
     positions, pos = [], 0
     for s in sizes:
         positions.append(pos)
@@ -47,7 +51,7 @@ def test_stray_temp_files_and_orphan_indexes_are_removed(tmp_path):
     (tmp_path / "00000000000000000000.index.tmp").write_bytes(b"junk")
     (tmp_path / "00000000000000000099.index").write_bytes(b"junk")
     reopen_expecting(tmp_path, entries)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["00000000000000000000.index", SEG0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["00000000000000000000.index", SEG0, CLEAN_CLOSE_FILE]
 
 
 def test_a_zero_length_segment_file_is_an_empty_log_at_its_base(tmp_path):
@@ -236,3 +240,26 @@ def test_end_offset_continues_from_the_last_valid_frame_across_segments(tmp_path
     log = ManagedLog(tmp_path, max_segment_bytes=200)
     assert log.end_offset == entries[-2].end_offset == 27
     assert log.read(0, 100) == entries[:-1]
+
+
+# -- step 3's shortcut: a clean close ---------------------------------------------------------------------
+def test_a_cleanly_closed_log_opens_without_scanning_its_last_segment(tmp_path, monkeypatch):
+    log = ManagedLog(tmp_path, max_segment_entries=5)
+    entries = [log.append(data(i), 1, 1000 + i) for i in range(3)]
+    log.close()
+    from broker_core.storage import segment
+
+    monkeypatch.setattr(segment.Segment, "recover_last", lambda self: pytest.fail("scanned"))
+    again = ManagedLog(tmp_path, max_segment_entries=5)
+    assert again.read(0, 100) == entries and again.end_offset == 3
+    assert [again.append(data(9), 1, 0).offset for _ in range(3)][-1] == 5  # entry count known: it rolls
+    assert len(list(tmp_path.glob("*.log"))) == 2
+
+
+def test_a_last_segment_that_changed_size_since_the_clean_close_is_scanned(tmp_path):
+    log = ManagedLog(tmp_path)
+    entries = [log.append(data(i), 1, 1000 + i) for i in range(3)]
+    log.close()
+    with open(tmp_path / SEG0, "ab") as f:
+        f.write(b"\x00" * 100)  # zeros after a clean close: a torn append of a later run
+    reopen_expecting(tmp_path, entries)
