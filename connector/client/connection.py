@@ -43,6 +43,9 @@ class Connection:
         self.channel = grpc.insecure_channel(self.target, options=[
             ("grpc.max_send_message_length", -1),
             ("grpc.max_receive_message_length", -1),
+            # One connection per Client, as Pulsar's clients have: the broker's per-connection limits
+            # then apply to each Client, not to every Client of the process together.
+            ("grpc.use_local_subchannel_pool", 1),
         ])
         self.stub = broker_pb2_grpc.PulsarLikeStub(self.channel)
         self._ready = False
