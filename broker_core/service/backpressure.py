@@ -5,7 +5,8 @@ client that does not read must not make the broker buffer without end, so:
 
 1. An outbox is bounded by count and bytes (``streamReplyQueueMaxMessages``, ``streamReplyQueueMaxBytes``),
    and every outbox together by bytes (``brokerReplyQueueMaxBytes``, a :class:`ReplyBudget`). A producer's
-   sends that wait to be persisted count as replies too (:meth:`Outbox.hold`): their receipts are owed.
+   sends that wait to be persisted count as replies too (:meth:`Outbox.hold`): their receipts are owed,
+   and go out in request order (:class:`OrderedReplies`).
 2. A reply is always queued -- dispatch has already recorded a delivery as pending, so it is never dropped.
    The outbox becomes *full* when it reaches a bound, or when the broker-wide budget is spent and it holds
    anything unread.
@@ -225,3 +226,35 @@ class PermitGate:
     def reset(self) -> None:
         """After a seek: the client grants its permits again from zero."""
         self.withheld = 0
+
+
+class OrderedReplies:
+    """Releases a producer's per-request replies in request order, whatever order their durability completes
+    in; a reserved reply counts against the outbox's bound until it is released (:meth:`Outbox.hold`)."""
+
+    def __init__(self, out: Outbox) -> None:
+        self._out = out
+        self._slots: deque[list] = deque()
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    def reserve(self) -> list:
+        slot: list = []
+        self._slots.append(slot)
+        self._drained.clear()
+        self._out.hold()
+        return slot
+
+    def fill(self, slot: list, messages: list) -> None:
+        slot.append(messages)
+        out = self._out
+        while self._slots and self._slots[0]:
+            for message in self._slots.popleft()[0]:
+                out.put(message)
+            out.release()
+        if not self._slots:
+            self._drained.set()
+
+    async def drained(self) -> None:
+        """Wait until every reserved reply has been released."""
+        await self._drained.wait()

@@ -14,7 +14,6 @@ import itertools
 import json
 import logging
 import uuid
-from collections import deque
 from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, TypeVar
 
 import grpc
@@ -25,7 +24,7 @@ from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata
 from broker_core.service.access import AccessMode
 from broker_core.service.admin_rpcs import AdminRpcs
-from broker_core.service.backpressure import END, Outbox, PermitGate, ReplyBudget
+from broker_core.service.backpressure import END, OrderedReplies, Outbox, PermitGate, ReplyBudget
 from broker_core.service.policies import NAMESPACE, TOPIC
 from broker_core.service.producers import ProducerInfo, ProducerNames
 from broker_core.service.topic import Accepted, PersistentTopic
@@ -52,37 +51,6 @@ def _unexpected(exc: BaseException) -> PulsarLikeError:
               exc_info=exc)
     return UnknownError(f"internal broker error (error id {error_id}); the broker's log has the details",
                         error_id=error_id)
-
-
-class _OrderedReplies:
-    """Releases per-request replies in request order, whatever order their durability completes in."""
-
-    def __init__(self, out: Outbox) -> None:
-        self._out = out
-        self._slots: deque[list] = deque()
-        self._drained = asyncio.Event()
-        self._drained.set()
-
-    def reserve(self) -> list:
-        slot: list = []
-        self._slots.append(slot)
-        self._drained.clear()
-        self._out.hold()
-        return slot
-
-    def fill(self, slot: list, messages: list) -> None:
-        slot.append(messages)
-        out = self._out
-        while self._slots and self._slots[0]:
-            for message in self._slots.popleft()[0]:
-                out.put(message)
-            out.release()
-        if not self._slots:
-            self._drained.set()
-
-    async def drained(self) -> None:
-        """Wait until every reserved reply has been released."""
-        await self._drained.wait()
 
 
 def _replies(results: list[Accepted], error: BaseException | None) -> list[pb.ProduceResponse]:
@@ -174,7 +142,7 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 max_message_size=self._registry.config.maxMessageSize, topic=topic.topic)))
             log.info("event=producer_opened topic=%s producer=%s access_mode=%s", topic.topic, producer_name,
                      info.access_mode.name)
-            replies = _OrderedReplies(out)
+            replies = OrderedReplies(out)
             while True:
                 await out.wait_room()  # replies the client has not read stop its requests here
                 request = await anext(requests, None)

@@ -169,3 +169,17 @@ def test_a_reply_put_after_the_stream_ended_is_dropped_and_costs_the_budget_noth
     out.close()
     out.put(reply(100))  # e.g. a receipt whose fsync completed after the producer went away
     assert budget.queued_bytes == 0
+
+
+def test_ordered_replies_go_out_in_request_order_and_count_until_released() -> None:
+    from broker_core.service.backpressure import OrderedReplies
+
+    out = outbox(max_messages=2)
+    replies = OrderedReplies(out)
+    first, second = replies.reserve(), replies.reserve()
+    assert out.full  # two receipts owed
+    late, early = reply(1), reply(2)
+    replies.fill(second, [late])
+    assert out.full  # held back behind the first request's reply
+    replies.fill(first, [early])
+    assert drain(out, 2) == [early, late] and not out.full
