@@ -1,20 +1,22 @@
-"""What reaches the servicer: calls within the client's limits, requests that decode.
+"""What reaches a servicer: calls within the client's limits, requests that decode.
 
-A gRPC server interceptor wraps each method of the broker's service:
+A gRPC server interceptor wraps each method of every service the broker serves (its own and health):
 
-- the call is counted against the client's limits (:mod:`broker_core.service.client_limits`); one over a
-  limit ends at once with :class:`~broker_core.errors.TooManyRequests` (status and trailing metadata, as
-  every broker error on a unary call);
+- the call is counted against the client's limits (:mod:`broker_core.service.client_limits`), streams as
+  streams and unary calls as requests; one over a limit ends at once with
+  :class:`~broker_core.errors.TooManyRequests` (status and trailing metadata, as every broker error on a
+  unary call);
 - requests reach the method as bytes and are decoded here, so garbage is a typed
   :class:`~broker_core.errors.InvalidMessage` -- not an exception inside gRPC, which logs a traceback for
-  each one. A unary call with an undecodable request fails with it and logs one WARNING line (peer, what
-  was wrong); on a stream the request iterator raises it, and the stream's session ends with it in-band
-  (logging its own one line).
+  each one. A call whose (first) request does not decode fails with it and logs one WARNING line (peer,
+  what was wrong); on a request stream the iterator raises it, and the stream's session ends with it
+  in-band, logging its own one line.
 
-Only the broker's own service is wrapped; the standard health service is left as gRPC serves it.
+Every wrapped method is a coroutine or an async generator (the broker's servicers are asyncio ones).
 """
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any, AsyncIterator, Awaitable, Callable
 
@@ -31,12 +33,8 @@ Decode = Callable[[bytes], Any]
 
 
 class Admission(grpc.aio.ServerInterceptor):
-    """Applies ``limits`` and decoding to the methods whose full name starts with ``service_prefix``
-    (``/pulsarlike.v1.PulsarLike/``)."""
-
-    def __init__(self, limits: ClientLimits, service_prefix: str) -> None:
+    def __init__(self, limits: ClientLimits) -> None:
         self._limits = limits
-        self._prefix = service_prefix
         self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
 
     async def intercept_service(self, continuation: Callable[[Any], Awaitable[grpc.RpcMethodHandler]],
@@ -46,29 +44,32 @@ class Admission(grpc.aio.ServerInterceptor):
         if wrapped is not None:
             return wrapped
         handler = await continuation(handler_call_details)
-        if handler is None or not method.startswith(self._prefix) or handler.request_deserializer is None:
+        if handler is None or handler.request_deserializer is None:
             return handler
-        name = method[len(self._prefix):]
-        decode = handler.request_deserializer
+        name = method.rsplit("/", 1)[-1]
+        decode, serialize = handler.request_deserializer, handler.response_serializer
         if handler.request_streaming and handler.response_streaming:
             wrapped = grpc.stream_stream_rpc_method_handler(
-                self._stream(handler.stream_stream, decode, name), None, handler.response_serializer)
+                self._stream(handler.stream_stream, decode, name), None, serialize)
         elif not handler.request_streaming and not handler.response_streaming:
             wrapped = grpc.unary_unary_rpc_method_handler(
-                self._unary(handler.unary_unary, decode, name), None, handler.response_serializer)
-        else:  # the service has no such methods; served as they are
+                self._unary(handler.unary_unary, decode, name, stream=False), None, serialize)
+        elif not handler.request_streaming and not inspect.isasyncgenfunction(handler.unary_stream):
+            wrapped = grpc.unary_stream_rpc_method_handler(  # writes with context.write (health's Watch)
+                self._unary(handler.unary_stream, decode, name, stream=True), None, serialize)
+        else:  # no method of the broker's services has another shape
             return handler
         self._wrapped[method] = wrapped
         return wrapped
 
-    def _unary(self, behavior: Callable[[Any, Any], Awaitable[Any]], decode: Decode, name: str):
+    def _unary(self, behavior: Callable[[Any, Any], Awaitable[Any]], decode: Decode, name: str, *, stream: bool):
         limits = self._limits
 
         async def unary(data: bytes, context: grpc.aio.ServicerContext) -> Any:
             peer = context.peer()
             try:
                 request = _decode(decode, data, name)
-                limits.admit(peer, stream=False)
+                limits.admit(peer, stream=stream)
             except InvalidMessage as exc:
                 log.warning("event=bad_request method=%s peer=%s error=%s", name, peer, exc.message)
                 await _abort(context, exc)
@@ -77,7 +78,7 @@ class Admission(grpc.aio.ServerInterceptor):
             try:
                 return await behavior(request, context)
             finally:
-                limits.release(peer, stream=False)
+                limits.release(peer, stream=stream)
         return unary
 
     def _stream(self, behavior: Callable[[Any, Any], AsyncIterator[Any]], decode: Decode, name: str):
@@ -89,11 +90,13 @@ class Admission(grpc.aio.ServerInterceptor):
                 limits.admit(peer, stream=True)
             except TooManyRequests as exc:
                 await _abort(context, exc)
+            responses = behavior(_decoded(requests, decode, name), context)
             try:
-                async for response in behavior(_decoded(requests, decode, name), context):
+                async for response in responses:
                     yield response
             finally:
                 limits.release(peer, stream=True)
+                await responses.aclose()
         return stream
 
 

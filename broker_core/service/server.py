@@ -63,7 +63,7 @@ class BrokerService:
         self._server: grpc.aio.Server | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._sync_pool: ThreadPoolExecutor | None = None
-        self._health: health.HealthServicer | None = None
+        self._health: health.aio.HealthServicer | None = None
         self.registry: TopicRegistry | None = None
         self._data_dir_lock = DataDirLock(self.data_dir)
 
@@ -79,14 +79,15 @@ class BrokerService:
         config = self.config
         limits = ClientLimits(Limits.from_config(config), self._clock)
         server = grpc.aio.server(
-            interceptors=[Admission(limits, f"/{SERVICE_NAME}/")],
+            interceptors=[Admission(limits)],
             options=[("grpc.max_receive_message_length", max_request_bytes(config.maxMessageSize)),
                      ("grpc.max_send_message_length",
                       max_reply_bytes(config.maxMessageSize, config.dispatcherMaxDeliveryBytes)),
                      ("grpc.so_reuseport", 0)])
         broker_pb2_grpc.add_PulsarLikeServicer_to_server(
             BrokerServicer(self.registry, ProducerNames(self.config.clusterName)), server)
-        self._health = health.HealthServicer(experimental_non_blocking=True)
+        # the asyncio servicer: a Watch is a task on the loop, not a thread of gRPC's pool for each watcher
+        self._health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         address = f"{self.config.bindAddress}:{self.config.brokerServicePort}"
         try:
@@ -100,7 +101,7 @@ class BrokerService:
         if self.config.metricsEnabled:
             self._start_metrics(asyncio.get_running_loop())
         for name in ("", SERVICE_NAME):
-            self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+            await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info("event=broker_started address=%s:%d data_dir=%s sync_mode=%s metrics_port=%d",
                  self.config.bindAddress, self.port, self.data_dir, self.config.journalSyncMode, self.metrics_port)
         return self.port
@@ -120,7 +121,7 @@ class BrokerService:
     async def stop(self, grace: float = 1.0) -> None:
         """Stop accepting, end the streams (after ``grace`` seconds), then flush and sync every topic."""
         if self._health is not None:
-            self._health.enter_graceful_shutdown()
+            await self._health.enter_graceful_shutdown()
         if self._metrics is not None:
             metrics, self._metrics = self._metrics, None
             await asyncio.get_running_loop().run_in_executor(None, metrics.stop)

@@ -129,16 +129,19 @@ def test_garbage_on_streams_and_calls_is_one_warning_line_each_and_no_traceback(
             pb.ConsumeResponse.FromString(next(consume(iter([  # a valid message, not a subscribe
                 pb.ConsumeRequest(flow=pb.Flow(permits=1)).SerializeToString()]), timeout=10))),
         ]
-        with pytest.raises(grpc.RpcError) as unary:
-            channel.unary_unary("/pulsarlike.v1.PulsarLike/ListTopics", **RAW)(b"\xff\xff", timeout=10)
+        unary = []
+        for method in ("/pulsarlike.v1.PulsarLike/ListTopics", "/grpc.health.v1.Health/Check"):
+            with pytest.raises(grpc.RpcError) as refused:
+                channel.unary_unary(method, **RAW)(b"\xff\xff", timeout=10)
+            unary.append(error_from_rpc(refused.value))
     assert all(isinstance(error_from_proto(r.error), InvalidMessage) for r in replies)
-    assert isinstance(error_from_rpc(unary.value), InvalidMessage)
+    assert all(isinstance(error, InvalidMessage) for error in unary)
     assert round_trip(proc.service_url) == b"still serving"
     assert proc.terminate() == 0
     stderr = proc.proc.stderr.read()
     assert "Traceback" not in stderr and " exc=" not in stderr
     warnings = [line for line in stderr.splitlines() if "event=bad_request" in line]
-    assert len(warnings) == 5 and all("level=WARNING" in w and "peer=ipv4:127.0.0.1:" in w for w in warnings)
+    assert len(warnings) == 6 and all("level=WARNING" in w and "peer=ipv4:127.0.0.1:" in w for w in warnings)
 
 
 # -- in-process brokers with small limits --------------------------------------------------------------
