@@ -10,8 +10,8 @@ client that does not read must not make the broker buffer without end, so:
 2. A reply is always queued -- dispatch has already recorded a delivery as pending, so it is never dropped.
    The outbox becomes *full* when it reaches a bound, or when the broker-wide budget is spent and it holds
    anything unread.
-3. While an outbox is full its stream's source stops: a producer stream reads no more requests
-   (:meth:`Outbox.wait_room`); a consumer's permits are withheld (:class:`PermitGate`), so every
+3. While an outbox is full its stream's sources stop: the stream reads no more requests
+   (:meth:`Outbox.wait_room`), and a consumer's permits are withheld (:class:`PermitGate`), so every
    dispatcher treats it as a consumer without room. Later entries wait in the log, in order.
 4. It has room again once the client has read half of it (all of it while the budget is spent); the
    withheld permits go back through the subscription's ``flow``, which dispatches again.

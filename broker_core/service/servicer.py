@@ -2,7 +2,7 @@
 
 Streams follow one pattern: a reader task consumes the client's requests and puts responses on a bounded
 :class:`~broker_core.service.backpressure.Outbox`; the handler yields from it. A full outbox stops its
-source: a producer stream reads no more requests, a consumer's permits are withheld. Broker errors become
+stream: it reads no more requests, and a consumer's permits are withheld. Broker errors become
 in-band ``Error`` messages on streams and gRPC statuses (with the error code in trailing metadata) on unary
 calls, through :mod:`broker_core.protocol.status`. Requests arrive decoded and within the client's limits
 (:mod:`broker_core.service.admission`); a stream ended by a malformed request logs one WARNING line.
@@ -143,11 +143,7 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
             log.info("event=producer_opened topic=%s producer=%s access_mode=%s", topic.topic, producer_name,
                      info.access_mode.name)
             replies = OrderedReplies(out)
-            while True:
-                await out.wait_room()  # replies the client has not read stop its requests here
-                request = await anext(requests, None)
-                if request is None:
-                    break
+            async for request in _while_read(requests, out):
                 kind = request.WhichOneof("request")
                 if fenced:
                     break
@@ -210,7 +206,7 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 topic=topic.topic, consumer_name=consumer.consumer_name, partition_index=topic.partition_index)))
             log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s",
                      topic.topic, req.subscription, consumer.consumer_name, _SUB_TYPES[req.sub_type])
-            async for request in requests:
+            async for request in _while_read(requests, out):
                 if not self._consume_request(request, topic, sub, consumer, gate, out):
                     break
         except PulsarLikeError as exc:
@@ -436,6 +432,17 @@ async def _serve(session: Coroutine[Any, Any, None], out: Outbox) -> AsyncIterat
     finally:
         task.cancel()
         out.close()
+
+
+async def _while_read(requests, out: Outbox) -> AsyncIterator:
+    """``requests``, each taken only while ``out`` has room: replies the client leaves unread stop its
+    requests (and whatever replies they would add) until it reads them."""
+    while True:
+        await out.wait_room()
+        request = await anext(requests, None)
+        if request is None:
+            return
+        yield request
 
 
 def _bad_request(exc: PulsarLikeError, stream: str, peer: str) -> None:

@@ -1,6 +1,6 @@
-"""The producer stream's back-pressure, driven without gRPC (whose transport would take some replies off
-the queue): while its receipts wait unread beyond streamReplyQueueMaxMessages, the broker reads no more of
-its requests; once they are read, it goes on and every send gets its receipt, in order."""
+"""Streams' back-pressure, driven without gRPC (whose transport would take some replies off the queue):
+while a stream's replies wait unread beyond streamReplyQueueMaxMessages, the broker reads no more of its
+requests; once they are read, it goes on and every request gets its reply, in order."""
 from __future__ import annotations
 
 import asyncio
@@ -62,3 +62,37 @@ def test_a_producer_stream_reads_no_more_requests_while_its_receipts_wait_unread
     stopped_at, receipts = asyncio.run(scenario())
     assert stopped_at <= BOUND + 1  # the open request and the sends whose receipts fill the queue
     assert receipts == list(range(SENDS))
+
+
+def test_a_consumer_stream_reads_no_more_requests_while_its_replies_wait_unread(tmp_path) -> None:
+    pulled = 0
+
+    async def requests():
+        nonlocal pulled
+        pulled += 1
+        yield pb.ConsumeRequest(subscribe=pb.Subscribe(
+            topic="persistent://public/default/bp", subscription="s", sub_type=pb.EXCLUSIVE_SUB, durable=True))
+        for _ in range(SENDS):  # each acknowledges a message never sent: a warning reply each
+            pulled += 1
+            yield pb.ConsumeRequest(ack=pb.Ack(ack_type=pb.INDIVIDUAL, ranges=[pb.OffsetRange(start=5, end=6)]))
+
+    async def scenario() -> tuple[int, int]:
+        config = BrokerConfig(journalSyncMode="never", streamReplyQueueMaxMessages=BOUND)
+        with ThreadPoolExecutor(2) as executor:
+            registry = TopicRegistry(tmp_path, config, executor, SYSTEM_CLOCK)
+            replies = BrokerServicer(registry, ProducerNames("test")).Consume(requests(), PeerContext())
+            assert (await anext(replies)).WhichOneof("response") == "subscribed"
+            for _ in range(10):
+                await asyncio.sleep(0)
+            stopped_at = pulled
+            warnings = 0
+            async for reply in replies:
+                warnings += reply.WhichOneof("response") == "warning"
+                if warnings == SENDS:
+                    break
+            await replies.aclose()
+            await registry.close()
+        return stopped_at, warnings
+
+    stopped_at, warnings = asyncio.run(scenario())
+    assert stopped_at <= BOUND + 1 and warnings == SENDS
