@@ -108,8 +108,8 @@ class BrokerConfig:
 
     streamReplyQueueMaxMessages: int = 1000
     """pulsarlike extension: replies waiting to be written to one stream's client (for a producer, its
-    sends waiting to be persisted count too); beyond it the broker stops reading that producer's requests,
-    or stops dispatching to that consumer, until the client has read half of them (back-pressure)."""
+    sends waiting to be persisted count too); beyond it the broker reads no more of that stream's requests
+    and dispatches nothing more to it until the client has read half of them (back-pressure)."""
     streamReplyQueueMaxBytes: int = 16 * 1024 * 1024
     """pulsarlike extension: the same bound in bytes of replies."""
     brokerReplyQueueMaxBytes: int = 256 * 1024 * 1024
