@@ -35,7 +35,8 @@ def test_dispatch_does_no_per_message_work_for_large_batches(tmp_path: Path) -> 
     try:
         log.append_many([(b"x" * 100, 1000, 0)] * 2000)
         log.sync()
-        sub = Subscription("sub", "t", -1, log, make_cursor())  # type: ignore[arg-type]
+        sub = Subscription("sub", "t", -1, log, make_cursor(),  # type: ignore[arg-type]
+                           max_unacked_per_consumer=0)  # all 2M messages in flight at once
         c = RecordingConsumer(1)
         sub.add_consumer(c, SubType.EXCLUSIVE)
         sub.flow(c, 2_000_000)
