@@ -72,9 +72,9 @@ class Admission(grpc.aio.ServerInterceptor):
                 limits.admit(peer, stream=stream)
             except InvalidMessage as exc:
                 log.warning("event=bad_request method=%s peer=%s error=%s", name, peer, exc.message)
-                await _abort(context, exc)
+                return await _abort(context, exc)
             except TooManyRequests as exc:
-                await _abort(context, exc)
+                return await _abort(context, exc)
             try:
                 return await behavior(request, context)
             finally:
@@ -90,6 +90,7 @@ class Admission(grpc.aio.ServerInterceptor):
                 limits.admit(peer, stream=True)
             except TooManyRequests as exc:
                 await _abort(context, exc)
+                return
             responses = behavior(_decoded(requests, decode, name), context)
             try:
                 async for response in responses:
@@ -118,4 +119,5 @@ def _decode(decode: Decode, data: bytes, name: str, index: int = 0) -> Any:
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: PulsarLikeError) -> None:
+    """End the call with ``exc`` (``context.abort`` raises)."""
     await context.abort(grpc_status(exc), exc.message, trailing_metadata=trailing_metadata(exc))
