@@ -33,6 +33,8 @@ Decode = Callable[[bytes], Any]
 
 
 class Admission(grpc.aio.ServerInterceptor):
+    """Wraps each method once, on its first call (see the module docstring)."""
+
     def __init__(self, limits: ClientLimits) -> None:
         self._limits = limits
         self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
