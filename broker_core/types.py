@@ -30,7 +30,9 @@ _ENTITY = re.compile(r"[-=:.\w]+", re.ASCII)
 _LOCAL = re.compile(r"[-=:.%\w]+", re.ASCII)
 _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _ALNUM = re.compile(r"[A-Za-z0-9]")
-_PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>\d+)$")
+_PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>0|[1-9]\d{0,8})$")
+"""A partition's name; an index of ten digits or more (beyond any partition count, and beyond int32 on the
+wire) makes an ordinary topic name, as an unparseable index does in Pulsar."""
 _SHOWN = 80
 """Names are cut to this many characters in error messages (a 10 MB name makes no useful message)."""
 

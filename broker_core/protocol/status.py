@@ -54,8 +54,29 @@ def grpc_status(exc: errors.PulsarLikeError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+MAX_TEXT = 1024
+"""Longest message or string field sent with an error: a refusal may quote what the client sent (a name,
+a policy value), and gRPC refuses trailing metadata over 16 KiB, which would turn the typed error into a
+transport one."""
+
+
+def _cut(value: object) -> object:
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        return f"{value[:MAX_TEXT]}... ({len(value)} characters)"
+    if isinstance(value, (list, tuple)):
+        return [_cut(v) for v in value[:64]]
+    return value
+
+
 def _fields_json(exc: errors.PulsarLikeError) -> str:
-    return json.dumps(exc.fields, default=str) if exc.fields else ""
+    if not exc.fields:
+        return ""
+    return json.dumps({str(k)[:MAX_TEXT]: _cut(v) for k, v in exc.fields.items()}, default=lambda v: _cut(str(v)))
+
+
+def wire_message(exc: errors.PulsarLikeError) -> str:
+    """``exc.message`` as sent to the client (long ones cut, see :data:`MAX_TEXT`)."""
+    return _cut(exc.message)  # type: ignore[return-value]
 
 
 def trailing_metadata(exc: errors.PulsarLikeError) -> tuple[tuple[str, str], ...]:
@@ -63,7 +84,7 @@ def trailing_metadata(exc: errors.PulsarLikeError) -> tuple[tuple[str, str], ...
 
 
 def error_to_proto(exc: errors.PulsarLikeError) -> broker_pb2.Error:
-    return broker_pb2.Error(code=exc.code, message=exc.message, fields_json=_fields_json(exc))
+    return broker_pb2.Error(code=exc.code, message=wire_message(exc), fields_json=_fields_json(exc))
 
 
 def error_from_proto(msg: broker_pb2.Error) -> errors.PulsarLikeError:

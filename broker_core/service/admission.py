@@ -24,7 +24,7 @@ import grpc
 from google.protobuf.message import Error as ProtobufError
 
 from broker_core.errors import InvalidMessage, PulsarLikeError, TooManyRequests
-from broker_core.protocol.status import grpc_status, trailing_metadata
+from broker_core.protocol.status import grpc_status, trailing_metadata, wire_message
 from broker_core.service.client_limits import ClientLimits
 
 log = logging.getLogger(__name__)
@@ -122,4 +122,4 @@ def _decode(decode: Decode, data: bytes, name: str, index: int = 0) -> Any:
 
 async def _abort(context: grpc.aio.ServicerContext, exc: PulsarLikeError) -> None:
     """End the call with ``exc`` (``context.abort`` raises)."""
-    await context.abort(grpc_status(exc), exc.message, trailing_metadata=trailing_metadata(exc))
+    await context.abort(grpc_status(exc), wire_message(exc), trailing_metadata=trailing_metadata(exc))

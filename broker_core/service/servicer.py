@@ -21,7 +21,7 @@ import grpc
 from broker_core.errors import InvalidMessage, NotAllowedError, PulsarLikeError, UnknownError
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc
-from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata
+from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata, wire_message
 from broker_core.service.access import AccessMode
 from broker_core.service.admin_rpcs import AdminRpcs
 from broker_core.service.backpressure import END, OrderedReplies, Outbox, PermitGate, ReplyBudget
@@ -290,10 +290,10 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 result = await result
             return result  # type: ignore[return-value]
         except PulsarLikeError as exc:
-            await context.abort(grpc_status(exc), exc.message, trailing_metadata=trailing_metadata(exc))
+            await context.abort(grpc_status(exc), wire_message(exc), trailing_metadata=trailing_metadata(exc))
         except Exception as exc:
             err = _unexpected(exc)
-            await context.abort(grpc_status(err), err.message, trailing_metadata=trailing_metadata(err))
+            await context.abort(grpc_status(err), wire_message(err), trailing_metadata=trailing_metadata(err))
         raise AssertionError("unreachable")
 
     async def GetPartitionedTopicMetadata(self, request, context):
