@@ -30,7 +30,7 @@ LOG_PROBLEMS = ("Traceback", "level=ERROR", "level=CRITICAL")
 _RUN = re.compile(r"(.)\1{15,}", re.DOTALL)
 
 
-def compact(text: str, limit: int = 600) -> str:
+def compact(text: str, limit: int = 400) -> str:
     """``text`` for a report: runs of one character shortened to ``x*N``, the whole cut to ``limit``."""
     text = _RUN.sub(lambda m: f"{m.group(1)}*{len(m.group(0))}", text)
     return text if len(text) <= limit else text[:limit] + "..."
@@ -88,7 +88,7 @@ class BrokerWatch:
         self.problems: list[str] = []
         self.findings: list[str] = []
         """Failing examples of a run in hunting mode (see test_fuzz_wire.EXPLORE)."""
-        self.recent: deque[str] = deque(maxlen=5)
+        self.recent: deque[str] = deque(maxlen=3)
         self._lines: list[str] = []
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read_stderr, name="broker-stderr", daemon=True)

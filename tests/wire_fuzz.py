@@ -2,10 +2,7 @@
 
 - names: a mix of the fuzz run's own topics, names that try to leave the data dir (``..``, ``%2e%2e``,
   absolute paths), names over the 255-byte limit, unicode and control characters;
-- numbers: each protobuf integer type's boundaries (0, -1, the extremes) and values near real offsets;
-- entries: valid Pulsar entries (plain, batched, compressed, chunked) with lying metadata
-  (``num_messages_in_batch``, ``uncompressed_size``, the codec, the chunk fields), flipped or cut bytes, a
-  CRC fixed up afterwards or not, and plain random bytes;
+- numbers and entries (:mod:`tests.fuzz_entries`): each integer type's edges; honest and lying entries;
 - any request of any RPC, built from the protobuf descriptors (so a new RPC or field is fuzzed without
   touching this file), and scripts of stream requests, some of them raw bytes instead of a message.
 
@@ -15,16 +12,16 @@ of them was put there by the broker for us.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any, Callable, NamedTuple
 
-import google_crc32c
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from hypothesis import strategies as st
 
 from broker_core.protocol import broker_pb2 as pb
-from broker_core.protocol import codec, compression, pulsar_api_pb2
+from broker_core.protocol import codec
+from tests.fuzz_entries import (INTEGER_EDGES, entry_data, int32s, int64s, integers_of, millis, uint32s, uint64s,
+                                valid_entries)
 
 SERVICE = pb.DESCRIPTOR.services_by_name["PulsarLike"]
 UNARY_METHODS = tuple(m for m in SERVICE.methods if not m.client_streaming and not m.server_streaming)
@@ -50,7 +47,7 @@ def _sent(name: str) -> str:
 ESCAPES = ("..", ".", "...", "%2e%2e", "%2E%2E", "%2e", "..%2F..", "%2F", "%2f..%2f", "%00", "%", "%zz", "/",
            "//", "", " ", "\x00", "a\x00b", "\n", "~", "/etc", "/tmp/fz-escape", "../../../../tmp/fz-escape",
            "C:\\fz", "fz\\..\\..", "-partition-0", "fz-partition-", ":::", "=", "_")
-LONG = (100, 254, 255, 256, 300, 4096, 100_000)
+LONG = (100, 254, 255, 256, 300, 4096, 20_000, 100_000)
 control_text = st.text(alphabet=st.characters(max_codepoint=0x1F), min_size=1, max_size=4)
 unicode_text = st.text(alphabet=st.characters(min_codepoint=0x80, exclude_categories=["Cs"]), min_size=1,
                        max_size=12)
@@ -62,21 +59,24 @@ component = st.one_of(
 ).map(_sent)
 domains = st.sampled_from(("persistent", "non-persistent", "", "http", "PERSISTENT", "persistent:/"))
 
+partition_names = st.builds("{}-partition-{}".format, st.sampled_from((PARTITIONED, *TOPICS)), st.one_of(
+    st.integers(-3, 12), st.sampled_from((2**31 - 1, 2**31, 2**32, 2**63, 10**30, "01", "+1", " 1", "1.0", ""))))
+"""Partition names with indexes past the partition count, at the integer types' edges, or not numbers."""
 topics = st.one_of(
-    st.sampled_from(POOL_TOPICS),
+    st.sampled_from(POOL_TOPICS), st.sampled_from(POOL_TOPICS), partition_names,
     st.builds("persistent://public/default/{}".format, component),
     st.builds("{}://{}/{}/{}".format, domains, component, component, component),
     st.builds("{}://{}/{}".format, domains, component, component),
-    st.builds("{}-partition-{}".format, st.sampled_from((PARTITIONED, *TOPICS)),
-              st.one_of(st.integers(-3, 12), st.sampled_from((2**31 - 1, 2**63, 10**30)))),
     component,
 )
 namespaces = st.one_of(st.sampled_from((NAMESPACE, "fz-ten/fz-ns", "public/fz-ns")),
                        st.builds("{}/{}".format, component, component),
                        st.builds("{}/{}/{}".format, component, component, component), component)
 tenants = st.one_of(st.sampled_from(("public", "fz-ten")), component)
-subscriptions = st.one_of(st.sampled_from(SUBSCRIPTIONS), component)
+subscriptions = st.one_of(st.sampled_from(SUBSCRIPTIONS), st.sampled_from(SUBSCRIPTIONS), component)
 pool_topics = st.one_of(st.sampled_from(TOPICS), st.sampled_from(POOL_TOPICS))
+opened_topics = st.one_of(pool_topics, pool_topics, pool_topics, partition_names)
+"""Topics for openings meant to succeed: mostly the pool's, some partitions at the edges."""
 
 # Policy keys the broker knows (broker_core.service.policies) and values of every JSON shape.
 json_values = st.recursive(
@@ -90,131 +90,6 @@ policy_values = st.one_of(
     st.fixed_dictionaries({"retentionTimeInMinutes": json_values, "retentionSizeInMB": json_values})
     .map(json.dumps),
     st.text(max_size=20))
-
-# ---------------------------------------------------------------------------------------------------
-# Numbers: each protobuf integer type's edges, small values (real offsets and counts) and the rest.
-_EDGES = {
-    FieldDescriptor.TYPE_INT32: (-2**31, 2**31 - 1),
-    FieldDescriptor.TYPE_INT64: (-2**63, 2**63 - 1),
-    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
-    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
-}
-
-
-def integers_of(field_type: int) -> st.SearchStrategy[int]:
-    low, high = _EDGES[field_type]
-    edges = sorted({v for v in (low, high, 0, 1, -1, 2**31 - 1, 2**32 - 1, 2**53, 2**63 - 1) if low <= v <= high})
-    return st.one_of(st.sampled_from(edges), st.integers(max(low, -5), 300), st.integers(low, high))
-
-
-int32s, int64s = integers_of(FieldDescriptor.TYPE_INT32), integers_of(FieldDescriptor.TYPE_INT64)
-uint32s, uint64s = integers_of(FieldDescriptor.TYPE_UINT32), integers_of(FieldDescriptor.TYPE_UINT64)
-
-
-def millis() -> st.SearchStrategy[int]:
-    now = int(time.time() * 1000)
-    return st.one_of(st.sampled_from((0, 1, now, now + 10**9, 2**63 - 1, 2**64 - 1)), st.integers(0, 2**64 - 1))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Entries.
-CODECS = (pulsar_api_pb2.NONE, pulsar_api_pb2.LZ4, pulsar_api_pb2.ZLIB, pulsar_api_pb2.ZSTD, pulsar_api_pb2.SNAPPY)
-_COMPRESSION_TAG = b"\x40"  # MessageMetadata.compression: field 8, varint
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def fix_crc(entry: bytes) -> bytes:
-    """``entry`` with its CRC32C recomputed over whatever follows it (a mutation then reaches the decoder)."""
-    if len(entry) < 6:
-        return entry
-    return entry[:2] + google_crc32c.value(entry[6:]).to_bytes(4, "big") + entry[6:]
-
-
-@st.composite
-def valid_entries(draw: Callable) -> tuple[pulsar_api_pb2.MessageMetadata, bytes]:
-    """(metadata, payload) of an entry a real producer could send: one message or a batch, maybe compressed,
-    maybe one chunk of a larger message."""
-    meta = pulsar_api_pb2.MessageMetadata(producer_name=draw(st.sampled_from(("fz-p", "raw"))),
-                                          sequence_id=draw(st.integers(0, 1000)),
-                                          publish_time=int(time.time() * 1000))
-    if draw(st.booleans()):
-        meta.partition_key = draw(st.sampled_from(("k1", "k2", "")))
-    if draw(st.integers(0, 9)) == 0:
-        meta.deliver_at_time = draw(st.sampled_from((0, -1, int(time.time() * 1000) + 500, 2**63 - 1)))
-    if draw(st.booleans()):
-        messages = draw(st.lists(st.binary(max_size=64), min_size=1, max_size=8))
-        meta.num_messages_in_batch = len(messages)
-        payload = codec.encode_batch(messages)
-    else:
-        payload = draw(st.binary(max_size=256))
-        if draw(st.integers(0, 4)) == 0:
-            meta.uuid = "fz-chunked"
-            meta.num_chunks_from_msg = draw(st.integers(1, 4))
-            meta.chunk_id = draw(st.integers(0, meta.num_chunks_from_msg - 1))
-    codec_id = draw(st.sampled_from(CODECS))
-    if codec_id != pulsar_api_pb2.NONE:
-        meta.compression = codec_id
-        meta.uncompressed_size = len(payload)
-        payload = compression.compress_payload(codec_id, payload)
-    if meta.HasField("num_chunks_from_msg"):
-        meta.total_chunk_msg_size = len(payload) * meta.num_chunks_from_msg
-    return meta, payload
-
-
-_LIES: dict[str, st.SearchStrategy[Any]] = {
-    "num_messages_in_batch": int32s, "uncompressed_size": uint32s, "compression": st.sampled_from(CODECS),
-    "num_chunks_from_msg": int32s, "chunk_id": int32s, "total_chunk_msg_size": int32s, "deliver_at_time": int64s,
-    "sequence_id": uint64s, "highest_sequence_id": uint64s, "publish_time": uint64s, "event_time": uint64s,
-    "marker_type": int32s, "uuid": st.text(max_size=8),
-}
-
-
-@st.composite
-def lying_entries(draw: Callable) -> bytes:
-    """A valid entry whose metadata then lies (counts, sizes, codec, chunk fields), perhaps with an unknown
-    codec number, flipped or cut bytes, and a CRC recomputed or left stale."""
-    meta, payload = draw(valid_entries())
-    for field in draw(st.lists(st.sampled_from(sorted(_LIES)), max_size=3, unique=True)):
-        setattr(meta, field, draw(_LIES[field]))
-    raw_meta = meta.SerializeToString()
-    if draw(st.integers(0, 5)) == 0:  # a codec this broker does not know: kept among the unknown fields
-        raw_meta += _COMPRESSION_TAG + _varint(draw(st.sampled_from((5, 6, 99, 2**31 - 1))))
-    entry = bytearray(codec.ENTRY_HEADER.pack(codec.MAGIC_CRC32C, 0, len(raw_meta)) + raw_meta + payload)
-    for _ in range(draw(st.integers(0, 3))):
-        position = draw(st.integers(0, len(entry) - 1))
-        entry[position] ^= draw(st.integers(1, 255))
-    if draw(st.integers(0, 4)) == 0:
-        entry = entry[:draw(st.integers(0, len(entry)))]
-    if draw(st.integers(0, 4)) == 0:
-        entry += draw(st.binary(min_size=1, max_size=64))
-    entry = bytes(entry)
-    return entry if draw(st.integers(0, 4)) == 0 else fix_crc(entry)
-
-
-def _honest(pair: tuple[pulsar_api_pb2.MessageMetadata, bytes]) -> bytes:
-    return codec.encode_entry(*pair)
-
-
-entry_data = st.one_of(
-    valid_entries().map(_honest), valid_entries().map(_honest),
-    lying_entries(), lying_entries(),
-    st.binary(max_size=128),
-    st.sampled_from((b"", b"\x0e\x01", b"\x0e\x02\xff\xff\xff\xff", b"\x0e\x01" + b"\xff" * 8)),
-    st.sampled_from((70_000, 200_000)).map(lambda n: codec.encode_entry(
-        pulsar_api_pb2.MessageMetadata(producer_name="fz-big", sequence_id=1, publish_time=1), b"z" * n)),
-)
-"""``SendEntry.data``: honest entries, lying ones, random bytes, and entries above a 64 KiB maxMessageSize."""
 
 # ---------------------------------------------------------------------------------------------------
 # Any message, from its descriptor.
@@ -231,7 +106,7 @@ FIELD_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
 def _scalar(field: FieldDescriptor) -> st.SearchStrategy[Any]:
     if field.name in FIELD_STRATEGIES:
         return FIELD_STRATEGIES[field.name]
-    if field.type in _EDGES:
+    if field.type in INTEGER_EDGES:
         return integers_of(field.type)
     if field.type == FieldDescriptor.TYPE_BOOL:
         return st.booleans()
@@ -354,14 +229,14 @@ _OPENINGS = {
     "Produce": st.builds(
         lambda topic, name, mode, seq: pb.ProduceRequest(open=pb.ProducerOpen(
             topic=topic, producer_name=name, access_mode=mode, initial_sequence_id=seq)),
-        pool_topics, st.sampled_from(("", "", "fz-p", "fz-q")),
+        opened_topics, st.sampled_from(("", "", "fz-p", "fz-q")),
         st.one_of(st.just(pb.SHARED), _enum(pb.ProducerAccessMode)), st.one_of(st.just(-1), int64s)),
     "Consume": st.builds(
         lambda topic, sub, kind, durable, start, permits_, key_shared, priority: pb.ConsumeRequest(
             subscribe=pb.Subscribe(topic=topic, subscription=sub, sub_type=kind, durable=durable, start=start,
                                    initial_permits=permits_, key_shared=key_shared, priority_level=priority,
                                    initial_position=pb.EARLIEST, partition_index=-1)),
-        pool_topics, st.sampled_from(SUBSCRIPTIONS), _enum(pb.SubscriptionType), st.booleans(), positions, permits,
+        opened_topics, st.sampled_from(SUBSCRIPTIONS), _enum(pb.SubscriptionType), st.booleans(), positions, permits,
         st.builds(pb.KeySharedMeta, mode=_enum(pb.KeySharedMode), allow_out_of_order_delivery=st.booleans(),
                   ranges=hash_ranges),
         st.one_of(st.just(0), int32s)),

@@ -1,5 +1,5 @@
 """What the wire fuzz test (test_fuzz_wire.py) found, each as the smallest request that shows it, against a
-real broker process. These fail until the broker is fixed; the fuzz test finds them again meanwhile.
+real broker process; the broker now gets them right and these keep it so.
 
 1. A refusal that quotes a long client string (a subscription, a policy key or value, a cluster name) in
    its message and fields does not fit gRPC's 16 KiB limit on trailing metadata: the client gets
