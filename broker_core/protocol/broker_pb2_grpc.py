@@ -54,6 +54,11 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.CreatePartitionedTopicRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
                 _registered_method=True)
+        self.UpdatePartitionedTopic = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/UpdatePartitionedTopic',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.CreatePartitionedTopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
         self.CreateTopic = channel.unary_unary(
                 '/pulsarlike.v1.PulsarLike/CreateTopic',
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
@@ -61,6 +66,11 @@ class PulsarLikeStub:
                 _registered_method=True)
         self.ListTopics = channel.unary_unary(
                 '/pulsarlike.v1.PulsarLike/ListTopics',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.ListTopicsRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicList.FromString,
+                _registered_method=True)
+        self.ListPartitionedTopics = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ListPartitionedTopics',
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.ListTopicsRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicList.FromString,
                 _registered_method=True)
@@ -208,6 +218,13 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdatePartitionedTopic(self, request, context):
+        """Grow a partitioned topic to `partitions` (more than it has: partitions are never removed, as in Pulsar).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateTopic(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -216,6 +233,13 @@ class PulsarLikeServicer:
 
     def ListTopics(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitionedTopics(self, request, context):
+        """The partitioned topics of a namespace, by their base names.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -382,6 +406,11 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.CreatePartitionedTopicRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
             ),
+            'UpdatePartitionedTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdatePartitionedTopic,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.CreatePartitionedTopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
             'CreateTopic': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateTopic,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
@@ -389,6 +418,11 @@ def add_PulsarLikeServicer_to_server(servicer, server):
             ),
             'ListTopics': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTopics,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.ListTopicsRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicList.SerializeToString,
+            ),
+            'ListPartitionedTopics': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitionedTopics,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.ListTopicsRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicList.SerializeToString,
             ),
@@ -627,6 +661,33 @@ class PulsarLike:
             _registered_method=True)
 
     @staticmethod
+    def UpdatePartitionedTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/UpdatePartitionedTopic',
+            broker__core_dot_protocol_dot_broker__pb2.CreatePartitionedTopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def CreateTopic(request,
             target,
             options=(),
@@ -668,6 +729,33 @@ class PulsarLike:
             request,
             target,
             '/pulsarlike.v1.PulsarLike/ListTopics',
+            broker__core_dot_protocol_dot_broker__pb2.ListTopicsRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.TopicList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitionedTopics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ListPartitionedTopics',
             broker__core_dot_protocol_dot_broker__pb2.ListTopicsRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.TopicList.FromString,
             options,

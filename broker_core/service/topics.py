@@ -91,6 +91,10 @@ class TopicRegistry:
     def _exists_on_disk(self, name: TopicName) -> bool:
         return self._dir(name).is_dir()
 
+    def exists(self, name: TopicName) -> bool:
+        """Whether topic partition (or non-partitioned topic) ``name`` is loaded or stored."""
+        return str(name) in self._topics or self._exists_on_disk(name)
+
     def partitions_of(self, name: TopicName) -> int:
         return self.partitioned.get(str(name))
 

@@ -186,6 +186,11 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
     verb("create-partitioned-topic", lambda a, o: a.create_partitioned_topic(o.topic, o.partitions),
          "Create a partitioned topic", "topic").add_argument("-p", "--partitions", type=int, required=True,
                                                              help="number of partitions")
+    verb("update-partitioned-topic", lambda a, o: a.update_partitioned_topic(o.topic, o.partitions),
+         "Add partitions to a partitioned topic (never fewer, as in Pulsar)", "topic").add_argument(
+        "-p", "--partitions", type=int, required=True, help="the new number of partitions (above the current one)")
+    verb("list-partitioned-topics", lambda a, o: output.lines(a.list_partitioned_topics(o.namespace)),
+         "List a namespace's partitioned topics", "namespace")
     verb("get-partitioned-topic-metadata", lambda a, o: output.pulsar_json(a.get_partitioned_topic_metadata(
         o.topic)), "The partition count (0: not partitioned)", "topic")
     for name in ("delete", "delete-partitioned-topic"):

@@ -23,6 +23,21 @@ class TopicsAdmin:
         self._connection.unary("CreatePartitionedTopic", broker_pb2.CreatePartitionedTopicRequest(
             topic=topic_name(topic), partitions=partitions))
 
+    def update_partitioned_topic(self, topic: str, partitions: int) -> None:
+        """Grow a partitioned topic to ``partitions`` partitions (``topics update-partitioned-topic``). As in
+        Pulsar partitions are only added: a count not above the current one is refused with
+        ``NotAllowedError``. The new partitions get every durable subscription of the topic, from their first
+        message. Producers and consumers created before keep to the old partitions until created again."""
+        whole("partitions", partitions, 1)
+        self._connection.unary("UpdatePartitionedTopic", broker_pb2.CreatePartitionedTopicRequest(
+            topic=topic_name(topic), partitions=partitions))
+
+    def list_partitioned_topics(self, namespace: str = "public/default") -> list[str]:
+        """The partitioned topics of ``tenant/namespace`` by their base names (``topics
+        list-partitioned-topics``)."""
+        return list(self._connection.unary("ListPartitionedTopics", broker_pb2.ListTopicsRequest(
+            namespace=namespace)).topics)
+
     def get_partitioned_topic_metadata(self, topic: str) -> dict[str, int]:
         meta = self._connection.unary("GetPartitionedTopicMetadata",
                                       broker_pb2.TopicRequest(topic=topic_name(topic)))
