@@ -4,6 +4,7 @@
         client = Client(broker.service_url)      # "pulsar://127.0.0.1:<port>"
 
 Keyword arguments are broker configuration keys (``broker.conf`` names, see :mod:`broker_core.config`).
+``clock`` replaces the broker's time source (tests pass a :class:`~broker_core.clock.FakeClock`).
 Without ``data_dir`` the broker keeps its data in a temporary folder removed on stop.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.config import BrokerConfig
 from broker_core.service.server import BrokerService
 from broker_core.storage.paths import remove_tree
@@ -21,7 +23,7 @@ from broker_core.storage.paths import remove_tree
 
 class Broker:
     def __init__(self, data_dir: str | Path | None = None, port: int = 0, host: str | None = None,
-                 **config: Any) -> None:
+                 clock: Clock = SYSTEM_CLOCK, **config: Any) -> None:
         values = dict(config)
         values["brokerServicePort"] = port
         if int(port) == 0:  # a broker on any free port must not take the fixed metrics port either
@@ -29,6 +31,7 @@ class Broker:
         if host is not None:
             values["bindAddress"] = host
         self.config = BrokerConfig.from_mapping(values)
+        self._clock = clock
         self._temp = data_dir is None
         self.data_dir = Path(tempfile.mkdtemp(prefix="pulsarlike-")) if data_dir is None else Path(data_dir)
         self._service: BrokerService | None = None
@@ -75,7 +78,7 @@ class Broker:
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="pulsarlike-broker", daemon=True)
         thread.start()
-        service = BrokerService(self.data_dir, self.config)
+        service = BrokerService(self.data_dir, self.config, self._clock)
         try:
             asyncio.run_coroutine_threadsafe(service.start(), loop).result(timeout=60)
         except BaseException:

@@ -79,6 +79,14 @@ class BrokerConfig:
     """How often each topic acknowledges expired messages on its durable subscriptions."""
     messageExpiryCheckIntervalInSeconds: int = 0
     """pulsarlike extension: when > 0, the expiry check interval in seconds instead of minutes."""
+    subscriptionExpirationTimeMinutes: int = 0
+    """A durable subscription with no consumer and no activity for this long is deleted (0: never), unless
+    a namespace or topic ``subscriptionExpirationTimeMinutes`` policy says otherwise (see
+    :mod:`broker_core.service.subscription_expiry`)."""
+    subscriptionExpiryCheckIntervalInMinutes: int = 5
+    """How often subscriptions are checked for expiration (loaded topics and topics on disk)."""
+    subscriptionExpiryCheckIntervalInSeconds: int = 0
+    """pulsarlike extension: when > 0, the subscription expiry check interval in seconds instead of minutes."""
     dispatcherMaxReadBatchSize: int = 100
     """Most entries read for one dispatch round."""
     dispatcherMaxDeliveryBytes: int = 8 * 1024 * 1024
@@ -140,6 +148,10 @@ class BrokerConfig:
     metricsServletTimeoutMs: int = 30000
     """Longest a scrape waits for the broker's event loop to gather the topics' stats."""
 
+    def subscription_expiry_check_s(self) -> int:
+        """The subscription expiry check interval in seconds."""
+        return self.subscriptionExpiryCheckIntervalInSeconds or self.subscriptionExpiryCheckIntervalInMinutes * 60
+
     def __post_init__(self) -> None:
         if self.journalSyncMode not in SYNC_MODES:
             raise _bad("journalSyncMode", self.journalSyncMode, f"one of {', '.join(SYNC_MODES)}")
@@ -151,6 +163,7 @@ class BrokerConfig:
                      "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis",
                      "managedLedgerMaxEntriesPerLedger", "retentionCheckIntervalInSeconds",
                      "messageExpiryCheckIntervalInMinutes", "metricsServletTimeoutMs",
+                     "subscriptionExpiryCheckIntervalInMinutes",
                      "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
@@ -159,6 +172,7 @@ class BrokerConfig:
                      "maxProducersPerTopic", "maxConsumersPerTopic",
                      "managedLedgerMaxLedgerRolloverTimeMinutes", "ttlDurationDefaultInSeconds",
                      "messageExpiryCheckIntervalInSeconds", "webServicePort", "managedLedgerMaxOpenFiles",
+                     "subscriptionExpirationTimeMinutes", "subscriptionExpiryCheckIntervalInSeconds",
                      "brokerTopicIdleUnloadSeconds", "brokerMaxConnections",
                      "brokerMaxConnectionsPerIp", "maxStreamsPerConnection", "maxConcurrentLookupRequest",
                      "maxConcurrentRequestsPerConnection"):

@@ -118,6 +118,10 @@ class NamespacesStore:
         self.tenant_info(tenant)
         return sorted(ns for ns in self._namespaces if ns.split("/", 1)[0] == tenant)
 
+    def all_namespaces(self) -> list[str]:
+        """Every ``tenant/namespace``, sorted."""
+        return sorted(self._namespaces)
+
     def exists(self, namespace: str) -> bool:
         return namespace in self._namespaces
 

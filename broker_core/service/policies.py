@@ -11,7 +11,8 @@ broker-level settings. Stored as one JSON file written atomically::
 Policies: ``deduplicationEnabled`` (bool); ``retention`` (``retentionTimeInMinutes``, ``retentionSizeInMB``:
 -1 infinite, 0 none; see :mod:`broker_core.service.retention`); ``messageTTLInSeconds`` (0: no TTL);
 ``maxProducersPerTopic`` and ``maxConsumersPerTopic`` (0: no limit; enforced per topic partition, the
-namespace's and the topic's own under the same names). A topic-level ``retention`` replaces the
+namespace's and the topic's own under the same names); ``subscriptionExpirationTimeMinutes`` (0: never; see
+:mod:`broker_core.service.subscription_expiry`). A topic-level ``retention`` replaces the
 namespace's as a whole, as in Pulsar. Negative values (other than retention's -1) are refused.
 """
 from __future__ import annotations
@@ -64,6 +65,7 @@ POLICIES: dict[str, Callable[[str, Any], Any]] = {
     "messageTTLInSeconds": lambda key, value: _int(key, value, minimum=0),
     "maxProducersPerTopic": lambda key, value: _int(key, value, minimum=0),
     "maxConsumersPerTopic": lambda key, value: _int(key, value, minimum=0),
+    "subscriptionExpirationTimeMinutes": lambda key, value: _int(key, value, minimum=0),
 }
 """Known policy names and their validators (the value as JSON decodes it)."""
 

@@ -19,6 +19,7 @@ from broker_core.service.client_limits import ClientLimits, Limits
 from broker_core.service.metrics import BrokerCollector, MetricsServer, call_on_loop
 from broker_core.service.producers import ProducerNames
 from broker_core.service.servicer import BrokerServicer
+from broker_core.service.subscription_expiry import StoredSubscriptionSweep
 from broker_core.service.topics import TopicRegistry
 from broker_core.storage.dir_lock import DataDirLock
 
@@ -65,6 +66,7 @@ class BrokerService:
         self._sync_pool: ThreadPoolExecutor | None = None
         self._health: health.aio.HealthServicer | None = None
         self.registry: TopicRegistry | None = None
+        self._sweep: StoredSubscriptionSweep | None = None
         self._data_dir_lock = DataDirLock(self.data_dir)
 
     async def start(self) -> int:
@@ -76,6 +78,8 @@ class BrokerService:
         self.registry = TopicRegistry(self.data_dir, self.config, self._executor, self._clock,
                                       sync_pool=self._sync_pool)
         self.registry.start_unloading()
+        self._sweep = StoredSubscriptionSweep(self.registry, self._clock, self.config.subscription_expiry_check_s())
+        self._sweep.start()
         config = self.config
         limits = ClientLimits(Limits.from_config(config), self._clock)
         server = grpc.aio.server(
@@ -128,6 +132,8 @@ class BrokerService:
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
+        if self._sweep is not None:
+            self._sweep.stop()
         if self.registry is not None:
             await self.registry.close()
             self.registry = None

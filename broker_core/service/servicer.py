@@ -373,6 +373,7 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
             offset = (_position_offset(topic, request.position) if request.HasField("position")
                       else topic.log.offset_for_timestamp(request.publish_time_ms))
             sub.seek(offset)
+            topic.touch_subscription(request.subscription)
             return pb.SubscriptionPosition(next_offset=sub.cursor.mark_delete_offset + 1)
         return await self._unary(context, reset)
 

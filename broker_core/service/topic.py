@@ -31,6 +31,7 @@ from broker_core.service.dedup import Deduplication, SequenceKey, discard_snapsh
 from broker_core.service.journal import Journal
 from broker_core.service.producers import ProducerInfo, TopicProducers
 from broker_core.service.retention import RetentionPolicy
+from broker_core.service.subscription_expiry import SubscriptionActivity
 from broker_core.service.topic_recovery import next_offset_after_recovery
 from broker_core.service.topic_retention import TopicRetention
 from broker_core.storage.cursor import ManagedCursor
@@ -135,8 +136,11 @@ class PersistentTopic(TopicProducers, TopicRetention):
         """Durable subscriptions by name (their cursors are stored)."""
         self.readers: dict[str, Subscription] = {}
         """Non-durable subscriptions by name (readers; gone with their last consumer)."""
+        self.activity = SubscriptionActivity(clock)
+        """Each durable subscription's last activity (subscription expiration)."""
         for cursor in cursors.values():
             self.subscriptions[cursor.name] = self._new_subscription(cursor, durable=True)
+            self.activity.loaded(cursor, self._cursor_store.saved_at_ms(cursor.name))
         self.producers: dict[int, ProducerInfo] = {}
         self.access = ProducerAccess(self.topic)
         self.max_producers = config.maxProducersPerTopic
@@ -156,6 +160,9 @@ class PersistentTopic(TopicProducers, TopicRetention):
         self.retention = RetentionPolicy(config.defaultRetentionTimeInMinutes, config.defaultRetentionSizeInMB)
         self.message_ttl_seconds = config.ttlDurationDefaultInSeconds
         self.msg_expired: dict[str, int] = {}  # subscription -> messages expired (totalMsgExpired)
+        self.subscription_expiration_minutes = config.subscriptionExpirationTimeMinutes
+        """Delete durable subscriptions without consumers idle this long (0: never); the registry applies
+        namespace and topic policies."""
         self._active_ledger = self.log.retention_view()[-1].base_offset
         self._trim_handle: asyncio.Handle | None = None
         self._removing: asyncio.Future | None = None
@@ -294,12 +301,16 @@ class PersistentTopic(TopicProducers, TopicRetention):
             if not durable and not sub.consumers:
                 del self.readers[subscription]
             raise
+        if durable:
+            self.touch_subscription(subscription)
         return sub
 
     def _create_subscription(self, name: str, start_offset: int, durable: bool) -> Subscription:
         start_offset = max(start_offset, self.log.start_offset)
         cursor = ManagedCursor(name, mark_delete_offset=start_offset - 1)
         if durable:
+            self.activity.touch(cursor)
+            self.activity.stamp(cursor)
             self._cursor_store.save(cursor)
         sub = self._new_subscription(cursor, durable)
         (self.subscriptions if durable else self.readers)[name] = sub
@@ -307,6 +318,8 @@ class PersistentTopic(TopicProducers, TopicRetention):
 
     def consumer_left(self, sub: Subscription, consumer: Consumer) -> None:
         sub.remove_consumer(consumer)
+        if sub.durable and self.subscriptions.get(sub.name) is sub:
+            self.touch_subscription(sub.name)
         if not sub.durable and not sub.consumers and self.readers.get(sub.name) is sub:
             del self.readers[sub.name]
             sub.close()
@@ -325,6 +338,7 @@ class PersistentTopic(TopicProducers, TopicRetention):
         sub.close()
         if sub.durable:
             self._dirty.discard(subscription)
+            self.activity.forget(subscription)
             self._cursor_store.delete(subscription)
             self._request_trim()  # what only this subscription held may go now
 
@@ -349,9 +363,17 @@ class PersistentTopic(TopicProducers, TopicRetention):
         sub = self.subscriptions.get(name)
         if sub is None:
             sub = self._create_subscription(name, end_offset, True)
-        elif end_offset - 1 > sub.cursor.mark_delete_offset:
-            sub.expire_through(end_offset - 1)
+        else:
+            if end_offset - 1 > sub.cursor.mark_delete_offset:
+                sub.expire_through(end_offset - 1)
+            self.touch_subscription(name)  # even when nothing moved: a client keeping its subscription alive
         return sub.cursor.mark_delete_offset + 1
+
+    def touch_subscription(self, name: str) -> None:
+        """Record activity on durable subscription ``name`` (see :mod:`.subscription_expiry`)."""
+        sub = self.subscriptions.get(name)
+        if sub is not None and self.activity.touch(sub.cursor) and not self.closed:
+            self._cursor_changed(name)
 
     def _cursor_changed(self, name: str) -> None:
         self._dirty.add(name)
@@ -367,6 +389,7 @@ class PersistentTopic(TopicProducers, TopicRetention):
             sub = self.subscriptions.get(name)
             if sub is not None and sub.durable:
                 try:
+                    self.activity.stamp(sub.cursor)
                     self._cursor_store.save(sub.cursor)
                 except OSError as exc:
                     log.error("event=cursor_save_failed topic=%s subscription=%s error=%r", self.topic, name, exc)
@@ -455,6 +478,7 @@ class PersistentTopic(TopicProducers, TopicRetention):
                 handle.cancel()
 
     def _release_storage(self) -> None:
+        self._dirty.update(self.activity.unsaved(sub.cursor for sub in self.subscriptions.values()))
         self.flush_cursors()
         if self.dedup is not None and self.dedup.snapshot_offset != self.journal.confirmed_end_offset:
             try:

@@ -8,6 +8,10 @@ on the topic's log, journal, subscriptions and timers).
   subscription is deleted or the policy changes.
 - **Message TTL** (:meth:`expire_messages`): messages published more than the TTL ago are acknowledged on
   every durable subscription; runs every ``messageExpiryCheckIntervalInMinutes`` (or ``...InSeconds``).
+- **Subscription expiration** (:meth:`expire_subscriptions`): durable subscriptions without consumers and
+  unused for ``subscriptionExpirationTimeMinutes`` are deleted; runs every
+  ``subscriptionExpiryCheckIntervalInMinutes`` (or ``...InSeconds``) and when the topic is loaded (the rule
+  is :mod:`~broker_core.service.subscription_expiry`'s).
 
 See docs/retention-and-ttl.md.
 """
@@ -42,6 +46,8 @@ class TopicRetention:
         self._timers = [loop.call_later(config.retentionCheckIntervalInSeconds, self._every,
                                         config.retentionCheckIntervalInSeconds, self.trim, 0),
                         loop.call_later(expiry_s, self._every, expiry_s, self.expire_messages, 1)]
+        subs_s = config.subscription_expiry_check_s()
+        self._timers.append(loop.call_later(subs_s, self._every, subs_s, self.expire_subscriptions, 2))
 
     def _every(self, interval_s: float, check: Callable[[], object], slot: int) -> None:
         if self.closed:
@@ -91,6 +97,19 @@ class TopicRetention:
                     log.info("event=messages_expired topic=%s subscription=%s through=%d messages=%d ttl_s=%d",
                              self.topic, sub.name, through, n, self.message_ttl_seconds)
         return total
+
+    def expire_subscriptions(self) -> list[str]:
+        """Delete the durable subscriptions without consumers whose last activity is more than
+        ``subscription_expiration_minutes`` ago; returns their names."""
+        if self.closed:
+            return []
+        limit = self.subscription_expiration_minutes
+        expired = self.activity.expired(self.subscriptions, limit)
+        for name, idle_ms in expired:
+            self.unsubscribe(name)
+            log.info("event=subscription_expired topic=%s subscription=%s idle_minutes=%d limit_minutes=%d"
+                     " loaded=true", self.topic, name, idle_ms // 60_000, limit)
+        return [name for name, _ in expired]
 
     def trim(self) -> int:
         """Retention: detach the leading segments every durable subscription consumed and the retention

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import Executor
-from typing import Iterable
+from typing import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -33,6 +33,7 @@ from broker_core.service.non_persistent import NonPersistentTopic, check_enabled
 from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
 from broker_core.service.retention import RetentionPolicy
 from broker_core.service.topic import PersistentTopic
+from broker_core.storage.cursor_store import CursorStore
 from broker_core.storage.files import FileBudget
 from broker_core.storage.paths import namespace_dir, remove_tree, tenant_dir, topic_dir
 from broker_core.types import (NON_PERSISTENT, PERSISTENT, TopicName, check_partition_names, entity_name_problem,
@@ -141,6 +142,7 @@ class TopicRegistry:
                                     deduplication=self.deduplication_enabled(name), sync_pool=self._sync_pool,
                                     files=self.files)
             self._apply_retention(topic)
+            topic.expire_subscriptions()  # it may have been unloaded, or the broker stopped, for long
         self._apply_limits(topic)
         self._topics[key] = topic
         log.info("event=topic_loaded topic=%s", key)
@@ -165,8 +167,13 @@ class TopicRegistry:
     def message_ttl_seconds(self, name: TopicName) -> int:
         return int(self.policies.resolve(name, "messageTTLInSeconds", self._config.ttlDurationDefaultInSeconds))
 
+    def subscription_expiration_minutes(self, name: TopicName) -> int:
+        return int(self.policies.resolve(name, "subscriptionExpirationTimeMinutes",
+                                         self._config.subscriptionExpirationTimeMinutes))
+
     def _apply_retention(self, topic: PersistentTopic) -> None:
         topic.set_retention_policies(self.retention_policy(topic.name), self.message_ttl_seconds(topic.name))
+        topic.subscription_expiration_minutes = self.subscription_expiration_minutes(topic.name)
 
     def _apply_limits(self, topic: PersistentTopic | NonPersistentTopic) -> None:
         topic.max_producers = int(self.policies.resolve(topic.name, "maxProducersPerTopic",
@@ -410,6 +417,24 @@ class TopicRegistry:
             del self._topics[key]
             log.info("event=topic_unloaded topic=%s", key)
         return done
+
+    def stored_topics(self, domain: str) -> Iterator[TopicName]:
+        """The topic partitions of ``domain`` stored in the data dir, namespace by namespace (lazily)."""
+        for namespace in self.namespaces.all_namespaces():
+            tenant, ns = namespace.split("/", 1)
+            folder = namespace_dir(self._root, domain, tenant, ns)
+            try:  # the namespace may go between two turns of a caller
+                locals_ = sorted(_topic_folders(folder)) if folder.is_dir() else []
+            except OSError:
+                continue
+            for local in locals_:
+                yield TopicName(domain, tenant, ns, local)
+
+    def cursor_store(self, name: TopicName) -> CursorStore | None:
+        """The cursor files of stored topic ``name`` (None when it has none), for work on a topic that is
+        not loaded."""
+        folder = self._dir(name) / "cursors"
+        return CursorStore(folder) if folder.is_dir() else None
 
     def loaded_topics(self) -> dict[str, PersistentTopic | NonPersistentTopic]:
         """The topics in memory now, by name (a copy)."""

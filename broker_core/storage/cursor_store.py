@@ -66,6 +66,10 @@ class CursorStore:
         atomic_write(self.path_of(cursor.name), blob)
         cursor.dirty = False
 
+    def saved_at_ms(self, name: str) -> int:
+        """When the cursor ``name`` was last saved (its file's modification time, ms since the epoch)."""
+        return self.path_of(name).stat().st_mtime_ns // 1_000_000
+
     def load_all(self) -> dict[str, ManagedCursor]:
         """Every saved cursor by name; leftover temp files are removed. A damaged file raises CorruptLog."""
         cursors: dict[str, ManagedCursor] = {}

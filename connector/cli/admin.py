@@ -103,6 +103,7 @@ def _policies_json(admin: Any, namespace: str) -> str:
         "retention_policies": _retention(set_here.get("retention")),
         "max_producers_per_topic": set_here.get("maxProducersPerTopic"),
         "max_consumers_per_topic": set_here.get("maxConsumersPerTopic"),
+        "subscription_expiration_time_minutes": set_here.get("subscriptionExpirationTimeMinutes"),
         "deleted": False,
     })
 
@@ -116,6 +117,15 @@ def _namespaces(verb: Callable[..., argparse.ArgumentParser]) -> None:
          "while it has topics, unless --force)", "namespace").add_argument(
         "-f", "--force", action="store_true", help="delete its topics too, connected clients or not")
     verb("policies", lambda a, o: _policies_json(a, o.namespace), "A namespace's policies", "namespace")
+    verb("set-subscription-expiration-time", lambda a, o: a.set_namespace_subscription_expiration_time(
+        o.namespace, o.time), "Delete subscriptions unused this long (no consumer, no activity)",
+        "namespace").add_argument("-t", "--time", type=int, required=True,
+                                  help="subscription expiration time in minutes (0: never)")
+    verb("get-subscription-expiration-time", lambda a, o: output.pulsar_json(
+        a.get_namespace_subscription_expiration_time(o.namespace)),
+        "The namespace's subscription expiration time in minutes (null: not set)", "namespace")
+    verb("remove-subscription-expiration-time", lambda a, o: a.remove_namespace_subscription_expiration_time(
+        o.namespace), "Remove the namespace's subscription expiration time", "namespace")
     _policy_verbs(verb, "namespace", "namespace")
 
 

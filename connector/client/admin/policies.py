@@ -14,6 +14,7 @@ from connector.client.connection import Connection
 
 DEDUPLICATION, RETENTION, TTL = "deduplicationEnabled", "retention", "messageTTLInSeconds"
 MAX_PRODUCERS, MAX_CONSUMERS = "maxProducersPerTopic", "maxConsumersPerTopic"
+SUBSCRIPTION_EXPIRATION = "subscriptionExpirationTimeMinutes"
 
 
 def _ns(namespace: str) -> broker_pb2.PolicyScope:
@@ -92,6 +93,21 @@ class PoliciesAdmin:
 
     def remove_topic_message_ttl(self, topic: str) -> None:
         self._put(_topic(topic), TTL, None)
+
+    # --- subscription expiration (0: never) -----------------------------------------------------------
+    def set_namespace_subscription_expiration_time(self, namespace: str, minutes: int) -> None:
+        """Delete durable subscriptions of the namespace's topics that have no consumer and no activity
+        (subscribing, a consumer leaving, ``acknowledge_up_to``, ``create_subscription``, ``reset_cursor``)
+        for ``minutes`` (0: never; Pulsar's ``subscriptionExpirationTimeMinutes``). Wins over the broker's
+        setting."""
+        self._put(_ns(namespace), SUBSCRIPTION_EXPIRATION, whole("minutes", minutes, 0))
+
+    def get_namespace_subscription_expiration_time(self, namespace: str) -> int | None:
+        """The namespace's setting in minutes; None when it has none (the broker's applies)."""
+        return self.namespace_policies(namespace).get(SUBSCRIPTION_EXPIRATION)
+
+    def remove_namespace_subscription_expiration_time(self, namespace: str) -> None:
+        self._put(_ns(namespace), SUBSCRIPTION_EXPIRATION, None)
 
     # --- max producers / consumers per topic partition (0: no limit) ---------------------------------
     def set_namespace_max_producers_per_topic(self, namespace: str, max_producers: int) -> None:
