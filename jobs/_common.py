@@ -12,7 +12,6 @@ import os
 import sys
 import tempfile
 import threading
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, TextIO
@@ -46,7 +45,8 @@ def job_parser(name: str, description: str) -> JobParser:
     parser.add_argument("--service-url", "--url", dest="service_url",
                         default=os.environ.get(URL_ENV) or DEFAULT_URL,
                         help=f"broker service URL (default ${URL_ENV} or {DEFAULT_URL})")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar on stderr (there is none when stderr is not a terminal)")
     return parser
 
 
@@ -136,73 +136,69 @@ def first_line(exc: BaseException) -> str:
 
 
 # --- progress ------------------------------------------------------------------------------------------
-def render_progress(label: str, rows: int, total: int | None, elapsed_s: float, estimated: bool = False) -> str:
-    """One progress line: ``label: 1,200/5,000 rows (24%)  600 rows/s  ETA 0:00:06``.
-
-    ``estimated``: ``rows`` was derived from finished tasks (shown with ``~``)."""
-    rate = rows / elapsed_s if elapsed_s > 0 else 0.0
-    shown = f"~{rows:,}" if estimated else f"{rows:,}"
-    if total:
-        fraction = min(rows / total, 1.0)
-        bar_width = 24
-        filled = int(fraction * bar_width)
-        bar = "#" * filled + "-" * (bar_width - filled)
-        if rows and fraction < 1.0:
-            eta = _clock(elapsed_s * (1 - fraction) / fraction)
-        else:
-            eta = "0:00:00" if rows else "--:--:--"
-        return f"{label}: [{bar}] {shown}/{total:,} rows ({fraction:.0%})  {rate:,.0f} rows/s  ETA {eta}"
-    return f"{label}: {shown} rows  {rate:,.0f} rows/s  {_clock(elapsed_s)} elapsed"
-
-
-def _clock(seconds: float) -> str:
-    whole = int(round(seconds))
-    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+READ_SPLIT_MESSAGES = 50_000
+"""Messages per Spark task when a job reads a topic (the source's ``maxMessagesPerPartition``): progress
+moves as each task ends and every core works, and -- being a constant, not a function of the master --
+a rerun splits the range the same way (the sink's producer names follow Spark partitions)."""
 
 
 @dataclass
 class StageTotals:
-    """What Spark's status store says about the stages of one job group."""
+    """What Spark's status store says about the stages of one job group, counted as each task ends."""
 
     tasks: int = 0
     tasks_done: int = 0
     input_records: int = 0
+    """Rows the stages' sources read: a file scan's records, the pulsarlike source's messages."""
     output_records: int = 0
+    """Rows a file write stored (the pulsarlike sink counts none)."""
+
+
+def progress_position(current: StageTotals, total: int | None) -> tuple[int, str]:
+    """Where a bar over ``total`` rows stands: rows read so far (never past ``total``: a retried task
+    counts its rows twice) and the tasks postfix."""
+    rows = current.input_records if total is None else min(current.input_records, total)
+    return rows, f"tasks {current.tasks_done}/{current.tasks}"
+
+
+def is_terminal(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 class Progress:
-    """A progress bar on stderr for the Spark jobs run inside ``with progress.track(label, total):``.
+    """A tqdm progress bar on stderr for the Spark jobs run inside ``with progress.track(label, total):``.
 
-    Every job started inside the block belongs to one Spark job group; a thread polls Spark's status store
+    Every Spark job started inside the block belongs to one job group; a thread polls Spark's status store
     (``SparkContext.statusTracker()`` for tasks, the JVM's ``AppStatusStore`` for records) twice a second.
-    Rows are the stages' input records (file scans) or output records (file writes) -- what Spark counts
-    when each task ends; where neither is counted (the pulsarlike source and sink), rows are estimated
-    from finished tasks (shown with ``~``). On a terminal the line is redrawn in place; otherwise a line is
-    written at most every ``log_interval_s`` seconds.
+    The bar counts the rows the block's source has read -- what Spark's task metrics say as each task
+    ends -- out of ``total`` (the rows that source will read; None: unknown), with tasks done as a postfix.
+    Quiet unless ``enabled`` and the stream is a terminal: a log file or a pipe gets the summary only.
     """
 
     def __init__(self, spark: Any, enabled: bool = True, stream: TextIO | None = None,
-                 poll_interval_s: float = 0.5, log_interval_s: float = 10.0) -> None:
+                 poll_interval_s: float = 0.5) -> None:
         self.spark = spark
-        self.enabled = enabled
         self.stream = stream or sys.stderr
+        self.enabled = enabled and is_terminal(self.stream)
         self.poll_interval_s = poll_interval_s
-        self.log_interval_s = log_interval_s
         self._groups = 0
 
     @contextmanager
-    def track(self, label: str, total: int | None = None) -> Iterator["StageTotals"]:
+    def track(self, label: str, total: int | None = None) -> Iterator[StageTotals]:
         """Run a block's Spark jobs in their own job group; yields the totals, final when the block ends."""
         sc = self.spark.sparkContext
         self._groups += 1
         group = f"pulsarlike-job-{os.getpid()}-{id(self)}-{self._groups}"
         sc.setJobGroup(group, label)
         totals = StageTotals()
+        bar = self._bar(label, total)
         stop = threading.Event()
-        started = time.monotonic()
-        poller = threading.Thread(target=self._poll, args=(group, label, total, started, totals, stop),
+        poller = threading.Thread(target=self._poll, args=(group, total, bar, stop),
                                   name="pulsarlike-job-progress", daemon=True)
-        if self.enabled:
+        if bar is not None:
             poller.start()
         try:
             yield totals
@@ -214,21 +210,34 @@ class Progress:
             sc.setLocalProperty("spark.job.description", None)
             final = self._totals(group)
             totals.__dict__.update(final.__dict__)
-            if self.enabled:
-                self._draw(label, total, started, final, end=True)
+            if bar is not None:
+                self._show(bar, final, total)
+                bar.close()
 
-    def _poll(self, group: str, label: str, total: int | None, started: float, totals: StageTotals,
-              stop: threading.Event) -> None:
-        last_line = 0.0
+    def _bar(self, label: str, total: int | None) -> Any:
+        if not self.enabled:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=label, unit=" rows", file=self.stream, dynamic_ncols=True,
+                    mininterval=0.2, leave=True)
+
+    def _poll(self, group: str, total: int | None, bar: Any, stop: threading.Event) -> None:
         while not stop.wait(self.poll_interval_s):
             try:
                 current = self._totals(group)
             except Exception:  # the session is stopping; the final totals are taken after the block
                 return
-            now = time.monotonic()
-            if self.stream.isatty() or now - last_line >= self.log_interval_s:
-                self._draw(label, total, started, current, end=False)
-                last_line = now
+            self._show(bar, current, total)
+
+    @staticmethod
+    def _show(bar: Any, current: StageTotals, total: int | None) -> None:
+        rows, postfix = progress_position(current, total)
+        bar.set_postfix_str(postfix, refresh=False)
+        if rows > bar.n:
+            bar.update(rows - bar.n)  # update(), not n=: tqdm's rate follows the increments
+        else:
+            bar.refresh()
 
     def _totals(self, group: str) -> StageTotals:
         sc = self.spark.sparkContext
@@ -254,19 +263,6 @@ class Progress:
                     except Exception:  # a stage not yet (or no longer) in the store
                         pass
         return totals
-
-    def _draw(self, label: str, total: int | None, started: float, current: StageTotals, end: bool) -> None:
-        rows = max(current.input_records, current.output_records)
-        estimated = False
-        if not rows and total and current.tasks:
-            rows = total * current.tasks_done // current.tasks
-            estimated = not end or current.tasks_done < current.tasks
-        line = render_progress(label, rows, total, time.monotonic() - started, estimated)
-        if self.stream.isatty():
-            self.stream.write("\r\x1b[2K" + line + ("\n" if end else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
 
 
 # --- the broker ----------------------------------------------------------------------------------------

@@ -1,13 +1,15 @@
 """backfill: files (Parquet, JSON lines, CSV) into a topic, through the pulsarlike batch sink, once.
 
     pulsarlike job backfill INPUT [INPUT ...] --topic TOPIC [--format parquet|json|csv] [--option K=V ...]
-        [--value-column value] [--key-column COL] [--event-time-column COL] [--properties-columns A,B]
+        [--value-column value | --value-format json] [--key-column COL] [--event-time-column COL] [--properties-columns A,B]
         [--skip-null-values] [--job-id ID] [--master M] [--service-url URL] [--no-progress]
     spark-submit jobs/backfill.py INPUT ... --topic TOPIC ...
 
 INPUT is a file, a folder (its files, recursively, without ``_``/``.`` names) or a Hadoop glob
 (``data/2024-05-*.json``, ``data/{a,b}.csv``); the format comes from ``--format`` or the files' extension
 (``.parquet``/``.pq``, ``.json``/``.jsonl``/``.ndjson``, ``.csv``, each optionally ``.gz``/``.bz2``/...).
+Each row's payload is its ``--value-column`` (default ``value``), or with ``--value-format json`` the
+whole row as a JSON object (what ordinary JSON or CSV records need: they have no ``value`` column).
 
 Idempotency. The write's identity (the sink's ``writeId``) is ``backfill-<job id>``; the job id is
 ``--job-id`` or 16 hex digits of SHA-256 over the topic and every input file's path, size and
@@ -25,6 +27,7 @@ dropped (stored by an earlier run) and seconds. "written" is how far the topic's
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ from jobs._common import (JobInputError, Progress, analysis_error, first_line, j
 
 NAME = "backfill"
 FORMATS = ("parquet", "json", "csv")
+VALUE_FORMATS = ("column", "json")
 EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".json": "json", ".jsonl": "json", ".ndjson": "json",
               ".csv": "csv"}
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".xz")
@@ -61,6 +65,8 @@ class MessageColumns:
     """Which input columns become which parts of a message."""
 
     value: str = "value"
+    value_format: str = "column"
+    """``column``: the payload is the ``value`` column; ``json``: the whole row as a JSON object."""
     key: str | None = None
     event_time: str | None = None
     properties: tuple[str, ...] = ()
@@ -127,9 +133,9 @@ def infer_format(paths: Sequence[str]) -> str:
 
 def to_messages(df: Any, columns: MessageColumns, where: str = "the input") -> Any:
     """The sink's columns from input rows: ``value`` (binary or string; structs, arrays and maps as JSON,
-    anything else as a string), ``__key`` (string), ``__eventTime`` (timestamp or ms), and
-    ``__messageProperties`` (column name -> value as a string; nulls left out). JobInputError naming a
-    column the input lacks."""
+    anything else as a string; with ``value_format`` ``json`` the whole row as a JSON object), ``__key``
+    (string), ``__eventTime`` (timestamp or ms), and ``__messageProperties`` (column name -> value as a
+    string; nulls left out). JobInputError naming a column the input lacks."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -143,7 +149,9 @@ def to_messages(df: Any, columns: MessageColumns, where: str = "the input") -> A
             if field.name.lower() == name.lower():
                 return field
         have = ", ".join(f.name for f in fields) or "no columns"
-        raise JobInputError(f"{where} has no column {name!r} ({flag}); its columns are: {have}")
+        hint = ("; to send each row as a JSON object, pass --value-format json" if flag == "--value-column"
+                else "")
+        raise JobInputError(f"{where} has no column {name!r} ({flag}); its columns are: {have}{hint}")
 
     def col(field: Any) -> Any:
         return F.col("`" + field.name.replace("`", "``") + "`")
@@ -153,9 +161,13 @@ def to_messages(df: Any, columns: MessageColumns, where: str = "the input") -> A
             return F.to_json(col(field))
         return col(field).cast("string")
 
-    value = find(columns.value, "--value-column")
-    selected = [(col(value) if isinstance(value.dataType, (T.BinaryType, T.StringType)) else as_text(value))
-                .alias("value")]
+    if columns.value_format == "json":
+        # null fields are left out of the object (Spark's to_json), as most JSON writers do
+        selected = [F.to_json(F.struct(*[col(field) for field in fields])).alias("value")]
+    else:
+        value = find(columns.value, "--value-column")
+        selected = [(col(value) if isinstance(value.dataType, (T.BinaryType, T.StringType)) else as_text(value))
+                    .alias("value")]
     if columns.key:
         selected.append(as_text(find(columns.key, "--key-column")).alias("__key"))
     if columns.event_time:
@@ -189,7 +201,7 @@ def list_inputs(spark: Any, patterns: Sequence[str]) -> list[InputFile]:
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     found: dict[str, InputFile] = {}
     for pattern in patterns:
-        path = jvm.org.apache.hadoop.fs.Path(pattern)
+        path = jvm.org.apache.hadoop.fs.Path(absolute(pattern))
         fs = path.getFileSystem(conf)
         statuses = fs.globStatus(path)
         if not statuses:
@@ -215,6 +227,14 @@ def list_inputs(spark: Any, patterns: Sequence[str]) -> list[InputFile]:
     return sorted(found.values())
 
 
+def absolute(pattern: str) -> str:
+    """A local relative path made absolute against this process's folder: Spark would resolve it against
+    the JVM's, which differs once a notebook or test changed folder. URIs (``hdfs://``, ``file:``) pass."""
+    if ":" in pattern.split("/", 1)[0] or pattern.startswith("/"):
+        return pattern
+    return os.path.join(os.getcwd(), pattern)
+
+
 def parse_options(pairs: Sequence[str]) -> dict[str, str]:
     options: dict[str, str] = {}
     for pair in pairs:
@@ -232,7 +252,11 @@ def _end_offsets(service_url: str, topic: str) -> int:
 def run(args: Any, spark: Any = None) -> BackfillSummary:
     started = time.monotonic()
     topic = qualified(args.topic, "--topic")
-    columns = MessageColumns(value=args.value_column, key=args.key_column, event_time=args.event_time_column,
+    if args.value_format == "json" and args.value_column is not None:
+        raise JobInputError("--value-column and --value-format json exclude each other: json sends the whole "
+                            "row as the value")
+    columns = MessageColumns(value=args.value_column or "value", value_format=args.value_format,
+                             key=args.key_column, event_time=args.event_time_column,
                              properties=tuple(name.strip() for group in args.properties_columns
                                               for name in group.split(",") if name.strip()))
     options = parse_options(args.option)
@@ -262,7 +286,7 @@ def run(args: Any, spark: Any = None) -> BackfillSummary:
             messages = messages.where(F.col("value").isNotNull())
         writer = (messages.write.format("pulsarlike").mode("append").option("service.url", args.service_url)
                   .option("topic", topic).option("writeId", f"backfill-{identity}"))
-        with spark_conf(session, SPLIT_SETTINGS), progress.track(f"backfill -> {topic}", rows - nulls):
+        with spark_conf(session, SPLIT_SETTINGS), progress.track(f"backfill -> {topic}", rows):
             writer.save()
         written = _end_offsets(args.service_url, topic) - before
     return BackfillSummary(job_id=identity, topic=topic, files=len(files), format=fmt, rows=rows,
@@ -278,7 +302,9 @@ def parser() -> Any:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark reader option (repeatable), e.g. --option sep=';' for CSV (header=true is "
                         "the CSV default here)")
-    p.add_argument("--value-column", default="value", help="the payload column (default: value)")
+    p.add_argument("--value-column", default=None, help="the payload column (default: value)")
+    p.add_argument("--value-format", choices=VALUE_FORMATS, default="column",
+                   help="column: the payload is --value-column (default); json: each row as a JSON object")
     p.add_argument("--key-column", default=None, help="the column holding each message's key")
     p.add_argument("--event-time-column", default=None,
                    help="the column holding each message's event time (timestamp, date, string or ms)")

@@ -1,8 +1,8 @@
 """export: a topic's offset or time range to Parquet, partitioned by publish date, with a manifest.
 
     pulsarlike job export TOPIC --output DIR [--starting-offsets earliest|latest|JSON]
-        [--ending-offsets latest|JSON] [--starting-time T] [--ending-time T] [--allow-data-loss]
-        [--master M] [--service-url URL] [--no-progress]
+        [--ending-offsets latest|JSON] [--starting-time T] [--ending-time T] [--subscription NAME]
+        [--allow-data-loss] [--master M] [--service-url URL] [--no-progress]
     spark-submit jobs/export.py TOPIC --output DIR ...
 
 Rows are the pulsarlike source's (``value``, ``__key``, ``__topic``, ``__partition``, ``__offset``,
@@ -21,14 +21,18 @@ stored message), so each run exports only what is new. One run, in order:
 3. read the range with ``spark.read.format("pulsarlike")`` and write Parquet into ``DIR/_staging/<id>``;
 4. move the files into their ``publish_date=`` folders, named ``run-<id>-...``;
 5. replace the manifest atomically (temp file, fsync, rename, fsync folder): the run is committed;
-6. remove the staging folder.
+6. remove the staging folder;
+7. with ``--subscription``: acknowledge on that durable subscription everything below the manifest's
+   ``endOffsets`` (created there when missing; never moved back), so it holds exactly what later runs
+   will export and retention may delete the rest.
 
 A crash before step 5 leaves the manifest as it was, so the next run exports the same range again (and
 step 2 removes the first attempt's files). DIR must be a local (or mounted) folder every Spark executor
 sees. Retention: a topic keeps what no durable subscription holds only up to its retention policy (by
-default nothing beyond the active segment); create a durable subscription or set a retention policy
-before the data you want to export is published, or the range is gone (the job then fails, exit 1,
-unless ``--allow-data-loss``).
+default nothing beyond the active segment); create a durable subscription (and pass it as
+``--subscription``) or set a retention policy before the data you want to export is published, or the
+range is gone (the job then fails, exit 1, unless ``--allow-data-loss``). A failure in step 7 leaves the
+run committed; the next run acknowledges again.
 """
 from __future__ import annotations
 
@@ -42,8 +46,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from jobs._common import (JobFailed, JobInputError, Progress, job_parser, local_path, qualified, job_main,
-                          spark_session, write_json_atomically)
+from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, job_parser, local_path,
+                          qualified, job_main, spark_session, write_json_atomically)
 
 NAME = "export"
 MANIFEST = "_pulsarlike_manifest.json"
@@ -63,6 +67,8 @@ class ExportPlan:
     """Where the start came from: ``manifest``, ``earliest``, ``latest``, ``offsets`` or ``time``."""
     lost: list[tuple[Any, int, int]] = field(default_factory=list)
     """(partition, first, end) of planned messages retention already deleted."""
+    stored_from: dict[Any, int] = field(default_factory=dict)
+    """Each partition's first stored offset."""
 
     @property
     def messages(self) -> int:
@@ -153,7 +159,17 @@ def plan_export(topic: str, bounds: Mapping[Any, Any], manifest: Mapping[str, An
                                 "give an end at or after the start")
     lost = [(tp, start[tp], min(bounds[tp].start, end[tp])) for tp in sorted(end)
             if start[tp] < bounds[tp].start and start[tp] < end[tp]]
-    return ExportPlan(topic=topic, start=start, end=end, source=source, lost=lost)
+    return ExportPlan(topic=topic, start=start, end=end, source=source, lost=lost,
+                      stored_from={tp: b.start for tp, b in bounds.items()})
+
+
+def held_offsets(plan: ExportPlan, manifest: Mapping[str, Any]) -> dict[Any, int]:
+    """Where ``--subscription`` should stand after a run: at the manifest's end, where the next run
+    starts (a partition the manifest does not name: at its first stored message)."""
+    from connector.spark.offsets import from_json_dict
+
+    done = from_json_dict(manifest.get("endOffsets", {}))
+    return {tp: done.get(tp, plan.stored_from.get(tp, 0)) for tp in sorted(plan.end)}
 
 
 def with_publish_date(df: Any) -> Any:
@@ -243,15 +259,36 @@ class ExportSummary:
     start: dict[str, dict[str, int]]
     end: dict[str, dict[str, int]]
     seconds: float
+    subscription: str | None = None
+    backlog: int | None = None
 
     def lines(self) -> list[str]:
+        held = ([f"  acknowledged     on subscription {self.subscription} up to the exported end; backlog now "
+                 f"{self.backlog}"] if self.subscription else [])
         if self.run_id is None:
-            return [f"export {self.topic} -> {self.output}: nothing new (up to {json.dumps(self.end)})"]
+            return [f"export {self.topic} -> {self.output}: nothing new (up to {json.dumps(self.end)})", *held]
         return [f"export {self.run_id}: {self.topic} -> {self.output}",
                 f"  rows             {self.rows:,} ({self.files} file(s), dates {', '.join(self.dates) or '-'})",
                 f"  from             {json.dumps(self.start)}",
-                f"  to (exclusive)   {json.dumps(self.end)}",
+                f"  to (exclusive)   {json.dumps(self.end)}", *held,
                 f"  seconds          {self.seconds:.1f}"]
+
+
+def acknowledge_exported(service_url: str, topic: str, subscription: str, held: Mapping[Any, int]) -> int | None:
+    """Acknowledge on ``subscription`` each partition's messages below ``held`` (the subscription is created
+    there when missing, and never moved back); returns its backlog."""
+    from broker_core.errors import PulsarLikeError
+    from connector import Admin
+
+    try:
+        with Admin(service_url) as admin:
+            for tp, offset in held.items():
+                admin.acknowledge_up_to(tp.internal_name, subscription, offset)
+            stats = admin.topic_stats(topic)
+    except PulsarLikeError as exc:
+        raise JobFailed(f"the export is committed, but acknowledging on subscription {subscription} failed "
+                        f"({exc.code}: {exc.message}); the next run acknowledges again") from None
+    return stats.get("subscriptions", {}).get(subscription, {}).get("msgBacklog")
 
 
 def run(args: Any, spark: Any = None) -> ExportSummary:
@@ -275,7 +312,12 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
                   file=sys.stderr)
         start_json, end_json = to_json_dict(plan.start), to_json_dict(plan.end)
         if plan.messages == 0:
-            return ExportSummary(None, topic, output, 0, 0, [], start_json, end_json, time.monotonic() - started)
+            summary = ExportSummary(None, topic, output, 0, 0, [], start_json, end_json, 0.0, args.subscription)
+            if args.subscription:
+                summary.backlog = acknowledge_exported(args.service_url, topic, args.subscription,
+                                                       held_offsets(plan, manifest))
+            summary.seconds = time.monotonic() - started
+            return summary
         os.makedirs(output, exist_ok=True)
         for relative in orphans(output, manifest):  # a run that crashed before its manifest was written
             os.unlink(os.path.join(output, relative))
@@ -285,7 +327,8 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
         staging = os.path.join(staging_root, run_id)
         rows = (session.read.format("pulsarlike").option("service.url", args.service_url).option("topic", topic)
                 .option("startingOffsets", dumps(plan.start)).option("endingOffsets", dumps(plan.end))
-                .option("failOnDataLoss", "false" if args.allow_data_loss else "true").load())
+                .option("failOnDataLoss", "false" if args.allow_data_loss else "true")
+                .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).load())
         progress = Progress(session, enabled=not args.no_progress)
         with progress.track(f"export {topic}", plan.messages) as totals:
             with_publish_date(rows).write.partitionBy(DATE_COLUMN).mode("overwrite").parquet(staging)
@@ -303,7 +346,13 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
             "finishedAt": datetime.now(timezone.utc).isoformat(timespec="seconds")}]}
         write_json_atomically(os.path.join(output, MANIFEST), manifest)
         shutil.rmtree(staging_root, ignore_errors=True)
-    return ExportSummary(run_id, topic, output, exported, len(files), dates, start_json, end_json, seconds)
+        summary = ExportSummary(run_id, topic, output, exported, len(files), dates, start_json, end_json, seconds,
+                                args.subscription)
+        if args.subscription:
+            summary.backlog = acknowledge_exported(args.service_url, topic, args.subscription,
+                                                   held_offsets(plan, manifest))
+            summary.seconds = time.monotonic() - started
+    return summary
 
 
 def parser() -> Any:
@@ -318,6 +367,9 @@ def parser() -> Any:
                    help="start at the first message published at or after this time (ms or ISO-8601)")
     p.add_argument("--ending-time", default=None,
                    help="end before the first message published at or after this time (ms or ISO-8601)")
+    p.add_argument("--subscription", default=None, metavar="NAME",
+                   help="a durable subscription to acknowledge up to what is exported (created when missing), "
+                        "so it holds what the next run exports and nothing more")
     p.add_argument("--allow-data-loss", action="store_true",
                    help="export what is left when retention deleted part of the range (default: fail)")
     return p

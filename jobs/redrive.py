@@ -41,8 +41,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from jobs._common import (JobFailed, JobInputError, Progress, analysis_error, first_line, job_parser, qualified,
-                          job_main, spark_session, topic_bounds)
+from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, analysis_error, first_line,
+                          job_parser, qualified, job_main, spark_session, topic_bounds)
 
 NAME = "redrive"
 DEFAULT_SUBSCRIPTION = "pulsarlike-redrive"
@@ -282,7 +282,8 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
             _ensure_subscription(args.service_url, args.subscription, plans)
         source = (session.read.format("pulsarlike").option("service.url", args.service_url).option("topic", dlq)
                   .option("startingOffsets", dumps({tp: p.start for tp, p in plans.items()}))
-                  .option("endingOffsets", dumps({tp: p.end for tp, p in plans.items()})).load())
+                  .option("endingOffsets", dumps({tp: p.end for tp, p in plans.items()}))
+                  .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).load())
         source = without_acked(source, plans)
         try:
             selected = source.where(args.filter) if args.filter else source
@@ -293,8 +294,11 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
             raise
         from pyspark.sql import functions as F
 
+        # every pass reads the whole planned range (acknowledged ranges and filtered-out messages are
+        # dropped after the source), so that is what each bar counts up to
+        read = sum(p.end - p.start for p in plans.values())
         progress = Progress(session, enabled=not args.no_progress)
-        with progress.track(f"reading {dlq}", planned):
+        with progress.track(f"reading {dlq}", read):
             counts = rows.groupBy("__topic").agg(F.count(F.lit(1)).alias("n"),
                                                   F.min("__offset").alias("first")).collect()
         targets = _check_targets(counts, dlq)
@@ -305,7 +309,7 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
             return summary
         redriven = None
         if args.filter:
-            with progress.track(f"offsets of {dlq}", summary.redriven):
+            with progress.track(f"offsets of {dlq}", read):
                 found = rows.select("__partition", "__offset").collect()
             redriven = {}
             for row in found:
@@ -314,7 +318,7 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
         writer = (rows.drop("__partition", "__offset").write.format("pulsarlike").mode("append")
                   .option("service.url", args.service_url)
                   .option("writeId", write_id(dlq, args.subscription, plans, args.filter, to)))
-        with progress.track(f"redrive {dlq}", summary.redriven):
+        with progress.track(f"redrive {dlq}", read):
             writer.save()
         summary.written = sum(_end(args.service_url, target) - n for target, n in before.items())
         summary.acknowledged = _acknowledge(args.service_url, dlq, args.subscription, plans, redriven)

@@ -120,3 +120,48 @@ def test_backfill_refuses_null_values_unless_told_to_skip_them(spark, broker, cl
 
     assert run(spark, broker, str(tmp_path / "in" / "a.jsonl"), "--topic", topic, "--skip-null-values") == 0
     assert [m.data() for m in read_all(client, topic)] == [b"x", b"y"]
+
+
+def test_backfill_with_value_format_json_sends_each_row_as_a_json_object(spark, broker, client, topic, tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "orders.json").write_text(
+        '{"order_id": "o-1", "customer": "c-17", "amount": 12.5}\n{"order_id": "o-2", "customer": "c-42"}\n')
+
+    assert run(spark, broker, str(tmp_path / "in" / "orders.json"), "--topic", topic, "--key-column", "order_id",
+               "--value-format", "json") == 0
+
+    messages = read_all(client, topic)
+    assert [(m.partition_key(), json.loads(m.data())) for m in messages] == [
+        ("o-1", {"order_id": "o-1", "customer": "c-17", "amount": 12.5}),
+        ("o-2", {"order_id": "o-2", "customer": "c-42"})]  # a null field is left out
+
+
+def test_backfill_of_rows_without_a_value_column_suggests_value_format_json(spark, broker, topic, tmp_path,
+                                                                           capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "orders.json").write_text('{"order_id": "o-1"}\n')
+
+    assert run(spark, broker, str(tmp_path / "in" / "orders.json"), "--topic", topic) == 2
+
+    assert "pass --value-format json" in capsys.readouterr().err
+
+
+def test_backfill_refuses_a_value_column_with_value_format_json(spark, broker, topic, tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text('{"value": "x"}\n')
+
+    assert run(spark, broker, str(tmp_path / "in" / "a.json"), "--topic", topic, "--value-column", "value",
+               "--value-format", "json") == 2
+
+    assert "exclude each other" in capsys.readouterr().err
+
+
+def test_backfill_reads_relative_inputs_from_the_current_folder(spark, broker, client, topic, tmp_path,
+                                                               monkeypatch):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.json").write_text('{"value": "here"}\n')
+    monkeypatch.chdir(tmp_path)  # the JVM keeps the folder it started in
+
+    assert run(spark, broker, "data/*.json", "--topic", topic) == 0
+
+    assert [m.data() for m in read_all(client, topic)] == [b"here"]

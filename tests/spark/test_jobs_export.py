@@ -140,3 +140,31 @@ def test_export_of_a_missing_topic_or_to_another_topics_folder_fails(spark, brok
 
     assert run(spark, broker, topic + "-other", "--output", str(tmp_path / "b")) == 2
     assert "holds an export of" in capsys.readouterr().err
+
+
+def test_export_acknowledges_its_subscription_up_to_what_it_exported(spark, broker, admin, produce, topic,
+                                                                     tmp_path, capsys):
+    admin.create_topic(topic)
+    admin.create_subscription(topic, "exports", MessageId.earliest)
+    produce(topic, 5)
+    out = tmp_path / "out"
+
+    assert run(spark, broker, topic, "--output", str(out), "--subscription", "exports") == 0
+
+    assert admin.topic_stats(topic)["subscriptions"]["exports"]["msgBacklog"] == 0
+    assert "on subscription exports up to the exported end; backlog now 0" in capsys.readouterr().out
+    produce(topic, 3, start=5)
+    assert admin.topic_stats(topic)["subscriptions"]["exports"]["msgBacklog"] == 3  # held for the next run
+    assert run(spark, broker, topic, "--output", str(out), "--subscription", "exports") == 0
+    assert admin.topic_stats(topic)["subscriptions"]["exports"]["msgBacklog"] == 0
+
+
+def test_export_creates_a_missing_subscription_where_the_next_run_starts(spark, broker, admin, produce, topic,
+                                                                         tmp_path):
+    keep(admin, topic)
+    produce(topic, 4)
+
+    assert run(spark, broker, topic, "--output", str(tmp_path / "out"), "--subscription", "exports") == 0
+    produce(topic, 2, start=4)
+
+    assert admin.topic_stats(topic)["subscriptions"]["exports"]["msgBacklog"] == 2

@@ -2,6 +2,9 @@
 REAL_TOPIC (or --to), optionally filtered, and acknowledged on the DLQ's subscription."""
 from __future__ import annotations
 
+import io
+import re
+import sys
 import time
 
 import pytest
@@ -140,3 +143,29 @@ def test_redrive_with_a_bad_filter_or_a_missing_topic_fails_with_exit_2(spark, b
     err = capsys.readouterr().err
     assert "--filter" in err and "__kee" in err
     assert backlog(admin, dlq) == 1
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_redrive_progress_counts_up_to_the_range_it_reads_and_never_past_it(spark, broker, client, admin, topic,
+                                                                           monkeypatch):
+    dlq = dlq_with_letters(admin, client, topic, "abababab")  # 8 read, 4 re-driven
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+
+    assert redrive.main([dlq, "--filter", "__key = 'a'", "--service-url", broker.service_url], spark) == 0
+
+    shown = [(int(n), int(total)) for n, total in re.findall(r"(\d+)/(\d+) \[", terminal.getvalue())]
+    assert shown and all(n <= total == 8 for n, total in shown)
+    assert shown[-1] == (8, 8) and "tasks 1/1" in terminal.getvalue()
+
+
+def test_redrive_shows_no_progress_when_stderr_is_not_a_terminal(spark, broker, client, admin, topic, capsys):
+    dlq = dlq_with_letters(admin, client, topic, "ab")
+
+    assert redrive.main([dlq, "--service-url", broker.service_url], spark) == 0
+
+    assert capsys.readouterr().err == ""

@@ -1,7 +1,8 @@
 """The jobs' pure decisions, without a SparkSession or a broker: formats, job ids, export ranges and
-manifests, which offsets a redrive acknowledges how, the progress line."""
+manifests, which offsets a redrive acknowledges how, where the progress bar stands."""
 from __future__ import annotations
 
+import io
 import json
 import os
 
@@ -10,7 +11,7 @@ import pytest
 from connector.spark.broker_calls import Bounds
 from connector.spark.offsets import TopicPartition
 from jobs import backfill, export, redrive
-from jobs._common import JobInputError, render_progress, write_json_atomically
+from jobs._common import (JobInputError, StageTotals, is_terminal, progress_position, write_json_atomically)
 
 T = "persistent://public/default/t"
 P0, P1 = TopicPartition(T, 0), TopicPartition(T, 1)
@@ -146,9 +147,32 @@ def test_write_id_changes_with_anything_that_changes_the_rows():
 
 
 # --- progress --------------------------------------------------------------------------------------------
-def test_progress_line_shows_rows_rate_and_eta():
-    assert render_progress("backfill", 250, 1000, 5.0) == (
-        "backfill: [######------------------] 250/1,000 rows (25%)  50 rows/s  ETA 0:00:15")
-    assert render_progress("reading", 1200, None, 2.0, estimated=True) == (
-        "reading: ~1,200 rows  600 rows/s  0:00:02 elapsed")
-    assert render_progress("x", 0, 10, 1.0).endswith("ETA --:--:--")
+def test_progress_counts_the_rows_read_never_past_the_total_with_tasks_done_beside():
+    assert progress_position(StageTotals(tasks=4, tasks_done=1, input_records=250), 1000) == (250, "tasks 1/4")
+    assert progress_position(StageTotals(tasks=2, tasks_done=2, input_records=20), 10) == (10, "tasks 2/2")
+    assert progress_position(StageTotals(tasks=3, tasks_done=3, input_records=1200), None) == (1200, "tasks 3/3")
+
+
+def test_progress_is_shown_only_on_a_terminal(tmp_path):
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    with open(tmp_path / "log", "w") as log_file:
+        assert (is_terminal(Terminal()), is_terminal(io.StringIO()), is_terminal(log_file)) == (True, False, False)
+
+
+# --- export's subscription -------------------------------------------------------------------------------
+def test_export_subscription_is_held_where_the_next_run_starts():
+    plan = export.plan_export(T, BOUNDS, {}, None, None)
+
+    assert export.held_offsets(plan, {"endOffsets": {T: {"0": 7}}}) == {P0: 7, P1: 2}
+
+
+# --- backfill's relative inputs --------------------------------------------------------------------------
+def test_relative_inputs_are_made_absolute_against_this_process_and_uris_pass(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+
+    assert backfill.absolute("data/2024-05-*.json") == f"{tmp_path}/data/2024-05-*.json"
+    assert [backfill.absolute(p) for p in ("/abs/a.json", "file:/a.json", "hdfs:///raw/*.parquet")] == [
+        "/abs/a.json", "file:/a.json", "hdfs:///raw/*.parquet"]
