@@ -5,21 +5,30 @@ The ranges are fixed when the read is planned: ``startingOffsets`` (``earliest``
 ``endingTime``, per topic partition. A batch read acknowledges nothing and creates no subscription (a time
 lookup uses a short-lived probe subscription). Retention applies: a topic without a durable subscription or
 a retention policy keeps only its active segment once segments roll (Pulsar's semantics), so older data
-may be gone; ``failOnDataLoss`` decides whether that fails the read.
+may be gone; ``failOnDataLoss`` decides whether that fails the read (false: the read starts at the first
+stored message, the gap logged once).
+
+A topic named by ``topic``/``topics`` that does not exist fails the read with ``TopicNotFound`` (an empty
+result would hide a misspelt name); a ``topicsPattern`` that matches nothing reads nothing.
 """
 from __future__ import annotations
 
+import logging
 from typing import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from connector.spark.broker_calls import BrokerCalls
-from connector.spark.offsets import Offsets
+from broker_core import errors
+
+from connector.spark.broker_calls import Bounds, BrokerCalls
+from connector.spark.offsets import Offsets, TopicPartition
 from connector.spark.options import SourceOptions
 from connector.spark.partition_reader import DataLossError, RangePartition, RangeReader
-from connector.spark.planning import OffsetOutOfRange, lost_ranges, resolve_user_offsets
+from connector.spark.planning import OffsetOutOfRange, lost_ranges, resolve_user_offsets, skip_lost, why_lost
 from connector.spark.stream_reader import plan_ranges
+
+log = logging.getLogger(__name__)
 
 
 class PulsarLikeBatchReader(DataSourceReader):
@@ -31,7 +40,10 @@ class PulsarLikeBatchReader(DataSourceReader):
         opts = self.options
         calls = BrokerCalls(opts.service_url, opts.poll_timeout_ms)
         try:
-            bounds = calls.bounds(calls.discover(opts.spec))
+            discovered = calls.discover(opts.spec)
+            bounds = calls.bounds(discovered)
+            if opts.spec.pattern is None:  # a pattern matching nothing reads nothing
+                _check_topics_exist(discovered, bounds)
             if opts.starting == "time":
                 assert opts.starting_time_ms is not None
                 start = {tp: calls.offset_for_time(tp, opts.starting_time_ms)
@@ -50,21 +62,26 @@ class PulsarLikeBatchReader(DataSourceReader):
                 end = resolve_user_offsets("endingOffsets", opts.ending_offsets_map(), bounds, False)
             else:
                 end = {tp: b.end for tp, b in bounds.items()}
+            for tp in sorted(start):
+                if start[tp] > end[tp]:
+                    raise OffsetOutOfRange(
+                        f"{tp.topic} partition {tp.partition}: startingOffsets {start[tp]} is after endingOffsets "
+                        f"{end[tp]}; make the start <= the end")
+            for tp, first, stored in lost_ranges(start, bounds):
+                last = min(stored, end[tp]) - 1
+                if first > last:
+                    continue
+                message = (f"messages {first}..{last} of {tp.topic} partition {tp.partition} were deleted by "
+                           "retention")
+                if opts.fail_on_data_loss:
+                    raise DataLossError(f"{message}: {why_lost(calls.stats(tp), None)}", topic=tp.topic,
+                                        partition=tp.partition, start=first, end=last + 1)
+                log.warning("event=data_lost topic=%s partition=%d first=%d last=%d: %s; skipped "
+                            "(failOnDataLoss=false)", tp.topic, tp.partition, first, last, message)
         finally:
             calls.close()
-        for tp in sorted(start):
-            if start[tp] > end[tp]:
-                raise OffsetOutOfRange(
-                    f"{tp.topic} partition {tp.partition}: startingOffsets {start[tp]} is after endingOffsets "
-                    f"{end[tp]}; make the start <= the end")
-        if opts.fail_on_data_loss:
-            for tp, first, stored in lost_ranges(start, bounds):
-                if first < end[tp]:
-                    raise DataLossError(
-                        f"messages {first}..{min(stored, end[tp]) - 1} of {tp.topic} partition {tp.partition} "
-                        "were deleted by retention; set option failOnDataLoss=false to read what is left, or "
-                        "keep data with a retention policy or a durable subscription",
-                        topic=tp.topic, partition=tp.partition, start=first, end=min(stored, end[tp]))
+        if not opts.fail_on_data_loss:
+            start = {tp: min(offset, end[tp]) for tp, offset in skip_lost(start, bounds).items()}
         return start, end
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -76,3 +93,14 @@ class PulsarLikeBatchReader(DataSourceReader):
             return iter(())  # Spark reads one placeholder partition when planning found none
         opts = self.options
         return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss).batches()
+
+
+def _check_topics_exist(discovered: list[TopicPartition], bounds: dict[TopicPartition, Bounds]) -> None:
+    # discover() names a listed topic without partition metadata as non-partitioned; bounds() leaves it out
+    # when it does not exist. (A partitioned topic's partitions appear on first use: reading none is right.)
+    missing = [tp.topic for tp in discovered if tp.partition < 0 and tp not in bounds]
+    if missing:
+        raise errors.TopicNotFound(
+            f"topic {missing[0]} does not exist, so a batch read of it would be empty; check the name "
+            f"(`pulsarlike admin namespaces topics {'/'.join(missing[0].split('://', 1)[1].split('/')[:2])}` lists "
+            "a namespace's topics) or produce to it first", topic=missing[0])

@@ -98,10 +98,18 @@ class BrokerCalls:
             out[tp] = Bounds(last.start_offset, max(last.last_offset + 1, last.start_offset))
         return out
 
+    def stats(self, tp: TopicPartition) -> dict[str, Any] | None:
+        """The partition's ``TopicStats`` (as ``pulsarlike admin topics stats`` shows them); None when it
+        does not exist."""
+        try:
+            reply = self._unary("TopicStats", broker_pb2.TopicRequest(topic=tp.internal_name))
+        except errors.TopicNotFound:
+            return None
+        return json.loads(reply.json) if reply.json else {}
+
     def average_message_size(self, tp: TopicPartition) -> float:
         """Stored bytes per stored message of a partition (for maxBytesPerTrigger); 0 when empty."""
-        reply = self._unary("TopicStats", broker_pb2.TopicRequest(topic=tp.internal_name))
-        stats = json.loads(reply.json) if reply.json else {}
+        stats = self.stats(tp) or {}
         first, last = stats.get("firstOffset"), stats.get("lastOffset")
         if first is None or last is None or last < first:
             return 0.0

@@ -1,9 +1,11 @@
 """Messages behind latest, per topic partition, from a streaming query's progress (as Spark's Kafka source
 reports ``minOffsetsBehindLatest``/``avgOffsetsBehindLatest``/``maxOffsetsBehindLatest``).
 
-PySpark 4.3's Python streaming source has no hook for custom source metrics, so the source reports the
-latest offset of every partition through ``reportLatestOffset()`` (shown as ``latestOffset`` next to
-``endOffset`` in each progress) and this module derives the lag from the two::
+``StreamingQueryProgress.sources[].metrics`` stays empty for a Python source: in PySpark 4.3 the JVM side of
+a Python stream reader (``PythonMicroBatchStream``) does not implement ``ReportsSourceMetrics`` and the Python
+API has no metrics method. So the source reports the latest offset of every partition through
+``reportLatestOffset()`` (shown as ``latestOffset`` next to ``endOffset`` in each progress) and this module
+derives the lag from the two::
 
     progress = query.lastProgress
     messages_behind_latest(progress)
@@ -17,6 +19,8 @@ import json
 import logging
 from typing import Any
 
+from connector.spark.offsets import TopicPartition, decode_source_offset
+
 log = logging.getLogger(__name__)
 
 
@@ -28,11 +32,10 @@ def _as_dict(progress: Any) -> dict[str, Any]:
     return json.loads(progress.json)  # StreamingQueryProgress
 
 
-def _offsets(text: Any) -> dict[tuple[str, str], int] | None:
+def _offsets(text: Any) -> dict[TopicPartition, int] | None:
     """The source's offsets in a progress field, or None when it is not a pulsarlike offset."""
     try:
-        nested = json.loads(text) if isinstance(text, str) else text
-        return {(topic, p): int(o) for topic, parts in nested.items() for p, o in parts.items()}
+        return decode_source_offset(json.loads(text) if isinstance(text, str) else text).offsets
     except (TypeError, ValueError, AttributeError):
         return None
 
@@ -40,7 +43,9 @@ def _offsets(text: Any) -> dict[tuple[str, str], int] | None:
 def messages_behind_latest(progress: Any, source_index: int | None = None) -> dict[str, float] | None:
     """Min, average and max over partitions of ``latestOffset - endOffset`` for the progress's pulsarlike
     source (the first one whose offsets parse as ours, or ``sources[source_index]``); None without
-    figures (no latest offset reported yet)."""
+    figures (no progress, or no latest offset reported yet)."""
+    if progress is None:  # query.lastProgress before the first trigger ended
+        return None
     sources = _as_dict(progress).get("sources") or []
     if source_index is not None:
         sources = sources[source_index:source_index + 1]
@@ -71,8 +76,9 @@ def listener_class() -> type:
             figures = messages_behind_latest(event.progress)
             if figures is not None:
                 self.latest[str(event.progress.id)] = figures
-                log.info("query %s batch %s: messages behind latest %s", event.progress.name,
-                         event.progress.batchId, figures)
+                log.info("event=messages_behind_latest query=%s batch=%s min=%s avg=%s max=%s",
+                         event.progress.name, event.progress.batchId, figures["minOffsetsBehindLatest"],
+                         figures["avgOffsetsBehindLatest"], figures["maxOffsetsBehindLatest"])
 
         def onQueryIdle(self, event: Any) -> None:
             pass

@@ -1,18 +1,23 @@
 """Source offsets: one dense message offset per topic partition, as canonical JSON.
 
-The offset Spark checkpoints for the ``pulsarlike`` source is::
+The offset Spark checkpoints for a ``pulsarlike`` stream is::
 
-    {"persistent://public/default/orders": {"0": 120, "1": 98},
-     "persistent://public/default/audit": {"-1": 7}}
+    {"offsets": {"persistent://public/default/audit": {"-1": 7},
+                 "persistent://public/default/orders": {"0": 120, "1": 98}},
+     "subscription": "spark-pulsarlike-3f9c2a7d1b4e8a60"}
 
-- the outer key is the topic, fully qualified, without ``-partition-<i>``;
-- the inner key is the partition index as a string, ``"-1"`` for a non-partitioned topic;
-- the value is the offset of the next message to read: a range ``start -> end`` covers the messages with
-  ``start <= offset < end`` (exclusive end), so a batch's end is the next batch's start.
+- ``offsets``: the outer key is the topic, fully qualified, without ``-partition-<i>``; the inner key is the
+  partition index as a string, ``"-1"`` for a non-partitioned topic; the value is the offset of the next
+  message to read: a range ``start -> end`` covers the messages with ``start <= offset < end`` (exclusive
+  end), so a batch's end is the next batch's start;
+- ``subscription``: the query's durable subscription, so a restarted query acknowledges the one it created.
+
+A checkpoint written before the subscription was carried holds the bare ``offsets`` map (its keys are topic
+names, all with ``://``); :func:`decode_source_offset` reads both and reports no subscription for the old one.
 
 Spark compares offsets as JSON strings, so every dict this module builds has its keys inserted in sorted
-(string) order at both levels and plain ``int`` values: ``json.dumps`` of it is the same with or without
-``sort_keys``. Users write the same shape in ``startingOffsets``/``endingOffsets``, where a topic may be a
+(string) order at every level and plain ``int`` values: ``json.dumps`` of it is the same with or without
+``sort_keys``. Users write the bare map in ``startingOffsets``/``endingOffsets``, where a topic may be a
 short name and an offset may also be ``-2`` (earliest) or ``-1`` (latest), as in Spark's Kafka source.
 """
 from __future__ import annotations
@@ -67,6 +72,27 @@ def from_json_dict(nested: Mapping[str, Mapping[str, Any]]) -> Offsets:
     """The offsets of a dict Spark hands back (one this module built)."""
     return {TopicPartition(topic, int(p)): int(offset)
             for topic, parts in nested.items() for p, offset in parts.items()}
+
+
+class SourceOffset(NamedTuple):
+    """One offset of a stream as Spark stores it."""
+
+    offsets: Offsets
+    subscription: str | None
+    """The query's durable subscription; None in a checkpoint written before it was carried."""
+
+
+def encode_source_offset(offsets: Mapping[TopicPartition, int], subscription: str) -> dict[str, Any]:
+    """The canonical dict Spark stores (see the module docstring)."""
+    return {"offsets": to_json_dict(offsets), "subscription": subscription}
+
+
+def decode_source_offset(value: Mapping[str, Any]) -> SourceOffset:
+    """A stored offset, in the current shape or the bare map of older checkpoints."""
+    if "offsets" in value:  # a topic key always holds "://", so this is never an old checkpoint's topic
+        subscription = value.get("subscription")
+        return SourceOffset(from_json_dict(value["offsets"]), str(subscription) if subscription else None)
+    return SourceOffset(from_json_dict(value), None)
 
 
 def parse_user_offsets(option: str, text: str, allow_earliest: bool = True) -> Offsets:

@@ -3,7 +3,8 @@
 Spark hands a data source its options with lower-cased keys; every option here is matched without regard
 to case and named in errors as documented (``startingOffsets``, not ``startingoffsets``). Each bad option
 raises ``ValueError`` naming the option and what to write instead; an unknown option names the closest
-known one.
+known one, or pulsarlike's option for a Kafka source option. The Kafka source's names of the same options
+are accepted as aliases (:data:`KAFKA_ALIASES`).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import difflib
 import hashlib
 import logging
 import re
+import secrets
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -32,6 +34,23 @@ STREAM_ONLY = ("maxMessagesPerTrigger", "minMessagesPerTrigger", "maxTriggerDela
 BATCH_ONLY = ("endingOffsets", "endingTime")
 SOURCE_OPTIONS = COMMON + STREAM_ONLY + BATCH_ONLY
 _CANONICAL = {name.lower(): name for name in SOURCE_OPTIONS}
+KAFKA_ALIASES = {"maxOffsetsPerTrigger": "maxMessagesPerTrigger", "minOffsetsPerTrigger": "minMessagesPerTrigger",
+                 "subscribe": "topics", "subscribePattern": "topicsPattern"}
+"""Spark's Kafka source names of options that mean the same here (offsets are message offsets here too)."""
+_ALIASES = {alias.lower(): name for alias, name in KAFKA_ALIASES.items()}
+_KAFKA_ONLY = {
+    "kafka.bootstrap.servers": "set service.url to the broker's pulsar://host:port instead",
+    "assign": "name the topic with topic/topics and the offsets with JSON startingOffsets instead",
+    "startingoffsetsbytimestamp": "use startingTime (publish time in ms, for every partition) instead",
+    "startingtimestamp": "use startingTime (publish time in ms) instead",
+    "endingoffsetsbytimestamp": "use endingTime (publish time in ms, for every partition) instead",
+    "endingtimestamp": "use endingTime (publish time in ms) instead",
+    "groupidprefix": "use subscriptionName to name the query's subscription instead",
+    "kafka.group.id": "use subscriptionName to name the query's subscription instead",
+    "minpartitions": "use maxMessagesPerPartition to split large ranges into more Spark partitions instead",
+    "includeheaders": "message properties are always read, in the __messageProperties column",
+}
+"""Kafka source options with no alias here, lower-cased -> what to write instead."""
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
 _DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -81,6 +100,7 @@ class SourceOptions:
     max_bytes_per_trigger: int | None = None
     fail_on_data_loss: bool = True
     subscription_name: str = ""
+    """Option ``subscriptionName``; empty when not given (a stream then creates one per query)."""
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
     max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
 
@@ -130,16 +150,23 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         max_trigger_delay_ms=_duration_ms(given, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS),
         max_bytes_per_trigger=_positive_int(given, "maxBytesPerTrigger"),
         fail_on_data_loss=_bool(given, "failOnDataLoss", True),
-        subscription_name=given.get("subscriptionName") or default_subscription_name(spec),
+        subscription_name=_subscription_name(given, starting),
         poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
         max_messages_per_partition=(_positive_int(given, "maxMessagesPerPartition")
                                     or DEFAULT_MAX_MESSAGES_PER_PARTITION))
 
 
-def default_subscription_name(spec: TopicSpec) -> str:
-    """``spark-pulsarlike-`` + 16 hex digits of SHA-256 over the topic option (qualified topic names
-    sorted and comma-joined, or the qualified pattern): the same topics give the same name, whatever the
-    other options, so a later query with ``startingOffsets=subscription`` finds it."""
+def new_subscription_name() -> str:
+    """A fresh query's own subscription: ``spark-pulsarlike-`` + 16 random hex digits. Random, so two
+    queries on the same topics never share one (one's acknowledgements would let retention delete what the
+    other has not read); the checkpoint carries it, so the query's restarts keep it."""
+    return "spark-pulsarlike-" + secrets.token_hex(8)
+
+
+def legacy_subscription_name(spec: TopicSpec) -> str:
+    """The name every query on the same topics used before names travelled in the checkpoint:
+    ``spark-pulsarlike-`` + 16 hex digits of SHA-256 over the topic option (qualified topic names sorted and
+    comma-joined, or the qualified pattern). A query restarted from such a checkpoint keeps using it."""
     what = f"pattern:{spec.pattern}" if spec.pattern else "topics:" + ",".join(sorted(spec.topics))
     return "spark-pulsarlike-" + hashlib.sha256(what.encode()).hexdigest()[:16]
 
@@ -152,18 +179,38 @@ def closest_option(name: str, known: tuple[str, ...] = SOURCE_OPTIONS) -> str | 
 
 def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
     given: dict[str, str] = {}
+    written: dict[str, str] = {}
     for key, value in options.items():
-        name = _CANONICAL.get(key.lower())
+        lowered = key.lower()
+        name = _CANONICAL.get(lowered) or _ALIASES.get(lowered)
         if name is None:
-            if key.lower() == "path":
+            if lowered == "path":
                 raise ValueError("the pulsarlike source takes no path; name the topic with "
                                  "option('topic', ...) instead of load(path)")
+            if lowered in _KAFKA_ONLY:
+                raise ValueError(f"option {key!r} is the Kafka source's; the pulsarlike source has no such "
+                                 f"option: {_KAFKA_ONLY[lowered]}")
             hint = closest_option(key)
             raise ValueError(f"unknown option {key!r} for the pulsarlike source"
                              + (f"; did you mean {hint!r}?" if hint else "")
-                             + " Known options: " + ", ".join(SOURCE_OPTIONS))
+                             + " Known options: " + ", ".join(SOURCE_OPTIONS)
+                             + " (and the Kafka source's " + ", ".join(KAFKA_ALIASES) + ")")
+        if name in written:
+            raise ValueError(f"options {written[name]} and {key} name the same option ({name}); set only one")
+        written[name] = key
         given[name] = value
     return given
+
+
+def _subscription_name(given: Mapping[str, str], starting: str) -> str:
+    name = (given.get("subscriptionName") or "").strip()
+    if "subscriptionName" in given and not name:
+        raise ValueError("option subscriptionName is empty; name the subscription, or remove the option to "
+                         "let each query create its own")
+    if starting == "subscription" and not name:
+        raise ValueError("option startingOffsets=subscription needs option subscriptionName: the "
+                         "subscription whose position the query starts from")
+    return name
 
 
 def _required(given: Mapping[str, str], name: str, what: str) -> str:

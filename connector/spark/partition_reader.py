@@ -4,15 +4,17 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
 
 1. Ask the broker for the partition's stored bounds (``GetLastMessageId``). Messages of the range below the
    first stored offset were deleted by retention: with ``failOnDataLoss`` this raises
-   :class:`DataLossError` naming topic, partition and offsets; without, they are skipped (logged, counted
-   in :attr:`RangeReader.lost`). A range ending past the stored end also raises (the topic was deleted and
+   :class:`DataLossError` naming topic, partition and offsets, and why (from the partition's stats:
+   :func:`~connector.spark.planning.why_lost`); without, they are skipped (logged, counted in
+   :attr:`RangeReader.lost`). A range ending past the stored end also raises (the topic was deleted and
    re-created, or the offsets were never there).
 2. Open a non-durable (reader) subscription starting at the first offset to read, with a window of flow
    permits that is topped up as deliveries arrive.
 3. Keep each delivered message whose offset is in the range (an entry may start before it: a batch); stop at
    ``end``, or past it only to complete a chunked message that started inside the range.
-4. Every wait for a delivery is bounded by ``pollTimeoutMs``: an unreachable broker or a range that never
-   arrives raises :class:`RangeReadTimeout` instead of hanging the task.
+4. Every wait is bounded by ``pollTimeoutMs``: a broker that cannot be reached raises
+   :class:`~connector.spark.broker_calls.SourceConnectError`, a range that never arrives
+   :class:`RangeReadTimeout`, instead of hanging the task.
 5. An entry that cannot be decoded (bad CRC, a payload that does not decompress, a batch count its bytes
    cannot hold) fails the task with a :class:`~broker_core.errors.MessageDecodeError` naming topic,
    partition and offsets. It is never skipped, whatever ``failOnDataLoss`` says (that option is about
@@ -20,6 +22,7 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
 """
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import uuid
@@ -35,7 +38,9 @@ from broker_core.protocol.status import error_from_proto
 
 from connector.client.connection import BidiStream, Connection
 from connector.spark.arrow_batches import BatchBuilder, split
+from connector.spark.broker_calls import SourceConnectError
 from connector.spark.offsets import TopicPartition
+from connector.spark.planning import why_lost
 
 log = logging.getLogger(__name__)
 
@@ -63,15 +68,18 @@ class RangePartition(InputPartition):
     partition: int
     start: int
     end: int
+    subscription: str = ""
+    """The stream's durable subscription (empty for a batch read), to explain a data loss."""
 
     @property
     def topic_partition(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
 
 
-def split_range(tp: TopicPartition, start: int, end: int, max_messages: int) -> list[RangePartition]:
+def split_range(tp: TopicPartition, start: int, end: int, max_messages: int, subscription: str = "",
+                ) -> list[RangePartition]:
     """``[start, end)`` as consecutive Spark partitions of at most ``max_messages`` messages each."""
-    return [RangePartition(tp.topic, tp.partition, lo, min(lo + max_messages, end))
+    return [RangePartition(tp.topic, tp.partition, lo, min(lo + max_messages, end), subscription)
             for lo in range(start, end, max_messages)]
 
 
@@ -89,19 +97,23 @@ class RangeReader:
         self.rows_per_batch = rows_per_batch
         self.lost = 0
         """Messages of the range found deleted and skipped (failOnDataLoss=false)."""
+        self._connection: Connection | None = None
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         part = self.part
         connection = Connection(self.service_url, self.poll_timeout_s, self.poll_timeout_s)
+        self._connection = connection
         try:
             start, end = self._plan(connection)
             if start < end:
                 yield from self._read(connection, start, end)
         except errors.ConnectError as exc:
-            raise RangeReadTimeout(
+            # Not a timeout: the broker refused or dropped the connection (or never answered the connect).
+            raise SourceConnectError(
                 f"reading offsets [{part.start}, {part.end}) of {self.tp}: {exc.message} (option service.url="
-                f"{self.service_url}, pollTimeoutMs={self.poll_timeout_ms})") from None
+                f"{self.service_url}): start the broker or fix service.url", target=self.service_url) from None
         finally:
+            self._connection = None
             connection.close()
 
     # --- 1. bounds and data loss ----------------------------------------------------------------------
@@ -120,23 +132,33 @@ class RangeReader:
             self._lose(max(part.start, stored_end), part.end, reason)
         start = part.start
         if first_stored > start:
-            self._lose(start, min(first_stored, part.end), f"retention deleted them (the first stored offset "
-                                                           f"is {first_stored})")
+            self._lose(start, min(first_stored, part.end), f"retention deleted them (the first stored offset is "
+                                                           f"{first_stored})", deleted=True)
             start = first_stored
         return start, min(part.end, stored_end)
 
-    def _lose(self, start: int, end: int, reason: str) -> None:
+    def _lose(self, start: int, end: int, reason: str, deleted: bool = False) -> None:
+        """``deleted``: the broker removed them (retention, TTL); else the partition itself changed."""
         if start >= end:
             return
         message = (f"messages {start}..{end - 1} of {self.tp.topic} partition {self.tp.partition} are not "
                    f"readable: {reason}")
         if self.fail_on_data_loss:
-            raise DataLossError(
-                message + ". Set option failOnDataLoss=false to skip them, or keep data with a retention "
-                "policy / the query's subscription", topic=self.tp.topic, partition=self.tp.partition,
-                start=start, end=end)
+            fix = self._why_lost() if deleted else "set option failOnDataLoss=false to skip them"
+            raise DataLossError(f"{message}; {fix}", topic=self.tp.topic, partition=self.tp.partition,
+                                start=start, end=end)
         log.warning("%s; skipped (failOnDataLoss=false)", message)
         self.lost += end - start
+
+    def _why_lost(self) -> str:
+        stats = None
+        if self._connection is not None:
+            try:
+                reply = self._connection.unary("TopicStats", broker_pb2.TopicRequest(topic=self.tp.internal_name))
+                stats = json.loads(reply.json) if reply.json else {}
+            except errors.PulsarLikeError:
+                pass  # the explanation is a courtesy; the loss is reported either way
+        return why_lost(stats, self.part.subscription or None)
 
     # --- 2-4. the reader subscription -----------------------------------------------------------------
     def _read(self, connection: Connection, start: int, end: int) -> Iterator[pa.RecordBatch]:
@@ -199,7 +221,7 @@ class RangeReader:
         if first + count <= position:
             return position  # wholly before the wanted offset (a batch we started inside, re-sent)
         if first > position and position < end:
-            self._lose(position, min(first, end), "retention deleted them while the range was read")
+            self._lose(position, min(first, end), "retention deleted them while the range was read", deleted=True)
         try:
             metadata, payload = codec.decode_entry(entry.data)
             if not metadata.HasField("num_messages_in_batch") and metadata.num_chunks_from_msg > 1:

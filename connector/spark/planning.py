@@ -8,7 +8,7 @@ exactly 20 messages whenever at least 20 are waiting.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 from connector.spark.broker_calls import Bounds
 from connector.spark.offsets import EARLIEST, LATEST, Offsets, TopicPartition
@@ -78,3 +78,29 @@ def lost_ranges(start: Offsets, bounds: Mapping[TopicPartition, Bounds]) -> list
     """``(partition, first, end)`` of messages after ``start`` already deleted by retention."""
     return [(tp, offset, bounds[tp].start) for tp, offset in sorted(start.items())
             if tp in bounds and offset < bounds[tp].start]
+
+
+def skip_lost(start: Offsets, bounds: Mapping[TopicPartition, Bounds]) -> Offsets:
+    """``start`` moved past deleted messages, to each partition's first stored offset (failOnDataLoss=false):
+    admission then counts only messages that can still be read."""
+    return {tp: max(offset, bounds[tp].start) if tp in bounds else offset for tp, offset in start.items()}
+
+
+def why_lost(stats: Mapping[str, Any] | None, subscription: str | None) -> str:
+    """Why retention was allowed to delete messages a read wanted, and what to do, from the partition's
+    stats (``TopicStats``) and the query's subscription (None for a batch read): a subscription that is gone
+    held nothing; a message TTL acknowledges old messages on every subscription; otherwise no subscription
+    held them (the read starts before them, or they were acknowledged)."""
+    subs = (stats or {}).get("subscriptions") or {}
+    skip = "set option failOnDataLoss=false to go on from the first stored message"
+    if subscription is not None and stats is not None and subscription not in subs:
+        return (f"the query's subscription {subscription} no longer exists (deleted, or expired after "
+                f"subscriptionExpirationTimeMinutes), so it no longer held them; {skip}")
+    expired = (subs.get(subscription) or {}).get("totalMsgExpired", 0) if subscription else \
+        max([sub.get("totalMsgExpired", 0) for sub in subs.values()] or [0])
+    if expired:
+        return (f"the topic's message TTL expired them ({expired} messages expired so far: a TTL acknowledges "
+                "old messages on every subscription, this query's too); raise or remove the message TTL "
+                f"(messageTTLInSeconds) of the topic or namespace, or {skip}")
+    return ("no subscription held them (the read starts before them, or they were acknowledged); keep them "
+            "longer with a retention policy (`pulsarlike admin namespaces set-retention`), or " + skip)

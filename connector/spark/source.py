@@ -11,7 +11,9 @@ Options
     (writes). Unknown options are refused, naming the closest known one.
 Errors
     ``ValueError`` for bad options (naming the option and the fix), :class:`~connector.spark.partition_reader.
-    DataLossError`, :class:`~connector.spark.partition_reader.RangeReadTimeout`, and the client's typed errors.
+    DataLossError` (saying why the data is gone), :class:`~connector.spark.broker_calls.SourceConnectError`
+    (broker unreachable), :class:`~connector.spark.partition_reader.RangeReadTimeout` (data that never
+    arrives), ``TopicNotFound`` (a batch read of a topic that does not exist), and the client's typed errors.
 Partitioning
     One Spark partition per topic partition and micro-batch, split every ``maxMessagesPerPartition``
     messages.

@@ -2,16 +2,22 @@
 
 Lifecycle on the driver (Spark keeps one reader object for the query's run):
 
-- ``initialOffset()`` (a query without checkpoint only): resolves ``startingOffsets``/``startingTime`` per
-  topic partition and creates the query's durable subscription there (left as is if it exists).
-- ``latestOffset(start, limit)``: discovers partitions (new partitions and newly matching topics are first
-  recorded at their first stored offset, then read from there), reads every partition's end, checks
-  ``start`` for data deleted by retention, and admits at most what the read limit allows.
+- ``initialOffset()`` (a query without checkpoint only; Spark asks on every trigger until a first batch is
+  planned, and gets the same answer): resolves ``startingOffsets``/``startingTime`` per topic partition and
+  names the query's durable subscription: option ``subscriptionName``, or a new
+  ``spark-pulsarlike-<random>`` one, created at the starting offsets. The name travels in every offset Spark checkpoints
+  (:func:`~connector.spark.offsets.encode_source_offset`), so a restarted query keeps its subscription.
+- ``latestOffset(start, limit)``: ``start`` is the end of the last batch Spark committed, so the
+  subscription is acknowledged up to it (created there when missing) before anything else; then partitions
+  are discovered (new partitions and newly matching topics are first recorded at their first stored offset,
+  then read from there), every partition's end is read, ``start`` is checked for data deleted by retention
+  (reported once per range; with ``failOnDataLoss=false`` admission starts after it), and at most what the
+  read limit allows is admitted.
 - ``partitions(start, end)``: one :class:`RangePartition` per topic partition with messages, split every
   ``maxMessagesPerPartition`` messages; executors read them (``read``) without contacting the driver.
-- ``commit(end)``: acknowledges each partition's subscription cursor up to ``end`` so the broker's backlog
-  drains and retention can delete what Spark has committed. Spark calls it one batch late and not at all
-  for the last batch before a stop: the checkpoint, not the subscription, is the source of truth.
+- ``commit(end)``: acknowledges up to ``end`` too (Spark calls it one batch late, and only when a new batch
+  starts); ``stop()`` acknowledges the last end known committed. The checkpoint, not the subscription, is the
+  source of truth: the subscription trails it by at most the batch in flight.
 """
 from __future__ import annotations
 
@@ -29,29 +35,54 @@ from broker_core import errors
 from connector.spark import offsets as off
 from connector.spark.broker_calls import BrokerCalls, Bounds
 from connector.spark.offsets import Offsets, TopicPartition
-from connector.spark.options import SourceOptions
+from connector.spark.options import SourceOptions, legacy_subscription_name, new_subscription_name
 from connector.spark.partition_reader import DataLossError, RangePartition, RangeReader, split_range
-from connector.spark.planning import admit, lost_ranges, resolve_user_offsets
+from connector.spark.planning import admit, lost_ranges, resolve_user_offsets, skip_lost, why_lost
 
 log = logging.getLogger(__name__)
 
+KEEPALIVE_S = 60.0
+"""An unchanged position is acknowledged again after this long, so a running but idle query's subscription
+counts as active (``subscriptionExpirationTimeMinutes`` expires inactive ones only)."""
+
 
 class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic,
+                 calls: BrokerCalls | None = None) -> None:
         self.options = options
         self._clock = clock
-        """Seconds, for maxTriggerDelay (tests pass a fake one)."""
-        self._calls = BrokerCalls(options.service_url, options.poll_timeout_ms)
+        """Seconds, for maxTriggerDelay and the keep-alive (tests pass a fake one)."""
+        self._calls = calls or BrokerCalls(options.service_url, options.poll_timeout_ms)
+        self._subscription: str | None = options.subscription_name or None
+        """Known once the query starts (initialOffset) or the first stored offset arrives (a restart)."""
+        self._initial: dict | None = None
         self._latest: Offsets = {}
         self._target: Offsets | None = None  # Trigger.AvailableNow: read up to here, no further
         self._last_admit_s = clock()
-        self._subscribed: set[TopicPartition] = set()
-        self._reported_loss: set[tuple[TopicPartition, int]] = set()
+        self._committed: Offsets = {}
+        """The end of the last batch Spark committed, as far as Spark told us."""
+        self._acked: dict[TopicPartition, tuple[int, float]] = {}
+        """Per partition: the offset last acknowledged, and when (clock seconds)."""
+        self._readable_from: Offsets = {}
+        """failOnDataLoss=false: the first stored offset of partitions whose start was deleted."""
+        self._reported_loss: dict[TopicPartition, int] = {}
+        """Per partition: the end of the deleted range already reported."""
         self.lost_messages = 0
         """Messages found deleted by retention and skipped (failOnDataLoss=false), as seen on the driver."""
 
+    @property
+    def subscription(self) -> str | None:
+        """The query's durable subscription (None until the query has started)."""
+        return self._subscription
+
     # --- offsets --------------------------------------------------------------------------------------
     def initialOffset(self) -> dict:
+        # Spark asks again on every trigger until a first batch is planned: the answer must not change.
+        if self._initial is None:
+            self._initial = self._start()
+        return self._initial
+
+    def _start(self) -> dict:
         opts = self.options
         bounds = self._calls.bounds(self._calls.discover(opts.spec))
         if opts.starting == "earliest":
@@ -66,10 +97,34 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                      for tp in bounds}
         else:
             start = resolve_user_offsets("startingOffsets", opts.starting_offsets_map(), bounds, True)
-        self._ensure_subscription(start)
-        log.info("query on %s starts at %s (subscription %s)", opts.spec.describe(), off.dumps(start),
-                 opts.subscription_name)
-        return off.to_json_dict(start)
+        self._subscription = opts.subscription_name or new_subscription_name()
+        self._acknowledge(start)  # creates the subscription there, so retention keeps what the query reads
+        log.info("event=query_started topics=%s start=%s subscription=%s", opts.spec.describe(),
+                 off.dumps(start), self._subscription)
+        return off.encode_source_offset(start, self._subscription)
+
+    def _decode(self, stored: dict) -> Offsets:
+        """The offsets of an offset Spark hands back; the first one names the subscription of a restarted
+        query (the option, when given, wins over the checkpoint)."""
+        decoded = off.decode_source_offset(stored)
+        if self._subscription is None:
+            if decoded.subscription is not None:
+                self._subscription = decoded.subscription
+            else:
+                self._subscription = legacy_subscription_name(self.options.spec)
+                log.warning("event=legacy_checkpoint subscription=%s: the checkpoint was written before queries "
+                            "had their own subscription, so the query keeps the name every query on these "
+                            "topics shared; to give it its own, set option subscriptionName and delete the "
+                            "old subscription once no query uses it", self._subscription)
+        elif decoded.subscription not in (None, self._subscription):
+            log.warning("event=subscription_replaced subscription=%s checkpoint_subscription=%s: option "
+                        "subscriptionName wins; the checkpoint's subscription is no longer acknowledged (delete "
+                        "it, or let it expire)", self._subscription, decoded.subscription)
+        return decoded.offsets
+
+    def _encode(self, offsets: Offsets) -> dict:
+        assert self._subscription is not None
+        return off.encode_source_offset(offsets, self._subscription)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         opts = self.options
@@ -84,32 +139,35 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def prepareForTriggerAvailableNow(self) -> None:
         bounds = self._calls.bounds(self._calls.discover(self.options.spec))
         self._target = {tp: b.end for tp, b in bounds.items()}
-        log.info("availableNow: reading up to %s", off.dumps(self._target))
+        log.info("event=available_now target=%s", off.dumps(self._target))
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         opts = self.options
-        begin = off.from_json_dict(start)
+        begin = self._decode(start)
         known = set(self._calls.discover(opts.spec)) | set(begin)
         if self._target is not None:
             known &= set(self._target) | set(begin)
         bounds = self._calls.bounds(known)
-        self._check_loss(begin, bounds)
+        self._check_loss(begin, bounds)  # before acknowledging: a subscription gone explains a loss
+        self._committed.update(begin)
+        self._acknowledge(begin)
         latest = {tp: begin[tp] for tp in begin}  # a partition gone: stays where it was
         latest.update({tp: b.end for tp, b in bounds.items()})
         self._latest = latest
+        readable = begin if opts.fail_on_data_loss else skip_lost(begin, bounds)
         cap = latest if self._target is None else {
             tp: min(end, self._target.get(tp, begin.get(tp, end))) for tp, end in latest.items()}
-        ceiling = {tp: max(begin[tp], cap[tp]) for tp in begin}
-        end = self._admit(begin, ceiling, limit, bounds)
+        ceiling = {tp: max(readable[tp], cap[tp]) for tp in begin}
+        end = self._admit(readable, ceiling, limit, bounds)
         # New partitions are recorded at their first stored offset first; the next batch reads them.
         fresh = {tp: bounds[tp].start for tp in sorted(bounds) if tp not in begin}
         if fresh:
-            self._ensure_subscription(fresh)
+            self._acknowledge(fresh)
             end.update(fresh)
-            log.info("new partitions %s, read from %s", ", ".join(map(str, fresh)), off.dumps(fresh))
+            log.info("event=partitions_added partitions=%s start=%s", ",".join(map(str, fresh)), off.dumps(fresh))
         if end != begin:
             self._last_admit_s = self._clock()
-        return off.to_json_dict(end)
+        return self._encode(end)
 
     def _admit(self, begin: Offsets, ceiling: Offsets, limit: ReadLimit, bounds: dict[TopicPartition, Bounds],
                ) -> Offsets:
@@ -128,43 +186,53 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return admit(begin, ceiling, opts.max_messages_per_trigger, opts.max_bytes_per_trigger, sizes)
 
     def reportLatestOffset(self) -> dict | None:
-        return off.to_json_dict(self._latest) if self._latest else None
+        return self._encode(self._latest) if self._latest else None
 
     def _check_loss(self, begin: Offsets, bounds: dict[TopicPartition, Bounds]) -> None:
         for tp, first, stored in lost_ranges(begin, bounds):
             message = (f"messages {first}..{stored - 1} of {tp.topic} partition {tp.partition} were deleted "
                        "by retention before the query read them")
             if self.options.fail_on_data_loss:
-                raise DataLossError(message + "; set option failOnDataLoss=false to skip them, or keep data "
-                                    "longer (retention policy, or keep the query's subscription)",
+                raise DataLossError(f"{message}: {why_lost(self._calls.stats(tp), self._subscription)}",
                                     topic=tp.topic, partition=tp.partition, start=first, end=stored)
-            if (tp, first) not in self._reported_loss:
-                self._reported_loss.add((tp, first))
-                self.lost_messages += stored - first
-                log.warning("%s; skipped (failOnDataLoss=false), %d lost so far", message, self.lost_messages)
+            self._readable_from[tp] = stored
+            unreported = max(first, self._reported_loss.get(tp, first))
+            if unreported < stored:
+                self._reported_loss[tp] = stored
+                self.lost_messages += stored - unreported
+                log.warning("event=data_lost topic=%s partition=%d first=%d last=%d lost_total=%d: %s; skipped "
+                            "(failOnDataLoss=false)", tp.topic, tp.partition, unreported, stored - 1,
+                            self.lost_messages, message)
 
     # --- the durable subscription ---------------------------------------------------------------------
-    def _ensure_subscription(self, at: Offsets) -> None:
-        for tp, offset in sorted(at.items()):
-            if tp not in self._subscribed:
-                self._calls.ensure_subscription(tp, self.options.subscription_name, offset)
-                self._subscribed.add(tp)
+    def _acknowledge(self, upto: Offsets, force: bool = False) -> None:
+        """Acknowledge each partition below its offset (the broker creates the subscription there when
+        missing, and never moves it back); an unchanged position only every :data:`KEEPALIVE_S`."""
+        now = self._clock()
+        for tp, offset in sorted(upto.items()):
+            done = self._acked.get(tp)
+            if done is not None and done[0] >= offset and now - done[1] < KEEPALIVE_S and not force:
+                continue
+            try:
+                self._calls.acknowledge_up_to(tp, self._subscription or "", offset)
+            except errors.PulsarLikeError as exc:
+                # The checkpoint already holds the commit; the next trigger acknowledges again.
+                log.warning("event=ack_failed partition=%s offset=%d subscription=%s error=%s", tp, offset,
+                            self._subscription, exc)
+                continue
+            self._acked[tp] = (max(offset, done[0]) if done else offset, now)
 
     def commit(self, end: dict) -> None:
-        committed = off.from_json_dict(end)
-        self._ensure_subscription(committed)
-        for tp, offset in sorted(committed.items()):
-            try:
-                self._calls.acknowledge_up_to(tp, self.options.subscription_name, offset)
-            except errors.PulsarLikeError as exc:
-                # The checkpoint already holds the commit; the next commit acknowledges past this one.
-                log.warning("could not acknowledge %s up to %d on subscription %s: %s", tp, offset,
-                            self.options.subscription_name, exc)
+        committed = self._decode(end)
+        self._committed.update(committed)
+        self._acknowledge(committed)
 
     # --- planning and reading -------------------------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        return plan_ranges(off.from_json_dict(start), off.from_json_dict(end),
-                           self.options.max_messages_per_partition)
+        begin = self._decode(start)
+        readable = {tp: max(offset, self._readable_from.get(tp, offset)) for tp, offset in begin.items()}
+        return plan_ranges(readable, self._decode(end), self.options.max_messages_per_partition,
+                           self._subscription or "")
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RangePartition):
@@ -173,13 +241,18 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss).batches()
 
     def stop(self) -> None:
-        self._calls.close()
+        try:
+            if self._committed and self._subscription is not None:
+                self._acknowledge(self._committed, force=True)
+        finally:
+            self._calls.close()
 
 
-def plan_ranges(start: Offsets, end: Offsets, max_per_partition: int) -> list[RangePartition]:
+def plan_ranges(start: Offsets, end: Offsets, max_per_partition: int, subscription: str = "",
+                ) -> list[RangePartition]:
     """Spark partitions for ``start -> end``; partitions only in ``end`` (just discovered) read nothing."""
     ranges: list[RangePartition] = []
     for tp in sorted(end):
         if tp in start and end[tp] > start[tp]:
-            ranges.extend(split_range(tp, start[tp], end[tp], max_per_partition))
+            ranges.extend(split_range(tp, start[tp], end[tp], max_per_partition, subscription))
     return ranges

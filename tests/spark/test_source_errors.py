@@ -116,8 +116,9 @@ def test_an_unreachable_broker_fails_a_stream_within_poll_timeout(spark, tmp_pat
     assert f"service.url={url}" in failure_text(excinfo)
 
 
-def test_a_broker_gone_while_an_executor_reads_fails_the_task_within_poll_timeout(spark, tmp_path):
+def test_a_broker_gone_while_an_executor_reads_fails_the_task_with_a_connect_error(spark, tmp_path):
     from connector import Client
+    from connector.spark.broker_calls import SourceConnectError
     from connector.spark.partition_reader import RangePartition, RangeReader, RangeReadTimeout
 
     with Broker(data_dir=tmp_path / "b", port=0) as broker:
@@ -129,10 +130,27 @@ def test_a_broker_gone_while_an_executor_reads_fails_the_task_within_poll_timeou
         client.close()
     reader = RangeReader(url, RangePartition("persistent://public/default/gone", -1, 0, 5), 1000, True)
     started = time.monotonic()
-    with pytest.raises(RangeReadTimeout) as excinfo:
+    with pytest.raises(SourceConnectError) as excinfo:
         list(reader.batches())
     assert time.monotonic() - started < 10
-    assert "pollTimeoutMs=1000" in str(excinfo.value)
+    assert not isinstance(excinfo.value, RangeReadTimeout)  # nothing timed out: nobody was listening
+    assert f"option service.url={url}" in str(excinfo.value) and "start the broker" in str(excinfo.value)
+
+
+def test_a_batch_read_of_a_topic_that_does_not_exist_is_refused(source, topic):
+    with pytest.raises(Exception) as excinfo:
+        source(stream=False, topic=topic).load().collect()
+    assert f"topic {topic} does not exist" in failure_text(excinfo)
+    assert "TopicNotFound" in failure_text(excinfo)
+
+
+def test_a_batch_read_of_a_pattern_that_matches_nothing_is_empty(source, topic):
+    assert source(stream=False, topicsPattern=topic + "-nothing-.*").load().count() == 0
+
+
+def test_a_kafka_option_name_is_accepted_as_an_alias(source, produce, topic):
+    produce(topic, 3)
+    assert source(stream=False, subscribe=topic).load().count() == 3
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +190,7 @@ def test_data_deleted_by_retention_fails_a_read_naming_topic_partition_and_offse
         df.collect()
     text = failure_text(excinfo)
     assert f"messages 0..{first - 1} of {topic} partition -1 were deleted by retention" in text
-    assert "failOnDataLoss=false" in text
+    assert "no subscription held them" in text and "failOnDataLoss=false" in text
 
 
 def test_without_fail_on_data_loss_the_deleted_messages_are_skipped(spark, small_segments):
@@ -194,3 +212,18 @@ def test_a_stream_starting_before_deleted_data_fails_naming_the_offsets(spark, s
     with pytest.raises(Exception) as excinfo:
         query.awaitTermination(60)
     assert f"messages 0..{first - 1} of {topic} partition -1 were deleted by retention" in failure_text(excinfo)
+
+
+def test_a_stream_without_fail_on_data_loss_skips_the_deleted_range_without_empty_batches(
+        spark, small_segments, tmp_path):
+    topic = "persistent://public/default/trimmed-d"
+    first = trimmed_topic(small_segments, topic)
+    query = (spark.readStream.format("pulsarlike").option("service.url", small_segments.service_url)
+             .option("topic", topic).option("startingOffsets", json.dumps({topic: {"-1": 0}}))
+             .option("failOnDataLoss", "false").option("maxMessagesPerTrigger", "1").load()
+             .writeStream.format("memory").queryName("skipped_gap").option("checkpointLocation", str(tmp_path))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(60)
+    assert sorted(r["__offset"] for r in spark.sql("SELECT __offset FROM skipped_gap").collect()) == \
+        list(range(first, 23))
+    assert [p["numInputRows"] for p in query.recentProgress] == [1] * (23 - first)  # no batch spent on the gap

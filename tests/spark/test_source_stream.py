@@ -1,5 +1,6 @@
 """Streaming reads with ``spark.readStream.format("pulsarlike")`` against a real broker: starting modes,
-admission control, availableNow, restarts from the checkpoint, the subscription's backlog, new partitions."""
+admission control, availableNow, restarts from the checkpoint, each query's own subscription and its
+backlog, new partitions."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,8 @@ import time
 import pytest
 
 from connector.spark.metrics import messages_behind_latest
-from connector.spark.options import default_subscription_name, TopicSpec
+from connector.spark.offsets import decode_source_offset
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -28,6 +30,12 @@ def offsets_of(spark, name):
 
 def values_of(spark, name):
     return sorted(r["value"].decode() for r in spark.sql(f"SELECT value FROM {name}").collect())
+
+
+def subscription_of(query) -> str:
+    """The query's own subscription, as its offsets name it."""
+    progress = [p for p in query.recentProgress if p["sources"][0]["endOffset"]][-1]
+    return decode_source_offset(json.loads(progress["sources"][0]["endOffset"])).subscription
 
 
 def test_earliest_reads_everything_already_in_the_topic(spark, source, produce, topic, tmp_path):
@@ -138,19 +146,98 @@ def test_a_query_stopped_mid_stream_restarts_from_its_checkpoint_without_loss_or
 def test_commits_acknowledge_the_subscription_so_the_backlog_drains(spark, source, produce, topic, admin,
                                                                      tmp_path):
     produce(topic, 400)
-    subscription = default_subscription_name(TopicSpec(topics=(topic,)))
     query = (source(topic=topic, startingOffsets="earliest", maxMessagesPerTrigger=100).load()
              .writeStream.format("noop").option("checkpointLocation", str(tmp_path)).start())
     try:
         query.processAllAvailable()
-        backlog = admin.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"]
-        assert backlog <= 100  # commit runs one batch late: the last batch at most
+        subscription = subscription_of(query)
+        # processAllAvailable returns once a trigger found nothing new: that trigger acknowledged it all
+        assert admin.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"] == 0
         produce(topic, 400, start=400)
         query.processAllAvailable()
-        backlog = admin.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"]
-        assert backlog <= 100
+        assert admin.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"] == 0
     finally:
         query.stop()
+
+
+def test_after_available_now_finishes_its_subscription_has_no_backlog(spark, source, produce, topic, admin,
+                                                                      tmp_path):
+    produce(topic, 50)
+    query = run_available_now(source(topic=topic, startingOffsets="earliest", maxMessagesPerTrigger=20).load(),
+                              tmp_path, "drained")
+    assert offsets_of(spark, "drained") == list(range(50))
+    assert admin.topic_stats(topic)["subscriptions"][subscription_of(query)]["msgBacklog"] == 0
+
+
+def run_to_parquet(df, folder):
+    """Run ``df``'s offsets to parquet with Trigger.AvailableNow (a sink that resumes from a checkpoint)."""
+    query = (df.select("__offset").writeStream.format("parquet").option("path", str(folder / "out"))
+             .option("checkpointLocation", str(folder / "ck")).trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    return query
+
+
+def parquet_offsets(spark, folder):
+    return sorted(r["__offset"] for r in spark.read.parquet(str(folder / "out")).collect())
+
+
+def test_a_restarted_query_keeps_its_own_subscription(spark, source, produce, topic, admin, tmp_path):
+    produce(topic, 10)
+    df = source(topic=topic, startingOffsets="earliest").load()
+    first = subscription_of(run_to_parquet(df, tmp_path))
+    produce(topic, 5, start=10)
+    second = subscription_of(run_to_parquet(df, tmp_path))
+    assert first == second and first.startswith("spark-pulsarlike-")
+    assert list(admin.topic_stats(topic)["subscriptions"]) == [first]
+    assert parquet_offsets(spark, tmp_path) == list(range(15))
+
+
+@pytest.fixture(scope="module")
+def trimming_broker(tmp_path_factory):
+    """Segments roll every 5 entries and retention runs every second: what no subscription holds goes."""
+    from broker_core import Broker
+
+    with Broker(data_dir=tmp_path_factory.mktemp("trim"), port=0, managedLedgerMaxEntriesPerLedger=5,
+                retentionCheckIntervalInSeconds=1) as running:
+        yield running
+
+
+def test_two_default_queries_on_one_topic_at_different_speeds_both_read_everything(spark, trimming_broker,
+                                                                                     tmp_path):
+    from connector import Admin, Client, MessageId
+
+    url = trimming_broker.service_url
+    topic = f"persistent://public/default/two-queries-{time.monotonic_ns()}"
+    admin = Admin(url)
+    admin.create_topic(topic)
+    admin.create_subscription(topic, "holder", MessageId.earliest)  # keeps it all until the queries hold it
+    with Client(url) as client:
+        producer = client.create_producer(topic, batching_enabled=False)  # one entry each: segments roll
+        for i in range(60):
+            producer.send(f"m{i}".encode())
+
+    def start(folder, **trigger):
+        reader = (spark.readStream.format("pulsarlike").option("service.url", url).option("topic", topic)
+                  .option("startingOffsets", "earliest"))
+        if folder.name == "slow":
+            reader = reader.option("maxMessagesPerTrigger", "10")
+        return (reader.load().select("__offset").writeStream.format("parquet")
+                .option("path", str(folder / "out")).option("checkpointLocation", str(folder / "ck"))
+                .trigger(**trigger).start())
+
+    slow = start(tmp_path / "slow", processingTime="1 hour")  # one batch of 10, then it waits
+    wait_until(lambda: any(p["numInputRows"] for p in slow.recentProgress), timeout_s=60)
+    fast = start(tmp_path / "fast", availableNow=True)
+    wait_until(lambda: len(admin.topic_stats(topic)["subscriptions"]) == 3, timeout_s=60)
+    admin.delete_subscription(topic, "holder")  # from here on only the queries' acknowledgements count
+    fast.awaitTermination(120)
+    slow.stop()  # resumed from its checkpoint after the fast one has acknowledged everything
+    slow = start(tmp_path / "slow", availableNow=True)
+    slow.awaitTermination(120)
+    assert parquet_offsets(spark, tmp_path / "fast") == list(range(60))
+    assert parquet_offsets(spark, tmp_path / "slow") == list(range(60))
+    assert len(admin.topic_stats(topic)["subscriptions"]) == 2
+    admin.close()
 
 
 def test_a_fresh_query_starts_with_its_durable_subscription_at_the_starting_offsets(
@@ -191,8 +278,8 @@ def test_progress_reports_the_latest_offset_and_messages_behind_it(spark, source
     query = run_available_now(source(topic=topic, startingOffsets="earliest", maxMessagesPerTrigger=10)
                               .load(), tmp_path, "lagging")
     first = [p for p in query.recentProgress if p["numInputRows"]][0]
-    latest = json.loads(first["sources"][0]["latestOffset"])
-    assert sum(latest[topic].values()) == 40
+    latest = decode_source_offset(json.loads(first["sources"][0]["latestOffset"])).offsets
+    assert sum(latest.values()) == 40
     lag = messages_behind_latest(first)
     assert lag["maxOffsetsBehindLatest"] >= lag["avgOffsetsBehindLatest"] >= lag["minOffsetsBehindLatest"]
     assert lag["avgOffsetsBehindLatest"] * 2 == 30

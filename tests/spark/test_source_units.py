@@ -1,6 +1,7 @@
 """The source's pure parts, without Spark or a broker: options, offsets, admission, Arrow batches."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -10,9 +11,11 @@ from broker_core.types import MessageId
 from connector.spark.arrow_batches import BatchBuilder, split
 from connector.spark.broker_calls import Bounds
 from connector.spark.metrics import messages_behind_latest
-from connector.spark.offsets import TopicPartition, dumps, from_json_dict, parse_user_offsets, to_json_dict
-from connector.spark.options import default_subscription_name, parse_source_options
-from connector.spark.planning import OffsetOutOfRange, admit, resolve_user_offsets
+from connector.spark.offsets import (
+    TopicPartition, decode_source_offset, dumps, encode_source_offset, from_json_dict, parse_user_offsets,
+    to_json_dict)
+from connector.spark.options import legacy_subscription_name, new_subscription_name, parse_source_options
+from connector.spark.planning import OffsetOutOfRange, admit, resolve_user_offsets, skip_lost, why_lost
 from connector.spark.schema import ARROW_SCHEMA, spark_schema
 
 A = TopicPartition("persistent://public/default/a", -1)
@@ -28,6 +31,20 @@ def test_offsets_are_canonical_json_with_sorted_keys_and_int_values():
                     '"persistent://public/default/b": {"0": 12, "1": 7}}')
     assert json.dumps(json.loads(text), sort_keys=True) == text
     assert from_json_dict(to_json_dict(offsets)) == offsets
+
+
+def test_a_stream_offset_carries_the_subscription_in_canonical_json():
+    stored = encode_source_offset({B1: 7, A: 3}, "spark-pulsarlike-0123456789abcdef")
+    text = json.dumps(stored)
+    assert text == ('{"offsets": {"persistent://public/default/a": {"-1": 3}, "persistent://public/default/b": '
+                    '{"1": 7}}, "subscription": "spark-pulsarlike-0123456789abcdef"}')
+    assert json.dumps(json.loads(text), sort_keys=True) == text
+    assert decode_source_offset(json.loads(text)) == ({A: 3, B1: 7}, "spark-pulsarlike-0123456789abcdef")
+
+
+def test_an_offset_from_an_older_checkpoint_loads_without_a_subscription():
+    old = {"persistent://public/default/a": {"-1": 3}}
+    assert decode_source_offset(old) == ({A: 3}, None)
 
 
 def test_a_partition_topic_name_is_the_brokers_internal_name():
@@ -61,13 +78,52 @@ def test_options_are_matched_without_regard_to_case_and_parsed_once():
     assert parse_source_options({**URL, "topic": "a"}, streaming=False).starting == "earliest"
 
 
-def test_the_default_subscription_name_depends_only_on_the_topics():
-    one = parse_source_options({**URL, "topics": "a,b", "startingOffsets": "earliest"}, streaming=True)
-    two = parse_source_options({**URL, "topics": "persistent://public/default/b,a"}, streaming=True)
-    assert one.subscription_name == two.subscription_name == default_subscription_name(one.spec)
-    assert one.subscription_name.startswith("spark-pulsarlike-")
+def test_without_subscription_name_each_query_gets_a_new_random_subscription():
+    opts = parse_source_options({**URL, "topics": "a,b"}, streaming=True)
+    assert opts.subscription_name == ""  # named when the query starts, then carried in its offsets
+    first, second = new_subscription_name(), new_subscription_name()
+    assert first != second and first.startswith("spark-pulsarlike-") and len(first) == len("spark-pulsarlike-") + 16
     named = parse_source_options({**URL, "topic": "a", "subscriptionName": "mine"}, streaming=True)
     assert named.subscription_name == "mine"
+
+
+def test_the_legacy_subscription_name_depends_only_on_the_topics():
+    one = parse_source_options({**URL, "topics": "a,b", "startingOffsets": "earliest"}, streaming=True)
+    two = parse_source_options({**URL, "topics": "persistent://public/default/b,a"}, streaming=True)
+    assert legacy_subscription_name(one.spec) == legacy_subscription_name(two.spec) == \
+        "spark-pulsarlike-" + hashlib.sha256(
+            b"topics:persistent://public/default/a,persistent://public/default/b").hexdigest()[:16]
+
+
+def test_the_kafka_sources_option_names_are_aliases():
+    opts = parse_source_options({**URL, "subscribe": "a,b", "maxOffsetsPerTrigger": "10",
+                                 "minOffsetsPerTrigger": "5"}, streaming=True)
+    assert opts.spec.topics == ("persistent://public/default/a", "persistent://public/default/b")
+    assert (opts.max_messages_per_trigger, opts.min_messages_per_trigger) == (10, 5)
+    assert parse_source_options({**URL, "subscribePattern": "orders-.*"}, streaming=True).spec.pattern == \
+        "persistent://public/default/orders-.*"
+
+
+def test_an_alias_and_its_option_together_are_refused():
+    with pytest.raises(ValueError, match="options maxMessagesPerTrigger and maxOffsetsPerTrigger name the same"):
+        parse_source_options({**URL, "topic": "a", "maxMessagesPerTrigger": "1", "maxOffsetsPerTrigger": "2"},
+                             streaming=True)
+
+
+@pytest.mark.parametrize("option, fix", [
+    ("kafka.bootstrap.servers", "set service.url"),
+    ("startingOffsetsByTimestamp", "use startingTime"),
+    ("assign", "JSON startingOffsets"),
+])
+def test_a_kafka_only_option_names_pulsarlikes_way(option, fix):
+    with pytest.raises(ValueError, match=f"option '{option}' is the Kafka source's") as excinfo:
+        parse_source_options({**URL, "topic": "a", option: "x"}, streaming=True)
+    assert fix in str(excinfo.value)
+
+
+def test_starting_from_the_subscription_needs_its_name():
+    with pytest.raises(ValueError, match="startingOffsets=subscription needs option subscriptionName"):
+        parse_source_options({**URL, "topic": "a", "startingOffsets": "subscription"}, streaming=True)
 
 
 @pytest.mark.parametrize("options, message", [
@@ -111,6 +167,29 @@ def test_admission_by_bytes_uses_the_average_message_size():
     assert admit(start, latest, None, max_bytes=10_000, average_sizes={A: 100.0}) == {A: 100}
     assert admit(start, latest, 50, max_bytes=10_000, average_sizes={A: 100.0}) == {A: 50}
     assert admit(start, latest, None, max_bytes=10, average_sizes={A: 100.0}) == {A: 1}
+
+
+def test_skipping_lost_messages_starts_at_the_first_stored_offset():
+    bounds = {A: Bounds(30, 50), B0: Bounds(0, 4)}
+    assert skip_lost({A: 10, B0: 2, B1: 0}, bounds) == {A: 30, B0: 2, B1: 0}
+
+
+def test_a_loss_is_explained_by_a_subscription_that_is_gone():
+    text = why_lost({"subscriptions": {"other": {}}}, "spark-pulsarlike-1")
+    assert "subscription spark-pulsarlike-1 no longer exists" in text
+    assert "subscriptionExpirationTimeMinutes" in text and "failOnDataLoss=false" in text
+
+
+def test_a_loss_is_explained_by_the_message_ttl_when_it_expired_messages():
+    text = why_lost({"subscriptions": {"q": {"totalMsgExpired": 12}}}, "q")
+    assert "message TTL expired them (12 messages" in text and "messageTTLInSeconds" in text
+    assert "keep the query's subscription" not in text
+    assert "message TTL" in why_lost({"subscriptions": {"other": {"totalMsgExpired": 3}}}, None)
+
+
+def test_a_loss_without_ttl_suggests_a_retention_policy():
+    text = why_lost({"subscriptions": {"q": {"totalMsgExpired": 0}}}, "q")
+    assert "no subscription held them" in text and "set-retention" in text
 
 
 def test_user_offsets_resolve_against_what_partitions_store():
@@ -167,8 +246,10 @@ def test_payload_only_batches_fill_their_columns_without_per_message_metadata():
 
 
 def test_messages_behind_latest_are_derived_from_end_and_latest_offsets():
-    progress = {"sources": [{"endOffset": json.dumps({"t": {"0": 5, "1": 10}}),
-                             "latestOffset": json.dumps({"t": {"0": 15, "1": 10}})}]}
+    def stored(parts):
+        return json.dumps(encode_source_offset({TopicPartition("t", int(p)): o for p, o in parts.items()}, "s"))
+
+    progress = {"sources": [{"endOffset": stored({"0": 5, "1": 10}), "latestOffset": stored({"0": 15, "1": 10})}]}
     assert messages_behind_latest(progress) == {
         "minOffsetsBehindLatest": 0, "avgOffsetsBehindLatest": 5.0, "maxOffsetsBehindLatest": 10}
     assert messages_behind_latest({"sources": [{"endOffset": None, "latestOffset": None}]}) is None
