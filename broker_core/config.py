@@ -25,6 +25,9 @@ class BrokerConfig:
     """Address the gRPC service binds (Pulsar: ``bindAddress``)."""
     brokerServicePort: int = 6650
     """Port of the gRPC service; 0 picks a free one."""
+    advertisedAddress: str = ""
+    """The host name clients are told to use (``topics lookup``); empty: ``bindAddress``, or this machine's
+    host name when ``bindAddress`` is a wildcard (``0.0.0.0``, ``::``), as Pulsar advertises its hostname."""
     clusterName: str = "standalone"
     """Used in default producer names, as Pulsar does (``<cluster>-<broker>-<n>``)."""
     maxMessageSize: int = 5242880

@@ -102,6 +102,12 @@ class NotAllowedError(PulsarLikeError):
     pass
 
 
+class TopicTerminated(PulsarLikeError):
+    """The topic was terminated (``pulsarlike admin topics terminate``): it takes no more messages, ever
+    (pulsar-client's ``TopicTerminated``). Its consumers read what it holds, then
+    ``has_reached_end_of_topic()`` is true. ``topic`` names it."""
+
+
 class CumulativeAcknowledgementNotAllowedError(NotAllowedError):
     pass
 

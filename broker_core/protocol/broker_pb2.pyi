@@ -329,6 +329,10 @@ class ActiveConsumerChange(_message.Message):
     is_active: bool
     def __init__(self, is_active: _Optional[bool] = ...) -> None: ...
 
+class ReachedEndOfTopic(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class SeekDone(_message.Message):
     __slots__ = ("seek_id", "error")
     SEEK_ID_FIELD_NUMBER: _ClassVar[int]
@@ -346,7 +350,7 @@ class UnsubscribeDone(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
 
 class ConsumeResponse(_message.Message):
-    __slots__ = ("subscribed", "deliveries", "active_change", "seek_done", "unsubscribed", "error", "warning")
+    __slots__ = ("subscribed", "deliveries", "active_change", "seek_done", "unsubscribed", "error", "warning", "end_of_topic")
     SUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_CHANGE_FIELD_NUMBER: _ClassVar[int]
@@ -354,6 +358,7 @@ class ConsumeResponse(_message.Message):
     UNSUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     WARNING_FIELD_NUMBER: _ClassVar[int]
+    END_OF_TOPIC_FIELD_NUMBER: _ClassVar[int]
     subscribed: Subscribed
     deliveries: Deliveries
     active_change: ActiveConsumerChange
@@ -361,7 +366,8 @@ class ConsumeResponse(_message.Message):
     unsubscribed: UnsubscribeDone
     error: Error
     warning: Error
-    def __init__(self, subscribed: _Optional[_Union[Subscribed, _Mapping]] = ..., deliveries: _Optional[_Union[Deliveries, _Mapping]] = ..., active_change: _Optional[_Union[ActiveConsumerChange, _Mapping]] = ..., seek_done: _Optional[_Union[SeekDone, _Mapping]] = ..., unsubscribed: _Optional[_Union[UnsubscribeDone, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., warning: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+    end_of_topic: ReachedEndOfTopic
+    def __init__(self, subscribed: _Optional[_Union[Subscribed, _Mapping]] = ..., deliveries: _Optional[_Union[Deliveries, _Mapping]] = ..., active_change: _Optional[_Union[ActiveConsumerChange, _Mapping]] = ..., seek_done: _Optional[_Union[SeekDone, _Mapping]] = ..., unsubscribed: _Optional[_Union[UnsubscribeDone, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., warning: _Optional[_Union[Error, _Mapping]] = ..., end_of_topic: _Optional[_Union[ReachedEndOfTopic, _Mapping]] = ...) -> None: ...
 
 class TopicRequest(_message.Message):
     __slots__ = ("topic",)
@@ -548,3 +554,43 @@ class NameList(_message.Message):
     NAMES_FIELD_NUMBER: _ClassVar[int]
     names: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ExamineMessageRequest(_message.Message):
+    __slots__ = ("topic", "latest", "position")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    LATEST_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    latest: bool
+    position: int
+    def __init__(self, topic: _Optional[str] = ..., latest: _Optional[bool] = ..., position: _Optional[int] = ...) -> None: ...
+
+class LookupResult(_message.Message):
+    __slots__ = ("broker_url", "http_url")
+    BROKER_URL_FIELD_NUMBER: _ClassVar[int]
+    HTTP_URL_FIELD_NUMBER: _ClassVar[int]
+    broker_url: str
+    http_url: str
+    def __init__(self, broker_url: _Optional[str] = ..., http_url: _Optional[str] = ...) -> None: ...
+
+class ExpireMessagesRequest(_message.Message):
+    __slots__ = ("topic", "subscription", "all_subscriptions", "expire_time_seconds", "position")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    ALL_SUBSCRIPTIONS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    subscription: str
+    all_subscriptions: bool
+    expire_time_seconds: int
+    position: Position
+    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., all_subscriptions: _Optional[bool] = ..., expire_time_seconds: _Optional[int] = ..., position: _Optional[_Union[Position, _Mapping]] = ...) -> None: ...
+
+class NamespaceSubscriptionRequest(_message.Message):
+    __slots__ = ("namespace", "subscription")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    subscription: str
+    def __init__(self, namespace: _Optional[str] = ..., subscription: _Optional[str] = ...) -> None: ...

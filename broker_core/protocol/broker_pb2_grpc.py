@@ -189,6 +189,41 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
                 _registered_method=True)
+        self.TerminateTopic = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/TerminateTopic',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.LastMessageId.FromString,
+                _registered_method=True)
+        self.UnloadTopic = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/UnloadTopic',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.ExamineMessage = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ExamineMessage',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.ExamineMessageRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.PeekedEntries.FromString,
+                _registered_method=True)
+        self.LookupTopic = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/LookupTopic',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.LookupResult.FromString,
+                _registered_method=True)
+        self.ExpireMessages = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ExpireMessages',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.ExpireMessagesRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+                _registered_method=True)
+        self.ClearNamespaceBacklog = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ClearNamespaceBacklog',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceSubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+                _registered_method=True)
+        self.UnsubscribeNamespace = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/UnsubscribeNamespace',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceSubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
+                _registered_method=True)
 
 
 class PulsarLikeServicer:
@@ -383,6 +418,51 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TerminateTopic(self, request, context):
+        """Terminate a topic partition: no more messages, ever. Returns its last message id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnloadTopic(self, request, context):
+        """Close a topic (every partition of a partitioned one): its clients' sessions end with ServiceNotReady.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExamineMessage(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LookupTopic(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExpireMessages(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClearNamespaceBacklog(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnsubscribeNamespace(self, request, context):
+        """Delete a subscription from every topic of a namespace; returns the topic partitions that had it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PulsarLikeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -540,6 +620,41 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     servicer.TopicInternalStats,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'TerminateTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.TerminateTopic,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.LastMessageId.SerializeToString,
+            ),
+            'UnloadTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnloadTopic,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'ExamineMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExamineMessage,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.ExamineMessageRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.PeekedEntries.SerializeToString,
+            ),
+            'LookupTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.LookupTopic,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.LookupResult.SerializeToString,
+            ),
+            'ExpireMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpireMessages,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.ExpireMessagesRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.SerializeToString,
+            ),
+            'ClearNamespaceBacklog': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClearNamespaceBacklog,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceSubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.SerializeToString,
+            ),
+            'UnsubscribeNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnsubscribeNamespace,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceSubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.NameList.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1379,6 +1494,195 @@ class PulsarLike:
             '/pulsarlike.v1.PulsarLike/TopicInternalStats',
             broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TerminateTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/TerminateTopic',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.LastMessageId.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnloadTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/UnloadTopic',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExamineMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ExamineMessage',
+            broker__core_dot_protocol_dot_broker__pb2.ExamineMessageRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.PeekedEntries.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LookupTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/LookupTopic',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.LookupResult.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpireMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ExpireMessages',
+            broker__core_dot_protocol_dot_broker__pb2.ExpireMessagesRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClearNamespaceBacklog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ClearNamespaceBacklog',
+            broker__core_dot_protocol_dot_broker__pb2.NamespaceSubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPosition.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnsubscribeNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/UnsubscribeNamespace',
+            broker__core_dot_protocol_dot_broker__pb2.NamespaceSubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
             options,
             channel_credentials,
             insecure,

@@ -39,6 +39,7 @@ _STATUS: dict[type[errors.PulsarLikeError], grpc.StatusCode] = {
     errors.ProducerFenced: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ConsumerAssignError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.NotAllowedError: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.TopicTerminated: grpc.StatusCode.FAILED_PRECONDITION,
     errors.AlreadyClosed: grpc.StatusCode.FAILED_PRECONDITION,
     errors.Timeout: grpc.StatusCode.DEADLINE_EXCEEDED,
     errors.ServiceNotReady: grpc.StatusCode.UNAVAILABLE,

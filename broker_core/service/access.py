@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Callable
 
-from broker_core.errors import ProducerBusy, ProducerFenced
+from broker_core.errors import ProducerBusy, ProducerFenced, PulsarLikeError
 
 
 class AccessMode(IntEnum):
@@ -108,6 +108,12 @@ class ProducerAccess:
             self._exclusive = producer
         self._producers[producer_id] = producer
         return True
+
+    def drop_waiting(self, error: PulsarLikeError) -> None:
+        """End every waiting producer's session with ``error`` (the topic is terminated or unloaded)."""
+        waiting, self._waiting = list(self._waiting), deque()
+        for producer in waiting:
+            producer.fence(error)  # type: ignore[arg-type]
 
     def remove(self, producer_id: int) -> None:
         """A producer (or a waiting one) left; the head of the queue is admitted once nobody is left."""

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from broker_core.protocol import broker_pb2 as pb
-from broker_core.service import cursor_admin, topic_admin
+from broker_core.service import cursor_admin
 from broker_core.types import TopicName
 
 
@@ -67,17 +67,6 @@ class AdminRpcs:
             await self._registry.delete_namespace(request.namespace, force=request.force)
             return pb.Empty()
         return await self._unary(context, delete)
-
-    # ================================================================== topics
-    async def UpdatePartitionedTopic(self, request, context):
-        def update():
-            topic_admin.update_partitioned(self._registry, TopicName.parse(request.topic), request.partitions)
-            return pb.Empty()
-        return await self._unary(context, update)
-
-    async def ListPartitionedTopics(self, request, context):
-        return await self._unary(context, lambda: pb.TopicList(
-            topics=topic_admin.list_partitioned(self._registry, request.namespace)))
 
     # ================================================================== subscriptions without consumers
     async def ListSubscriptions(self, request, context):

@@ -7,7 +7,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Callable
 
-from broker_core.errors import NotAllowedError, ProducerBusy, ProducerFenced
+from broker_core.errors import NotAllowedError, ProducerBusy, ProducerFenced, PulsarLikeError
 from broker_core.service.access import AccessMode, ProducerAccess
 
 
@@ -31,6 +31,8 @@ class ProducerInfo:
     access_mode: AccessMode = AccessMode.SHARED
     msg_in_counter: int = 0
     bytes_in_counter: int = 0
+    disconnect: Callable[[PulsarLikeError], None] = lambda error: None
+    """Ends the producer's session with ``error`` (termination, unload); set by whoever serves it."""
 
 
 def check_producer_limit(topic: str, limit: int, producers: int) -> None:
@@ -55,14 +57,16 @@ class TopicProducers:
 
     def add_producer(self, producer_name: str, properties: dict[str, str],
                      access_mode: AccessMode = AccessMode.SHARED, *,
-                     fence: Callable[[ProducerFenced], None] = lambda error: None,
+                     fence: Callable[[PulsarLikeError], None] = lambda error: None,
                      granted: Callable[[], None] = lambda: None) -> tuple[ProducerInfo, bool]:
         """Register a producer under the access modes' rules (see :mod:`.access`): returns its info and
-        whether it may publish now (False: ``WaitForExclusive`` queued it; ``granted`` runs later)."""
+        whether it may publish now (False: ``WaitForExclusive`` queued it; ``granted`` runs later).
+        ``fence(error)`` ends the producer's session: fenced by another, or the topic terminated or unloaded."""
         if self.closed:
             raise NotAllowedError(f"topic {self.topic} is closing")
         check_producer_limit(self.topic, self.max_producers, len(self.producers) + len(self.access.waiting))
-        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode))
+        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode),
+                            disconnect=fence)
 
         def admitted() -> None:
             self.producers[info.producer_id] = info

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import InvalidConfiguration
-from broker_core.protocol import broker_pb2_grpc
+from broker_core.protocol import broker_pb2, broker_pb2_grpc
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.service.admission import Admission
 from broker_core.service.client_limits import ClientLimits, Limits
@@ -48,6 +49,14 @@ def max_reply_bytes(max_message_size: int, max_delivery_bytes: int) -> int:
     """gRPC's send limit: a delivery holds up to ``dispatcherMaxDeliveryBytes`` of entries, or one larger
     entry alone (an entry stored under a larger ``maxMessageSize`` may still be read)."""
     return max(2 * max(max_delivery_bytes, max_message_size + FRAME_PADDING) + REQUEST_MARGIN, MIN_REPLY_LIMIT)
+
+
+def advertised_host(config: BrokerConfig) -> str:
+    """The host in the URLs the broker gives out (see ``advertisedAddress``), bracketed when IPv6."""
+    host = config.advertisedAddress or config.bindAddress
+    if not config.advertisedAddress and host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    return f"[{host}]" if ":" in host else host
 
 
 class BrokerService:
@@ -88,8 +97,8 @@ class BrokerService:
                      ("grpc.max_send_message_length",
                       max_reply_bytes(config.maxMessageSize, config.dispatcherMaxDeliveryBytes)),
                      ("grpc.so_reuseport", 0)])
-        broker_pb2_grpc.add_PulsarLikeServicer_to_server(
-            BrokerServicer(self.registry, ProducerNames(self.config.clusterName)), server)
+        servicer = BrokerServicer(self.registry, ProducerNames(self.config.clusterName))
+        broker_pb2_grpc.add_PulsarLikeServicer_to_server(servicer, server)
         # the asyncio servicer: a Watch is a task on the loop, not a thread of gRPC's pool for each watcher
         self._health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
@@ -104,6 +113,10 @@ class BrokerService:
         self._server = server
         if self.config.metricsEnabled:
             self._start_metrics(asyncio.get_running_loop())
+        host = advertised_host(self.config)
+        servicer.advertised = broker_pb2.LookupResult(
+            broker_url=f"pulsar://{host}:{self.port}",
+            http_url=f"http://{host}:{self.metrics_port}" if self.metrics_port else "")
         for name in ("", SERVICE_NAME):
             await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info("event=broker_started address=%s:%d data_dir=%s sync_mode=%s metrics_port=%d",

@@ -18,12 +18,13 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, TypeVar
 
 import grpc
 
-from broker_core.errors import InvalidMessage, NotAllowedError, PulsarLikeError, UnknownError
+from broker_core.errors import InvalidMessage, NotAllowedError, ProducerFenced, PulsarLikeError, UnknownError
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata, wire_message
 from broker_core.service.access import AccessMode
 from broker_core.service.admin_rpcs import AdminRpcs
+from broker_core.service.topic_rpcs import TopicRpcs, position_offset
 from broker_core.service.backpressure import END, OrderedReplies, Outbox, PermitGate, ReplyBudget
 from broker_core.service.policies import NAMESPACE, TOPIC
 from broker_core.service.producers import ProducerInfo, ProducerNames
@@ -80,6 +81,9 @@ def _replies(results: list[Accepted], error: BaseException | None) -> list[pb.Pr
     return out
 
 
+_END_OF_TOPIC = pb.ConsumeResponse(end_of_topic=pb.ReachedEndOfTopic())
+
+
 def _delivered(deliveries: list[Delivery]) -> pb.ConsumeResponse:
     response = pb.ConsumeResponse()
     add = response.deliveries.entries.add  # built in place: each entry's bytes are copied once
@@ -90,9 +94,11 @@ def _delivered(deliveries: list[Delivery]) -> pb.ConsumeResponse:
     return response
 
 
-class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
+class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
     def __init__(self, registry: TopicRegistry, producer_names: ProducerNames) -> None:
         self._registry = registry
+        self.advertised = pb.LookupResult()
+        """The broker's URLs, as ``LookupTopic`` answers them (set once the broker is bound)."""
         self._names = producer_names
         self._consumer_ids = itertools.count(1)
         self._budget = ReplyBudget(registry.config.brokerReplyQueueMaxBytes)
@@ -122,11 +128,12 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
             granted = asyncio.get_running_loop().create_future()
 
             def fence(error: PulsarLikeError) -> None:
-                # The fenced producer's session ends now: its client fails every later send with this error.
+                # The session ends now (fenced, topic terminated or unloaded): the client fails later sends.
                 fenced.append(error)
                 out.put(pb.ProduceResponse(error=error_to_proto(error)))
                 out.end()
-                log.info("event=producer_fenced topic=%s producer=%s", name, producer_name)
+                log.info("event=producer_%s topic=%s producer=%s", "fenced" if isinstance(error, ProducerFenced)
+                         else "disconnected", name, producer_name)
 
             fenced: list[PulsarLikeError] = []
             info, admitted = topic.add_producer(
@@ -188,15 +195,23 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
             name = TopicName.parse(req.topic)
             topic = self._registry.get(name, create=True)
             out.hold_back()  # what subscribing dispatches goes after the Subscribed reply
+            ends = topic.termination if isinstance(topic, PersistentTopic) else None
+
+            def sink(deliveries: list[Delivery]) -> None:
+                out.put(_delivered(deliveries))
+                if ends is not None and ends.end_offset is not None:  # a terminated topic only
+                    topic.check_end_of_topic()
+
             consumer = Consumer(
-                next(self._consumer_ids), req.consumer_name or f"consumer-{id(out):x}",
-                lambda deliveries: out.put(_delivered(deliveries)),
+                next(self._consumer_ids), req.consumer_name or f"consumer-{id(out):x}", sink,
                 priority_level=req.priority_level, multi_topic=req.multi_topic,
                 key_shared=_key_shared_policy(req) if req.sub_type == pb.KEY_SHARED_SUB else None,
                 on_active_change=lambda active: out.put(pb.ConsumeResponse(
                     active_change=pb.ActiveConsumerChange(is_active=active))),
                 on_error=lambda exc: (out.put(pb.ConsumeResponse(error=error_to_proto(exc))), out.end()))
             consumer.permits = req.initial_permits
+            if ends is not None:
+                ends.watch(consumer, lambda: out.put(_END_OF_TOPIC))
             gate = PermitGate(consumer)
             out.on_full, out.on_room = gate.close, gate.open
             sub = topic.subscribe(req.subscription, _SUB_TYPES[req.sub_type], consumer,
@@ -206,6 +221,8 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 topic=topic.topic, consumer_name=consumer.consumer_name, partition_index=topic.partition_index)))
             log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s",
                      topic.topic, req.subscription, consumer.consumer_name, _SUB_TYPES[req.sub_type])
+            if ends is not None and ends.end_offset is not None:
+                topic.check_end_of_topic()
             async for request in _while_read(requests, out):
                 if not self._consume_request(request, topic, sub, consumer, gate, out):
                     break
@@ -229,7 +246,7 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
             if req.initial_position == pb.EARLIEST:
                 return topic.log.start_offset
             return topic.journal.confirmed_end_offset
-        return _position_offset(topic, req.start)
+        return position_offset(topic, req.start)
 
     def _consume_request(self, request: pb.ConsumeRequest, topic: PersistentTopic, sub, consumer: Consumer,
                          gate: PermitGate, out: Outbox) -> bool:
@@ -250,11 +267,14 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
                     if seek.WhichOneof("target") == "publish_time_ms":
                         offset = topic.log.offset_for_timestamp(seek.publish_time_ms)
                     else:
-                        offset = _position_offset(topic, seek.position)
+                        offset = position_offset(topic, seek.position)
                     consumer.permits = 0  # the client re-sends its permits after seek_done
                     gate.reset()
                     sub.seek(offset)
                     out.put(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id)))
+                    if isinstance(topic, PersistentTopic) and topic.termination.terminated:
+                        topic.termination.rewound(sub)
+                        topic.check_end_of_topic()
                 except PulsarLikeError as exc:
                     out.put(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id,
                                                                             error=error_to_proto(exc))))
@@ -325,18 +345,6 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
         return await self._unary(context, lambda: pb.JsonResponse(
             json=json.dumps(self._registry.stats(TopicName.parse(request.topic)))))
 
-    async def GetLastMessageId(self, request, context):
-        def last():
-            topic = self._registry.get(TopicName.parse(request.topic), create=False)
-            end = topic.journal.confirmed_end_offset
-            entry = topic.log.entry_containing(end - 1) if end > topic.log.start_offset else None
-            if entry is None:
-                return pb.LastMessageId(last_offset=-1, start_offset=topic.log.start_offset)
-            index = end - 1 - entry.offset if entry.num_messages > 1 else -1
-            return pb.LastMessageId(ledger_id=entry.ledger_id, entry_id=entry.offset, batch_index=index,
-                                    last_offset=end - 1, start_offset=topic.log.start_offset)
-        return await self._unary(context, last)
-
     async def OffsetForTimestamp(self, request, context):
         def offset():
             topic = self._registry.get(TopicName.parse(request.topic), create=False)
@@ -359,7 +367,7 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
     async def CreateSubscription(self, request, context):
         def create():
             topic = self._persistent(request.topic)
-            start = (_position_offset(topic, request.position) if request.HasField("position")
+            start = (position_offset(topic, request.position) if request.HasField("position")
                      else topic.journal.confirmed_end_offset)
             topic.create_subscription(request.subscription, start)
             return pb.SubscriptionPosition(next_offset=topic.durable_subscription(request.subscription)
@@ -370,7 +378,7 @@ class BrokerServicer(AdminRpcs, broker_pb2_grpc.PulsarLikeServicer):
         def reset():
             topic = self._persistent(request.topic)
             sub = topic.durable_subscription(request.subscription)
-            offset = (_position_offset(topic, request.position) if request.HasField("position")
+            offset = (position_offset(topic, request.position) if request.HasField("position")
                       else topic.log.offset_for_timestamp(request.publish_time_ms))
             sub.seek(offset)
             topic.touch_subscription(request.subscription)
@@ -412,15 +420,6 @@ def _policy_scope(scope: pb.PolicyScope) -> tuple[str, str]:
     if bool(scope.namespace) == bool(scope.topic):
         raise InvalidMessage("a policy applies to a namespace or to a topic: set exactly one of them")
     return (NAMESPACE, scope.namespace) if scope.namespace else (TOPIC, scope.topic)
-
-
-def _position_offset(topic: PersistentTopic, position: pb.Position) -> int:
-    which = position.WhichOneof("position")
-    if which == "earliest":
-        return topic.log.start_offset
-    if which == "offset":
-        return min(position.offset, topic.journal.confirmed_end_offset)
-    return topic.journal.confirmed_end_offset
 
 
 async def _serve(session: Coroutine[Any, Any, None], out: Outbox) -> AsyncIterator:

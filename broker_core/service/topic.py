@@ -32,6 +32,9 @@ from broker_core.service.journal import Journal
 from broker_core.service.producers import ProducerInfo, TopicProducers
 from broker_core.service.retention import RetentionPolicy
 from broker_core.service.subscription_expiry import SubscriptionActivity
+from broker_core.service.termination import Termination
+from broker_core.service.topic_operations import TopicOperations
+from broker_core.service.topic_stats import topic_stats
 from broker_core.service.topic_recovery import next_offset_after_recovery
 from broker_core.service.topic_retention import TopicRetention
 from broker_core.storage.cursor import ManagedCursor
@@ -96,7 +99,7 @@ def _call_later(delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHa
     return asyncio.get_running_loop().call_later(delay_s, callback)
 
 
-class PersistentTopic(TopicProducers, TopicRetention):
+class PersistentTopic(TopicOperations, TopicProducers, TopicRetention):
 
     def __init__(self, name: TopicName, directory: Path, config: BrokerConfig, executor: Executor,
                  clock: Clock, *, deduplication: bool = False, sync_pool: Executor | None = None,
@@ -131,6 +134,7 @@ class PersistentTopic(TopicProducers, TopicRetention):
         self.log.skip_to(next_offset)
         self.journal = Journal(self.log, config.journalSyncMode, config.journalSyncIntervalMs,
                                sync_pool or executor, self._on_confirmed)
+        self.termination = Termination(directory, self.topic)
         self._source = _ConfirmedSource(self.log, self.journal)
         self.subscriptions: dict[str, Subscription] = {}
         """Durable subscriptions by name (their cursors are stored)."""
@@ -188,6 +192,7 @@ class PersistentTopic(TopicProducers, TopicRetention):
         the stored ones are confirmed per ``journalSyncMode``."""
         if self.closed:
             raise NotAllowedError(f"topic {self.topic} is closing")
+        self.termination.refuse()
         now = self._clock.now_ms()
         dedup = self.dedup
         keys: list[SequenceKey] = []
@@ -263,6 +268,8 @@ class PersistentTopic(TopicProducers, TopicRetention):
     def _on_confirmed(self) -> None:
         for sub in self.all_subscriptions():
             sub.on_new_entries()
+        if self.termination.terminated:
+            self.check_end_of_topic()
 
     def all_subscriptions(self) -> list[Subscription]:
         """Durable subscriptions and readers' (non-durable) ones: a name may be used once by each."""
@@ -318,6 +325,7 @@ class PersistentTopic(TopicProducers, TopicRetention):
 
     def consumer_left(self, sub: Subscription, consumer: Consumer) -> None:
         sub.remove_consumer(consumer)
+        self.termination.forget(consumer)
         if sub.durable and self.subscriptions.get(sub.name) is sub:
             self.touch_subscription(sub.name)
         if not sub.durable and not sub.consumers and self.readers.get(sub.name) is sub:
@@ -341,39 +349,6 @@ class PersistentTopic(TopicProducers, TopicRetention):
             self.activity.forget(subscription)
             self._cursor_store.delete(subscription)
             self._request_trim()  # what only this subscription held may go now
-
-    # ------------------------------------------------------------------ subscription admin
-    def durable_subscription(self, name: str) -> Subscription:
-        sub = self.subscriptions.get(name)
-        if sub is None:
-            raise SubscriptionNotFound(f"subscription {name!r} does not exist on {self.topic}")
-        return sub
-
-    def create_subscription(self, name: str, start_offset: int) -> None:
-        """A durable subscription whose first message is ``start_offset`` (pulsar-admin
-        create-subscription); ``SubscriptionAlreadyExists``-like ``NotAllowedError`` when it exists."""
-        if name in self.subscriptions:
-            raise NotAllowedError(f"subscription {name!r} already exists on {self.topic}")
-        self._create_subscription(name, min(start_offset, self.journal.confirmed_end_offset), True)
-
-    def acknowledge_up_to(self, name: str, end_offset: int) -> int:
-        """Acknowledge every message below ``end_offset`` on durable subscription ``name`` (created there
-        when missing); never moves the subscription back. Returns its new mark-delete offset + 1."""
-        end_offset = min(end_offset, self.journal.confirmed_end_offset)
-        sub = self.subscriptions.get(name)
-        if sub is None:
-            sub = self._create_subscription(name, end_offset, True)
-        else:
-            if end_offset - 1 > sub.cursor.mark_delete_offset:
-                sub.expire_through(end_offset - 1)
-            self.touch_subscription(name)  # even when nothing moved: a client keeping its subscription alive
-        return sub.cursor.mark_delete_offset + 1
-
-    def touch_subscription(self, name: str) -> None:
-        """Record activity on durable subscription ``name`` (see :mod:`.subscription_expiry`)."""
-        sub = self.subscriptions.get(name)
-        if sub is not None and self.activity.touch(sub.cursor) and not self.closed:
-            self._cursor_changed(name)
 
     def _cursor_changed(self, name: str) -> None:
         self._dirty.add(name)
@@ -403,43 +378,7 @@ class PersistentTopic(TopicProducers, TopicRetention):
         return bool(self.producers) or any(sub.consumers for sub in self.all_subscriptions())
 
     def stats(self) -> dict:
-        subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
-        for name, stats in subs.items():
-            stats["totalMsgExpired"] = self.msg_expired.get(name, 0)
-        for name, sub in self.readers.items():  # a reader named like a durable subscription is listed apart
-            subs[name if name not in subs else f"{name} (non-durable)"] = sub.stats()
-        oldest = min((sub.cursor.mark_delete_offset + 1 for sub in self.subscriptions.values()
-                      if sub.durable), default=self.journal.confirmed_end_offset)
-        return {
-            "msgInCounter": self.msg_in_counter,
-            "bytesInCounter": self.bytes_in_counter,
-            "msgOutCounter": sum(s.get("msgOutCounter", 0) for s in subs.values()),
-            "bytesOutCounter": sum(s.get("bytesOutCounter", 0) for s in subs.values()),
-            "storageSize": self.log.size_bytes,
-            "backlogSize": self._bytes_from(oldest),
-            "publishers": [{"producerName": p.producer_name, "producerId": p.producer_id,
-                            "msgInCounter": p.msg_in_counter, "bytesInCounter": p.bytes_in_counter,
-                            "metadata": p.properties, "accessMode": p.access_mode.pulsar_name}
-                           for p in self.producers.values()],
-            "waitingPublishers": len(self.access.waiting),
-            "deduplicationStatus": "Enabled" if self.dedup is not None else "Disabled",
-            "subscriptions": subs,
-            "firstOffset": self.log.start_offset,
-            "lastOffset": self.journal.confirmed_end_offset - 1,
-        }
-
-    def _bytes_from(self, offset: int) -> int:
-        """Estimated stored bytes at and after ``offset`` (whole segments, pro rata for the first)."""
-        total = 0
-        for seg in self.log.segments():
-            first, last, size = seg["firstOffset"], seg["lastOffset"], seg["size"]
-            if last < offset or size == 0:
-                continue
-            if first >= offset:
-                total += size
-            else:
-                total += size * (last - offset + 1) // max(1, last - first + 1)
-        return total
+        return topic_stats(self)
 
     @property
     def quiescent(self) -> bool:

@@ -70,6 +70,7 @@ class TopicRegistry:
         self._sync_pool = sync_pool or executor
         self.files = files or FileBudget(config.managedLedgerMaxOpenFiles)
         self._clock = clock
+        self.clock = clock
         self._unload_handle: asyncio.TimerHandle | None = None
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata")
         self.policies = PoliciesStore(data_dir / "metadata")

@@ -2,10 +2,12 @@
 
     pulsarlike admin [--admin-url URL] tenants list|get|create|update|delete ...
     pulsarlike admin [--admin-url URL] namespaces list|topics|create|delete|policies|set-retention|...
-    pulsarlike admin [--admin-url URL] topics list|create|create-partitioned-topic|delete|stats|
-                                              partitioned-stats|stats-internal|subscriptions|
-                                              create-subscription|unsubscribe|skip|clear-backlog|
-                                              reset-cursor|peek-messages|set-retention|...
+    pulsarlike admin [--admin-url URL] topics list|create|create-partitioned-topic|update-partitioned-topic|
+                                              list-partitioned-topics|delete|stats|partitioned-stats|
+                                              stats-internal|subscriptions|create-subscription|unsubscribe|
+                                              skip|clear-backlog|reset-cursor|peek-messages|examine-message|
+                                              expire-messages|last-message-id|terminate|unload|lookup|
+                                              set-retention|...
 
 ``--admin-url`` (alias ``--service-url``, ``--url``; before or after the verb) is the broker's service URL,
 ``pulsar://HOST:PORT``: pulsar-admin talks HTTP to ``http://HOST:8080``, this broker serves its admin calls
@@ -126,6 +128,13 @@ def _namespaces(verb: Callable[..., argparse.ArgumentParser]) -> None:
         "The namespace's subscription expiration time in minutes (null: not set)", "namespace")
     verb("remove-subscription-expiration-time", lambda a, o: a.remove_namespace_subscription_expiration_time(
         o.namespace), "Remove the namespace's subscription expiration time", "namespace")
+    p = verb("clear-backlog", _clear_namespace_backlog, "Acknowledge every message of every subscription (or one) "
+             "of the namespace's topics", "namespace")
+    p.add_argument("-s", "--sub", dest="subscription", default=None, help="only this subscription")
+    p.add_argument("-force", "--force", dest="force", action="store_true", help="do not ask for confirmation")
+    verb("unsubscribe", lambda a, o: a.unsubscribe_namespace(o.namespace, o.subscription) and None,
+         "Delete a subscription from every topic of the namespace", "namespace").add_argument(
+        "-s", "--sub", dest="subscription", required=True, help="subscription name")
     _policy_verbs(verb, "namespace", "namespace")
 
 
@@ -242,7 +251,68 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
     p = sub_verb("peek-messages", _peek, "Show the next messages of a subscription without moving it")
     p.add_argument("-n", "--count", type=int, default=1, help="messages to show (default 1)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead (pulsarlike extension)")
+    _operation_verbs(verb, sub_verb)
     _policy_verbs(verb, "topic", "topic")
+
+
+def _message_id_text(mid: Any) -> str:
+    """``ledgerId:entryId:partitionIndex[:batchIndex]``, as Pulsar's MessageId prints."""
+    return f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}" + (f":{mid.batch_index}" if mid.batch_index >= 0
+                                                                 else "")
+
+
+def _message_id_json(mid: Any) -> str:
+    fields = {"ledgerId": mid.ledger_id, "entryId": mid.entry_id, "partitionIndex": mid.partition}
+    if mid.batch_index >= 0:
+        fields["batchIndex"] = mid.batch_index
+    return output.pulsar_json(fields)
+
+
+def _expire(admin: Any, o: argparse.Namespace) -> None:
+    if o.message_id is not None:
+        admin.expire_messages(o.topic, o.subscription, message_id=o.message_id)
+    else:
+        admin.expire_messages(o.topic, o.subscription, expire_time_seconds=o.time)
+
+
+def _operation_verbs(verb: Callable[..., argparse.ArgumentParser],
+                     sub_verb: Callable[..., argparse.ArgumentParser]) -> None:
+    verb("terminate", lambda a, o: f"Topic successfully terminated at {_message_id_text(a.terminate_topic(o.topic))}",
+         "Terminate a topic: no more messages, ever (its consumers see the end of the topic)", "topic")
+    verb("unload", lambda a, o: a.unload_topic(o.topic), "Unload a topic now; its producers and consumers are "
+         "disconnected", "topic")
+    verb("last-message-id", lambda a, o: _message_id_json(a.get_last_message_id(o.topic)),
+         "The id of a topic partition's last message", "topic")
+    verb("lookup", lambda a, o: a.lookup_topic(o.topic), "The service URL of the broker serving a topic", "topic")
+    p = verb("examine-message", lambda a, o: output.peeked([a.examine_message(o.topic, o.initial_position,
+                                                                             o.message_position)]),
+             "Show one stored message, counted from the newest or the oldest", "topic")
+    p.add_argument("-i", "--initialPosition", dest="initial_position", default="latest",
+                   choices=["latest", "earliest"], metavar="POSITION", help="count from latest (default) or earliest")
+    p.add_argument("-m", "--messagePosition", dest="message_position", type=int, default=1,
+                   help="which message, 1 being the newest (or the oldest); default 1")
+    p = sub_verb("expire-messages", _expire, "Acknowledge the messages published more than a time ago, or up to a "
+                 "message")
+    when = p.add_mutually_exclusive_group(required=True)
+    when.add_argument("-t", "--expireTime", dest="time", type=_typed(parse_relative_seconds),
+                      help="published more than this long ago (100m, 3h, 2d; a bare number is seconds)")
+    when.add_argument("-m", "--messageId", dest="message_id", type=_typed(parse_message_id),
+                      help="every message up to and including this one, ledgerId:entryId")
+    verb("expire-messages-all-subscriptions", lambda a, o: a.expire_messages_for_all_subscriptions(
+        o.topic, o.time) and None, "expire-messages -t on every subscription", "topic").add_argument(
+        "-t", "--expireTime", dest="time", type=_typed(parse_relative_seconds), required=True,
+        help="published more than this long ago (100m, 3h, 2d; a bare number is seconds)")
+
+
+def _clear_namespace_backlog(admin: Any, o: argparse.Namespace) -> None:
+    if not o.force:
+        if not sys.stdin.isatty():
+            raise ValueError("clear-backlog acknowledges every message of the namespace's subscriptions: confirm"
+                             " with --force (pulsar-admin asks; there is no terminal to ask on)")
+        answer = input(f"Are you sure you want to clear the backlog of {o.namespace}? (yes/no) ")
+        if answer.strip().lower() not in ("y", "yes"):
+            return
+    admin.clear_namespace_backlog(o.namespace, o.subscription)
 
 
 # ====================================================================================== parser and main

@@ -6,8 +6,8 @@ from broker_core.errors import (
     InvalidMessage, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
     NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, ProducerBusy, ProducerFenced,
     ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound, TenantAlreadyExists,
-    TenantNotEmpty, TenantNotFound, Timeout, TooManyRequests, TopicAlreadyExists, TopicNotFound, UnknownError,
-    UnsafePath)
+    TenantNotEmpty, TenantNotFound, Timeout, TooManyRequests, TopicAlreadyExists, TopicNotFound, TopicTerminated,
+    UnknownError, UnsafePath)
 from broker_core.types import MessageId
 
 from connector.client.admin import Admin, PeekedMessage
@@ -34,5 +34,5 @@ __all__ = [
     "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",
     "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",
     "SubscriptionNotFound", "TenantAlreadyExists", "TenantNotEmpty", "TenantNotFound", "Timeout",
-    "TooManyRequests", "TopicAlreadyExists", "TopicNotFound", "UnknownError", "UnsafePath",
+    "TooManyRequests", "TopicAlreadyExists", "TopicNotFound", "TopicTerminated", "UnknownError", "UnsafePath",
 ]

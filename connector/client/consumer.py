@@ -364,6 +364,11 @@ class Consumer(RedeliveryMixin):
     def is_connected(self) -> bool:
         return not self._closed and all(sub.is_connected() for sub in self._subs)
 
+    def has_reached_end_of_topic(self) -> bool:
+        """True once every topic (partition) is terminated and each of its messages was received: the broker
+        said so and nothing is left buffered (pulsar-client's ``has_reached_end_of_topic``)."""
+        return bool(self._subs) and all(sub.reached_end_of_topic for sub in self._subs) and not self._queue
+
     def topic(self) -> str:
         return self._topic if isinstance(self._topic, str) else ",".join(self._topic)
 

@@ -73,6 +73,8 @@ class PartitionConsumer(ChunkAssembly):
         self._unsubscribed = threading.Event()
         self._unsubscribe_error: errors.PulsarLikeError | None = None
         self.max_received_offset = -1
+        self.reached_end_of_topic = False
+        """The broker said the topic is terminated and everything was delivered (a seek clears it)."""
         self.closed = False
         self.error: errors.PulsarLikeError | None = None
         self.active = True
@@ -163,6 +165,9 @@ class PartitionConsumer(ChunkAssembly):
             self._subscribed.set()
         elif kind == "active_change":
             self.active = response.active_change.is_active
+        elif kind == "end_of_topic":
+            self.reached_end_of_topic = True
+            self.owner._wake()
         elif kind == "unsubscribed":
             done = response.unsubscribed
             self._unsubscribe_error = error_from_proto(done.error) if done.error.code else None
@@ -392,6 +397,7 @@ class PartitionConsumer(ChunkAssembly):
             seek.publish_time_ms = int(target)
         self._seek_done.clear()
         self._seek_error = None
+        self.reached_end_of_topic = False
         self.forget_batch_acks()
         self._seeking = self._seek_id
         if self._chunks is not None:  # buffered chunks are from before the seek (their permits are back)

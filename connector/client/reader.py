@@ -81,6 +81,10 @@ class Reader:
                 return True
         return bool(self._consumer._queue)
 
+    def has_reached_end_of_topic(self) -> bool:
+        """True once the topic is terminated and every message of it was read (pulsar-client's name)."""
+        return self._consumer.has_reached_end_of_topic()
+
     def seek(self, target: MessageId | int) -> None:
         """Move to a message id (inclusive of it, as pulsar-client) or a publish time in ms."""
         self._consumer.seek(target)

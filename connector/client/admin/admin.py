@@ -1,16 +1,18 @@
 """``Admin``: the broker's unary admin calls, like ``pulsar-admin`` -- tenants and namespaces, topics,
-subscriptions without consumers, and namespace/topic policies."""
+subscriptions without consumers, operator calls (terminate, unload, examine, expire ...), and namespace/topic
+policies."""
 from __future__ import annotations
 
 from typing import Any
 
 from connector.client.admin.namespaces import NamespacesAdmin
+from connector.client.admin.operations import OperationsAdmin
 from connector.client.admin.policies import PoliciesAdmin
 from connector.client.admin.topics import TopicsAdmin
 from connector.client.connection import Connection
 
 
-class Admin(NamespacesAdmin, TopicsAdmin, PoliciesAdmin):
+class Admin(NamespacesAdmin, TopicsAdmin, OperationsAdmin, PoliciesAdmin):
     """Manage tenants, namespaces, topics, subscriptions and policies. Errors are the typed exceptions of
     :mod:`broker_core.errors` (``TopicNotFound``, ``NamespaceNotFound``, ``TopicAlreadyExists``,
     ``NamespaceNotEmpty``, ``InvalidConfiguration`` ...)."""
