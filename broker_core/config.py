@@ -140,6 +140,9 @@ class BrokerConfig:
     maxConcurrentRequestsPerConnection: int = 1000
     """pulsarlike extension: unary calls being served at once for one client connection (0: no limit)."""
 
+    statsUpdateFrequencyInSecs: int = 60
+    """Rates in topic stats and metrics (``msgRateIn`` ...) are per-second averages over this interval,
+    measured at its end (see :mod:`broker_core.service.rates`)."""
     webServicePort: int = 8080
     """HTTP port of the Prometheus metrics (``/metrics``) and ``/status.html``; 0 picks a free one. A broker
     started with ``brokerServicePort`` 0 (``--port 0``, ``Broker(port=0)``) also takes a free metrics port
@@ -166,7 +169,7 @@ class BrokerConfig:
                      "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis",
                      "managedLedgerMaxEntriesPerLedger", "retentionCheckIntervalInSeconds",
                      "messageExpiryCheckIntervalInMinutes", "metricsServletTimeoutMs",
-                     "subscriptionExpiryCheckIntervalInMinutes",
+                     "subscriptionExpiryCheckIntervalInMinutes", "statsUpdateFrequencyInSecs",
                      "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")

@@ -3,11 +3,9 @@ scraped.
 
 Pieces, each with one job:
 
-- :class:`RateMeter` turns counters into per-second rates. It keeps the previous sample of every series
-  (a topic, a subscription) and reads time from the injected clock. Pulsar computes ``msgRateIn`` and the
-  like over its stats interval; here the interval is the time since the previous scrape. A scrape less
-  than ``min_interval_s`` after the previous one gets the previous rates, so that two scrapers do not see
-  rates measured over milliseconds. A counter that went down (the topic was reloaded) restarts at rate 0.
+- Rates (``pulsar_rate_in`` ...) are the broker's own, from the stats (``msgRateIn`` ...): per-second
+  averages over the last ``statsUpdateFrequencyInSecs`` interval, as Pulsar's (see
+  :mod:`broker_core.service.rates`), whoever scrapes and however often.
 - :func:`metric_families` maps ``{topic: stats}`` (the dicts ``topic.stats()`` returns, Pulsar's field
   names) to Prometheus metric families. A pure function.
 - :class:`BrokerCollector` is the prometheus-client custom collector: on each scrape it takes a snapshot of
@@ -38,7 +36,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from broker_core.clock import Clock
 from broker_core.errors import InvalidConfiguration
 from broker_core.types import TopicName
 
@@ -60,12 +57,12 @@ TOPIC_COUNTERS = (
     ("pulsar_out_messages", "Messages dispatched to consumers since the topic was loaded.", "msgOutCounter"),
     ("pulsar_out_bytes", "Bytes dispatched to consumers since the topic was loaded.", "bytesOutCounter"),
 )
-# rate gauges computed from the counters above, in the same order
+# (metric name, help, stats field) of the topic's rate gauges
 TOPIC_RATES = (
-    ("pulsar_rate_in", "Messages published per second."),
-    ("pulsar_throughput_in", "Bytes published per second."),
-    ("pulsar_rate_out", "Messages dispatched per second."),
-    ("pulsar_throughput_out", "Bytes dispatched per second."),
+    ("pulsar_rate_in", "Messages published per second.", "msgRateIn"),
+    ("pulsar_throughput_in", "Bytes published per second.", "msgThroughputIn"),
+    ("pulsar_rate_out", "Messages dispatched per second.", "msgRateOut"),
+    ("pulsar_throughput_out", "Bytes dispatched per second.", "msgThroughputOut"),
 )
 SUBSCRIPTION_GAUGES = (
     ("pulsar_subscription_back_log", "Messages of the subscription not yet acknowledged.", "msgBacklog"),
@@ -76,46 +73,7 @@ SUBSCRIPTION_GAUGES = (
 )
 
 
-class RateMeter:
-    """Per-second rates of counters, per series key, from the difference to the previous sample.
-
-    >>> clock = FakeClock(); meter = RateMeter(clock, min_interval_s=1.0)
-    >>> meter.rates("t", (100, 5000))      # first sample: nothing to compare with
-    (0.0, 0.0)
-    >>> clock.advance(2000); meter.rates("t", (300, 9000))
-    (100.0, 2000.0)
-    """
-
-    def __init__(self, clock: Clock, min_interval_s: float = 1.0) -> None:
-        self._clock = clock
-        self._min_interval_s = min_interval_s
-        self._samples: dict[Any, tuple[float, tuple[int, ...], tuple[float, ...]]] = {}
-
-    def rates(self, key: Any, counters: Sequence[int]) -> tuple[float, ...]:
-        now_s = self._clock.monotonic_ms() / 1000.0
-        values = tuple(int(c) for c in counters)
-        previous = self._samples.get(key)
-        if previous is not None:
-            at_s, before, last_rates = previous
-            elapsed = now_s - at_s
-            if elapsed < self._min_interval_s:
-                return last_rates
-            if all(v >= b for v, b in zip(values, before)):
-                rates = tuple((v - b) / elapsed for v, b in zip(values, before))
-                self._samples[key] = (now_s, values, rates)
-                return rates
-        zeros = (0.0,) * len(values)
-        self._samples[key] = (now_s, values, zeros)
-        return zeros
-
-    def keep_only(self, keys: Iterable[Any]) -> None:
-        """Forget the series not in ``keys`` (topics unloaded or deleted, subscriptions removed)."""
-        live = set(keys)
-        for key in [k for k in self._samples if k not in live]:
-            del self._samples[key]
-
-
-def metric_families(stats: Mapping[str, Mapping[str, Any]], cluster: str, meter: RateMeter,
+def metric_families(stats: Mapping[str, Mapping[str, Any]], cluster: str,
                     topic_level: bool = True) -> list[Metric]:
     """Pulsar's metric families from ``{topic name: topic stats}``."""
     topics_count = GaugeMetricFamily("pulsar_topics_count", "Topics loaded by this broker.",
@@ -130,15 +88,13 @@ def metric_families(stats: Mapping[str, Mapping[str, Any]], cluster: str, meter:
 
     per_namespace: dict[str, list[float]] = {}
     namespaces: dict[str, int] = {}
-    series: list[Any] = []
     for topic in sorted(stats):
         topic_stats = stats[topic]
         namespace = TopicName.parse(topic).namespace_name
         namespaces[namespace] = namespaces.get(namespace, 0) + 1
         subs: Mapping[str, Mapping[str, Any]] = topic_stats.get("subscriptions") or {}
         counters = tuple(int(topic_stats.get(field) or 0) for _, _, field in TOPIC_COUNTERS)
-        series.append(topic)
-        rates = meter.rates(topic, counters)
+        rates = tuple(float(topic_stats.get(field) or 0.0) for _, _, field in TOPIC_RATES)
         values = [
             float(len(subs)),
             float(len(topic_stats.get("publishers") or ())),
@@ -159,22 +115,20 @@ def metric_families(stats: Mapping[str, Mapping[str, Any]], cluster: str, meter:
             labels = (cluster, namespace, topic, sub_name)
             for name, doc, field in SUBSCRIPTION_GAUGES:
                 gauge(name, doc, SUBSCRIPTION_LABELS).add_metric(labels, float(sub.get(field) or 0))
-            out = (int(sub.get("msgOutCounter") or 0), int(sub.get("bytesOutCounter") or 0))
-            drops = (int(sub.get("msgDropCount") or 0),) if "msgDropCount" in sub else ()
-            series.append((topic, sub_name))
-            sub_rates = meter.rates((topic, sub_name), out + drops)
             gauge("pulsar_subscription_msg_rate_out", "Messages dispatched per second.",
-                  SUBSCRIPTION_LABELS).add_metric(labels, sub_rates[0])
+                  SUBSCRIPTION_LABELS).add_metric(labels, float(sub.get("msgRateOut") or 0.0))
             gauge("pulsar_subscription_msg_throughput_out", "Bytes dispatched per second.",
-                  SUBSCRIPTION_LABELS).add_metric(labels, sub_rates[1])
-            if drops:
+                  SUBSCRIPTION_LABELS).add_metric(labels, float(sub.get("msgThroughputOut") or 0.0))
+            gauge("pulsar_subscription_msg_rate_redeliver", "Messages dispatched again per second.",
+                  SUBSCRIPTION_LABELS).add_metric(labels, float(sub.get("msgRateRedeliver") or 0.0))
+            if "msgDropCount" in sub:
                 gauge("pulsar_subscription_msg_drop_rate", "Messages of a non-persistent topic dropped per "
-                      "second (no consumer with permits).", SUBSCRIPTION_LABELS).add_metric(labels, sub_rates[2])
+                      "second (no consumer with permits).", SUBSCRIPTION_LABELS).add_metric(
+                    labels, float(sub.get("msgDropRate") or 0.0))
     for namespace, total in sorted(per_namespace.items()):
         _add_topic_series(gauge, counter, (cluster, namespace), total)
     for namespace, count in sorted(namespaces.items()):
         topics_count.add_metric((cluster, namespace), float(count))
-    meter.keep_only(series)
     return [topics_count, *families.values()]
 
 
@@ -189,7 +143,7 @@ def _add_topic_series(gauge: Callable[..., Metric], counter: Callable[..., Metri
           names).add_metric(labels, next(it))
     for name, doc, _ in TOPIC_GAUGES:
         gauge(name, doc, names).add_metric(labels, next(it))
-    for name, doc in TOPIC_RATES:
+    for name, doc, _ in TOPIC_RATES:
         gauge(name, doc, names).add_metric(labels, next(it))
     for name, doc, _ in TOPIC_COUNTERS:
         counter(name, doc, names).add_metric(labels, next(it))
@@ -198,22 +152,17 @@ def _add_topic_series(gauge: Callable[..., Metric], counter: Callable[..., Metri
 class BrokerCollector:
     """A prometheus-client collector: ``snapshot()`` returns ``{topic: stats}`` taken on the broker's loop."""
 
-    def __init__(self, snapshot: Callable[[], Mapping[str, Mapping[str, Any]]], cluster: str, clock: Clock,
-                 topic_level: bool = True, min_rate_interval_s: float = 1.0) -> None:
+    def __init__(self, snapshot: Callable[[], Mapping[str, Mapping[str, Any]]], cluster: str,
+                 topic_level: bool = True) -> None:
         self._snapshot = snapshot
         self._cluster = cluster
         self._topic_level = topic_level
-        self._meter = RateMeter(clock, min_rate_interval_s)
-        self._lock = threading.Lock()  # scrapes run on the HTTP server's threads, possibly two at once
 
     def describe(self) -> list[Metric]:
         return []  # registering must not take a snapshot
 
     def collect(self) -> Iterator[Metric]:
-        stats = self._snapshot()
-        with self._lock:
-            families = metric_families(stats, self._cluster, self._meter, self._topic_level)
-        yield from families
+        yield from metric_families(self._snapshot(), self._cluster, self._topic_level)
 
 
 class MetricsTimeout(Exception):

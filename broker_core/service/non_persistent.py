@@ -37,6 +37,7 @@ from broker_core.config import BrokerConfig
 from broker_core.errors import InvalidMessage, MessageTooBig, NotAllowedError, PulsarLikeError, SubscriptionNotFound
 from broker_core.protocol.codec import broker_entry_prefix, check_entry, decode_entry
 from broker_core.service.access import ProducerAccess
+from broker_core.service.rates import TopicRates
 from broker_core.service.producers import ProducerInfo, TopicProducers
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.service.topic import Accepted, check_consumer_limit
@@ -110,6 +111,8 @@ class NonPersistentTopic(TopicProducers):
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
         self._removed = {"msgOutCounter": 0, "bytesOutCounter": 0, "msgDropCount": 0}
+        self.rates = TopicRates(clock)
+        """Rates over the last stats interval (see :mod:`broker_core.service.rates`)."""
         self.closed = False
 
     # ------------------------------------------------------------------ producers
@@ -234,7 +237,11 @@ class NonPersistentTopic(TopicProducers):
             self._on_idle(self)
 
     def stats(self) -> dict:
-        """Pulsar's ``NonPersistentTopicStats`` fields, with drop counters instead of ``msgDropRate``."""
+        """Pulsar's ``NonPersistentTopicStats`` fields, rates included."""
+        return self.rates.apply(self.raw_stats())
+
+    def raw_stats(self) -> dict:
+        """The stats without rates: counters (drops too) and sizes."""
         subs = {name: sub.stats() for name, sub in self.subscriptions.items()}
         removed = self._removed
         return {

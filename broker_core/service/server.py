@@ -19,6 +19,7 @@ from broker_core.service.admission import Admission
 from broker_core.service.client_limits import ClientLimits, Limits
 from broker_core.service.metrics import BrokerCollector, MetricsServer, call_on_loop
 from broker_core.service.producers import ProducerNames
+from broker_core.service.rates import StatsUpdater
 from broker_core.service.servicer import BrokerServicer
 from broker_core.service.subscription_expiry import StoredSubscriptionSweep
 from broker_core.service.topics import TopicRegistry
@@ -76,6 +77,7 @@ class BrokerService:
         self._health: health.aio.HealthServicer | None = None
         self.registry: TopicRegistry | None = None
         self._sweep: StoredSubscriptionSweep | None = None
+        self._stats: StatsUpdater | None = None
         self._data_dir_lock = DataDirLock(self.data_dir)
 
     async def start(self) -> int:
@@ -89,6 +91,8 @@ class BrokerService:
         self.registry.start_unloading()
         self._sweep = StoredSubscriptionSweep(self.registry, self._clock, self.config.subscription_expiry_check_s())
         self._sweep.start()
+        self._stats = StatsUpdater(self.registry, self.config.statsUpdateFrequencyInSecs)
+        self._stats.start()
         config = self.config
         limits = ClientLimits(Limits.from_config(config), self._clock)
         server = grpc.aio.server(
@@ -131,7 +135,7 @@ class BrokerService:
             return {} if registry is None else {name: t.stats() for name, t in registry.loaded_topics().items()}
 
         collector = BrokerCollector(lambda: call_on_loop(loop, topic_stats, timeout_s), self.config.clusterName,
-                                    self._clock, self.config.exposeTopicLevelMetricsInPrometheus)
+                                    self.config.exposeTopicLevelMetricsInPrometheus)
         self._metrics = MetricsServer(collector, self.config.bindAddress, self.config.webServicePort)
         self.metrics_port = self._metrics.start()
 
@@ -145,8 +149,9 @@ class BrokerService:
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
-        if self._sweep is not None:
-            self._sweep.stop()
+        for timer in (self._sweep, self._stats):
+            if timer is not None:
+                timer.stop()
         if self.registry is not None:
             await self.registry.close()
             self.registry = None

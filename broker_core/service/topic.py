@@ -30,6 +30,7 @@ from broker_core.service.access import ProducerAccess
 from broker_core.service.dedup import Deduplication, SequenceKey, discard_snapshot, stored_snapshot_offset
 from broker_core.service.journal import Journal
 from broker_core.service.producers import ProducerInfo, TopicProducers
+from broker_core.service.rates import TopicRates
 from broker_core.service.retention import RetentionPolicy
 from broker_core.service.subscription_expiry import SubscriptionActivity
 from broker_core.service.termination import Termination
@@ -164,6 +165,8 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention):
         self.retention = RetentionPolicy(config.defaultRetentionTimeInMinutes, config.defaultRetentionSizeInMB)
         self.message_ttl_seconds = config.ttlDurationDefaultInSeconds
         self.msg_expired: dict[str, int] = {}  # subscription -> messages expired (totalMsgExpired)
+        self.rates = TopicRates(clock)
+        """Rates over the last stats interval (see :mod:`broker_core.service.rates`)."""
         self.subscription_expiration_minutes = config.subscriptionExpirationTimeMinutes
         """Delete durable subscriptions without consumers idle this long (0: never); the registry applies
         namespace and topic policies."""
@@ -378,6 +381,11 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention):
         return bool(self.producers) or any(sub.consumers for sub in self.all_subscriptions())
 
     def stats(self) -> dict:
+        """Pulsar's topic stats, rates included."""
+        return self.rates.apply(topic_stats(self))
+
+    def raw_stats(self) -> dict:
+        """The stats without rates (what :class:`~broker_core.service.rates.StatsUpdater` samples)."""
         return topic_stats(self)
 
     @property

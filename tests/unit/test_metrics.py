@@ -1,5 +1,5 @@
-"""Metrics from topic stats: Pulsar's names and labels, rates from counters over the injected clock, the
-namespace-level form, and the stats gathered on the broker's loop with a timeout."""
+"""Metrics from topic stats: Pulsar's names and labels, the broker's own rates (from the stats, whoever
+scrapes), the namespace-level form, and the stats gathered on the broker's loop with a timeout."""
 from __future__ import annotations
 
 import asyncio
@@ -9,8 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker_core.clock import FakeClock
-from broker_core.service.metrics import BrokerCollector, MetricsTimeout, RateMeter, call_on_loop, metric_families
+from broker_core.service.metrics import BrokerCollector, MetricsTimeout, call_on_loop, metric_families
 
 TOPIC = "persistent://public/default/orders"
 OTHER = "persistent://acme/billing/invoices-partition-1"
@@ -39,53 +38,11 @@ def labels(topic=TOPIC, namespace="public/default", **more):
     return tuple(sorted({"cluster": "standalone", "namespace": namespace, "topic": topic, **more}.items()))
 
 
-def test_rate_meter_gives_zero_first_then_the_counter_difference_per_second():
-    clock = FakeClock()
-    meter = RateMeter(clock, min_interval_s=1.0)
-    assert meter.rates("t", (100, 5000)) == (0.0, 0.0)
-    clock.advance(2000)
-    assert meter.rates("t", (300, 9000)) == (100.0, 2000.0)
-
-
-def test_rate_meter_reuses_the_last_rates_within_the_minimum_interval():
-    clock = FakeClock()
-    meter = RateMeter(clock, min_interval_s=1.0)
-    meter.rates("t", (0,))
-    clock.advance(1000)
-    assert meter.rates("t", (50,)) == (50.0,)
-    clock.advance(100)
-    assert meter.rates("t", (60,)) == (50.0,)  # 100 ms later: not a new measurement
-    clock.advance(900)
-    assert meter.rates("t", (70,)) == (20.0,)  # measured from the last sample taken, 1 s before
-
-
-def test_rate_meter_restarts_at_zero_when_a_counter_goes_down():
-    clock = FakeClock()
-    meter = RateMeter(clock)
-    meter.rates("t", (500,))
-    clock.advance(1000)
-    assert meter.rates("t", (10,)) == (0.0,)  # the topic was reloaded
-    clock.advance(1000)
-    assert meter.rates("t", (30,)) == (20.0,)
-
-
-def test_rate_meter_forgets_series_that_are_gone():
-    clock = FakeClock()
-    meter = RateMeter(clock)
-    meter.rates("a", (10,))
-    meter.rates("b", (10,))
-    meter.keep_only(["a"])
-    clock.advance(1000)
-    assert meter.rates("b", (20,)) == (0.0,)  # a fresh series again
-    assert meter.rates("a", (20,)) == (10.0,)
-
-
 def test_topic_and_subscription_metrics_carry_pulsars_names_and_labels():
-    clock = FakeClock()
     stats = {TOPIC: topic_stats(msg_in=10, bytes_in=1000, msg_out=4, bytes_out=400, storage=1234, backlog=600,
                                 subs={"sub": sub_stats(backlog=6, unacked=2, out=4, out_bytes=400, msgDelayed=1,
                                                        totalMsgExpired=3)})}
-    collector = BrokerCollector(lambda: stats, "standalone", clock)
+    collector = BrokerCollector(lambda: stats, "standalone")
     values = scrape(collector)
     assert values[("pulsar_subscription_back_log", labels(subscription="sub"))] == 6
     assert values[("pulsar_subscription_unacked_messages", labels(subscription="sub"))] == 2
@@ -103,17 +60,16 @@ def test_topic_and_subscription_metrics_carry_pulsars_names_and_labels():
     assert values[("pulsar_out_bytes_total", labels())] == 400
     assert values[("pulsar_topics_count", (("cluster", "standalone"), ("namespace", "public/default")))] == 1
     for name in ("pulsar_rate_in", "pulsar_rate_out", "pulsar_throughput_in", "pulsar_throughput_out"):
-        assert values[(name, labels())] == 0.0  # no previous sample yet
+        assert values[(name, labels())] == 0.0  # the stats have no rates yet
 
 
-def test_rates_come_from_the_counters_between_two_scrapes():
-    clock = FakeClock()
-    stats = {TOPIC: topic_stats(msg_in=10, bytes_in=1000, subs={"sub": sub_stats(out=0)})}
-    collector = BrokerCollector(lambda: stats, "standalone", clock)
-    scrape(collector)
-    stats[TOPIC] = topic_stats(msg_in=110, bytes_in=11000, msg_out=50, bytes_out=5000,
-                               subs={"sub": sub_stats(out=50, out_bytes=5000)})
-    clock.advance(10_000)
+def test_rates_are_the_brokers_from_the_stats_however_often_one_scrapes():
+    stats = {TOPIC: {**topic_stats(msg_in=110), "msgRateIn": 10.0, "msgThroughputIn": 1000.0, "msgRateOut": 5.0,
+                     "msgThroughputOut": 500.0,
+                     "subscriptions": {"sub": sub_stats(out=50, msgRateOut=5.0, msgThroughputOut=500.0,
+                                                        msgRateRedeliver=1.5)}}}
+    collector = BrokerCollector(lambda: stats, "standalone")
+    assert scrape(collector) == scrape(collector)
     values = scrape(collector)
     assert values[("pulsar_rate_in", labels())] == 10.0
     assert values[("pulsar_throughput_in", labels())] == 1000.0
@@ -121,16 +77,13 @@ def test_rates_come_from_the_counters_between_two_scrapes():
     assert values[("pulsar_throughput_out", labels())] == 500.0
     assert values[("pulsar_subscription_msg_rate_out", labels(subscription="sub"))] == 5.0
     assert values[("pulsar_subscription_msg_throughput_out", labels(subscription="sub"))] == 500.0
+    assert values[("pulsar_subscription_msg_rate_redeliver", labels(subscription="sub"))] == 1.5
 
 
 def test_non_persistent_subscriptions_report_a_drop_rate():
-    clock = FakeClock()
-    stats = {"non-persistent://public/default/np": topic_stats(subs={"s": sub_stats(msgDropCount=0)})}
-    collector = BrokerCollector(lambda: stats, "standalone", clock)
-    scrape(collector)
-    stats["non-persistent://public/default/np"] = topic_stats(subs={"s": sub_stats(msgDropCount=30)})
-    clock.advance(3000)
-    values = scrape(collector)
+    stats = {"non-persistent://public/default/np": topic_stats(subs={"s": sub_stats(msgDropCount=30,
+                                                                                  msgDropRate=10.0)})}
+    values = scrape(BrokerCollector(lambda: stats, "standalone"))
     key = labels(topic="non-persistent://public/default/np", subscription="s")
     assert values[("pulsar_subscription_msg_drop_rate", key)] == 10.0
 
@@ -139,7 +92,7 @@ def test_without_topic_level_metrics_series_are_summed_per_namespace():
     stats = {TOPIC: topic_stats(msg_in=5, storage=100, subs={"a": sub_stats(backlog=2), "b": sub_stats(backlog=3)}),
              "persistent://public/default/other": topic_stats(msg_in=7, storage=50),
              OTHER: topic_stats(msg_in=1, storage=10)}
-    families = metric_families(stats, "east", RateMeter(FakeClock()), topic_level=False)
+    families = metric_families(stats, "east", topic_level=False)
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families for s in f.samples}
     ns = (("cluster", "east"), ("namespace", "public/default"))
     assert samples[("pulsar_in_messages_total", ns)] == 12
