@@ -10,7 +10,11 @@ then stops accepting, flushes, syncs and exits 0.
 The other commands are client-side tools, loaded by module name only when called (the broker never
 imports client code): ``pulsarlike admin ...`` (like ``pulsar-admin``), ``pulsarlike produce|consume ...``
 (like ``pulsar-client``), ``pulsarlike health`` (the gRPC health check) and ``pulsarlike job NAME ...``
-(the Spark jobs). Each module has ``main(argv) -> int``.
+(the Spark jobs). Each module has ``main(argv) -> int``. ``pulsarlike --help`` lists them all from
+:data:`COMMANDS` (no tool module is imported for it).
+
+pulsar-client's global form works too: ``pulsarlike --url URL produce ...`` (``--url``/``--service-url``
+before the command) is the command with ``--url URL`` after it.
 """
 from __future__ import annotations
 
@@ -25,10 +29,30 @@ from broker_core.config import BrokerConfig, parse_assignments, parse_conf_file
 from broker_core.errors import PulsarLikeError
 
 
+COMMANDS = {
+    "broker": "run a broker in the foreground",
+    "admin": "manage a broker like pulsar-admin: tenants, namespaces, topics, subscriptions, policies",
+    "produce": "send messages to a topic (like pulsar-client produce)",
+    "consume": "receive and acknowledge messages of a topic (like pulsar-client consume)",
+    "health": "ask a broker's gRPC health service (exit 0 when SERVING)",
+    "job": "run a Spark batch job: backfill, export, redrive, stream-demo",
+}
+"""Every command with its one-line help, as ``pulsarlike --help`` lists them."""
+URL_FLAGS = ("--url", "--service-url")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pulsarlike", description="pulsarlike: an embedded Pulsar-compatible broker")
+    parser = argparse.ArgumentParser(
+        prog="pulsarlike", description="pulsarlike: an embedded Pulsar-compatible broker and its tools",
+        epilog="`pulsarlike COMMAND --help` shows a command's options. The global form of pulsar-client, "
+               "`pulsarlike --url pulsar://HOST:PORT produce ...`, is accepted too.")
+    parser.add_argument("--url", "--service-url", dest="url", metavar="URL",
+                        help="broker service URL for the client commands (pulsar-client's global form)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    broker = commands.add_parser("broker", help="run a broker in the foreground")
+    broker = commands.add_parser("broker", help=COMMANDS["broker"])
+    for name, what in COMMANDS.items():
+        if name != "broker":  # served by their own modules (see TOOLS); listed here for --help only
+            commands.add_parser(name, help=what, add_help=False)
     broker.add_argument("--data-dir", required=True, help="folder for topic logs, cursors and metadata")
     broker.add_argument("--port", type=int, default=None, help="gRPC port (0: any free port); default 6650")
     broker.add_argument("--host", default=None, help="address to bind; default 127.0.0.1")
@@ -78,8 +102,23 @@ TOOLS = {"admin": "connector.cli.admin", "produce": "connector.cli.client", "con
 """Commands served by other modules: ``main(argv)`` of the module, with the command name first."""
 
 
+def _global_url(argv: list[str]) -> list[str]:
+    """``--url URL COMMAND ARGS`` (or ``--url=URL``) as ``COMMAND ARGS --url URL``; other argv unchanged."""
+    if not argv or argv[0].split("=", 1)[0] not in URL_FLAGS:
+        return argv
+    flag, _, value = argv[0].partition("=")
+    rest = argv[1:]
+    if not value:
+        if not rest:
+            return argv  # the parser says what is missing
+        value, rest = rest[0], rest[1:]
+    if rest and rest[0] in TOOLS:
+        return [rest[0], *rest[1:], flag, value]
+    return argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _global_url(list(sys.argv[1:] if argv is None else argv))
     if argv and argv[0] in TOOLS:
         import importlib
 
@@ -93,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     args = _parser().parse_args(argv)
+    if args.url is not None:
+        print(f"pulsarlike: --url applies to the client commands ({', '.join(TOOLS)}), not to "
+              f"{args.command}", file=sys.stderr)
+        return 2
     from broker_core.logs import configure
 
     configure(args.log_level)

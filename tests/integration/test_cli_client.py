@@ -164,3 +164,11 @@ def unused_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_pulsar_clients_global_url_form_is_accepted(broker, topic):
+    produced = pulsarlike("--url", broker.service_url, "produce", topic, "-m", "hello")
+    assert produced.returncode == 0, produced.stderr
+    consumed = pulsarlike(f"--service-url={broker.service_url}", "consume", topic, "-s", "s", "-p", "Earliest")
+    assert consumed.returncode == 0, consumed.stderr
+    assert contents(consumed.stdout) == ["hello"]
