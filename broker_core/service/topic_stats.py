@@ -1,9 +1,11 @@
-"""Pulsar's topic stats of a persistent topic partition (``pulsarlike admin topics stats``): counters and
-sizes read from the topic, rates from its :class:`~broker_core.service.rates.Rates` (computed by the broker
-over the stats interval, never per request)."""
+"""Pulsar's topic stats (``pulsarlike admin topics stats``): of a persistent topic partition, counters and
+sizes read from the topic (its rates are added by :class:`~broker_core.service.rates.TopicRates`, computed
+by the broker over the stats interval, never per request); of a partitioned topic, its partitions' summed."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
+
+from broker_core.service.rates import average_size
 
 if TYPE_CHECKING:
     from broker_core.service.topic import PersistentTopic
@@ -50,4 +52,33 @@ def bytes_from(log: "ManagedLog", offset: int) -> int:
             total += size
         else:
             total += size * (last - offset + 1) // max(1, last - first + 1)
+    return total
+
+
+SUMMED = ("msgInCounter", "bytesInCounter", "msgOutCounter", "bytesOutCounter", "storageSize", "backlogSize",
+          "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut")
+SUBSCRIPTION_SUMMED = ("msgBacklog", "totalMsgExpired", "unackedMessages", "msgOutCounter", "msgRateOut",
+                       "msgThroughputOut", "msgRateRedeliver", "msgRateExpired")
+
+
+def partitioned_stats(per: Mapping[str, Mapping[str, Any]], non_persistent: bool) -> dict[str, Any]:
+    """A partitioned topic's stats from its partitions' (``per``, by partition name): figures and rates summed,
+    publishers and consumers listed, each partition's stats under ``partitions``."""
+    total: dict[str, Any] = {"metadata": {"partitions": len(per)}, "partitions": dict(per), "publishers": [],
+                             "subscriptions": {}}
+    for key in SUMMED:
+        total[key] = sum(p.get(key) or 0 for p in per.values())
+    total["averageMsgSize"] = average_size(total)
+    summed_sub = SUBSCRIPTION_SUMMED + (("msgDropCount", "msgDropRate") if non_persistent else ())
+    for p in per.values():
+        total["publishers"].extend(p["publishers"])
+        for sub_name, sub in p["subscriptions"].items():
+            agg = total["subscriptions"].setdefault(sub_name, {"type": sub.get("type"), "consumers": []})
+            for key in summed_sub:
+                agg[key] = agg.get(key, 0) + (sub.get(key) or 0)
+            for key in ("lastConsumedTimestamp", "lastAckedTimestamp"):
+                agg[key] = max(agg.get(key, 0), sub.get(key) or 0)
+            agg["consumers"].extend(sub.get("consumers", []))
+    if non_persistent:
+        total["msgDropCount"] = sum(p.get("msgDropCount", 0) for p in per.values())
     return total

@@ -31,7 +31,7 @@ from broker_core.service.metadata import PartitionedTopicsStore
 from broker_core.service.namespaces import NamespacesStore, check_namespace_name
 from broker_core.service.non_persistent import NonPersistentTopic, check_enabled
 from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
-from broker_core.service.rates import average_size
+from broker_core.service.topic_stats import partitioned_stats
 from broker_core.service.retention import RetentionPolicy
 from broker_core.service.topic import PersistentTopic
 from broker_core.storage.cursor_store import CursorStore
@@ -43,7 +43,6 @@ from broker_core.types import (NON_PERSISTENT, PERSISTENT, TopicName, check_part
 log = logging.getLogger(__name__)
 
 MAX_PARTITIONS = 4096
-SUMMED_RATES = ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut")
 
 
 def _topic_folders(folder: Path) -> list[str]:
@@ -352,28 +351,7 @@ class TopicRegistry:
         if not partitions:
             return self.get(name, create=False).stats()
         per = {str(name.partition(i)): self.get(name.partition(i), create=True).stats() for i in range(partitions)}
-        total: dict = {"metadata": {"partitions": partitions}, "partitions": per, "publishers": [],
-                       "subscriptions": {}}
-        for key in ("msgInCounter", "bytesInCounter", "msgOutCounter", "bytesOutCounter", "storageSize",
-                    "backlogSize", *SUMMED_RATES):
-            total[key] = sum(p.get(key) or 0 for p in per.values())
-        total["averageMsgSize"] = average_size(total)
-        for p in per.values():
-            total["publishers"].extend(p["publishers"])
-            for sub_name, sub in p["subscriptions"].items():
-                agg = total["subscriptions"].setdefault(sub_name, {"type": sub.get("type"), "consumers": []})
-                for key in ("msgBacklog", "totalMsgExpired", "unackedMessages", "msgOutCounter", "msgRateOut",
-                            "msgThroughputOut", "msgRateRedeliver", "msgRateExpired"):
-                    agg[key] = agg.get(key, 0) + (sub.get(key) or 0)
-                for key in ("lastConsumedTimestamp", "lastAckedTimestamp"):
-                    agg[key] = max(agg.get(key, 0), sub.get(key) or 0)
-                agg["consumers"].extend(sub.get("consumers", []))
-                if name.domain == NON_PERSISTENT:
-                    agg["msgDropCount"] = agg.get("msgDropCount", 0) + sub.get("msgDropCount", 0)
-                    agg["msgDropRate"] = agg.get("msgDropRate", 0) + sub.get("msgDropRate", 0)
-        if name.domain == NON_PERSISTENT:
-            total["msgDropCount"] = sum(p.get("msgDropCount", 0) for p in per.values())
-        return total
+        return partitioned_stats(per, name.domain == NON_PERSISTENT)
 
     # ------------------------------------------------------------------ idle topics
     def start_unloading(self) -> None:
