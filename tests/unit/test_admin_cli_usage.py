@@ -60,3 +60,22 @@ def test_every_verb_the_issue_names_exists():
                         "subscriptions create-subscription unsubscribe skip clear-backlog reset-cursor "
                         "peek-messages"}
     assert {(g, v) for g, verbs in wanted.items() for v in verbs.split()} <= set(leaves)
+
+
+def test_every_operator_verb_of_issue_11_exists():
+    leaves = build_parser().leaves
+    wanted = {"namespaces": "clear-backlog unsubscribe set-subscription-expiration-time "
+                            "get-subscription-expiration-time remove-subscription-expiration-time",
+              "topics": "update-partitioned-topic expire-messages expire-messages-all-subscriptions "
+                        "last-message-id examine-message terminate unload lookup list-partitioned-topics"}
+    assert {(g, v) for g, verbs in wanted.items() for v in verbs.split()} <= set(leaves)
+
+
+def test_examine_message_takes_pulsar_admins_flags():
+    parsed = build_parser().parse_args(["topics", "examine-message", "t", "-i", "earliest", "-m", "3"])
+    assert (parsed.initial_position, parsed.message_position) == ("earliest", 3)
+
+
+def test_expire_messages_takes_a_time_or_a_message_id_not_both(capsys):
+    code, _, err = run(capsys, "topics", "expire-messages", "t", "-s", "sub", "-t", "1h", "-m", "1:2")
+    assert code == 2 and "not allowed with argument" in err
