@@ -56,6 +56,7 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._subscription: str | None = options.subscription_name or None
         """Known once the query starts (initialOffset) or the first stored offset arrives (a restart)."""
         self._initial: dict | None = None
+        self._replaced: str | None = None
         self._latest: Offsets = {}
         self._target: Offsets | None = None  # Trigger.AvailableNow: read up to here, no further
         self._last_admit_s = clock()
@@ -116,7 +117,8 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                             "had their own subscription, so the query keeps the name every query on these "
                             "topics shared; to give it its own, set option subscriptionName and delete the "
                             "old subscription once no query uses it", self._subscription)
-        elif decoded.subscription not in (None, self._subscription):
+        elif decoded.subscription not in (None, self._subscription, self._replaced):
+            self._replaced = decoded.subscription  # said once, not on every trigger
             log.warning("event=subscription_replaced subscription=%s checkpoint_subscription=%s: option "
                         "subscriptionName wins; the checkpoint's subscription is no longer acknowledged (delete "
                         "it, or let it expire)", self._subscription, decoded.subscription)

@@ -99,6 +99,15 @@ def test_a_fresh_query_creates_its_own_subscription_and_names_it_in_its_offsets(
     assert subscriptions(admin, topic)[first.subscription]["msgBacklog"] == 10
 
 
+def test_initial_offset_gives_the_same_answer_however_often_spark_asks(broker, produce, topic, admin):
+    produce(topic, 3)
+    reader = reader_for(broker, topic, startingOffsets="latest")
+    first = reader.initialOffset()
+    produce(topic, 3, start=3)  # Spark asks again on every trigger until a first batch is planned
+    assert reader.initialOffset() == first
+    assert len(subscriptions(admin, topic)) == 1
+
+
 def test_a_restarted_reader_keeps_the_subscription_its_offsets_name(broker, produce, topic, admin):
     produce(topic, 10)
     start = reader_for(broker, topic).initialOffset()
@@ -109,6 +118,15 @@ def test_a_restarted_reader_keeps_the_subscription_its_offsets_name(broker, prod
     assert decode_source_offset(end).subscription == restarted.subscription == name
     assert list(subscriptions(admin, topic)) == [name]
     assert subscriptions(admin, topic)[name]["msgBacklog"] == 0
+
+
+def test_an_explicit_subscription_name_wins_over_the_checkpoints(broker, produce, topic, admin):
+    produce(topic, 4)
+    start = reader_for(broker, topic).initialOffset()
+    renamed = reader_for(broker, topic, subscriptionName="renamed")
+    end = renamed.latestOffset(start, ReadAllAvailable())
+    assert decode_source_offset(end).subscription == "renamed"
+    assert subscriptions(admin, topic)["renamed"]["msgBacklog"] == 4
 
 
 def test_an_older_checkpoint_without_a_subscription_keeps_the_name_queries_used_to_share(broker, produce, topic,

@@ -271,6 +271,26 @@ def test_partitions_added_while_the_query_runs_are_read_from_their_start(spark, 
                          + [("c", f"m{i}") for i in range(6)])
 
 
+def test_partitions_added_to_a_running_querys_topic_are_read_from_their_first_offset(spark, source, produce,
+                                                                                      topic, admin, tmp_path):
+    admin.create_partitioned_topic(topic, 1)
+    produce(topic, 5)
+    query = (source(topic=topic, startingOffsets="earliest").load().writeStream.format("memory")
+             .queryName("grown").option("checkpointLocation", str(tmp_path)).start())
+    try:
+        query.processAllAvailable()
+        admin.update_partitioned_topic(topic, 3)
+        produce(f"{topic}-partition-2", 4, start=5)  # before the query has seen the new partitions
+        produce(topic, 12, start=9)
+        query.processAllAvailable()
+        query.processAllAvailable()
+        rows = spark.sql("SELECT __partition, __offset, value FROM grown").collect()
+    finally:
+        query.stop()
+    assert sorted(int(r["value"][1:]) for r in rows) == list(range(21))
+    assert sorted(r["__offset"] for r in rows if r["__partition"] == 2)[:4] == [0, 1, 2, 3]
+
+
 def test_progress_reports_the_latest_offset_and_messages_behind_it(spark, source, produce, topic, admin,
                                                                     tmp_path):
     admin.create_partitioned_topic(topic, 2)
