@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -253,3 +254,10 @@ def test_messages_behind_latest_are_derived_from_end_and_latest_offsets():
     assert messages_behind_latest(progress) == {
         "minOffsetsBehindLatest": 0, "avgOffsetsBehindLatest": 5.0, "maxOffsetsBehindLatest": 10}
     assert messages_behind_latest({"sources": [{"endOffset": None, "latestOffset": None}]}) is None
+
+
+def test_the_readme_spark_section_says_how_to_avoid_data_source_not_found():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Spark\n", 1)[1].split("\n## ", 1)[0]
+    assert "DATA_SOURCE_NOT_FOUND" in section
+    assert "PYSPARK_PYTHON=.venv/bin/python .venv/bin/python job.py" in section
