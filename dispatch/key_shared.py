@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker_core.errors import ConsumerBusy
-from broker_core.protocol import codec
+from broker_core.protocol.entry import read_metadata
 from dispatch.consumer import Consumer
 from dispatch.draining import DrainingHashesTracker
 from dispatch.selectors import (ConsistentHashingSelector, HashRangeAutoSplitSelector,
@@ -69,9 +69,7 @@ def make_selector(policy: KeySharedPolicy, consistent_hashing: bool) -> StickyKe
 
 
 def entry_hash_key(entry: "StoredEntry") -> bytes:
-    data = entry.data
-    _, _, pos = codec.split_broker_entry(data)
-    metadata, _ = codec.decode_entry(memoryview(data)[pos:], verify=False)
+    metadata = read_metadata(entry.data)
     return sticky_key_of(metadata)
 
 

@@ -28,7 +28,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker_core.protocol import codec
+from broker_core.protocol.entry import read_metadata
 from broker_core.storage.log import StoredEntry
 from dispatch.consumer import Consumer, Delivery
 from dispatch.delayed import DelayedDeliveryTracker
@@ -64,9 +64,7 @@ def deliver_at(entry: "StoredEntry") -> int | None:
     batch, or an entry whose bytes do not contain the field's tag, is not parsed."""
     if entry.num_messages != 1 or _DELIVER_AT_TAG not in entry.data:
         return None
-    data = entry.data
-    _, _, pos = codec.split_broker_entry(data)
-    metadata, _ = codec.decode_entry(memoryview(data)[pos:], verify=False)
+    metadata = read_metadata(entry.data)
     return metadata.deliver_at_time if metadata.HasField("deliver_at_time") else None
 
 

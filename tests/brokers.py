@@ -14,19 +14,21 @@ LISTENING = "pulsarlike broker listening on "
 
 
 class BrokerProcess:
-    """``pulsarlike broker --port 0`` as a child process; ``address`` is read from its first line."""
+    """``pulsarlike broker --port 0`` as a child process; ``address`` is read from its first line.
+    :meth:`restart` starts it again on the same port (clients reconnect to the same URL)."""
 
-    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None, port: int = 0) -> None:
         self.data_dir = Path(data_dir)
         self.args = args
         self.env = {**os.environ, **(env or {})}
+        self.port = port
         self.proc: subprocess.Popen | None = None
         self.address = ""
 
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "broker_core.cli", "broker", "--data-dir", str(self.data_dir), "--port", "0",
-             *self.args],
+            [sys.executable, "-m", "broker_core.cli", "broker", "--data-dir", str(self.data_dir), "--port",
+             str(self.port), *self.args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
         line = self.proc.stdout.readline()  # the broker prints this first, flushed, once bound
         if not line.startswith(LISTENING):
@@ -34,7 +36,13 @@ class BrokerProcess:
             err = self.proc.stderr.read()
             raise RuntimeError(f"broker did not start: {line!r}\n{err}")
         self.address = line[len(LISTENING):].strip()
+        self.port = int(self.address.rsplit(":", 1)[1])
         return self
+
+    def restart(self) -> "BrokerProcess":
+        """Start again, on the port it had (after :meth:`kill` or :meth:`terminate`)."""
+        self._close_pipes()
+        return self.start()
 
     @property
     def service_url(self) -> str:
@@ -54,6 +62,9 @@ class BrokerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(30)
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
         if self.proc is not None:
             for stream in (self.proc.stdout, self.proc.stderr):
                 if stream:

@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker_core.errors import NotAllowedError, SubscriptionNotFound
+from broker_core.protocol.ack_set import to_words, unacked_bits
 from broker_core.service.topic import PersistentTopic
 from broker_core.storage.log import StoredEntry
-from dispatch.ack_set import to_words, unacked_bits
 from dispatch.subscription import Subscription
 
 PEEK_MAX = 1000

@@ -257,14 +257,14 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
 
 def _message_id_text(mid: Any) -> str:
     """``ledgerId:entryId:partitionIndex[:batchIndex]``, as Pulsar's MessageId prints."""
-    return f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}" + (f":{mid.batch_index}" if mid.batch_index >= 0
+    return f"{mid.ledger_id()}:{mid.entry_id()}:{mid.partition()}" + (f":{mid.batch_index()}" if mid.batch_index() >= 0
                                                                  else "")
 
 
 def _message_id_json(mid: Any) -> str:
-    fields = {"ledgerId": mid.ledger_id, "entryId": mid.entry_id, "partitionIndex": mid.partition}
-    if mid.batch_index >= 0:
-        fields["batchIndex"] = mid.batch_index
+    fields = {"ledgerId": mid.ledger_id(), "entryId": mid.entry_id(), "partitionIndex": mid.partition()}
+    if mid.batch_index() >= 0:
+        fields["batchIndex"] = mid.batch_index()
     return output.pulsar_json(fields)
 
 

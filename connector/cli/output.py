@@ -76,8 +76,8 @@ def peeked(messages: list[PeekedMessage]) -> str:
     blocks = []
     for msg in messages:
         mid = msg.message_id
-        head = (f"Batch Message ID: {mid.ledger_id}:{mid.entry_id}:{mid.batch_index}" if mid.batch_index >= 0
-                else f"Message ID: {mid.ledger_id}:{mid.entry_id}")
+        head = (f"Batch Message ID: {mid.ledger_id()}:{mid.entry_id()}:{mid.batch_index()}"
+                if mid.batch_index() >= 0 else f"Message ID: {mid.ledger_id()}:{mid.entry_id()}")
         block = [head, f"Publish time: {msg.publish_time}", f"Event time: {msg.event_time}"]
         if msg.deliver_at_time:
             block.append(f"Deliver at time: {msg.deliver_at_time}")
@@ -109,8 +109,8 @@ def peeked_json(messages: list[PeekedMessage]) -> str:
             payload, encoding = msg.data.decode("utf-8"), "utf-8"
         except UnicodeDecodeError:
             payload, encoding = base64.b64encode(msg.data).decode(), "base64"
-        out.append({"messageId": f"{mid.ledger_id}:{mid.entry_id}" + (f":{mid.batch_index}"
-                                                                     if mid.batch_index >= 0 else ""),
+        out.append({"messageId": f"{mid.ledger_id()}:{mid.entry_id()}" + (f":{mid.batch_index()}"
+                                                                         if mid.batch_index() >= 0 else ""),
                     "offset": msg.offset, "key": msg.key, "properties": msg.properties,
                     "publishTime": msg.publish_time, "eventTime": msg.event_time,
                     "producerName": msg.producer_name, "sequenceId": msg.sequence_id,

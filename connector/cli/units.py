@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from broker_core.types import MessageId
+from connector.client.message_id import MessageId
 
 SIZE_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
@@ -52,7 +52,7 @@ def parse_message_id(text: str, *, sentinels: bool = False) -> MessageId:
         accepted = "ledgerId:entryId (e.g. 0:42)" + (", earliest or latest" if sentinels else "")
         raise ValueError(f"message id {text!r} is not valid; use {accepted}")
     ledger, entry = int(parts[0]), int(parts[1])
-    return MessageId(ledger, entry, -1, int(parts[2]) if len(parts) == 3 else -1)
+    return MessageId(-1, ledger, entry, int(parts[2]) if len(parts) == 3 else -1)
 
 
 def _split(text: str, units: dict[str, int], what: str, accepted: str) -> tuple[int, str]:

@@ -1,14 +1,12 @@
 """pulsarlike's Python client; the names mirror ``pulsar-client``."""
 from broker_core.errors import (
     AlreadyClosed, BrokerPersistenceError, ChecksumError, ConnectError, ConsumerAssignError, ConsumerBusy,
-    PersistenceError,
     CorruptLog, CumulativeAcknowledgementNotAllowedError, DataDirLocked, IncompatibleSchema, InvalidConfiguration,
     InvalidMessage, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
-    NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, ProducerBusy, ProducerFenced,
-    ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound, TenantAlreadyExists,
-    TenantNotEmpty, TenantNotFound, Timeout, TooManyRequests, TopicAlreadyExists, TopicNotFound, TopicTerminated,
-    UnknownError, UnsafePath)
-from broker_core.types import MessageId
+    NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, PersistenceError, ProducerBusy,
+    ProducerFenced, ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound,
+    TenantAlreadyExists, TenantNotEmpty, TenantNotFound, Timeout, TooManyRequests, TopicAlreadyExists,
+    TopicNotFound, TopicTerminated, UnknownError, UnsafePath)
 
 from connector.client.admin import Admin, PeekedMessage
 from connector.client.client import Client
@@ -16,19 +14,23 @@ from connector.client.consumer import Consumer
 from connector.client.enums import (
     BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition, KeySharedMode,
     PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode, Result, SubscriptionMode)
+from connector.client.exceptions import PulsarException
 from connector.client.message import Message
+from connector.client.message_id import MessageId
 from connector.client.policies import (
-    ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, MultiplierRedeliveryBackoff)
+    ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, MultiplierRedeliveryBackoff)
 from connector.client.producer import Producer
 from connector.client.reader import Reader
 
 __all__ = [
     "Admin", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId", "PeekedMessage",
-    "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy", "MultiplierRedeliveryBackoff",
+    "ConsumerBatchReceivePolicy", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy",
+    "MultiplierRedeliveryBackoff",
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",
     "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode", "Result",
     "SubscriptionMode",
-    "AlreadyClosed", "BrokerPersistenceError", "PersistenceError", "ChecksumError", "ConnectError", "ConsumerAssignError",
+    "PulsarException", "AlreadyClosed", "BrokerPersistenceError", "PersistenceError", "ChecksumError",
+    "ConnectError", "ConsumerAssignError",
     "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "DataDirLocked", "IncompatibleSchema",
     "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",
     "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",

@@ -22,20 +22,26 @@ PLAIN_HEADERS = [codec.single_message_header(n) for n in range(PLAIN_LIMIT)]
 
 
 class PendingEntry:
-    """An entry sent (or about to be) and waiting for its receipt."""
+    """An entry sent (or about to be) and waiting for its receipt; its bytes are kept until then, to be sent
+    again after a reconnection."""
 
     __slots__ = ("sequence_id", "highest_sequence_id", "num_messages", "batched", "data", "callbacks",
-                 "sent_at")
+                 "sent_at", "counted")
 
     def __init__(self, sequence_id: int, highest_sequence_id: int, num_messages: int, batched: bool,
                  data: bytes, callbacks: list[Any], sent_at: float = 0.0) -> None:
         self.sequence_id = sequence_id
         self.highest_sequence_id = highest_sequence_id
         self.num_messages = num_messages
+        """Messages the entry holds (as the broker is told)."""
         self.batched = batched
         self.data = data
         self.callbacks = callbacks
         self.sent_at = sent_at
+        """When it was queued (``time.monotonic()``): its send timeout counts from then."""
+        self.counted = num_messages
+        """Messages it counts against ``max_pending_messages`` (a chunked message counts once, on its last
+        chunk)."""
 
 
 class BatchContainer:
@@ -160,15 +166,14 @@ or many queued large batches, go out in several requests)."""
 
 
 def pack_requests(items: list[Any]) -> list[broker_pb2.ProduceRequest]:
-    """Consecutive entries -- ``(sequence_id, highest_sequence_id, num_messages, data)`` tuples from
-    ``PartitionProducer._send_locked`` -- become one SendBatch request of at most MAX_REQUEST_BYTES
+    """Consecutive :class:`PendingEntry` items become one SendBatch request of at most MAX_REQUEST_BYTES
     (or of one larger entry); other requests pass as they are."""
     out: list[broker_pb2.ProduceRequest] = []
     batch = None
     size = 0
     for item in items:
-        if type(item) is tuple:
-            sequence_id, highest_sequence_id, num_messages, data = item
+        if type(item) is PendingEntry:
+            data = item.data
             if batch is not None and size + len(data) > MAX_REQUEST_BYTES:
                 out.append(batch)
                 batch = None
@@ -177,8 +182,8 @@ def pack_requests(items: list[Any]) -> list[broker_pb2.ProduceRequest]:
                 add = batch.send.entries.add
                 size = 0
             size += len(data)
-            add(sequence_id=sequence_id, highest_sequence_id=highest_sequence_id,
-                num_messages=num_messages, data=data)
+            add(sequence_id=item.sequence_id, highest_sequence_id=item.highest_sequence_id,
+                num_messages=item.num_messages, data=data)
             continue
         if batch is not None:
             out.append(batch)

@@ -7,9 +7,8 @@ import logging
 import threading
 from typing import Any, Callable
 
-from broker_core.types import MessageId
-
 from connector.client.enums import result_of
+from connector.client.message_id import MessageId
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,9 @@
-"""``Client`` (pulsar-client's API): the entry point that creates producers, consumers and readers."""
+"""``Client`` (pulsar-client's API): the entry point that creates producers, consumers and readers.
+
+The client is the composition root of its children: one connection (:class:`~connector.client.connection.
+Connection`, which gRPC reconnects after a broker restart), one timer thread, one :class:`~connector.client.
+lookup.Lookup`; every producer and consumer gets what it uses in its constructor.
+"""
 from __future__ import annotations
 
 import logging
@@ -9,24 +14,28 @@ from typing import Any, Callable, Mapping
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2
-from broker_core.types import MessageId, TopicName
+from broker_core.types import TopicName
 
 from connector.client.connection import Connection
 from connector.client.consumer import Consumer
-from connector.client.dead_letter import DeadLetters
+from connector.client.dead_letter import LetterOptions
 from connector.client.enums import (
     ACCESS_MODE_TO_WIRE, BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
     KeySharedMode, PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode, SubscriptionMode,
     check_enum)
-from connector.client.partition_consumer import PartitionConsumer
-from connector.client.pattern import PatternWatcher, TopicsPattern
-from connector.client.policies import (
-    ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, RedeliveryBackoff, check_backoff)
-from connector.client.redelivery import MIN_ACK_TIMEOUT_MS, MIN_TICK_MS
+from connector.client.lookup import Lookup
+from connector.client.message_id import MessageId
+from connector.client.partition_consumer import ConsumerSettings, PartitionOpener
 from connector.client.partition_producer import PartitionProducer
+from connector.client.pattern import TopicsPattern
+from connector.client.policies import (
+    ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, RedeliveryBackoff,
+    RedeliveryOptions, check_backoff)
+from connector.client.positions import ReadPositions
 from connector.client.producer import Producer, initial_partition
 from connector.client.producer_conf import ProducerConf, check_sequence_id
 from connector.client.reader import Reader, start_position
+from connector.client.redelivery import MIN_ACK_TIMEOUT_MS, MIN_TICK_MS
 from connector.client.routing import Router
 from connector.client.timer import TimerThread
 
@@ -39,20 +48,30 @@ class Client:
     def __init__(self, service_url: str, authentication: Any = None,
                  operation_timeout_seconds: float = 30, io_threads: int = 1,
                  message_listener_threads: int = 1, concurrent_lookup_requests: int = 50000,
-                 log_conf_file_path: str | None = None, use_tls: bool = False,
-                 tls_trust_certs_file_path: str | None = None,
+                 log_conf_file_path: str | None = None, stats_interval_in_seconds: int = 600,
+                 use_tls: bool = False, tls_trust_certs_file_path: str | None = None,
                  tls_allow_insecure_connection: bool = False, tls_validate_hostname: bool = False,
                  logger: Any = None, connection_timeout_ms: int = 10000,
-                 listener_name: str | None = None) -> None:
-        if use_tls or authentication is not None:
-            raise errors.InvalidConfiguration("TLS and authentication are not supported by pulsarlike")
+                 listener_name: str | None = None, tls_private_key_file_path: str | None = None,
+                 tls_certificate_file_path: str | None = None) -> None:
+        """Arguments pulsarlike cannot honour raise ``InvalidConfiguration`` instead of being ignored:
+        ``authentication``, TLS (``use_tls`` and the ``tls_*`` options), ``logger`` and ``log_conf_file_path``
+        (pulsarlike logs through the standard ``logging`` module: configure the ``connector`` logger)."""
+        _refuse_unsupported(
+            "Client", authentication=authentication, use_tls=use_tls,
+            tls_trust_certs_file_path=tls_trust_certs_file_path,
+            tls_allow_insecure_connection=tls_allow_insecure_connection,
+            tls_validate_hostname=tls_validate_hostname, tls_private_key_file_path=tls_private_key_file_path,
+            tls_certificate_file_path=tls_certificate_file_path, logger=logger,
+            log_conf_file_path=log_conf_file_path, listener_name=listener_name)
         if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
             raise ValueError("operation_timeout_seconds and connection_timeout_ms must be > 0")
         self._connection = Connection(service_url, float(operation_timeout_seconds),
                                       connection_timeout_ms / 1000.0)
+        self._lookup = Lookup(self._connection)
         self._timer = TimerThread()
         self._lock = threading.Lock()
-        self._children: list[Any] = []
+        self._children: list[Producer | Consumer] = []
         self._closed = False
 
     # --- producers ------------------------------------------------------------------------------------
@@ -61,7 +80,7 @@ class Client:
                         compression_type: CompressionType = CompressionType.NONE,
                         max_pending_messages: int = 1000,
                         max_pending_messages_across_partitions: int = 50000,
-                        block_if_queue_full: bool = False, batching_enabled: bool = True,
+                        block_if_queue_full: bool = False, batching_enabled: bool = False,
                         batching_max_messages: int = 1000,
                         batching_max_allowed_size_in_bytes: int = 128 * 1024,
                         batching_max_publish_delay_ms: int = 10, chunking_enabled: bool = False,
@@ -74,7 +93,11 @@ class Client:
                         access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
                         message_router: Callable[[Any, int], int] | None = None,
                         hashing_scheme: HashingScheme = HashingScheme.JavaStringHash) -> Producer:
+        """A producer; batching is off by default, as in pulsar-client (turn it on for throughput). While the
+        broker cannot be reached (a restart), sends wait to be sent again and fail only at
+        ``send_timeout_millis``."""
         self._check_open()
+        _refuse_unsupported("create_producer", schema=schema)
         compression = check_enum("compression_type", compression_type, CompressionType)
         routing = check_enum("message_routing_mode", message_routing_mode, PartitionsRoutingMode)
         batching = check_enum("batching_type", batching_type, BatchingType)
@@ -84,7 +107,7 @@ class Client:
         if chunking_enabled and batching_enabled:
             raise errors.InvalidConfiguration(
                 "chunking_enabled=True cannot be combined with batching_enabled=True (a chunk is never "
-                "part of a batch); batching is on by default, so pass batching_enabled=False as well")
+                "part of a batch): pass batching_enabled=False")
         if chunking_enabled and TopicName.parse(name).domain != "persistent":
             raise errors.InvalidConfiguration(f"chunking_enabled=True needs a persistent topic; {name} "
                                               "is non-persistent")
@@ -111,7 +134,7 @@ class Client:
             key_based_batching=batching == BatchingType.KeyBased, properties=dict(properties or {}),
             access_mode=ACCESS_MODE_TO_WIRE[access],  # type: ignore[index]
             chunking_enabled=bool(chunking_enabled))
-        num = self._partitions(name)
+        num = self._lookup.partitions(name)
         router = Router(max(num, 1), routing, scheme, message_router,  # type: ignore[arg-type]
                         start=initial_partition(num))
         targets = [(str(TopicName.parse(name).partition(i)), i) for i in range(num)] if num \
@@ -126,7 +149,7 @@ class Client:
             for producer in producers:
                 producer.close(timeout_s=1)
             raise
-        return self._adopt(Producer(self, name, producers, router, send_timeout_millis, num > 0))
+        return self._adopt(Producer(name, producers, router, send_timeout_millis, num > 0, self._forget))
 
     # --- consumers ------------------------------------------------------------------------------------
     def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str,
@@ -142,7 +165,8 @@ class Client:
                   crypto_key_reader: Any = None, replicate_subscription_state_enabled: bool = False,
                   max_pending_chunked_message: int = 10,
                   auto_ack_oldest_chunked_message_on_queue_full: bool = False,
-                  start_message_id_inclusive: bool = False, batch_receive_policy: Any = None,
+                  start_message_id_inclusive: bool = False,
+                  batch_receive_policy: ConsumerBatchReceivePolicy | None = None,
                   key_shared_policy: ConsumerKeySharedPolicy | None = None,
                   batch_index_ack_enabled: bool = False,
                   regex_subscription_mode: RegexSubscriptionMode | None = None,
@@ -161,12 +185,18 @@ class Client:
         (``MultiplierRedeliveryBackoff``), ``ack_timeout_tick_time_ms`` (>= 100), ``retry_enable`` and
         ``reconsume_later``; ``unacked_messages_timeout_ms`` takes 0/None (off) or >= 1000 ms, as the Java
         client (pulsar-client's C++ core wants >= 10 s).
+
+        A broker restart is ridden through: the consumer subscribes again (same name, type and
+        subscription), drops what it had buffered and not handed out, and the broker redelivers every
+        unacknowledged message (at least once, as in Pulsar).
         """
         self._check_open()
         _refuse_unsupported(
-            batch_receive_policy=batch_receive_policy, is_read_compacted=is_read_compacted, schema=schema,
-            crypto_key_reader=crypto_key_reader,
+            "subscribe", is_read_compacted=is_read_compacted, schema=schema, crypto_key_reader=crypto_key_reader,
             replicate_subscription_state_enabled=replicate_subscription_state_enabled)
+        if batch_receive_policy is not None and not isinstance(batch_receive_policy, ConsumerBatchReceivePolicy):
+            raise ValueError(f"batch_receive_policy={batch_receive_policy!r} is not valid; use "
+                             "ConsumerBatchReceivePolicy(max_num_message, max_num_bytes, timeout_ms)")
         ctype = ConsumerType(check_enum("consumer_type", consumer_type, ConsumerType))
         position = check_enum("initial_position", initial_position, InitialPosition)
         mode = check_enum("subscription_mode", subscription_mode, SubscriptionMode)
@@ -186,8 +216,10 @@ class Client:
                 or 0 < ack_timeout < MIN_ACK_TIMEOUT_MS or ack_timeout < 0:
             raise ValueError(f"unacked_messages_timeout_ms={unacked_messages_timeout_ms!r} is not valid; use "
                              f"0 or None (off) or an int >= {MIN_ACK_TIMEOUT_MS}")
-        nack_backoff = check_backoff("negative_ack_redelivery_backoff", negative_ack_redelivery_backoff)
-        ack_backoff = check_backoff("ack_timeout_redelivery_backoff", ack_timeout_redelivery_backoff)
+        redelivery = RedeliveryOptions(
+            negative_ack_redelivery_delay_ms,
+            check_backoff("negative_ack_redelivery_backoff", negative_ack_redelivery_backoff), ack_timeout,
+            ack_timeout_tick_time_ms, check_backoff("ack_timeout_redelivery_backoff", ack_timeout_redelivery_backoff))
         key_shared = _key_shared_meta(key_shared_policy, ctype)
         if dead_letter_policy is not None and not isinstance(dead_letter_policy, ConsumerDeadLetterPolicy):
             raise ValueError(f"dead_letter_policy={dead_letter_policy!r} is not valid; use "
@@ -195,7 +227,7 @@ class Client:
         pattern = None
         if isinstance(topic, re.Pattern) or is_pattern_topic:
             pattern = TopicsPattern.parse(topic, regex_subscription_mode)  # type: ignore[arg-type]
-            topics = self._matching_topics(pattern)
+            topics = pattern.select(self._lookup.list_topics(pattern.namespace))
             shown: str | list[str] = pattern.text
         elif isinstance(topic, (list, tuple)):
             topics = [_qualified(t) for t in topic]
@@ -204,50 +236,30 @@ class Client:
             topics = [_qualified(topic)]
             shown = topics[0]
         matched = topics
-        dead_letters = None
+        letters = None
         if dead_letter_policy is not None or retry_enable:
-            dead_letters = DeadLetters(self, subscription_name, dead_letter_policy,
-                                       None if pattern is not None else topics[0], ctype, bool(retry_enable))
-            if retry_enable and dead_letters.retry_letter_topic not in topics:
-                topics = topics + [dead_letters.retry_letter_topic]  # type: ignore[list-item]
-        consumer = Consumer(self, shown, subscription_name, ctype,
-                            message_listener, negative_ack_redelivery_delay_ms,
-                            max_pending_chunked_message=max_pending_chunked_message,
-                            auto_ack_oldest_chunked_message_on_queue_full=bool(
-                                auto_ack_oldest_chunked_message_on_queue_full),
-                            expire_time_of_incomplete_chunked_message_ms=(
-                                expire_time_of_incomplete_chunked_message_ms),
-                            negative_ack_redelivery_backoff=nack_backoff,
-                            unacked_messages_timeout_ms=ack_timeout,
-                            ack_timeout_tick_time_ms=ack_timeout_tick_time_ms,
-                            ack_timeout_redelivery_backoff=ack_backoff,
-                            batch_index_ack_enabled=bool(batch_index_ack_enabled), dead_letters=dead_letters)
+            letters = LetterOptions.parse(subscription_name, dead_letter_policy,
+                                          None if pattern is not None else topics[0], ctype, bool(retry_enable))
+            if letters.retry_letter_topic is not None and letters.retry_letter_topic not in topics:
+                topics = topics + [letters.retry_letter_topic]
         template = broker_pb2.Subscribe(
             subscription=subscription_name, sub_type=int(ctype), consumer_name=consumer_name or "",
             initial_position=int(position), priority_level=priority_level or 0,
             durable=mode == SubscriptionMode.Durable, multi_topic=len(topics) > 1 or pattern is not None)
         if key_shared is not None:
             template.key_shared.CopyFrom(key_shared)
-        self._open_consumer(consumer, self._subscribe_requests(template, topics), receiver_queue_size)
-        if pattern is not None:
-            consumer._resubscribe = lambda added: self._open_subs(
-                consumer, self._subscribe_requests(template, added), receiver_queue_size)
-            consumer._watcher = PatternWatcher(
-                pattern, pattern_auto_discovery_period, matched,
-                lambda: self._list_topics(pattern.namespace), consumer._topics_changed)
-            consumer._watcher.start()
+        settings = ConsumerSettings(
+            receiver_queue_size, not batch_index_ack_enabled, max_pending_chunked_message,
+            bool(auto_ack_oldest_chunked_message_on_queue_full), expire_time_of_incomplete_chunked_message_ms)
+        # A non-durable subscription resumes after a reconnection where the application is.
+        positions = ReadPositions() if mode == SubscriptionMode.NonDurable else None
+        opener = PartitionOpener(self._connection, self._timer, self._lookup, template, settings, positions)
+        consumer = Consumer(shown, subscription_name, ctype, opener, topics, self._lookup, self._timer, redelivery,
+                            self._forget, create_producer=self.create_producer, letters=letters,
+                            message_listener=message_listener, batch_receive_policy=batch_receive_policy,
+                            positions=positions, pattern=pattern, pattern_topics=matched,
+                            pattern_auto_discovery_period=pattern_auto_discovery_period)
         return self._adopt(consumer)
-
-    def _subscribe_requests(self, template: broker_pb2.Subscribe,
-                            topics: list[str]) -> list[broker_pb2.Subscribe]:
-        requests = []
-        for partition_topic, index in self._expand(topics):
-            request = broker_pb2.Subscribe()
-            request.CopyFrom(template)
-            request.topic = partition_topic
-            request.partition_index = index
-            requests.append(request)
-        return requests
 
     def create_reader(self, topic: str, start_message_id: MessageId, schema: Any = None,
                       reader_listener: Callable[[Reader, Any], None] | None = None,
@@ -255,81 +267,44 @@ class Client:
                       subscription_role_prefix: str | None = None, is_read_compacted: bool = False,
                       crypto_key_reader: Any = None, start_message_id_inclusive: bool = False,
                       crypto_failure_action: Any = None) -> Reader:
-        """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``/``latest`` or an id)."""
+        """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``/``latest`` or an id). After a
+        broker restart the reader resumes after the last message it returned."""
         self._check_open()
+        _refuse_unsupported("create_reader", schema=schema, is_read_compacted=is_read_compacted,
+                            crypto_key_reader=crypto_key_reader)
         if not isinstance(start_message_id, MessageId):
             raise TypeError("start_message_id must be a MessageId (e.g. MessageId.earliest)")
         name = _qualified(topic)
-        targets = self._expand([name])
+        targets = self._lookup.expand([name])
         specific = not (start_message_id.is_earliest() or start_message_id.is_latest())
         if specific and len(targets) > 1:
             raise errors.InvalidConfiguration(
                 "a reader on a partitioned topic starts at MessageId.earliest or MessageId.latest; "
                 "read one partition topic to start at a message id")
         subscription = reader_name or f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}"
-        consumer = Consumer(self, name, subscription, ConsumerType.Exclusive, None, 60000)
-        requests = [broker_pb2.Subscribe(
-            topic=partition_topic, subscription=subscription, sub_type=broker_pb2.EXCLUSIVE_SUB,
-            consumer_name=reader_name or "", durable=False,
-            start=start_position(start_message_id, start_message_id_inclusive),
-            start_inclusive=start_message_id_inclusive, partition_index=index)
-            for partition_topic, index in targets]
-        self._open_consumer(consumer, requests, receiver_queue_size)
+        template = broker_pb2.Subscribe(
+            subscription=subscription, sub_type=broker_pb2.EXCLUSIVE_SUB, consumer_name=reader_name or "",
+            durable=False, start=start_position(start_message_id, start_message_id_inclusive),
+            start_inclusive=start_message_id_inclusive)
+        positions = ReadPositions()
+        opener = PartitionOpener(self._connection, self._timer, self._lookup, template,
+                                 ConsumerSettings(receiver_queue_size), positions)
+        consumer = Consumer(name, subscription, ConsumerType.Exclusive, opener, [name], self._lookup, self._timer,
+                            RedeliveryOptions(), self._forget, positions=positions)
         try:
-            reader = Reader(consumer, name, start_message_id, start_message_id_inclusive)
+            reader = Reader(consumer, self._lookup, name, positions, start_message_id, start_message_id_inclusive)
         except BaseException:
             consumer.close()
             raise
         if reader_listener is not None:
-            consumer._listener = reader_listener
-            consumer._listener_owner = reader  # the listener is called as reader_listener(reader, msg)
-            consumer._start_listener()
+            consumer.start_listener(reader_listener, reader)  # called as reader_listener(reader, msg)
         self._adopt(consumer)
         return reader
-
-    def _open_consumer(self, consumer: Consumer, requests: list[broker_pb2.Subscribe],
-                       receiver_queue_size: int) -> None:
-        consumer._attach(self._open_subs(consumer, requests, receiver_queue_size))
-
-    def _open_subs(self, consumer: Consumer, requests: list[broker_pb2.Subscribe],
-                   receiver_queue_size: int) -> list[PartitionConsumer]:
-        subs: list[PartitionConsumer] = []
-        try:
-            for request in requests:
-                subs.append(PartitionConsumer(consumer, self._connection, self._timer, request,
-                                              receiver_queue_size))
-        except BaseException:
-            for sub in subs:
-                sub.close()
-            raise
-        return subs
 
     # --- lookups --------------------------------------------------------------------------------------
     def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition topics of ``topic`` (itself when not partitioned)."""
-        return [t for t, _ in self._expand([_qualified(topic)])]
-
-    def _partitions(self, topic: str) -> int:
-        return self._connection.unary("GetPartitionedTopicMetadata",
-                                      broker_pb2.TopicRequest(topic=topic)).partitions
-
-    def _expand(self, topics: list[str]) -> list[tuple[str, int]]:
-        out: list[tuple[str, int]] = []
-        for name in topics:
-            num = self._partitions(name)
-            if num > 0:
-                parsed = TopicName.parse(name)
-                out.extend((str(parsed.partition(i)), i) for i in range(num))
-            else:
-                out.append((name, TopicName.parse(name).partition_index))
-        return out
-
-    def _matching_topics(self, pattern: TopicsPattern) -> list[str]:
-        return pattern.select(self._list_topics(pattern.namespace))
-
-    def _list_topics(self, namespace: str) -> list[str]:
-        return list(self._connection.unary("ListTopics",
-                                           broker_pb2.ListTopicsRequest(namespace=namespace)).topics)
+        return [t for t, _ in self._lookup.expand([_qualified(topic)])]
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -341,7 +316,7 @@ class Client:
             self._children.append(child)
         return child
 
-    def _forget(self, child: Any) -> None:
+    def _forget(self, child: Producer | Consumer) -> None:
         with self._lock:
             if child in self._children:
                 self._children.remove(child)
@@ -388,11 +363,11 @@ def _key_shared_meta(policy: ConsumerKeySharedPolicy | None,
         ranges=[broker_pb2.HashRange(start=s, end=e) for s, e in policy.sticky_ranges] if sticky else [])
 
 
-def _refuse_unsupported(**options: Any) -> None:
-    """A consumer option that pulsarlike does not implement yet fails loudly instead of being ignored."""
+def _refuse_unsupported(where: str, **options: Any) -> None:
+    """An option that pulsarlike does not implement fails loudly instead of being ignored."""
     used = sorted(name for name, value in options.items() if value)
     if used:
-        raise errors.InvalidConfiguration(f"{', '.join(used)}: not supported by pulsarlike yet; leave "
+        raise errors.InvalidConfiguration(f"{where}: {', '.join(used)}: not supported by pulsarlike yet; leave "
                                           f"{'it' if len(used) == 1 else 'them'} unset")
 
 

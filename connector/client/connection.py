@@ -1,7 +1,9 @@
 """The gRPC channel to one broker: service URL parsing, readiness, unary calls, bidirectional streams.
 
 Streams are fed from a queue by a request iterator (gRPC pulls it on its own thread); a daemon thread
-per stream reads the responses.
+per stream reads the responses. The channel itself reconnects after a broker restart (gRPC's own backoff,
+set to start at 100 ms as Pulsar's clients do); what a lost stream means for the producer or consumer on it
+is theirs to handle (:mod:`connector.client.reconnect`).
 """
 from __future__ import annotations
 
@@ -9,13 +11,16 @@ import logging
 import queue
 import re
 import threading
+import time
 from typing import Any, Callable, Iterator
 
 import grpc
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2_grpc
-from broker_core.protocol.status import error_from_rpc
+from broker_core.protocol.status import CODE_KEY, error_from_rpc
+
+from connector.client.reconnect import INITIAL_BACKOFF_S, MAX_BACKOFF_S, retry_until
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +37,7 @@ def parse_service_url(service_url: str) -> str:
 
 
 class Connection:
-    """One channel and stub; ``ready()`` is checked on first use and after a failure."""
+    """One channel and stub; ``ready()`` is checked on first use."""
 
     def __init__(self, service_url: str, operation_timeout_s: float, connection_timeout_s: float) -> None:
         self.target = parse_service_url(service_url)
@@ -46,14 +51,20 @@ class Connection:
             # One connection per Client, as Pulsar's clients have: the broker's per-connection limits
             # then apply to each Client, not to every Client of the process together.
             ("grpc.use_local_subchannel_pool", 1),
+            # After a broker restart the channel connects again with Pulsar's backoff, not gRPC's 1 s start.
+            ("grpc.initial_reconnect_backoff_ms", int(INITIAL_BACKOFF_S * 1000)),
+            ("grpc.min_reconnect_backoff_ms", int(INITIAL_BACKOFF_S * 1000)),
+            ("grpc.max_reconnect_backoff_ms", int(MAX_BACKOFF_S * 1000)),
         ])
         self.stub = broker_pb2_grpc.PulsarLikeStub(self.channel)
         self._ready = False
         self._lock = threading.Lock()
-        self.closed = False
+        self.closed = threading.Event()
+        """Set by :meth:`close`: waits between retries end at once."""
 
     def ensure_ready(self) -> None:
-        if self.closed:
+        """Wait (``connection_timeout_s``) for the first connection; ``ConnectError`` if there is none."""
+        if self.closed.is_set():
             raise errors.AlreadyClosed("the client is closed")
         if self._ready:
             return
@@ -68,42 +79,83 @@ class Connection:
                     f"{self.connection_timeout_s:g}s; is it running?", target=self.target) from None
             self._ready = True
 
-    def unary(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
-        """Call ``method`` with a deadline; failures become typed errors."""
-        self.ensure_ready()
+    def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = False) -> Any:
+        """Call ``method`` with a deadline (``timeout_s``, else the operation timeout); failures become typed
+        errors. ``retry``: an idempotent call is tried again while the broker is unreachable or not ready,
+        with backoff, until the deadline."""
+        timeout_s = timeout_s or self.operation_timeout_s
+        if not retry:
+            self.ensure_ready()
+            return self._call(method, request, timeout_s)
+        deadline = time.monotonic() + timeout_s
+
+        def attempt() -> Any:
+            self.ensure_ready()
+            return self._call(method, request, max(deadline - time.monotonic(), 0.001))
+        return retry_until(deadline, attempt, self.closed)
+
+    def _call(self, method: str, request: Any, timeout_s: float) -> Any:
         try:
-            return getattr(self.stub, method)(request, timeout=timeout_s or self.operation_timeout_s)
+            return getattr(self.stub, method)(request, timeout=timeout_s)
         except grpc.RpcError as exc:
-            err = error_from_rpc(exc)
-            if isinstance(err, errors.ConnectError):
-                self._ready = False
-            raise err from None
+            raise error_from_rpc(exc) from None
+
+    def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
+               on_end: Callable[[errors.PulsarLikeError | None], None],
+               batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream",
+               reconnecting: bool = False) -> "BidiStream":
+        """A stream (see :class:`BidiStream`), not read yet: call its ``start()`` once it is stored where the
+        handlers look for it. A first opening waits for the broker (``ConnectError`` after
+        ``connection_timeout_s``); a ``reconnecting`` one does not block: gRPC holds it until the channel is
+        connected again, and :meth:`BidiStream.close` abandons it."""
+        if self.closed.is_set():
+            raise errors.AlreadyClosed("the client is closed")
+        if not reconnecting:
+            self.ensure_ready()
+        return BidiStream(self, method, first_request, on_response, on_end, batch_requests, name,
+                          wait_for_ready=reconnecting, start=False)
 
     def close(self) -> None:
-        self.closed = True
+        self.closed.set()
         self.channel.close()
 
 
 _END = object()
 
 
+def stream_error(exc: grpc.RpcError) -> errors.PulsarLikeError:
+    """The typed error of a failed stream: the broker's own (it names its code), else a lost connection."""
+    error = error_from_rpc(exc)
+    metadata = dict(exc.trailing_metadata() or ()) if hasattr(exc, "trailing_metadata") else {}
+    if CODE_KEY in metadata or isinstance(error, (errors.ConnectError, errors.MessageTooBig)):
+        return error
+    # No broker code: a transport failure (cancelled by the broker's shutdown, a reset, an internal error).
+    return errors.ConnectError(f"the stream to the broker was lost: {error.message}")
+
+
 class BidiStream:
     """A bidirectional stream: ``send(request)``, responses to ``on_response`` on a reader thread,
-    ``on_end(error_or_None)`` once when the stream ends (``None`` after :meth:`close`)."""
+    ``on_end(error_or_None)`` once when the stream ends (``None`` after :meth:`close`). An end the client did
+    not ask for is a ``ConnectError`` unless the broker named its error."""
 
     def __init__(self, connection: Connection, method: str, first_request: Any,
                  on_response: Callable[[Any], None], on_end: Callable[[errors.PulsarLikeError | None],
                                                                       None],
-                 batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream") -> None:
+                 batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream",
+                 wait_for_ready: bool = False, start: bool = True) -> None:
         self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._outbox.put(first_request)
         self._on_response = on_response
         self._on_end = on_end
         self._batch = batch_requests
         self._closing = False
-        connection.ensure_ready()
-        self._call = getattr(connection.stub, method)(self._requests())
+        self._call = getattr(connection.stub, method)(self._requests(), wait_for_ready=wait_for_ready)
         self._thread = threading.Thread(target=self._read, name=f"pulsarlike-{name}", daemon=True)
+        if start:
+            self._thread.start()
+
+    def start(self) -> None:
+        """Start reading responses (a stream made with ``start=False``)."""
         self._thread.start()
 
     def send(self, request: Any) -> None:
@@ -141,10 +193,11 @@ class BidiStream:
                 self._on_response(response)
         except grpc.RpcError as exc:
             if not self._closing:
-                error = error_from_rpc(exc)
+                error = stream_error(exc)
         except Exception as exc:  # a bug in a handler: end this stream, loudly
             log.exception("stream handler failed")
             error = errors.UnknownError(f"client stream handler failed: {exc!r}")
+            self._call.cancel()
         else:
             if not self._closing:
                 error = errors.ConnectError("the broker ended the stream")
@@ -158,10 +211,11 @@ class BidiStream:
         """Half-close, give the broker ``wait_s`` to end the stream, then cancel it."""
         self._closing = True
         self.half_close()
-        if threading.current_thread() is not self._thread:
+        reading = self._thread.ident is not None and threading.current_thread() is not self._thread
+        if reading:
             self._thread.join(timeout=wait_s)
         self._call.cancel()
-        if threading.current_thread() is not self._thread:
+        if reading:
             self._thread.join(timeout=wait_s)
 
     @property

@@ -1,277 +1,211 @@
-"""``Consumer`` (pulsar-client's API): one :class:`PartitionConsumer` per topic partition, one merged
-receive queue, acks routed to the partition the message came from.
+"""``Consumer`` (pulsar-client's API): one :class:`~connector.client.partition_consumer.PartitionConsumer` per
+topic partition, one merged receive queue, acks routed to the partition the message came from.
 
-``receive()`` is a lock-free ``deque.popleft()`` when messages are buffered; only an empty queue
-takes the condition. An entry that could not be decoded sits in the queue as a ``DecodeFailure``:
-``receive()`` raises its ``MessageDecodeError`` (once, acknowledging the entry; the failure raises it from
-the permit accounting, so real messages pay no test for it) and the next call returns the next message;
-a ``message_listener`` consumer logs it instead.
+``receive()`` is a lock-free ``deque.popleft()`` when messages are buffered, plus the permit accounting of
+:mod:`connector.client.permits` (one ``next()`` and a comparison); only an empty queue takes the condition.
+A message that must not reach the application any more (its entry is being redelivered, its stream
+reconnected or sought) is skipped there; an entry that could not be decoded raises its
+``MessageDecodeError`` once (acknowledging it) and the next call returns the next message; a
+``message_listener`` consumer logs it instead.
 
-Redelivery, dead letters and retries: :mod:`connector.client.consumer_redelivery`.
+Redelivery (negative acks, ack timeout, rewinds): :class:`~connector.client.consumer_redelivery.Redelivery`;
+dead letters and retries: :class:`~connector.client.dead_letter.DeadLetters`; pattern discovery:
+:class:`~connector.client.pattern.PatternWatcher`. Each is built here and given what it needs.
 """
 from __future__ import annotations
 
-import collections
+import datetime
 import logging
-import threading
 import time
 from typing import Any, Callable
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
-from broker_core.types import MessageId, TopicName
 
+from connector.client.consumer_redelivery import SHARED_TYPES, Redelivery
+from connector.client.dead_letter import DeadLetters, EntryKey, LetterOptions, ProducerFactory
 from connector.client.enums import ConsumerType
-from connector.client.consumer_redelivery import SHARED_TYPES, RedeliveryMixin
-from connector.client.message import DecodeFailure, Discarded, Message, Skipped
-from connector.client.partition_consumer import PartitionConsumer
-from connector.client.policies import RedeliveryBackoff
-from connector.client.redelivery import NegativeAcksTracker, UnAckedMessageTracker
+from connector.client.listener import MessageListener
+from connector.client.lookup import Lookup
+from connector.client.message import Message
+from connector.client.message_id import MessageId
+from connector.client.partition_consumer import PartitionConsumer, PartitionOpener
+from connector.client.partitions import ConsumerPartitions
+from connector.client.pattern import PatternWatcher, TopicsPattern
+from connector.client.permits import Skipped
+from connector.client.policies import ConsumerBatchReceivePolicy, RedeliveryOptions
+from connector.client.positions import ReadPositions
+from connector.client.receive_queue import ReceiveQueue
+from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
 
-def _sub_of(item: Message | DecodeFailure) -> PartitionConsumer:
-    """The partition consumer a queued message or failure came from."""
-    return item.consumer if item.__class__ is DecodeFailure else item._entry.sub.real  # type: ignore
 
-
-def _now_ms() -> float:
-    return time.monotonic() * 1000.0
-
-
-class Consumer(RedeliveryMixin):
+class Consumer:
     """Receives messages of one subscription over one or more topics (and their partitions)."""
 
-    def __init__(self, client: Any, topic: str | list[str], subscription_name: str,
-                 consumer_type: ConsumerType, message_listener: Callable[[Any, Message], None] | None,
-                 negative_ack_redelivery_delay_ms: int, *, max_pending_chunked_message: int = 10,
-                 auto_ack_oldest_chunked_message_on_queue_full: bool = False,
-                 expire_time_of_incomplete_chunked_message_ms: int = 60000,
-                 negative_ack_redelivery_backoff: RedeliveryBackoff | None = None,
-                 unacked_messages_timeout_ms: int = 0, ack_timeout_tick_time_ms: int = 1000,
-                 ack_timeout_redelivery_backoff: RedeliveryBackoff | None = None,
-                 batch_index_ack_enabled: bool = False, dead_letters: Any = None) -> None:
-        self._client = client
-        self._max_pending_chunked = max_pending_chunked_message
-        self._auto_ack_oldest_chunked = auto_ack_oldest_chunked_message_on_queue_full
-        self._chunk_expiry_ms = expire_time_of_incomplete_chunked_message_ms
+    def __init__(self, topic: str | list[str], subscription_name: str, consumer_type: ConsumerType,
+                 opener: PartitionOpener, topics: list[str], lookup: Lookup, timer: TimerThread,
+                 redelivery: RedeliveryOptions, on_close: Callable[["Consumer"], None], *,
+                 create_producer: ProducerFactory | None = None, letters: LetterOptions | None = None,
+                 message_listener: Callable[[Any, Message], None] | None = None,
+                 batch_receive_policy: ConsumerBatchReceivePolicy | None = None,
+                 positions: ReadPositions | None = None, pattern: TopicsPattern | None = None,
+                 pattern_topics: list[str] | None = None, pattern_auto_discovery_period: int = 60,
+                 clock: Callable[[], float] | None = None) -> None:
+        """``clock``: milliseconds for the redelivery trackers (tests move a fake one)."""
         self._topic = topic
         self._subscription = subscription_name
         self._consumer_type = consumer_type
-        self._listener = message_listener
-        self._nack_delay_s = max(0, negative_ack_redelivery_delay_ms) / 1000.0
-        self._queue: collections.deque[Message | DecodeFailure] = collections.deque()
-        self._cond = threading.Condition()
-        self._waiting = 0
-        self._subs: list[PartitionConsumer] = []
-        self._by_topic: dict[str, PartitionConsumer] = {}
-        self._nack_scheduled: set[int] = set()
+        self._opener = opener
+        self._lookup = lookup
+        self._on_close = on_close
+        self._positions = positions
+        self._batch_policy = batch_receive_policy or ConsumerBatchReceivePolicy()
         self._closed = False
         self._request_ids = 0
-        self._listener_thread: threading.Thread | None = None
-        self._listener_owner: Any = self
-        self._hold_batch_acks = not batch_index_ack_enabled
-        """Read by the partition consumers: hold a batch's acks until all its messages are acked."""
-        self._track_lock = threading.Lock()
-        self._nacks = NegativeAcksTracker(_now_ms, negative_ack_redelivery_delay_ms,
-                                          negative_ack_redelivery_backoff)
-        self._nack_timer_armed = False
-        self._unacked: UnAckedMessageTracker | None = None
-        if unacked_messages_timeout_ms:
-            self._unacked = UnAckedMessageTracker(unacked_messages_timeout_ms, ack_timeout_tick_time_ms,
-                                                  _now_ms, ack_timeout_redelivery_backoff)
-            self.receive = self._receive_tracked  # type: ignore[method-assign]
-        self._dead_letters = dead_letters
-        if dead_letters is not None:
-            dead_letters.acknowledge = self._acknowledge_quietly
-            dead_letters.redeliver = self._redeliver_entries
-        self._watcher: Any = None
-        self._resubscribe: Callable[[list[str]], list[PartitionConsumer]] | None = None
-        """Opens partition consumers for more topics (pattern discovery); set by the client."""
+        self._queue = ReceiveQueue(self._check_usable)
+        self._dead_letters: DeadLetters | None = None
+        if letters is not None:
+            assert create_producer is not None
+            self._dead_letters = DeadLetters(letters, create_producer, lookup, acknowledge=self._acknowledge_quietly,
+                                             redeliver=self._redeliver_letters, consumer_name=self.consumer_name)
+        self._redelivery = Redelivery(timer, consumer_type, subscription_name, self._queue, redelivery,
+                                      self._dead_letters, **({"clock": clock} if clock is not None else {}))
+        hooks = [hook for hook in (self._redelivery.track if self._redelivery.unacked is not None else None,
+                                   positions.taken if positions is not None else None) if hook is not None]
+        self._on_taken: Callable[[Message], None] | None = _all_of(hooks)
+        """Runs for each message handed out, when something needs it (ack timeout, a reader's position)."""
+        self._partitions = ConsumerPartitions()
+        self._partitions.add(self._open(topics))
+        self._redelivery.start()
+        self._listener: MessageListener | None = None
+        if message_listener is not None:
+            self.start_listener(message_listener, self)
+        self._watcher: PatternWatcher | None = None
+        if pattern is not None:
+            self._watcher = PatternWatcher(pattern, pattern_auto_discovery_period, pattern_topics or [],
+                                           lambda: lookup.list_topics(pattern.namespace), self._topics_changed)
+            self._watcher.start()
 
-    def _attach(self, subs: list[PartitionConsumer]) -> None:
-        self._subs = subs
-        self._by_topic = {sub.topic: sub for sub in subs}
-        if self._dead_letters is not None:
-            self._dead_letters.consumer_name = self.consumer_name()
-        if self._unacked is not None:
-            self._client._timer.call_later(self._unacked.tick_ms / 1000.0, self._ack_timeout_tick)
-        self._start_listener()
+    def _open(self, topics: list[str]) -> list[PartitionConsumer]:
+        return self._opener.open(topics, self._queue, self._redelivery.redeliver_later, self._dead_letters)
 
-    def _start_listener(self) -> None:
-        if self._listener is not None and self._listener_thread is None:
-            self._listener_thread = threading.Thread(target=self._run_listener, daemon=True,
-                                                     name=f"pulsarlike-listener-{self._subscription}")
-            self._listener_thread.start()
-
-    # --- called by partition consumers ------------------------------------------------------------------
-    def _deliver(self, messages: list[Message | DecodeFailure]) -> None:
-        if _sub_of(messages[0])._seeking:
-            return
-        self._queue.extend(messages)
-        if self._waiting:
-            with self._cond:
-                self._cond.notify_all()
-
-    def _wake(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
+    def start_listener(self, listener: Callable[[Any, Message], None], owner: Any) -> None:
+        """Call ``listener(owner, msg)`` for every message, on a thread of its own (a Reader passes itself)."""
+        self._listener = MessageListener(self._subscription, listener, owner, self._take)
+        self._listener.start()
 
     # --- receiving ------------------------------------------------------------------------------------
     def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message; raises ``Timeout`` after ``timeout_millis`` (None: wait forever)."""
         if self._listener is not None:
             raise errors.InvalidConfiguration("receive() cannot be used with a message_listener")
-        try:
-            msg = self._queue.popleft()
-        except IndexError:
-            msg = self._receive_slow(timeout_millis)
-        sub = msg._entry.sub
-        # sub.on_taken(), inlined: it runs per message (and raises for a DecodeFailure)
-        if next(sub._taken) >= sub._next_refill_raw:
-            try:
-                sub._refill()
-            except Skipped:  # its entry is being redelivered (or the subscription sought): the next one
-                return self._receive_after_skip(timeout_millis)
-        return msg  # type: ignore[return-value]
-
-    def _receive_after_skip(self, timeout_millis: int | None) -> Message:
-        """:meth:`receive` past discarded messages (a loop: there may be thousands in a row)."""
+        popleft = self._queue.items.popleft
+        deadline = None
         while True:
             try:
-                msg = self._queue.popleft()
+                msg = popleft()
             except IndexError:
-                msg = self._receive_slow(timeout_millis)
-            sub = msg._entry.sub
-            if next(sub._taken) >= sub._next_refill_raw:
+                if deadline is None and timeout_millis is not None:
+                    deadline = time.monotonic() + timeout_millis / 1000.0
+                msg = self._queue.pop_waiting(deadline, timeout_millis)
+            taker = msg._entry.taker
+            if next(taker.counter) >= taker.threshold:  # the permit accounting, inlined: it runs per message
                 try:
-                    sub._refill()
+                    taker.refill()
+                except Skipped:  # its entry is being redelivered (or its stream reconnected): the next one
+                    continue
+            if self._on_taken is not None:
+                self._on_taken(msg)
+            return msg
+
+    def _take(self, timeout_millis: int | None) -> Message:
+        """:meth:`receive` without the listener check (the listener's and ``batch_receive``'s way)."""
+        deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000.0
+        while True:
+            msg = self._queue.pop_waiting(deadline, timeout_millis)
+            taker = msg._entry.taker
+            if next(taker.counter) >= taker.threshold:
+                try:
+                    taker.refill()
                 except Skipped:
                     continue
-            return msg  # type: ignore[return-value]
+            if self._on_taken is not None:
+                self._on_taken(msg)
+            return msg
 
-    def _receive_tracked(self, timeout_millis: int | None = None) -> Message:
-        """:meth:`receive`, and the message's ack timeout starts (installed when there is one)."""
-        msg = Consumer.receive(self, timeout_millis)
-        self._track(msg)
-        return msg
-
-    def _track(self, msg: Message) -> None:
-        entry = msg._entry
-        entry_id = entry.entry_id
-        with self._track_lock:
-            self._unacked.add((entry.sub.real, entry_id, entry_id + max(msg._index, 0)),  # type: ignore
-                              entry.redelivery_count)
-
-    def _receive_slow(self, timeout_millis: int | None) -> Message | DecodeFailure:
-        deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000.0
-        with self._cond:
-            self._waiting += 1
+    def batch_receive(self) -> list[Message]:
+        """Messages as ``batch_receive_policy`` says: as many as are there or arrive within its
+        ``timeout_ms``, up to its ``max_num_messages`` and ``max_num_bytes`` (an empty list when none came)."""
+        if self._listener is not None:
+            raise errors.InvalidConfiguration("batch_receive() cannot be used with a message_listener")
+        policy = self._batch_policy
+        deadline = None if policy.timeout_ms < 0 else time.monotonic() + policy.timeout_ms / 1000.0
+        messages: list[Message] = []
+        size = 0
+        while (policy.max_num_messages < 0 or len(messages) < policy.max_num_messages) and \
+                (policy.max_num_bytes < 0 or size < policy.max_num_bytes):
+            wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
             try:
-                while True:
-                    try:
-                        return self._queue.popleft()
-                    except IndexError:
-                        pass
-                    self._check_usable()
-                    if deadline is None:
-                        self._cond.wait()
-                        continue
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise errors.Timeout(f"no message within {timeout_millis} ms")
-                    self._cond.wait(remaining)
-            finally:
-                self._waiting -= 1
+                msg = self._take(wait_ms)
+            except errors.Timeout:
+                break
+            messages.append(msg)
+            size += len(msg.data())
+        return messages
 
     def _check_usable(self) -> None:
         if self._closed:
             raise errors.AlreadyClosed(f"the consumer of {self._subscription!r} is closed")
-        failed = [sub.error for sub in self._subs if sub.error is not None]
-        if failed and len(failed) == len(self._subs):
+        subs = self._partitions.all
+        failed = [sub.error for sub in subs if sub.error is not None]
+        if failed and len(failed) == len(subs):
             raise failed[0]
 
-    def _run_listener(self) -> None:
-        listener = self._listener
-        assert listener is not None
-        while not self._closed:
-            try:
-                msg = self._receive_slow(200)
-            except errors.Timeout:
-                continue
-            except errors.PulsarLikeError:
-                return
-            try:
-                msg._entry.sub.on_taken()
-            except Skipped:
-                continue
-            except errors.MessageDecodeError as exc:
-                log.error("message_listener consumer of %r skips a message: %s", self._subscription, exc)
-                continue
-            if self._unacked is not None:
-                self._track(msg)  # type: ignore[arg-type]
-            try:
-                listener(self._listener_owner, msg)
-            except Exception:  # the listener's bug must not stop delivery
-                log.exception("message_listener failed")
+    def pause_message_listener(self) -> None:
+        """Stop calling the ``message_listener`` until :meth:`resume_message_listener`."""
+        if self._listener is None:
+            raise errors.InvalidConfiguration("pause_message_listener() needs a consumer with a message_listener")
+        self._listener.pause()
+
+    def resume_message_listener(self) -> None:
+        if self._listener is None:
+            raise errors.InvalidConfiguration("resume_message_listener() needs a consumer with a message_listener")
+        self._listener.resume()
 
     # --- acknowledging --------------------------------------------------------------------------------
     def _target(self, message: Message | MessageId) -> tuple[PartitionConsumer, int, int, int]:
         """``(partition consumer, entry id, index in batch or -1, batch size or 0)`` of a message or id."""
-        if message.__class__ is Message:
-            entry = message._entry  # type: ignore[union-attr]
-            sub = entry.sub
-            if sub.owner is self:
-                if sub.__class__ is Discarded:
-                    sub = sub.real
-                return sub, entry.entry_id, message._index, (  # type: ignore[union-attr]
-                    entry.num_messages if entry.batched else 0)
-            message = message.message_id()  # type: ignore[union-attr]
-        if not isinstance(message, MessageId):
-            raise TypeError(f"expected a Message or MessageId, not {type(message).__name__}")
-        if len(self._subs) == 1:
-            sub = self._subs[0]
-        elif message.topic and message.topic in self._by_topic:
-            sub = self._by_topic[message.topic]
-        else:
-            matches = [s for s in self._subs if s.partition == message.partition]
-            if len(matches) != 1:
-                raise errors.InvalidMessage(f"{message} does not belong to a topic of this consumer")
-            sub = matches[0]
-        return sub, message.entry_id, message.batch_index, message.batch_size
-
-    def _open_sub(self, message: Message | MessageId) -> tuple[PartitionConsumer, int, int, int]:
         if self._closed:
             raise errors.AlreadyClosed(f"the consumer of {self._subscription!r} is closed")
-        target = self._target(message)
-        target[0].check_open()
-        return target
+        if isinstance(message, Message):
+            entry = message._entry
+            if entry.sub in self._partitions:
+                return entry.sub, entry.entry_id, message._index, entry.num_messages if entry.batched else 0
+            message = message.message_id()
+        if not isinstance(message, MessageId):
+            raise TypeError(f"expected a Message or MessageId, not {type(message).__name__}")
+        return (self._partitions.of_message_id(message), message.entry_id(), message.batch_index(),
+                message.batch_size())
 
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (acks are grouped for a few ms into one request; the acks of a batch's
         messages are held until the whole batch is acknowledged unless ``batch_index_ack_enabled``)."""
-        sub, entry_id, index, size = self._open_sub(message)
-        if self._unacked is not None or self._dead_letters is not None:
-            self._forget_acked(sub, entry_id, index)
-        if size > 1 and self._hold_batch_acks:
-            sub.ack_batch_member(entry_id, index, size)
-        else:
-            sub.ack(entry_id + index if index > 0 else entry_id)
-
-    def _forget_acked(self, sub: PartitionConsumer, entry_id: int, index: int) -> None:
-        if self._unacked is not None:
-            with self._track_lock:
-                self._unacked.remove((sub, entry_id, entry_id + max(index, 0)))
-        if self._dead_letters is not None:
-            self._dead_letters.acked(sub, entry_id, index)
+        sub, entry_id, index, size = self._target(message)
+        self._redelivery.acknowledged(sub, entry_id, index)
+        sub.acknowledge(entry_id, index, size)
 
     def _acknowledge_quietly(self, message: Message) -> None:
         """Acknowledge a dead-lettered or retried message (on a worker thread: log, do not raise)."""
         try:
             self.acknowledge(message)
         except errors.PulsarLikeError as exc:
-            log.warning("subscription %s: cannot acknowledge %s after writing it to a letter topic: %s",
-                        self._subscription, message.message_id(), exc)
+            log.warning("event=letter_ack_failed subscription=%s message_id=%s error=%r", self._subscription,
+                        message.message_id(), exc)
+
+    def _redeliver_letters(self, keys: list[EntryKey]) -> None:
+        """Entries whose dead letters could not be written: the broker sends them again."""
+        self._redelivery.redeliver_entries(keys)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge every message up to this one on its partition. Raises ``InvalidMessage`` when
@@ -279,57 +213,85 @@ class Consumer(RedeliveryMixin):
         if self._consumer_type in SHARED_TYPES:
             raise errors.CumulativeAcknowledgementNotAllowedError(
                 "cumulative acknowledgement is not allowed on Shared and Key_Shared subscriptions")
-        sub, entry_id, index, _ = self._open_sub(message)
+        sub, entry_id, index, _ = self._target(message)
         offset = entry_id + max(index, 0)
-        sub.ack_cumulative(offset)
-        if self._unacked is not None:
-            with self._track_lock:
-                self._unacked.remove_if(lambda key: key[0] is sub and key[2] <= offset)
+        sub.acknowledge_cumulative(offset)
+        self._redelivery.acknowledged_cumulative(sub, offset)
+
+    def negative_acknowledge(self, message: Message | MessageId) -> None:
+        """Have the message redelivered after ``negative_ack_redelivery_delay_ms`` (or the backoff's delay
+        for its redelivery count). Shared and Key_Shared redeliver its entry (a batch comes whole); Exclusive
+        and Failover rewind to the first unacknowledged message, as in Pulsar."""
+        sub, entry_id, index, _ = self._target(message)
+        sub.stream.check_usable()
+        count = message.redelivery_count() if isinstance(message, Message) else 0
+        self._redelivery.negative_acknowledge(sub, entry_id, index, count)
+
+    def redeliver_unacknowledged_messages(self) -> None:
+        """Drop what is buffered and have the broker redeliver every unacknowledged message (Shared: to any
+        consumer of the subscription)."""
+        if self._closed:
+            raise errors.AlreadyClosed(f"the consumer of {self._subscription!r} is closed")
+        for sub in self._partitions.all:
+            self._redelivery.rewind(sub)
+
+    def reconsume_later(self, message: Message, delay_ms: int | datetime.timedelta,
+                        properties: dict[str, str] | None = None) -> None:
+        """Store ``message`` on the retry letter topic, to be consumed again after ``delay_ms`` (with
+        ``properties`` added), and acknowledge it; after ``max_redeliver_count`` reconsumes it goes to the
+        dead letter topic instead. Needs ``retry_enable=True``."""
+        dead = self._dead_letters
+        if dead is None or not dead.retry_enable:
+            raise errors.InvalidConfiguration("reconsume_later() needs a consumer subscribed with "
+                                              "retry_enable=True")
+        if isinstance(delay_ms, datetime.timedelta):
+            delay_ms = int(delay_ms.total_seconds() * 1000)
+        if isinstance(delay_ms, bool) or not isinstance(delay_ms, (int, float)) or delay_ms < 0:
+            raise ValueError(f"delay_ms={delay_ms!r} is not valid; use a number of milliseconds >= 0")
+        if not isinstance(message, Message):
+            raise TypeError(f"reconsume_later() takes a received Message, not {type(message).__name__}")
+        if properties is not None and not all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in properties.items()):
+            raise ValueError("properties must map str to str")
+        self._target(message)[0].stream.check_usable()
+        dead.reconsume_later(message, int(delay_ms), dict(properties) if properties else None)
 
     # --- seeking --------------------------------------------------------------------------------------
-    def seek(self, target: MessageId | int) -> None:
+    def seek(self, messageid: MessageId | int) -> None:
         """Move the subscription to a message id (its partition only, unless earliest/latest) or to a
         publish time in ms (every partition); buffered messages are dropped."""
         if self._closed:
             raise errors.AlreadyClosed(f"the consumer of {self._subscription!r} is closed")
-        if isinstance(target, MessageId) and not (target.is_earliest() or target.is_latest()) \
-                and len(self._subs) > 1:
-            subs = [self._target(target)[0]]
+        if isinstance(messageid, MessageId) and not (messageid.is_earliest() or messageid.is_latest()) \
+                and len(self._partitions.all) > 1:
+            subs = [self._partitions.of_message_id(messageid)]
         else:
-            subs = list(self._subs)
+            subs = list(self._partitions.all)
         for sub in subs:
-            sub.start_seek(target)
+            sub.start_seek(messageid)
+            self._redelivery.forget_partition(sub)
         for sub in subs:
-            self._discard_queued(sub, None, returns_permit=False)  # the permits start afresh
-            self._forget_tracked(lambda key, sub=sub: key[0] is sub)  # type: ignore[misc]
-        timeout = self._client._connection.operation_timeout_s
-        for sub in subs:
-            sub.finish_seek(timeout)
+            sub.finish_seek(self._lookup.operation_timeout_s)
 
     # --- topics (pattern discovery) -------------------------------------------------------------------
     def _topics_changed(self, added: list[str], removed: list[str]) -> None:
         """Subscribe to topics that now match the pattern; close the consumers of those gone."""
         if self._closed:
             return
-        gone = set(removed)
-        if gone:
-            dropped = [s for s in self._subs if str(TopicName.parse(s.topic).partitioned_base) in gone]
-            self._subs = [s for s in self._subs if s not in dropped]
-            self._by_topic = {sub.topic: sub for sub in self._subs}
-            for sub in dropped:
-                self._discard_queued(sub, None, returns_permit=False)
-                self._forget_tracked(lambda key, sub=sub: key[0] is sub)  # type: ignore[misc]
+        if removed:
+            for sub in self._partitions.remove(removed):
+                self._redelivery.discard_queued(sub, None)
+                self._redelivery.forget_partition(sub)
                 sub.close()
-            log.info("subscription %s: topics gone: %s", self._subscription, ", ".join(removed))
-        if added and self._resubscribe is not None:
-            subs = self._resubscribe(added)
+            log.info("event=pattern_topics_gone subscription=%s topics=%s", self._subscription, ",".join(removed))
+        if added:
+            subs = self._open(added)
             if self._closed:
                 for sub in subs:
                     sub.close()
                 return
-            self._subs = self._subs + subs
-            self._by_topic = {sub.topic: sub for sub in self._subs}
-            log.info("subscription %s: new topics: %s", self._subscription, ", ".join(added))
+            self._partitions.add(subs)
+            log.info("event=pattern_topics_added subscription=%s topics=%s", self._subscription, ",".join(added))
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def unsubscribe(self) -> None:
@@ -337,10 +299,9 @@ class Consumer(RedeliveryMixin):
         and close this consumer."""
         if self._closed:
             raise errors.AlreadyClosed(f"the consumer of {self._subscription!r} is closed")
-        timeout = self._client._connection.operation_timeout_s
-        for sub in self._subs:
+        for sub in self._partitions.all:
             self._request_ids += 1
-            sub.unsubscribe(self._request_ids, timeout)
+            sub.stream.unsubscribe(self._request_ids, self._lookup.operation_timeout_s)
         self.close()
 
     def close(self) -> None:
@@ -351,23 +312,28 @@ class Consumer(RedeliveryMixin):
         if self._dead_letters is not None:
             self._dead_letters.close()  # letters in progress still acknowledge their messages
         self._closed = True
-        for sub in self._subs:
+        self._redelivery.close()
+        for sub in self._partitions.all:
             try:
                 sub.close()
             except Exception:
                 log.exception("closing the consumer on %s failed", sub.topic)
-        self._wake()
-        if self._listener_thread is not None and threading.current_thread() is not self._listener_thread:
-            self._listener_thread.join(timeout=5)
-        self._client._forget(self)
+        self._queue.wake()
+        if self._listener is not None:
+            self._listener.stop()
+        self._on_close(self)
 
     def is_connected(self) -> bool:
-        return not self._closed and all(sub.is_connected() for sub in self._subs)
+        return not self._closed and all(sub.is_connected() for sub in self._partitions.all)
+
+    def is_open(self) -> bool:
+        return not self._closed
 
     def has_reached_end_of_topic(self) -> bool:
         """True once every topic (partition) is terminated and each of its messages was received: the broker
         said so and nothing is left buffered (pulsar-client's ``has_reached_end_of_topic``)."""
-        return bool(self._subs) and all(sub.reached_end_of_topic for sub in self._subs) and not self._queue
+        subs = self._partitions.all
+        return bool(subs) and all(sub.reached_end_of_topic for sub in subs) and not len(self._queue)
 
     def topic(self) -> str:
         return self._topic if isinstance(self._topic, str) else ",".join(self._topic)
@@ -376,17 +342,38 @@ class Consumer(RedeliveryMixin):
         return self._subscription
 
     def consumer_name(self) -> str:
-        return self._subs[0].consumer_name if self._subs else ""
+        subs = self._partitions.all
+        return subs[0].consumer_name if subs else ""
+
+    def partition_topics(self) -> list[str]:
+        """The topic partitions this consumer reads."""
+        return [sub.topic for sub in self._partitions.all]
+
+    def buffered(self) -> int:
+        """Messages received and not yet taken (some may be skipped when taken)."""
+        return len(self._queue)
 
     def get_last_message_id(self) -> MessageId:
         """The id of the last message stored on the (first) topic partition."""
-        sub = self._subs[0]
-        last = self._client._connection.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=sub.topic))
-        return MessageId(last.ledger_id, last.entry_id, sub.partition, last.batch_index, topic=sub.topic)
+        sub = self._partitions.all[0]
+        last = self._lookup.last_message(sub.topic)
+        return MessageId.of(last.ledger_id, last.entry_id, sub.partition, last.batch_index, topic=sub.topic)
 
     def __enter__(self) -> "Consumer":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _all_of(hooks: list[Callable[[Message], None]]) -> Callable[[Message], None] | None:
+    if not hooks:
+        return None
+    if len(hooks) == 1:
+        return hooks[0]
+
+    def run_all(msg: Message) -> None:
+        for hook in hooks:
+            hook(msg)
+    return run_all
 

@@ -1,97 +1,133 @@
-"""The redelivery half of :class:`~connector.client.consumer.Consumer` (a mixin: it shares the consumer's
-state): negative acks, the ack timeout, dropping buffered messages of redelivered entries, dead letters and
-``reconsume_later``.
+"""A consumer's redelivery (seed: "Negative acknowledgment", "Acknowledgment timeout"), done by the client
+as in Pulsar: :class:`Redelivery`.
 
-Redelivery (seed: "Negative acknowledgment", "Acknowledgment timeout"). ``negative_acknowledge`` puts the
-message's entry in a :class:`~connector.client.redelivery.NegativeAcksTracker`; an ack timeout puts every
-message handed out in an :class:`~connector.client.redelivery.UnAckedMessageTracker`. The client timer looks
-at them every tick and asks the broker, in one request per partition, for the entries that are due: Shared
-and Key_Shared redeliver exactly those entries; Exclusive and Failover rewind to the first unacknowledged
-message (as Pulsar's client does). Messages of those entries still buffered are dropped -- not by rewriting
-the queue under ``receive()``, but by marking their entry (:class:`~connector.client.message.Discarded`): a
-marked message is skipped when taken. With no ack timeout, ``receive()`` does no tracking at all (a tracking
-``receive`` is installed on the instance only when one is set). Entries due for redelivery that reached
-``max_redeliver_count`` go to the dead letter topic instead (:mod:`connector.client.dead_letter`).
+``negative_acknowledge`` puts the message's entry in a :class:`~connector.client.redelivery.NegativeAcksTracker`;
+an ack timeout puts every message handed out in an :class:`~connector.client.redelivery.UnAckedMessageTracker`.
+The client timer looks at them every tick and asks the broker, in one request per partition, for the entries
+that are due: Shared and Key_Shared redeliver exactly those entries; Exclusive and Failover rewind to the
+first unacknowledged message (as Pulsar's client does). Messages of those entries still buffered are
+skipped when taken (their entry is discarded: :meth:`~connector.client.message.EntryInfo.discard`). Entries
+due for redelivery that reached ``max_redeliver_count`` go to the dead letter topic instead
+(:mod:`connector.client.dead_letter`).
+
+Keys: ``(partition consumer, entry id)`` for negative acks, ``(partition consumer, entry id, offset)`` for the
+ack timeout (a batch's messages time out one by one).
 """
 from __future__ import annotations
 
-import datetime
 import logging
-from typing import Any, Callable, Iterable
-
-from broker_core import errors
-from broker_core.types import MessageId
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from connector.client.enums import ConsumerType
-from connector.client.message import DecodeFailure, Discarded, Message
+from connector.client.message import Message
 from connector.client.partition_consumer import PartitionConsumer
+from connector.client.policies import RedeliveryOptions
+from connector.client.receive_queue import ReceiveQueue
+from connector.client.redelivery import NegativeAcksTracker, UnAckedMessageTracker
+from connector.client.timer import TimerThread
+
+if TYPE_CHECKING:
+    from connector.client.dead_letter import DeadLetters
 
 log = logging.getLogger(__name__)
 
 SHARED_TYPES = (ConsumerType.Shared, ConsumerType.KeyShared)
 
 
-class RedeliveryMixin:
-    """Needs the consumer's ``_client``, ``_subs``, ``_queue``, ``_closed``, ``_subscription``,
-    ``_consumer_type``, ``_track_lock``, ``_nacks``, ``_nack_timer_armed``, ``_unacked``, ``_dead_letters``,
-    ``_nack_delay_s``, ``_nack_scheduled`` and ``_open_sub``."""
+def _now_ms() -> float:
+    return time.monotonic() * 1000.0
 
-    _client: Any
-    _subs: list[PartitionConsumer]
-    _queue: Any
-    _closed: bool
-    _subscription: str
-    _consumer_type: ConsumerType
-    _track_lock: Any
-    _nacks: Any
-    _nack_timer_armed: bool
-    _unacked: Any
-    _dead_letters: Any
-    _nack_delay_s: float
-    _nack_scheduled: set[int]
-    _open_sub: Callable[..., tuple[PartitionConsumer, int, int, int]]
 
-    def negative_acknowledge(self, message: Message | MessageId) -> None:
-        """Have the message redelivered after ``negative_ack_redelivery_delay_ms`` (or the backoff's delay
-        for its redelivery count). Shared and Key_Shared redeliver its entry (a batch comes whole); Exclusive
-        and Failover rewind to the first unacknowledged message, as in Pulsar."""
-        sub, entry_id, index, _ = self._open_sub(message)
-        count = message.redelivery_count() if isinstance(message, Message) else 0
-        with self._track_lock:
-            self._nacks.add((sub, entry_id), count)
-            if self._unacked is not None:
-                self._unacked.remove((sub, entry_id, entry_id + max(index, 0)))
+class Redelivery:
+    """Negative acks, the ack timeout and rewinds of one consumer (see the module docstring)."""
+
+    def __init__(self, timer: TimerThread, consumer_type: ConsumerType, subscription: str, queue: ReceiveQueue,
+                 options: RedeliveryOptions, dead_letters: "DeadLetters | None" = None,
+                 clock: Callable[[], float] = _now_ms) -> None:
+        self._timer = timer
+        self._shared = consumer_type in SHARED_TYPES
+        self._subscription = subscription
+        self._queue = queue
+        self._dead_letters = dead_letters
+        self._lock = threading.Lock()
+        self._nacks = NegativeAcksTracker(clock, options.negative_ack_redelivery_delay_ms,
+                                          options.negative_ack_redelivery_backoff)
+        self._nack_timer_armed = False
+        self._nack_delay_s = max(0, options.negative_ack_redelivery_delay_ms) / 1000.0
+        self._later: set[int] = set()
+        """Partition consumers (by id) with a delayed rewind scheduled (chunks given up for now)."""
+        self.unacked: UnAckedMessageTracker | None = None
+        if options.unacked_messages_timeout_ms:
+            self.unacked = UnAckedMessageTracker(options.unacked_messages_timeout_ms,
+                                                 options.ack_timeout_tick_time_ms, clock,
+                                                 options.ack_timeout_redelivery_backoff)
+        self.closed = False
+
+    def start(self) -> None:
+        if self.unacked is not None:
+            self._timer.call_later(self.unacked.tick_ms / 1000.0, self._ack_timeout_tick)
+
+    # --- what the consumer reports ------------------------------------------------------------------------
+    def track(self, msg: Message) -> None:
+        """``msg`` was handed to the application: its ack timeout starts (only with an ack timeout)."""
+        entry = msg._entry
+        entry_id = entry.entry_id
+        unacked = self.unacked
+        assert unacked is not None
+        with self._lock:
+            unacked.add((entry.sub, entry_id, entry_id + max(msg._index, 0)), entry.redelivery_count)
+
+    def acknowledged(self, sub: PartitionConsumer, entry_id: int, index: int) -> None:
+        if self.unacked is not None:
+            with self._lock:
+                self.unacked.remove((sub, entry_id, entry_id + max(index, 0)))
+        if self._dead_letters is not None:
+            self._dead_letters.acked(sub, entry_id, index)
+
+    def acknowledged_cumulative(self, sub: PartitionConsumer, offset: int) -> None:
+        if self.unacked is not None:
+            with self._lock:
+                self.unacked.remove_if(lambda key: key[0] is sub and key[2] <= offset)
+
+    def negative_acknowledge(self, sub: PartitionConsumer, entry_id: int, index: int, redelivery_count: int) -> None:
+        with self._lock:
+            self._nacks.add((sub, entry_id), redelivery_count)
+            if self.unacked is not None:
+                self.unacked.remove((sub, entry_id, entry_id + max(index, 0)))
             arm = not self._nack_timer_armed
             self._nack_timer_armed = True
         if arm:
-            self._client._timer.call_later(self._nacks.tick_ms / 1000.0, self._nack_tick)
+            self._timer.call_later(self._nacks.tick_ms / 1000.0, self._nack_tick)
 
+    # --- timers -------------------------------------------------------------------------------------------
     def _nack_tick(self) -> None:
-        with self._track_lock:
+        with self._lock:
             due = self._nacks.pop_due()
-            more = self._nack_timer_armed = len(self._nacks) > 0 and not self._closed
+            more = self._nack_timer_armed = len(self._nacks) > 0 and not self.closed
         if more:
-            self._client._timer.call_later(self._nacks.tick_ms / 1000.0, self._nack_tick)
-        if due and not self._closed:
-            self._redeliver_entries(due)  # type: ignore[arg-type]
+            self._timer.call_later(self._nacks.tick_ms / 1000.0, self._nack_tick)
+        if due and not self.closed:
+            self.redeliver_entries(due)  # type: ignore[arg-type]
 
     def _ack_timeout_tick(self) -> None:
-        if self._closed:
+        if self.closed:
             return
-        tracker = self._unacked
+        tracker = self.unacked
         assert tracker is not None
-        with self._track_lock:
+        with self._lock:
             expired = tracker.tick()
-        self._client._timer.call_later(tracker.tick_ms / 1000.0, self._ack_timeout_tick)
+        self._timer.call_later(tracker.tick_ms / 1000.0, self._ack_timeout_tick)
         if expired:
-            log.info("subscription %s: %d message(s) not acknowledged within the ack timeout are redelivered",
-                     self._subscription, len(expired))
-            self._redeliver_entries(dict.fromkeys((sub, entry_id) for sub, entry_id, _ in expired))  # type: ignore
+            log.info("event=ack_timeout subscription=%s messages=%d", self._subscription, len(expired))
+            self.redeliver_entries(dict.fromkeys((sub, entry_id) for sub, entry_id, _ in expired))  # type: ignore
 
-    def _redeliver_entries(self, keys: Iterable[tuple[PartitionConsumer, int]]) -> None:
+    # --- redelivering -------------------------------------------------------------------------------------
+    def redeliver_entries(self, keys: Iterable[tuple[PartitionConsumer, int]]) -> None:
         """Ask again for these ``(partition consumer, entry id)``: dead letters first, then per partition
         the entries (Shared types) or a rewind (ordered types)."""
-        if self._closed:
+        if self.closed:
             return
         keys = list(keys)
         if self._dead_letters is not None:
@@ -100,87 +136,52 @@ class RedeliveryMixin:
         for sub, entry_id in keys:
             by_sub.setdefault(sub, []).append(entry_id)
         for sub, entry_ids in by_sub.items():
-            if sub.closed:
+            if sub.error is not None:
                 continue
-            if self._consumer_type in SHARED_TYPES:
-                self._discard_queued(sub, set(entry_ids))
+            if self._shared:
+                self.discard_queued(sub, set(entry_ids))
                 sub.redeliver(entry_ids)
             else:
-                self._rewind(sub)
+                self.rewind(sub)
 
-    def _rewind(self, sub: PartitionConsumer) -> None:
+    def rewind(self, sub: PartitionConsumer) -> None:
         """Everything ``sub`` holds unacknowledged comes again: drop its buffered messages and tracking."""
-        self._discard_queued(sub, None)
-        self._forget_tracked(lambda key: key[0] is sub)
+        self.discard_queued(sub, None)
+        self.forget(lambda key: key[0] is sub)
         sub.redeliver()
 
-    def _forget_tracked(self, doomed: Callable[[Any], bool]) -> None:
-        with self._track_lock:
-            self._nacks.remove_if(doomed)
-            if self._unacked is not None:
-                self._unacked.remove_if(doomed)
-        if self._dead_letters is not None:
-            self._dead_letters.forget(doomed)
-
-    def _redeliver_later(self, sub: PartitionConsumer) -> None:
+    def redeliver_later(self, sub: PartitionConsumer) -> None:
         """Have ``sub``'s unacknowledged messages redelivered after ``negative_ack_redelivery_delay_ms``
         (chunked messages given up for now)."""
         key = id(sub)
-        if key not in self._nack_scheduled:
-            self._nack_scheduled.add(key)
-            self._client._timer.call_later(self._nack_delay_s, self._redeliver_after_nack, sub)
+        if key not in self._later:
+            self._later.add(key)
+            self._timer.call_later(self._nack_delay_s, self._rewind_later, sub)
 
-    def _redeliver_after_nack(self, sub: PartitionConsumer) -> None:
-        self._nack_scheduled.discard(id(sub))
-        if not self._closed and not sub.closed:
-            self._rewind(sub)
+    def _rewind_later(self, sub: PartitionConsumer) -> None:
+        self._later.discard(id(sub))
+        if not self.closed and sub.error is None:
+            self.rewind(sub)
 
-    def redeliver_unacknowledged_messages(self) -> None:
-        """Drop what is buffered and have the broker redeliver every unacknowledged message (Shared: to any
-        consumer of the subscription)."""
-        if self._closed:
-            raise errors.AlreadyClosed(f"the consumer of {self._subscription!r} is closed")
-        for sub in self._subs:
-            self._rewind(sub)
+    def forget(self, doomed: Callable[[Any], bool]) -> None:
+        """Stop tracking the keys for which ``doomed(key)`` is true (they come back anyway)."""
+        with self._lock:
+            self._nacks.remove_if(doomed)
+            if self.unacked is not None:
+                self.unacked.remove_if(doomed)
+        if self._dead_letters is not None:
+            self._dead_letters.forget(doomed)
 
-    def _discard_queued(self, sub: PartitionConsumer, entry_ids: set[int] | None,
-                        returns_permit: bool = True) -> None:
-        """Mark ``sub``'s buffered messages (of these entries, or all) so that taking them skips them."""
-        marker = Discarded(sub, returns_permit)
-        while True:
-            try:
-                queued = list(self._queue)
-                break
-            except RuntimeError:  # mutated while copied: copy again
-                continue
-        for item in queued:
-            if item.__class__ is DecodeFailure:
-                if item.consumer is sub and (  # type: ignore[union-attr]
-                        entry_ids is None or item.error.message_id.entry_id in entry_ids):  # type: ignore
-                    item.discarded = marker  # type: ignore[union-attr]
-                continue
-            entry = item._entry
+    def forget_partition(self, sub: PartitionConsumer) -> None:
+        self.forget(lambda key: key[0] is sub)
+
+    def discard_queued(self, sub: PartitionConsumer, entry_ids: set[int] | None) -> None:
+        """Buffered messages of ``sub`` (of these entries, or all) are skipped when taken."""
+        for msg in self._queue.snapshot():
+            entry = msg._entry
             if entry.sub is sub and (entry_ids is None or entry.entry_id in entry_ids):
-                entry.sub = marker
+                entry.discard()
 
-    # --- retry letters --------------------------------------------------------------------------------
-    def reconsume_later(self, message: Message, delay_ms: int | datetime.timedelta,
-                        properties: dict[str, str] | None = None) -> None:
-        """Store ``message`` on the retry letter topic, to be consumed again after ``delay_ms`` (with
-        ``properties`` added), and acknowledge it; after ``max_redeliver_count`` reconsumes it goes to the
-        dead letter topic instead. Needs ``retry_enable=True``."""
-        dead = self._dead_letters
-        if dead is None or not dead.retry_enable:
-            raise errors.InvalidConfiguration("reconsume_later() needs a consumer subscribed with "
-                                              "retry_enable=True")
-        if isinstance(delay_ms, datetime.timedelta):
-            delay_ms = int(delay_ms.total_seconds() * 1000)
-        if isinstance(delay_ms, bool) or not isinstance(delay_ms, (int, float)) or delay_ms < 0:
-            raise ValueError(f"delay_ms={delay_ms!r} is not valid; use a number of milliseconds >= 0")
-        if not isinstance(message, Message):
-            raise TypeError(f"reconsume_later() takes a received Message, not {type(message).__name__}")
-        if properties is not None and not all(isinstance(k, str) and isinstance(v, str)
-                                              for k, v in properties.items()):
-            raise ValueError("properties must map str to str")
-        self._open_sub(message)
-        dead.reconsume_later(message, int(delay_ms), dict(properties) if properties else None)
+    def close(self) -> None:
+        self.closed = True
+

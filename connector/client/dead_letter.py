@@ -36,15 +36,20 @@ import concurrent.futures
 import logging
 import threading
 import uuid
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.enums import ConsumerType
+from connector.client.lookup import Lookup
 from connector.client.message import Message
 from connector.client.policies import ConsumerDeadLetterPolicy
+
+if TYPE_CHECKING:
+    from connector.client.partition_consumer import PartitionConsumer
+    from connector.client.producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +75,18 @@ def default_topic(topic: str, subscription: str, suffix: str) -> str:
 def origin_message_id(msg: Message) -> str:
     """Pulsar's ``MessageId.toString()``: ``ledger:entry:partition``, plus ``:batch`` inside a batch."""
     mid = msg.message_id()
-    text = f"{mid.ledger_id}:{mid.entry_id}:{mid.partition}"
-    return f"{text}:{mid.batch_index}" if mid.batch_index >= 0 else text
+    text = f"{mid.ledger_id()}:{mid.entry_id()}:{mid.partition()}"
+    return f"{text}:{mid.batch_index()}" if mid.batch_index() >= 0 else text
+
+
+class ProducerFactory(Protocol):
+    """``Client.create_producer``, as dead letters use it."""
+
+    def __call__(self, topic: str, **options: Any) -> "Producer": ...
+
+
+EntryKey = tuple["PartitionConsumer", int]
+"""``(partition consumer, entry id)``: an entry as the redelivery trackers name it."""
 
 
 def letter_properties(msg: Message) -> dict[str, str]:
@@ -82,26 +97,29 @@ def letter_properties(msg: Message) -> dict[str, str]:
     return properties
 
 
-class DeadLetters:
-    """The dead letter and retry letter side of one consumer: kept messages, producers, one worker thread.
+@dataclass(frozen=True)
+class LetterOptions:
+    """subscribe's dead letter and retry options, checked once (:meth:`parse`)."""
 
-    ``acknowledge(message)`` is the consumer's way to acknowledge a message that was dead-lettered or
-    retried, bypassing held batch acks; ``redeliver(keys)`` asks the broker again for entries whose dead
-    letter could not be written.
-    """
+    subscription: str
+    max_redeliver_count: int
+    dead_letter_topic: str | None
+    """None: named after the topic each message came from."""
+    retry_letter_topic: str | None
+    """Set with ``retry_enable``: the consumer subscribes to it too."""
+    initial_subscription: str | None
+    retry_enable: bool
 
-    def __init__(self, client: Any, subscription: str, policy: ConsumerDeadLetterPolicy | None,
-                 first_topic: str | None, consumer_type: ConsumerType, retry_enable: bool) -> None:
+    @classmethod
+    def parse(cls, subscription: str, policy: ConsumerDeadLetterPolicy | None, first_topic: str | None,
+              consumer_type: ConsumerType, retry_enable: bool) -> "LetterOptions":
+        """``first_topic``: the first topic subscribed (None for a topics pattern)."""
         if consumer_type not in (ConsumerType.Shared, ConsumerType.KeyShared):
             what = "retry_enable=True" if retry_enable else "dead_letter_policy"
             raise errors.InvalidConfiguration(
                 f"{what} needs consumer_type=ConsumerType.Shared or ConsumerType.KeyShared: dead letter and "
                 "retry topics work on Shared subscriptions in Pulsar (the ordered types redeliver by "
                 "rewinding, and the broker honours retry delays only on Shared and Key_Shared)")
-        self._client = client
-        self._subscription = subscription
-        self.max_redeliver_count = policy.max_redeliver_count if policy else MAX_RECONSUMETIMES
-        self.retry_enable = retry_enable
         dead = policy.dead_letter_topic if policy else None
         retry = policy.retry_letter_topic if policy else None
         if retry_enable:
@@ -112,20 +130,41 @@ class DeadLetters:
                     "retry_letter_topic=...)")
             dead = dead or default_topic(first_topic, subscription, DLQ_SUFFIX)  # type: ignore[arg-type]
             retry = retry or default_topic(first_topic, subscription, RETRY_SUFFIX)  # type: ignore[arg-type]
-        self._dead_letter_topic = str(TopicName.parse(dead)) if dead else None
-        self.retry_letter_topic = str(TopicName.parse(retry)) if retry else None
-        self._initial_subscription = policy.initial_subscription_name if policy else None
-        self.consumer_name = ""
+        return cls(subscription, policy.max_redeliver_count if policy else MAX_RECONSUMETIMES,
+                   str(TopicName.parse(dead)) if dead else None, str(TopicName.parse(retry)) if retry else None,
+                   policy.initial_subscription_name if policy else None, retry_enable)
+
+
+class DeadLetters:
+    """The dead letter and retry letter side of one consumer: kept messages, producers, one worker thread.
+
+    ``acknowledge(message)`` is the consumer's way to acknowledge a message that was dead-lettered or
+    retried; ``redeliver(keys)`` asks the broker again for entries whose dead letter could not be written;
+    ``consumer_name()`` names the dead letter producers.
+    """
+
+    def __init__(self, options: LetterOptions, create_producer: ProducerFactory, lookup: Lookup,
+                 acknowledge: Callable[[Message], None], redeliver: Callable[[list[EntryKey]], None],
+                 consumer_name: Callable[[], str]) -> None:
+        self._create_producer = create_producer
+        self._lookup = lookup
+        self._acknowledge = acknowledge
+        self._redeliver = redeliver
+        self._consumer_name = consumer_name
+        self._subscription = options.subscription
+        self.max_redeliver_count = options.max_redeliver_count
+        self.retry_enable = options.retry_enable
+        self._dead_letter_topic = options.dead_letter_topic
+        self.retry_letter_topic = options.retry_letter_topic
+        self._initial_subscription = options.initial_subscription
         self._lock = threading.Lock()
-        self._kept: dict[tuple[Any, int], list[Message]] = {}
+        self._kept: dict[EntryKey, list[Message]] = {}
         """(partition consumer, entry id) -> its messages still to be dead-lettered if it comes back."""
-        self._producers: dict[str, Any] = {}
+        self._producers: dict[str, "Producer"] = {}
         self._producer_lock = threading.Lock()
         self._worker_lock = threading.Lock()  # not the producer lock: creating a producer may take a while
         self._worker: concurrent.futures.ThreadPoolExecutor | None = None
         self._closed = False
-        self.acknowledge: Callable[[Message], None] = lambda msg: None
-        self.redeliver: Callable[[list[tuple[Any, int]]], None] = lambda keys: None
 
     # --- names ----------------------------------------------------------------------------------------
     def dead_letter_topic(self, source_topic: str) -> str:
@@ -133,10 +172,9 @@ class DeadLetters:
         return self._dead_letter_topic or default_topic(source_topic, self._subscription, DLQ_SUFFIX)
 
     # --- kept messages --------------------------------------------------------------------------------
-    def received(self, sub: Any, messages: list[Any], redelivery_count: int) -> int:
+    def received(self, sub: "PartitionConsumer", messages: list[Message], redelivery_count: int) -> int:
         """An entry delivered ``redelivery_count`` (>= max) times before: keep its messages, or, beyond the
         max, dead-letter them now; returns how many messages must not be handed out (0 or all)."""
-        messages = [m for m in messages if isinstance(m, Message)]
         if not messages:
             return 0
         key = (sub, messages[0]._entry.entry_id)
@@ -147,7 +185,7 @@ class DeadLetters:
             self._kept[key] = messages
         return 0
 
-    def acked(self, sub: Any, entry_id: int, index: int) -> None:
+    def acked(self, sub: "PartitionConsumer", entry_id: int, index: int) -> None:
         """The application acknowledged message ``index`` of the entry: it is not dead-lettered with it."""
         kept = self._kept
         if not kept:
@@ -159,13 +197,13 @@ class DeadLetters:
                 if not messages:
                     del kept[(sub, entry_id)]
 
-    def forget(self, doomed: Callable[[tuple[Any, int]], bool]) -> None:
+    def forget(self, doomed: Callable[[EntryKey], bool]) -> None:
         """Drop kept entries for which ``doomed(key)`` is true (they come back anyway, e.g. a rewind)."""
         with self._lock:
             for key in [key for key in self._kept if doomed(key)]:
                 del self._kept[key]
 
-    def take(self, keys: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+    def take(self, keys: list[EntryKey]) -> list[EntryKey]:
         """Of the entries due for redelivery, dead-letter the kept ones; returns the others."""
         rest = []
         for key in keys:
@@ -178,22 +216,22 @@ class DeadLetters:
         return rest
 
     # --- publishing -----------------------------------------------------------------------------------
-    def send(self, key: tuple[Any, int], messages: list[Message]) -> None:
+    def send(self, key: EntryKey, messages: list[Message]) -> None:
         """Publish ``messages`` (one entry's) to the dead letter topic on the worker thread, then acknowledge
         them; if that fails, have the entry redelivered instead."""
         self._submit(self._send_dead, key, messages)
 
-    def _send_dead(self, key: tuple[Any, int], messages: list[Message]) -> None:
+    def _send_dead(self, key: EntryKey, messages: list[Message]) -> None:
         try:
             for msg in messages:
                 self.publish(self.dead_letter_topic(msg.topic_name()), msg, letter_properties(msg))
         except errors.PulsarLikeError as exc:
             log.warning("subscription %s: cannot write %d message(s) to the dead letter topic, they will be "
                         "redelivered: %s", self._subscription, len(messages), exc)
-            self.redeliver([key])
+            self._redeliver([key])
             return
         for msg in messages:
-            self.acknowledge(msg)
+            self._acknowledge(msg)
 
     def reconsume_later(self, msg: Message, delay_ms: int, properties: dict[str, str] | None) -> None:
         """Publish ``msg`` to the retry letter topic, due in ``delay_ms`` (or, past ``max_redeliver_count``
@@ -211,7 +249,7 @@ class DeadLetters:
         else:
             assert self.retry_letter_topic is not None
             self.publish(self.retry_letter_topic, msg, letter, delay_ms)
-        self.acknowledge(msg)
+        self._acknowledge(msg)
 
     def publish(self, topic: str, msg: Message, properties: dict[str, str],
                 deliver_after_ms: int | None = None) -> None:
@@ -222,41 +260,28 @@ class DeadLetters:
             ordering_key=msg.ordering_key(), event_timestamp=msg.event_timestamp() or None,
             deliver_after=deliver_after_ms or None)
 
-    def _producer(self, topic: str, source_topic: str) -> Any:
+    def _producer(self, topic: str, source_topic: str) -> "Producer":
         with self._producer_lock:
             producer = self._producers.get(topic)
             if producer is None:
                 dead = topic != self.retry_letter_topic
                 if dead and self._initial_subscription:
                     self._create_subscription(topic, self._initial_subscription)
-                name = (f"{source_topic}-{self._subscription}-{self.consumer_name}-{uuid.uuid4().hex[:5]}"
+                name = (f"{source_topic}-{self._subscription}-{self._consumer_name()}-{uuid.uuid4().hex[:5]}"
                         f"{DLQ_SUFFIX}") if dead else None
                 persistent = TopicName.parse(topic).domain == "persistent"
-                producer = self._client.create_producer(
+                producer = self._create_producer(
                     topic, producer_name=name, batching_enabled=False, chunking_enabled=persistent,
                     block_if_queue_full=True)
                 self._producers[topic] = producer
             return producer
 
     def _create_subscription(self, topic: str, name: str) -> None:
-        """Create durable subscription ``name`` at the end of ``topic`` (the topic too) unless it exists: the
-        admin calls, not a consumer that would attach and take permits."""
         if TopicName.parse(topic).domain != "persistent":
             log.warning("initial_subscription_name is ignored for the non-persistent topic %s (it keeps no "
                         "subscription state)", topic)
             return
-        connection = self._client._connection
-        if not self._client._partitions(topic):
-            try:
-                connection.unary("CreateTopic", broker_pb2.TopicRequest(topic=topic))
-            except errors.TopicAlreadyExists:
-                pass
-        for partition_topic, _ in self._client._expand([topic]):
-            try:
-                connection.unary("CreateSubscription", broker_pb2.SubscriptionRequest(
-                    topic=partition_topic, subscription=name, position=broker_pb2.Position(latest=True)))
-            except errors.NotAllowedError:  # it exists
-                pass
+        self._lookup.ensure_subscription(topic, name)
 
     def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         with self._worker_lock:

@@ -6,6 +6,7 @@ Each is validated once, when built: a bad value raises ``ValueError`` naming the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
 from connector.client.enums import KeySharedMode, check_enum
@@ -187,3 +188,40 @@ class ConsumerDeadLetterPolicy:
     def __repr__(self) -> str:
         return (f"ConsumerDeadLetterPolicy(max_redeliver_count={self._max}, dead_letter_topic={self._dead!r}, "
                 f"initial_subscription_name={self._initial!r}, retry_letter_topic={self._retry!r})")
+
+
+class ConsumerBatchReceivePolicy:
+    """What one ``Consumer.batch_receive()`` returns (pulsar-client's class): up to ``max_num_message``
+    messages and ``max_num_bytes`` bytes, waiting at most ``timeout_ms`` for them; a value below 0 means no
+    limit of that kind. pulsar-client's defaults: no count limit, 10 MiB, 100 ms."""
+
+    __slots__ = ("max_num_messages", "max_num_bytes", "timeout_ms")
+
+    def __init__(self, max_num_message: int = -1, max_num_bytes: int = 10 * 1024 * 1024,
+                 timeout_ms: int = 100) -> None:
+        for name, value in (("max_num_message", max_num_message), ("max_num_bytes", max_num_bytes),
+                            ("timeout_ms", timeout_ms)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name}={value!r} is not valid; use an int (below 0: no limit)")
+        if max_num_message < 0 and max_num_bytes < 0 and timeout_ms < 0:
+            raise ValueError("a batch receive policy needs at least one limit: max_num_message, max_num_bytes "
+                             "or timeout_ms >= 0")
+        self.max_num_messages = max_num_message
+        self.max_num_bytes = max_num_bytes
+        self.timeout_ms = timeout_ms
+
+    def __repr__(self) -> str:
+        return (f"ConsumerBatchReceivePolicy(max_num_message={self.max_num_messages}, "
+                f"max_num_bytes={self.max_num_bytes}, timeout_ms={self.timeout_ms})")
+
+
+@dataclass(frozen=True)
+class RedeliveryOptions:
+    """subscribe's redelivery options, parsed once (see :mod:`connector.client.consumer_redelivery`)."""
+
+    negative_ack_redelivery_delay_ms: int = 60000
+    negative_ack_redelivery_backoff: RedeliveryBackoff | None = None
+    unacked_messages_timeout_ms: int = 0
+    """0: no ack timeout."""
+    ack_timeout_tick_time_ms: int = 1000
+    ack_timeout_redelivery_backoff: RedeliveryBackoff | None = None

@@ -6,9 +6,10 @@ import time
 from typing import Any, Callable, Mapping
 
 from broker_core import errors
-from broker_core.types import MessageId
 
-from connector.client.partition_producer import PartitionProducer, SyncWaiter
+from connector.client.callbacks import SyncWaiter
+from connector.client.message_id import MessageId
+from connector.client.partition_producer import PartitionProducer
 from connector.client.routing import Router
 
 
@@ -45,9 +46,9 @@ class OutgoingMessage:
 class Producer:
     """Sends messages to a topic (all partitions of a partitioned topic)."""
 
-    def __init__(self, client: Any, topic: str, partitions: list[PartitionProducer], router: Router,
-                 send_timeout_ms: int, partitioned: bool) -> None:
-        self._client = client
+    def __init__(self, topic: str, partitions: list[PartitionProducer], router: Router, send_timeout_ms: int,
+                 partitioned: bool, on_close: Callable[["Producer"], None] = lambda producer: None) -> None:
+        self._on_close = on_close
         self._topic = topic
         self._partitions = partitions
         self._router = router
@@ -75,7 +76,9 @@ class Producer:
              sequence_id: int | None = None, event_timestamp: int | None = None,
              deliver_at: int | None = None, deliver_after: Any = None,
              replication_clusters: Any = None, disable_replication: bool = False) -> MessageId:
-        """Send one message and wait for its receipt (flushing the open batch at once)."""
+        """Send one message and wait for its receipt (flushing the open batch at once). While the broker
+        cannot be reached the message waits to be sent again, until ``send_timeout_millis`` (``Timeout``)."""
+        _refuse_replication(replication_clusters)
         waiter = SyncWaiter()
         self._add(content, waiter, properties, partition_key, ordering_key, sequence_id,
                   event_timestamp, deliver_at, deliver_after, flush=True)
@@ -102,6 +105,8 @@ class Producer:
         (``ProducerQueueIsFull`` with ``block_if_queue_full=False``) goes to the callback, as in
         pulsar-client.
         """
+        if replication_clusters is not None:
+            _refuse_replication(replication_clusters)
         single = self._single  # None when partitioned or closed
         if single is not None and type(content) is bytes and ordering_key is None \
                 and deliver_after is None:  # the common case, kept short
@@ -132,7 +137,7 @@ class Producer:
         self._single = None
         for producer in self._partitions:
             producer.close(timeout_s=self._send_timeout_ms / 1000.0 if self._send_timeout_ms else None)
-        self._client._forget(self)
+        self._on_close(self)
 
     def is_connected(self) -> bool:
         return not self._closed and all(p.is_connected() for p in self._partitions)
@@ -163,6 +168,12 @@ class Producer:
             index = self._router.partition(partition_key, msg)
         self._partitions[index].add(content, callback, properties, partition_key, ordering_key,
                                     sequence_id, event_timestamp or 0, deliver_at, flush)
+
+
+def _refuse_replication(replication_clusters: Any) -> None:
+    if replication_clusters is not None:
+        raise errors.InvalidConfiguration("replication_clusters: pulsarlike is one broker, it has no clusters to "
+                                          "replicate to; leave it unset")
 
 
 def delivery_time(deliver_at: Any, deliver_after: Any) -> int:

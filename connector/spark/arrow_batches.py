@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from broker_core.protocol import codec, pulsar_api_pb2
 
-from connector.client.message import decoded_payload
+from broker_core.protocol.entry import payload_of as decoded_payload
 from connector.spark.schema import ARROW_SCHEMA, PROPERTIES, TIMESTAMP
 
 _I32 = pa.int32()

@@ -89,6 +89,6 @@ def test_broker_killed_halfway_through_its_nth_write_recovers_an_exact_prefix(br
     try:
         producer = client.create_producer(TOPIC)
         msg_id = producer.send(b"after-recovery")
-        assert msg_id.entry_id == len(values)
+        assert msg_id.entry_id() == len(values)
     finally:
         client.close()

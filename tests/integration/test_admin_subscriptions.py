@@ -38,7 +38,7 @@ def test_peek_shows_the_next_unacknowledged_messages_with_their_metadata_and_mov
     first = admin.peek_messages(topic, "sub", 2)
     assert [m.data for m in first] == [b"m0", b"m1"]
     m0 = first[0]
-    assert (m0.message_id.ledger_id, m0.message_id.entry_id) == (ids[0].ledger_id, ids[0].entry_id)
+    assert (m0.message_id.ledger_id(), m0.message_id.entry_id()) == (ids[0].ledger_id(), ids[0].entry_id())
     assert (m0.offset, m0.key, m0.properties, m0.sequence_id) == (0, "k0", {"i": "0"}, 0)
     assert m0.publish_time > 0 and m0.broker_publish_time >= m0.publish_time - 1000 and m0.producer_name
     assert admin.peek_messages(topic, "sub", 2) == first  # nothing moved
@@ -63,7 +63,7 @@ def test_peek_and_skip_step_over_individually_acknowledged_messages(client, admi
 def test_peek_splits_compressed_batches_and_leaves_out_acknowledged_members(client, admin, topic):
     admin.create_topic(topic)
     admin.create_subscription(topic, "sub", MessageId.earliest)
-    producer = client.create_producer(topic, compression_type=CompressionType.LZ4,
+    producer = client.create_producer(topic, compression_type=CompressionType.LZ4, batching_enabled=True,
                                       batching_max_publish_delay_ms=1000, batching_max_messages=4)
     for i in range(4):
         producer.send_async(b"b%d" % i, None, properties={"n": str(i)})

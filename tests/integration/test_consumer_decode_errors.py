@@ -46,7 +46,7 @@ def test_entry_that_fails_to_decompress_raises_once_between_good_messages(broker
     error = info.value
     name = pulsar_api_pb2.CompressionType.Name(compression)
     assert error.topic == topic and error.offsets == (offsets[1],)
-    assert error.message_id.entry_id == offsets[1] and name in error.reason
+    assert error.message_id.entry_id() == offsets[1] and name in error.reason
     assert "acknowledged" in str(error) and topic in str(error)
     assert consumer.receive(5000).data() == b"good-2"
     # the subscription keeps going: later messages arrive, and the bad entry left the backlog
@@ -99,7 +99,7 @@ def test_chunked_message_that_fails_to_decompress_raises_for_the_whole_message(b
     with pytest.raises(MessageDecodeError) as info:
         consumer.receive(5000)
     assert info.value.offsets == tuple(offsets[:3])
-    assert info.value.message_id.entry_id == offsets[2]
+    assert info.value.message_id.entry_id() == offsets[2]
     nxt = consumer.receive(5000)
     assert nxt.data() == b"next"
     consumer.acknowledge(nxt)

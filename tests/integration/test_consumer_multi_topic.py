@@ -69,7 +69,7 @@ def test_a_pattern_picks_up_topics_created_later(client, prefix):
 def test_a_pattern_subscribes_every_partition_of_a_matching_partitioned_topic(client, admin, prefix):
     admin.create_partitioned_topic(f"persistent://public/default/{prefix}-parted", 3)
     consumer = client.subscribe(re.compile(f"{prefix}-.*"), "pattern", initial_position=InitialPosition.Earliest)
-    assert sorted(sub.topic for sub in consumer._subs) == [
+    assert sorted(consumer.partition_topics()) == [
         f"persistent://public/default/{prefix}-parted-partition-{i}" for i in range(3)]
     producer = client.create_producer(f"{prefix}-parted", batching_enabled=False)
     for key in "abcdef":
@@ -84,9 +84,9 @@ def test_topics_deleted_leave_a_pattern_consumer(client, admin, prefix):
         admin.create_topic(topic)
     consumer = client.subscribe(re.compile(f"persistent://public/default/{prefix}-.*"), "pattern",
                                 pattern_auto_discovery_period=1)
-    assert len(consumer._subs) == 2
+    assert len(consumer.partition_topics()) == 2
     admin.delete_topic(gone, force=True)
-    assert _wait(lambda: [s.topic for s in consumer._subs] == [kept])
+    assert _wait(lambda: consumer.partition_topics() == [kept])
     client.create_producer(kept).send(b"still here")
     assert consumer.receive(timeout_millis=5000).data() == b"still here"
 

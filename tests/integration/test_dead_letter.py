@@ -63,7 +63,7 @@ def test_dlq_after_max_redeliveries_with_the_default_name(client, admin, topic):
     assert dead.data() == b"poison" and dead.partition_key() == "k1" and dead.event_timestamp() == 12345
     props = dead.properties()
     assert props["kind"] == "test" and props["REAL_TOPIC"] == topic
-    assert props["ORIGIN_MESSAGE_ID"] == f"{sent.ledger_id}:{sent.entry_id}:{sent.partition}"
+    assert props["ORIGIN_MESSAGE_ID"] == f"{sent.ledger_id()}:{sent.entry_id()}:{sent.partition()}"
     assert _wait_backlog_empty(admin, topic, "orders") == 0  # the original was acknowledged
     assert _drain(dlq, wait_ms=300) == []  # written once
 
@@ -137,7 +137,7 @@ def test_reconsume_later_goes_through_the_retry_topic_then_to_the_dlq(client, ad
         assert msg.partition_key() == "k"
         assert msg.properties() == {
             "origin": "app", "attempt": str(times), "REAL_TOPIC": topic,
-            "ORIGIN_MESSAGE_ID": f"{sent.ledger_id}:{sent.entry_id}:{sent.partition}",
+            "ORIGIN_MESSAGE_ID": f"{sent.ledger_id()}:{sent.entry_id()}:{sent.partition()}",
             "RECONSUMETIMES": str(times), "DELAY_TIME": "300"}
     consumer.reconsume_later(msg, 300)  # a third time: more than max_redeliver_count
     dead = dlq.receive(timeout_millis=5000)

@@ -44,7 +44,7 @@ def test_a_resent_sequence_id_is_dropped_and_the_send_still_succeeds(dclient, to
     for seq in range(3):
         producer.send(f"m{seq}".encode(), sequence_id=seq)
     duplicate = producer.send(b"m1-again", sequence_id=1)
-    assert (duplicate.ledger_id, duplicate.entry_id) == (-1, -1)  # Pulsar's id for a dropped duplicate
+    assert (duplicate.ledger_id(), duplicate.entry_id()) == (-1, -1)  # Pulsar's id for a dropped duplicate
     producer.send(b"m3", sequence_id=3)
     assert producer.last_sequence_id() == 3
     producer.close()
@@ -52,12 +52,14 @@ def test_a_resent_sequence_id_is_dropped_and_the_send_still_succeeds(dclient, to
 
 
 def test_a_batch_below_the_last_sequence_id_is_dropped_as_a_whole(dclient, topic):
-    producer = dclient.create_producer(topic, producer_name="batcher", batching_max_publish_delay_ms=1000)
+    producer = dclient.create_producer(topic, producer_name="batcher", batching_enabled=True,
+                                       batching_max_publish_delay_ms=1000)
     for i in range(10):
         producer.send_async(f"a{i}".encode(), None)
     producer.flush()
     producer.close()
-    again = dclient.create_producer(topic, producer_name="batcher", batching_max_publish_delay_ms=1000)
+    again = dclient.create_producer(topic, producer_name="batcher", batching_enabled=True,
+                                    batching_max_publish_delay_ms=1000)
     assert again.last_sequence_id() == 9
     for i in range(5):  # the same ids again, as a retrying application would send them
         again.send_async(f"dup{i}".encode(), None, sequence_id=5 + i)

@@ -72,8 +72,8 @@ def test_send_receipts_carry_dense_running_offsets(client, admin, np_topic):
     wait_for_permits(admin, np_topic, "s")
     producer = client.create_producer(np_topic, batching_enabled=False)
     ids = [producer.send(f"m{i}".encode()) for i in range(5)]
-    assert [i.entry_id for i in ids] == [0, 1, 2, 3, 4]
-    assert len({i.ledger_id for i in ids}) == 1
+    assert [i.entry_id() for i in ids] == [0, 1, 2, 3, 4]
+    assert len({i.ledger_id() for i in ids}) == 1
     assert [m.message_id() for m in drain(consumer)] == ids
 
 
@@ -230,7 +230,7 @@ def test_partitioned_non_persistent_topic_spreads_and_delivers_every_partition(c
     consumer = client.subscribe(np_topic, "s")
     wait_for_permits(admin, np_topic, "s", consumers=3)
     ids = send_all(client, np_topic, [f"m{i}" for i in range(9)])
-    assert {i.partition for i in ids} == {0, 1, 2}
+    assert {i.partition() for i in ids} == {0, 1, 2}
     assert sorted(m.data() for m in drain(consumer)) == sorted(f"m{i}".encode() for i in range(9))
     stats = admin.topic_stats(np_topic)
     assert stats["metadata"]["partitions"] == 3 and stats["msgInCounter"] == 9

@@ -118,7 +118,7 @@ def test_stored_batch_claiming_int32_max_messages_is_one_decode_error_between_go
         assert (error.offsets[0], len(error.offsets)) == (offsets[1], INT32_MAX)
         assert peak < 100 * 10**6
         last = consumer.receive(5000)
-        assert last.data() == b"good-2" and last.message_id().entry_id == offsets[2]
+        assert last.data() == b"good-2" and last.message_id().entry_id() == offsets[2]
         consumer.acknowledge(first)
         consumer.acknowledge(last)
         # the poison entry's INT32_MAX offsets were acknowledged as one range

@@ -16,6 +16,8 @@ from broker_core import Broker
 from connector import (
     BatchingType, Client, CompressionType, InitialPosition, MessageTooBig, ProducerAccessMode,
     ProducerFenced, ProducerQueueIsFull, Result, Timeout)
+from connector.client.chunking_producer import build_entries, message_metadata
+from tests.integration.test_consumer_chunking import produce_raw
 
 
 def _subscribe(client, topic, name="sub", **kwargs):
@@ -63,7 +65,8 @@ def test_producers_with_every_codec_share_a_topic_and_the_consumer_needs_no_sett
 def test_a_compressed_topic_stores_fewer_bytes(client, admin, topic):
     plain, packed = topic + "-plain", topic + "-lz4"
     for name, codec in ((plain, CompressionType.NONE), (packed, CompressionType.LZ4)):
-        producer = client.create_producer(name, compression_type=codec, batching_max_publish_delay_ms=1000)
+        producer = client.create_producer(name, compression_type=codec, batching_enabled=True,
+                                          batching_max_publish_delay_ms=1000)
         for i in range(200):
             producer.send_async(_json_payload(i), None)
         producer.flush()
@@ -72,7 +75,7 @@ def test_a_compressed_topic_stores_fewer_bytes(client, admin, topic):
 
 # --- key-based batching and delayed messages ------------------------------------------------------------
 def test_key_based_batches_hold_one_key_each_and_keep_per_key_order(client, topic):
-    producer = client.create_producer(topic, batching_type=BatchingType.KeyBased,
+    producer = client.create_producer(topic, batching_enabled=True, batching_type=BatchingType.KeyBased,
                                       batching_max_messages=30, batching_max_publish_delay_ms=1000)
     keys = ["red", "green", "blue", None]
     for i in range(60):
@@ -82,7 +85,7 @@ def test_key_based_batches_hold_one_key_each_and_keep_per_key_order(client, topi
     assert sorted(int(m.data()) for m in got) == list(range(60))
     by_entry: dict[int, set[str]] = {}
     for m in got:
-        by_entry.setdefault(m.message_id().entry_id, set()).add(m.partition_key())
+        by_entry.setdefault(m.message_id().entry_id(), set()).add(m.partition_key())
     assert all(len(entry_keys) == 1 for entry_keys in by_entry.values())
     assert len(by_entry) == 8  # two flushes of 30 messages, four key batches each
     for key in keys:
@@ -93,7 +96,7 @@ def test_key_based_batches_hold_one_key_each_and_keep_per_key_order(client, topi
 
 
 def test_delayed_messages_are_individual_entries_even_with_key_based_batching(client, topic):
-    producer = client.create_producer(topic, batching_type=BatchingType.KeyBased,
+    producer = client.create_producer(topic, batching_enabled=True, batching_type=BatchingType.KeyBased,
                                       batching_max_publish_delay_ms=1000)
     ids = {}
     for i in range(3):
@@ -104,11 +107,11 @@ def test_delayed_messages_are_individual_entries_even_with_key_based_batching(cl
                             partition_key="k", deliver_after=timedelta(milliseconds=300))
     producer.flush()
     assert len(ids) == 12
-    assert [ids[i].batch_index for i in range(3)] == [-1, -1, -1]  # unbatched, each its own entry
+    assert [ids[i].batch_index() for i in range(3)] == [-1, -1, -1]  # unbatched, each its own entry
     for i in range(3):  # the batch before each delayed message went out first, as one entry
-        assert len({ids[(i, j)].entry_id for j in range(3)}) == 1
-        assert [ids[(i, j)].batch_index for j in range(3)] == [0, 1, 2]
-        assert ids[i].offset == ids[(i, 2)].offset + 1
+        assert len({ids[(i, j)].entry_id() for j in range(3)}) == 1
+        assert [ids[(i, j)].batch_index() for j in range(3)] == [0, 1, 2]
+        assert ids[i].offset() == ids[(i, 2)].offset() + 1
     consumer = _subscribe(client, topic)  # Exclusive: delayed messages are delivered at once
     got = {m.data(): m for m in _drain(consumer)}
     assert all(got[b"later-%d" % i].message_id() == ids[i] for i in range(3))
@@ -133,13 +136,6 @@ def small_client(small_broker):
     c.close()
 
 
-def _wait_receipts(part, pending_before, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while len(part._pending) >= pending_before:
-        assert time.monotonic() < deadline, "no receipt from the broker"
-        time.sleep(0.002)
-
-
 def test_a_20_mib_message_round_trips_in_chunks(client, topic):
     consumer = _subscribe(client, topic)
     producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False)
@@ -148,8 +144,8 @@ def test_a_20_mib_message_round_trips_in_chunks(client, topic):
     producer.send(b"after")
     msg = consumer.receive(30_000)
     assert msg.data() == payload and msg.properties() == {"name": "big"} and msg.partition_key() == "k"
-    assert msg.message_id() == msg_id and msg_id.batch_index == -1
-    assert msg_id.entry_id == 4  # 20 MiB in chunks of just under the default 5 MiB: offsets 0..4
+    assert msg.message_id() == msg_id and msg_id.batch_index() == -1
+    assert msg_id.entry_id() == 4  # 20 MiB in chunks of just under the default 5 MiB: offsets 0..4
     consumer.acknowledge(msg)
     assert consumer.receive(5000).data() == b"after"
 
@@ -169,39 +165,27 @@ def test_chunked_messages_keep_their_order_with_small_ones_and_compress(small_cl
     assert [m.message_id() for m in got] == [mid for _, mid in ids]
 
 
-def test_interwoven_chunks_of_two_producers_are_reassembled_per_message(small_client, topic):
-    """The seed's example: M1-C1, M2-C1, M1-C2, M2-C2, ... in the log; each message comes out whole."""
+def test_interwoven_chunks_of_two_producers_are_reassembled_per_message(small_broker, small_client, topic):
+    """The seed's example: M1-C1, M2-C1, M1-C2, M2-C2, ... in the log; each message comes out whole. The
+    chunk entries are the ones a chunking producer builds, stored interleaved through a raw Produce stream."""
     consumer = _subscribe(small_client, topic)
-    producers = [small_client.create_producer(topic, producer_name=f"p{i}", chunking_enabled=True,
-                                              batching_enabled=False) for i in (1, 2)]
     payloads = [os.urandom(3 * SMALL_MAX), os.urandom(3 * SMALL_MAX)]
-    held: list[list] = [[], []]
-    parts = [p._partitions[0] for p in producers]
-    real_sends = [part._stream.send for part in parts]
-    results: list = []
-    for i, (part, producer) in enumerate(zip(parts, producers)):
-        part._stream.send = held[i].append  # hold the chunks, to release them interleaved
-        producer.send_async(payloads[i], lambda r, mid, i=i: results.append((i, r, mid)))
-        part._stream.send = real_sends[i]
-    assert len(held[0]) == len(held[1]) == 4
-    for chunk in range(4):
-        for i in (0, 1):
-            pending = len(parts[i]._pending)
-            real_sends[i](held[i][chunk])
-            _wait_receipts(parts[i], pending)
-    assert sorted((i, r) for i, r, _ in results) == [(0, Result.Ok), (1, Result.Ok)]
-    ids = {i: mid for i, _, mid in results}
-    assert ids[1].entry_id == ids[0].entry_id + 1  # the last chunks are neighbours: interwoven
+    built = [build_entries(message_metadata(f"p{i + 1}", 0, int(time.time() * 1000), 0, len(payload), None,
+                                            None, None, 0, None), payload, SMALL_MAX)
+             for i, payload in enumerate(payloads)]
+    assert len(built[0]) == len(built[1]) == 4
+    offsets = produce_raw(small_broker, topic, [entry for pair in zip(*built) for entry in pair])
     got = {m.producer_name(): m for m in (consumer.receive(10_000) for _ in range(2))}
     assert got["p1"].data() == payloads[0] and got["p2"].data() == payloads[1]
-    assert got["p1"].message_id() == ids[0] and got["p2"].message_id() == ids[1]
+    # each message's id is its last chunk's: neighbours, as the chunks are interwoven
+    assert [got["p1"].message_id().entry_id(), got["p2"].message_id().entry_id()] == offsets[-2:]
 
 
 def test_without_chunking_an_oversized_message_fails_at_send(small_client, topic):
     producer = small_client.create_producer(topic)
     with pytest.raises(MessageTooBig):
         producer.send(b"x" * (SMALL_MAX + 1))
-    assert producer.send(b"fits").entry_id == 0  # nothing of the refused message reached the topic
+    assert producer.send(b"fits").entry_id() == 0  # nothing of the refused message reached the topic
 
 
 # --- send semantics ------------------------------------------------------------------------------------
@@ -348,7 +332,7 @@ def test_wait_for_exclusive_waits_longer_than_the_operation_timeout(broker, admi
         assert waiter.is_alive() and created == []
         leader.close()
         waiter.join(10)
-        assert created and created[0].send(b"leader now").entry_id == 0
+        assert created and created[0].send(b"leader now").entry_id() == 0
 
 
 def test_a_fenced_producer_refuses_every_later_send(client, topic):

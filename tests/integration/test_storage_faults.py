@@ -15,8 +15,7 @@ import pytest
 from broker_core import Broker
 from broker_core.errors import CorruptLog, PersistenceError
 from broker_core.storage.format import HEADER_SIZE, decode_header
-from broker_core.types import MessageId
-from connector import Admin, Client, ConsumerType, InitialPosition
+from connector import Admin, Client, ConsumerType, InitialPosition, MessageId
 from tests.waiting import wait_until
 
 TOPIC = "persistent://public/default/faults"
@@ -109,7 +108,7 @@ def test_a_damaged_sealed_segment_fails_its_readers_but_never_stalls_producers(t
             producer.send(f"during-{attempt}".encode())  # writers are never stalled by a damaged segment
             assert time.monotonic() - started < 2
             consumer.close()
-        admin.reset_cursor(TOPIC, "sub", MessageId(10, 10))  # past the damaged segment
+        admin.reset_cursor(TOPIC, "sub", MessageId(-1, 10, 10))  # past the damaged segment
         consumer = client.subscribe(TOPIC, "sub", consumer_type=ConsumerType.Exclusive)
         got = [m.data() for m in received(consumer, 42)]
         client.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from broker_core import Broker
-from connector import (Client, ConsumerType, InitialPosition, MessageId, NotAllowedError, ServiceNotReady,
+from connector import (Client, ConsumerType, InitialPosition, MessageId, NotAllowedError,
                        SubscriptionNotFound, TopicNotFound, TopicTerminated)
 from connector.cli.admin import main as admin_main
 from tests.waiting import wait_for_backlog, wait_until
@@ -24,7 +24,7 @@ def test_terminate_returns_the_last_message_id_and_later_sends_fail_with_topic_t
     producer = client.create_producer(topic, batching_enabled=False)
     last = [producer.send(b"m%d" % i) for i in range(3)][-1]
     terminated_at = admin.terminate_topic(topic)
-    assert (terminated_at.ledger_id, terminated_at.entry_id) == (last.ledger_id, last.entry_id)
+    assert (terminated_at.ledger_id(), terminated_at.entry_id()) == (last.ledger_id(), last.entry_id())
     with pytest.raises(TopicTerminated):
         producer.send(b"late")
     with pytest.raises(TopicTerminated):
@@ -92,21 +92,17 @@ def test_a_partitioned_topic_is_terminated_partition_by_partition(admin, topic):
 
 
 # ------------------------------------------------------------------------------------------- unload
-def test_unload_disconnects_producers_and_consumers_and_the_topic_loads_again_with_its_data(client, admin, topic):
+def test_unload_disconnects_producers_and_consumers_which_reconnect_as_the_topic_loads_again_with_its_data(
+        client, admin, topic):
     producer = client.create_producer(topic, batching_enabled=False)
     consumer = client.subscribe(topic, "sub", initial_position=InitialPosition.Earliest)
     producer.send(b"before")
     consumer.acknowledge(consumer.receive(timeout_millis=5000))
     assert wait_for_backlog(admin, topic, "sub", 0) == 0  # acknowledgments travel grouped
     admin.unload_topic(topic)
-    with pytest.raises(ServiceNotReady, match="unloaded"):
-        producer.send(b"after")
-    assert wait_until(lambda: not consumer.is_connected())
-    with pytest.raises(ServiceNotReady, match="unloaded"):
-        consumer.receive(timeout_millis=5000)
-    fill(client, topic, 1)  # loads it again: its cursor was saved with the acknowledgment
-    again = client.subscribe(topic, "sub")
-    assert again.receive(timeout_millis=5000).data() == b"m0"
+    producer.send(b"after")  # the producer reconnected (ServiceNotReady is retried, as in Pulsar)
+    assert consumer.receive(timeout_millis=5000).data() == b"after"  # its cursor was saved with the ack
+    assert wait_until(consumer.is_connected)
     assert admin.topic_stats(topic)["msgInCounter"] == 1  # counted since it was loaded again
 
 
@@ -136,10 +132,10 @@ def test_examine_message_counts_from_the_newest_or_the_oldest_message_batches_in
 
 def test_last_message_id_names_the_last_stored_message(client, admin, topic):
     admin.create_topic(topic)
-    assert (admin.get_last_message_id(topic).ledger_id, admin.get_last_message_id(topic).entry_id) == (-1, -1)
+    assert (admin.get_last_message_id(topic).ledger_id(), admin.get_last_message_id(topic).entry_id()) == (-1, -1)
     last = fill(client, topic, 3)[-1]
     found = admin.get_last_message_id(topic)
-    assert (found.ledger_id, found.entry_id) == (last.ledger_id, last.entry_id)
+    assert (found.ledger_id(), found.entry_id()) == (last.ledger_id(), last.entry_id())
 
 
 def test_lookup_names_the_broker_serving_the_topic(broker, admin, topic):

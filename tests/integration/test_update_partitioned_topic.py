@@ -13,7 +13,7 @@ def test_a_partitioned_topic_grows_and_a_new_producer_writes_to_every_partition(
     admin.update_partitioned_topic(topic, 4)
     assert admin.get_partitioned_topic_metadata(topic) == {"partitions": 4}
     producer = client.create_producer(topic, batching_enabled=False)
-    assert {producer.send(b"x").partition for _ in range(8)} == {0, 1, 2, 3}
+    assert {producer.send(b"x").partition() for _ in range(8)} == {0, 1, 2, 3}
 
 
 @pytest.mark.parametrize("partitions", [2, 3])

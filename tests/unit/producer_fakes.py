@@ -1,35 +1,39 @@
-"""Fakes for producer unit tests: a Produce stream that opens at once and records what is sent, a timer
-that only records, a clock to move by hand, and a factory for (Producer, [PartitionProducer])."""
+"""Fakes for producer unit tests: a connection whose Produce streams open at once and record what the
+producer sends, a timer that only records, a clock to move by hand, and a factory for (Producer,
+[PartitionProducer]); helpers reach each partition producer's fakes."""
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 from broker_core.protocol import broker_pb2
-from connector.client import batching, partition_producer
+from connector.client import batching, partition_producer, produce_channel
 from connector.client.enums import HashingScheme, PartitionsRoutingMode
 from connector.client.partition_producer import PartitionProducer
-from connector.client.producer_conf import ProducerConf
 from connector.client.producer import Producer
+from connector.client.producer_conf import ProducerConf
 from connector.client.routing import Router
 
 TOPIC = "persistent://public/default/t"
 
 
 class FakeStream:
-    """Opens at once (``opened`` with the class's settings) and records what the producer sends."""
+    """Opens when started (``opened`` with its connection's settings) and records what is sent."""
 
-    max_message_size = 0  # 0: the producer keeps its default
-    open_reply = True
-
-    def __init__(self, connection, method, first_request, on_response, on_end, batch_requests=None,
-                 name=""):
+    def __init__(self, connection: "FakeConnection", first_request, on_response, on_end) -> None:
         self.sent: list = []
         self.alive = True
         self.first_request = first_request
         self.on_response = on_response
-        if self.open_reply:
-            on_response(broker_pb2.ProduceResponse(opened=broker_pb2.ProducerOpened(
-                producer_name="prod", last_sequence_id=-1, max_message_size=self.max_message_size)))
+        self.on_end = on_end
+        self._connection = connection
+
+    def start(self) -> None:
+        if self._connection.open_reply:
+            self.on_response(broker_pb2.ProduceResponse(opened=broker_pb2.ProducerOpened(
+                producer_name="prod", last_sequence_id=self._connection.last_sequence_id,
+                max_message_size=self._connection.max_message_size)))
 
     def send(self, request) -> None:
         self.sent.append(request)
@@ -40,6 +44,19 @@ class FakeStream:
 
 class FakeConnection:
     operation_timeout_s = 5.0
+
+    def __init__(self, max_message_size: int = 0, open_reply: bool = True, last_sequence_id: int = -1) -> None:
+        self.max_message_size = max_message_size  # 0: the producer keeps its default
+        self.open_reply = open_reply
+        self.last_sequence_id = last_sequence_id
+        self.closed = threading.Event()
+        self.streams: list[FakeStream] = []
+
+    def stream(self, method, first_request, on_response, on_end, batch_requests=None, name="",
+               reconnecting=False) -> FakeStream:
+        stream = FakeStream(self, first_request, on_response, on_end)
+        self.streams.append(stream)
+        return stream
 
 
 class FakeTimer:
@@ -56,7 +73,7 @@ class FakeTimer:
 
 
 class FakeClock:
-    """Stands in for the ``time`` module inside partition_producer."""
+    """Stands in for the ``time`` module inside the producer modules (see :func:`use_clock`)."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -66,6 +83,13 @@ class FakeClock:
 
     def time(self) -> float:
         return self.now
+
+
+def use_clock(monkeypatch, clock: FakeClock | None = None) -> FakeClock:
+    clock = clock or FakeClock()
+    monkeypatch.setattr(partition_producer, "time", clock)
+    monkeypatch.setattr(produce_channel, "time", clock)
+    return clock
 
 
 def conf(**overrides: Any) -> ProducerConf:
@@ -78,28 +102,66 @@ def conf(**overrides: Any) -> ProducerConf:
     return ProducerConf(**values)
 
 
+_FAKES: "weakref.WeakKeyDictionary[PartitionProducer, tuple[FakeConnection, FakeTimer]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def make_part(connection: FakeConnection | None = None, timer: FakeTimer | None = None, topic: str = TOPIC,
+              partition: int = -1, **overrides: Any) -> PartitionProducer:
+    connection = connection or FakeConnection()
+    timer = timer or FakeTimer()
+    part = PartitionProducer(connection, timer, topic, partition, conf(**overrides))  # type: ignore[arg-type]
+    _FAKES[part] = (connection, timer)
+    return part
+
+
 def make_producer(monkeypatch, partitions: int = 0, max_message_size: int = 0,
                   routing: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution,
                   scheme: HashingScheme = HashingScheme.JavaStringHash, message_router=None,
                   start: int = 0, **overrides: Any) -> tuple[Producer, list[PartitionProducer]]:
     """A Producer over fake streams: ``partitions=0`` is a non-partitioned topic."""
-    stream = type("Stream", (FakeStream,), {"max_message_size": max_message_size})
-    monkeypatch.setattr(partition_producer, "BidiStream", stream)
     timer = FakeTimer()
     targets = [(f"{TOPIC}-partition-{i}", i) for i in range(partitions)] or [(TOPIC, -1)]
-    parts = [PartitionProducer(FakeConnection(), timer, name, index, conf(**overrides))
+    parts = [make_part(FakeConnection(max_message_size), timer, name, index, **overrides)
              for name, index in targets]
     router = Router(max(partitions, 1), routing, scheme, message_router, start=start)
-    return Producer(None, TOPIC, parts, router, 0, partitions > 0), parts
+    return Producer(TOPIC, parts, router, 0, partitions > 0), parts
+
+
+def connection(part: PartitionProducer) -> FakeConnection:
+    return _FAKES[part][0]
+
+
+def stream(part: PartitionProducer) -> FakeStream:
+    """The producer's current stream (the last one it opened)."""
+    return connection(part).streams[-1]
+
+
+def timer(part: PartitionProducer) -> FakeTimer:
+    return _FAKES[part][1]
+
+
+def respond(part: PartitionProducer, response: broker_pb2.ProduceResponse) -> None:
+    stream(part).on_response(response)
+
+
+def pending(part: PartitionProducer) -> list[batching.PendingEntry]:
+    """Entries sent and waiting for their receipt."""
+    return list(part._channel.pending)
 
 
 def sent_entries(part: PartitionProducer) -> list[broker_pb2.SendEntry]:
     """Every entry the producer has handed to its stream, as the SendBatch requests carry them."""
     out: list[broker_pb2.SendEntry] = []
-    for request in batching.pack_requests(part._stream.sent):
+    for request in batching.pack_requests(stream(part).sent):
         if request.WhichOneof("request") == "send":
             out.extend(request.send.entries)
     return out
+
+
+def entry(sequence_id: int, highest_sequence_id: int, num_messages: int, data: bytes) -> batching.PendingEntry:
+    """A pending entry as the producer hands it to its stream."""
+    return batching.PendingEntry(sequence_id, highest_sequence_id, num_messages, num_messages > 1, data, [])
 
 
 def receipt(entry, ledger_id: int = 7, entry_id: int = 100) -> broker_pb2.ProduceResponse:

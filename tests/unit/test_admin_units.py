@@ -2,7 +2,7 @@
 JSON, netty's hex dump), as pulsar-admin does."""
 import pytest
 
-from broker_core.types import MessageId
+from connector import MessageId
 from connector.cli.output import hex_dump, pulsar_json
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
@@ -48,8 +48,8 @@ def test_retention_arguments_become_whole_minutes_and_megabytes_as_pulsar_admin_
 
 
 def test_message_ids_are_ledger_entry_and_optionally_batch_index():
-    assert parse_message_id("0:42") == MessageId(0, 42)
-    assert parse_message_id("10:12:3").offset == 15
+    assert parse_message_id("0:42") == MessageId(-1, 0, 42)
+    assert parse_message_id("10:12:3").offset() == 15
     assert parse_message_id("earliest", sentinels=True).is_earliest()
     assert parse_message_id("LATEST", sentinels=True).is_latest()
     for bad in ("42", "a:b", "1:2:3:4", "earliest"):

@@ -8,10 +8,9 @@ from broker_core.errors import InvalidMessage
 from broker_core.protocol.compression import compress_payload, decompress_payload
 from broker_core.protocol.pulsar_api_pb2 import LZ4, NONE, SNAPPY, ZLIB, ZSTD
 from connector.client.batching import BatchContainer
-from connector.client import partition_producer
+from connector.client.callbacks import SyncWaiter
 from connector.client.key_based import KeyBasedBatchContainer
 from tests.unit import producer_fakes as fakes
-from tests.unit.producer_fakes import FakeClock
 
 
 def _decode(entry_bytes):
@@ -268,14 +267,13 @@ def test_key_based_producer_sends_every_key_batch_when_the_limit_is_reached(monk
 
 
 def test_key_based_producer_flushes_all_keys_on_the_publish_delay_timer(monkeypatch):
-    clock = FakeClock()
-    monkeypatch.setattr(partition_producer, "time", clock)
+    clock = fakes.use_clock(monkeypatch)
     producer, (part,) = fakes.make_producer(monkeypatch, key_based_batching=True,
                                             batching_max_publish_delay_ms=10)
     producer.send_async(b"1", None, partition_key="a")
     producer.send_async(b"2", None, partition_key="b")
     clock.now += 0.010
-    part._timer.fire_all()
+    fakes.timer(part).fire_all()
     assert [(k, msgs) for k, _, _, _, msgs in _sent(part)] == [("a", [(b"1", 0)]), ("b", [(b"2", 1)])]
 
 
@@ -286,7 +284,7 @@ def test_key_based_producer_flush_and_sync_send_send_every_open_batch(monkeypatc
     part.flush_batch()
     assert [k for k, *_ in _sent(part)] == ["a", "b"]
     producer.send_async(b"3", None, partition_key="a")
-    waiter = partition_producer.SyncWaiter()
+    waiter = SyncWaiter()
     part.add(b"4", waiter, None, "c", None, None, 0, None, True)  # what a blocking send does
     assert [(k, first) for k, _, first, _, _ in _sent(part)] == [("a", 0), ("b", 1), ("a", 2), ("c", 3)]
 
@@ -296,15 +294,15 @@ def test_key_based_producer_receipts_complete_each_key_batch(monkeypatch):
     producer, (part,) = fakes.make_producer(monkeypatch, key_based_batching=True)
     got = []
     for payload, key in [(b"1", "a"), (b"2", "b"), (b"3", "a")]:
-        producer.send_async(payload, lambda r, mid, p=payload: got.append((p, r, mid.entry_id,
-                                                                             mid.batch_index)),
+        producer.send_async(payload, lambda r, mid, p=payload: got.append((p, r, mid.entry_id(),
+                                                                             mid.batch_index())),
                             partition_key=key)
     part.flush_batch()
     for n, entry in enumerate(fakes.sent_entries(part)):
-        part._on_response(fakes.receipt(entry, entry_id=100 + n))
+        fakes.respond(part, fakes.receipt(entry, entry_id=100 + n))
     assert sorted(got) == [(b"1", Result.Ok, 100, 0), (b"2", Result.Ok, 101, -1),
                            (b"3", Result.Ok, 100, 1)]
-    assert part.last_sequence_id == 2 and not part._pending
+    assert part.last_sequence_id == 2 and not fakes.pending(part)
 
 
 @pytest.mark.parametrize("key_based", [False, True])

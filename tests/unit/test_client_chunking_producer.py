@@ -13,10 +13,8 @@ from broker_core.protocol.compression import decompress_payload
 from broker_core.protocol.pulsar_api_pb2 import LZ4, NONE
 from broker_core.protocol.status import error_to_proto
 from connector import Result
-from connector.client import partition_producer
 from connector.client.chunking_producer import build_entries, chunk_payload_size, message_metadata
 from tests.unit import producer_fakes as fakes
-from tests.unit.producer_fakes import FakeClock
 
 MAX = 1000
 
@@ -92,7 +90,7 @@ def _chunking_producer(monkeypatch, **overrides):
 
 def _receipts(part, entries, first_entry_id=10):
     for n, entry in enumerate(entries):
-        part._on_response(fakes.receipt(entry, entry_id=first_entry_id + n))
+        fakes.respond(part, fakes.receipt(entry, entry_id=first_entry_id + n))
 
 
 def test_a_chunking_producer_sends_a_large_message_as_chunks_of_one_sequence_id(monkeypatch):
@@ -143,8 +141,8 @@ def test_the_send_completes_with_the_last_chunk_receipt_and_its_id(monkeypatch):
     _receipts(part, entries[2:], first_entry_id=12)
     (result, mid), = got
     assert result == Result.Ok
-    assert (mid.ledger_id, mid.entry_id, mid.partition, mid.batch_index) == (7, 12, -1, -1)
-    assert part._pending_messages == 0 and not part._pending and part.last_sequence_id == 0
+    assert (mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index()) == (7, 12, -1, -1)
+    assert part._pending_messages == 0 and not fakes.pending(part) and part.last_sequence_id == 0
 
 
 def test_a_blocking_send_of_a_chunked_message_returns_the_last_chunk_id(monkeypatch):
@@ -156,7 +154,7 @@ def test_a_blocking_send_of_a_chunked_message_returns_the_last_chunk_id(monkeypa
         threading.Event().wait(0.001)
     _receipts(part, fakes.sent_entries(part), first_entry_id=20)
     sender.join(5)
-    assert (ids[0].entry_id, ids[0].batch_index) == (22, -1)
+    assert (ids[0].entry_id(), ids[0].batch_index()) == (22, -1)
 
 
 def test_a_failed_chunk_fails_the_message_once(monkeypatch):
@@ -164,7 +162,7 @@ def test_a_failed_chunk_fails_the_message_once(monkeypatch):
     got = []
     producer.send_async(os.urandom(2500), lambda result, mid: got.append((result, mid)))
     entries = fakes.sent_entries(part)
-    part._on_response(broker_pb2.ProduceResponse(failure=broker_pb2.SendFailure(
+    fakes.respond(part, broker_pb2.ProduceResponse(failure=broker_pb2.SendFailure(
         sequence_id=0, error=error_to_proto(errors.BrokerPersistenceError("disk full")))))
     _receipts(part, entries[1:])  # the later chunks were stored: the message still failed
     assert got == [(Result.BrokerPersistenceError, None)]
@@ -182,15 +180,14 @@ def test_a_chunked_message_counts_once_against_max_pending_messages(monkeypatch)
 
 
 def test_a_chunk_without_a_receipt_in_time_fails_the_message_with_timeout(monkeypatch):
-    clock = FakeClock()
-    monkeypatch.setattr(partition_producer, "time", clock)
+    clock = fakes.use_clock(monkeypatch)
     producer, part = _chunking_producer(monkeypatch, send_timeout_ms=100)
     got = []
     producer.send_async(os.urandom(2500), lambda result, mid: got.append(result))
     _receipts(part, fakes.sent_entries(part)[:1])
     clock.now += 0.2
-    part._timer.fire_all()
-    assert got == [Result.Timeout] and part._pending_messages == 0 and not part._pending
+    fakes.timer(part).fire_all()
+    assert got == [Result.Timeout] and part._pending_messages == 0 and not fakes.pending(part)
 
 
 def test_without_chunking_an_oversized_message_is_message_too_big_at_send(monkeypatch):

@@ -76,9 +76,9 @@ def test_origin_message_id_is_pulsars_message_id_text():
         def message_id(self):
             return self.mid
 
-    from broker_core.types import MessageId
-    assert origin_message_id(Msg(MessageId(1, 0, -1, 0))) == "1:0:-1:0"
-    assert origin_message_id(Msg(MessageId(7, 9, 2, -1))) == "7:9:2"
+    from connector import MessageId
+    assert origin_message_id(Msg(MessageId(-1, 1, 0, 0))) == "1:0:-1:0"
+    assert origin_message_id(Msg(MessageId(2, 7, 9, -1))) == "7:9:2"
 
 
 # --- topics patterns ----------------------------------------------------------------------------------

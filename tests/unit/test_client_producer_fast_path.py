@@ -4,12 +4,12 @@ from __future__ import annotations
 import pytest
 
 from broker_core.protocol import broker_pb2, codec
-from connector.client import batching, partition_producer
+from connector.client import batching
+from connector.client.callbacks import SyncWaiter
 from connector.client.batching import BatchContainer
 from connector.client.partition_producer import PartitionProducer
 from connector.client.producer import Producer
 from tests.unit import producer_fakes as fakes
-from tests.unit.producer_fakes import FakeClock
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def make_producer(monkeypatch):
 
 
 def _entries(part: PartitionProducer) -> list[broker_pb2.SendEntry]:
-    (request,) = batching.pack_requests(part._stream.sent)
+    (request,) = batching.pack_requests(fakes.stream(part).sent)
     assert request.WhichOneof("request") == "send"
     return list(request.send.entries)
 
@@ -103,7 +103,7 @@ def test_a_closed_producer_refuses_payload_only_messages(make_producer):
 
     producer, part = make_producer()
     producer.send_async(b"x", None)
-    part._fail_all(errors.ConnectError("gone"))
+    part.fail(errors.ConnectError("gone"))
     with pytest.raises(errors.ConnectError):
         producer.send_async(b"y", None)
 
@@ -112,7 +112,7 @@ _receipt = fakes.receipt
 
 
 def _fields(mid):
-    return (mid.ledger_id, mid.entry_id, mid.partition, mid.batch_index, mid.batch_size, mid.topic)
+    return (mid.ledger_id(), mid.entry_id(), mid.partition(), mid.batch_index(), mid.batch_size(), mid.topic_name())
 
 
 def test_a_batch_receipt_gives_each_callback_ok_and_its_own_message_id(make_producer):
@@ -125,12 +125,12 @@ def test_a_batch_receipt_gives_each_callback_ok_and_its_own_message_id(make_prod
     producer.send_async(b"m", None)  # no callback: nothing to call
     part.flush_batch()
     (entry,) = _entries(part)
-    part._on_response(_receipt(entry))
+    fakes.respond(part, _receipt(entry))
     topic = "persistent://public/default/t"
     assert [(i, r) for i, r, _ in got] == [(0, Result.Ok), (1, Result.Ok), (2, Result.Ok)]
     assert [_fields(mid) for _, _, mid in got] == \
-        [_fields(MessageId(7, 100, -1, i, 4, topic)) for i in range(3)]
-    assert got[1][2] == MessageId(7, 100, -1, 1) and not part._pending
+        [_fields(MessageId.of(7, 100, -1, i, 4, topic)) for i in range(3)]
+    assert got[1][2] == MessageId(-1, 7, 100, 1) and not fakes.pending(part)
 
 
 def test_a_failing_send_callback_does_not_stop_the_next_ones(make_producer):
@@ -140,9 +140,9 @@ def test_a_failing_send_callback_does_not_stop_the_next_ones(make_producer):
     def failing(result, mid):
         raise RuntimeError("user bug")
     producer.send_async(b"a", failing)
-    producer.send_async(b"b", lambda result, mid: got.append(mid.batch_index))
+    producer.send_async(b"b", lambda result, mid: got.append(mid.batch_index()))
     part.flush_batch()
-    part._on_response(_receipt(_entries(part)[0]))
+    fakes.respond(part, _receipt(_entries(part)[0]))
     assert got == [1]
 
 
@@ -151,13 +151,13 @@ def test_a_blocking_send_behind_async_messages_gets_its_id_from_the_same_receipt
 
     producer, part = make_producer()
     got = []
-    producer.send_async(b"a", lambda result, mid: got.append(mid.batch_index))
+    producer.send_async(b"a", lambda result, mid: got.append(mid.batch_index()))
     ids = []
     sender = threading.Thread(target=lambda: ids.append(producer.send(b"b")))
     sender.start()
     while not _entries(part):
         threading.Event().wait(0.001)
-    part._on_response(_receipt(_entries(part)[0]))
+    fakes.respond(part, _receipt(_entries(part)[0]))
     sender.join(5)
     assert got == [0] and _fields(ids[0])[:5] == (7, 100, -1, 1, 2)
 
@@ -165,7 +165,7 @@ def test_a_blocking_send_behind_async_messages_gets_its_id_from_the_same_receipt
 def test_queued_entries_are_packed_into_one_send_batch_per_run():
     close = broker_pb2.ProduceRequest(close=broker_pb2.CloseProducer())
     requests = batching.pack_requests(
-        [(0, 9, 10, b"e0"), (10, 10, 1, b"e1"), close, (11, 12, 2, b"e2")])
+        [fakes.entry(0, 9, 10, b"e0"), fakes.entry(10, 10, 1, b"e1"), close, fakes.entry(11, 12, 2, b"e2")])
     assert [r.WhichOneof("request") for r in requests] == ["send", "close", "send"]
     assert [(e.sequence_id, e.highest_sequence_id, e.num_messages, e.data)
             for e in requests[0].send.entries] == [(0, 9, 10, b"e0"), (10, 10, 1, b"e1")]
@@ -173,15 +173,14 @@ def test_queued_entries_are_packed_into_one_send_batch_per_run():
 
 
 def test_one_publish_delay_timer_serves_batch_after_batch(make_producer, monkeypatch):
-    clock = FakeClock()
-    monkeypatch.setattr(partition_producer, "time", clock)
+    clock = fakes.use_clock(monkeypatch)
     producer, part = make_producer(batching_max_messages=2, batching_max_publish_delay_ms=10)
-    timer = part._timer
+    timer = fakes.timer(part)
     for _ in range(5):  # two full batches and an open one
         producer.send_async(b"x", None)
     assert len(timer.calls) == 1 and timer.calls[0][0] == pytest.approx(0.010)
     clock.now += 0.004  # the timer was armed by the first batch; the open one is 4 ms old
-    part._timer.calls.pop()[1]()
+    fakes.timer(part).calls.pop()[1]()
     (rearmed,) = timer.calls
     assert rearmed[0] == pytest.approx(0.006) and len(_flushed(part)) == 2
     clock.now += 0.006
@@ -190,23 +189,22 @@ def test_one_publish_delay_timer_serves_batch_after_batch(make_producer, monkeyp
 
 
 def test_the_timer_finding_no_open_batch_lets_the_next_one_arm_it(make_producer, monkeypatch):
-    clock = FakeClock()
-    monkeypatch.setattr(partition_producer, "time", clock)
+    clock = fakes.use_clock(monkeypatch)
     producer, part = make_producer(batching_max_messages=2)
     producer.send_async(b"x", None)
     producer.send_async(b"y", None)  # full: sent at once
     clock.now += 0.010
-    part._timer.calls.pop()[1]()
+    fakes.timer(part).calls.pop()[1]()
     producer.send_async(b"z", None)
-    assert len(part._timer.calls) == 1
+    assert len(fakes.timer(part).calls) == 1
 
 
 def _flushed(part: PartitionProducer) -> list:
-    return [item for item in part._stream.sent if type(item) is tuple]
+    return [item for item in fakes.stream(part).sent if type(item) is batching.PendingEntry]
 
 
 def test_a_sync_waiter_times_out_until_completed_and_tolerates_a_second_completion():
-    waiter = partition_producer.SyncWaiter()
+    waiter = SyncWaiter()
     assert not waiter.wait(0.001)
     waiter.complete(None, "id-1")
     assert waiter.wait(None) and waiter.message_id == "id-1" and waiter.error is None
@@ -215,7 +213,8 @@ def test_a_sync_waiter_times_out_until_completed_and_tolerates_a_second_completi
 
 def test_send_batch_requests_are_capped_in_bytes(monkeypatch):
     monkeypatch.setattr(batching, "MAX_REQUEST_BYTES", 10)
-    requests = batching.pack_requests(
-        [(0, 0, 1, b"1234"), (1, 1, 1, b"5678"), (2, 2, 1, b"90"), (3, 3, 1, b"x" * 25), (4, 4, 1, b"y")])
+    requests = batching.pack_requests([fakes.entry(0, 0, 1, b"1234"), fakes.entry(1, 1, 1, b"5678"),
+                                       fakes.entry(2, 2, 1, b"90"), fakes.entry(3, 3, 1, b"x" * 25),
+                                       fakes.entry(4, 4, 1, b"y")])
     assert [[e.data for e in r.send.entries] for r in requests] == \
         [[b"1234", b"5678", b"90"], [b"x" * 25], [b"y"]]  # an entry above the cap goes alone

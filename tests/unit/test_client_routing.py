@@ -5,10 +5,8 @@ import pytest
 
 from broker_core.errors import InvalidConfiguration
 from connector import HashingScheme, PartitionsRoutingMode
-from connector.client import partition_producer
 from connector.client.routing import Router, java_string_hash, murmur3_32_hash
 from tests.unit import producer_fakes as fakes
-from tests.unit.producer_fakes import FakeClock
 
 
 @pytest.mark.parametrize("key,expected", [
@@ -137,13 +135,12 @@ def test_round_robin_moves_on_when_the_batch_is_full(monkeypatch):
 
 
 def test_round_robin_moves_on_when_the_publish_delay_timer_sends_the_batch(monkeypatch):
-    clock = FakeClock()
-    monkeypatch.setattr(partition_producer, "time", clock)
+    clock = fakes.use_clock(monkeypatch)
     producer, parts = fakes.make_producer(monkeypatch, partitions=3, batching_max_messages=100)
     producer.send_async(b"a", None)
     producer.send_async(b"b", None)
     clock.now += 1
-    parts[0]._timer.fire_all()
+    fakes.timer(parts[0]).fire_all()
     producer.send_async(b"c", None)
     assert _entries_per_partition(parts) == [1, 0, 0] and len(parts[1]._container) == 1
 

@@ -1,7 +1,7 @@
 """Per-consumer pending acks (one record per entry) and batch-index ack sets."""
 from __future__ import annotations
 
-from dispatch.ack_set import from_words, to_words, unacked_bits
+from broker_core.protocol.ack_set import from_words, to_words, unacked_bits
 from dispatch.consumer import PendingAcks
 
 

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from broker_core.clock import FakeClock
 from broker_core.errors import AlreadyClosed, InvalidMessage
 from dispatch import SubType, Subscription
-from dispatch.ack_set import from_words
+from broker_core.protocol.ack_set import from_words
 from dispatch.testing import MemoryEntrySource, RecordingConsumer, make_cursor
 
 
@@ -209,24 +210,40 @@ def test_cumulative_ack_is_rejected_on_a_subscription_without_cumulative_acks() 
 
 
 def test_stats_use_pulsar_field_names() -> None:
-    sub, source, c, _ = exclusive()
+    clock = FakeClock()
+    sub, source, c, _ = exclusive(clock=clock)
     source.append(3, b"abcd")
     source.append(1, b"e", durable=False)
     sub.flow(c, 10)
+    clock.advance(5)
     sub.acknowledge(c, [(0, 1)])
+    sent, acked = clock.now_ms() - 5, clock.now_ms()
     assert sub.stats() == {
         "msgBacklog": 3,
         "unackedMessages": 2,
         "type": "Exclusive",
         "msgOutCounter": 3,
         "bytesOutCounter": 4,
-        "consumers": [{"consumerName": "c1", "availablePermits": 7, "unackedMessages": 2,
-                       "msgOutCounter": 3, "bytesOutCounter": 4, "priorityLevel": 0}],
+        "msgRedeliverCounter": 0,
+        "lastConsumedTimestamp": sent,
+        "lastAckedTimestamp": acked,
+        "consumers": [{"consumerName": "c1", "consumerId": 1, "availablePermits": 7, "unackedMessages": 2,
+                       "msgOutCounter": 3, "bytesOutCounter": 4, "msgRedeliverCounter": 0,
+                       "lastConsumedTimestamp": sent, "lastAckedTimestamp": acked, "priorityLevel": 0}],
         "activeConsumerName": "c1",
         "isDurable": True,
         "markDeleteOffset": 0,
         "seekCount": 0,
     }
+
+
+def test_messages_sent_again_count_as_redelivered() -> None:
+    sub, source, c, _ = exclusive()
+    source.append_many(2)
+    sub.flow(c, 10)
+    sub.redeliver_unacknowledged(c)
+    stats = sub.stats()
+    assert (stats["msgRedeliverCounter"], stats["consumers"][0]["msgRedeliverCounter"]) == (2, 2)
 
 
 def test_closed_subscription_rejects_consumers_and_stops_dispatching() -> None:

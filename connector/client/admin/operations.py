@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from broker_core.errors import NotAllowedError
 from broker_core.protocol import broker_pb2
-from broker_core.types import MessageId, TopicName
+from broker_core.types import TopicName
 
 from connector.client.admin.peek import PeekedMessage, messages_of
 from connector.client.admin.wire import topic_name, whole
 from connector.client.connection import Connection
+from connector.client.message_id import MessageId
 
 INITIAL_POSITIONS = ("earliest", "latest")
 
@@ -17,8 +18,8 @@ INITIAL_POSITIONS = ("earliest", "latest")
 def _message_id(reply: broker_pb2.LastMessageId, topic: str) -> MessageId:
     partition = TopicName.parse(topic).partition_index
     if reply.last_offset < 0:
-        return MessageId(-1, -1, partition, -1, topic=topic)
-    return MessageId(reply.ledger_id, reply.entry_id, partition, reply.batch_index, topic=topic)
+        return MessageId.of(-1, -1, partition, topic=topic)
+    return MessageId.of(reply.ledger_id, reply.entry_id, partition, reply.batch_index, topic=topic)
 
 
 class OperationsAdmin:
@@ -36,7 +37,7 @@ class OperationsAdmin:
     def unload_topic(self, topic: str) -> None:
         """Close the topic (every loaded partition of a partitioned topic) now: cursors saved, files closed;
         it is loaded again on its next use. Its producers' and consumers' sessions end with
-        ``ServiceNotReady``: this client does not reconnect by itself yet, so create them again."""
+        ``ServiceNotReady``, and they reconnect by themselves (as Pulsar's clients do): the topic loads again."""
         self._connection.unary("UnloadTopic", broker_pb2.TopicRequest(topic=topic_name(topic)))
 
     def get_last_message_id(self, topic: str) -> MessageId:
@@ -96,7 +97,7 @@ class OperationsAdmin:
         request = broker_pb2.ExpireMessagesRequest(topic=name, subscription=subscription,
                                                    all_subscriptions=all_subscriptions)
         if message_id is not None:
-            request.position.offset = message_id.offset
+            request.position.offset = message_id.offset()
         else:
             request.expire_time_seconds = whole("expire_time_seconds", seconds, 0)
         return self._connection.unary("ExpireMessages", request).acknowledged

@@ -10,12 +10,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from broker_core.errors import InvalidMessage
-from broker_core.protocol import broker_pb2, codec
-from broker_core.types import MessageId
-from dispatch.ack_set import from_words
+from broker_core.errors import ChecksumError, InvalidMessage
+from broker_core.protocol import broker_pb2, entry as entry_codec
 
-from connector.client.message import decoded_payload
+from connector.client.message_id import MessageId
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +50,7 @@ class PeekedMessage:
 
     @property
     def batch_index(self) -> int:
-        return self.message_id.batch_index
+        return self.message_id.batch_index()
 
 
 def messages_of(reply: broker_pb2.PeekedEntries, topic: str, partition: int, limit: int) -> list[PeekedMessage]:
@@ -61,7 +59,7 @@ def messages_of(reply: broker_pb2.PeekedEntries, topic: str, partition: int, lim
     for entry in reply.entries:
         try:
             out.extend(_split(entry, topic, partition))
-        except InvalidMessage as exc:  # ChecksumError too
+        except (InvalidMessage, ChecksumError) as exc:
             out.append(_undecodable(entry, topic, partition, exc))
         if len(out) >= limit:
             break
@@ -69,46 +67,48 @@ def messages_of(reply: broker_pb2.PeekedEntries, topic: str, partition: int, lim
 
 
 def _undecodable(entry: broker_pb2.DeliveredEntry, topic: str, partition: int,
-                 exc: InvalidMessage) -> PeekedMessage:
+                 exc: InvalidMessage | ChecksumError) -> PeekedMessage:
     log.warning("event=peek_undecodable topic=%s entry_id=%d reason=%s", topic, entry.entry_id, exc.message)
     fields: dict[str, Any] = {}
     try:  # what the metadata still says, when only the payload is bad
-        broker_time, _, start = codec.split_broker_entry(entry.data)
-        metadata, _ = codec.decode_entry(memoryview(entry.data)[start:], verify=False)
+        metadata, _, broker_time = entry_codec.open_entry(entry.data, verify=False)
         fields = dict(publish_time=metadata.publish_time, producer_name=metadata.producer_name,
                       sequence_id=metadata.sequence_id, broker_publish_time=broker_time)
     except InvalidMessage:
         pass
-    return PeekedMessage(MessageId(entry.ledger_id, entry.entry_id, partition, -1, 0, topic), entry.entry_id,
+    return PeekedMessage(MessageId.of(entry.ledger_id, entry.entry_id, partition, topic=topic), entry.entry_id,
                          b"", None, decode_error=exc.message, **fields)
 
 
 def _split(entry: broker_pb2.DeliveredEntry, topic: str, partition: int) -> Iterable[PeekedMessage]:
-    broker_time, _, start = codec.split_broker_entry(entry.data)
-    metadata, payload = codec.decode_entry(memoryview(entry.data)[start:])
+    metadata, payload, broker_time = entry_codec.open_entry(entry.data)
     common = dict(publish_time=metadata.publish_time, producer_name=metadata.producer_name,
                   deliver_at_time=metadata.deliver_at_time, broker_publish_time=broker_time)
-    if not metadata.HasField("num_messages_in_batch"):
-        chunk = ((metadata.chunk_id, metadata.num_chunks_from_msg) if metadata.num_chunks_from_msg > 1
-                 else None)
-        data = payload if chunk else decoded_payload(metadata, payload)
+    if entry_codec.is_chunk(metadata):  # shown raw, as Pulsar does
         yield PeekedMessage(
-            MessageId(entry.ledger_id, entry.entry_id, partition, -1, 0, topic), entry.entry_id, bytes(data),
+            MessageId.of(entry.ledger_id, entry.entry_id, partition, topic=topic), entry.entry_id, bytes(payload),
             metadata.partition_key if metadata.HasField("partition_key") else None,
             {kv.key: kv.value for kv in metadata.properties}, event_time=metadata.event_time,
             sequence_id=metadata.sequence_id,
             ordering_key=metadata.ordering_key if metadata.HasField("ordering_key") else None,
-            chunk=chunk, **common)
+            chunk=(metadata.chunk_id, metadata.num_chunks_from_msg), **common)
         return
-    num = metadata.num_messages_in_batch
-    metas, payloads = codec.split_batch(decoded_payload(metadata, payload), num)
-    unacked = from_words(entry.ack_set) if entry.ack_set else (1 << num) - 1
-    for i in range(num):
-        if not (unacked >> i) & 1:
-            continue
-        single = metas[i]
+    metas, payloads = entry_codec.split_messages(metadata, payload)
+    if metas[0] is None:
         yield PeekedMessage(
-            MessageId(entry.ledger_id, entry.entry_id, partition, i, num, topic), entry.entry_id + i,
+            MessageId.of(entry.ledger_id, entry.entry_id, partition, topic=topic), entry.entry_id,
+            bytes(payloads[0]), metadata.partition_key if metadata.HasField("partition_key") else None,
+            {kv.key: kv.value for kv in metadata.properties}, event_time=metadata.event_time,
+            sequence_id=metadata.sequence_id,
+            ordering_key=metadata.ordering_key if metadata.HasField("ordering_key") else None, **common)
+        return
+    num = len(payloads)
+    kept = entry_codec.kept_indexes(entry.ack_set, num)
+    for i in range(num) if kept is None else kept:
+        single = metas[i]
+        assert single is not None
+        yield PeekedMessage(
+            MessageId.of(entry.ledger_id, entry.entry_id, partition, i, num, topic), entry.entry_id + i,
             bytes(payloads[i]), single.partition_key, dict(single.properties),
             event_time=single.event_time or metadata.event_time,
             sequence_id=single.sequence_id if single.sequence_id is not None else metadata.sequence_id + i,

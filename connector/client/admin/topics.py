@@ -6,11 +6,12 @@ from typing import Any
 
 from broker_core.errors import NotAllowedError, SubscriptionNotFound
 from broker_core.protocol import broker_pb2
-from broker_core.types import MessageId, TopicName
+from broker_core.types import TopicName
 
 from connector.client.admin.peek import PeekedMessage, messages_of
 from connector.client.admin.wire import position, topic_name, whole
 from connector.client.connection import Connection
+from connector.client.message_id import MessageId
 
 
 class TopicsAdmin:

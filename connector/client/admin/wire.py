@@ -4,7 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker_core.protocol import broker_pb2
-from broker_core.types import MessageId, TopicName
+from broker_core.types import TopicName
+
+from connector.client.message_id import MessageId
 
 
 def topic_name(topic: str) -> str:
@@ -28,4 +30,4 @@ def position(message_id: MessageId) -> broker_pb2.Position:
         return broker_pb2.Position(earliest=True)
     if message_id.is_latest():
         return broker_pb2.Position(latest=True)
-    return broker_pb2.Position(offset=message_id.offset)
+    return broker_pb2.Position(offset=message_id.offset())

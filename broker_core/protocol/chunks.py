@@ -1,4 +1,5 @@
-"""Reassembly of chunked messages on the consumer: :class:`ChunkedMessageTracker`.
+"""Reassembly of chunked messages, the pure part shared by the client's consumers and the Spark source:
+:class:`ChunkedMessageTracker` (state in, messages out; no threads, no I/O).
 
 A producer with ``chunking_enabled=True`` splits a message larger than the broker's ``maxMessageSize``
 into chunks, each stored as one unbatched entry whose metadata carries the message's ``uuid``
@@ -54,6 +55,8 @@ import collections
 import logging
 from typing import Callable, NamedTuple
 
+from broker_core.protocol import pulsar_api_pb2
+
 log = logging.getLogger(__name__)
 
 GIVEN_UP_MEMORY = 1000
@@ -77,6 +80,12 @@ class Chunk(NamedTuple):
     """Milliseconds since the epoch, from the chunk's metadata."""
     payload: bytes | memoryview
     """This chunk's part of the (possibly compressed) message payload."""
+
+    @classmethod
+    def of(cls, metadata: pulsar_api_pb2.MessageMetadata, payload: bytes | memoryview, offset: int) -> "Chunk":
+        """The chunk an entry at ``offset`` holds (see :func:`broker_core.protocol.entry.is_chunk`)."""
+        return cls(metadata.uuid, metadata.chunk_id, metadata.num_chunks_from_msg, metadata.total_chunk_msg_size,
+                   offset, metadata.publish_time, payload)
 
 
 class CompletedMessage(NamedTuple):
@@ -142,6 +151,15 @@ class ChunkedMessageTracker:
     def __len__(self) -> int:
         """How many messages are incomplete."""
         return len(self._pending)
+
+    def is_pending(self, uuid: str) -> bool:
+        """Whether chunks of the message ``uuid`` are buffered (it started and is not complete)."""
+        return uuid in self._pending
+
+    def first_pending_offset(self) -> int | None:
+        """The lowest offset of any buffered chunk (where reading must start again to complete every
+        incomplete message), or None."""
+        return min((p.offsets[0] for p in self._pending.values()), default=None)
 
     def pending_offsets(self) -> list[int]:
         """Offsets of every buffered chunk."""

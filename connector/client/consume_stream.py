@@ -1,0 +1,401 @@
+"""The one object that holds a subscription's stream to one topic partition: :class:`PartitionStream`.
+
+It subscribes, keeps the flow-permit window (:mod:`connector.client.permits`), sends acks (grouped, held
+per batch, cumulative: :mod:`connector.client.acks`), redelivery requests, seeks and the unsubscribe, closes,
+and **reconnects**. What arrives goes to its :class:`StreamEvents` -- the client's
+:class:`~connector.client.partition_consumer.PartitionConsumer` or the Spark source's range reader -- which
+decode it with the entry codec.
+
+Reconnection (Pulsar's consumer does the same): when the stream is lost or the broker answers
+``ServiceNotReady``, the permit window is retired (buffered messages of the lost stream are skipped when
+taken: the broker redelivers what is unacknowledged) and the subscription is opened again with the same
+subscription, consumer name and type, with backoff (:class:`~connector.client.reconnect.Redial`). A
+non-durable subscription (a reader) resumes where its ``resume()`` says: after the last message handed out.
+Acks made meanwhile are kept and sent on the new stream; a seek in progress is sent again. Anything the
+broker refuses for good (``TopicNotFound``, ``ConsumerAssignError`` ...) ends the stream: ``on_failed``.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from typing import Callable, Iterable, Protocol, Sequence
+
+from broker_core import errors
+from broker_core.protocol import broker_pb2
+from broker_core.protocol.status import error_from_proto
+
+from connector.client.acks import AckGroup, HeldBatchAcks
+from connector.client.connection import BidiStream, Connection
+from connector.client.message_id import MessageId
+from connector.client.permits import PermitWindow
+from connector.client.reconnect import Redial, retriable, retriable_on_reconnect, retry_until
+from connector.client.timer import TimerThread
+
+log = logging.getLogger(__name__)
+
+FLOW_PERMITS_MAX = 0xFFFF_FFFF
+"""The most permits one Flow request carries (its field is a uint32)."""
+
+
+class StreamEvents(Protocol):
+    """What a :class:`PartitionStream` reports, on its reader thread."""
+
+    def on_entries(self, entries: Sequence[broker_pb2.DeliveredEntry], window: PermitWindow) -> None:
+        """Entries delivered under ``window`` (the permit window of the current stream generation)."""
+
+    def on_disconnected(self, cause: errors.PulsarLikeError) -> None:
+        """The stream was lost; it is being reopened (what was buffered from it is stale)."""
+
+    def on_reconnected(self) -> None:
+        """The subscription is open again; the next entries come from the new stream."""
+
+    def on_failed(self, error: errors.PulsarLikeError) -> None:
+        """The stream ended for good with ``error``."""
+
+    def on_end_of_topic(self) -> None:
+        """The topic is terminated and every message of it was delivered."""
+
+
+class _Attempt:
+    """One opening of the stream: its outcome and, once started, its BidiStream."""
+
+    __slots__ = ("stream", "settled", "failure", "in_band_error")
+
+    def __init__(self) -> None:
+        self.stream: BidiStream | None = None
+        self.settled = threading.Event()
+        """Set once subscribed (``failure`` None) or failed."""
+        self.failure: errors.PulsarLikeError | None = None
+        self.in_band_error: errors.PulsarLikeError | None = None
+
+
+def seek_request(seek_id: int, target: MessageId | int) -> broker_pb2.ConsumeRequest:
+    """A Seek to a message id (earliest, latest or a message's offset) or a publish time in ms."""
+    seek = broker_pb2.Seek(seek_id=seek_id)
+    if isinstance(target, MessageId):
+        if target.is_earliest():
+            seek.position.earliest = True
+        elif target.is_latest():
+            seek.position.latest = True
+        else:
+            seek.position.offset = target.offset()
+    else:
+        seek.publish_time_ms = int(target)
+    return broker_pb2.ConsumeRequest(seek=seek)
+
+
+class PartitionStream:
+    """A subscription's stream to one topic partition, kept open across broker restarts (see the module
+    docstring). ``resume()`` (non-durable subscriptions) gives the offset to resubscribe from, or None to
+    keep the original start."""
+
+    def __init__(self, connection: Connection, timer: TimerThread, subscribe: broker_pb2.Subscribe,
+                 receiver_queue_size: int, events: StreamEvents,
+                 resume: Callable[[], int | None] | None = None) -> None:
+        self.topic = subscribe.topic
+        self.partition = subscribe.partition_index
+        self.subscription = subscribe.subscription
+        self.consumer_name = subscribe.consumer_name
+        self._connection = connection
+        self._template = subscribe
+        self._queue_size = max(1, receiver_queue_size)
+        self._events = events
+        self._resume = resume
+        self._lock = threading.Lock()
+        self.window = PermitWindow(self._queue_size, self._flow)
+        self._acks = AckGroup(timer, self._send_ack)
+        self.held_batch_acks = HeldBatchAcks()
+        self._unsent_acks: list[broker_pb2.ConsumeRequest] = []
+        """Acks made while reconnecting: sent on the new stream."""
+        self._live: BidiStream | None = None
+        self._current: _Attempt | None = None
+        """The attempt whose stream is subscribed (deliveries of any other are ignored)."""
+        self._opening: _Attempt | None = None
+        self._seek_id = 0
+        self._seeking = 0
+        self._seek_request: broker_pb2.ConsumeRequest | None = None
+        self._seek_done = threading.Event()
+        self._seek_error: errors.PulsarLikeError | None = None
+        self._unsubscribed = threading.Event()
+        self._unsubscribe_error: errors.PulsarLikeError | None = None
+        self._unsubscribing = False
+        self.closed = False
+        self.error: errors.PulsarLikeError | None = None
+        self.active = True
+        self.reached_end_of_topic = False
+        self._redial = Redial(timer, f"consumer:{self.topic}:{self.subscription}", self._reconnect_attempt)
+
+    # --- opening ------------------------------------------------------------------------------------------
+    def open(self) -> None:
+        """Subscribe (retrying while the broker is unreachable or not ready, within the operation timeout);
+        raises what the broker refused."""
+        deadline = self._connection.operation_timeout_s + _now()
+        retry_until(deadline, lambda: self._open_first(deadline), self._connection.closed)
+
+    def _request(self) -> broker_pb2.ConsumeRequest:
+        request = broker_pb2.ConsumeRequest(subscribe=self._template)
+        subscribe = request.subscribe
+        # The first permits travel with the subscribe: a message sent right after subscribe() returns is
+        # covered (a non-persistent topic drops what no permit covers).
+        subscribe.initial_permits = self._queue_size
+        subscribe.consumer_name = self.consumer_name
+        offset = self._resume() if self._resume is not None and self._current is not None else None
+        if offset is not None:
+            subscribe.start.CopyFrom(broker_pb2.Position(offset=offset))
+            subscribe.start_inclusive = True
+        return request
+
+    def _start(self, reconnecting: bool) -> _Attempt:
+        attempt = self._opening = _Attempt()
+        attempt.stream = self._connection.stream(
+            "Consume", self._request(), functools.partial(self._on_response, attempt),
+            functools.partial(self._on_end, attempt), name=f"consumer-{self.topic}", reconnecting=reconnecting)
+        attempt.stream.start()
+        return attempt
+
+    def _open_first(self, deadline: float) -> None:
+        attempt = self._start(reconnecting=False)
+        assert attempt.stream is not None
+        if not attempt.settled.wait(max(deadline - _now(), 0.001)):
+            attempt.stream.close(wait_s=0.1)
+            raise errors.Timeout(f"the broker did not confirm the subscription on {self.topic} within "
+                                 f"{self._connection.operation_timeout_s:g}s")
+        if attempt.failure is not None:
+            attempt.stream.close(wait_s=0.5)
+            raise attempt.failure
+
+    def _reconnect_attempt(self) -> None:
+        if self.closed:
+            return
+        self._start(reconnecting=True)
+
+    # --- responses (reader thread) ------------------------------------------------------------------------
+    def _on_response(self, attempt: _Attempt, response: broker_pb2.ConsumeResponse) -> None:
+        kind = response.WhichOneof("response")
+        if kind == "deliveries":
+            if attempt is self._current and not self._seeking:
+                self._events.on_entries(response.deliveries.entries, self.window)
+        elif kind == "subscribed":
+            self._subscribed(attempt, response.subscribed)
+        elif kind == "seek_done":
+            self._seek_finished(response.seek_done)
+        elif kind == "active_change":
+            self.active = response.active_change.is_active
+        elif kind == "end_of_topic":
+            self.reached_end_of_topic = True
+            self._events.on_end_of_topic()
+        elif kind == "unsubscribed":
+            done = response.unsubscribed
+            self._unsubscribe_error = error_from_proto(done.error) if done.error.code else None
+            self._unsubscribed.set()
+        elif kind == "warning":
+            log.warning("event=consumer_request_rejected topic=%s subscription=%s error=%r", self.topic,
+                        self.subscription, error_from_proto(response.warning))
+        elif kind == "error":
+            attempt.in_band_error = error_from_proto(response.error)  # the stream ends next
+
+    def _subscribed(self, attempt: _Attempt, subscribed: broker_pb2.Subscribed) -> None:
+        stream = attempt.stream
+        assert stream is not None
+        with self._lock:
+            if self.closed:
+                stream.close(wait_s=0)
+                return
+            reconnected = self._current is not None
+            self.consumer_name = subscribed.consumer_name or self.consumer_name
+            if reconnected:
+                self.window = PermitWindow(self._queue_size, self._flow)  # sent with the subscribe
+            self._current = attempt
+            self._live = stream
+            unsent, self._unsent_acks = self._unsent_acks, []
+            seek = self._seek_request
+        for request in unsent:
+            stream.send(request)
+        if seek is not None and reconnected:
+            stream.send(seek)
+        attempt.settled.set()
+        if reconnected:
+            self._redial.succeeded()
+            self._events.on_reconnected()
+
+    def _on_end(self, attempt: _Attempt, error: errors.PulsarLikeError | None) -> None:
+        error = attempt.in_band_error or error
+        with self._lock:
+            if self.closed or error is None:
+                return
+            if not attempt.settled.is_set():  # an opening that failed
+                attempt.failure = error
+                attempt.settled.set()
+                if self._current is None:
+                    return  # the first opening: the constructor retries or raises
+                retry = retriable_on_reconnect(error)
+                lost = False
+            elif attempt is self._current:
+                self._live = None
+                self.window.retire()
+                retry = lost = retriable(error)
+                if self._unsubscribing:
+                    self._unsubscribe_error = errors.NotConnected(
+                        f"the connection to the broker was lost while unsubscribing from {self.topic}: "
+                        f"{error.message}; unsubscribe again once it is back")
+                    self._unsubscribed.set()
+            else:
+                return
+        if not retry:
+            self._fail(error)
+        elif lost:
+            self._events.on_disconnected(error)
+            self._redial.lost(error)
+        else:
+            self._redial.failed(error)
+
+    def _fail(self, error: errors.PulsarLikeError) -> None:
+        log.warning("event=consumer_failed topic=%s subscription=%s error=%r", self.topic, self.subscription,
+                    error)
+        self._redial.stop()
+        self.error = error
+        self._seek_done.set()
+        self._unsubscribed.set()
+        self._events.on_failed(error)
+
+    # --- requests -------------------------------------------------------------------------------------------
+    def _send(self, request: broker_pb2.ConsumeRequest) -> None:
+        """A request that only means something on the current stream (flow, redelivery)."""
+        live = self._live
+        if live is not None:
+            live.send(request)
+
+    def _send_ack(self, request: broker_pb2.ConsumeRequest) -> None:
+        with self._lock:
+            live = self._live
+            if live is None:
+                if not self.closed:
+                    self._unsent_acks.append(request)
+                return
+        live.send(request)
+
+    def _flow(self, permits: int) -> None:
+        while permits > 0:  # a poison entry's skipped count may exceed Flow's uint32
+            step = min(permits, FLOW_PERMITS_MAX)
+            self._send(broker_pb2.ConsumeRequest(flow=broker_pb2.Flow(permits=step)))
+            permits -= step
+
+    def check_usable(self) -> None:
+        if self.closed:
+            raise errors.AlreadyClosed(f"the consumer on {self.topic} is closed")
+        if self.error is not None:
+            raise self.error
+
+    # --- acks -----------------------------------------------------------------------------------------------
+    def ack(self, offset: int) -> None:
+        self._acks.add(offset)
+
+    def ack_all(self, offsets: Iterable[int]) -> None:
+        self._acks.add_all(offsets)
+
+    def ack_batch_member(self, entry_id: int, index: int, size: int) -> None:
+        """Message ``index`` of the batch at ``entry_id``: held until the whole batch is acknowledged."""
+        if self.held_batch_acks.acknowledge(entry_id, index, size):
+            self._acks.add_all(range(entry_id, entry_id + size))
+
+    def ack_cumulative(self, offset: int) -> None:
+        self._acks.flush()
+        self._send_ack(broker_pb2.ConsumeRequest(ack=broker_pb2.Ack(ack_type=broker_pb2.CUMULATIVE,
+                                                                    offset=offset)))
+        self.held_batch_acks.forget(offset)
+
+    def flush_acks(self) -> None:
+        self._acks.flush()
+
+    def redeliver(self, ranges: list[broker_pb2.OffsetRange] | None = None) -> None:
+        """Ask the broker for these entries again, or for everything unacknowledged when None (after a
+        reconnection the broker redelivers everything unacknowledged anyway)."""
+        self._acks.flush()
+        self._send(broker_pb2.ConsumeRequest(redeliver=broker_pb2.RedeliverUnacknowledged(ranges=ranges or [])))
+
+    # --- seek -----------------------------------------------------------------------------------------------
+    def start_seek(self, target: MessageId | int) -> None:
+        """Send the Seek; deliveries are dropped from now until its ``seek_done``, buffered messages are
+        skipped when taken."""
+        self._acks.flush()
+        with self._lock:
+            self.check_usable()
+            self._seek_id += 1
+            request = seek_request(self._seek_id, target)
+            self._seek_done.clear()
+            self._seek_error = None
+            self._seeking = self._seek_id
+            self._seek_request = request
+            self.window.retire()
+            self.reached_end_of_topic = False
+        self.held_batch_acks.forget()
+        self._send(request)
+
+    def _seek_finished(self, done: broker_pb2.SeekDone) -> None:
+        if done.seek_id != self._seeking:
+            return
+        self._seek_error = error_from_proto(done.error) if done.error.code else None
+        # The broker starts from no permits after a seek: a new window, all of it sent now.
+        self.window = PermitWindow(self._queue_size, self._flow)
+        self._seeking = 0
+        self._seek_request = None
+        self._flow(self._queue_size)
+        self._seek_done.set()
+
+    def finish_seek(self, timeout_s: float) -> None:
+        if not self._seek_done.wait(timeout_s):
+            self._seeking = 0
+            self._seek_request = None
+            raise errors.Timeout(f"seek on {self.topic} not confirmed within {timeout_s:g}s")
+        if self.error is not None:
+            raise self.error
+        if self._seek_error is not None:
+            raise self._seek_error
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+    def unsubscribe(self, request_id: int, timeout_s: float) -> None:
+        self.check_usable()
+        if self._live is None:
+            raise errors.NotConnected(f"the consumer on {self.topic} is reconnecting to the broker; "
+                                      "unsubscribe once it is connected again")
+        self._acks.flush()
+        self._unsubscribed.clear()
+        self._unsubscribe_error = None
+        self._unsubscribing = True
+        try:
+            self._send(broker_pb2.ConsumeRequest(unsubscribe=broker_pb2.Unsubscribe(request_id=request_id)))
+            if not self._unsubscribed.wait(timeout_s):
+                raise errors.Timeout(f"unsubscribe on {self.topic} not confirmed within {timeout_s:g}s")
+        finally:
+            self._unsubscribing = False
+        if self.error is not None:
+            raise self.error
+        if self._unsubscribe_error is not None:
+            raise self._unsubscribe_error
+
+    def is_connected(self) -> bool:
+        return not self.closed and self.error is None and self._live is not None
+
+    def close(self) -> None:
+        """Send the acks made so far and close the stream; a reconnection in progress is abandoned."""
+        if self.closed:
+            return
+        self._acks.flush()
+        with self._lock:
+            self.closed = True
+            live, self._live = self._live, None
+            opening, self._opening = self._opening, None
+        self._redial.stop()
+        self._seek_done.set()
+        self._unsubscribed.set()
+        if live is not None:
+            live.send(broker_pb2.ConsumeRequest(close=broker_pb2.CloseConsumer()))
+            live.close()
+        elif opening is not None and opening.stream is not None:
+            opening.stream.close(wait_s=0)  # maybe still waiting for the broker to come back
+
+
+def _now() -> float:
+    return time.monotonic()
