@@ -139,7 +139,7 @@ class Consumer:
 
     __slots__ = ("consumer_id", "consumer_name", "priority_level", "sink", "on_active_change", "permits",
                  "msg_out_counter", "bytes_out_counter", "pending", "highest_delivered_end", "multi_topic", "key_shared",
-                 "on_error", "failed")
+                 "on_error", "failed", "msg_redeliver_counter", "last_consumed_ms", "last_acked_ms")
 
     def __init__(self, consumer_id: int, consumer_name: str,
                  sink: Callable[[list[Delivery]], None], *, priority_level: int = 0,
@@ -158,6 +158,11 @@ class Consumer:
         self.permits = 0
         self.msg_out_counter = 0
         self.bytes_out_counter = 0
+        self.msg_redeliver_counter = 0
+        """Messages sent again (their entry came back unacknowledged before)."""
+        self.last_consumed_ms = 0
+        """When messages were last sent to it (0: never), and when it last acknowledged some."""
+        self.last_acked_ms = 0
         self.pending = PendingAcks()
         self.highest_delivered_end = 0
         """One past the highest offset ever sent to this consumer; acks must stay below it."""
@@ -182,10 +187,14 @@ class Consumer:
     def stats(self) -> dict[str, object]:
         return {
             "consumerName": self.consumer_name,
+            "consumerId": self.consumer_id,
             "availablePermits": self.permits,
             "unackedMessages": self.unacked_messages,
             "msgOutCounter": self.msg_out_counter,
             "bytesOutCounter": self.bytes_out_counter,
+            "msgRedeliverCounter": self.msg_redeliver_counter,
+            "lastConsumedTimestamp": self.last_consumed_ms,
+            "lastAckedTimestamp": self.last_acked_ms,
             "priorityLevel": self.priority_level,
         }
 

@@ -16,9 +16,9 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar
 
 from broker_core.errors import CorruptLog
+from broker_core.protocol.ack_set import to_words, unacked_bits
 from broker_core.protocol.entry_limits import MAX_UNCOMPRESSED_SIZE, MIN_BATCH_FRAME
 
-from dispatch.ack_set import to_words, unacked_bits
 from dispatch.consumer import Consumer, Delivery
 from dispatch.types import SubType
 
@@ -170,6 +170,7 @@ class Dispatcher(ABC):
         sub = self.subscription
         messages = 0
         nbytes = 0
+        redelivered = 0
         highest = consumer.highest_delivered_end
         pending = consumer.pending
         for d in deliveries:
@@ -177,6 +178,8 @@ class Dispatcher(ABC):
             end = entry.end_offset
             messages += d.messages
             nbytes += len(entry.data)
+            if d.redelivery_count:
+                redelivered += d.messages
             pending.add(entry.offset, end, d.messages)
             if end > highest:
                 highest = end
@@ -185,6 +188,10 @@ class Dispatcher(ABC):
         consumer.bytes_out_counter += nbytes
         sub.msg_out_counter += messages
         sub.bytes_out_counter += nbytes
+        if redelivered:
+            consumer.msg_redeliver_counter += redelivered
+            sub.msg_redeliver_counter += redelivered
+        consumer.last_consumed_ms = sub.last_consumed_ms = sub.clock.now_ms()  # one clock read per send
         consumer.sink(deliveries)
 
     def drop_pending(self, consumer: Consumer) -> None:

@@ -57,6 +57,11 @@ class Subscription:
         """Entry offset -> times it came back unacknowledged (only entries that did)."""
         self.msg_out_counter = 0
         self.bytes_out_counter = 0
+        self.msg_redeliver_counter = 0
+        """Messages sent again to a consumer (Pulsar's msgRateRedeliver is measured from it)."""
+        self.last_consumed_ms = 0
+        """When messages were last sent to a consumer (0: never), and when one last acknowledged some."""
+        self.last_acked_ms = 0
         self.seek_count = 0
         self.closed = False
         self._dispatcher: Dispatcher | None = None
@@ -257,6 +262,7 @@ class Subscription:
         return newly
 
     def _acked(self, consumer: Consumer, newly: int) -> None:
+        consumer.last_acked_ms = self.last_acked_ms = self.clock.now_ms()
         if newly:
             if self.on_cursor_changed is not None:
                 self.on_cursor_changed()
@@ -310,6 +316,9 @@ class Subscription:
             "type": str(self._sub_type) if self._sub_type is not None else None,
             "msgOutCounter": self.msg_out_counter,
             "bytesOutCounter": self.bytes_out_counter,
+            "msgRedeliverCounter": self.msg_redeliver_counter,
+            "lastConsumedTimestamp": self.last_consumed_ms,
+            "lastAckedTimestamp": self.last_acked_ms,
             "consumers": [self._consumer_stats(c) for c in self.consumers],
             "activeConsumerName": active.consumer_name if active is not None else None,
             "isDurable": self.durable,

@@ -14,9 +14,8 @@ client does not re-check partition counts yet; see docs/admin.md). The Spark sou
 every trigger.
 
 Unloading (``topics unload``) closes the topic at once, as Pulsar's unload does: every producer's and
-consumer's session ends with ``ServiceNotReady``, then the topic's cursors are saved and its files closed; its
-next use loads it again. Pulsar's clients reconnect by themselves; this client does not yet, so its
-producers and consumers of the topic fail with that error and must be created again.
+consumer's session ends with ``ServiceNotReady`` (retriable: the clients reconnect, which loads the topic
+again), then the topic's cursors are saved and its files closed.
 """
 from __future__ import annotations
 
@@ -33,7 +32,7 @@ from broker_core.service.retention import expiry_offset
 from broker_core.service.topic import PersistentTopic
 from broker_core.service.topics import MAX_PARTITIONS, TopicRegistry
 from broker_core.types import PERSISTENT, TopicName, check_partition_names
-from dispatch.ack_set import to_words
+from broker_core.protocol.ack_set import to_words
 
 SETTLE_S = 10.0
 """Longest an operator call waits for sessions to leave a topic, or for its pending writes to be synced."""
@@ -136,8 +135,7 @@ async def unload(registry: TopicRegistry, name: TopicName) -> int:
             raise NotAllowedError(f"{target} is non-persistent: it lives in memory only and goes once idle;"
                                   " there is nothing to unload", topic=str(target))
         ended = topic.disconnect_clients(ServiceNotReady(
-            f"topic {target} was unloaded by an operator: create the producer or consumer again (this client"
-            " does not reconnect by itself yet)", topic=str(target)))
+            f"topic {target} was unloaded by an operator; reconnect to load it again", topic=str(target)))
         await settled(lambda: topic.quiescent or topic.closed, f"closing the {ended} sessions of {target}")
         if registry.unload(str(target)):
             unloaded += 1
