@@ -26,9 +26,12 @@ class BrokerProcess:
         self.address = ""
 
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
+        # A fixed port (a restart) must not fix the metrics port too (8080 by default): any free one.
+        metrics = [] if self.port == 0 or any("webServicePort" in a for a in self.args) \
+            else ["--set", "webServicePort=0"]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "broker_core.cli", "broker", "--data-dir", str(self.data_dir), "--port",
-             str(self.port), *self.args],
+             str(self.port), *metrics, *self.args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
         line = self.proc.stdout.readline()  # the broker prints this first, flushed, once bound
         if not line.startswith(LISTENING):
