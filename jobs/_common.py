@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -194,7 +195,7 @@ class Progress:
         group = f"pulsarlike-job-{os.getpid()}-{id(self)}-{self._groups}"
         sc.setJobGroup(group, label)
         totals = StageTotals()
-        bar = self._bar(label, total)
+        bar = self.bar(label, total)
         stop = threading.Event()
         poller = threading.Thread(target=self._poll, args=(group, total, bar, stop),
                                   name="pulsarlike-job-progress", daemon=True)
@@ -211,16 +212,20 @@ class Progress:
             final = self._totals(group)
             totals.__dict__.update(final.__dict__)
             if bar is not None:
-                self._show(bar, final, total)
+                self.show(bar, final, total)
                 bar.close()
 
-    def _bar(self, label: str, total: int | None) -> Any:
+    def bar(self, label: str, total: int | None) -> Any:
+        """A tqdm bar over ``total`` rows on the stream; None when the progress is not shown."""
         if not self.enabled:
             return None
         from tqdm import tqdm
 
-        return tqdm(total=total, desc=label, unit=" rows", file=self.stream, dynamic_ncols=True,
-                    mininterval=0.2, leave=True)
+        # shutil falls back to 80x24 where the terminal reports no size (a bare pty): tqdm would hide
+        # the bar there
+        size = shutil.get_terminal_size()
+        return tqdm(total=total, desc=label, unit=" rows", file=self.stream, ncols=size.columns,
+                    nrows=size.lines, mininterval=0.2, leave=True)
 
     def _poll(self, group: str, total: int | None, bar: Any, stop: threading.Event) -> None:
         while not stop.wait(self.poll_interval_s):
@@ -228,10 +233,11 @@ class Progress:
                 current = self._totals(group)
             except Exception:  # the session is stopping; the final totals are taken after the block
                 return
-            self._show(bar, current, total)
+            self.show(bar, current, total)
 
     @staticmethod
-    def _show(bar: Any, current: StageTotals, total: int | None) -> None:
+    def show(bar: Any, current: StageTotals, total: int | None) -> None:
+        """Move ``bar`` to what ``current`` says."""
         rows, postfix = progress_position(current, total)
         bar.set_postfix_str(postfix, refresh=False)
         if rows > bar.n:
@@ -242,26 +248,34 @@ class Progress:
     def _totals(self, group: str) -> StageTotals:
         sc = self.spark.sparkContext
         tracker = sc.statusTracker()
-        store = None
         try:
             store = sc._jsc.sc().statusStore()
         except Exception:  # not the classic JVM-backed session: tasks only
             store = None
         totals = StageTotals()
+        seen: set[int] = set()
         for job_id in tracker.getJobIdsForGroup(group):
             job = tracker.getJobInfo(job_id)
             for stage_id in (job.stageIds if job else ()):
-                stage = tracker.getStageInfo(stage_id)
-                if stage is not None:
-                    totals.tasks += stage.numTasks
-                    totals.tasks_done += stage.numCompletedTasks
+                if stage_id in seen:
+                    continue
+                seen.add(stage_id)
+                data = None
                 if store is not None:
                     try:
                         data = store.lastStageAttempt(stage_id)
-                        totals.input_records += int(data.inputRecords())
-                        totals.output_records += int(data.outputRecords())
                     except Exception:  # a stage not yet (or no longer) in the store
-                        pass
+                        data = None
+                if data is None:
+                    stage = tracker.getStageInfo(stage_id)
+                    if stage is not None:
+                        totals.tasks += stage.numTasks
+                        totals.tasks_done += stage.numCompletedTasks
+                elif str(data.status()) != "SKIPPED":  # a shuffle an earlier job of the group wrote
+                    totals.tasks += int(data.numTasks())
+                    totals.tasks_done += int(data.numCompleteTasks())
+                    totals.input_records += int(data.inputRecords())
+                    totals.output_records += int(data.outputRecords())
         return totals
 
 

@@ -286,7 +286,7 @@ def run(args: Any, spark: Any = None) -> BackfillSummary:
             messages = messages.where(F.col("value").isNotNull())
         writer = (messages.write.format("pulsarlike").mode("append").option("service.url", args.service_url)
                   .option("topic", topic).option("writeId", f"backfill-{identity}"))
-        with spark_conf(session, SPLIT_SETTINGS), progress.track(f"backfill -> {topic}", rows):
+        with spark_conf(session, SPLIT_SETTINGS), progress.track(f"backfill -> {args.topic}", rows):
             writer.save()
         written = _end_offsets(args.service_url, topic) - before
     return BackfillSummary(job_id=identity, topic=topic, files=len(files), format=fmt, rows=rows,

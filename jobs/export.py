@@ -330,7 +330,7 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
                 .option("failOnDataLoss", "false" if args.allow_data_loss else "true")
                 .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).load())
         progress = Progress(session, enabled=not args.no_progress)
-        with progress.track(f"export {topic}", plan.messages) as totals:
+        with progress.track(f"export {args.topic}", plan.messages) as totals:
             with_publish_date(rows).write.partitionBy(DATE_COLUMN).mode("overwrite").parquet(staging)
         # Spark counts the rows a file write stores; the Parquet footers say the same, when it did not
         exported = totals.output_records or session.read.parquet(staging).count()

@@ -298,7 +298,7 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
         # dropped after the source), so that is what each bar counts up to
         read = sum(p.end - p.start for p in plans.values())
         progress = Progress(session, enabled=not args.no_progress)
-        with progress.track(f"reading {dlq}", read):
+        with progress.track(f"reading {args.dlq_topic}", read):
             counts = rows.groupBy("__topic").agg(F.count(F.lit(1)).alias("n"),
                                                   F.min("__offset").alias("first")).collect()
         targets = _check_targets(counts, dlq)
@@ -309,7 +309,7 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
             return summary
         redriven = None
         if args.filter:
-            with progress.track(f"offsets of {dlq}", read):
+            with progress.track(f"offsets of {args.dlq_topic}", read):
                 found = rows.select("__partition", "__offset").collect()
             redriven = {}
             for row in found:
@@ -318,7 +318,7 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
         writer = (rows.drop("__partition", "__offset").write.format("pulsarlike").mode("append")
                   .option("service.url", args.service_url)
                   .option("writeId", write_id(dlq, args.subscription, plans, args.filter, to)))
-        with progress.track(f"redrive {dlq}", read):
+        with progress.track(f"redrive {args.dlq_topic}", read):
             writer.save()
         summary.written = sum(_end(args.service_url, target) - n for target, n in before.items())
         summary.acknowledged = _acknowledge(args.service_url, dlq, args.subscription, plans, redriven)

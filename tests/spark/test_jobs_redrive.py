@@ -155,6 +155,7 @@ def test_redrive_progress_counts_up_to_the_range_it_reads_and_never_past_it(spar
     dlq = dlq_with_letters(admin, client, topic, "abababab")  # 8 read, 4 re-driven
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("COLUMNS", "200")  # the whole line, tasks included
 
     assert redrive.main([dlq, "--filter", "__key = 'a'", "--service-url", broker.service_url], spark) == 0
 

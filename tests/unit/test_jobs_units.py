@@ -5,13 +5,15 @@ from __future__ import annotations
 import io
 import json
 import os
+import pty
 
 import pytest
 
 from connector.spark.broker_calls import Bounds
 from connector.spark.offsets import TopicPartition
 from jobs import backfill, export, redrive
-from jobs._common import (JobInputError, StageTotals, is_terminal, progress_position, write_json_atomically)
+from jobs._common import (JobInputError, Progress, StageTotals, is_terminal, progress_position,
+                          write_json_atomically)
 
 T = "persistent://public/default/t"
 P0, P1 = TopicPartition(T, 0), TopicPartition(T, 1)
@@ -160,6 +162,21 @@ def test_progress_is_shown_only_on_a_terminal(tmp_path):
 
     with open(tmp_path / "log", "w") as log_file:
         assert (is_terminal(Terminal()), is_terminal(io.StringIO()), is_terminal(log_file)) == (True, False, False)
+
+
+def test_the_bar_is_drawn_on_a_terminal_that_reports_no_size(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+    leader, follower = pty.openpty()  # a new pty is 0x0, where tqdm alone would hide the bar
+    with os.fdopen(follower, "w") as terminal:
+        progress = Progress(spark=None, stream=terminal)
+        bar = progress.bar("export orders", 10)
+        Progress.show(bar, StageTotals(tasks=2, tasks_done=1, input_records=5), 10)
+        bar.close()
+    shown = os.read(leader, 65536).decode()
+    os.close(leader)
+
+    assert "export orders" in shown and "5/10" in shown and "tasks 1/2" in shown
 
 
 # --- export's subscription -------------------------------------------------------------------------------
