@@ -40,6 +40,8 @@ an earlier block of a later one.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import inspect
 import io
 import json
 import os
@@ -296,8 +298,9 @@ class FileRun:
             if code != 0:
                 raise Failed(f"`{shown}` exited {code}\nstdout:\n{out}\nstderr:\n{err}")
 
-    @staticmethod
-    def _job(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    def _job(self, argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+        """``pulsarlike job NAME ...`` as the command runs it, but handed the test session (a job that
+        started its own would stop the shared one at its end)."""
         from jobs import cli
 
         out, err = io.StringIO(), io.StringIO()
@@ -306,7 +309,12 @@ class FileRun:
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
-                    code = cli.main(argv)
+                    name = argv[1].replace("_", "-") if len(argv) > 1 else ""
+                    job = importlib.import_module(cli.JOBS[name]).main if name in cli.JOBS else None
+                    if job is not None and "spark" in inspect.signature(job).parameters:
+                        code = job(argv[2:], spark=self.namespace["spark"])
+                    else:  # stream-demo builds its own session; unknown jobs get the command's message
+                        code = cli.main(argv)
                 except SystemExit as exc:  # argparse: bad usage
                     code = exc.code if isinstance(exc.code, int) else 2
         finally:
