@@ -6,6 +6,7 @@ import io
 import json
 import os
 import pty
+import select
 
 import pytest
 
@@ -164,6 +165,23 @@ def test_progress_is_shown_only_on_a_terminal(tmp_path):
         assert (is_terminal(Terminal()), is_terminal(io.StringIO()), is_terminal(log_file)) == (True, False, False)
 
 
+def read_until_closed(leader: int) -> str:
+    """What was written to a pty whose other side is closed (the kernel may hand it over in pieces)."""
+    chunks = []
+    try:
+        while select.select([leader], [], [], 10)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the other side is closed and everything was read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+    return b"".join(chunks).decode()
+
+
 def test_the_bar_is_drawn_on_a_terminal_that_reports_no_size(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("LINES", raising=False)
@@ -173,8 +191,7 @@ def test_the_bar_is_drawn_on_a_terminal_that_reports_no_size(monkeypatch):
         bar = progress.bar("export orders", 10)
         Progress.show(bar, StageTotals(tasks=2, tasks_done=1, input_records=5), 10)
         bar.close()
-    shown = os.read(leader, 65536).decode()
-    os.close(leader)
+    shown = read_until_closed(leader)
 
     assert "export orders" in shown and "5/10" in shown and "tasks 1/2" in shown
 
