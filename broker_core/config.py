@@ -22,9 +22,9 @@ AUTO_TOPIC_TYPES = ("non-partitioned", "partitioned")
 @dataclass(frozen=True)
 class BrokerConfig:
     bindAddress: str = "127.0.0.1"
-    """Address the gRPC service binds (Pulsar: ``bindAddress``)."""
+    """Address the broker's port binds (Pulsar: ``bindAddress``)."""
     brokerServicePort: int = 6650
-    """Port of the gRPC service; 0 picks a free one."""
+    """The broker's port, serving both its gRPC API and Pulsar's binary protocol; 0 picks a free one."""
     advertisedAddress: str = ""
     """The host name clients are told to use (``topics lookup``); empty: ``bindAddress``, or this machine's
     host name when ``bindAddress`` is a wildcard (``0.0.0.0``, ``::``), as Pulsar advertises its hostname."""
@@ -140,6 +140,10 @@ class BrokerConfig:
     maxConcurrentRequestsPerConnection: int = 1000
     """pulsarlike extension: unary calls being served at once for one client connection (0: no limit)."""
 
+    keepAliveIntervalSeconds: int = 30
+    """Pulsar binary protocol connections: one silent this long is sent a PING, one silent twice this long is
+    closed (0: no keep-alive checks)."""
+
     statsUpdateFrequencyInSecs: int = 60
     """Rates in topic stats and metrics (``msgRateIn`` ...) are per-second averages over this interval,
     measured at its end (see :mod:`broker_core.service.rates`)."""
@@ -181,7 +185,7 @@ class BrokerConfig:
                      "subscriptionExpirationTimeMinutes", "subscriptionExpiryCheckIntervalInSeconds",
                      "brokerTopicIdleUnloadSeconds", "brokerMaxConnections",
                      "brokerMaxConnectionsPerIp", "maxStreamsPerConnection", "maxConcurrentLookupRequest",
-                     "maxConcurrentRequestsPerConnection"):
+                     "maxConcurrentRequestsPerConnection", "keepAliveIntervalSeconds"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
         for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):

@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. \
-  broker_core/protocol/pulsar_api.proto broker_core/protocol/broker.proto
+  broker_core/protocol/pulsar_api.proto broker_core/protocol/broker.proto \
+  broker_core/protocol/pulsar_commands.proto

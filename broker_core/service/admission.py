@@ -3,7 +3,10 @@
 A gRPC server interceptor wraps each method of every service the broker serves (its own and health):
 
 - the call is counted against the client's limits (:mod:`broker_core.service.client_limits`), streams as
-  streams and unary calls as requests; one over a limit ends at once with
+  streams and unary calls as requests, under the client's own address: gRPC sees the broker's port
+  listener as every call's peer, and the listener's :class:`~broker_core.service.peers.PeerMap` says who is
+  behind it (a call from an address the listener did not relay -- someone reaching the private gRPC port
+  directly -- is refused with ``NotAllowedError``); one over a limit ends at once with
   :class:`~broker_core.errors.TooManyRequests` (status and trailing metadata, as every broker error on a
   unary call);
 - requests reach the method as bytes and are decoded here, so garbage is a typed
@@ -23,9 +26,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import grpc
 from google.protobuf.message import Error as ProtobufError
 
-from broker_core.errors import InvalidMessage, PulsarLikeError, TooManyRequests
+from broker_core.errors import InvalidMessage, NotAllowedError, PulsarLikeError, TooManyRequests
 from broker_core.protocol.status import grpc_status, trailing_metadata, wire_message
 from broker_core.service.client_limits import ClientLimits
+from broker_core.service.peers import PeerMap
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +39,23 @@ Decode = Callable[[bytes], Any]
 class Admission(grpc.aio.ServerInterceptor):
     """Wraps each method once, on its first call (see the module docstring)."""
 
-    def __init__(self, limits: ClientLimits) -> None:
+    def __init__(self, limits: ClientLimits, peers: PeerMap | None = None) -> None:
+        """``peers``: the listener's relayed connections (None: gRPC's peer is the client, as in tests that
+        serve gRPC directly)."""
         self._limits = limits
+        self._peers = peers
         self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
+
+    def _peer(self, context: grpc.aio.ServicerContext) -> str:
+        """The client's address: gRPC's peer, translated through the listener's map."""
+        peer = context.peer()
+        if self._peers is None:
+            return peer
+        identity = self._peers.identity(peer)
+        if identity is None:
+            raise NotAllowedError("this port only serves the broker itself: connect to the broker's port",
+                                  peer=peer)
+        return identity.address
 
     async def intercept_service(self, continuation: Callable[[Any], Awaitable[grpc.RpcMethodHandler]],
                                 handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
@@ -70,12 +88,13 @@ class Admission(grpc.aio.ServerInterceptor):
         async def unary(data: bytes, context: grpc.aio.ServicerContext) -> Any:
             peer = context.peer()
             try:
+                peer = self._peer(context)
                 request = _decode(decode, data, name)
                 limits.admit(peer, stream=stream)
             except InvalidMessage as exc:
                 log.warning("event=bad_request method=%s peer=%s error=%s", name, peer, exc.message)
                 return await _abort(context, exc)
-            except TooManyRequests as exc:
+            except (TooManyRequests, NotAllowedError) as exc:
                 return await _abort(context, exc)
             try:
                 return await behavior(request, context)
@@ -87,10 +106,10 @@ class Admission(grpc.aio.ServerInterceptor):
         limits = self._limits
 
         async def stream(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            peer = context.peer()
             try:
+                peer = self._peer(context)
                 limits.admit(peer, stream=True)
-            except TooManyRequests as exc:
+            except (TooManyRequests, NotAllowedError) as exc:
                 await _abort(context, exc)
                 return
             responses = behavior(_decoded(requests, decode, name), context)

@@ -115,6 +115,31 @@ class NonPersistentTopic(TopicProducers):
         """Rates over the last stats interval (see :mod:`broker_core.service.rates`)."""
         self.closed = False
 
+    # ------------------------------------------------------------------ positions
+    @property
+    def start_offset(self) -> int:
+        """Nothing is stored: the first offset is the next one."""
+        return self.next_offset
+
+    @property
+    def end_offset(self) -> int:
+        return self.next_offset
+
+    @property
+    def confirmed_end_offset(self) -> int:
+        return self.next_offset
+
+    def offset_for_timestamp(self, publish_time_ms: int) -> int:
+        """Every publish time means "from now on": nothing earlier is kept."""
+        return self.next_offset
+
+    def entry_containing(self, offset: int) -> None:
+        return None
+
+    def last_message_id(self) -> None:
+        """None: no message is kept."""
+        return None
+
     # ------------------------------------------------------------------ producers
     def remove_producer(self, info: ProducerInfo) -> None:
         super().remove_producer(info)

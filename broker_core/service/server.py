@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import socket
 from concurrent.futures import ThreadPoolExecutor
@@ -17,9 +18,14 @@ from broker_core.protocol import broker_pb2, broker_pb2_grpc
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.service.admission import Admission
 from broker_core.service.client_limits import ClientLimits, Limits
+from broker_core.service.listener import PortListener
 from broker_core.service.metrics import BrokerCollector, MetricsServer, call_on_loop
+from broker_core.service.peers import PeerMap
 from broker_core.service.producers import ProducerNames
+from broker_core.service.pulsar.connection import PulsarConnection
+from broker_core.service.pulsar.context import FrontEnd
 from broker_core.service.rates import StatsUpdater
+from broker_core.service.schemas import SchemaRegistry
 from broker_core.service.servicer import BrokerServicer
 from broker_core.service.subscription_expiry import StoredSubscriptionSweep
 from broker_core.service.topics import TopicRegistry
@@ -28,6 +34,8 @@ from broker_core.storage.dir_lock import DataDirLock
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = "pulsarlike.v1.PulsarLike"
+GRPC_PRIVATE_ADDRESS = "127.0.0.1:0"
+"""Where the gRPC server listens: the public port's listener relays HTTP/2 connections to it."""
 SYNC_THREADS = 4
 """Threads fsyncing topics' logs (group commit): fsyncs of different files proceed in parallel."""
 REQUEST_MARGIN = 64 * 1024
@@ -61,8 +69,9 @@ def advertised_host(config: BrokerConfig) -> str:
 
 
 class BrokerService:
-    """A started broker: ``port`` is the bound port (the real one when configured with 0); ``metrics_port``
-    the bound HTTP port of ``/metrics`` (0 when ``metricsEnabled=false``)."""
+    """A started broker: ``port`` is the bound port (the real one when configured with 0), serving gRPC and
+    Pulsar's binary protocol (:mod:`broker_core.service.listener`); ``metrics_port`` the bound HTTP port of
+    ``/metrics`` (0 when ``metricsEnabled=false``)."""
 
     def __init__(self, data_dir: Path, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.data_dir = Path(data_dir)
@@ -78,6 +87,8 @@ class BrokerService:
         self.registry: TopicRegistry | None = None
         self._sweep: StoredSubscriptionSweep | None = None
         self._stats: StatsUpdater | None = None
+        self._listener: PortListener | None = None
+        self._front: FrontEnd | None = None
         self._data_dir_lock = DataDirLock(self.data_dir)
 
     async def start(self) -> int:
@@ -95,29 +106,40 @@ class BrokerService:
         self._stats.start()
         config = self.config
         limits = ClientLimits(Limits.from_config(config), self._clock)
+        peers = PeerMap()
         server = grpc.aio.server(
-            interceptors=[Admission(limits)],
+            interceptors=[Admission(limits, peers)],
             options=[("grpc.max_receive_message_length", max_request_bytes(config.maxMessageSize)),
                      ("grpc.max_send_message_length",
                       max_reply_bytes(config.maxMessageSize, config.dispatcherMaxDeliveryBytes)),
                      ("grpc.so_reuseport", 0)])
-        servicer = BrokerServicer(self.registry, ProducerNames(self.config.clusterName))
+        names = ProducerNames(self.config.clusterName)
+        consumer_ids = itertools.count(1)
+        servicer = BrokerServicer(self.registry, names, consumer_ids)
         broker_pb2_grpc.add_PulsarLikeServicer_to_server(servicer, server)
         # the asyncio servicer: a Watch is a task on the loop, not a thread of gRPC's pool for each watcher
         self._health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        grpc_port = server.add_insecure_port(GRPC_PRIVATE_ADDRESS)
+        if not grpc_port:
+            raise InvalidConfiguration(f"cannot bind the private gRPC address {GRPC_PRIVATE_ADDRESS}")
+        front = FrontEnd(self.registry, config, names, SchemaRegistry(self.data_dir / "metadata", self._clock),
+                         limits, consumer_ids, self._clock)
+        listener = PortListener(grpc_port, lambda identity: PulsarConnection(front, identity), peers)
         address = f"{self.config.bindAddress}:{self.config.brokerServicePort}"
         try:
-            self.port = server.add_insecure_port(address)
-        except RuntimeError as exc:
-            raise InvalidConfiguration(f"cannot bind {address}: {exc}") from None
-        if not self.port:
-            raise InvalidConfiguration(f"cannot bind {address} (in use or not a local address)")
+            self.port = listener.bind(self.config.bindAddress, self.config.brokerServicePort)
+        except OSError as exc:
+            raise InvalidConfiguration(f"cannot bind {address} (in use or not a local address): {exc.strerror}"
+                                       ) from None
         await server.start()
         self._server = server
+        listener.start()
+        self._listener, self._front = listener, front
         if self.config.metricsEnabled:
             self._start_metrics(asyncio.get_running_loop())
         host = advertised_host(self.config)
+        front.broker_url = f"pulsar://{host}:{self.port}"
         servicer.advertised = broker_pb2.LookupResult(
             broker_url=f"pulsar://{host}:{self.port}",
             http_url=f"http://{host}:{self.metrics_port}" if self.metrics_port else "")
@@ -146,9 +168,17 @@ class BrokerService:
         if self._metrics is not None:
             metrics, self._metrics = self._metrics, None
             await asyncio.get_running_loop().run_in_executor(None, metrics.stop)
+        if self._listener is not None:
+            await self._listener.stop_accepting()
+        if self._front is not None:
+            for conn in list(self._front.connections):
+                conn.close()
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
+        if self._listener is not None:
+            self._listener.close_relays()
+            self._listener = None
         for timer in (self._sweep, self._stats):
             if timer is not None:
                 timer.stop()

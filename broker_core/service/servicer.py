@@ -14,7 +14,7 @@ import itertools
 import json
 import logging
 import uuid
-from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Iterator, TypeVar
 
 import grpc
 
@@ -95,12 +95,14 @@ def _delivered(deliveries: list[Delivery]) -> pb.ConsumeResponse:
 
 
 class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
-    def __init__(self, registry: TopicRegistry, producer_names: ProducerNames) -> None:
+    def __init__(self, registry: TopicRegistry, producer_names: ProducerNames,
+                 consumer_ids: Iterator[int] | None = None) -> None:
+        """``consumer_ids``: broker-wide consumer ids, shared with the Pulsar binary front end."""
         self._registry = registry
         self.advertised = pb.LookupResult()
         """The broker's URLs, as ``LookupTopic`` answers them (set once the broker is bound)."""
         self._names = producer_names
-        self._consumer_ids = itertools.count(1)
+        self._consumer_ids = consumer_ids or itertools.count(1)
         self._budget = ReplyBudget(registry.config.brokerReplyQueueMaxBytes)
 
     def _outbox(self) -> Outbox:

@@ -35,6 +35,7 @@ from broker_core.service.retention import RetentionPolicy
 from broker_core.service.subscription_expiry import SubscriptionActivity
 from broker_core.service.termination import Termination
 from broker_core.service.topic_operations import TopicOperations
+from broker_core.service.topic_positions import TopicPositions
 from broker_core.service.topic_stats import topic_stats
 from broker_core.service.topic_recovery import next_offset_after_recovery
 from broker_core.service.topic_retention import TopicRetention
@@ -100,7 +101,7 @@ def _call_later(delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHa
     return asyncio.get_running_loop().call_later(delay_s, callback)
 
 
-class PersistentTopic(TopicOperations, TopicProducers, TopicRetention):
+class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPositions):
 
     def __init__(self, name: TopicName, directory: Path, config: BrokerConfig, executor: Executor,
                  clock: Clock, *, deduplication: bool = False, sync_pool: Executor | None = None,

@@ -1,0 +1,243 @@
+"""The broker's one public port, serving two protocols: gRPC (our client, the Spark connector, the jobs)
+and Pulsar's binary protocol (the official clients), told apart by the first byte a client sends.
+
+gRPC Python cannot serve a socket it did not accept, so the gRPC server listens on a private loopback port
+and this listener owns the public one:
+
+1. It accepts a connection and waits for its first byte (without reading it: ``MSG_PEEK``). A client
+   that sends nothing for :data:`SNIFF_TIMEOUT_S` is closed.
+2. ``P`` -- the start of HTTP/2's client preface ``PRI * HTTP/2.0...``: the connection is relayed, byte for
+   byte, to the gRPC server. A Pulsar frame never starts so (its first byte is the high byte of a frame
+   size, which is 0 for any frame the broker accepts).
+3. Anything else: the connection is served by the Pulsar binary protocol front end
+   (:mod:`broker_core.service.pulsar`), on the event loop, where garbage is refused with a logged reason.
+
+The relay moves bytes in the kernel (``os.splice`` through a pipe, one thread per direction): the broker's
+event loop never sees them, so the gRPC path costs what it cost before (see ``docs/pulsar-protocol.md`` for
+the figures). Before relaying, the connection is registered in the :class:`~broker_core.service.peers.
+PeerMap` under the relay's own address, which is what gRPC sees as the peer, so per-client limits apply to
+the real client.
+"""
+from __future__ import annotations
+
+import asyncio
+import errno
+import fcntl
+import logging
+import os
+import socket
+import threading
+from typing import Callable
+
+from broker_core.service.peers import ClientIdentity, PeerMap, peer_name
+
+log = logging.getLogger(__name__)
+
+HTTP2_FIRST_BYTE = b"P"
+SNIFF_TIMEOUT_S = 30.0
+PIPE_BYTES = 1 << 20
+"""Capacity asked for each relay pipe (Linux caps it at ``/proc/sys/fs/pipe-max-size``, 1 MiB by default)."""
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+class Relay:
+    """One gRPC connection relayed between the client's socket and the private gRPC port."""
+
+    def __init__(self, client: socket.socket, upstream: socket.socket, relay_peer: str, on_done: Callable) -> None:
+        self.client = client
+        self.upstream = upstream
+        self.relay_peer = relay_peer
+        self._on_done = on_done
+        self._lock = threading.Lock()
+        self._running = 2
+        client.setblocking(True)
+        upstream.setblocking(True)
+
+    def start(self) -> None:
+        for src, dst, name in ((self.client, self.upstream, "in"), (self.upstream, self.client, "out")):
+            threading.Thread(target=self._pump, args=(src, dst), name=f"pulsarlike-relay-{name}",
+                             daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        r, w = os.pipe()
+        clean = True
+        try:
+            try:
+                fcntl.fcntl(w, _F_SETPIPE_SZ, PIPE_BYTES)
+            except OSError:
+                pass  # the default 64 KiB pipe works, with more calls
+            src_fd, dst_fd = src.fileno(), dst.fileno()
+            while True:
+                n = os.splice(src_fd, w, PIPE_BYTES)
+                if n == 0:
+                    break
+                while n:
+                    n -= os.splice(r, dst_fd, n)
+        except OSError as exc:
+            clean = exc.errno in (errno.EBADF, errno.ENOTCONN)  # the other direction already closed both
+            if not clean:
+                log.debug("event=relay_error error=%r", exc)
+        finally:
+            os.close(r)
+            os.close(w)
+            self._half_done(dst, clean)
+
+    def _half_done(self, dst: socket.socket, clean: bool) -> None:
+        try:
+            dst.shutdown(socket.SHUT_WR if clean else socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if not clean:  # a reset on one side: the other direction must not wait for ever
+            for sock in (self.client, self.upstream):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        with self._lock:
+            self._running -= 1
+            last = self._running == 0
+        if last:
+            self.client.close()
+            self.upstream.close()
+            self._on_done(self)
+
+    def shutdown(self) -> None:
+        """End both directions now (the broker is stopping)."""
+        for sock in (self.client, self.upstream):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class PortListener:
+    """Accepts on the broker's port and hands each connection to the gRPC relay or to ``binary``."""
+
+    def __init__(self, grpc_port: int, binary: Callable[[ClientIdentity], asyncio.Protocol], peers: PeerMap) -> None:
+        self._grpc_address = ("127.0.0.1", grpc_port)
+        self._binary = binary
+        self._peers = peers
+        self._sock: socket.socket | None = None
+        self._accepting: asyncio.Task | None = None
+        self._routing: set[asyncio.Task] = set()
+        self._relays: set[Relay] = set()
+        self._relays_lock = threading.Lock()
+        self.port = 0
+
+    def bind(self, host: str, port: int) -> int:
+        """Bind and listen (raises ``OSError`` when the address is taken or not local); returns the port."""
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6 and host in ("::", ""):
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            sock.bind((host, port))
+            sock.listen(1024)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        self._sock = sock
+        self.port = sock.getsockname()[1]
+        return self.port
+
+    def start(self) -> None:
+        self._accepting = asyncio.get_running_loop().create_task(self._accept_loop())
+
+    async def _accept_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._sock is not None
+        while True:
+            try:
+                conn, address = await loop.sock_accept(self._sock)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:  # out of file descriptors, a connection reset before accept
+                log.warning("event=accept_failed error=%r", exc)
+                await asyncio.sleep(0.1)  # not for correctness: do not spin while descriptors are short
+                continue
+            task = loop.create_task(self._route(conn, address))
+            self._routing.add(task)
+            task.add_done_callback(self._routing.discard)
+
+    async def _route(self, conn: socket.socket, address) -> None:
+        loop = asyncio.get_running_loop()
+        identity = ClientIdentity(peer_name(address[0], address[1]))
+        try:
+            first = await asyncio.wait_for(self._peek(loop, conn), SNIFF_TIMEOUT_S)
+        except (asyncio.TimeoutError, OSError):
+            conn.close()
+            return
+        except asyncio.CancelledError:
+            conn.close()
+            raise
+        if not first:
+            conn.close()
+            return
+        if first == HTTP2_FIRST_BYTE:
+            await self._relay(loop, conn, identity)
+        else:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                await loop.connect_accepted_socket(lambda: self._binary(identity), conn)
+            except OSError:
+                conn.close()
+
+    @staticmethod
+    async def _peek(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> bytes:
+        while True:
+            try:
+                return conn.recv(1, socket.MSG_PEEK)
+            except BlockingIOError:
+                ready = loop.create_future()
+                loop.add_reader(conn.fileno(), lambda: ready.done() or ready.set_result(None))
+                try:
+                    await ready
+                finally:
+                    loop.remove_reader(conn.fileno())
+
+    async def _relay(self, loop: asyncio.AbstractEventLoop, conn: socket.socket, identity: ClientIdentity) -> None:
+        upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            upstream.setblocking(False)
+            await loop.sock_connect(upstream, self._grpc_address)
+            upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            log.warning("event=relay_connect_failed peer=%s error=%r", identity.address, exc)
+            upstream.close()
+            conn.close()
+            return
+        relay_peer = peer_name(*upstream.getsockname()[:2])
+        self._peers.add(relay_peer, identity)
+        relay = Relay(conn, upstream, relay_peer, self._relay_done)
+        with self._relays_lock:
+            self._relays.add(relay)
+        relay.start()
+
+    def _relay_done(self, relay: Relay) -> None:
+        self._peers.remove(relay.relay_peer)
+        with self._relays_lock:
+            self._relays.discard(relay)
+
+    async def stop_accepting(self) -> None:
+        if self._accepting is not None:
+            self._accepting.cancel()
+            try:
+                await self._accepting
+            except asyncio.CancelledError:
+                pass
+            self._accepting = None
+        for task in list(self._routing):
+            task.cancel()
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def close_relays(self) -> None:
+        """End every relayed connection (after the gRPC server has said goodbye on them)."""
+        with self._relays_lock:
+            relays = list(self._relays)
+        for relay in relays:
+            relay.shutdown()

@@ -1,0 +1,431 @@
+"""SUBSCRIBE, FLOW, MESSAGE, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES, SEEK, UNSUBSCRIBE, CLOSE_CONSUMER,
+GET_LAST_MESSAGE_ID and CONSUMER_STATS: the consumers of one connection.
+
+A consumer joins its subscription exactly as a gRPC one does (the same dispatch ``Consumer``, subscription
+types, Key_Shared policies, permits and back-pressure gate), and what dispatch hands it leaves as MESSAGE
+frames: the stored entry as it is, behind its command (without the broker's ``BrokerEntryMetadata``
+prefix unless the client asked for it at CONNECT), with the id ``(segment base offset, entry's first
+offset, partition)``, the redelivery count and, for a partly acknowledged batch, its ack set.
+
+Acknowledgments name entries (:mod:`.message_ids`): an individual ack without an ack set acknowledges the
+whole entry, one with an ack set the messages whose bits are clear; a cumulative ack everything up to the
+message it names. An ack of something this consumer was never sent changes nothing: it is answered with an
+error when the client asked for ACK_RESPONSE, and logged otherwise.
+
+A seek moves the subscription and then closes its consumers (CLOSE_CONSUMER), as Pulsar's does; they
+resubscribe and receive from the new position. A reader's subscription outlives that gap (for
+``READER_RESUBSCRIBE_S``), so its new position holds when it comes back.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from broker_core.errors import InvalidMessage, NotAllowedError, PulsarLikeError, ServiceNotReady
+from broker_core.protocol import pulsar_commands_pb2 as cmd
+from broker_core.protocol.server_errors import server_error
+from broker_core.protocol.status import wire_message
+from broker_core.service.backpressure import PermitGate
+from broker_core.service.pulsar.frames import FRAME_HEADER, encode
+from broker_core.service.pulsar.message_ids import (acked_ranges, cumulative_offset, is_earliest, is_latest,
+                                                    message_id, signed)
+from broker_core.types import TopicName
+from dispatch.consumer import Consumer, Delivery
+from dispatch.key_shared import AUTO_SPLIT, STICKY, KeySharedPolicy
+from dispatch.types import SubType
+
+if TYPE_CHECKING:
+    from broker_core.service.pulsar.connection import PulsarConnection
+
+log = logging.getLogger(__name__)
+
+T = cmd.BaseCommand
+MAX_PERMITS = (1 << 31) - 1
+"""Most permits a consumer may hold: a client's receiver queue is an int32."""
+READER_RESUBSCRIBE_S = 60.0
+"""How long a reader's subscription waits for its consumer to come back after a seek closed it."""
+SUB_TYPES = {cmd.CommandSubscribe.Exclusive: SubType.EXCLUSIVE, cmd.CommandSubscribe.Shared: SubType.SHARED,
+             cmd.CommandSubscribe.Failover: SubType.FAILOVER, cmd.CommandSubscribe.Key_Shared: SubType.KEY_SHARED}
+_PREFIX_MAGIC = b"\x0e\x02"
+
+
+def _key_shared_policy(request: cmd.CommandSubscribe) -> KeySharedPolicy:
+    if not request.HasField("keySharedMeta"):
+        return KeySharedPolicy()
+    meta = request.keySharedMeta
+    return KeySharedPolicy(STICKY if meta.keySharedMode == cmd.STICKY else AUTO_SPLIT,
+                           meta.allowOutOfOrderDelivery, tuple((r.start, r.end) for r in meta.hashRanges))
+
+
+class ConsumerSession:
+    """One consumer of a connection: its dispatch consumer, subscription and permit gate."""
+
+    def __init__(self, conn: "PulsarConnection", consumer_id: int, topic, request_id: int) -> None:
+        self.conn = conn
+        self.consumer_id = consumer_id
+        self.topic = topic
+        self.partition = topic.partition_index
+        self.request_id = request_id
+        self.consumer: Consumer | None = None
+        self.sub: Any = None
+        self.gate: PermitGate | None = None
+        self.epoch: int | None = None
+        self.held: list[bytes] | None = []  # frames made before SUCCESS went out
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        if self.held is not None:
+            self.held.append(data)
+        else:
+            self.conn.write(data)
+
+    def ready(self) -> None:
+        held, self.held = self.held, None
+        self.conn.success(self.request_id)
+        for data in held or ():
+            self.conn.write(data)
+
+    def deliver(self, deliveries: list[Delivery]) -> None:
+        """Dispatch's sink: one MESSAGE frame per entry, written together."""
+        parts: list = []
+        strip = not self.conn.entry_metadata
+        for d in deliveries:
+            entry = d.entry
+            data = entry.data
+            start = 6 + int.from_bytes(data[2:6], "big") if strip and data[:2] == _PREFIX_MAGIC else 0
+            message = cmd.CommandMessage(consumer_id=self.consumer_id,
+                                         message_id=message_id(entry.ledger_id, entry.offset, self.partition),
+                                         redelivery_count=d.redelivery_count)
+            if d.ack_set:
+                message.ack_set.extend(d.ack_set)
+            if self.epoch is not None:
+                message.consumer_epoch = self.epoch
+            body = T(type=T.MESSAGE, message=message).SerializeToString()
+            parts.append(FRAME_HEADER.pack(4 + len(body) + len(data) - start, len(body)))
+            parts.append(body)
+            parts.append(memoryview(data)[start:] if start else data)
+        self.write(b"".join(parts))
+
+    def active_changed(self, active: bool) -> None:
+        self.write(encode(T(type=T.ACTIVE_CONSUMER_CHANGE, active_consumer_change=cmd.CommandActiveConsumerChange(
+            consumer_id=self.consumer_id, is_active=active))))
+
+    def reached_end(self) -> None:
+        self.write(encode(T(type=T.REACHED_END_OF_TOPIC, reachedEndOfTopic=cmd.CommandReachedEndOfTopic(
+            consumer_id=self.consumer_id))))
+
+
+class ConsumerCommands:
+    def __init__(self, conn: "PulsarConnection") -> None:
+        self._conn = conn
+        self._front = conn.front
+        self._sessions: dict[int, ConsumerSession] = {}
+
+    def handlers(self) -> dict:
+        return {T.SUBSCRIBE: self.subscribe, T.FLOW: self.flow, T.ACK: self.ack,
+                T.REDELIVER_UNACKNOWLEDGED_MESSAGES: self.redeliver, T.SEEK: self.seek,
+                T.UNSUBSCRIBE: self.unsubscribe, T.CLOSE_CONSUMER: self.close_consumer,
+                T.GET_LAST_MESSAGE_ID: self.last_message_id, T.CONSUMER_STATS: self.consumer_stats}
+
+    def _session(self, consumer_id: int) -> ConsumerSession:
+        session = self._sessions.get(consumer_id)
+        if session is None:
+            raise NotAllowedError(f"no consumer {consumer_id} on this connection: SUBSCRIBE first")
+        return session
+
+    # ------------------------------------------------------------------ SUBSCRIBE
+    def subscribe(self, request: cmd.CommandSubscribe) -> None:
+        if request.consumer_id in self._sessions:  # asked again (a timeout on the client's side)
+            self._conn.success(request.request_id)
+            return
+        if request.read_compacted:
+            raise NotAllowedError("read_compacted is not supported: this broker does not compact topics;"
+                                  " subscribe without it (every message is delivered)")
+        if request.replicate_subscription_state:
+            raise NotAllowedError("replicated subscriptions are not supported: this broker has no"
+                                  " geo-replication; subscribe without replicate_subscription_state")
+        if not request.subscription:
+            raise InvalidMessage("subscription name must not be empty")
+        if request.subType not in SUB_TYPES:
+            raise InvalidMessage(f"unknown subscription type {request.subType}")
+        front, conn = self._front, self._conn
+        name = TopicName.parse(request.topic)
+        front.security.authorize(conn.principal, "consume", str(name))
+        topic = front.registry.get(name, create=request.force_topic_creation)
+        if request.HasField("schema") and request.schema.type != 0:  # 0: None, a consumer of bytes
+            schema = request.schema
+            front.schemas.get_or_create(name, cmd.Schema.Type.Name(schema.type), schema.schema_data,
+                                        name=schema.name, properties={kv.key: kv.value for kv in schema.properties})
+        sub_type = SUB_TYPES[request.subType]
+        front.limits.admit(conn.peer, stream=True)
+        session = ConsumerSession(conn, request.consumer_id, topic, request.request_id)
+        if request.HasField("consumer_epoch"):
+            session.epoch = request.consumer_epoch
+        consumer = Consumer(
+            next(front.consumer_ids), request.consumer_name or f"consumer-{request.consumer_id}", session.deliver,
+            priority_level=request.priority_level,
+            key_shared=_key_shared_policy(request) if sub_type is SubType.KEY_SHARED else None,
+            on_active_change=session.active_changed, on_error=lambda exc: self._failed(session, exc))
+        session.consumer = consumer
+        session.gate = gate = PermitGate(consumer)
+        ends = getattr(topic, "termination", None)
+        if ends is not None:
+            ends.watch(consumer, session.reached_end)
+        try:
+            session.sub = sub = topic.subscribe(request.subscription, sub_type, consumer, durable=request.durable,
+                                                start_offset=self._start_offset(topic, request, front.clock))
+        except BaseException:
+            if ends is not None:
+                ends.forget(consumer)
+            front.limits.release(conn.peer, stream=True)
+            raise
+        gate.attach(lambda permits: sub.flow(consumer, permits))
+        if conn.paused:
+            gate.close()
+        self._sessions[request.consumer_id] = session
+        front.subscribers.setdefault((topic.topic, sub.name), set()).add(session)
+        session.ready()
+        log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s peer=%s", topic.topic,
+                 request.subscription, consumer.consumer_name, sub_type, conn.peer)
+        if ends is not None and ends.terminated:
+            topic.check_end_of_topic()
+
+    @staticmethod
+    def _start_offset(topic, request: cmd.CommandSubscribe, clock) -> int:
+        """Where a new subscription starts: a reader's ``start_message_id`` (its entry: the client skips what
+        is before the id in it), else the initial position, else ``start_message_rollback_duration_sec``
+        ago."""
+        if not request.durable and request.HasField("start_message_id"):
+            mid = request.start_message_id
+            if is_earliest(mid):
+                return topic.start_offset
+            if is_latest(mid):
+                return topic.confirmed_end_offset
+            return max(topic.start_offset, min(signed(mid.entryId), topic.confirmed_end_offset))
+        if request.start_message_rollback_duration_sec:
+            return topic.offset_for_timestamp(clock.now_ms() - request.start_message_rollback_duration_sec * 1000)
+        if request.initialPosition == cmd.CommandSubscribe.Earliest:
+            return topic.start_offset
+        return topic.confirmed_end_offset
+
+    # ------------------------------------------------------------------ FLOW and ACK
+    def _gone(self, kind: str, consumer_id: int) -> None:
+        # a consumer the broker just closed (a seek, an unload) may still flush its acks and permits, as Pulsar
+        # ignores them
+        log.debug("event=command_for_closed_consumer peer=%s command=%s consumer=%d", self._conn.peer, kind,
+                  consumer_id)
+
+    def flow(self, request: cmd.CommandFlow) -> None:
+        session = self._sessions.get(request.consumer_id)
+        if session is None:
+            return self._gone("FLOW", request.consumer_id)
+        consumer, gate = session.consumer, session.gate
+        if consumer.permits + gate.withheld + request.messagePermits > MAX_PERMITS:
+            self._conn.abort(f"FLOW would give consumer {request.consumer_id} more than {MAX_PERMITS} permits")
+            return
+        gate.flow(request.messagePermits)
+
+    def ack(self, request: cmd.CommandAck) -> None:
+        session = self._sessions.get(request.consumer_id)
+        if session is None and not request.HasField("request_id"):
+            return self._gone("ACK", request.consumer_id)
+        session = self._session(request.consumer_id)
+        error: PulsarLikeError | None = None
+        for mid in request.message_id:
+            try:
+                self._ack_one(session, request.ack_type, mid)
+            except PulsarLikeError as exc:
+                error = error or exc
+                if not request.HasField("request_id"):
+                    log.warning("event=bad_ack peer=%s topic=%s consumer=%s error=%s", self._conn.peer,
+                                session.topic.topic, request.consumer_id, exc.message)
+        if request.HasField("request_id"):
+            reply = cmd.CommandAckResponse(consumer_id=request.consumer_id, request_id=request.request_id)
+            if error is not None:
+                reply.error, reply.message = server_error(error), wire_message(error)
+            self._conn.send(T(type=T.ACK_RESPONSE, ackResponse=reply))
+
+    def _ack_one(self, session: ConsumerSession, ack_type: int, mid) -> None:
+        entry_id = signed(mid.entryId)
+        if entry_id < 0:  # "before the first message": nothing to acknowledge (readers send it)
+            return
+        consumer, sub = session.consumer, session.sub
+        cursor = getattr(sub, "cursor", None)
+        if cursor is None:  # a non-persistent subscription keeps no acknowledgments
+            return
+        entry_end = self._entry_end(session, entry_id)
+        ack_set = list(mid.ack_set)
+        if ack_type == cmd.CommandAck.Cumulative:
+            offset = cumulative_offset(entry_id, mid.batch_index, ack_set, entry_end)
+            if offset > cursor.mark_delete_offset:
+                sub.acknowledge_cumulative(consumer, offset)
+        elif ack_set:
+            sub.acknowledge(consumer, acked_ranges(entry_id, entry_end - entry_id, ack_set))
+        else:
+            sub.acknowledge(consumer, [(entry_id, entry_end)])
+
+    @staticmethod
+    def _entry_end(session: ConsumerSession, entry_id: int) -> int:
+        """One past the last offset of the entry starting at ``entry_id``: from what the consumer holds,
+        else from the topic."""
+        for start, end in session.consumer.pending.overlapping(entry_id, entry_id + 1):
+            if start == entry_id:
+                return end
+        entry = session.topic.entry_containing(entry_id)
+        if entry is None or entry.offset != entry_id:
+            raise InvalidMessage(f"no entry starts at {entry_id} on {session.topic.topic}: the id was not sent"
+                                 " by this broker", entry_id=entry_id)
+        return entry.offset + entry.num_messages
+
+    def redeliver(self, request: cmd.CommandRedeliverUnacknowledgedMessages) -> None:
+        session = self._sessions.get(request.consumer_id)
+        if session is None:
+            return self._gone("REDELIVER_UNACKNOWLEDGED_MESSAGES", request.consumer_id)
+        if request.HasField("consumer_epoch"):
+            session.epoch = request.consumer_epoch
+        if not request.message_ids:
+            session.sub.redeliver_unacknowledged(session.consumer)
+            return
+        ranges = []
+        for mid in request.message_ids:
+            entry_id = signed(mid.entryId)
+            for start, end in session.consumer.pending.overlapping(entry_id, entry_id + 1):
+                if start == entry_id:
+                    ranges.append((start, end))
+        if ranges:
+            session.sub.redeliver(session.consumer, ranges)
+
+    # ------------------------------------------------------------------ SEEK, UNSUBSCRIBE, CLOSE_CONSUMER
+    def seek(self, request: cmd.CommandSeek) -> None:
+        session = self._session(request.consumer_id)
+        topic, sub = session.topic, session.sub
+        if request.HasField("message_publish_time"):
+            offset = topic.offset_for_timestamp(request.message_publish_time)
+        elif request.HasField("message_id"):
+            mid = request.message_id
+            if is_earliest(mid):
+                offset = topic.start_offset
+            elif is_latest(mid):
+                offset = topic.confirmed_end_offset
+            else:
+                offset = signed(mid.entryId) + max(mid.batch_index, 0)
+        else:
+            raise InvalidMessage("SEEK needs a message_id or a message_publish_time")
+        sub.seek(offset)
+        ends = getattr(topic, "termination", None)
+        if ends is not None and ends.terminated:
+            ends.rewound(sub)
+        self._conn.success(request.request_id)
+        log.info("event=consumer_seek topic=%s subscription=%s offset=%d", topic.topic, sub.name, offset)
+        # as Pulsar: every consumer of the subscription starts again from the new position
+        for other in list(self._front.subscribers.get((topic.topic, sub.name), ())):
+            other.conn.consumers.end(other, keep_reader=True)
+        if not sub.durable:
+            self._expire_reader(topic, sub)
+
+    @staticmethod
+    def _expire_reader(topic, sub) -> None:
+        import asyncio
+
+        def drop() -> None:
+            if not sub.consumers and topic.readers.get(sub.name) is sub:
+                topic.unsubscribe(sub.name, durable=False, force=True)
+        if hasattr(topic, "readers"):
+            asyncio.get_running_loop().call_later(READER_RESUBSCRIBE_S, drop)
+
+    def unsubscribe(self, request: cmd.CommandUnsubscribe) -> None:
+        session = self._session(request.consumer_id)
+        session.topic.unsubscribe(session.sub.name, requester=session.consumer, force=request.force,
+                                  durable=session.sub.durable)
+        self._forget(session, left=False)
+        self._conn.success(request.request_id)
+        log.info("event=consumer_unsubscribed topic=%s subscription=%s", session.topic.topic, session.sub.name)
+
+    def close_consumer(self, request: cmd.CommandCloseConsumer) -> None:
+        session = self._sessions.get(request.consumer_id)
+        if session is not None:
+            self._forget(session)
+        self._conn.success(request.request_id)
+
+    def end(self, session: ConsumerSession, *, keep_reader: bool = False) -> None:
+        """The broker ends ``session`` (seek, unload, topic deleted, a damaged segment): CLOSE_CONSUMER, and
+        the client subscribes again."""
+        if session.closed:
+            return
+        self._forget(session, keep_reader=keep_reader)
+        self._conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
+            consumer_id=session.consumer_id, request_id=0)))
+
+    def _failed(self, session: ConsumerSession, exc: Exception) -> None:
+        log.info("event=consumer_disconnected topic=%s consumer=%s reason=%s", session.topic.topic,
+                 session.consumer_id, getattr(exc, "code", type(exc).__name__))
+        self.end(session)
+
+    def _forget(self, session: ConsumerSession, *, left: bool = True, keep_reader: bool = False) -> None:
+        session.closed = True
+        self._sessions.pop(session.consumer_id, None)
+        subscribers = self._front.subscribers.get((session.topic.topic, session.sub.name))
+        if subscribers is not None:
+            subscribers.discard(session)
+            if not subscribers:
+                del self._front.subscribers[(session.topic.topic, session.sub.name)]
+        if left:
+            if keep_reader and not session.sub.durable and hasattr(session.topic, "readers"):
+                session.sub.remove_consumer(session.consumer)  # the reader's subscription stays: see seek
+                session.topic.termination.forget(session.consumer)
+            else:
+                session.topic.consumer_left(session.sub, session.consumer)
+        self._front.limits.release(self._conn.peer, stream=True)
+
+    def connection_closed(self) -> None:
+        for session in list(self._sessions.values()):
+            self._forget(session)
+
+    def writable(self, writable: bool) -> None:
+        for session in self._sessions.values():
+            if writable:
+                session.gate.open()
+            else:
+                session.gate.close()
+
+    # ------------------------------------------------------------------ GET_LAST_MESSAGE_ID, CONSUMER_STATS
+    def last_message_id(self, request: cmd.CommandGetLastMessageId) -> None:
+        session = self._session(request.consumer_id)
+        topic = session.topic
+        last = topic.last_message_id()
+        reply = cmd.CommandGetLastMessageIdResponse(request_id=request.request_id)
+        if last is None:
+            reply.last_message_id.CopyFrom(message_id(-1, -1, session.partition))
+        else:
+            reply.last_message_id.CopyFrom(message_id(last.ledger_id, last.entry_id, session.partition,
+                                                      last.batch_index))
+        cursor = getattr(session.sub, "cursor", None)
+        mark_delete = cursor.mark_delete_offset if cursor is not None and session.sub.durable else -1
+        if mark_delete >= 0:
+            entry = topic.entry_containing(mark_delete)
+            if entry is not None:
+                index = mark_delete - entry.offset if entry.num_messages > 1 else -1
+                reply.consumer_mark_delete_position.CopyFrom(message_id(entry.ledger_id, entry.offset,
+                                                                        session.partition, index))
+        self._conn.send(T(type=T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=reply))
+
+    def consumer_stats(self, request: cmd.CommandConsumerStats) -> None:
+        reply = cmd.CommandConsumerStatsResponse(request_id=request.request_id)
+        session = self._sessions.get(request.consumer_id)
+        if session is None:
+            exc = ServiceNotReady(f"no consumer {request.consumer_id} on this connection")
+            reply.error_code, reply.error_message = server_error(exc), wire_message(exc)
+        else:
+            sub_stats = session.topic.stats()["subscriptions"].get(session.sub.name, {})
+            mine = next((c for c in sub_stats.get("consumers", ())
+                         if c.get("consumerId") == session.consumer.consumer_id), {})
+            reply.consumerName = session.consumer.consumer_name
+            reply.availablePermits = max(session.consumer.permits, 0)
+            reply.unackedMessages = max(session.consumer.unacked_messages, 0)
+            reply.msgRateOut = float(mine.get("msgRateOut", 0.0))
+            reply.msgThroughputOut = float(mine.get("msgThroughputOut", 0.0))
+            reply.msgRateRedeliver = float(mine.get("msgRateRedeliver", 0.0))
+            reply.type = str(session.sub.sub_type or "")
+            reply.msgBacklog = max(int(sub_stats.get("msgBacklog", 0)), 0)
+            reply.address = self._conn.peer
+        self._conn.send(T(type=T.CONSUMER_STATS_RESPONSE, consumerStatsResponse=reply))

@@ -1,0 +1,140 @@
+"""LOOKUP, PARTITIONED_METADATA and GET_TOPICS_OF_NAMESPACE: where a topic lives and what a namespace holds.
+
+This broker is the only one, so a lookup answers ``Connect`` to the broker's advertised URL
+(``advertisedAddress``), ``authoritative``: the client reuses the connection it has to that URL. A lookup
+refuses what the gRPC ``LookupTopic`` refuses (a missing namespace, a disabled domain, a missing topic
+under ``allowAutoTopicCreation=false``), with the ``ServerError`` code in a ``Failed`` answer.
+
+GET_TOPICS_OF_NAMESPACE lists the topic partitions and non-partitioned topics of the namespace in the mode
+asked (persistent by default), filtered by ``topics_pattern`` when there is one, as Pulsar's
+``TopicList.filterTopics``: the pattern, without its ``persistent://`` scheme, must match the whole
+``tenant/namespace/topic`` of the partitioned topic. A pattern that could take exponential time in
+Python's regex engine (a repeat inside a repeat, or longer than :data:`MAX_PATTERN`) is not applied:
+the answer says ``filtered=false`` and the client filters with its own engine. ``topics_hash`` is a CRC32C
+of the names; when the client's equals it, the answer is ``changed=false`` without the list.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Iterable
+
+import google_crc32c
+
+from broker_core.errors import PulsarLikeError, TopicNotFound
+from broker_core.protocol import pulsar_commands_pb2 as cmd
+from broker_core.protocol.server_errors import server_error
+from broker_core.protocol.status import wire_message
+from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName
+
+if TYPE_CHECKING:
+    from broker_core.service.pulsar.connection import PulsarConnection
+
+log = logging.getLogger(__name__)
+
+T = cmd.BaseCommand
+MAX_PATTERN = 1024
+_MODES = {cmd.CommandGetTopicsOfNamespace.PERSISTENT: (PERSISTENT,),
+          cmd.CommandGetTopicsOfNamespace.NON_PERSISTENT: (NON_PERSISTENT,),
+          cmd.CommandGetTopicsOfNamespace.ALL: (PERSISTENT, NON_PERSISTENT)}
+_SCHEME = re.compile(r"^(persistent|non-persistent)://")
+
+
+def topics_hash(topics: Iterable[str]) -> str:
+    """CRC32C over the names in order, as hex of its little-endian bytes (Pulsar's ``TopicList`` hash)."""
+    crc = 0
+    for topic in topics:
+        crc = google_crc32c.extend(crc, topic.encode())
+    return crc.to_bytes(4, "little").hex()
+
+
+def safe_pattern(pattern: str) -> re.Pattern | None:
+    """``pattern`` without its scheme, compiled, when Python's engine matches it in polynomial time; None
+    when it does not compile or might not (nested repeats), or is too long."""
+    shortened = _SCHEME.sub("", pattern)
+    if len(shortened) > MAX_PATTERN:
+        return None
+    try:
+        compiled = re.compile(shortened)
+        from re import _parser  # type: ignore[attr-defined]
+
+        tree = _parser.parse(shortened)
+    except (re.error, RecursionError, ImportError):
+        return None
+    return None if _nested_repeat(tree, inside=False) else compiled
+
+
+def _nested_repeat(items, inside: bool) -> bool:
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    for op, arg in items:
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            if inside or _nested_repeat(arg[2], inside=True):
+                return True
+        elif op == c.SUBPATTERN:
+            if _nested_repeat(arg[3], inside):
+                return True
+        elif op == c.BRANCH:
+            if any(_nested_repeat(branch, inside) for branch in arg[1]):
+                return True
+        elif op in (c.ASSERT, c.ASSERT_NOT):
+            if _nested_repeat(arg[1], inside):
+                return True
+    return False
+
+
+class LookupCommands:
+    def __init__(self, conn: "PulsarConnection") -> None:
+        self._conn = conn
+        self._registry = conn.front.registry
+
+    def handlers(self) -> dict:
+        return {T.LOOKUP: self.lookup, T.PARTITIONED_METADATA: self.partitioned_metadata,
+                T.GET_TOPICS_OF_NAMESPACE: self.topics_of_namespace}
+
+    def lookup(self, request: cmd.CommandLookupTopic) -> None:
+        reply = cmd.CommandLookupTopicResponse(request_id=request.request_id)
+        try:
+            name = TopicName.parse(request.topic)
+            registry = self._registry
+            registry.lookup_partitions(name)  # a missing namespace (or a disabled domain) is refused
+            if not (registry.partitions_of(name) or registry.exists(name) or registry.config.allowAutoTopicCreation):
+                raise TopicNotFound(f"topic {name} does not exist (allowAutoTopicCreation=false)", topic=str(name))
+            self._conn.front.security.authorize(self._conn.principal, "lookup", str(name))
+        except PulsarLikeError as exc:
+            reply.response, reply.error, reply.message = reply.Failed, server_error(exc), wire_message(exc)
+        else:
+            reply.response, reply.authoritative = reply.Connect, True
+            reply.brokerServiceUrl = self._conn.front.broker_url
+        self._conn.send(T(type=T.LOOKUP_RESPONSE, lookupTopicResponse=reply))
+
+    def partitioned_metadata(self, request: cmd.CommandPartitionedTopicMetadata) -> None:
+        reply = cmd.CommandPartitionedTopicMetadataResponse(request_id=request.request_id)
+        try:
+            reply.partitions = self._registry.lookup_partitions(TopicName.parse(request.topic))
+        except PulsarLikeError as exc:
+            reply.response, reply.error, reply.message = reply.Failed, server_error(exc), wire_message(exc)
+        else:
+            reply.response = reply.Success
+        self._conn.send(T(type=T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=reply))
+
+    def topics_of_namespace(self, request: cmd.CommandGetTopicsOfNamespace) -> None:
+        domains = _MODES.get(request.mode, (PERSISTENT,))
+        topics = [t for t in self._registry.list(request.namespace) if t.split("://", 1)[0] in domains]
+        reply = cmd.CommandGetTopicsOfNamespaceResponse(request_id=request.request_id)
+        if request.topics_pattern:
+            pattern = safe_pattern(request.topics_pattern)
+            if pattern is not None:
+                topics = [t for t in topics
+                          if pattern.fullmatch(str(TopicName.parse(t).partitioned_base).split("://", 1)[1])]
+                reply.filtered = True
+            else:
+                log.info("event=topics_pattern_not_applied peer=%s reason=nested repeats or too long",
+                         self._conn.peer)
+        digest = topics_hash(topics)
+        reply.topics_hash = digest
+        if request.HasField("topics_hash") and request.topics_hash == digest:
+            reply.changed = False
+        else:
+            reply.topics.extend(topics)
+        self._conn.send(T(type=T.GET_TOPICS_OF_NAMESPACE_RESPONSE, getTopicsOfNamespaceResponse=reply))

@@ -1,0 +1,267 @@
+"""PRODUCER, SEND and CLOSE_PRODUCER: the producers of one connection.
+
+A producer is registered on its topic exactly as the gRPC front end registers one (access modes, the
+producer limit, names unique per topic); its schema, when it brings one, is registered in the schema
+registry and its version returned. ``PRODUCER_SUCCESS`` carries ``last_sequence_id``: the highest sequence
+id deduplication has stored for the producer's name (-1 without deduplication), so a producer that
+reconnects after a broker restart goes on after what is stored. A ``WaitForExclusive`` producer is answered
+``producer_ready=false`` at once and ``PRODUCER_SUCCESS`` again once it is admitted.
+
+A SEND's payload is the entry as the client built it: it is stored as it comes (the topic verifies its CRC,
+its metadata's claims and its size, and adds the broker's ``BrokerEntryMetadata`` prefix). Its
+``SEND_RECEIPT`` carries the entry's message id ``(ledger = the segment's base offset, entry = the entry's
+first offset)`` and leaves once the entry is as durable as ``journalSyncMode`` promises; receipts and
+``SEND_ERROR`` leave in the order of the SENDs, as the clients require. A duplicate (deduplication) is
+acknowledged with the id ``(-1, -1)``, as Pulsar does.
+
+When the broker ends a producer (fenced by an ``ExclusiveWithFencing`` producer, its topic terminated,
+unloaded or deleted) it sends ``CLOSE_PRODUCER``: the client reconnects, and learns why from the answer to
+its new ``PRODUCER``.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, NamedTuple
+
+from broker_core.errors import (NotAllowedError, ProducerBusy, PulsarLikeError)
+from broker_core.protocol import pulsar_api_pb2 as wire
+from broker_core.protocol import pulsar_commands_pb2 as cmd
+from broker_core.protocol.server_errors import server_error
+from broker_core.protocol.status import wire_message
+from broker_core.service.access import AccessMode
+from broker_core.service.producers import ProducerInfo
+from broker_core.service.pulsar.frames import encode
+from broker_core.types import TopicName
+
+if TYPE_CHECKING:
+    from broker_core.service.pulsar.connection import PulsarConnection
+    from broker_core.service.topic import Accepted
+
+log = logging.getLogger(__name__)
+
+T = cmd.BaseCommand
+NO_ID = (1 << 64) - 1
+"""-1 as an unsigned 64-bit field: the ledger and entry of a deduplicated send's receipt."""
+ACCESS_MODES = {cmd.Shared: AccessMode.SHARED, cmd.Exclusive: AccessMode.EXCLUSIVE,
+                cmd.WaitForExclusive: AccessMode.WAIT_FOR_EXCLUSIVE,
+                cmd.ExclusiveWithFencing: AccessMode.EXCLUSIVE_WITH_FENCING}
+
+
+class SendEntry(NamedTuple):
+    """One SEND as the topic's ``publish`` reads it."""
+
+    data: memoryview
+    sequence_id: int
+    highest_sequence_id: int
+    num_messages: int
+
+
+class ProducerSession:
+    """One producer of a connection: its registration on the topic and its receipts, owed in order."""
+
+    __slots__ = ("conn", "producer_id", "topic", "info", "name", "epoch", "ready", "receipts", "request_id",
+                 "schema_version", "closed")
+
+    def __init__(self, conn: "PulsarConnection", producer_id: int, topic, name: str, epoch: int,
+                 request_id: int, schema_version: bytes | None) -> None:
+        self.conn = conn
+        self.producer_id = producer_id
+        self.topic = topic
+        self.info: ProducerInfo | None = None
+        self.name = name
+        self.epoch = epoch
+        self.ready = False
+        self.receipts: deque[list] = deque()  # [frame bytes or None while waiting]
+        self.request_id = request_id
+        self.schema_version = schema_version
+        self.closed = False
+
+    def opened(self, ready: bool = True) -> None:
+        reply = cmd.CommandProducerSuccess(request_id=self.request_id, producer_name=self.name,
+                                           last_sequence_id=self.topic.last_sequence_id(self.name),
+                                           producer_ready=ready)
+        if self.schema_version is not None:
+            reply.schema_version = self.schema_version
+        self.ready = ready
+        self.conn.send(T(type=T.PRODUCER_SUCCESS, producer_success=reply))
+
+    def reserve(self) -> list:
+        slot: list = [None]
+        self.receipts.append(slot)
+        return slot
+
+    def fill(self, slot: list, frames: bytes) -> None:
+        slot[0] = frames
+        receipts = self.receipts
+        while receipts and receipts[0][0] is not None:
+            self.conn.write(receipts.popleft()[0])
+
+    def published(self, slot: list, sequence_id: int, highest: int, results: "list[Accepted]",
+                  error: BaseException | None) -> None:
+        frames = []
+        for result in results:
+            failure = result.error or (error if result.entry is not None else None)
+            if result.duplicate:
+                frames.append(self._receipt(sequence_id, highest, NO_ID, NO_ID))
+            elif failure is None:
+                entry = result.entry
+                frames.append(self._receipt(sequence_id, highest, entry.ledger_id, entry.offset))
+            else:
+                if not isinstance(failure, PulsarLikeError):
+                    from broker_core.service.pulsar.connection import unexpected
+                    failure = unexpected(failure, self.conn.peer)
+                frames.append(self.send_error(sequence_id, failure))
+        self.fill(slot, b"".join(frames))
+
+    def _receipt(self, sequence_id: int, highest: int, ledger_id: int, entry_id: int) -> bytes:
+        return encode(T(type=T.SEND_RECEIPT, send_receipt=cmd.CommandSendReceipt(
+            producer_id=self.producer_id, sequence_id=sequence_id, highest_sequence_id=highest,
+            message_id=wire.MessageIdData(ledgerId=ledger_id, entryId=entry_id))))
+
+    def send_error(self, sequence_id: int, exc: PulsarLikeError) -> bytes:
+        return encode(T(type=T.SEND_ERROR, send_error=cmd.CommandSendError(
+            producer_id=self.producer_id, sequence_id=sequence_id, error=server_error(exc),
+            message=wire_message(exc))))
+
+
+class ProducerCommands:
+    def __init__(self, conn: "PulsarConnection") -> None:
+        self._conn = conn
+        self._front = conn.front
+        self._sessions: dict[int, ProducerSession] = {}
+
+    def handlers(self) -> dict:
+        return {T.PRODUCER: self.producer, T.SEND: self.send, T.CLOSE_PRODUCER: self.close_producer}
+
+    # ------------------------------------------------------------------ PRODUCER
+    def producer(self, request: cmd.CommandProducer) -> None:
+        existing = self._sessions.get(request.producer_id)
+        if existing is not None:  # the client asked again (a timeout on its side): the same answer
+            if existing.ready:
+                existing.request_id = request.request_id
+                existing.opened()
+            else:
+                raise ProducerBusy(f"producer {request.producer_id} is already being created on this connection")
+            return
+        if request.txn_enabled:
+            raise NotAllowedError("transactions are not supported by this broker: create the producer without"
+                                  " enable_transaction")
+        front, conn = self._front, self._conn
+        name = TopicName.parse(request.topic)
+        front.security.authorize(conn.principal, "produce", str(name))
+        if request.producer_access_mode not in ACCESS_MODES:
+            raise NotAllowedError(f"unknown producer access mode {request.producer_access_mode}")
+        topic = front.registry.get(name, create=True)
+        schema_version = None
+        if request.HasField("schema"):
+            schema = request.schema
+            schema_version = front.schemas.get_or_create(
+                name, cmd.Schema.Type.Name(schema.type), schema.schema_data, name=schema.name,
+                properties={kv.key: kv.value for kv in schema.properties}).version_bytes
+        producer_name = request.producer_name or front.producer_names.next()
+        front.limits.admit(conn.peer, stream=True)
+        session = ProducerSession(conn, request.producer_id, topic, producer_name, request.epoch,
+                                  request.request_id, schema_version)
+        try:
+            info, admitted = self._add(topic, session, request)
+        except BaseException:
+            front.limits.release(conn.peer, stream=True)
+            raise
+        session.info = info
+        self._sessions[request.producer_id] = session
+        front.producers[(topic.topic, producer_name)] = session
+        if request.HasField("initial_subscription_name") and hasattr(topic, "create_subscription"):
+            if request.initial_subscription_name not in topic.subscriptions:
+                topic.create_subscription(request.initial_subscription_name, topic.journal.confirmed_end_offset)
+        if admitted:
+            session.opened()
+        else:
+            session.opened(ready=False)
+            log.info("event=producer_waiting topic=%s producer=%s", topic.topic, producer_name)
+            return
+        log.info("event=producer_opened topic=%s producer=%s access_mode=%s peer=%s", topic.topic, producer_name,
+                 info.access_mode.name, conn.peer)
+
+    def _add(self, topic, session: ProducerSession, request: cmd.CommandProducer) -> tuple[ProducerInfo, bool]:
+        mode = ACCESS_MODES[request.producer_access_mode]
+        properties = {kv.key: kv.value for kv in request.metadata}
+
+        def add() -> tuple[ProducerInfo, bool]:
+            return topic.add_producer(session.name, properties, mode, fence=lambda e: self._ended(session, e),
+                                      granted=lambda: self._granted(session))
+        try:
+            return add()
+        except ProducerBusy:
+            previous = self._front.producers.get((topic.topic, session.name))
+            if previous is None or previous.closed or previous.epoch >= request.epoch:
+                raise
+            # the same producer reconnecting (a higher epoch) before the broker saw its old connection go
+            log.info("event=producer_replaced topic=%s producer=%s epoch=%d", topic.topic, session.name,
+                     request.epoch)
+            previous.conn.producers.end(previous, None)
+            return add()
+
+    def _granted(self, session: ProducerSession) -> None:
+        if not session.closed:
+            session.opened()
+            log.info("event=producer_opened topic=%s producer=%s access_mode=WAIT_FOR_EXCLUSIVE", session.topic.topic,
+                     session.name)
+
+    def _ended(self, session: ProducerSession, error: PulsarLikeError) -> None:
+        """The topic ends the producer (fenced, terminated, unloaded): tell the client, which reconnects."""
+        log.info("event=producer_disconnected topic=%s producer=%s reason=%s", session.topic.topic, session.name,
+                 error.code)
+        self.end(session, error)
+
+    def end(self, session: ProducerSession, error: PulsarLikeError | None) -> None:
+        """Remove ``session`` and send CLOSE_PRODUCER (the client reconnects)."""
+        if session.closed:
+            return
+        self._forget(session)
+        self._conn.send(T(type=T.CLOSE_PRODUCER, close_producer=cmd.CommandCloseProducer(
+            producer_id=session.producer_id, request_id=0)))
+
+    def _forget(self, session: ProducerSession) -> None:
+        session.closed = True
+        self._sessions.pop(session.producer_id, None)
+        key = (session.topic.topic, session.name)
+        if self._front.producers.get(key) is session:
+            del self._front.producers[key]
+        if session.info is not None:
+            session.topic.remove_producer(session.info)
+        self._front.limits.release(self._conn.peer, stream=True)
+
+    def close_producer(self, request: cmd.CommandCloseProducer) -> None:
+        session = self._sessions.get(request.producer_id)
+        if session is not None:
+            self._forget(session)
+            log.info("event=producer_closed topic=%s producer=%s", session.topic.topic, session.name)
+        self._conn.success(request.request_id)
+
+    def connection_closed(self) -> None:
+        for session in list(self._sessions.values()):
+            self._forget(session)
+
+    # ------------------------------------------------------------------ SEND
+    def send(self, request: cmd.CommandSend, payload: memoryview) -> None:
+        session = self._sessions.get(request.producer_id)
+        sequence_id = request.sequence_id
+        highest = max(request.highest_sequence_id, sequence_id)
+        if session is None or not session.ready:
+            error = NotAllowedError(f"SEND for producer {request.producer_id}, which is not open on this"
+                                    " connection: send PRODUCER and wait for PRODUCER_SUCCESS first")
+            self._conn.write(ProducerSession(self._conn, request.producer_id, None, "", 0, 0, None)
+                             .send_error(sequence_id, error))
+            return
+        if request.txnid_most_bits or request.txnid_least_bits:
+            self._conn.write(session.send_error(sequence_id, NotAllowedError(
+                "transactions are not supported by this broker")))
+            return
+        slot = session.reserve()
+        entry = SendEntry(payload, sequence_id, highest, request.num_messages)
+        try:
+            session.topic.publish(session.info, (entry,), lambda results, error: session.published(
+                slot, sequence_id, highest, results, error))
+        except PulsarLikeError as exc:
+            session.fill(slot, session.send_error(sequence_id, exc))

@@ -1,0 +1,123 @@
+"""Schema compatibility, Pulsar's default strategy ``BACKWARD``: a consumer using the new schema can read
+data written with the previous one.
+
+Pulsar's Json, Avro and Protobuf schemas all carry an Avro schema definition (JSON text) as their schema
+data, so one Avro check serves the three. It applies Avro's schema-resolution rules with the new schema as
+the reader and the latest registered one as the writer:
+
+- records: each field of the reader that the writer lacks needs a ``default``; fields the writer has are
+  checked recursively; fields the reader dropped are fine;
+- primitives: the same type, or one Avro promotes (``int`` -> ``long``/``float``/``double``, ``long`` ->
+  ``float``/``double``, ``float`` -> ``double``, ``string`` <-> ``bytes``);
+- unions: every branch of the writer must be readable by some branch of the reader; a non-union reader
+  must read every branch of a union writer;
+- enums: the reader has every symbol of the writer (or a ``default``); arrays and maps by their items and
+  values; fixed by size; named types by name.
+
+Other schema types (String, the numeric types, Bytes) are compatible with themselves; a schema of another
+type is never compatible (Pulsar refuses a type change under ``BACKWARD``, the caller checks it). Types
+Pulsar checks with a dedicated checker this broker does not have (KeyValue, ProtobufNative) are accepted, as
+Pulsar's ``AlwaysCompatible``.
+
+Example: writer ``{"type":"record","name":"U","fields":[{"name":"a","type":"int"}]}``; a reader adding
+``{"name":"b","type":"string"}`` is incompatible (no default), adding ``{"name":"b","type":"string",
+"default":""}`` is compatible, changing ``a`` to ``long`` is compatible, to ``string`` is not.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+AVRO_TYPES = frozenset({"Json", "Avro", "Protobuf"})
+"""Types whose schema data is an Avro definition (the names of Pulsar's ``Schema.Type``)."""
+_PROMOTIONS = {"int": {"long", "float", "double"}, "long": {"float", "double"}, "float": {"double"},
+               "string": {"bytes"}, "bytes": {"string"}}
+_MAX_DEPTH = 64
+
+
+def incompatibility(schema_type: str, old_data: bytes, new_data: bytes) -> str | None:
+    """Why a ``schema_type`` schema ``new_data`` cannot replace ``old_data`` under BACKWARD, or None when
+    it can. Schemas of one type only: a type change is refused by the caller."""
+    if schema_type not in AVRO_TYPES or old_data == new_data:
+        return None
+    try:
+        writer, reader = json.loads(old_data), json.loads(new_data)
+    except ValueError:
+        return None if old_data == new_data else "the schema definition is not JSON (an Avro schema)"
+    return _readable(reader, writer, "", {}, 0)
+
+
+def _type_name(schema: Any) -> str:
+    if isinstance(schema, list):
+        return "union"
+    if isinstance(schema, dict):
+        kind = schema.get("type")
+        return kind if isinstance(kind, str) else _type_name(kind)
+    return str(schema)
+
+
+def _full_name(schema: dict) -> str:
+    name = str(schema.get("name", ""))
+    namespace = schema.get("namespace")
+    return name if "." in name or not namespace else f"{namespace}.{name}"
+
+
+def _readable(reader: Any, writer: Any, path: str, named: dict[str, Any], depth: int) -> str | None:
+    """Why data written with ``writer`` cannot be read with ``reader`` (None: it can)."""
+    if depth > _MAX_DEPTH:
+        return f"{path or 'schema'}: nested too deeply"
+    for schema in (reader, writer):  # named types defined earlier are referred to by name
+        if isinstance(schema, dict) and schema.get("type") in ("record", "enum", "fixed") and "name" in schema:
+            named.setdefault(_full_name(schema), schema)
+    reader = named.get(reader, reader) if isinstance(reader, str) else reader
+    writer = named.get(writer, writer) if isinstance(writer, str) else writer
+    if isinstance(reader, dict) and isinstance(reader.get("type"), (dict, list)):
+        reader = reader["type"]
+    if isinstance(writer, dict) and isinstance(writer.get("type"), (dict, list)):
+        writer = writer["type"]
+    r_kind, w_kind = _type_name(reader), _type_name(writer)
+    where = path or "schema"
+    if w_kind == "union":
+        for branch in writer:
+            if _readable(reader, branch, path, named, depth + 1) is not None:
+                return f"{where}: a value of the old union branch {_type_name(branch)} cannot be read"
+        return None
+    if r_kind == "union":
+        if any(_readable(branch, writer, path, named, depth + 1) is None for branch in reader):
+            return None
+        return f"{where}: no branch of the new union reads the old {w_kind}"
+    if r_kind != w_kind:
+        if w_kind in _PROMOTIONS and r_kind in _PROMOTIONS[w_kind]:
+            return None
+        return f"{where}: type changed from {w_kind} to {r_kind}"
+    if r_kind == "record":
+        return _record(reader, writer, where, named, depth)
+    if r_kind == "enum":
+        missing = set(writer.get("symbols", [])) - set(reader.get("symbols", []))
+        if missing and "default" not in reader:
+            return f"{where}: enum symbols {sorted(missing)} were removed without a default"
+        return None
+    if r_kind == "array":
+        return _readable(reader.get("items"), writer.get("items"), f"{where}[]", named, depth + 1)
+    if r_kind == "map":
+        return _readable(reader.get("values"), writer.get("values"), f"{where}{{}}", named, depth + 1)
+    if r_kind == "fixed" and reader.get("size") != writer.get("size"):
+        return f"{where}: fixed size changed from {writer.get('size')} to {reader.get('size')}"
+    return None
+
+
+def _record(reader: dict, writer: dict, where: str, named: dict[str, Any], depth: int) -> str | None:
+    written = {f.get("name"): f for f in writer.get("fields", []) if isinstance(f, dict)}
+    for field in reader.get("fields", []):
+        if not isinstance(field, dict):
+            continue
+        name = field.get("name")
+        old = written.get(name)
+        if old is None:
+            if "default" not in field:
+                return f"{where}.{name}: a new field without a default"
+            continue
+        problem = _readable(field.get("type"), old.get("type"), f"{where}.{name}", named, depth + 1)
+        if problem:
+            return problem
+    return None
