@@ -12,102 +12,27 @@ and this listener owns the public one:
 3. Anything else: the connection is served by the Pulsar binary protocol front end
    (:mod:`broker_core.service.pulsar`), on the event loop, where garbage is refused with a logged reason.
 
-The relay moves bytes in the kernel (``os.splice`` through a pipe, one thread per direction): the broker's
-event loop never sees them, so the gRPC path costs what it cost before (see ``docs/pulsar-protocol.md`` for
-the figures). Before relaying, the connection is registered in the :class:`~broker_core.service.peers.
-PeerMap` under the relay's own address, which is what gRPC sees as the peer, so per-client limits apply to
-the real client.
+The relay moves bytes in the kernel (``os.splice``) in a separate process
+(:mod:`broker_core.service.relay_worker`): neither the broker's event loop nor its interpreter's lock sees
+them, so the gRPC path costs about what it cost before the listener (``docs/pulsar-protocol.md`` has the
+figures). Before relaying, the connection is registered in the :class:`~broker_core.service.peers.PeerMap`
+under the relay's own address, which is what gRPC sees as the peer, so per-client limits apply to the real
+client.
 """
 from __future__ import annotations
 
 import asyncio
-import errno
-import fcntl
 import logging
-import os
 import socket
-import threading
 from typing import Callable
 
 from broker_core.service.peers import ClientIdentity, PeerMap, peer_name
+from broker_core.service.relay import RelayProcess
 
 log = logging.getLogger(__name__)
 
 HTTP2_FIRST_BYTE = b"P"
 SNIFF_TIMEOUT_S = 30.0
-PIPE_BYTES = 1 << 20
-"""Capacity asked for each relay pipe (Linux caps it at ``/proc/sys/fs/pipe-max-size``, 1 MiB by default)."""
-_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-
-
-class Relay:
-    """One gRPC connection relayed between the client's socket and the private gRPC port."""
-
-    def __init__(self, client: socket.socket, upstream: socket.socket, relay_peer: str, on_done: Callable) -> None:
-        self.client = client
-        self.upstream = upstream
-        self.relay_peer = relay_peer
-        self._on_done = on_done
-        self._lock = threading.Lock()
-        self._running = 2
-        client.setblocking(True)
-        upstream.setblocking(True)
-
-    def start(self) -> None:
-        for src, dst, name in ((self.client, self.upstream, "in"), (self.upstream, self.client, "out")):
-            threading.Thread(target=self._pump, args=(src, dst), name=f"pulsarlike-relay-{name}",
-                             daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        r, w = os.pipe()
-        clean = True
-        try:
-            try:
-                fcntl.fcntl(w, _F_SETPIPE_SZ, PIPE_BYTES)
-            except OSError:
-                pass  # the default 64 KiB pipe works, with more calls
-            src_fd, dst_fd = src.fileno(), dst.fileno()
-            while True:
-                n = os.splice(src_fd, w, PIPE_BYTES)
-                if n == 0:
-                    break
-                while n:
-                    n -= os.splice(r, dst_fd, n)
-        except OSError as exc:
-            clean = exc.errno in (errno.EBADF, errno.ENOTCONN)  # the other direction already closed both
-            if not clean:
-                log.debug("event=relay_error error=%r", exc)
-        finally:
-            os.close(r)
-            os.close(w)
-            self._half_done(dst, clean)
-
-    def _half_done(self, dst: socket.socket, clean: bool) -> None:
-        try:
-            dst.shutdown(socket.SHUT_WR if clean else socket.SHUT_RDWR)
-        except OSError:
-            pass
-        if not clean:  # a reset on one side: the other direction must not wait for ever
-            for sock in (self.client, self.upstream):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-        with self._lock:
-            self._running -= 1
-            last = self._running == 0
-        if last:
-            self.client.close()
-            self.upstream.close()
-            self._on_done(self)
-
-    def shutdown(self) -> None:
-        """End both directions now (the broker is stopping)."""
-        for sock in (self.client, self.upstream):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class PortListener:
@@ -120,8 +45,7 @@ class PortListener:
         self._sock: socket.socket | None = None
         self._accepting: asyncio.Task | None = None
         self._routing: set[asyncio.Task] = set()
-        self._relays: set[Relay] = set()
-        self._relays_lock = threading.Lock()
+        self._relays = RelayProcess(peers)
         self.port = 0
 
     def bind(self, host: str, port: int) -> int:
@@ -143,6 +67,7 @@ class PortListener:
         return self.port
 
     def start(self) -> None:
+        self._relays.start()
         self._accepting = asyncio.get_running_loop().create_task(self._accept_loop())
 
     async def _accept_loop(self) -> None:
@@ -210,16 +135,9 @@ class PortListener:
             conn.close()
             return
         relay_peer = peer_name(*upstream.getsockname()[:2])
-        self._peers.add(relay_peer, identity)
-        relay = Relay(conn, upstream, relay_peer, self._relay_done)
-        with self._relays_lock:
-            self._relays.add(relay)
-        relay.start()
-
-    def _relay_done(self, relay: Relay) -> None:
-        self._peers.remove(relay.relay_peer)
-        with self._relays_lock:
-            self._relays.discard(relay)
+        self._peers.add(relay_peer, identity)  # before gRPC can see a byte of it
+        if not self._relays.relay(conn, upstream, relay_peer):
+            self._peers.remove(relay_peer)
 
     async def stop_accepting(self) -> None:
         if self._accepting is not None:
@@ -235,9 +153,6 @@ class PortListener:
             self._sock.close()
             self._sock = None
 
-    def close_relays(self) -> None:
+    async def close_relays(self) -> None:
         """End every relayed connection (after the gRPC server has said goodbye on them)."""
-        with self._relays_lock:
-            relays = list(self._relays)
-        for relay in relays:
-            relay.shutdown()
+        await self._relays.stop()

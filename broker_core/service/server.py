@@ -177,7 +177,7 @@ class BrokerService:
             await self._server.stop(grace)
             self._server = None
         if self._listener is not None:
-            self._listener.close_relays()
+            await self._listener.close_relays()
             self._listener = None
         for timer in (self._sweep, self._stats):
             if timer is not None:
