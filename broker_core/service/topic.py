@@ -218,6 +218,9 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
                 continue
             if dedup is not None:
                 key = SequenceKey.of(metadata)
+                if send.highest_sequence_id > key.highest_sequence_id and key.checked:
+                    # a batch whose metadata lacks highest_sequence_id (the C++ client's): its request says it
+                    key = key._replace(highest_sequence_id=send.highest_sequence_id)
                 if dedup.is_duplicate(key):
                     results.append(Accepted(send.sequence_id, send.highest_sequence_id, duplicate=True))
                     continue

@@ -247,7 +247,10 @@ class ProducerCommands:
     def send(self, request: cmd.CommandSend, payload: memoryview) -> None:
         session = self._sessions.get(request.producer_id)
         sequence_id = request.sequence_id
-        highest = max(request.highest_sequence_id, sequence_id)
+        # a batch's messages have consecutive ids unless the request says otherwise (the C++ client does not)
+        highest = (request.highest_sequence_id
+                   if request.HasField("highest_sequence_id") and request.highest_sequence_id >= sequence_id
+                   else sequence_id + max(request.num_messages, 1) - 1)
         if session is None or not session.ready:
             error = NotAllowedError(f"SEND for producer {request.producer_id}, which is not open on this"
                                     " connection: send PRODUCER and wait for PRODUCER_SUCCESS first")
