@@ -3,7 +3,9 @@ and an in-process broker per test module with a client and an admin on it (``bro
 from __future__ import annotations
 
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -74,14 +76,36 @@ class BrokerProcess:
                     stream.close()
 
 
+def restartable_port() -> int:
+    """A free port below the kernel's ephemeral range: a broker restarted on it does not find it taken by
+    some client's outgoing connection meanwhile (as a port 0 broker's may be)."""
+    low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ranges:
+            low = int(ranges.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    for port in random.sample(range(max(1024, low - 12000), low), 200):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
+
+
 @pytest.fixture
 def broker_process(tmp_path):
-    """Factory: ``broker_process(*args, data_dir=None, env=None)`` starts a broker process; all are killed
-    at the end of the test."""
+    """Factory: ``broker_process(*args, data_dir=None, env=None, restartable=False)`` starts a broker process
+    (``restartable``: on a port :meth:`BrokerProcess.restart` can count on); all are killed at the end of the
+    test."""
     started: list[BrokerProcess] = []
 
-    def start(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None) -> BrokerProcess:
-        proc = BrokerProcess(data_dir or tmp_path / "broker", *args, env=env).start()
+    def start(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None,
+              restartable: bool = False) -> BrokerProcess:
+        proc = BrokerProcess(data_dir or tmp_path / "broker", *args, env=env,
+                             port=restartable_port() if restartable else 0).start()
         started.append(proc)
         return proc
 

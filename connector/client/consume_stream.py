@@ -99,6 +99,7 @@ class PartitionStream:
         self.subscription = subscribe.subscription
         self.consumer_name = subscribe.consumer_name
         self._connection = connection
+        self._timer = timer
         self._template = subscribe
         self._queue_size = max(1, receiver_queue_size)
         self._events = events
@@ -169,7 +170,21 @@ class PartitionStream:
     def _reconnect_attempt(self) -> None:
         if self.closed:
             return
-        self._start(reconnecting=True)
+        attempt = self._start(reconnecting=True)
+        self._timer.call_later(self._connection.connection_timeout_s, self._attempt_expired, attempt)
+
+    def _attempt_expired(self, attempt: _Attempt) -> None:
+        """An attempt still unanswered after ``connection_timeout_s`` is abandoned for a fresh one (gRPC
+        holds a reconnecting stream until the channel is up: never let one wait for ever)."""
+        with self._lock:
+            if attempt.settled.is_set() or self.closed:
+                return
+            attempt.failure = errors.ConnectError(f"the broker did not answer the subscription on {self.topic} "
+                                                  f"within {self._connection.connection_timeout_s:g}s")
+            attempt.settled.set()
+        assert attempt.stream is not None
+        attempt.stream.close(wait_s=0)
+        self._redial.failed(attempt.failure)
 
     # --- responses (reader thread) ------------------------------------------------------------------------
     def _on_response(self, attempt: _Attempt, response: broker_pb2.ConsumeResponse) -> None:

@@ -93,7 +93,7 @@ class Worker(threading.Thread):
 
 
 def test_sync_sends_lose_no_acknowledged_message_and_store_none_twice(broker_process, stop_signal, reconnections):
-    broker = broker_process(*SETTINGS)
+    broker = broker_process(*SETTINGS, restartable=True)
     with Client(broker.service_url) as client:
         producer = client.create_producer(TOPIC, producer_name="sync", send_timeout_millis=60_000)
         sender = Worker(lambda i: producer.send(b"m-%d" % i))
@@ -106,7 +106,7 @@ def test_sync_sends_lose_no_acknowledged_message_and_store_none_twice(broker_pro
 
 def test_send_async_callbacks_all_complete_ok_and_nothing_is_stored_twice(broker_process, stop_signal,
                                                                           reconnections):
-    broker = broker_process(*SETTINGS)
+    broker = broker_process(*SETTINGS, restartable=True)
     results: dict[int, Result] = {}
     with Client(broker.service_url) as client:
         producer = client.create_producer(TOPIC, producer_name="async", batching_enabled=True,
@@ -125,7 +125,7 @@ def test_send_async_callbacks_all_complete_ok_and_nothing_is_stored_twice(broker
 
 def test_a_consumer_receiving_and_acking_gets_every_acknowledged_message(broker_process, stop_signal,
                                                                          reconnections):
-    broker = broker_process(*SETTINGS)
+    broker = broker_process(*SETTINGS, restartable=True)
     received: set[int] = set()
     with Client(broker.service_url) as client:
         consumer = client.subscribe(TOPIC, "work", consumer_type=ConsumerType.Shared,
@@ -152,7 +152,7 @@ def test_a_consumer_receiving_and_acking_gets_every_acknowledged_message(broker_
 
 
 def test_a_reader_resumes_after_the_last_message_it_returned(broker_process, stop_signal, reconnections):
-    broker = broker_process(*SETTINGS)
+    broker = broker_process(*SETTINGS, restartable=True)
     read: list[int] = []
     with Client(broker.service_url) as client:
         producer = client.create_producer(TOPIC, producer_name="feed", send_timeout_millis=60_000)
@@ -170,7 +170,7 @@ def test_a_reader_resumes_after_the_last_message_it_returned(broker_process, sto
 
 
 def test_a_pattern_consumer_keeps_receiving_and_discovering(broker_process, stop_signal, reconnections):
-    broker = broker_process(*SETTINGS)
+    broker = broker_process(*SETTINGS, restartable=True)
     base = "persistent://public/default/pattern"
     received: set[bytes] = set()
     expected: set[bytes] = set()
@@ -202,7 +202,7 @@ def test_a_pattern_consumer_keeps_receiving_and_discovering(broker_process, stop
 
 
 def test_closing_a_client_while_it_reconnects_returns_promptly(broker_process):
-    broker = broker_process(*SETTINGS)
+    broker = broker_process(*SETTINGS, restartable=True)
     client = Client(broker.service_url)
     producer = client.create_producer(TOPIC, send_timeout_millis=60_000)
     client.subscribe(TOPIC, "sub")

@@ -31,6 +31,8 @@ class FakeStream:
         self._connection = connection
 
     def start(self) -> None:
+        if self._connection.silent:
+            return
         refuse = self._connection.refuse
         if refuse is not None:  # the broker's error, then the end of the stream
             self.on_response(broker_pb2.ConsumeResponse(error=error_to_proto(refuse)))
@@ -49,12 +51,15 @@ class FakeStream:
 
 class FakeConnection:
     operation_timeout_s = 5.0
+    connection_timeout_s = 5.0
 
     def __init__(self) -> None:
         self.closed = threading.Event()
         self.streams: list[FakeStream] = []
         self.refuse: Any = None
         """An error the next openings answer with (None: they subscribe)."""
+        self.silent = False
+        """The next openings get no answer at all (a channel holding them)."""
 
     def stream(self, method, first_request, on_response, on_end, batch_requests=None, name="",
                reconnecting=False) -> FakeStream:

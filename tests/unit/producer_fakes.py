@@ -44,6 +44,7 @@ class FakeStream:
 
 class FakeConnection:
     operation_timeout_s = 5.0
+    connection_timeout_s = 5.0
 
     def __init__(self, max_message_size: int = 0, open_reply: bool = True, last_sequence_id: int = -1) -> None:
         self.max_message_size = max_message_size  # 0: the producer keeps its default

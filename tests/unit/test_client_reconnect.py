@@ -195,3 +195,17 @@ def test_the_backoff_doubles_from_100_ms_to_30_s_and_starts_again_once_reset():
     (errors.ProducerFenced("fenced"), False, False), (errors.Timeout("slow"), False, False)])
 def test_which_failures_are_retried(error, first, again):
     assert (retriable(error), retriable_on_reconnect(error)) == (first, again)
+
+
+
+def test_a_reconnection_attempt_left_unanswered_is_abandoned_for_a_fresh_one():
+    h = Harness()
+    h.stream.on_end(LOST)
+    h.connection.silent = True  # the channel holds the attempt: no answer, no end
+    h.timer.run("_run")
+    silent = h.stream
+    h.connection.silent = False
+    h.timer.run("_attempt_expired")  # connection_timeout_s later
+    assert silent.closed
+    h.timer.run("_run")
+    assert h.stream is not silent and h.consumer.is_connected()
