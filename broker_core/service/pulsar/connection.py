@@ -46,8 +46,6 @@ MAX_PROTOCOL_VERSION = 20
 """The newest protocol version this broker speaks (Pulsar 3.x, C++ client 4.x)."""
 MIN_PROTOCOL_VERSION = 0
 SERVER_VERSION = "pulsarlike"
-COMMAND_MARGIN = 64 * 1024
-"""Bytes a frame may take beyond its entry (``maxMessageSize`` + ``FRAME_PADDING``) for its command."""
 _FIELD = {f.number: f.name for f in T.DESCRIPTOR.fields}
 """Command type -> the BaseCommand field holding that command (the numbers are equal)."""
 _UNSERVED = {T.NEW_TXN, T.ADD_PARTITION_TO_TXN, T.ADD_SUBSCRIPTION_TO_TXN, T.END_TXN, T.END_TXN_ON_PARTITION,
@@ -78,7 +76,8 @@ class PulsarConnection(asyncio.Protocol):
         self.entry_metadata = False
         """The client asked for each message's BrokerEntryMetadata (the stored prefix is then sent)."""
         self.closed = False
-        self._reader = FrameReader(front.config.maxMessageSize + FRAME_PADDING + COMMAND_MARGIN)
+        # as Pulsar: a frame is at most maxMessageSize plus 10 KiB of padding for its command and metadata
+        self._reader = FrameReader(front.config.maxMessageSize + FRAME_PADDING)
         self._corked: list[bytes] | None = None
         self._heard = True
         self._silent_checks = 0
