@@ -55,7 +55,7 @@ def skip(topic: PersistentTopic, name: str, count: int) -> tuple[int, int]:
     if count < 0:
         raise NotAllowedError(f"cannot skip {count} messages: the count must be >= 0", count=count)
     sub = topic.durable_subscription(name)
-    end = topic.journal.confirmed_end_offset
+    end = topic.confirmed_end_offset
     last = _last_of_next(sub, count, end)
     acked = sub.expire_through(last) if last >= 0 else 0
     return acked, sub.first_unacked_offset()
@@ -84,7 +84,7 @@ def _last_of_next(sub: Subscription, count: int, end: int) -> int:
 def clear_backlog(topic: PersistentTopic, name: str) -> tuple[int, int]:
     """Acknowledge every stored message on durable subscription ``name`` (``skipAllMessages``)."""
     sub = topic.durable_subscription(name)
-    end = topic.journal.confirmed_end_offset
+    end = topic.confirmed_end_offset
     acked = sub.expire_through(end - 1) if end > 0 else 0
     return acked, sub.first_unacked_offset()
 
@@ -97,12 +97,12 @@ def peek(topic: PersistentTopic, name: str, count: int) -> list[Peeked]:
                               count=count)
     sub = subscription_of(topic, name)
     cursor = sub.cursor
-    end = topic.journal.confirmed_end_offset
+    end = topic.confirmed_end_offset
     position = sub.first_unacked_offset()
     found: list[Peeked] = []
     taken = 0
     while taken < count and position < end:
-        entries = topic.log.read(position, max_entries=min(100, count - taken + 1), end_offset=end)
+        entries = topic.read(position, max_entries=min(100, count - taken + 1), end_offset=end)
         if not entries:
             break
         for entry in entries:
@@ -125,18 +125,18 @@ def internal_stats(topic: PersistentTopic) -> dict:
     segments (``ledgerId`` = base offset, with ``firstOffset``/``lastOffset``), ``cursors`` the durable
     subscriptions (``markDeleteOffset``, ``individuallyDeletedMessages`` as Pulsar writes its ranges --
     ``(a..b]`` = offsets a+1 through b acknowledged -- but over message offsets)."""
-    segments = topic.log.segments()
-    end = topic.journal.confirmed_end_offset
-    last = topic.log.entry_containing(end - 1) if end > topic.log.start_offset else None
+    segments = topic.segments()
+    end = topic.confirmed_end_offset
+    last = topic.entry_containing(end - 1) if end > topic.start_offset else None
     current = segments[-1] if segments else {"entries": 0, "size": 0}
     return {
         "numberOfEntries": sum(s["entries"] for s in segments),
-        "totalSize": topic.log.size_bytes,
+        "totalSize": topic.size_bytes,
         "currentLedgerEntries": current["entries"],
         "currentLedgerSize": current["size"],
         "lastConfirmedEntry": f"{last.ledger_id}:{last.offset}" if last is not None else "-1:-1",
         "state": "Closed" if topic.closed else "LedgerOpened",
-        "firstOffset": topic.log.start_offset,
+        "firstOffset": topic.start_offset,
         "lastConfirmedOffset": end - 1,
         "ledgers": [{"ledgerId": s["ledgerId"], "entries": s["entries"], "size": s["size"], "offloaded": False,
                      "firstOffset": s["firstOffset"], "lastOffset": s["lastOffset"]} for s in segments],

@@ -4,7 +4,7 @@ Seed "Non-persistent topics": the broker never writes such a topic's messages an
 published entry at once to the consumers connected at that moment that have permits, and forgets it.
 A consumer that subscribes later never sees earlier messages; nothing survives a broker restart.
 
-How it maps onto this broker (the servicer uses this class exactly as it uses
+How it maps onto this broker (both front ends use this class exactly as they use
 :class:`~broker_core.service.topic.PersistentTopic`):
 
 1. **Publish**: each entry is checked as on a persistent topic (size, CRC, message count; chunks are
@@ -14,9 +14,11 @@ How it maps onto this broker (the servicer uses this class exactly as it uses
    send receipt released. Its message id is ``(ledger_id, offset)``, ``ledger_id`` being the time (ms) this
    in-memory topic was created, so ids stay ordered across a re-created topic whose offsets start again
    at 0. Deduplication does not apply (as in Pulsar).
-2. **Positions**: nothing is stored, so the first and the end offset are both the next offset. ``log`` and
-   ``journal`` are a small adapter giving the servicer those positions: earliest, latest and any message
-   id all mean "from now on"; the last message id is "none"; seeks are accepted and do nothing.
+2. **Positions**: nothing is stored, so the first and the end offset are both the next offset: the topic
+   answers the same position calls as a persistent one (``start_offset``, ``confirmed_end_offset``,
+   ``offset_for_timestamp``, ``entry_containing``, ``last_message_id``) with that: earliest, latest, any
+   message id and any publish time all mean "from now on"; the last message id is "none"; seeks are
+   accepted and do nothing.
 3. **Subscriptions**: a durable subscription stays (with its drop counter) after its last consumer
    leaves, and goes on counting drops, as in Pulsar; a reader's (non-durable) subscription goes with its
    consumer.
@@ -40,7 +42,7 @@ from broker_core.service.access import ProducerAccess
 from broker_core.service.rates import TopicRates
 from broker_core.service.producers import ProducerInfo, TopicProducers
 from broker_core.protocol.entry_limits import FRAME_PADDING
-from broker_core.service.topic import Accepted, check_consumer_limit
+from broker_core.service.topic import Accepted, check_consumer_limit, deleted
 from broker_core.storage.log import StoredEntry
 from broker_core.types import NON_PERSISTENT, TopicName
 from dispatch.consumer import Consumer
@@ -60,31 +62,6 @@ def check_enabled(config: BrokerConfig, name: TopicName) -> None:
                               key=CONFIG_KEY)
 
 
-class _Positions:
-    """``log``/``journal`` as the servicer reads them: nothing stored, every position is the next offset."""
-
-    def __init__(self, topic: "NonPersistentTopic") -> None:
-        self._topic = topic
-
-    @property
-    def start_offset(self) -> int:
-        return self._topic.next_offset
-
-    @property
-    def end_offset(self) -> int:
-        return self._topic.next_offset
-
-    @property
-    def confirmed_end_offset(self) -> int:
-        return self._topic.next_offset
-
-    def entry_containing(self, offset: int) -> None:
-        return None
-
-    def offset_for_timestamp(self, timestamp_ms: int) -> int:
-        return self._topic.next_offset
-
-
 class NonPersistentTopic(TopicProducers):
 
     def __init__(self, name: TopicName, config: BrokerConfig, clock: Clock, *,
@@ -101,7 +78,6 @@ class NonPersistentTopic(TopicProducers):
         self.ledger_id = clock.now_ms()
         self.next_offset = 0
         """Offset of the next message published: a dense running counter, never stored."""
-        self.log = self.journal = _Positions(self)
         self.subscriptions: dict[str, NonPersistentSubscription] = {}
         self.producers: dict[int, ProducerInfo] = {}
         self.access = ProducerAccess(self.topic)
@@ -293,5 +269,13 @@ class NonPersistentTopic(TopicProducers):
             sub.close()
 
     async def delete(self) -> None:
+        """Close every client's session (they reconnect, as Pulsar's do), then the topic."""
+        error = deleted(self.topic)
+        self.access.drop_waiting(error)
+        for producer in list(self.producers.values()):
+            producer.disconnect(error)
+        for sub in list(self.subscriptions.values()):
+            for consumer in sub.consumers:
+                consumer.fail(error)
         await self.close()
         self.subscriptions.clear()

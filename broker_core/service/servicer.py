@@ -246,8 +246,8 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
     def _start_offset(topic: PersistentTopic, req: pb.Subscribe) -> int:
         if req.durable or not req.HasField("start"):
             if req.initial_position == pb.EARLIEST:
-                return topic.log.start_offset
-            return topic.journal.confirmed_end_offset
+                return topic.start_offset
+            return topic.confirmed_end_offset
         return position_offset(topic, req.start)
 
     def _consume_request(self, request: pb.ConsumeRequest, topic: PersistentTopic, sub, consumer: Consumer,
@@ -267,7 +267,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 seek = request.seek
                 try:
                     if seek.WhichOneof("target") == "publish_time_ms":
-                        offset = topic.log.offset_for_timestamp(seek.publish_time_ms)
+                        offset = topic.offset_for_timestamp(seek.publish_time_ms)
                     else:
                         offset = position_offset(topic, seek.position)
                     consumer.permits = 0  # the client re-sends its permits after seek_done
@@ -350,7 +350,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
     async def OffsetForTimestamp(self, request, context):
         def offset():
             topic = self._registry.get(TopicName.parse(request.topic), create=False)
-            return pb.SubscriptionPosition(next_offset=topic.log.offset_for_timestamp(request.publish_time_ms))
+            return pb.SubscriptionPosition(next_offset=topic.offset_for_timestamp(request.publish_time_ms))
         return await self._unary(context, offset)
 
     async def DeleteSubscription(self, request, context):
@@ -370,7 +370,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
         def create():
             topic = self._persistent(request.topic)
             start = (position_offset(topic, request.position) if request.HasField("position")
-                     else topic.journal.confirmed_end_offset)
+                     else topic.confirmed_end_offset)
             topic.create_subscription(request.subscription, start)
             return pb.SubscriptionPosition(next_offset=topic.durable_subscription(request.subscription)
                                            .cursor.mark_delete_offset + 1)
@@ -381,7 +381,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             topic = self._persistent(request.topic)
             sub = topic.durable_subscription(request.subscription)
             offset = (position_offset(topic, request.position) if request.HasField("position")
-                      else topic.log.offset_for_timestamp(request.publish_time_ms))
+                      else topic.offset_for_timestamp(request.publish_time_ms))
             sub.seek(offset)
             topic.touch_subscription(request.subscription)
             return pb.SubscriptionPosition(next_offset=sub.cursor.mark_delete_offset + 1)

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import (ConsumerBusy, InvalidMessage, MessageTooBig, NotAllowedError, PersistenceError,
-                                PulsarLikeError, SubscriptionNotFound)
+                                PulsarLikeError, SubscriptionNotFound, TopicNotFound)
 from broker_core.protocol.codec import broker_entry_prefix, check_entry, decode_entry
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.service.access import ProducerAccess
@@ -94,6 +94,13 @@ def check_consumer_limit(topic: str, limit: int, consumers: int) -> None:
         raise ConsumerBusy(f"Topic {topic} reached max consumers limit ({limit}): close a consumer, or raise"
                            " maxConsumersPerTopic (`pulsarlike admin namespaces set-max-consumers-per-topic`,"
                            " `topics set-max-consumers`)", topic=topic, limit=limit)
+
+
+def deleted(topic: str) -> TopicNotFound:
+    """What a deleted topic's clients are told when their sessions are closed. The Pulsar protocol front end
+    closes them with CLOSE_PRODUCER/CLOSE_CONSUMER (the official clients reconnect, and may create the topic
+    again); the gRPC front end ends their streams with this error."""
+    return TopicNotFound(f"topic {topic} was deleted", topic=topic)
 
 
 def _call_later(delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
@@ -441,6 +448,9 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
         self.log.close()
 
     async def delete(self) -> None:
+        """Close every client's session (they reconnect, as Pulsar's do, and find the topic gone), then the
+        topic, and remove its folder."""
+        self.disconnect_clients(deleted(self.topic))
         await self.close()
         self.subscriptions.clear()
         self.readers.clear()

@@ -114,7 +114,7 @@ async def terminate(registry: TopicRegistry, name: TopicName) -> PersistentTopic
     """Terminate ``name`` and wait until what it accepted is synced; returns the topic."""
     topic = persistent_topic(registry, name, "terminate")
     end = topic.terminate()
-    await settled(lambda: topic.journal.confirmed_end_offset >= end or topic.closed,
+    await settled(lambda: topic.confirmed_end_offset >= end or topic.closed,
                   f"syncing the last messages of {name}")
     return topic
 
@@ -148,13 +148,13 @@ def examine(registry: TopicRegistry, name: TopicName, latest: bool, position: in
     """The entry holding the ``position``-th (1-based) stored message counted from the oldest (or the
     newest), its ack set leaving only that message (``topics examine-message``)."""
     topic = persistent_topic(registry, name, "examine-message")
-    start, end = topic.log.start_offset, topic.journal.confirmed_end_offset
+    start, end = topic.start_offset, topic.confirmed_end_offset
     if position < 1 or position > end - start:
         raise NotAllowedError(f"{name} holds {end - start} messages: there is no message at position {position}"
                               f" from the {'newest' if latest else 'oldest'} (positions start at 1)",
                               topic=str(name), position=position, messages=end - start)
     offset = end - position if latest else start + position - 1
-    entry = topic.log.entry_containing(offset)
+    entry = topic.entry_containing(offset)
     if entry is None:  # retention removed it meanwhile
         raise NotAllowedError(f"{name}: the message at offset {offset} is no longer stored", topic=str(name))
     if entry.num_messages <= 1:
@@ -173,9 +173,9 @@ def expire_messages(registry: TopicRegistry, name: TopicName, subscription: str,
     if (expire_time_s is None) == (through_offset is None):
         raise NotAllowedError("expire-messages takes an expiry time or a message id, not both")
     subs = list(topic.subscriptions.values()) if all_subscriptions else [topic.durable_subscription(subscription)]
-    confirmed = topic.journal.confirmed_end_offset
+    confirmed = topic.confirmed_end_offset
     if through_offset is None:  # published more than the time ago: before the first one published since
-        first_unexpired = topic.log.offset_for_timestamp(registry.clock.now_ms() - int(expire_time_s or 0) * 1000)
+        first_unexpired = topic.offset_for_timestamp(registry.clock.now_ms() - int(expire_time_s or 0) * 1000)
     else:
         first_unexpired = min(through_offset + 1, confirmed)
     total = 0

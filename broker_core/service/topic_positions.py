@@ -39,6 +39,21 @@ class TopicPositions:
         """The stored entry holding message ``offset``, or None."""
         return self.log.entry_containing(offset)
 
+    def read(self, start_offset: int, max_entries: int, end_offset: int) -> list[StoredEntry]:
+        """Stored entries from the one holding ``start_offset``, before ``end_offset``, at most
+        ``max_entries`` (at least one when there is one)."""
+        return self.log.read(start_offset, max_entries=max_entries, end_offset=end_offset)
+
+    def segments(self) -> list[dict]:
+        """The storage's segments (``ledgerId``, ``entries``, ``size``, ``firstOffset``, ``lastOffset``):
+        what ``stats-internal`` shows as ledgers."""
+        return self.log.segments()
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes stored."""
+        return self.log.size_bytes
+
     def last_message_id(self) -> MessageId | None:
         """The id of the last confirmed message (its batch index when its entry is a batch), or None when
         the topic holds none."""

@@ -20,20 +20,18 @@ def position_offset(topic: PersistentTopic, position: pb.Position) -> int:
     """The message offset a wire ``Position`` names on ``topic`` (clamped to its confirmed end)."""
     which = position.WhichOneof("position")
     if which == "earliest":
-        return topic.log.start_offset
+        return topic.start_offset
     if which == "offset":
-        return min(position.offset, topic.journal.confirmed_end_offset)
-    return topic.journal.confirmed_end_offset
+        return min(position.offset, topic.confirmed_end_offset)
+    return topic.confirmed_end_offset
 
 
 def last_message_id(topic: PersistentTopic) -> pb.LastMessageId:
-    end = topic.journal.confirmed_end_offset
-    entry = topic.log.entry_containing(end - 1) if end > topic.log.start_offset else None
-    if entry is None:
-        return pb.LastMessageId(last_offset=-1, start_offset=topic.log.start_offset)
-    index = end - 1 - entry.offset if entry.num_messages > 1 else -1
-    return pb.LastMessageId(ledger_id=entry.ledger_id, entry_id=entry.offset, batch_index=index,
-                            last_offset=end - 1, start_offset=topic.log.start_offset)
+    last = topic.last_message_id()
+    if last is None:
+        return pb.LastMessageId(last_offset=-1, start_offset=topic.start_offset)
+    return pb.LastMessageId(ledger_id=last.ledger_id, entry_id=last.entry_id, batch_index=last.batch_index,
+                            last_offset=topic.confirmed_end_offset - 1, start_offset=topic.start_offset)
 
 
 class TopicRpcs:

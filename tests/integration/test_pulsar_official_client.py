@@ -308,6 +308,17 @@ def test_clients_reconnect_after_an_unload(official, admin, topic):
     assert consumer.receive(10_000).data() == b"after"
 
 
+def test_clients_of_a_deleted_topic_are_closed_and_reconnect(official, admin, topic):
+    consumer = official.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+    producer = official.create_producer(topic, batching_enabled=False)
+    producer.send(b"old")
+    consumer.acknowledge(consumer.receive(5000))
+    admin.delete_topic(topic, force=True)
+    producer.send(b"new")  # auto-created again
+    assert consumer.receive(10_000).data() == b"new"
+    assert admin.topic_stats(topic)["msgInCounter"] == 1
+
+
 def test_messages_cross_between_our_client_and_the_official_one(official, ours, topic):
     from connector import InitialPosition
 

@@ -173,7 +173,7 @@ class ProducerCommands:
         front.producers[(topic.topic, producer_name)] = session
         if request.HasField("initial_subscription_name") and hasattr(topic, "create_subscription"):
             if request.initial_subscription_name not in topic.subscriptions:
-                topic.create_subscription(request.initial_subscription_name, topic.journal.confirmed_end_offset)
+                topic.create_subscription(request.initial_subscription_name, topic.confirmed_end_offset)
         if admitted:
             session.opened()
         else:
