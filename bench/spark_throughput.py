@@ -190,7 +190,8 @@ def produce(url: str, topic: str, n: int, size: int, partitions: int) -> float:
         admin.create_partitioned_topic(topic, partitions)
     admin.close()
     client = Client(url)
-    producer = client.create_producer(topic, batching_max_messages=1000, max_pending_messages=100_000,
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=1000,
+                                      max_pending_messages=100_000,
                                       block_if_queue_full=True)
     failures = []
 

@@ -36,7 +36,8 @@ from connector import BatchingType, Client, ConsumerType, InitialPosition, Timeo
 
 
 def fill(client: Client, topic: str, n: int, keys: int, size: int) -> None:
-    producer = client.create_producer(topic, batching_type=BatchingType.KeyBased, max_pending_messages=100_000,
+    producer = client.create_producer(topic, batching_enabled=True, batching_type=BatchingType.KeyBased,
+                                      max_pending_messages=100_000,
                                       block_if_queue_full=True, batching_max_publish_delay_ms=50)
     pad = b"x" * max(0, size - 16)
     for i in range(n):

@@ -234,15 +234,15 @@ def _acknowledge_individually(service_url: str, dlq: str, subscription: str,
                 except Timeout:
                     break
                 mid = msg.message_id()
-                offset = mid.entry_id + max(mid.batch_index, 0)
-                offsets = wanted.get(mid.partition)
+                offset = mid.offset()
+                offsets = wanted.get(mid.partition())
                 if offsets is not None and offset in offsets:
                     consumer.acknowledge(msg)
                     offsets.discard(offset)
                     acknowledged += 1
                     left -= 1
-                if offset >= highest.get(mid.partition, offset + 1):
-                    passed.add(mid.partition)
+                if offset >= highest.get(mid.partition(), offset + 1):
+                    passed.add(mid.partition())
         finally:
             consumer.close()
     finally:

@@ -53,7 +53,7 @@ def reading(i: int, messages: int) -> tuple[bytes, str, dict[str, str], int]:
 
 def feed(client: Any, messages: int, events: str = EVENTS) -> int:
     """Produce the readings; returns how many were sent with a delivery delay."""
-    producer = client.create_producer(events, block_if_queue_full=True)
+    producer = client.create_producer(events, batching_enabled=True, block_if_queue_full=True)
     failures: list[Any] = []
 
     def sent(result: Any, _msg_id: Any) -> None:

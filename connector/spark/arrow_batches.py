@@ -1,7 +1,7 @@
 """Delivered entries of one topic partition -> Arrow record batches in the source's schema.
 
-:class:`BatchBuilder` takes entries as the broker delivers them (Pulsar's entry format, see
-``broker_core.protocol.codec``) and keeps, column by column, the messages whose offsets fall in the range
+:class:`BatchBuilder` takes entries decoded by the entry codec (:mod:`broker_core.protocol.entry`: the
+same decoding as the client's consumers, message ids as ``MessageId.serialize()`` writes them) and keeps, column by column, the messages whose offsets fall in the range
 the caller asks for; :meth:`BatchBuilder.build` turns what it holds into one ``pyarrow.RecordBatch`` whose
 schema is :data:`connector.spark.schema.ARROW_SCHEMA`.
 
@@ -25,39 +25,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker_core.protocol import codec, pulsar_api_pb2
+from broker_core.protocol import entry as entry_codec, pulsar_api_pb2
 
-from broker_core.protocol.entry import payload_of as decoded_payload
 from connector.spark.schema import ARROW_SCHEMA, PROPERTIES, TIMESTAMP
 
 _I32 = pa.int32()
-
-
-def _varint(value: int) -> bytes:
-    if value < 0:
-        value += 1 << 64
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 _INDEX_FIELDS: list[bytes] = []
-"""``batch_index`` fields of a MessageIdData (tag 4) for 0, 1, 2, ... (grown on demand)."""
-_NO_INDEX = b"\x20" + _varint(-1)
+"""The batch index field of a message id for index 0, 1, 2, ... (grown on demand)."""
 
 
 def _index_fields(count: int) -> list[bytes]:
     while len(_INDEX_FIELDS) < count:
-        _INDEX_FIELDS.append(b"\x20" + _varint(len(_INDEX_FIELDS)))
+        _INDEX_FIELDS.append(entry_codec.batch_fields(len(_INDEX_FIELDS), 0))
     return _INDEX_FIELDS
-
-
-def message_id_prefix(ledger_id: int, entry_id: int, partition: int) -> bytes:
-    """The first three fields of ``MessageId.serialize()`` (ledgerId, entryId, partition)."""
-    return b"\x08" + _varint(ledger_id) + b"\x10" + _varint(entry_id) + b"\x18" + _varint(partition)
 
 
 class Decoded:
@@ -77,14 +57,11 @@ class Decoded:
 
 
 def split(metadata: pulsar_api_pb2.MessageMetadata, payload: Any, ledger_id: int, entry_id: int) -> Decoded:
-    """The messages of a (non-chunk) entry, decoded as a consumer does it (bounded decompression, a batch
-    count checked against the bytes before anything is built); raises
+    """The messages of a (non-chunk, or reassembled) entry, decoded by the entry codec (bounded
+    decompression, a batch count checked against the bytes before anything is built); raises
     :class:`~broker_core.errors.InvalidMessage` when it cannot be."""
-    payload = decoded_payload(metadata, payload)
-    if not metadata.HasField("num_messages_in_batch"):
-        return Decoded(metadata, (None,), (bytes(payload),), ledger_id, entry_id, False)
-    metas, payloads = codec.split_batch(payload, metadata.num_messages_in_batch)
-    return Decoded(metadata, metas, payloads, ledger_id, entry_id, True)
+    metas, payloads = entry_codec.split_messages(metadata, payload)
+    return Decoded(metadata, metas, payloads, ledger_id, entry_id, metas[0] is not None)
 
 
 class BatchBuilder:
@@ -138,13 +115,13 @@ class BatchBuilder:
             self._props.append(props)
             self._any_props = self._any_props or bool(props)
             self._seq.append(meta.sequence_id)
-            self._ids.append(message_id or (
-                message_id_prefix(entry.ledger_id, entry.entry_id, self.partition) + _NO_INDEX))
+            self._ids.append(message_id or entry_codec.message_id_prefix(entry.ledger_id, entry.entry_id,
+                                                                         self.partition))
             return
         num = len(metas)
         self._values.extend(entry.payloads[lo:hi])
-        prefix = message_id_prefix(entry.ledger_id, entry.entry_id, self.partition)
-        suffix = b"\x30" + _varint(num)
+        prefix = entry_codec.message_id_prefix(entry.ledger_id, entry.entry_id, self.partition)
+        suffix = entry_codec.batch_fields(-1, num)
         self._ids.extend([prefix + f + suffix for f in _index_fields(hi)[lo:hi]])
         base_seq = meta.sequence_id
         entry_event = meta.event_time or None

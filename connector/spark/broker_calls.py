@@ -3,7 +3,9 @@ subscription (create, position, acknowledge up to a committed end) and publish-t
 
 One :class:`BrokerCalls` holds one lazily opened connection (nothing is opened at construction, so the
 object can be built in ``__init__`` of a reader that Spark pickles). Every call has the deadline
-``pollTimeoutMs``; an unreachable broker raises :class:`SourceConnectError` naming the options to check.
+``pollTimeoutMs``, and each is idempotent, so a broker that restarts meanwhile is waited for (retried with
+backoff, as the client's lookups are); a broker unreachable for all of it raises :class:`SourceConnectError`
+naming the options to check.
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ class BrokerCalls:
             timeout_s = self.timeout_ms / 1000.0
             self._connection = Connection(self.service_url, timeout_s, timeout_s)
         try:
-            return self._connection.unary(method, request)
+            return self._connection.unary(method, request, retry=True)
         except errors.ConnectError as exc:
             raise SourceConnectError(
                 f"{exc.message} (option service.url={self.service_url}, pollTimeoutMs={self.timeout_ms}): "

@@ -8,13 +8,17 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
    :func:`~connector.spark.planning.why_lost`); without, they are skipped (logged, counted in
    :attr:`RangeReader.lost`). A range ending past the stored end also raises (the topic was deleted and
    re-created, or the offsets were never there).
-2. Open a non-durable (reader) subscription starting at the first offset to read, with a window of flow
-   permits that is topped up as deliveries arrive.
+2. Open a non-durable (reader) subscription starting at the first offset to read, through the client's
+   :class:`~connector.client.consume_stream.PartitionStream` (a window of flow permits topped up as entries are
+   taken). When the broker restarts, the stream reconnects by itself and resumes from the offset reached --
+   or from the first chunk of a chunked message still incomplete; entries already taken that come again are
+   skipped, so the rows stay exactly those of the range.
 3. Keep each delivered message whose offset is in the range (an entry may start before it: a batch); stop at
-   ``end``, or past it only to complete a chunked message that started inside the range.
+   ``end``, or past it only to complete a chunked message that started inside the range (the entry codec's
+   chunk reassembler keeps only those).
 4. Every wait is bounded by ``pollTimeoutMs``: a broker that cannot be reached raises
-   :class:`~connector.spark.broker_calls.SourceConnectError`, a range that never arrives
-   :class:`RangeReadTimeout`, instead of hanging the task.
+   :class:`~connector.spark.broker_calls.SourceConnectError`, a range that never arrives -- the broker away
+   longer than that -- :class:`RangeReadTimeout`, instead of hanging the task.
 5. An entry that cannot be decoded (bad CRC, a payload that does not decompress, a batch count its bytes
    cannot hold) fails the task with a :class:`~broker_core.errors.MessageDecodeError` naming topic,
    partition and offsets. It is never skipped, whatever ``failOnDataLoss`` says (that option is about
@@ -27,16 +31,19 @@ import logging
 import queue
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2, codec
-from broker_core.protocol.status import error_from_proto
+from broker_core.protocol import broker_pb2, entry as entry_codec
+from broker_core.protocol.chunks import Chunk, ChunkedMessageTracker
 
-from connector.client.connection import BidiStream, Connection
+from connector.client.connection import Connection
+from connector.client.consume_stream import PartitionStream
+from connector.client.permits import PermitWindow
+from connector.client.timer import TimerThread
 from connector.spark.arrow_batches import BatchBuilder, split
 from connector.spark.broker_calls import SourceConnectError
 from connector.spark.offsets import TopicPartition
@@ -44,8 +51,6 @@ from connector.spark.planning import why_lost
 
 log = logging.getLogger(__name__)
 
-FLOW_PERMITS_MAX = 0xFFFF_FFFF
-"""The most permits one Flow request carries (a uint32)."""
 PERMITS_WINDOW = 20_000
 """Messages the broker may send ahead of what the reader has handled."""
 ROWS_PER_BATCH = 16_384
@@ -120,7 +125,8 @@ class RangeReader:
     def _plan(self, connection: Connection) -> tuple[int, int]:
         part = self.part
         try:
-            last = connection.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=self.tp.internal_name))
+            last = connection.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=self.tp.internal_name),
+                                    retry=True)
             first_stored, stored_end = last.start_offset, max(last.last_offset + 1, last.start_offset)
         except errors.TopicNotFound:
             first_stored = stored_end = 0
@@ -154,7 +160,8 @@ class RangeReader:
         stats = None
         if self._connection is not None:
             try:
-                reply = self._connection.unary("TopicStats", broker_pb2.TopicRequest(topic=self.tp.internal_name))
+                reply = self._connection.unary("TopicStats", broker_pb2.TopicRequest(topic=self.tp.internal_name),
+                                               retry=True)
                 stats = json.loads(reply.json) if reply.json else {}
             except errors.PulsarLikeError:
                 pass  # the explanation is a courtesy; the loss is reported either way
@@ -162,83 +169,104 @@ class RangeReader:
 
     # --- 2-4. the reader subscription -----------------------------------------------------------------
     def _read(self, connection: Connection, start: int, end: int) -> Iterator[pa.RecordBatch]:
-        responses: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        window = min(PERMITS_WINDOW, end - start + 1)
+        tp = self.tp
         subscribe = broker_pb2.Subscribe(
-            topic=self.tp.internal_name, subscription=f"spark-range-{uuid.uuid4().hex[:12]}",
+            topic=tp.internal_name, subscription=f"spark-range-{uuid.uuid4().hex[:12]}",
             sub_type=broker_pb2.EXCLUSIVE_SUB, durable=False, start=broker_pb2.Position(offset=start),
-            start_inclusive=True, partition_index=self.tp.partition, initial_permits=window)
-        stream = BidiStream(connection, "Consume", broker_pb2.ConsumeRequest(subscribe=subscribe),
-                            responses.put, lambda error: responses.put(_Ended(error)), name="spark-range")
-        builder = BatchBuilder(self.tp.topic, self.tp.partition)
-        chunks = _Chunks(self.tp.partition)
-        position = start  # the next offset wanted
+            start_inclusive=True, partition_index=tp.partition)
+        deliveries = _Deliveries()
+        # Only messages whose first chunk is in the range are reassembled (the range owns them); none expires.
+        chunks = ChunkedMessageTracker(1 << 30, False, 0, now_ms=lambda: 0, label=f"{tp}: ")
+        builder = BatchBuilder(tp.topic, tp.partition)
+        self._position = start  # the next offset wanted
+        timer = TimerThread(name="pulsarlike-spark-range-timer")
+        stream = PartitionStream(connection, timer, subscribe, min(PERMITS_WINDOW, end - start + 1), deliveries,
+                                 resume=lambda: _resume_offset(self._position, chunks))
         try:
-            while position < end or chunks.open_in_range:
+            stream.open()
+            while self._position < end or len(chunks):
                 try:
-                    response = self._next(responses, position, end)
+                    entries, window = self._next(deliveries, end)
                 except RangeReadTimeout:
-                    if position < end:
+                    if self._position < end:
                         raise
-                    chunks.drop_incomplete()  # the rest of a chunked message never came
+                    _drop_incomplete(chunks)  # the rest of a chunked message never came
                     break
-                received = 0
-                for entry in response.deliveries.entries:
-                    received += max(1, entry.num_messages)
-                    position = self._take(entry, position, end, builder, chunks)
+                taken = 0
+                for entry in entries:
+                    taken += max(1, entry.num_messages)
+                    self._position = self._take(entry, self._position, end, builder, chunks)
                     if builder.rows >= self.rows_per_batch:
                         yield builder.build()
-                if received:  # Flow's uint32 caps what an entry's (unchecked) count may add
-                    stream.send(broker_pb2.ConsumeRequest(flow=broker_pb2.Flow(
-                        permits=min(received, FLOW_PERMITS_MAX))))
+                window.took(taken)
             if builder.rows:
                 yield builder.build()
         finally:
-            stream.close(wait_s=0.5)
+            stream.close()
+            timer.stop()
 
-    def _next(self, responses: queue.SimpleQueue[Any], position: int, end: int) -> Any:
-        while True:
-            try:
-                response = responses.get(timeout=self.poll_timeout_s)
-            except queue.Empty:
-                raise RangeReadTimeout(
-                    f"no message from {self.tp} within pollTimeoutMs={self.poll_timeout_ms} while reading "
-                    f"offsets [{self.part.start}, {end}) (next wanted: {position}); is the broker up? "
-                    "Raise pollTimeoutMs for a slow broker") from None
-            if isinstance(response, _Ended):
-                error = response.error or errors.ConnectError("the broker ended the stream")
-                raise error
-            kind = response.WhichOneof("response")
-            if kind == "deliveries":
-                return response
-            if kind == "error":
-                raise error_from_proto(response.error)
+    def _next(self, deliveries: "_Deliveries", end: int) -> tuple[Sequence[Any], PermitWindow]:
+        try:
+            item = deliveries.get(self.poll_timeout_s)
+        except queue.Empty:
+            raise RangeReadTimeout(
+                f"no message from {self.tp} within pollTimeoutMs={self.poll_timeout_ms} while reading "
+                f"offsets [{self.part.start}, {end}) (next wanted: {self._position}); is the broker up? "
+                "Raise pollTimeoutMs for a slow broker, or for one that restarts") from None
+        if isinstance(item, errors.PulsarLikeError):
+            raise item
+        return item
 
-    def _take(self, entry: Any, position: int, end: int, builder: BatchBuilder, chunks: "_Chunks") -> int:
+    def _take(self, entry: Any, position: int, end: int, builder: BatchBuilder,
+              chunks: ChunkedMessageTracker) -> int:
         """Keep what ``entry`` holds of the range; the next offset wanted."""
         first = entry.entry_id
         count = max(1, entry.num_messages)
-        if first + count <= position:
+        if first + count <= position and not len(chunks):
             return position  # wholly before the wanted offset (a batch we started inside, re-sent)
         if first > position and position < end:
             self._lose(position, min(first, end), "retention deleted them while the range was read", deleted=True)
         try:
-            metadata, payload = codec.decode_entry(entry.data)
-            if not metadata.HasField("num_messages_in_batch") and metadata.num_chunks_from_msg > 1:
-                chunks.add(metadata, payload, entry, in_range=first < end, builder=builder)
-                return first + 1
+            metadata, payload, _ = entry_codec.open_entry(entry.data)
+            if entry_codec.is_chunk(metadata):
+                self._add_chunk(metadata, payload, entry, position, end, builder, chunks)
+                return max(position, first + 1)
+            if first + count <= position:
+                return position  # taken before a reconnection, sent again after it
             if first >= end:
                 return first + count  # past the end, read only to complete chunked messages
             decoded = split(metadata, payload, entry.ledger_id, first)
             if len(decoded.payloads) != count:  # rows and offsets would no longer line up
-                raise errors.InvalidMessage(f"it holds {len(decoded.payloads)} messages but the broker "
-                                            f"stored it as {count}")
-        except errors.InvalidMessage as exc:  # ChecksumError too
+                raise errors.InvalidMessage(f"it holds {len(decoded.payloads)} messages but the broker stored it "
+                                            f"as {count}")
+        except (errors.InvalidMessage, errors.ChecksumError) as exc:
             raise self._undecodable(first, count, exc) from None
         lo = max(position, first) - first
         hi = min(end, first + count) - first
         builder.add(decoded, lo, hi)
         return first + count
+
+    def _add_chunk(self, metadata: Any, payload: memoryview, entry: Any, position: int, end: int,
+                   builder: BatchBuilder, chunks: ChunkedMessageTracker) -> None:
+        """Reassemble the chunked messages whose first chunk is in the range (each taken once)."""
+        uuid_, offset = metadata.uuid, entry.entry_id
+        if metadata.chunk_id == 0:
+            if offset >= end or (offset < position and not chunks.is_pending(uuid_)):
+                return  # past the range, or a message completed before a reconnection
+        elif not chunks.is_pending(uuid_):
+            return  # a continuation of a message that started before the range
+        done = chunks.add(Chunk.of(metadata, payload, offset)).completed
+        if done is None:
+            return
+        where = f"the chunked message {uuid_} (from offset {done.offsets[0]}) it completes"
+        if done.error is not None:
+            raise errors.InvalidMessage(f"{where}: {done.error}")
+        try:
+            decoded = split(metadata, done.payload, entry.ledger_id, offset)
+        except errors.InvalidMessage as exc:
+            raise errors.InvalidMessage(f"{where}: {exc.message}") from None
+        # __offset is the first chunk's, __messageId the last chunk's (what pulsar-client gives the message)
+        builder.add(decoded, 0, 1, offset=done.offsets[0])
 
     def _undecodable(self, first: int, count: int, exc: errors.InvalidMessage) -> errors.MessageDecodeError:
         tp = self.tp
@@ -251,48 +279,40 @@ class RangeReader:
             topic=tp.topic, partition=tp.partition, offsets=range(first, first + count), reason=exc.message)
 
 
-class _Ended:
-    __slots__ = ("error",)
+class _Deliveries:
+    """The stream's events as the reading task sees them: ``(entries, permit window)`` in order, or the error
+    that ended the stream for good. A lost stream is the stream's to reconnect (nothing to see here)."""
 
-    def __init__(self, error: errors.PulsarLikeError | None) -> None:
-        self.error = error
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def get(self, timeout_s: float) -> Any:
+        return self._queue.get(timeout=timeout_s)
+
+    def on_entries(self, entries: Sequence[Any], window: PermitWindow) -> None:
+        self._queue.put((entries, window))
+
+    def on_disconnected(self, cause: errors.PulsarLikeError) -> None:
+        log.info("event=range_read_reconnecting cause=%r", cause)
+
+    def on_reconnected(self) -> None:
+        pass
+
+    def on_failed(self, error: errors.PulsarLikeError) -> None:
+        self._queue.put(error)
+
+    def on_end_of_topic(self) -> None:
+        pass
 
 
-class _Chunks:
-    """Chunked messages being reassembled: only those whose first chunk is in the range are kept."""
+def _resume_offset(position: int, chunks: ChunkedMessageTracker) -> int:
+    """Where a reconnected read starts: the next offset wanted, or the first chunk of a chunked message still
+    incomplete (its chunks come again)."""
+    pending = chunks.first_pending_offset()
+    return position if pending is None else min(position, pending)
 
-    def __init__(self, partition: int) -> None:
-        self.partition = partition
-        self._pending: dict[str, tuple[int, list[Any]]] = {}
 
-    @property
-    def open_in_range(self) -> bool:
-        return bool(self._pending)
-
-    def add(self, metadata: Any, payload: Any, entry: Any, in_range: bool, builder: BatchBuilder) -> None:
-        key = metadata.uuid
-        if metadata.chunk_id == 0:
-            if not in_range:
-                return
-            self._pending[key] = (entry.entry_id, [])
-        pending = self._pending.get(key)
-        if pending is None:
-            return  # a continuation of a message that started before the range
-        first_offset, parts = pending
-        parts.append(bytes(payload))
-        if metadata.chunk_id + 1 < metadata.num_chunks_from_msg:
-            return
-        del self._pending[key]
-        whole = b"".join(parts)
-        try:
-            decoded = split(metadata, whole, entry.ledger_id, entry.entry_id)
-        except errors.InvalidMessage as exc:
-            raise errors.InvalidMessage(f"the chunked message {key} (from offset {first_offset}) it completes: "
-                                        f"{exc.message}") from None
-        builder.add(decoded, 0, 1, offset=first_offset)  # the id: the last chunk's, as pulsar-client's
-
-    def drop_incomplete(self) -> None:
-        for key, (first_offset, parts) in self._pending.items():
-            log.warning("chunked message %s at offset %d is incomplete (%d chunks stored); skipped",
-                        key, first_offset, len(parts))
-        self._pending.clear()
+def _drop_incomplete(chunks: ChunkedMessageTracker) -> None:
+    offsets = chunks.clear()
+    if offsets:
+        log.warning("event=incomplete_chunked_message_skipped chunk_offsets=%s", offsets)

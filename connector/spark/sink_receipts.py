@@ -45,18 +45,18 @@ class Receipts:
 
         def per_message(result: Any, message_id: Any) -> None:
             if result is ok:
-                if message_id.ledger_id >= 0:
+                if message_id.ledger_id() >= 0:
                     self.stored += 1
                 else:
-                    self.dropped += 1  # the broker had it already
+                    self.dropped += 1  # the broker had it already (or stored it just before a reconnection)
             else:
                 self._fail(result)
 
         def per_entry(result: Any, message_id: Any) -> None:
             if result is ok:
-                if message_id.ledger_id >= 0:
-                    self.entries[(message_id.partition, message_id.ledger_id, message_id.entry_id)] = \
-                        message_id.batch_size or 1
+                if message_id.ledger_id() >= 0:
+                    self.entries[(message_id.partition(), message_id.ledger_id(), message_id.entry_id())] = \
+                        message_id.batch_size() or 1
             else:
                 self._fail(result)
 

@@ -55,7 +55,7 @@ def produce(client):
     """``produce(topic, n, start=0, **send_kwargs) -> [MessageId]``: sends values ``m<start>..`` and
     waits for every receipt (one batching producer per call)."""
     def send(topic: str, n: int, start: int = 0, **kwargs):
-        producer = client.create_producer(topic, block_if_queue_full=True)
+        producer = client.create_producer(topic, batching_enabled=True, block_if_queue_full=True)
         ids = []
         for i in range(start, start + n):
             producer.send_async(f"m{i}".encode(), lambda res, mid: ids.append(mid), **kwargs)

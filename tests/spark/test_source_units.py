@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from broker_core.protocol import codec, pulsar_api_pb2
-from broker_core.types import MessageId
+from connector import MessageId
 from connector.spark.arrow_batches import BatchBuilder, split
 from connector.spark.broker_calls import Bounds
 from connector.spark.metrics import messages_behind_latest
@@ -229,8 +229,8 @@ def test_a_batch_entry_becomes_rows_with_the_clients_message_ids():
     assert [r["__sequenceId"] for r in rows] == [41, 42]
     assert rows[1]["__eventTime"] is not None and rows[0]["__eventTime"] is None
     assert [MessageId.deserialize(r["__messageId"]) for r in rows] == [
-        MessageId(7, 20, 1, 1, 3), MessageId(7, 20, 1, 2, 3)]
-    assert rows[0]["__messageId"] == MessageId(7, 20, 1, 1, 3).serialize()
+        MessageId(1, 7, 20, 1), MessageId(1, 7, 20, 2)]
+    assert rows[0]["__messageId"] == MessageId.of(7, 20, 1, 1, 3).serialize()
 
 
 def test_payload_only_batches_fill_their_columns_without_per_message_metadata():
@@ -243,7 +243,7 @@ def test_payload_only_batches_fill_their_columns_without_per_message_metadata():
     assert batch.column("__sequenceId").to_pylist() == [40, 41, 42, 43, 44]
     assert batch.column("__key").null_count == 5
     assert batch.column("__messageProperties").to_pylist() == [[]] * 5
-    assert batch.column("__messageId").to_pylist()[4] == MessageId(0, 100, -1, 4, 5).serialize()
+    assert batch.column("__messageId").to_pylist()[4] == MessageId.of(0, 100, -1, 4, 5).serialize()
 
 
 def test_messages_behind_latest_are_derived_from_end_and_latest_offsets():
