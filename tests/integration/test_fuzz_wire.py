@@ -1,8 +1,9 @@
 """Issue 10: fuzzing the broker's wire API keeps it hardened. One real ``pulsarlike broker`` process (a 64 KiB
 ``maxMessageSize``, so oversized input is cheap) gets Hypothesis-built requests for every RPC of
 ``broker.proto`` -- unary calls with any field values, Produce and Consume streams with any sequence of
-requests, some sent as damaged bytes -- and raw bytes below gRPC. Each request must be answered with a
-typed error or a result, in time, showing no server path. Afterwards (and every few seconds while it runs)
+requests, some sent as damaged bytes -- raw bytes below gRPC, and sessions of raw Pulsar binary protocol
+frames on the same port (:mod:`tests.pulsar_fuzz`). Each request must be answered with a typed error or a
+result, in time, showing no server path. Afterwards (and every few seconds while it runs)
 the broker is alive, its health check says SERVING, the real client still makes a round trip, its memory
 stayed under :data:`RSS_LIMIT_MB`, its log holds no error or traceback, and no file outside its data dir
 appeared, changed or vanished.
@@ -35,6 +36,7 @@ from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol.status import error_from_proto, error_from_rpc
 from tests.broker_watch import BrokerWatch, compact, file_tree, ours, top_level
 from tests.brokers import BrokerProcess
+from tests.pulsar_fuzz import Session, errors_in, run_session, sessions
 from tests.raw_http2 import raw_connections, send_raw
 from tests.wire_fuzz import (NAMESPACE, NON_PERSISTENT, PARTITIONED, SENT_NAMES, SERVICE,
                              STREAM_METHODS, SUBSCRIPTIONS, TOPICS, UNARY_METHODS, StreamScript, UnaryCall,
@@ -51,7 +53,7 @@ read buffer (1 MiB: the request limit for a 64 KiB ``maxMessageSize``); the issu
 concurrent oversized requests is 300 MiB, and no fuzzed request should cost more than those."""
 CALL_TIMEOUT_S = 10.0
 """Longer than any answer takes (milliseconds): a call still unanswered then is a hang."""
-BUDGET_S = {"unary": 15.0, "produce": 15.0, "consume": 15.0, "raw": 10.0}
+BUDGET_S = {"unary": 15.0, "produce": 15.0, "consume": 15.0, "raw": 10.0, "pulsar": 12.0}
 RAW = {"request_serializer": lambda b: b, "response_deserializer": lambda b: b}
 RESPONSES = {"Produce": pb.ProduceResponse, "Consume": pb.ConsumeResponse}
 EXPLORE = os.environ.get("PULSARLIKE_FUZZ_EXPLORE") == "1"
@@ -220,6 +222,19 @@ def _paced(data: list[bytes], answered: threading.Event) -> Iterator[bytes]:
         yield request
 
 
+def run_pulsar_session(session: Session, watch: BrokerWatch) -> None:
+    """Every error the broker answers a session of Pulsar frames with is typed (not ``UnknownError``) and
+    names no server path; the broker answers in time (a final PING's PONG) or closes the connection."""
+    try:
+        answers = run_session(watch.proc.address, session)
+    except TimeoutError:
+        raise AssertionError("no answer to a Pulsar session in time (a hang)") from None
+    for answer in answers:
+        for code, message in errors_in(answer):
+            assert code != 0, f"not a typed broker error: {message}"
+            assert str(watch.parent) not in message, f"a server path shown: {message}"
+
+
 def run_stream(channel: grpc.Channel, script: StreamScript, watch: BrokerWatch) -> list:
     answered = threading.Event()
     call = channel.stream_stream(f"/{SERVICE.full_name}/{script.method}", **RAW)(
@@ -298,5 +313,14 @@ def test_raw_bytes_below_grpc_leave_the_broker_unharmed(watch, parent, surroundi
     budget = Budget(BUDGET_S["raw"], watch)
     fuzz_until_spent(budget, raw_connections, lambda data: send_raw(watch.proc.address, data, linger_s=0.1),
                      lambda data: f"raw {data[:300]!r}", max_examples=2000)
+    assert budget.examples >= 20
+    assert_unharmed(watch, parent, surroundings)
+
+
+def test_raw_pulsar_frames_are_answered_with_typed_errors_and_leave_the_broker_unharmed(watch, parent,
+                                                                                         surroundings):
+    budget = Budget(BUDGET_S["pulsar"], watch)
+    fuzz_until_spent(budget, sessions(), lambda session: run_pulsar_session(session, watch),
+                     lambda session: f"pulsar {session.damage} {session.data[:300]!r}", max_examples=3000)
     assert budget.examples >= 20
     assert_unharmed(watch, parent, surroundings)
