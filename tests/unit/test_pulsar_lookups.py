@@ -1,0 +1,42 @@
+"""GET_TOPICS_OF_NAMESPACE's filtering and hash, the peer map, and the ServerError table."""
+from __future__ import annotations
+
+from broker_core import errors
+from broker_core.protocol import pulsar_commands_pb2 as cmd
+from broker_core.protocol.server_errors import server_error
+from broker_core.service.peers import ClientIdentity, PeerMap, peer_name
+from broker_core.service.pulsar.lookups import safe_pattern, topics_hash
+
+
+def test_a_pattern_without_nested_repeats_is_applied_without_its_scheme():
+    pattern = safe_pattern("persistent://public/default/orders-.*")
+    assert pattern.fullmatch("public/default/orders-eu") and not pattern.fullmatch("public/default/other")
+
+
+def test_a_pattern_with_nested_repeats_or_that_does_not_compile_is_left_to_the_client():
+    assert safe_pattern("(a+)+b") is None
+    assert safe_pattern("(x*|y)*") is None
+    assert safe_pattern("[") is None
+
+
+def test_the_topics_hash_changes_with_the_list():
+    assert topics_hash(["a", "b"]) == topics_hash(["a", "b"]) != topics_hash(["a"])
+
+
+def test_the_peer_map_names_the_client_behind_a_relayed_connection():
+    peers = PeerMap()
+    relay = peer_name("127.0.0.1", 40312)
+    peers.add(relay, ClientIdentity(peer_name("10.0.0.5", 51234)))
+    assert peers.identity("ipv4:127.0.0.1:40312").address == "ipv4:10.0.0.5:51234"
+    peers.remove(relay)
+    assert peers.identity(relay) is None
+    assert peer_name("::1", 5) == "ipv6:[::1]:5"
+
+
+def test_errors_map_to_the_server_error_codes_clients_act_on():
+    assert server_error(errors.ServiceNotReady("x")) == cmd.ServiceNotReady
+    assert server_error(errors.ChecksumError("x")) == cmd.ChecksumError
+    assert server_error(errors.NamespaceNotFound("x")) == cmd.TopicNotFound
+    assert server_error(errors.CumulativeAcknowledgementNotAllowedError("x")) == cmd.NotAllowedError
+    assert server_error(errors.TopicTerminated("x")) == cmd.TopicTerminatedError
+    assert server_error(errors.MessageDecodeError("x")) == cmd.NotAllowedError
