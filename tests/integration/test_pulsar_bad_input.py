@@ -203,3 +203,29 @@ def test_a_header_size_larger_than_its_frame_closes_the_connection(broker, caplo
         raw.send(HEADER.pack(8, 100) + b"\x00" * 4)
         assert raw.closed_by_broker()
     assert wait_until(lambda: refused(caplog, "commandSize"))
+
+
+def test_a_consumer_that_does_not_read_stops_being_sent_messages(tmp_path):
+    from broker_core import Broker
+    from connector import Admin
+
+    entry_bytes, entries = 60_000, 500  # 30 MB stored, far beyond what the connection may hold unread
+    with Broker(data_dir=tmp_path / "b", port=0, maxMessageSize=MAX_MESSAGE, streamReplyQueueMaxBytes=1 << 20,
+                dispatcherMaxDeliveryBytes=1 << 20) as small, Admin(small.service_url) as admin:
+        topic = "persistent://public/default/unread"
+        with RawPulsar(small.address) as producer:
+            producer.connect()
+            assert producer.producer(topic).type == T.PRODUCER_SUCCESS
+            data = entry(b"x" * entry_bytes)
+            for i in range(entries):
+                assert producer.send_entry(data, sequence_id=i).type == T.SEND_RECEIPT
+        with RawPulsar(small.address) as sluggish:
+            sluggish.connect()
+            assert sluggish.subscribe(topic, "s", initialPosition=cmd.CommandSubscribe.Earliest).type == T.SUCCESS
+            sluggish.send(frame(T(type=T.FLOW, flow=cmd.CommandFlow(consumer_id=1, messagePermits=entries))))
+            sent = lambda: admin.topic_stats(topic)["subscriptions"]["s"]["msgOutCounter"]  # noqa: E731
+            wait_until(lambda: sent() > 0)
+            first = sent()
+            assert not wait_until(lambda: sent() > first + entries // 2, timeout_s=1.0)
+            assert sent() < entries
+            assert_broker_still_serves(small, topic + "-other")

@@ -40,3 +40,25 @@ def test_errors_map_to_the_server_error_codes_clients_act_on():
     assert server_error(errors.CumulativeAcknowledgementNotAllowedError("x")) == cmd.NotAllowedError
     assert server_error(errors.TopicTerminated("x")) == cmd.TopicTerminatedError
     assert server_error(errors.MessageDecodeError("x")) == cmd.NotAllowedError
+
+
+class _Context:
+    def __init__(self, peer: str) -> None:
+        self._peer = peer
+
+    def peer(self) -> str:
+        return self._peer
+
+
+def test_admission_counts_the_client_behind_the_relay_and_refuses_unrelayed_callers():
+    import pytest
+
+    from broker_core.service.admission import Admission
+    from broker_core.service.client_limits import ClientLimits, Limits
+
+    peers = PeerMap()
+    peers.add("ipv4:127.0.0.1:40312", ClientIdentity("ipv4:10.0.0.5:51234"))
+    admission = Admission(ClientLimits(Limits()), peers)
+    assert admission._peer(_Context("ipv4:127.0.0.1:40312")) == "ipv4:10.0.0.5:51234"
+    with pytest.raises(errors.NotAllowedError, match="connect to the broker's port"):
+        admission._peer(_Context("ipv4:127.0.0.1:40999"))

@@ -42,6 +42,8 @@ from broker_core.service.security import Principal
 log = logging.getLogger(__name__)
 
 T = cmd.BaseCommand
+CORK_BYTES = 64 * 1024
+"""Replies held back while a batch of incoming frames is handled are written once they reach this size."""
 MAX_PROTOCOL_VERSION = 20
 """The newest protocol version this broker speaks (Pulsar 3.x, C++ client 4.x)."""
 MIN_PROTOCOL_VERSION = 0
@@ -79,6 +81,7 @@ class PulsarConnection(asyncio.Protocol):
         # as Pulsar: a frame is at most maxMessageSize plus 10 KiB of padding for its command and metadata
         self._reader = FrameReader(front.config.maxMessageSize + FRAME_PADDING)
         self._corked: list[bytes] | None = None
+        self._corked_bytes = 0
         self._heard = True
         self._silent_checks = 0
         self._keepalive: asyncio.TimerHandle | None = None
@@ -108,6 +111,7 @@ class PulsarConnection(asyncio.Protocol):
         if self.closed:
             return
         self._corked = corked = []
+        self._corked_bytes = 0
         try:
             for command, payload in self._reader.feed(data):
                 self._dispatch(command, payload)
@@ -153,10 +157,16 @@ class PulsarConnection(asyncio.Protocol):
     def write(self, data: bytes) -> None:
         if self.closed or self.transport is None:
             return
-        if self._corked is not None:
-            self._corked.append(data)
-        else:
+        corked = self._corked
+        if corked is None:
             self.transport.write(data)
+            return
+        corked.append(data)
+        self._corked_bytes += len(data)
+        if self._corked_bytes >= CORK_BYTES:  # the transport must see it: its high mark is the back-pressure
+            self.transport.write(b"".join(corked))
+            corked.clear()
+            self._corked_bytes = 0
 
     def error(self, request_id: int, exc: PulsarLikeError) -> None:
         self.send(T(type=T.ERROR, error=cmd.CommandError(request_id=request_id, error=server_error(exc),
