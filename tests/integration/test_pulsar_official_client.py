@@ -117,6 +117,29 @@ def test_each_subscription_type_delivers_and_acknowledges(official, admin, topic
     assert admin.topic_stats(topic)["subscriptions"]["s"]["type"] == sub_type.replace("KeyShared", "Key_Shared")
 
 
+def test_key_shared_sticky_ranges_keep_each_key_on_the_consumer_owning_its_hash(official, topic):
+    def sticky(ranges):
+        return pulsar.ConsumerKeySharedPolicy(key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=ranges)
+
+    low = official.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.KeyShared,
+                             key_shared_policy=sticky([(0, 32767)]))
+    high = official.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.KeyShared,
+                              key_shared_policy=sticky([(32768, 65535)]))
+    producer = official.create_producer(topic, batching_enabled=False)
+    for i in range(40):
+        producer.send(b"v", partition_key=f"key{i % 8}")
+    owners: dict[str, set[str]] = {}
+    for name, consumer in (("low", low), ("high", high)):
+        while True:
+            try:
+                m = consumer.receive(500)
+            except pulsar.Timeout:
+                break
+            owners.setdefault(m.partition_key(), set()).add(name)
+    assert len(owners) == 8 and all(len(o) == 1 for o in owners.values())
+    assert {n for o in owners.values() for n in o} == {"low", "high"}
+
+
 def test_cumulative_ack_acknowledges_everything_up_to_the_message(official, admin, topic):
     consumer = official.subscribe(topic, "s")
     producer = official.create_producer(topic, batching_enabled=False)
@@ -251,6 +274,8 @@ def test_string_and_json_schemas_round_trip(official, topic):
     json_producer.send(User(name="ada", age=36))
     user = json_consumer.receive(5000).value()
     assert (user.name, user.age) == ("ada", 36)
+    stored = official._client.get_schema_info(topic + "-j", -1)  # GET_SCHEMA: the latest version
+    assert (str(stored.schema_type()), '"age"' in stored.schema()) == ("SchemaType.JSON", True)
 
 
 def test_an_incompatible_schema_is_refused(official, topic):
@@ -379,6 +404,25 @@ def test_producers_and_consumers_ride_through_a_broker_restart(tmp_path, stop):
     finally:
         client.close()
         proc.stop()
+
+
+def test_consumer_stats_and_last_message_id_answer_raw_requests(broker_proc, official, topic):
+    from broker_core.protocol import pulsar_commands_pb2 as cmd
+    from tests.pulsar_wire import RawPulsar, frame
+
+    official.create_producer(topic, batching_enabled=False).send(b"only")
+    T = cmd.BaseCommand
+    with RawPulsar(broker_proc.address) as raw:
+        raw.connect()
+        assert raw.subscribe(topic, "stats", consumer_name="c1").type == T.SUCCESS
+        raw.send(frame(T(type=T.CONSUMER_STATS, consumerStats=cmd.CommandConsumerStats(request_id=7, consumer_id=1))))
+        stats = raw.expect(T.CONSUMER_STATS_RESPONSE).consumerStatsResponse
+        assert (stats.request_id, stats.consumerName, stats.type, stats.HasField("error_code")) == (
+            7, "c1", "Exclusive", False)
+        raw.send(frame(T(type=T.GET_LAST_MESSAGE_ID, getLastMessageId=cmd.CommandGetLastMessageId(
+            consumer_id=1, request_id=8))))
+        last = raw.expect(T.GET_LAST_MESSAGE_ID_RESPONSE).getLastMessageIdResponse
+        assert (last.last_message_id.ledgerId, last.last_message_id.entryId) == (0, 0)
 
 
 def test_lookup_answers_the_advertised_address(tmp_path):
