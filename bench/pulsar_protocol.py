@@ -26,7 +26,6 @@ import os
 import queue
 import resource
 import socket
-import subprocess
 import sys
 import tempfile
 import threading

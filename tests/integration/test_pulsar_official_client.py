@@ -3,7 +3,6 @@ binary protocol on the broker's one port (issue 14, "Tests that must exist")."""
 from __future__ import annotations
 
 import os
-import re
 import time
 import uuid
 

@@ -36,7 +36,7 @@ from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
 from broker_core.service.peers import ClientIdentity, peer_name
 from broker_core.service.pulsar.context import FrontEnd
-from broker_core.service.pulsar.frames import Command, FrameError, FrameReader, encode
+from broker_core.service.pulsar.frames import FrameError, FrameReader, encode
 from broker_core.service.security import Principal
 
 log = logging.getLogger(__name__)
