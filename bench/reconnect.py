@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import logging
 import signal
 import socket
 import statistics
@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--signal", choices=["kill", "term"], default="kill")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    logging.getLogger("connector").setLevel(logging.ERROR)  # one reconnection line per stream and round
     sig = signal.SIGKILL if args.signal == "kill" else signal.SIGTERM
     data_dir = tempfile.mkdtemp(prefix="pulsarlike-reconnect-")
     port = free_port()

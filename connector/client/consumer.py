@@ -64,6 +64,7 @@ class Consumer:
         self._closed = False
         self._request_ids = 0
         self._queue = ReceiveQueue(self._check_usable)
+        self._popleft = self._queue.items.popleft
         self._dead_letters: DeadLetters | None = None
         if letters is not None:
             assert create_producer is not None
@@ -100,24 +101,19 @@ class Consumer:
         """The next message; raises ``Timeout`` after ``timeout_millis`` (None: wait forever)."""
         if self._listener is not None:
             raise errors.InvalidConfiguration("receive() cannot be used with a message_listener")
-        popleft = self._queue.items.popleft
-        deadline = None
-        while True:
+        try:
+            msg = self._popleft()
+        except IndexError:
+            return self._take(timeout_millis)
+        taker = msg._entry.taker
+        if next(taker.counter) >= taker.threshold:  # the permit accounting, inlined: it runs per message
             try:
-                msg = popleft()
-            except IndexError:
-                if deadline is None and timeout_millis is not None:
-                    deadline = time.monotonic() + timeout_millis / 1000.0
-                msg = self._queue.pop_waiting(deadline, timeout_millis)
-            taker = msg._entry.taker
-            if next(taker.counter) >= taker.threshold:  # the permit accounting, inlined: it runs per message
-                try:
-                    taker.refill()
-                except Skipped:  # its entry is being redelivered (or its stream reconnected): the next one
-                    continue
-            if self._on_taken is not None:
-                self._on_taken(msg)
-            return msg
+                taker.refill()
+            except Skipped:  # its entry is being redelivered (or its stream reconnected): the next one
+                return self._take(timeout_millis)
+        if self._on_taken is not None:
+            self._on_taken(msg)
+        return msg
 
     def _take(self, timeout_millis: int | None) -> Message:
         """:meth:`receive` without the listener check (the listener's and ``batch_receive``'s way)."""
