@@ -10,7 +10,7 @@ import logging
 import re
 import threading
 import uuid
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2
@@ -40,6 +40,8 @@ from connector.client.routing import Router
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
+
+_Child = TypeVar("_Child", Producer, Consumer)
 
 
 class Client:
@@ -311,7 +313,7 @@ class Client:
         if self._closed:
             raise errors.AlreadyClosed("the client is closed")
 
-    def _adopt(self, child: Any) -> Any:
+    def _adopt(self, child: _Child) -> _Child:
         with self._lock:
             self._children.append(child)
         return child

@@ -30,7 +30,7 @@ from connector.client.acks import AckGroup, HeldBatchAcks
 from connector.client.connection import BidiStream, Connection
 from connector.client.message_id import MessageId
 from connector.client.permits import PermitWindow
-from connector.client.reconnect import Redial, retriable, retriable_on_reconnect, retry_until
+from connector.client.reconnect import Attempt, Redial, retriable, retriable_on_reconnect, retry_until
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
@@ -56,19 +56,6 @@ class StreamEvents(Protocol):
 
     def on_end_of_topic(self) -> None:
         """The topic is terminated and every message of it was delivered."""
-
-
-class _Attempt:
-    """One opening of the stream: its outcome and, once started, its BidiStream."""
-
-    __slots__ = ("stream", "settled", "failure", "in_band_error")
-
-    def __init__(self) -> None:
-        self.stream: BidiStream | None = None
-        self.settled = threading.Event()
-        """Set once subscribed (``failure`` None) or failed."""
-        self.failure: errors.PulsarLikeError | None = None
-        self.in_band_error: errors.PulsarLikeError | None = None
 
 
 def seek_request(seek_id: int, target: MessageId | int) -> broker_pb2.ConsumeRequest:
@@ -111,9 +98,9 @@ class PartitionStream:
         self._unsent_acks: list[broker_pb2.ConsumeRequest] = []
         """Acks made while reconnecting: sent on the new stream."""
         self._live: BidiStream | None = None
-        self._current: _Attempt | None = None
+        self._current: Attempt | None = None
         """The attempt whose stream is subscribed (deliveries of any other are ignored)."""
-        self._opening: _Attempt | None = None
+        self._opening: Attempt | None = None
         self._seek_id = 0
         self._seeking = 0
         self._seek_request: broker_pb2.ConsumeRequest | None = None
@@ -148,8 +135,8 @@ class PartitionStream:
             subscribe.start_inclusive = True
         return request
 
-    def _start(self, reconnecting: bool) -> _Attempt:
-        attempt = self._opening = _Attempt()
+    def _start(self, reconnecting: bool) -> Attempt:
+        attempt = self._opening = Attempt()
         attempt.stream = self._connection.stream(
             "Consume", self._request(), functools.partial(self._on_response, attempt),
             functools.partial(self._on_end, attempt), name=f"consumer-{self.topic}", reconnecting=reconnecting)
@@ -173,7 +160,7 @@ class PartitionStream:
         attempt = self._start(reconnecting=True)
         self._timer.call_later(self._connection.connection_timeout_s, self._attempt_expired, attempt)
 
-    def _attempt_expired(self, attempt: _Attempt) -> None:
+    def _attempt_expired(self, attempt: Attempt) -> None:
         """An attempt still unanswered after ``connection_timeout_s`` is abandoned for a fresh one (gRPC
         holds a reconnecting stream until the channel is up: never let one wait for ever)."""
         with self._lock:
@@ -187,7 +174,7 @@ class PartitionStream:
         self._redial.failed(attempt.failure)
 
     # --- responses (reader thread) ------------------------------------------------------------------------
-    def _on_response(self, attempt: _Attempt, response: broker_pb2.ConsumeResponse) -> None:
+    def _on_response(self, attempt: Attempt, response: broker_pb2.ConsumeResponse) -> None:
         kind = response.WhichOneof("response")
         if kind == "deliveries":
             if attempt is self._current and not self._seeking:
@@ -211,7 +198,7 @@ class PartitionStream:
         elif kind == "error":
             attempt.in_band_error = error_from_proto(response.error)  # the stream ends next
 
-    def _subscribed(self, attempt: _Attempt, subscribed: broker_pb2.Subscribed) -> None:
+    def _subscribed(self, attempt: Attempt, subscribed: broker_pb2.Subscribed) -> None:
         stream = attempt.stream
         assert stream is not None
         with self._lock:
@@ -235,7 +222,7 @@ class PartitionStream:
             self._redial.succeeded()
             self._events.on_reconnected()
 
-    def _on_end(self, attempt: _Attempt, error: errors.PulsarLikeError | None) -> None:
+    def _on_end(self, attempt: Attempt, error: errors.PulsarLikeError | None) -> None:
         error = attempt.in_band_error or error
         with self._lock:
             if self.closed or error is None:

@@ -19,7 +19,7 @@ import functools
 import logging
 import threading
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2
@@ -31,7 +31,7 @@ from connector.client.connection import BidiStream, Connection
 from connector.client.enums import Result
 from connector.client.message_id import MessageId
 from connector.client.producer_conf import ProducerConf
-from connector.client.reconnect import Redial, retriable, retriable_on_reconnect, retry_until
+from connector.client.reconnect import Attempt, Redial, retriable, retriable_on_reconnect, retry_until
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
@@ -70,16 +70,6 @@ class ProducerState(Protocol):
         """The producer is unusable from now on; returns the callbacks of what it had not sent yet."""
 
 
-class _Attempt:
-    __slots__ = ("stream", "settled", "failure", "in_band_error")
-
-    def __init__(self) -> None:
-        self.stream: BidiStream | None = None
-        self.settled = threading.Event()
-        self.failure: errors.PulsarLikeError | None = None
-        self.in_band_error: errors.PulsarLikeError | None = None
-
-
 class ProducerChannel:
     """See the module docstring."""
 
@@ -101,8 +91,8 @@ class ProducerChannel:
         self.last_sequence_id = -1
         self.pending: collections.deque[PendingEntry] = collections.deque()
         self._live: BidiStream | None = None
-        self._current: _Attempt | None = None
-        self._opening: _Attempt | None = None
+        self._current: Attempt | None = None
+        self._opening: Attempt | None = None
         self._timeout_check_scheduled = False
         self.error: errors.PulsarLikeError | None = None
         self.closed = False
@@ -125,8 +115,8 @@ class ProducerChannel:
             properties=dict(conf.properties),
             initial_sequence_id=-1 if conf.initial_sequence_id is None or not first else conf.initial_sequence_id))
 
-    def _start(self, reconnecting: bool) -> _Attempt:
-        attempt = self._opening = _Attempt()
+    def _start(self, reconnecting: bool) -> Attempt:
+        attempt = self._opening = Attempt()
         attempt.stream = self._connection.stream(
             "Produce", self._request(), functools.partial(self._on_response, attempt),
             functools.partial(self._on_end, attempt), batch_requests=self._pack, name=f"producer-{self.topic}",
@@ -152,7 +142,7 @@ class ProducerChannel:
         if self.conf.access_mode != broker_pb2.WAIT_FOR_EXCLUSIVE:  # that one waits its turn, however long
             self._timer.call_later(self._connection.connection_timeout_s, self._attempt_expired, attempt)
 
-    def _attempt_expired(self, attempt: _Attempt) -> None:
+    def _attempt_expired(self, attempt: Attempt) -> None:
         """An attempt still unanswered after ``connection_timeout_s`` is abandoned for a fresh one (gRPC
         holds a reconnecting stream until the channel is up: never let one wait for ever)."""
         with self._lock:
@@ -200,7 +190,7 @@ class ProducerChannel:
                 + ("" if self._live is not None else " (the broker could not be reached meanwhile)")))
 
     # --- responses (reader thread) --------------------------------------------------------------------------
-    def _on_response(self, attempt: _Attempt, response: broker_pb2.ProduceResponse) -> None:
+    def _on_response(self, attempt: Attempt, response: broker_pb2.ProduceResponse) -> None:
         kind = response.WhichOneof("response")
         if kind == "receipts":
             for receipt in response.receipts.receipts:
@@ -212,7 +202,7 @@ class ProducerChannel:
         elif kind == "error":
             attempt.in_band_error = error_from_proto(response.error)  # the stream ends next
 
-    def _opened(self, attempt: _Attempt, opened: broker_pb2.ProducerOpened) -> None:
+    def _opened(self, attempt: Attempt, opened: broker_pb2.ProducerOpened) -> None:
         stream = attempt.stream
         assert stream is not None
         dropped: list[PendingEntry] = []
@@ -297,7 +287,7 @@ class ProducerChannel:
         if entry is not None:
             complete_callbacks(entry.callbacks, error)
 
-    def _on_end(self, attempt: _Attempt, error: errors.PulsarLikeError | None) -> None:
+    def _on_end(self, attempt: Attempt, error: errors.PulsarLikeError | None) -> None:
         error = attempt.in_band_error or error
         with self._lock:
             if self.closed or error is None:

@@ -17,11 +17,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from broker_core import errors
 
 from connector.client.timer import TimerThread
+
+if TYPE_CHECKING:
+    from connector.client.connection import BidiStream
 
 log = logging.getLogger(__name__)
 
@@ -152,3 +155,17 @@ class Redial:
         except Exception as exc:  # an attempt that could not even start: try again later
             log.debug("event=reconnect_attempt_failed stream=%s cause=%r", self.what, exc)
             self.failed(exc)
+
+
+class Attempt:
+    """One opening of a producer's or consumer's stream: its stream and, once settled, its outcome."""
+
+    __slots__ = ("stream", "settled", "failure", "in_band_error")
+
+    def __init__(self) -> None:
+        self.stream: "BidiStream | None" = None
+        self.settled = threading.Event()
+        """Set once opened (``failure`` None) or failed."""
+        self.failure: errors.PulsarLikeError | None = None
+        self.in_band_error: errors.PulsarLikeError | None = None
+        """The error the broker sent before ending the stream (it wins over the transport's)."""
