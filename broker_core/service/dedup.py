@@ -31,7 +31,8 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
-from broker_core.protocol import codec, pulsar_api_pb2
+from broker_core.protocol import pulsar_api_pb2
+from broker_core.protocol.entry import read_metadata
 from broker_core.storage.atomic import atomic_write
 from broker_core.storage.log import ManagedLog
 
@@ -105,9 +106,7 @@ class Deduplication:
             if not entries:
                 break
             for entry in entries:
-                _, _, pos = codec.split_broker_entry(entry.data)
-                metadata, _ = codec.decode_entry(memoryview(entry.data)[pos:], verify=False)
-                self._record(SequenceKey.of(metadata), self.persisted)
+                self._record(SequenceKey.of(read_metadata(entry.data)), self.persisted)
                 offset = entry.end_offset
                 replayed += 1
         self.pushed = dict(self.persisted)
