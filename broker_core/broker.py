@@ -59,6 +59,20 @@ class Broker:
         return f"pulsar://{self.address}"
 
     @property
+    def tls_port(self) -> int:
+        """The bound TLS port (``brokerServicePortTls``), 0 without one."""
+        if self._service is None:
+            raise RuntimeError("the broker is not running; call start() or use it as a context manager")
+        return self._service.tls_port
+
+    @property
+    def service_url_tls(self) -> str | None:
+        """``pulsar+ssl://host:tls_port``, None without a TLS port."""
+        port = self.tls_port
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"pulsar+ssl://{host}:{port}" if port else None
+
+    @property
     def metrics_port(self) -> int:
         """The bound HTTP port of ``/metrics`` (0 with ``metricsEnabled=False``)."""
         if self._service is None:

@@ -3,7 +3,8 @@
     pulsarlike broker --data-dir DIR [--port PORT] [--host HOST] [--config FILE] [--set key=value ...]
 
 prints ``pulsarlike broker listening on HOST:PORT`` as its first line (the real port with ``--port 0``),
-then ``pulsarlike metrics on http://HOST:PORT/metrics`` (unless ``metricsEnabled=false``; with ``--port 0``
+then ``pulsarlike broker TLS on pulsar+ssl://HOST:PORT`` with a TLS port (``brokerServicePortTls``), then
+``pulsarlike metrics on http://HOST:PORT/metrics`` (unless ``metricsEnabled=false``; with ``--port 0``
 the metrics port is also any free one unless ``webServicePort`` is set), serves until SIGTERM or SIGINT,
 then stops accepting, flushes, syncs and exits 0.
 
@@ -88,9 +89,13 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig) -> None:
     try:
         port = await service.start()
         print(f"pulsarlike broker listening on {config.bindAddress}:{port}", flush=True)
+        host = f"[{config.bindAddress}]" if ":" in config.bindAddress else config.bindAddress
+        if service.tls_port:
+            print(f"pulsarlike broker TLS on pulsar+ssl://{host}:{service.tls_port}", flush=True)
         if service.metrics_port:
-            host = f"[{config.bindAddress}]" if ":" in config.bindAddress else config.bindAddress
             print(f"pulsarlike metrics on http://{host}:{service.metrics_port}/metrics", flush=True)
+        if service.metrics_tls_port:
+            print(f"pulsarlike metrics on https://{host}:{service.metrics_tls_port}/metrics", flush=True)
         await stop.wait()
         logging.getLogger("pulsarlike").info("event=shutdown_requested")
     finally:

@@ -17,6 +17,10 @@ from broker_core.errors import InvalidConfiguration
 
 SYNC_MODES = ("always", "group", "never")
 AUTO_TOPIC_TYPES = ("non-partitioned", "partitioned")
+_PULSAR_AUTH = "org.apache.pulsar.broker.authentication."
+PROVIDER_NAMES = {"token": "token", "tls": "tls", f"{_PULSAR_AUTH}AuthenticationProviderToken": "token",
+                  f"{_PULSAR_AUTH}AuthenticationProviderTls": "tls"}
+"""``authenticationProviders`` entries -> the provider's short name."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,58 @@ class BrokerConfig:
     metricsServletTimeoutMs: int = 30000
     """Longest a scrape waits for the broker's event loop to gather the topics' stats."""
 
+    # --- TLS (docs/security.md) ---------------------------------------------------------------------
+    brokerServicePortTls: int | None = None
+    """A second port, served over TLS, beside the plain ``brokerServicePort`` (both protocols, as the plain
+    one); unset: no TLS port, 0: any free one. Needs ``tlsCertificateFilePath`` and ``tlsKeyFilePath``."""
+    webServicePortTls: int | None = None
+    """HTTPS port of ``/metrics`` and ``/status.html`` with the same certificate; unset: none."""
+    tlsCertificateFilePath: str = ""
+    """The broker's certificate (PEM; its chain may follow it in the file)."""
+    tlsKeyFilePath: str = ""
+    """The broker's private key (PEM)."""
+    tlsTrustCertsFilePath: str = ""
+    """CA certificates (PEM) that client certificates must chain to; a client certificate is asked for (not
+    required) whenever this is set."""
+    tlsRequireTrustedClientCertOnConnect: bool = False
+    """mTLS: a TLS client without a certificate signed by ``tlsTrustCertsFilePath`` is refused during the
+    handshake."""
+    tlsHandshakeTimeoutSeconds: int = 10
+    """pulsarlike extension: a TLS client that has not finished its handshake after this long is closed."""
+
+    # --- authentication and authorization (docs/security.md) ------------------------------------------
+    authenticationEnabled: bool = False
+    """Clients must present credentials one of ``authenticationProviders`` accepts (false: everyone is
+    anonymous, as Pulsar's default)."""
+    authenticationProviders: str = ""
+    """Comma-separated: ``token`` and/or ``tls`` (Pulsar's class names
+    ``org.apache.pulsar.broker.authentication.AuthenticationProviderToken`` / ``...Tls`` are accepted)."""
+    authorizationEnabled: bool = False
+    """Every call is checked: role x action x resource (super-users, tenant admins, grants)."""
+    superUserRoles: str = ""
+    """Comma-separated roles that may do everything (create tenants, grant permissions ...)."""
+    anonymousUserRole: str = ""
+    """The role of a client that presents no credentials while authentication is on (unset: refused)."""
+    authenticationRefreshCheckSeconds: int = 60
+    """How often open connections and streams are checked for expired credentials: a gRPC stream whose token
+    expired is closed with ``AuthenticationError``; a Pulsar binary connection gets ``AUTH_CHALLENGE`` and is
+    closed unless it answers with a valid token of the same role by the next check."""
+    tokenSecretKey: str = ""
+    """HS256/384/512 secret: ``data:;base64,<key>``, ``file:///path`` (raw bytes, as ``pulsarlike tokens
+    create-secret-key --output`` writes), ``env:VAR`` or bare base64."""
+    tokenPublicKey: str = ""
+    """Public key (DER or PEM) for RS*/ES*/PS* tokens, in the same forms as ``tokenSecretKey``."""
+    tokenPublicAlg: str = "RS256"
+    """The algorithm tokens signed with the private key of ``tokenPublicKey`` use (RS256, ES256 ...)."""
+    tokenAuthClaim: str = "sub"
+    """The claim holding the role."""
+    tokenAudienceClaim: str = ""
+    """When set with ``tokenAudience``: the claim (``aud``) that must hold ``tokenAudience``."""
+    tokenAudience: str = ""
+    """The audience this broker accepts (see ``tokenAudienceClaim``)."""
+    tokenAllowedClockSkewSeconds: int = 0
+    """Leeway for ``exp``/``nbf`` checks."""
+
     def subscription_expiry_check_s(self) -> int:
         """The subscription expiry check interval in seconds."""
         return self.subscriptionExpiryCheckIntervalInSeconds or self.subscriptionExpiryCheckIntervalInMinutes * 60
@@ -185,9 +241,42 @@ class BrokerConfig:
                      "subscriptionExpirationTimeMinutes", "subscriptionExpiryCheckIntervalInSeconds",
                      "brokerTopicIdleUnloadSeconds", "brokerMaxConnections",
                      "brokerMaxConnectionsPerIp", "maxStreamsPerConnection", "maxConcurrentLookupRequest",
-                     "maxConcurrentRequestsPerConnection", "keepAliveIntervalSeconds"):
+                     "maxConcurrentRequestsPerConnection", "keepAliveIntervalSeconds",
+                     "tokenAllowedClockSkewSeconds"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
+        for name in ("authenticationRefreshCheckSeconds", "tlsHandshakeTimeoutSeconds"):
+            if getattr(self, name) <= 0:
+                raise _bad(name, getattr(self, name), "a positive integer")
+        for name in ("brokerServicePortTls", "webServicePortTls"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < 65536:
+                raise _bad(name, value, "a port number (0: any free one), or unset for none")
+        self.authentication_providers()
+        if self.brokerServicePortTls is not None or self.webServicePortTls is not None:
+            for name in ("tlsCertificateFilePath", "tlsKeyFilePath"):
+                if not getattr(self, name):
+                    raise _bad(name, "", "a PEM file: brokerServicePortTls/webServicePortTls need a certificate"
+                                         " and its key")
+        if self.tlsRequireTrustedClientCertOnConnect and not self.tlsTrustCertsFilePath:
+            raise _bad("tlsTrustCertsFilePath", "", "the CA certificates (PEM) client certificates must chain to,"
+                                                    " since tlsRequireTrustedClientCertOnConnect=true")
+
+    def authentication_providers(self) -> tuple[str, ...]:
+        """``authenticationProviders`` as short names (``token``, ``tls``), in the order given."""
+        names = []
+        for item in (part.strip() for part in self.authenticationProviders.split(",")):
+            if not item:
+                continue
+            name = PROVIDER_NAMES.get(item, PROVIDER_NAMES.get(item.lower()))
+            if name is None:
+                raise _bad("authenticationProviders", item, "a comma-separated list of token, tls (or Pulsar's "
+                                                            "AuthenticationProviderToken/Tls class names)")
+            names.append(name)
+        return tuple(dict.fromkeys(names))
+
+    def super_user_roles(self) -> frozenset[str]:
+        return frozenset(r.strip() for r in self.superUserRoles.split(",") if r.strip())
         for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):
             if getattr(self, name) < -1:
                 raise _bad(name, getattr(self, name), "-1 (infinite) or an integer >= 0")
@@ -242,6 +331,10 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
 
 def _convert(key: str, type_name: Any, value: Any) -> Any:
     type_name = getattr(type_name, "__name__", type_name)
+    if type_name == "int | None":  # an optional port: empty (as Pulsar's broker.conf leaves it) is unset
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        type_name = "int"
     if type_name == "bool":
         if isinstance(value, bool):
             return value

@@ -102,6 +102,19 @@ class NotAllowedError(PulsarLikeError):
     pass
 
 
+class AuthenticationError(PulsarLikeError):
+    """The broker does not know who the client is: no credentials where they are required, or credentials
+    it refuses (an expired, tampered or garbage token, a token for another audience, a client certificate
+    from an unknown CA). ``reason`` says which, never the token itself. Fix the client's ``authentication``
+    (or ``tls_*``) settings; a stream whose token expired ends with it (pulsar-client's name)."""
+
+
+class AuthorizationError(PulsarLikeError):
+    """The client is known (``role``) but may not do ``action`` on ``resource``: ask an operator for a
+    grant (``pulsarlike admin namespaces grant-permission``) or the tenant's admin role (pulsar-client's
+    name)."""
+
+
 class TopicTerminated(PulsarLikeError):
     """The topic was terminated (``pulsarlike admin topics terminate``): it takes no more messages, ever
     (pulsar-client's ``TopicTerminated``). Its consumers read what it holds, then

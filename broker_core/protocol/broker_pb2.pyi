@@ -501,6 +501,16 @@ class PolicyRequest(_message.Message):
     value_json: str
     def __init__(self, scope: _Optional[_Union[PolicyScope, _Mapping]] = ..., key: _Optional[str] = ..., value_json: _Optional[str] = ...) -> None: ...
 
+class PermissionRequest(_message.Message):
+    __slots__ = ("scope", "role", "actions")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    scope: PolicyScope
+    role: str
+    actions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, scope: _Optional[_Union[PolicyScope, _Mapping]] = ..., role: _Optional[str] = ..., actions: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class TenantRequest(_message.Message):
     __slots__ = ("tenant",)
     TENANT_FIELD_NUMBER: _ClassVar[int]

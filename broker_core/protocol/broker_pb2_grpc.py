@@ -224,6 +224,21 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceSubscriptionRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
                 _registered_method=True)
+        self.GrantPermission = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GrantPermission',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.PermissionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.RevokePermission = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/RevokePermission',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.PermissionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.GetPermissions = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetPermissions',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
 
 
 class PulsarLikeServicer:
@@ -463,6 +478,25 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GrantPermission(self, request, context):
+        """Permissions (issue 13): grants add up from namespace to topic; answered as JSON {role: [actions]}.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokePermission(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPermissions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PulsarLikeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -655,6 +689,21 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     servicer.UnsubscribeNamespace,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceSubscriptionRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.NameList.SerializeToString,
+            ),
+            'GrantPermission': grpc.unary_unary_rpc_method_handler(
+                    servicer.GrantPermission,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PermissionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'RevokePermission': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokePermission,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PermissionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'GetPermissions': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPermissions,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1683,6 +1732,87 @@ class PulsarLike:
             '/pulsarlike.v1.PulsarLike/UnsubscribeNamespace',
             broker__core_dot_protocol_dot_broker__pb2.NamespaceSubscriptionRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.NameList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GrantPermission(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GrantPermission',
+            broker__core_dot_protocol_dot_broker__pb2.PermissionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokePermission(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/RevokePermission',
+            broker__core_dot_protocol_dot_broker__pb2.PermissionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPermissions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetPermissions',
+            broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
             options,
             channel_credentials,
             insecure,

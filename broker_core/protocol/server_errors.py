@@ -29,6 +29,8 @@ _CODES: dict[type[errors.PulsarLikeError], int] = {
     errors.ProducerQueueIsFull: cmd.TooManyRequests,
     errors.TooManyRequests: cmd.TooManyRequests,
     errors.NotAllowedError: cmd.NotAllowedError,
+    errors.AuthenticationError: cmd.AuthenticationError,
+    errors.AuthorizationError: cmd.AuthorizationError,
     errors.TopicTerminated: cmd.TopicTerminatedError,
     errors.InvalidMessage: cmd.NotAllowedError,
     errors.MessageTooBig: cmd.NotAllowedError,

@@ -39,6 +39,8 @@ _STATUS: dict[type[errors.PulsarLikeError], grpc.StatusCode] = {
     errors.ProducerFenced: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ConsumerAssignError: grpc.StatusCode.FAILED_PRECONDITION,
     errors.NotAllowedError: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.AuthenticationError: grpc.StatusCode.UNAUTHENTICATED,
+    errors.AuthorizationError: grpc.StatusCode.PERMISSION_DENIED,
     errors.TopicTerminated: grpc.StatusCode.FAILED_PRECONDITION,
     errors.AlreadyClosed: grpc.StatusCode.FAILED_PRECONDITION,
     errors.Timeout: grpc.StatusCode.DEADLINE_EXCEEDED,

@@ -10,9 +10,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from broker_core.errors import InvalidMessage
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.service import cursor_admin
+from broker_core.service.policies import NAMESPACE, TOPIC
 from broker_core.types import TopicName
+
+
+def permission_scope(scope: pb.PolicyScope) -> tuple[str, str, str]:
+    """(policies scope, canonical name, namespace) of a permission request; exactly one of namespace/topic."""
+    if bool(scope.namespace) == bool(scope.topic):
+        raise InvalidMessage("a permission applies to a namespace or to a topic: set exactly one of them")
+    if scope.namespace:
+        return NAMESPACE, scope.namespace, scope.namespace
+    topic = TopicName.parse(scope.topic)
+    return TOPIC, str(topic), topic.namespace_name
 
 
 class AdminRpcs:
@@ -67,6 +79,31 @@ class AdminRpcs:
             await self._registry.delete_namespace(request.namespace, force=request.force)
             return pb.Empty()
         return await self._unary(context, delete)
+
+    # ================================================================== permissions
+    async def GrantPermission(self, request, context):
+        def grant():
+            scope, name, namespace = permission_scope(request.scope)
+            self._registry.namespaces.check_exists(namespace)
+            self._registry.policies.grant(scope, name, request.role, list(request.actions))
+            return pb.Empty()
+        return await self._unary(context, grant)
+
+    async def RevokePermission(self, request, context):
+        def revoke():
+            scope, name, namespace = permission_scope(request.scope)
+            self._registry.namespaces.check_exists(namespace)
+            self._registry.policies.revoke(scope, name, request.role)
+            return pb.Empty()
+        return await self._unary(context, revoke)
+
+    async def GetPermissions(self, request, context):
+        def get():
+            scope, name, namespace = permission_scope(request)
+            self._registry.namespaces.check_exists(namespace)
+            return pb.JsonResponse(json=json.dumps(self._registry.policies.permissions(scope, name),
+                                                   sort_keys=True))
+        return await self._unary(context, get)
 
     # ================================================================== subscriptions without consumers
     async def ListSubscriptions(self, request, context):

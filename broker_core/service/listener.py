@@ -9,8 +9,15 @@ and this listener owns the public one:
 2. ``P`` -- the start of HTTP/2's client preface ``PRI * HTTP/2.0...``: the connection is relayed, byte for
    byte, to the gRPC server. A Pulsar frame never starts so (its first byte is the high byte of a frame
    size, which is 0 for any frame the broker accepts).
-3. Anything else: the connection is served by the Pulsar binary protocol front end
+3. ``0x16`` -- a TLS handshake on the plain port: refused with one log line (connect to the TLS port).
+4. Anything else: the connection is served by the Pulsar binary protocol front end
    (:mod:`broker_core.service.pulsar`), on the event loop, where garbage is refused with a logged reason.
+
+The TLS port (``brokerServicePortTls``), when configured, is a second listening socket of this listener: a
+connection there must start with a TLS handshake record (``0x16``; anything else, a plain client, is refused
+with one log line) and is handed whole to the relay process, which terminates TLS, sniffs the decrypted
+first byte the same way and relays gRPC or hands the decrypted binary protocol back to the broker
+(:mod:`broker_core.service.relay_tls`).
 
 The relay moves bytes in the kernel (``os.splice``) in a separate process
 (:mod:`broker_core.service.relay_worker`): neither the broker's event loop nor its interpreter's lock sees
@@ -32,24 +39,43 @@ from broker_core.service.relay import RelayProcess
 log = logging.getLogger(__name__)
 
 HTTP2_FIRST_BYTE = b"P"
+TLS_FIRST_BYTE = b"\x16"
 SNIFF_TIMEOUT_S = 30.0
 
 
 class PortListener:
-    """Accepts on the broker's port and hands each connection to the gRPC relay or to ``binary``."""
+    """Accepts on the broker's port (and its TLS port) and hands each connection to the gRPC relay or to
+    ``binary``."""
 
-    def __init__(self, grpc_port: int, binary: Callable[[ClientIdentity], asyncio.Protocol], peers: PeerMap) -> None:
+    def __init__(self, grpc_port: int, binary: Callable[[ClientIdentity], asyncio.Protocol], peers: PeerMap,
+                 tls: str | None = None) -> None:
+        """``tls``: the relay worker's TLS settings (:func:`~broker_core.service.relay_worker.tls_settings`)
+        when :meth:`bind_tls` will be called."""
         self._grpc_address = ("127.0.0.1", grpc_port)
         self._binary = binary
         self._peers = peers
         self._sock: socket.socket | None = None
-        self._accepting: asyncio.Task | None = None
+        self._tls_sock: socket.socket | None = None
+        self._accepting: list[asyncio.Task] = []
         self._routing: set[asyncio.Task] = set()
-        self._relays = RelayProcess(peers)
+        self._relays = RelayProcess(peers, tls, self._serve_decrypted)
         self.port = 0
+        self.tls_port = 0
 
     def bind(self, host: str, port: int) -> int:
         """Bind and listen (raises ``OSError`` when the address is taken or not local); returns the port."""
+        self._sock = self._listen(host, port)
+        self.port = self._sock.getsockname()[1]
+        return self.port
+
+    def bind_tls(self, host: str, port: int) -> int:
+        """The same for the TLS port."""
+        self._tls_sock = self._listen(host, port)
+        self.tls_port = self._tls_sock.getsockname()[1]
+        return self.tls_port
+
+    @staticmethod
+    def _listen(host: str, port: int) -> socket.socket:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -62,27 +88,28 @@ class PortListener:
         except OSError:
             sock.close()
             raise
-        self._sock = sock
-        self.port = sock.getsockname()[1]
-        return self.port
+        return sock
 
     def start(self) -> None:
         self._relays.start()
-        self._accepting = asyncio.get_running_loop().create_task(self._accept_loop())
-
-    async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
         assert self._sock is not None
+        self._accepting = [loop.create_task(self._accept_loop(self._sock, self._route))]
+        if self._tls_sock is not None:
+            self._accepting.append(loop.create_task(self._accept_loop(self._tls_sock, self._route_tls)))
+
+    async def _accept_loop(self, listening: socket.socket, route) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             try:
-                conn, address = await loop.sock_accept(self._sock)
+                conn, address = await loop.sock_accept(listening)
             except asyncio.CancelledError:
                 raise
             except OSError as exc:  # out of file descriptors, a connection reset before accept
                 log.warning("event=accept_failed error=%r", exc)
                 await asyncio.sleep(0.1)  # not for correctness: do not spin while descriptors are short
                 continue
-            task = loop.create_task(self._route(conn, address))
+            task = loop.create_task(route(conn, address))
             self._routing.add(task)
             task.add_done_callback(self._routing.discard)
 
@@ -102,12 +129,50 @@ class PortListener:
             return
         if first == HTTP2_FIRST_BYTE:
             await self._relay(loop, conn, identity)
+        elif first == TLS_FIRST_BYTE:
+            log.warning("event=connection_refused peer=%s reason=a TLS handshake on the plain port: use pulsar+ssl://"
+                        " and the broker's TLS port (brokerServicePortTls)", identity.address)
+            conn.close()
         else:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             try:
                 await loop.connect_accepted_socket(lambda: self._binary(identity), conn)
             except OSError:
                 conn.close()
+
+    async def _route_tls(self, conn: socket.socket, address) -> None:
+        loop = asyncio.get_running_loop()
+        peer = peer_name(address[0], address[1])
+        try:
+            first = await asyncio.wait_for(self._peek(loop, conn), SNIFF_TIMEOUT_S)
+        except (asyncio.TimeoutError, OSError):
+            conn.close()
+            return
+        except asyncio.CancelledError:
+            conn.close()
+            raise
+        if first != TLS_FIRST_BYTE:
+            if first:
+                log.warning("event=connection_refused peer=%s reason=not a TLS handshake on the TLS port: a plain "
+                            "client? use pulsar+ssl:// here, or pulsar:// on the plain port", peer)
+            conn.close()
+            return
+        conn.setblocking(True)
+        self._relays.relay_tls(conn, peer)
+
+    def _serve_decrypted(self, sock: socket.socket, identity: ClientIdentity) -> None:
+        """A TLS client speaking Pulsar's binary protocol, decrypted by the relay process."""
+        loop = asyncio.get_running_loop()
+        sock.setblocking(False)
+
+        async def serve() -> None:
+            try:
+                await loop.connect_accepted_socket(lambda: self._binary(identity), sock)
+            except OSError:
+                sock.close()
+        task = loop.create_task(serve())
+        self._routing.add(task)
+        task.add_done_callback(self._routing.discard)
 
     @staticmethod
     async def _peek(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> bytes:
@@ -140,18 +205,19 @@ class PortListener:
             self._peers.remove(relay_peer)
 
     async def stop_accepting(self) -> None:
-        if self._accepting is not None:
-            self._accepting.cancel()
+        for accepting in self._accepting:
+            accepting.cancel()
             try:
-                await self._accepting
+                await accepting
             except asyncio.CancelledError:
                 pass
-            self._accepting = None
+        self._accepting = []
         for task in list(self._routing):
             task.cancel()
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        for sock in (self._sock, self._tls_sock):
+            if sock is not None:
+                sock.close()
+        self._sock = self._tls_sock = None
 
     async def close_relays(self) -> None:
         """End every relayed connection (after the gRPC server has said goodbye on them)."""

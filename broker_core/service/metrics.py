@@ -13,7 +13,8 @@ Pieces, each with one job:
 - :func:`call_on_loop` runs a function on the broker's event loop from another thread and waits for it
   with a timeout: topics live on the loop and are only ever touched there.
 - :class:`MetricsServer` serves ``/metrics`` (Prometheus text format) and ``/status.html`` over HTTP on
-  its own threads.
+  its own threads (over HTTPS on ``webServicePortTls``: the TLS handshake happens on the request's thread,
+  so a slow client holds up no one else).
 
 Labels, as Pulsar sets them: ``cluster`` (``clusterName``), ``namespace`` (``tenant/namespace``), ``topic``
 (the full name, a partition being ``<topic>-partition-<i>``) and, on subscription series, ``subscription``.
@@ -26,6 +27,7 @@ import asyncio
 import concurrent.futures
 import logging
 import socket
+import ssl
 import threading
 from socketserver import ThreadingMixIn
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -198,6 +200,23 @@ class _Server(ThreadingMixIn, WSGIServer):
     allow_reuse_address = True
 
 
+class _TlsServer(_Server):
+    ssl_context: ssl.SSLContext
+    handshake_timeout_s = 10.0
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        try:
+            request.settimeout(self.handshake_timeout_s)
+            secure = self.ssl_context.wrap_socket(request, server_side=True)
+        except (OSError, ssl.SSLError) as exc:
+            log.info("event=tls_handshake_failed port=metrics peer=%s reason=%s", client_address[0], exc)
+            return
+        try:
+            super().finish_request(secure, client_address)
+        finally:
+            secure.close()
+
+
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         log.debug("event=http_request client=%s request=%r", self.client_address[0], format % args)
@@ -207,7 +226,8 @@ class MetricsServer:
     """``GET /metrics`` (Prometheus text format, or OpenMetrics when asked) and ``GET /status.html``
     (``OK``, as Pulsar's broker answers load balancers), served on daemon threads."""
 
-    def __init__(self, collector: BrokerCollector, host: str, port: int) -> None:
+    def __init__(self, collector: BrokerCollector, host: str, port: int, tls: ssl.SSLContext | None = None,
+                 port_key: str = "webServicePort") -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
         ProcessCollector(registry=self.registry)
@@ -215,18 +235,22 @@ class MetricsServer:
         self._metrics_app = make_wsgi_app(self.registry)
         self._host = host
         self._requested_port = port
+        self._tls = tls
+        self._port_key = port_key
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
 
     def start(self) -> int:
-        server_class = type("MetricsHTTPServer", (_Server,),
-                            {"address_family": socket.AF_INET6 if ":" in self._host else socket.AF_INET})
+        attributes: dict[str, Any] = {"address_family": socket.AF_INET6 if ":" in self._host else socket.AF_INET}
+        if self._tls is not None:
+            attributes["ssl_context"] = self._tls
+        server_class = type("MetricsHTTPServer", (_TlsServer if self._tls is not None else _Server,), attributes)
         try:
             self._httpd = make_server(self._host, self._requested_port, self._app, server_class, _QuietHandler)
         except OSError as exc:
             raise InvalidConfiguration(f"cannot bind {self._host}:{self._requested_port} for metrics "
-                                       f"(webServicePort): {exc.strerror}", key="webServicePort") from None
+                                       f"({self._port_key}): {exc.strerror}", key=self._port_key) from None
         self.port = self._httpd.server_port
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="pulsarlike-metrics", daemon=True)

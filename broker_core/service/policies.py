@@ -14,6 +14,15 @@ Policies: ``deduplicationEnabled`` (bool); ``retention`` (``retentionTimeInMinut
 namespace's and the topic's own under the same names); ``subscriptionExpirationTimeMinutes`` (0: never; see
 :mod:`broker_core.service.subscription_expiry`). A topic-level ``retention`` replaces the
 namespace's as a whole, as in Pulsar. Negative values (other than retention's -1) are refused.
+
+Permissions (``grant-permission``) are stored beside them under ``permissions`` (role -> sorted actions,
+``produce`` and/or ``consume``), on a namespace or a topic; unlike the other policies they add up, as
+Pulsar's: a role may do on a topic what the topic, its partitioned topic and its namespace grant together
+(:meth:`PoliciesStore.granted_actions`). They are set only through :meth:`PoliciesStore.grant` /
+:meth:`PoliciesStore.revoke`, never with ``set``::
+
+    {"namespaces": {"acme/orders": {"permissions": {"billing": ["consume"]}}},
+     "topics": {"persistent://acme/orders/t": {"permissions": {"shop": ["produce"]}}}}
 """
 from __future__ import annotations
 
@@ -70,6 +79,23 @@ POLICIES: dict[str, Callable[[str, Any], Any]] = {
 """Known policy names and their validators (the value as JSON decodes it)."""
 
 NAMESPACE, TOPIC = "namespaces", "topics"
+PERMISSIONS = "permissions"
+ACTIONS = ("produce", "consume")
+"""What ``grant-permission`` grants (Pulsar's ``AuthAction``; ``functions``, ``sources``, ``sinks`` and
+``packages`` have nothing to act on here)."""
+
+
+def check_actions(actions: Any) -> list[str]:
+    """``actions`` as a sorted list of known actions; ``InvalidConfiguration`` naming a wrong one."""
+    if isinstance(actions, str) or not actions:
+        raise InvalidConfiguration(f"actions must be a non-empty list of {', '.join(ACTIONS)}, not {actions!r}")
+    found = []
+    for action in actions:
+        if action not in ACTIONS:
+            raise InvalidConfiguration(f"unknown action {action!r}; grant one of {', '.join(ACTIONS)}",
+                                       action=str(action))
+        found.append(action)
+    return sorted(set(found))
 
 
 class PoliciesStore:
@@ -114,7 +140,47 @@ class PoliciesStore:
         self._save()
 
     def get(self, scope: str, name: str) -> dict[str, Any]:
-        return dict(self._data[scope].get(self.scope_key(scope, name), {}))
+        """The policies set on a namespace or topic (its permissions are read with :meth:`permissions`)."""
+        policies = dict(self._data[scope].get(self.scope_key(scope, name), {}))
+        policies.pop(PERMISSIONS, None)
+        return policies
+
+    # ------------------------------------------------------------------ permissions
+    def grant(self, scope: str, name: str, role: str, actions: Any) -> None:
+        """``role`` may do ``actions`` on the namespace's topics or on the topic (replacing what it was
+        granted there before, as Pulsar's grant does)."""
+        if not isinstance(role, str) or not role.strip():
+            raise InvalidConfiguration(f"role must be a non-empty string, not {role!r}")
+        granted = check_actions(actions)
+        entry = self._data[scope].setdefault(self.scope_key(scope, name), {})
+        entry.setdefault(PERMISSIONS, {})[role.strip()] = granted
+        self._save()
+
+    def revoke(self, scope: str, name: str, role: str) -> None:
+        """Remove what ``role`` was granted on the namespace or topic (nothing granted: nothing to do)."""
+        key = self.scope_key(scope, name)
+        entry = self._data[scope].get(key, {})
+        if entry.get(PERMISSIONS, {}).pop(role, None) is None:
+            return
+        if not entry[PERMISSIONS]:
+            del entry[PERMISSIONS]
+        if not entry:
+            self._data[scope].pop(key, None)
+        self._save()
+
+    def permissions(self, scope: str, name: str) -> dict[str, list[str]]:
+        """Role -> actions granted on exactly this namespace or topic."""
+        entry = self._data[scope].get(self.scope_key(scope, name), {})
+        return {role: list(actions) for role, actions in entry.get(PERMISSIONS, {}).items()}
+
+    def granted_actions(self, topic: TopicName | None, namespace: str, role: str) -> set[str]:
+        """What ``role`` may do on ``topic`` (its own grants, its partitioned topic's and its namespace's), or
+        on the namespace itself when ``topic`` is None."""
+        actions: set[str] = set(self._data[NAMESPACE].get(namespace, {}).get(PERMISSIONS, {}).get(role, ()))
+        if topic is not None:
+            for name in {str(topic), str(topic.partitioned_base)}:
+                actions.update(self._data[TOPIC].get(name, {}).get(PERMISSIONS, {}).get(role, ()))
+        return actions
 
     def resolve(self, topic: TopicName, key: str, default: Any) -> Any:
         """The effective value for ``topic``: topic, partitioned base topic, namespace, ``default``."""

@@ -1,18 +1,24 @@
 """The broker's side of the relay process (:mod:`broker_core.service.relay_worker`): hands it connections
 to relay, and forgets each one's entry in the :class:`~broker_core.service.peers.PeerMap` once the worker
-says it ended. Runs on the broker's event loop."""
+says it ended. TLS clients are handed over whole: the worker terminates TLS and tells back what it found --
+a gRPC connection to register in the PeerMap (with the client certificate's CN) before it relays a byte, or
+a socket to serve Pulsar's binary protocol on, or a failed handshake to log. Runs on the broker's event
+loop."""
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
+import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from broker_core.service import relay_worker
-from broker_core.service.peers import PeerMap
+from broker_core.service.peers import ClientIdentity, PeerMap
 
 log = logging.getLogger(__name__)
 
@@ -20,19 +26,28 @@ WORKER = Path(relay_worker.__file__)
 STOP_TIMEOUT_S = 10.0
 
 
+BinaryServer = Callable[[socket.socket, ClientIdentity], None]
+
+
 class RelayProcess:
-    def __init__(self, peers: PeerMap) -> None:
+    def __init__(self, peers: PeerMap, tls: str | None = None, binary: BinaryServer | None = None) -> None:
+        """``tls``: the worker's TLS settings (:func:`~broker_core.service.relay_worker.tls_settings`), None
+        without a TLS port; ``binary`` serves a decrypted Pulsar binary protocol connection."""
         self._peers = peers
+        self._tls = tls
+        self._binary = binary
         self._control: socket.socket | None = None
         self._proc: subprocess.Popen | None = None
         self._ids = itertools.count(1)
         self._relays: dict[int, str] = {}  # relay id -> its PeerMap key
+        self._tls_clients: dict[int, str] = {}  # relay id -> the TLS client's address
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        args = [self._tls] if self._tls else []
         try:
-            self._proc = subprocess.Popen([sys.executable, str(WORKER), str(theirs.fileno())],
+            self._proc = subprocess.Popen([sys.executable, str(WORKER), str(theirs.fileno()), *args],
                                           pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL)
         except OSError:
@@ -63,11 +78,29 @@ class RelayProcess:
             client.close()
             upstream.close()
 
+    def relay_tls(self, client: socket.socket, address: str) -> bool:
+        """Hand a TLS port's client to the worker (the broker's copy is closed); False when it is gone."""
+        control = self._control
+        relay_id = next(self._ids)
+        try:
+            if control is None:
+                return False
+            socket.send_fds(control, [b"T" + relay_worker.RELAY_ID.pack(relay_id)], [client.fileno()])
+            self._tls_clients[relay_id] = address
+            return True
+        except OSError as exc:
+            log.error("event=relay_handover_failed error=%r", exc)
+            return False
+        finally:
+            client.close()
+
     def _read(self) -> None:
         control = self._control
+        id_size = relay_worker.RELAY_ID.size
         while control is not None:
+            fds: list[int] = []
             try:
-                message = control.recv(64)
+                message, fds, _flags, _addr = socket.recv_fds(control, relay_worker.CONTROL_BYTES, 1)
             except BlockingIOError:
                 return
             except OSError:
@@ -77,10 +110,47 @@ class RelayProcess:
                           self._proc.poll() if self._proc is not None else None)
                 self._close_control()
                 return
-            if message[:1] == b"D" and len(message) == 1 + relay_worker.RELAY_ID.size:
-                relay_peer = self._relays.pop(relay_worker.RELAY_ID.unpack_from(message, 1)[0], None)
+            kind = message[:1]
+            if len(message) < 1 + id_size:
+                continue
+            relay_id = relay_worker.RELAY_ID.unpack_from(message, 1)[0]
+            body = message[1 + id_size:]
+            if kind == b"D" and not body:
+                self._tls_clients.pop(relay_id, None)
+                relay_peer = self._relays.pop(relay_id, None)
                 if relay_peer is not None:
                     self._peers.remove(relay_peer)
+            elif kind in (b"G", b"B", b"F"):
+                self._tls_report(kind, relay_id, body, fds)
+                fds = []
+            for fd in fds:  # attached where none belongs
+                os.close(fd)
+
+    def _tls_report(self, kind: bytes, relay_id: int, body: bytes, fds: list[int]) -> None:
+        address = self._tls_clients.get(relay_id, "unknown")
+        if kind == b"F":
+            self._tls_clients.pop(relay_id, None)
+            log.warning("event=tls_handshake_failed peer=%s reason=%s", address, body.decode("utf-8", "replace"))
+            return
+        try:
+            found = json.loads(body)
+        except ValueError:
+            found = {}
+        identity = ClientIdentity(address, found.get("subject") or None)
+        if kind == b"G":
+            relay_peer = str(found.get("peer", ""))
+            self._peers.add(relay_peer, identity)  # before the worker relays a byte to gRPC
+            self._relays[relay_id] = relay_peer
+            if self._control is not None:
+                try:
+                    self._control.send(b"K" + relay_worker.RELAY_ID.pack(relay_id))
+                except OSError:
+                    pass
+        elif fds and self._binary is not None:
+            self._binary(socket.socket(fileno=fds[0]), identity)
+        else:
+            for fd in fds:
+                os.close(fd)
 
     def _close_control(self) -> None:
         if self._control is not None:

@@ -18,6 +18,7 @@ from broker_core.protocol import broker_pb2, broker_pb2_grpc
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.service.admission import Admission
 from broker_core.service.client_limits import ClientLimits, Limits
+from broker_core.service.credential_checks import CredentialChecks
 from broker_core.service.listener import PortListener
 from broker_core.service.metrics import BrokerCollector, MetricsServer, call_on_loop
 from broker_core.service.peers import PeerMap
@@ -25,7 +26,9 @@ from broker_core.service.producers import ProducerNames
 from broker_core.service.pulsar.connection import PulsarConnection
 from broker_core.service.pulsar.context import FrontEnd
 from broker_core.service.rates import StatsUpdater
+from broker_core.service.relay_worker import tls_settings
 from broker_core.service.schemas import SchemaRegistry
+from broker_core.service.security import Authorizer, Security
 from broker_core.service.servicer import BrokerServicer
 from broker_core.service.subscription_expiry import StoredSubscriptionSweep
 from broker_core.service.topics import TopicRegistry
@@ -68,18 +71,46 @@ def advertised_host(config: BrokerConfig) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def _bind(bind, host: str, port: int, key: str) -> int:
+    try:
+        return bind(host, port)
+    except OSError as exc:
+        raise InvalidConfiguration(f"cannot bind {host}:{port} ({key}; in use or not a local address): "
+                                   f"{exc.strerror}", key=key) from None
+
+
+def _server_context(config: BrokerConfig):
+    """The TLS server context of the configured files; ``InvalidConfiguration`` naming the unusable one."""
+    import ssl
+
+    from broker_core.service.relay_tls import server_context
+
+    try:
+        return server_context(config.tlsCertificateFilePath, config.tlsKeyFilePath, config.tlsTrustCertsFilePath,
+                              config.tlsRequireTrustedClientCertOnConnect)
+    except (OSError, ssl.SSLError) as exc:
+        # the path is the operator's own setting, on the operator's machine: it goes to the broker's log
+        raise InvalidConfiguration("cannot load the TLS certificate, key or trust certificates (tlsCertificateFile"
+                                   f"Path, tlsKeyFilePath, tlsTrustCertsFilePath): {exc}",
+                                   key="tlsCertificateFilePath") from None
+
+
 class BrokerService:
     """A started broker: ``port`` is the bound port (the real one when configured with 0), serving gRPC and
-    Pulsar's binary protocol (:mod:`broker_core.service.listener`); ``metrics_port`` the bound HTTP port of
-    ``/metrics`` (0 when ``metricsEnabled=false``)."""
+    Pulsar's binary protocol (:mod:`broker_core.service.listener`); ``tls_port`` the same over TLS (0 without
+    ``brokerServicePortTls``); ``metrics_port`` the bound HTTP port of ``/metrics`` (0 when
+    ``metricsEnabled=false``), ``metrics_tls_port`` its HTTPS one (0 without ``webServicePortTls``)."""
 
     def __init__(self, data_dir: Path, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.data_dir = Path(data_dir)
         self.config = config
         self._clock = clock
         self.port = 0
+        self.tls_port = 0
         self.metrics_port = 0
-        self._metrics: MetricsServer | None = None
+        self.metrics_tls_port = 0
+        self._metrics: list[MetricsServer] = []
+        self._checks: CredentialChecks | None = None
         self._server: grpc.aio.Server | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._sync_pool: ThreadPoolExecutor | None = None
@@ -107,8 +138,12 @@ class BrokerService:
         config = self.config
         limits = ClientLimits(Limits.from_config(config), self._clock)
         peers = PeerMap()
+        registry = self.registry
+        security = Security(config, Authorizer(config.super_user_roles(), registry.namespaces, registry.policies),
+                            self._clock)
+        self._checks = checks = CredentialChecks(config.authenticationRefreshCheckSeconds)
         server = grpc.aio.server(
-            interceptors=[Admission(limits, peers)],
+            interceptors=[Admission(limits, peers, security, checks)],
             options=[("grpc.max_receive_message_length", max_request_bytes(config.maxMessageSize)),
                      ("grpc.max_send_message_length",
                       max_reply_bytes(config.maxMessageSize, config.dispatcherMaxDeliveryBytes)),
@@ -124,14 +159,18 @@ class BrokerService:
         if not grpc_port:
             raise InvalidConfiguration(f"cannot bind the private gRPC address {GRPC_PRIVATE_ADDRESS}")
         front = FrontEnd(self.registry, config, names, SchemaRegistry(self.data_dir / "metadata", self._clock),
-                         limits, consumer_ids, self._clock)
-        listener = PortListener(grpc_port, lambda identity: PulsarConnection(front, identity), peers)
-        address = f"{self.config.bindAddress}:{self.config.brokerServicePort}"
-        try:
-            self.port = listener.bind(self.config.bindAddress, self.config.brokerServicePort)
-        except OSError as exc:
-            raise InvalidConfiguration(f"cannot bind {address} (in use or not a local address): {exc.strerror}"
-                                       ) from None
+                         limits, consumer_ids, self._clock, security=security, checks=checks)
+        tls = None
+        if config.brokerServicePortTls is not None:
+            tls = tls_settings(config.tlsCertificateFilePath, config.tlsKeyFilePath, config.tlsTrustCertsFilePath,
+                               config.tlsRequireTrustedClientCertOnConnect, grpc_port,
+                               config.tlsHandshakeTimeoutSeconds)
+            _server_context(config)  # unreadable files fail the start, not each handshake in the relay
+        listener = PortListener(grpc_port, lambda identity: PulsarConnection(front, identity), peers, tls)
+        self.port = _bind(listener.bind, config.bindAddress, config.brokerServicePort, "brokerServicePort")
+        if config.brokerServicePortTls is not None:
+            self.tls_port = _bind(listener.bind_tls, config.bindAddress, config.brokerServicePortTls,
+                                  "brokerServicePortTls")
         await server.start()
         self._server = server
         listener.start()
@@ -140,13 +179,17 @@ class BrokerService:
             self._start_metrics(asyncio.get_running_loop())
         host = advertised_host(self.config)
         front.broker_url = f"pulsar://{host}:{self.port}"
+        front.broker_url_tls = f"pulsar+ssl://{host}:{self.tls_port}" if self.tls_port else ""
         servicer.advertised = broker_pb2.LookupResult(
             broker_url=f"pulsar://{host}:{self.port}",
             http_url=f"http://{host}:{self.metrics_port}" if self.metrics_port else "")
         for name in ("", SERVICE_NAME):
             await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        log.info("event=broker_started address=%s:%d data_dir=%s sync_mode=%s metrics_port=%d",
-                 self.config.bindAddress, self.port, self.data_dir, self.config.journalSyncMode, self.metrics_port)
+        log.info("event=broker_started address=%s:%d tls_port=%d data_dir=%s sync_mode=%s metrics_port=%d "
+                 "authentication=%s authorization=%s", self.config.bindAddress, self.port, self.tls_port,
+                 self.data_dir, self.config.journalSyncMode, self.metrics_port,
+                 ",".join(config.authentication_providers()) if config.authenticationEnabled else "off",
+                 "on" if config.authorizationEnabled else "off")
         return self.port
 
     def _start_metrics(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -158,16 +201,24 @@ class BrokerService:
 
         collector = BrokerCollector(lambda: call_on_loop(loop, topic_stats, timeout_s), self.config.clusterName,
                                     self.config.exposeTopicLevelMetricsInPrometheus)
-        self._metrics = MetricsServer(collector, self.config.bindAddress, self.config.webServicePort)
-        self.metrics_port = self._metrics.start()
+        plain = MetricsServer(collector, self.config.bindAddress, self.config.webServicePort)
+        self._metrics.append(plain)
+        self.metrics_port = plain.start()
+        if self.config.webServicePortTls is not None:
+            secure = MetricsServer(collector, self.config.bindAddress, self.config.webServicePortTls,
+                                   _server_context(self.config), port_key="webServicePortTls")
+            self._metrics.append(secure)
+            self.metrics_tls_port = secure.start()
 
     async def stop(self, grace: float = 1.0) -> None:
         """Stop accepting, end the streams (after ``grace`` seconds), then flush and sync every topic."""
         if self._health is not None:
             await self._health.enter_graceful_shutdown()
-        if self._metrics is not None:
-            metrics, self._metrics = self._metrics, None
+        if self._checks is not None:
+            self._checks.stop()
+        for metrics in self._metrics:
             await asyncio.get_running_loop().run_in_executor(None, metrics.stop)
+        self._metrics = []
         if self._listener is not None:
             await self._listener.stop_accepting()
         if self._front is not None:

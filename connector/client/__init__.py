@@ -1,6 +1,7 @@
 """pulsarlike's Python client; the names mirror ``pulsar-client``."""
 from broker_core.errors import (
-    AlreadyClosed, BrokerPersistenceError, ChecksumError, ConnectError, ConsumerAssignError, ConsumerBusy,
+    AlreadyClosed, AuthenticationError, AuthorizationError, BrokerPersistenceError, ChecksumError, ConnectError,
+    ConsumerAssignError, ConsumerBusy,
     CorruptLog, CumulativeAcknowledgementNotAllowedError, DataDirLocked, IncompatibleSchema, InvalidConfiguration,
     InvalidMessage, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
     NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, PersistenceError, ProducerBusy,
@@ -29,7 +30,8 @@ __all__ = [
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",
     "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode", "Result",
     "SubscriptionMode",
-    "PulsarException", "AlreadyClosed", "BrokerPersistenceError", "PersistenceError", "ChecksumError",
+    "PulsarException", "AlreadyClosed", "AuthenticationError", "AuthorizationError", "BrokerPersistenceError",
+    "PersistenceError", "ChecksumError",
     "ConnectError", "ConsumerAssignError",
     "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "DataDirLocked", "IncompatibleSchema",
     "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",

@@ -3,13 +3,14 @@
 Every error pulsarlike raises is a :class:`PulsarException` (the base of :mod:`broker_core.errors`, whose
 classes carry pulsar-client's names where one exists). Two names differ and are aliases here:
 ``ServiceUnitNotReady`` is pulsarlike's ``ServiceNotReady`` and ``TooManyLookupRequestException`` its
-``TooManyRequests``. The names pulsarlike never raises (authentication, transactions, encryption ...) are
+``TooManyRequests``. The names pulsarlike never raises (transactions, encryption ...) are
 defined too, so that code written for pulsar-client catches them unchanged.
 """
 from __future__ import annotations
 
 from broker_core.errors import (
-    AlreadyClosed, BrokerPersistenceError, ChecksumError, ConnectError, ConsumerAssignError, ConsumerBusy,
+    AlreadyClosed, AuthenticationError, AuthorizationError, BrokerPersistenceError, ChecksumError, ConnectError,
+    ConsumerAssignError, ConsumerBusy,
     CumulativeAcknowledgementNotAllowedError, IncompatibleSchema, InvalidConfiguration, InvalidMessage,
     InvalidTopicName, MessageTooBig, NotAllowedError, NotConnected, ProducerBusy, ProducerFenced,
     ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound, Timeout, TooManyRequests,
@@ -29,14 +30,6 @@ class LookupError(_NeverRaised):  # noqa: A001  (pulsar-client's name)
 
 
 class ReadError(_NeverRaised):
-    pass
-
-
-class AuthenticationError(_NeverRaised):
-    pass
-
-
-class AuthorizationError(_NeverRaised):
     pass
 
 

@@ -5,9 +5,11 @@ command table; the commands of each concern are handled by their own module (:mo
 Life of a connection:
 
 1. The first frame must be ``CONNECT``. The client's credentials go to the security layer
-   (:class:`~broker_core.service.security.Security`); ``CONNECTED`` answers with
-   ``protocol_version = min(client's, MAX_PROTOCOL_VERSION)`` and the broker's ``maxMessageSize``. A
-   refused client gets ``ERROR(AuthenticationError)`` and the connection closes.
+   (:mod:`.authentication`); ``CONNECTED`` answers with ``protocol_version = min(client's,
+   MAX_PROTOCOL_VERSION)`` and the broker's ``maxMessageSize``. A refused client gets
+   ``ERROR(AuthenticationError)`` and the connection closes; expiring credentials are refreshed with
+   ``AUTH_CHALLENGE``. Every command on a topic or namespace is authorized first (:meth:`PulsarConnection.
+   authorize`); a refusal is answered ``AuthorizationError``.
 2. Commands are handled in the order they arrive, on the broker's event loop. A request the broker refuses
    is answered with ``ERROR`` (or ``SEND_ERROR``, ...) carrying Pulsar's ``ServerError`` code
    (:mod:`broker_core.protocol.server_errors`); a command of a type the broker does not serve
@@ -63,6 +65,7 @@ Handler = Callable[..., None]
 
 class PulsarConnection(asyncio.Protocol):
     def __init__(self, front: FrontEnd, identity: ClientIdentity | None = None) -> None:
+        from broker_core.service.pulsar.authentication import ConnectionAuthentication
         from broker_core.service.pulsar.consuming import ConsumerCommands
         from broker_core.service.pulsar.lookups import LookupCommands
         from broker_core.service.pulsar.producing import ProducerCommands
@@ -88,8 +91,9 @@ class PulsarConnection(asyncio.Protocol):
         self.paused = False
         self.producers = ProducerCommands(self)
         self.consumers = ConsumerCommands(self)
+        self._authentication = ConnectionAuthentication(self)
         self._handlers: dict[int, Handler] = {
-            T.CONNECT: self._connect, T.PING: self._ping, T.PONG: self._pong,
+            T.CONNECT: self._connect, T.PING: self._ping, T.PONG: self._pong, **self._authentication.handlers(),
             **LookupCommands(self).handlers(), **self.producers.handlers(), **self.consumers.handlers(),
             **SchemaCommands(self).handlers()}
 
@@ -135,6 +139,7 @@ class PulsarConnection(asyncio.Protocol):
             self._keepalive.cancel()
         self.producers.connection_closed()
         self.consumers.connection_closed()
+        self._authentication.closed()
         log.debug("event=pulsar_connection_closed peer=%s", self.peer)
 
     def pause_writing(self) -> None:
@@ -171,6 +176,11 @@ class PulsarConnection(asyncio.Protocol):
     def error(self, request_id: int, exc: PulsarLikeError) -> None:
         self.send(T(type=T.ERROR, error=cmd.CommandError(request_id=request_id, error=server_error(exc),
                                                          message=wire_message(exc))))
+
+    def authorize(self, action: str, resource: str) -> None:
+        """Raises ``AuthorizationError`` when this connection's role may not do ``action`` on ``resource``."""
+        assert self.principal is not None
+        self.front.security.authorize(self.principal, action, resource, self.peer)
 
     def success(self, request_id: int) -> None:
         self.send(T(type=T.SUCCESS, success=cmd.CommandSuccess(request_id=request_id)))
@@ -251,15 +261,8 @@ class PulsarConnection(asyncio.Protocol):
         if self.principal is not None:
             self.abort("a second CONNECT on one connection")
             return
-        assert self.identity is not None
-        try:
-            principal = self.front.security.authenticate(connect.auth_method_name, connect.auth_data,
-                                                         self.identity)
-        except PulsarLikeError as exc:
-            log.info("event=pulsar_authentication_failed peer=%s method=%s", self.peer, connect.auth_method_name)
-            self.send(T(type=T.ERROR, error=cmd.CommandError(request_id=0, error=cmd.AuthenticationError,
-                                                             message=wire_message(exc))))
-            self.close()
+        principal = self._authentication.connect(connect)
+        if principal is None:
             return
         self.principal = principal
         self.protocol_version = max(MIN_PROTOCOL_VERSION, min(connect.protocol_version, MAX_PROTOCOL_VERSION))
@@ -267,10 +270,10 @@ class PulsarConnection(asyncio.Protocol):
         self.send(T(type=T.CONNECTED, connected=cmd.CommandConnected(
             server_version=SERVER_VERSION, protocol_version=self.protocol_version,
             max_message_size=self.config.maxMessageSize,
-            feature_flags=cmd.FeatureFlags(supports_auth_refresh=False, supports_broker_entry_metadata=True,
+            feature_flags=cmd.FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True,
                                            supports_partial_producer=True))))
-        log.info("event=pulsar_client_connected peer=%s client_version=%s protocol_version=%d", self.peer,
-                 connect.client_version[:128], self.protocol_version)
+        log.info("event=pulsar_client_connected peer=%s client_version=%s protocol_version=%d role=%s", self.peer,
+                 connect.client_version[:128], self.protocol_version, principal.role)
 
     def _ping(self, _ping: cmd.CommandPing) -> None:
         self.send(T(type=T.PONG, pong=cmd.CommandPong()))

@@ -91,7 +91,7 @@ class ConsumerCommands:
             raise InvalidMessage(f"unknown subscription type {request.subType}")
         front, conn = self._front, self._conn
         name = TopicName.parse(request.topic)
-        front.security.authorize(conn.principal, "consume", str(name))
+        conn.authorize("consume", str(name))
         topic = front.registry.get(name, create=request.force_topic_creation)
         if request.HasField("schema") and request.schema.type != 0:  # 0: None, a consumer of bytes
             schema = request.schema

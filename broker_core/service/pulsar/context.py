@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
 from broker_core.service.client_limits import ClientLimits
+from broker_core.service.credential_checks import CredentialChecks
 from broker_core.service.producers import ProducerNames
 from broker_core.service.schemas import SchemaRegistry
 from broker_core.service.security import Security
@@ -28,8 +29,12 @@ class FrontEnd:
     """Broker-wide consumer ids, shared with the gRPC front end (dispatch and termination key on them)."""
     clock: Clock
     security: Security = field(default_factory=Security)
+    checks: CredentialChecks | None = None
+    """Where connections with expiring credentials are checked (``authenticationRefreshCheckSeconds``)."""
     broker_url: str = ""
     """What LOOKUP answers: ``pulsar://<advertised host>:<port>`` (set once the port is bound)."""
+    broker_url_tls: str = ""
+    """``pulsar+ssl://<advertised host>:<TLS port>`` when the broker has one."""
     connections: set["PulsarConnection"] = field(default_factory=set)
     producers: dict[tuple[str, str], Any] = field(default_factory=dict)
     """(topic, producer name) -> its producer session on some connection: a producer reconnecting with a

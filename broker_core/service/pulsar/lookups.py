@@ -96,22 +96,26 @@ class LookupCommands:
         reply = cmd.CommandLookupTopicResponse(request_id=request.request_id)
         try:
             name = TopicName.parse(request.topic)
+            self._conn.authorize("lookup", str(name))
             registry = self._registry
             registry.lookup_partitions(name)  # a missing namespace (or a disabled domain) is refused
             if not (registry.partitions_of(name) or registry.exists(name) or registry.config.allowAutoTopicCreation):
                 raise TopicNotFound(f"topic {name} does not exist (allowAutoTopicCreation=false)", topic=str(name))
-            self._conn.front.security.authorize(self._conn.principal, "lookup", str(name))
         except PulsarLikeError as exc:
             reply.response, reply.error, reply.message = reply.Failed, server_error(exc), wire_message(exc)
         else:
             reply.response, reply.authoritative = reply.Connect, True
             reply.brokerServiceUrl = self._conn.front.broker_url
+            if self._conn.front.broker_url_tls:
+                reply.brokerServiceUrlTls = self._conn.front.broker_url_tls
         self._conn.send(T(type=T.LOOKUP_RESPONSE, lookupTopicResponse=reply))
 
     def partitioned_metadata(self, request: cmd.CommandPartitionedTopicMetadata) -> None:
         reply = cmd.CommandPartitionedTopicMetadataResponse(request_id=request.request_id)
         try:
-            reply.partitions = self._registry.lookup_partitions(TopicName.parse(request.topic))
+            name = TopicName.parse(request.topic)
+            self._conn.authorize("lookup", str(name))
+            reply.partitions = self._registry.lookup_partitions(name)
         except PulsarLikeError as exc:
             reply.response, reply.error, reply.message = reply.Failed, server_error(exc), wire_message(exc)
         else:
@@ -119,6 +123,7 @@ class LookupCommands:
         self._conn.send(T(type=T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=reply))
 
     def topics_of_namespace(self, request: cmd.CommandGetTopicsOfNamespace) -> None:
+        self._conn.authorize("lookup", request.namespace)  # a refusal is answered with ERROR
         domains = _MODES.get(request.mode, (PERSISTENT,))
         topics = [t for t in self._registry.list(request.namespace) if t.split("://", 1)[0] in domains]
         reply = cmd.CommandGetTopicsOfNamespaceResponse(request_id=request.request_id)

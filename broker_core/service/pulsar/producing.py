@@ -149,7 +149,7 @@ class ProducerCommands:
                                   " enable_transaction")
         front, conn = self._front, self._conn
         name = TopicName.parse(request.topic)
-        front.security.authorize(conn.principal, "produce", str(name))
+        conn.authorize("produce", str(name))
         if request.producer_access_mode not in ACCESS_MODES:
             raise NotAllowedError(f"unknown producer access mode {request.producer_access_mode}")
         topic = front.registry.get(name, create=True)

@@ -41,6 +41,7 @@ class SchemaCommands:
         reply = cmd.CommandGetSchemaResponse(request_id=request.request_id)
         try:
             name = TopicName.parse(request.topic)
+            self._conn.authorize("lookup", str(name))
             if request.HasField("schema_version"):
                 info = self._schemas.get(name, version_number(request.schema_version))
             else:
@@ -59,6 +60,7 @@ class SchemaCommands:
         reply = cmd.CommandGetOrCreateSchemaResponse(request_id=request.request_id)
         try:
             name = TopicName.parse(request.topic)
+            self._conn.authorize("produce", str(name))  # a producer's request (Pulsar: produce permission)
             schema = request.schema
             info = self._schemas.get_or_create(name, cmd.Schema.Type.Name(schema.type), schema.schema_data,
                                                name=schema.name,
