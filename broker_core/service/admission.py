@@ -189,8 +189,8 @@ class Admission(grpc.aio.ServerInterceptor):
 
 class _Expiry:
     """A stream's expiring credentials: :meth:`check` (every ``authenticationRefreshCheckSeconds``) sets
-    ``error`` once they expired, which ends the stream's request iterator (:func:`_decoded`) and its
-    responses."""
+    ``error`` once they expired, which ends the stream's requests (:func:`_decoded`) and responses; the
+    stream's status is then ``error``."""
 
     def __init__(self, security: Security, principal: Principal, peer: str, method: str) -> None:
         self._security = security
@@ -211,21 +211,32 @@ class _Expiry:
         self.expired.set_result(None)
 
     async def next(self, iterator: AsyncIterator[bytes]) -> bytes:
+        """The next request; once expired, the end of the requests: the session ends as if the client had
+        closed, and the stream then ends with ``error`` as its status (the client sees the typed error, and
+        reconnects when its token source has a new token)."""
         if self.error is not None:
-            raise self.error
+            raise StopAsyncIteration
         step = asyncio.ensure_future(iterator.__anext__())
-        await asyncio.wait((step, self.expired), return_when=asyncio.FIRST_COMPLETED)
-        if step.done():
+        try:
+            await asyncio.wait((step, self.expired), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not step.done():
+                step.cancel()
+                step.add_done_callback(_retrieved)
+        if step.done() and not step.cancelled():
             return step.result()  # StopAsyncIteration at the end of the requests
-        step.cancel()
-        assert self.error is not None
-        raise self.error
+        raise StopAsyncIteration
+
+
+def _retrieved(task: asyncio.Future) -> None:
+    if not task.cancelled():
+        task.exception()  # the read ended anyway (the client closed): nothing to report
 
 
 async def _decoded(requests: AsyncIterator[bytes], decode: Decode, name: str,
                    first: Callable[[Any], None] | None = None, expiry: _Expiry | None = None) -> AsyncIterator[Any]:
     """The stream's requests, decoded; ``first`` checks the first one (authorization); ``expiry`` ends them
-    with ``AuthenticationError`` once the stream's credentials expired."""
+    once the stream's credentials expired."""
     index = 0
     iterator = requests.__aiter__()
     while True:

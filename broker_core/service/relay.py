@@ -130,7 +130,9 @@ class RelayProcess:
         address = self._tls_clients.get(relay_id, "unknown")
         if kind == b"F":
             self._tls_clients.pop(relay_id, None)
-            log.warning("event=tls_handshake_failed peer=%s reason=%s", address, body.decode("utf-8", "replace"))
+            quiet = body[:1] == b"~"
+            log.log(logging.DEBUG if quiet else logging.WARNING, "event=tls_handshake_failed peer=%s reason=%s",
+                    address, body[1 if quiet else 0:].decode("utf-8", "replace"))
             return
         try:
             found = json.loads(body)

@@ -36,7 +36,12 @@ HIGH_WATER = 1 << 20
 
 
 class HandshakeFailed(Exception):
-    """The TLS handshake did not complete; the message says why (for the broker's log)."""
+    """The TLS handshake did not complete; the message says why (for the broker's log). ``quiet``: the client
+    just went away (e.g. a client reading the certificate, as pulsarlike's does without host name checks)."""
+
+    def __init__(self, message: str, quiet: bool = False) -> None:
+        super().__init__(message)
+        self.quiet = quiet
 
 
 def server_context(cert_file: str, key_file: str, trust_file: str = "", require_client_cert: bool = False,
@@ -81,7 +86,7 @@ class TlsSession:
         self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
         data = self.sock.recv(BUFFER)
         if not data:
-            raise HandshakeFailed("the client closed the connection during the TLS handshake")
+            raise HandshakeFailed("the client closed the connection during the TLS handshake", quiet=True)
         self.incoming.write(data)
 
     def handshake(self, timeout_s: float) -> tuple[str | None, bytes]:
@@ -114,9 +119,10 @@ class TlsSession:
         except socket.timeout:
             raise HandshakeFailed(f"no TLS handshake and first request within {timeout_s:g} s") from None
         except OSError as exc:
-            raise HandshakeFailed(f"connection lost during the TLS handshake ({exc.strerror or exc})") from None
+            raise HandshakeFailed(f"connection lost during the TLS handshake ({exc.strerror or exc})",
+                                  quiet=True) from None
         if not first:
-            raise HandshakeFailed("the client closed the TLS connection before sending anything")
+            raise HandshakeFailed("the client closed the TLS connection before sending anything", quiet=True)
         return subject, first
 
 

@@ -15,7 +15,8 @@ the TLS port's settings (:func:`tls_settings`) when the broker has one. Messages
   nothing until the broker answered ``K`` + relay id (its PeerMap then knows the client before gRPC sees a
   byte); ``B`` + relay id + JSON ``{"subject": ...}`` with one end of a socket pair attached for Pulsar's
   binary protocol: the broker serves that end, the worker relays the TLS session to the other;
-  ``F`` + relay id + a reason when the handshake failed (the broker logs it; the relay is over);
+  ``F`` + relay id + a reason when the handshake failed (the broker logs it; ``~`` before the reason: the
+  client just went away, logged at DEBUG); the relay is over;
 - worker -> broker: ``D`` + the relay id, once both directions have ended and both sockets are closed;
 - end of file on the control socket (the broker stopped, or died): every relayed connection is shut down
   and the worker exits.
@@ -157,7 +158,7 @@ class _TlsClients:
             try:
                 subject, first = session.handshake(self._timeout_s)
             except relay_tls.HandshakeFailed as exc:
-                self._send(b"F" + tag + str(exc).encode()[:1024])
+                self._send(b"F" + tag + (b"~" if exc.quiet else b"") + str(exc).encode()[:1024])
                 return
             if first[:1] == b"P":  # HTTP/2's preface: gRPC
                 other = socket.create_connection(self._grpc)

@@ -10,6 +10,7 @@ from broker_core.errors import (
     TopicNotFound, TopicTerminated, UnknownError, UnsafePath)
 
 from connector.client.admin import Admin, PeekedMessage
+from connector.client.authentication import Authentication, AuthenticationTLS, AuthenticationToken
 from connector.client.client import Client
 from connector.client.consumer import Consumer
 from connector.client.enums import (
@@ -24,7 +25,7 @@ from connector.client.producer import Producer
 from connector.client.reader import Reader
 
 __all__ = [
-    "Admin", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId", "PeekedMessage",
+    "Admin", "Authentication", "AuthenticationTLS", "AuthenticationToken", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId", "PeekedMessage",
     "ConsumerBatchReceivePolicy", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy",
     "MultiplierRedeliveryBackoff",
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",

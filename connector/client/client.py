@@ -16,7 +16,7 @@ from broker_core import errors
 from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
-from connector.client.connection import Connection
+from connector.client.connection import Connection, Security
 from connector.client.consumer import Consumer
 from connector.client.dead_letter import LetterOptions
 from connector.client.enums import (
@@ -56,20 +56,20 @@ class Client:
                  logger: Any = None, connection_timeout_ms: int = 10000,
                  listener_name: str | None = None, tls_private_key_file_path: str | None = None,
                  tls_certificate_file_path: str | None = None) -> None:
-        """Arguments pulsarlike cannot honour raise ``InvalidConfiguration`` instead of being ignored:
-        ``authentication``, TLS (``use_tls`` and the ``tls_*`` options), ``logger`` and ``log_conf_file_path``
-        (pulsarlike logs through the standard ``logging`` module: configure the ``connector`` logger)."""
-        _refuse_unsupported(
-            "Client", authentication=authentication, use_tls=use_tls,
-            tls_trust_certs_file_path=tls_trust_certs_file_path,
-            tls_allow_insecure_connection=tls_allow_insecure_connection,
-            tls_validate_hostname=tls_validate_hostname, tls_private_key_file_path=tls_private_key_file_path,
-            tls_certificate_file_path=tls_certificate_file_path, logger=logger,
-            log_conf_file_path=log_conf_file_path, listener_name=listener_name)
+        """``authentication``: ``AuthenticationToken(token or function)`` or ``AuthenticationTLS(cert, key)``;
+        a ``pulsar+ssl://`` URL (or ``use_tls``) connects to the broker's TLS port, with the ``tls_*`` options
+        of pulsar-client (docs/security.md). Arguments pulsarlike cannot honour raise ``InvalidConfiguration``
+        instead of being ignored: ``logger``, ``log_conf_file_path`` (pulsarlike logs through the standard
+        ``logging`` module: configure the ``connector`` logger) and ``listener_name``."""
+        _refuse_unsupported("Client", logger=logger, log_conf_file_path=log_conf_file_path,
+                            listener_name=listener_name)
         if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
             raise ValueError("operation_timeout_seconds and connection_timeout_ms must be > 0")
+        security = Security.of(service_url, authentication, use_tls, tls_trust_certs_file_path,
+                               tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path,
+                               tls_private_key_file_path)
         self._connection = Connection(service_url, float(operation_timeout_seconds),
-                                      connection_timeout_ms / 1000.0)
+                                      connection_timeout_ms / 1000.0, security)
         self._lookup = Lookup(self._connection)
         self._timer = TimerThread()
         self._lock = threading.Lock()

@@ -4,6 +4,12 @@ Streams are fed from a queue by a request iterator (gRPC pulls it on its own thr
 per stream reads the responses. The channel itself reconnects after a broker restart (gRPC's own backoff,
 set to start at 100 ms as Pulsar's clients do); what a lost stream means for the producer or consumer on it
 is theirs to handle (:mod:`connector.client.reconnect`).
+
+Security (:class:`Security`): a ``pulsar+ssl://`` URL is served over TLS (:mod:`connector.client.tls`); a
+token (:mod:`connector.client.authentication`) is sent as every call's and stream's ``authorization:
+Bearer`` metadata, asked from its source each time. A stream the broker ends with ``AuthenticationError``
+(its token expired) is reported as a lost connection -- reconnected -- only when the token source now gives
+another token; otherwise the refusal is final.
 """
 from __future__ import annotations
 
@@ -20,32 +26,78 @@ from broker_core import errors
 from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import CODE_KEY, error_from_rpc
 
+from connector.client.authentication import Authentication
 from connector.client.reconnect import INITIAL_BACKOFF_S, MAX_BACKOFF_S, retry_until
+from connector.client.tls import TlsOptions, check, secure_channel
 
 log = logging.getLogger(__name__)
 
-_URL = re.compile(r"^(?:pulsar://)?(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(?P<port>\d{1,5})/?$")
+_URL = re.compile(r"^(?:pulsar(?:\+ssl)?://)?(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(?P<port>\d{1,5})/?$")
+TLS_SCHEME = "pulsar+ssl://"
 
 
 def parse_service_url(service_url: str) -> str:
-    """``pulsar://host:port`` or ``host:port`` -> ``host:port``; anything else is a ValueError."""
+    """``pulsar://host:port``, ``pulsar+ssl://host:port`` or ``host:port`` -> ``host:port``; anything else is
+    a ValueError."""
     match = _URL.match(service_url.strip()) if isinstance(service_url, str) else None
     if not match or not 0 < int(match.group("port")) < 65536:
         raise ValueError(f"service_url={service_url!r} is not valid; use 'pulsar://host:port' "
-                         "(as Broker.service_url returns) or 'host:port'")
+                         "(as Broker.service_url returns), 'pulsar+ssl://host:port' or 'host:port'")
     return f"{match.group('host')}:{int(match.group('port'))}"
+
+
+def is_tls_url(service_url: str) -> bool:
+    return isinstance(service_url, str) and service_url.strip().startswith(TLS_SCHEME)
+
+
+class Security:
+    """How a connection authenticates and encrypts: ``authentication`` (None: anonymous) and ``tls`` (None:
+    a plain connection)."""
+
+    def __init__(self, authentication: Authentication | None = None, tls: TlsOptions | None = None) -> None:
+        if authentication is not None and not isinstance(authentication, Authentication):
+            raise ValueError(f"authentication={authentication!r} is not valid; use AuthenticationToken(token) or "
+                             "AuthenticationTLS(certificate_path, private_key_path)")
+        self.authentication = authentication
+        self.tls = tls
+        if tls is not None:
+            check(tls)
+        elif authentication is not None and authentication.tls_files() is not None:
+            raise errors.InvalidConfiguration("AuthenticationTLS needs a TLS connection: use a pulsar+ssl:// URL")
+
+    @classmethod
+    def of(cls, service_url: str, authentication: Authentication | None = None, use_tls: bool = False,
+           tls_trust_certs_file_path: str | None = None, tls_allow_insecure_connection: bool = False,
+           tls_validate_hostname: bool = False, tls_certificate_file_path: str | None = None,
+           tls_private_key_file_path: str | None = None) -> "Security":
+        """From pulsar-client's ``Client`` arguments (TLS when the URL is ``pulsar+ssl://`` or ``use_tls``)."""
+        if not (use_tls or is_tls_url(service_url)):
+            return cls(authentication)
+        files = authentication.tls_files() if isinstance(authentication, Authentication) else None
+        cert, key = files if files is not None else (tls_certificate_file_path, tls_private_key_file_path)
+        return cls(authentication, TlsOptions(tls_trust_certs_file_path, bool(tls_allow_insecure_connection),
+                                              bool(tls_validate_hostname), cert, key))
+
+    def token(self) -> str | None:
+        return self.authentication.token() if self.authentication is not None else None
+
+    def metadata(self) -> tuple[tuple[str, str], ...] | None:
+        token = self.token()
+        return (("authorization", f"Bearer {token}"),) if token else None
 
 
 class Connection:
     """One channel and stub; ``ready()`` is checked on first use."""
 
-    def __init__(self, service_url: str, operation_timeout_s: float, connection_timeout_s: float) -> None:
+    def __init__(self, service_url: str, operation_timeout_s: float, connection_timeout_s: float,
+                 security: Security | None = None) -> None:
         self.target = parse_service_url(service_url)
         self.operation_timeout_s = operation_timeout_s
         self.connection_timeout_s = connection_timeout_s
+        self.security = security or (Security(tls=TlsOptions()) if is_tls_url(service_url) else Security())
         # No client-side caps: the broker's decide. Producers pack requests to the max_message_size the
         # broker announces, and a delivery may be as large as the broker's dispatcherMaxDeliveryBytes.
-        self.channel = grpc.insecure_channel(self.target, options=[
+        self._channel_options = [
             ("grpc.max_send_message_length", -1),
             ("grpc.max_receive_message_length", -1),
             # One connection per Client, as Pulsar's clients have: the broker's per-connection limits
@@ -55,12 +107,40 @@ class Connection:
             ("grpc.initial_reconnect_backoff_ms", int(INITIAL_BACKOFF_S * 1000)),
             ("grpc.min_reconnect_backoff_ms", int(INITIAL_BACKOFF_S * 1000)),
             ("grpc.max_reconnect_backoff_ms", int(MAX_BACKOFF_S * 1000)),
-        ])
-        self.stub = broker_pb2_grpc.PulsarLikeStub(self.channel)
+        ]
+        self._channel: grpc.Channel | None = None
+        self._stub: broker_pb2_grpc.PulsarLikeStub | None = None
         self._ready = False
         self._lock = threading.Lock()
         self.closed = threading.Event()
         """Set by :meth:`close`: waits between retries end at once."""
+        if self.security.tls is None or (self.security.tls.validate_hostname and not self.security.tls.allow_insecure):
+            self._open_channel()  # no network needed: gRPC connects on first use
+
+    def _open_channel(self) -> grpc.Channel:
+        with self._lock:
+            if self._channel is None:
+                tls = self.security.tls
+                if tls is None:
+                    self._channel = grpc.insecure_channel(self.target, options=self._channel_options)
+                else:
+                    self._channel = secure_channel(self.target, tls, self._channel_options,
+                                                   self.connection_timeout_s)
+                self._stub = broker_pb2_grpc.PulsarLikeStub(self._channel)
+            return self._channel
+
+    @property
+    def channel(self) -> grpc.Channel:
+        """The channel (a TLS one that checks another name than the URL's reads the broker's certificate
+        first, so it is made on first use)."""
+        return self._channel or self._open_channel()
+
+    @property
+    def stub(self) -> broker_pb2_grpc.PulsarLikeStub:
+        if self._stub is None:
+            self._open_channel()
+        assert self._stub is not None
+        return self._stub
 
     def ensure_ready(self) -> None:
         """Wait (``connection_timeout_s``) for the first connection; ``ConnectError`` if there is none."""
@@ -68,11 +148,12 @@ class Connection:
             raise errors.AlreadyClosed("the client is closed")
         if self._ready:
             return
+        channel = self.channel
         with self._lock:
             if self._ready:
                 return
             try:
-                grpc.channel_ready_future(self.channel).result(timeout=self.connection_timeout_s)
+                grpc.channel_ready_future(channel).result(timeout=self.connection_timeout_s)
             except grpc.FutureTimeoutError:
                 raise errors.ConnectError(
                     f"cannot connect to the broker at {self.target} within "
@@ -96,7 +177,7 @@ class Connection:
 
     def _call(self, method: str, request: Any, timeout_s: float) -> Any:
         try:
-            return getattr(self.stub, method)(request, timeout=timeout_s)
+            return getattr(self.stub, method)(request, timeout=timeout_s, metadata=self.security.metadata())
         except grpc.RpcError as exc:
             raise error_from_rpc(exc) from None
 
@@ -117,7 +198,10 @@ class Connection:
 
     def close(self) -> None:
         self.closed.set()
-        self.channel.close()
+        with self._lock:
+            channel = self._channel
+        if channel is not None:
+            channel.close()
 
 
 _END = object()
@@ -149,7 +233,11 @@ class BidiStream:
         self._on_end = on_end
         self._batch = batch_requests
         self._closing = False
-        self._call = getattr(connection.stub, method)(self._requests(), wait_for_ready=wait_for_ready)
+        self._security = connection.security
+        self._token = self._security.token()
+        metadata = (("authorization", f"Bearer {self._token}"),) if self._token else None
+        self._call = getattr(connection.stub, method)(self._requests(), wait_for_ready=wait_for_ready,
+                                                      metadata=metadata)
         self._thread = threading.Thread(target=self._read, name=f"pulsarlike-{name}", daemon=True)
         if start:
             self._thread.start()
@@ -193,7 +281,7 @@ class BidiStream:
                 self._on_response(response)
         except grpc.RpcError as exc:
             if not self._closing:
-                error = stream_error(exc)
+                error = self._renewable(stream_error(exc))
         except Exception as exc:  # a bug in a handler: end this stream, loudly
             log.exception("stream handler failed")
             error = errors.UnknownError(f"client stream handler failed: {exc!r}")
@@ -202,6 +290,20 @@ class BidiStream:
             if not self._closing:
                 error = errors.ConnectError("the broker ended the stream")
         self._on_end(error)
+
+    def _renewable(self, error: errors.PulsarLikeError) -> errors.PulsarLikeError:
+        """An ``AuthenticationError`` becomes a lost connection (reconnected) when the token source now gives
+        another token than the one this stream opened with; else it stays final."""
+        if not isinstance(error, errors.AuthenticationError) or self._token is None:
+            return error
+        try:
+            renewed = self._security.token() != self._token
+        except errors.PulsarLikeError:
+            renewed = False
+        if not renewed:
+            return error
+        log.info("event=token_renewed cause=%r", error.message)
+        return errors.ConnectError(f"the broker ended the stream ({error.message}); reconnecting with the new token")
 
     def half_close(self) -> None:
         """No more requests: ends the request iterator (the broker then ends the stream)."""

@@ -1,0 +1,138 @@
+"""Client authentication with pulsar-client's names: ``AuthenticationToken`` and ``AuthenticationTLS``.
+
+    Client(url, authentication=AuthenticationToken("eyJhbGciOi..."))
+    Client(url, authentication=AuthenticationToken(lambda: open("/run/token").read()))   # refreshed
+    Client("pulsar+ssl://host:6651", tls_trust_certs_file_path="ca.pem",
+           authentication=AuthenticationTLS("client.pem", "client.key"))
+
+A token travels as each gRPC call's ``authorization: Bearer <token>`` metadata (on plain and TLS
+connections alike, as Pulsar's binary protocol sends it in CONNECT). A callable token source is asked on
+every call and every stream opening, so a rotated token is picked up at once; a stream the broker ended
+because its token expired is opened again only when the source gives another token (otherwise the
+``AuthenticationError`` is final: refusals never spin). ``AuthenticationTLS`` presents a client certificate
+during the TLS handshake; the broker's ``tls`` provider takes its CN as the role.
+
+:func:`from_plugin` reads pulsar-admin / pulsar-spark's ``authPluginClassName`` + ``authParams``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import unquote, urlparse
+
+from broker_core.errors import InvalidConfiguration
+
+
+class Authentication:
+    """Base of the authentication methods a ``Client`` takes."""
+
+    def token(self) -> str | None:
+        """The token to send now (None: no token)."""
+        return None
+
+    def tls_files(self) -> tuple[str, str] | None:
+        """(certificate file, private key file) to present in the TLS handshake, or None."""
+        return None
+
+
+class AuthenticationToken(Authentication):
+    """``token``: the JWT, or a function returning it (asked again for every call and stream)."""
+
+    def __init__(self, token: str | Callable[[], str]) -> None:
+        if not callable(token) and (not isinstance(token, str) or not token.strip()):
+            raise ValueError("AuthenticationToken(token): token must be a non-empty str or a function returning one")
+        self._source = token
+
+    def token(self) -> str:
+        value = self._source() if callable(self._source) else self._source
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidConfiguration("the AuthenticationToken function returned no token")
+        return value.strip()
+
+    def __repr__(self) -> str:  # never the token itself
+        return "AuthenticationToken(<function>)" if callable(self._source) else "AuthenticationToken(<token>)"
+
+
+class AuthenticationTLS(Authentication):
+    """A client certificate and its private key (PEM files), for ``pulsar+ssl://`` URLs."""
+
+    def __init__(self, certificate_path: str, private_key_path: str) -> None:
+        for name, path in (("certificate_path", certificate_path), ("private_key_path", private_key_path)):
+            if not isinstance(path, str) or not path:
+                raise ValueError(f"AuthenticationTLS: {name} must be a file path")
+        self.certificate_path = certificate_path
+        self.private_key_path = private_key_path
+
+    def tls_files(self) -> tuple[str, str]:
+        return self.certificate_path, self.private_key_path
+
+    def __repr__(self) -> str:
+        return f"AuthenticationTLS({self.certificate_path!r}, {self.private_key_path!r})"
+
+
+class _FileToken(Authentication):
+    """A token read from a file on every use (``file:///path``, as Pulsar's token plugin reads it)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def token(self) -> str:
+        try:
+            value = Path(self._path).read_text().strip()
+        except OSError as exc:
+            raise InvalidConfiguration(f"cannot read the token file {self._path}: {exc.strerror}") from None
+        if not value:
+            raise InvalidConfiguration(f"the token file {self._path} is empty")
+        return value
+
+    def __repr__(self) -> str:
+        return f"AuthenticationToken(file {self._path!r})"
+
+
+TOKEN_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationToken", "AuthenticationToken", "token")
+TLS_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationTls", "AuthenticationTls", "AuthenticationTLS",
+               "tls")
+
+
+def from_plugin(plugin: str, params: str) -> Authentication | None:
+    """pulsar-admin's ``--auth-plugin`` / ``--auth-params`` (pulsar-spark's ``authPluginClassName`` /
+    ``authParams``): a token plugin takes ``token:<jwt>``, ``file:///path`` or the bare token; the TLS plugin
+    ``tlsCertFile:<path>,tlsKeyFile:<path>`` or that as JSON. Empty plugin: None."""
+    plugin, params = (plugin or "").strip(), (params or "").strip()
+    if not plugin:
+        if params:
+            raise InvalidConfiguration("authParams given without authPluginClassName: name the plugin "
+                                       f"({TOKEN_PLUGINS[0]} or {TLS_PLUGINS[0]})")
+        return None
+    if plugin in TOKEN_PLUGINS:
+        if params.startswith("token:"):
+            return AuthenticationToken(params[len("token:"):])
+        if params.startswith("file:"):
+            return _FileToken(unquote(urlparse(params).path))
+        if params.startswith("{"):
+            value = _json(params).get("token", "")
+            return AuthenticationToken(value) if value else _missing(plugin)
+        return AuthenticationToken(params) if params else _missing(plugin)
+    if plugin in TLS_PLUGINS:
+        values = _json(params) if params.startswith("{") else dict(
+            item.split(":", 1) for item in params.split(",") if ":" in item)
+        cert, key = values.get("tlsCertFile"), values.get("tlsKeyFile")
+        if not cert or not key:
+            raise InvalidConfiguration("the TLS auth plugin takes authParams tlsCertFile:<path>,tlsKeyFile:<path>")
+        return AuthenticationTLS(str(cert).strip(), str(key).strip())
+    raise InvalidConfiguration(f"unknown auth plugin {plugin!r}: use {TOKEN_PLUGINS[0]} or {TLS_PLUGINS[0]}")
+
+
+def _json(params: str) -> dict[str, Any]:
+    try:
+        value = json.loads(params)
+    except ValueError:
+        raise InvalidConfiguration("authParams is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise InvalidConfiguration("authParams JSON must be an object")
+    return value
+
+
+def _missing(plugin: str) -> Authentication:
+    raise InvalidConfiguration(f"the {plugin} plugin needs authParams: token:<jwt> or file:///path/to/token")
