@@ -56,8 +56,9 @@ class Security:
 
     def __init__(self, authentication: Authentication | None = None, tls: TlsOptions | None = None) -> None:
         if authentication is not None and not isinstance(authentication, Authentication):
-            raise ValueError(f"authentication={authentication!r} is not valid; use AuthenticationToken(token) or "
-                             "AuthenticationTLS(certificate_path, private_key_path)")
+            raise errors.InvalidConfiguration(f"authentication={type(authentication).__name__} is not valid; use "
+                                              "AuthenticationToken(token) or AuthenticationTLS(certificate_path, "
+                                              "private_key_path)")
         self.authentication = authentication
         self.tls = tls
         if tls is not None:
@@ -72,6 +73,15 @@ class Security:
            tls_private_key_file_path: str | None = None) -> "Security":
         """From pulsar-client's ``Client`` arguments (TLS when the URL is ``pulsar+ssl://`` or ``use_tls``)."""
         if not (use_tls or is_tls_url(service_url)):
+            given = [name for name, value in (
+                ("tls_trust_certs_file_path", tls_trust_certs_file_path),
+                ("tls_allow_insecure_connection", tls_allow_insecure_connection),
+                ("tls_validate_hostname", tls_validate_hostname),
+                ("tls_certificate_file_path", tls_certificate_file_path),
+                ("tls_private_key_file_path", tls_private_key_file_path)) if value]
+            if given:
+                raise errors.InvalidConfiguration(f"{', '.join(given)}: TLS options need a TLS connection; use a "
+                                                  "pulsar+ssl:// URL (the broker's brokerServicePortTls)")
             return cls(authentication)
         files = authentication.tls_files() if isinstance(authentication, Authentication) else None
         cert, key = files if files is not None else (tls_certificate_file_path, tls_private_key_file_path)

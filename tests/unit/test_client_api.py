@@ -15,14 +15,14 @@ from connector.client.reader import start_position
 @pytest.mark.parametrize("url,target", [
     ("pulsar://localhost:6650", "localhost:6650"), ("127.0.0.1:5000", "127.0.0.1:5000"),
     ("pulsar://broker-1.example.com:6650/", "broker-1.example.com:6650"),
-    ("pulsar://[::1]:6650", "[::1]:6650"),
+    ("pulsar://[::1]:6650", "[::1]:6650"), ("pulsar+ssl://broker:6651", "broker:6651"),
 ])
 def test_service_url_accepts_pulsar_scheme_and_host_port(url, target):
     assert parse_service_url(url) == target
 
 
 @pytest.mark.parametrize("url", ["http://localhost:6650", "localhost", "pulsar://localhost",
-                                 "pulsar+ssl://h:6651", "h:0", "h:70000", "", "pulsar://a:1,b:2"])
+                                 "pulsar+ssl://h", "h:0", "h:70000", "", "pulsar://a:1,b:2"])
 def test_bad_service_url_names_the_accepted_forms(url):
     with pytest.raises(ValueError, match="pulsar://host:port"):
         parse_service_url(url)

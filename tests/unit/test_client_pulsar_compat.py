@@ -68,11 +68,17 @@ def test_seek_takes_messageid_as_pulsar_client_names_it(cls):
 
 
 @pytest.mark.parametrize("option", [
-    {"logger": object()}, {"log_conf_file_path": "/tmp/log.conf"}, {"use_tls": True},
-    {"tls_trust_certs_file_path": "ca.pem"}, {"tls_private_key_file_path": "key.pem"},
-    {"tls_certificate_file_path": "cert.pem"}, {"authentication": object()}])
+    {"logger": object()}, {"log_conf_file_path": "/tmp/log.conf"}, {"authentication": object()}])
 def test_client_arguments_pulsarlike_cannot_honour_are_refused(option):
     with pytest.raises(InvalidConfiguration, match=next(iter(option))):
+        Client("pulsar://127.0.0.1:9", **option)
+
+
+@pytest.mark.parametrize("option", [
+    {"tls_trust_certs_file_path": "ca.pem"}, {"tls_private_key_file_path": "key.pem"},
+    {"tls_certificate_file_path": "cert.pem"}, {"tls_allow_insecure_connection": True}])
+def test_tls_options_on_a_plain_url_are_refused_not_ignored(option):
+    with pytest.raises(InvalidConfiguration, match=f"{next(iter(option))}.*pulsar\\+ssl://"):
         Client("pulsar://127.0.0.1:9", **option)
 
 
