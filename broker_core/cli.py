@@ -10,8 +10,8 @@ then stops accepting, flushes, syncs and exits 0.
 
 The other commands are client-side tools, loaded by module name only when called (the broker never
 imports client code): ``pulsarlike admin ...`` (like ``pulsar-admin``), ``pulsarlike produce|consume ...``
-(like ``pulsar-client``), ``pulsarlike health`` (the gRPC health check) and ``pulsarlike job NAME ...``
-(the Spark jobs). Each module has ``main(argv) -> int``. ``pulsarlike --help`` lists them all from
+(like ``pulsar-client``), ``pulsarlike health`` (the gRPC health check), ``pulsarlike tokens ...`` (like
+``pulsar tokens``) and ``pulsarlike job NAME ...`` (the Spark jobs). Each module has ``main(argv) -> int``. ``pulsarlike --help`` lists them all from
 :data:`COMMANDS` (no tool module is imported for it).
 
 pulsar-client's global form works too: ``pulsarlike --url URL produce ...`` (``--url``/``--service-url``
@@ -36,6 +36,7 @@ COMMANDS = {
     "produce": "send messages to a topic (like pulsar-client produce)",
     "consume": "receive and acknowledge messages of a topic (like pulsar-client consume)",
     "health": "ask a broker's gRPC health service (exit 0 when SERVING)",
+    "tokens": "create and check token authentication keys and tokens (like pulsar tokens)",
     "job": "run a Spark batch job: backfill, export, redrive, stream-demo",
 }
 """Every command with its one-line help, as ``pulsarlike --help`` lists them."""
@@ -103,7 +104,8 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig) -> None:
 
 
 TOOLS = {"admin": "connector.cli.admin", "produce": "connector.cli.client", "consume": "connector.cli.client",
-         "health": "connector.cli.client", "job": "jobs.cli"}
+         "health": "connector.cli.client", "job": "jobs.cli",
+         "tokens": "broker_core.service.security.tokens_cli"}
 """Commands served by other modules: ``main(argv)`` of the module, with the command name first."""
 
 

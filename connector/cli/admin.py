@@ -9,6 +9,11 @@
                                               expire-messages|last-message-id|terminate|unload|lookup|
                                               set-retention|...
 
+Permissions: ``namespaces|topics grant-permission|revoke-permission|permissions``
+(:mod:`connector.cli.admin_permissions`). ``--auth-plugin``, ``--auth-params``, ``--tls-trust-cert-path``,
+``--tls-allow-insecure`` and ``--tls-enable-hostname-verification`` (before or after the verb,
+:mod:`connector.cli.security_flags`) authenticate to a broker that requires it.
+
 ``--admin-url`` (alias ``--service-url``, ``--url``; before or after the verb) is the broker's service URL,
 ``pulsar://HOST:PORT``: pulsar-admin talks HTTP to ``http://HOST:8080``, this broker serves its admin calls
 on the same gRPC port as clients. Default: ``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``.
@@ -35,7 +40,7 @@ from connector.cli.args import SuggestingParser
 
 from broker_core.errors import PulsarLikeError
 
-from connector.cli import output
+from connector.cli import admin_permissions, output, security_flags
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
 
@@ -136,6 +141,7 @@ def _namespaces(verb: Callable[..., argparse.ArgumentParser]) -> None:
          "Delete a subscription from every topic of the namespace", "namespace").add_argument(
         "-s", "--sub", dest="subscription", required=True, help="subscription name")
     _policy_verbs(verb, "namespace", "namespace")
+    admin_permissions.add_verbs(verb, "namespace", "namespace")
 
 
 def _policy_verbs(verb: Callable[..., argparse.ArgumentParser], level: str, arg: str) -> None:
@@ -252,6 +258,7 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("-n", "--count", type=int, default=1, help="messages to show (default 1)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead (pulsarlike extension)")
     _operation_verbs(verb, sub_verb)
+    admin_permissions.add_verbs(verb, "topic", "topic")
     _policy_verbs(verb, "topic", "topic")
 
 
@@ -331,6 +338,7 @@ def build_parser() -> _Parser:
     parser = _Parser(prog="pulsarlike admin", allow_abbrev=False,
                      description="Manage a pulsarlike broker like pulsar-admin.")
     _url_flag(parser, os.environ.get(URL_ENV) or DEFAULT_URL)
+    security_flags.add(parser)
     parser.leaves = {}
     groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
     for group, (description, add_verbs) in GROUPS.items():
@@ -345,6 +353,7 @@ def build_parser() -> _Parser:
                                                  "topic": "persistent://tenant/namespace/topic (or a short name)"
                                                  }[positional])
             _url_flag(p, argparse.SUPPRESS)
+            security_flags.add(p, suppress=True)
             p.set_defaults(run=run)
             parser.leaves[(_group, name)] = p
             return p
@@ -385,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from connector.client.admin import Admin
 
     try:
-        with Admin(args.admin_url) as admin:
+        with Admin(args.admin_url, **security_flags.client_kwargs(args, args.admin_url)) as admin:
             printed = args.run(admin, args)
     except PulsarLikeError as exc:
         print(f"pulsarlike admin: {exc.code}: {exc.message}", file=sys.stderr)

@@ -8,6 +8,9 @@
     pulsarlike health [--url URL] [--service NAME] [--timeout SECONDS]
 
 ``--url`` (or ``--service-url``) defaults to ``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``.
+Every command takes ``--auth-plugin``, ``--auth-params``, ``--tls-trust-cert-path``, ``--tls-allow-insecure``
+and ``--tls-enable-hostname-verification`` (:mod:`connector.cli.security_flags`) for a broker with
+authentication or TLS (``pulsar+ssl://``).
 
 produce: every ``-m`` value is split on the separator (``,`` by default; ``-s ''`` keeps it whole), every
 ``-f`` file is one message, and the whole list is sent ``-n`` times. Prints
@@ -35,6 +38,7 @@ import sys
 import time
 from typing import Any, Callable, Sequence
 
+from connector.cli import security_flags
 from connector.cli.args import SuggestingParser
 
 DEFAULT_URL = "pulsar://127.0.0.1:6650"
@@ -118,6 +122,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--service", default="", help="service name (default '': the whole broker)")
         parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer")
     _url_option(parser)
+    security_flags.add(parser)
     return parser
 
 
@@ -208,7 +213,7 @@ def _produce(args: argparse.Namespace) -> int:
         else:
             failures.append(result)
 
-    client = Client(args.url)
+    client = Client(args.url, **security_flags.client_kwargs(args, args.url))
     try:
         producer = client.create_producer(args.topic, block_if_queue_full=True,
                                           batching_enabled=not (args.disable_batching or args.chunking),
@@ -240,7 +245,7 @@ def _consume(args: argparse.Namespace) -> int:
     from connector import Client, ConsumerType, InitialPosition, SubscriptionMode
 
     topic: Any = re.compile(args.topic) if args.regex else args.topic
-    client = Client(args.url)
+    client = Client(args.url, **security_flags.client_kwargs(args, args.url))
     count = 0
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -310,10 +315,13 @@ def _health(args: argparse.Namespace) -> int:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    from connector.client.connection import parse_service_url
+    from connector.client.connection import Connection, Security
 
-    target = parse_service_url(args.url)
-    with grpc.insecure_channel(target) as channel:
+    kwargs = security_flags.client_kwargs(args, args.url)
+    kwargs.pop("authentication")  # the health service answers everyone, as Pulsar's /status.html
+    connection = Connection(args.url, args.timeout, args.timeout, Security.of(args.url, **kwargs))
+    target = connection.target
+    with connection.channel as channel:
         try:
             response = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout, wait_for_ready=True)
