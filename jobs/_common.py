@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, TextIO
 
+from connector.cli import security_flags
 from connector.cli.args import SuggestingParser
 
 DEFAULT_URL = "pulsar://127.0.0.1:6650"
@@ -33,12 +34,55 @@ class JobFailed(Exception):
     """The job could not finish (exit 1): what happened and what to do."""
 
 
-JobParser = SuggestingParser
-"""argparse that names the closest flag for an unknown one and exits 2 with the usage."""
+_SECURITY: Any = None
+"""The parsed authentication/TLS flags of this run (:func:`security`)."""
+
+
+class JobParser(SuggestingParser):
+    """argparse that names the closest flag for an unknown one and exits 2 with the usage; parsing also keeps
+    the run's authentication and TLS flags for :func:`security`."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed = super().parse_args(args, namespace)
+        use_security(parsed)
+        return parsed
+
+
+def use_security(parsed: argparse.Namespace) -> None:
+    """Keep the authentication/TLS flags of ``parsed`` (:func:`connector.cli.security_flags.add`) for this run."""
+    global _SECURITY
+    if hasattr(parsed, "auth_plugin"):
+        from connector.spark.auth_options import ClientSecurity
+
+        _SECURITY = ClientSecurity(parsed.auth_plugin, parsed.auth_params, parsed.tls_trust_cert_path,
+                                   parsed.tls_allow_insecure, parsed.tls_hostname_verification)
+
+
+def security() -> Any:
+    """This run's :class:`~connector.spark.auth_options.ClientSecurity` (none given: anonymous, plain)."""
+    from connector.spark.auth_options import ClientSecurity
+
+    return _SECURITY or ClientSecurity()
+
+
+def client_kwargs(service_url: str) -> dict[str, Any]:
+    """``Client``/``Admin`` keyword arguments for this run's authentication and TLS flags."""
+    return security().client_kwargs(service_url)
+
+
+def spark_options() -> dict[str, str]:
+    """The same flags as the pulsarlike source's and sink's options (only those given)."""
+    given = security()
+    options = {"authPluginClassName": given.auth_plugin, "authParams": given.auth_params,
+               "tlsTrustCertsFilePath": given.tls_trust_certs_file_path or "",
+               "tlsAllowInsecureConnection": "true" if given.tls_allow_insecure else "",
+               "tlsHostnameVerificationEnable": "true" if given.tls_validate_hostname else ""}
+    return {key: value for key, value in options.items() if value}
 
 
 def job_parser(name: str, description: str) -> JobParser:
-    """A job's parser with the flags every job takes: ``--master``, ``--service-url``, ``--no-progress``."""
+    """A job's parser with the flags every job takes: ``--master``, ``--service-url``, ``--no-progress`` and
+    the authentication/TLS flags of the client tools (:mod:`connector.cli.security_flags`)."""
     parser = JobParser(prog=f"pulsarlike job {name}", description=description, allow_abbrev=False,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--master", default=None,
@@ -48,6 +92,7 @@ def job_parser(name: str, description: str) -> JobParser:
                         help=f"broker service URL (default ${URL_ENV} or {DEFAULT_URL})")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar on stderr (there is none when stderr is not a terminal)")
+    security_flags.add(parser)
     return parser
 
 
@@ -286,7 +331,7 @@ def topic_bounds(service_url: str, topic: str) -> dict[Any, Any]:
     from connector.spark.broker_calls import BrokerCalls
     from connector.spark.options import TopicSpec
 
-    calls = BrokerCalls(service_url, BROKER_TIMEOUT_MS)
+    calls = BrokerCalls(service_url, BROKER_TIMEOUT_MS, security())
     try:
         return calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
     finally:

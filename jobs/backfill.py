@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, Sequence
 
 from jobs._common import (JobInputError, Progress, analysis_error, first_line, job_parser, qualified, job_main,
-                          spark_conf, spark_session, topic_bounds)
+                          spark_conf, spark_options, spark_session, topic_bounds)
 
 NAME = "backfill"
 FORMATS = ("parquet", "json", "csv")
@@ -284,7 +284,7 @@ def run(args: Any, spark: Any = None) -> BackfillSummary:
                                 "(a message needs a payload); pass --skip-null-values to leave them out")
         if nulls:
             messages = messages.where(F.col("value").isNotNull())
-        writer = (messages.write.format("pulsarlike").mode("append").option("service.url", args.service_url)
+        writer = (messages.write.format("pulsarlike").mode("append").option("service.url", args.service_url).options(**spark_options())
                   .option("topic", topic).option("writeId", f"backfill-{identity}"))
         with spark_conf(session, SPLIT_SETTINGS), progress.track(f"backfill -> {args.topic}", rows):
             writer.save()

@@ -46,8 +46,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, job_parser, local_path,
-                          qualified, job_main, spark_session, write_json_atomically)
+from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, client_kwargs, job_parser,
+                          local_path, qualified, job_main, security, spark_options, spark_session,
+                          write_json_atomically)
 
 NAME = "export"
 MANIFEST = "_pulsarlike_manifest.json"
@@ -231,7 +232,7 @@ def _plan(args: Any, topic: str, manifest: Mapping[str, Any]) -> ExportPlan:
     end_ms = parse_time(args.ending_time, "--ending-time") if args.ending_time else None
     if start_ms is not None and end_ms is not None and end_ms < start_ms:
         raise JobInputError(f"--ending-time {args.ending_time} is before --starting-time {args.starting_time}")
-    calls = BrokerCalls(args.service_url, 30_000)
+    calls = BrokerCalls(args.service_url, 30_000, security())
     try:
         bounds = calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
         if not bounds:
@@ -281,7 +282,7 @@ def acknowledge_exported(service_url: str, topic: str, subscription: str, held: 
     from connector import Admin
 
     try:
-        with Admin(service_url) as admin:
+        with Admin(service_url, **client_kwargs(service_url)) as admin:
             for tp, offset in held.items():
                 admin.acknowledge_up_to(tp.internal_name, subscription, offset)
             stats = admin.topic_stats(topic)
@@ -325,7 +326,7 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
         staging_root = os.path.join(output, STAGING)
         shutil.rmtree(staging_root, ignore_errors=True)
         staging = os.path.join(staging_root, run_id)
-        rows = (session.read.format("pulsarlike").option("service.url", args.service_url).option("topic", topic)
+        rows = (session.read.format("pulsarlike").option("service.url", args.service_url).options(**spark_options()).option("topic", topic)
                 .option("startingOffsets", dumps(plan.start)).option("endingOffsets", dumps(plan.end))
                 .option("failOnDataLoss", "false" if args.allow_data_loss else "true")
                 .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).load())

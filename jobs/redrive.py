@@ -41,8 +41,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, analysis_error, first_line,
-                          job_parser, qualified, job_main, spark_session, topic_bounds)
+from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, analysis_error, client_kwargs,
+                          first_line, job_parser, qualified, job_main, security, spark_options, spark_session,
+                          topic_bounds)
 
 NAME = "redrive"
 DEFAULT_SUBSCRIPTION = "pulsarlike-redrive"
@@ -163,7 +164,7 @@ def _plan(service_url: str, dlq: str, subscription: str) -> dict[Any, PartitionP
     if not bounds:
         raise JobInputError(f"dead letter topic {dlq} does not exist")
     plans = {}
-    with Admin(service_url) as admin:
+    with Admin(service_url, **client_kwargs(service_url)) as admin:
         for tp, b in sorted(bounds.items()):
             cursor = admin.topic_internal_stats(tp.internal_name).get("cursors", {}).get(subscription)
             if cursor is None:
@@ -180,7 +181,7 @@ def _plan(service_url: str, dlq: str, subscription: str) -> dict[Any, PartitionP
 def _ensure_subscription(service_url: str, subscription: str, plans: Mapping[Any, PartitionPlan]) -> None:
     from connector.spark.broker_calls import BrokerCalls
 
-    calls = BrokerCalls(service_url, 30_000)
+    calls = BrokerCalls(service_url, 30_000, security())
     try:
         for tp, plan in plans.items():
             if not plan.exists:
@@ -196,7 +197,7 @@ def _acknowledge(service_url: str, dlq: str, subscription: str, plans: Mapping[A
 
     individual: dict[int, set[int]] = {}
     acknowledged = 0
-    with Admin(service_url) as admin:
+    with Admin(service_url, **client_kwargs(service_url)) as admin:
         for tp, plan in plans.items():
             if redriven is None:
                 upto, rest = plan.end, []
@@ -223,7 +224,7 @@ def _acknowledge_individually(service_url: str, dlq: str, subscription: str,
     left = sum(len(offsets) for offsets in wanted.values())
     passed: set[int] = set()
     acknowledged = 0
-    client = Client(service_url)
+    client = Client(service_url, **client_kwargs(service_url))
     try:
         consumer = client.subscribe(dlq, subscription, consumer_type=ConsumerType.Shared,
                                     batch_index_ack_enabled=True, consumer_name=f"{NAME}-acknowledger")
@@ -257,7 +258,7 @@ def _acknowledge_individually(service_url: str, dlq: str, subscription: str,
 def _backlog(service_url: str, dlq: str, subscription: str) -> int | None:
     from connector import Admin
 
-    with Admin(service_url) as admin:
+    with Admin(service_url, **client_kwargs(service_url)) as admin:
         return admin.topic_stats(dlq).get("subscriptions", {}).get(subscription, {}).get("msgBacklog")
 
 
@@ -280,7 +281,7 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
             return summary
         if not args.dry_run:  # from here on the subscription holds the range against retention
             _ensure_subscription(args.service_url, args.subscription, plans)
-        source = (session.read.format("pulsarlike").option("service.url", args.service_url).option("topic", dlq)
+        source = (session.read.format("pulsarlike").option("service.url", args.service_url).options(**spark_options()).option("topic", dlq)
                   .option("startingOffsets", dumps({tp: p.start for tp, p in plans.items()}))
                   .option("endingOffsets", dumps({tp: p.end for tp, p in plans.items()}))
                   .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).load())
@@ -316,7 +317,7 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
                 redriven.setdefault(row["__partition"], []).append(row["__offset"])
         before = {target: _end(args.service_url, target) for target in targets}
         writer = (rows.drop("__partition", "__offset").write.format("pulsarlike").mode("append")
-                  .option("service.url", args.service_url)
+                  .option("service.url", args.service_url).options(**spark_options())
                   .option("writeId", write_id(dlq, args.subscription, plans, args.filter, to)))
         with progress.track(f"redrive {args.dlq_topic}", read):
             writer.save()

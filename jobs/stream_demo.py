@@ -33,6 +33,9 @@ import uuid
 from datetime import timedelta
 from typing import Any, Iterator, Sequence
 
+from connector.cli import security_flags
+from jobs._common import client_kwargs, spark_options, use_security
+
 EVENTS = "persistent://public/default/sensor-readings"
 RESULTS = "persistent://public/default/sensor-windows"
 SENSORS = ("s0", "s1", "s2", "s3")
@@ -146,7 +149,7 @@ def run(messages: int, data_dir: str, per_trigger: int | None = None, spark: Any
     try:
         with broker_url(service_url, data_dir) as url:
             print(f"broker: {url}" + ("" if service_url else f" (embedded, data in {data_dir})"))
-            client = Client(url)
+            client = Client(url, **(client_kwargs(url) if service_url else {}))
             try:
                 delayed = feed(client, messages, events)
                 print(f"fed {messages} readings to {events} ({delayed} with deliver_after=5s: held back from "
@@ -168,12 +171,13 @@ def stream(spark: Any, url: str, per_trigger: int, data_dir: str, events: str = 
            results: str = RESULTS) -> dict[str, Any]:
     """Run both queries to the end of what is in the topic; returns their progress figures."""
     def source(subscription: str) -> Any:
-        return (spark.readStream.format("pulsarlike").option("service.url", url).option("topic", events)
+        return (spark.readStream.format("pulsarlike").option("service.url", url).options(**spark_options())
+                .option("topic", events)
                 .option("startingOffsets", "earliest").option("subscriptionName", subscription)
                 .option("maxMessagesPerTrigger", str(per_trigger)).load())
 
     to_topic = (as_messages(windows(source("demo-to-topic"))).writeStream.format("pulsarlike")
-                .outputMode("append").option("service.url", url).option("topic", results)
+                .outputMode("append").option("service.url", url).options(**spark_options()).option("topic", results)
                 .option("checkpointLocation", os.path.join(data_dir, "checkpoint-topic"))
                 .trigger(availableNow=True).start())
     to_console = (windows(source("demo-to-console")).writeStream.format("console").outputMode("append")
@@ -229,7 +233,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=None, help="default: a new temporary folder, removed at the end")
     parser.add_argument("--service-url", default=os.environ.get("PULSARLIKE_SERVICE_URL") or None,
                         help="use this broker instead of an embedded one (default: $PULSARLIKE_SERVICE_URL)")
+    security_flags.add(parser)  # defaults from $PULSARLIKE_AUTH_PLUGIN ... (the compose file sets them)
     args = parser.parse_args(argv)
+    use_security(args)
     if args.messages < 1 or (args.per_trigger is not None and args.per_trigger < 1):
         parser.error("--messages and --per-trigger must be at least 1")
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="pulsarlike-demo-")

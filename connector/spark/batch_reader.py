@@ -38,7 +38,7 @@ class PulsarLikeBatchReader(DataSourceReader):
     def plan(self) -> tuple[Offsets, Offsets]:
         """(start, end) per topic partition."""
         opts = self.options
-        calls = BrokerCalls(opts.service_url, opts.poll_timeout_ms)
+        calls = BrokerCalls(opts.service_url, opts.poll_timeout_ms, opts.security)
         try:
             discovered = calls.discover(opts.spec)
             bounds = calls.bounds(discovered)
@@ -92,7 +92,8 @@ class PulsarLikeBatchReader(DataSourceReader):
         if not isinstance(partition, RangePartition):
             return iter(())  # Spark reads one placeholder partition when planning found none
         opts = self.options
-        return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss).batches()
+        return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss,
+                           security=opts.security).batches()
 
 
 def _check_topics_exist(discovered: list[TopicPartition], bounds: dict[TopicPartition, Bounds]) -> None:

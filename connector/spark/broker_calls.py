@@ -18,6 +18,7 @@ from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.connection import Connection
+from connector.spark.auth_options import ClientSecurity
 from connector.spark.offsets import TopicPartition
 from connector.spark.options import TopicSpec
 
@@ -38,18 +39,21 @@ class Bounds(NamedTuple):
 
 
 class BrokerCalls:
-    def __init__(self, service_url: str, timeout_ms: int) -> None:
+    def __init__(self, service_url: str, timeout_ms: int, security: ClientSecurity | None = None) -> None:
         self.service_url = service_url
         self.timeout_ms = timeout_ms
+        self.security = security or ClientSecurity()
         self._connection: Connection | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"service_url": self.service_url, "timeout_ms": self.timeout_ms, "_connection": None}
+        return {"service_url": self.service_url, "timeout_ms": self.timeout_ms, "security": self.security,
+                "_connection": None}
 
     def _unary(self, method: str, request: Any) -> Any:
         if self._connection is None:
             timeout_s = self.timeout_ms / 1000.0
-            self._connection = Connection(self.service_url, timeout_s, timeout_s)
+            self._connection = Connection(self.service_url, timeout_s, timeout_s,
+                                          self.security.connection_security(self.service_url))
         try:
             return self._connection.unary(method, request, retry=True)
         except errors.ConnectError as exc:

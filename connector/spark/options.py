@@ -20,6 +20,7 @@ from broker_core.errors import InvalidTopicName
 from broker_core.types import TopicName
 
 from connector.client.connection import parse_service_url
+from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
 from connector.spark.offsets import Offsets, TopicPartition, parse_user_offsets
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,8 @@ class SourceOptions:
     """Option ``subscriptionName``; empty when not given (a stream then creates one per query)."""
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
     max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
+    security: ClientSecurity = ClientSecurity()
+    """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
 
     def starting_offsets_map(self) -> Offsets:
         return dict(self.starting_offsets)
@@ -113,6 +116,7 @@ class SourceOptions:
 
 def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     """Validate and parse a read's options (``streaming``: ``readStream`` rather than ``read``)."""
+    options, security = split_security(options, "source")
     given = _canonical_names(options)
     if streaming:
         for name in BATCH_ONLY:
@@ -153,7 +157,8 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         subscription_name=_subscription_name(given, starting),
         poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
         max_messages_per_partition=(_positive_int(given, "maxMessagesPerPartition")
-                                    or DEFAULT_MAX_MESSAGES_PER_PARTITION))
+                                    or DEFAULT_MAX_MESSAGES_PER_PARTITION),
+        security=security)
 
 
 def new_subscription_name() -> str:
@@ -193,7 +198,7 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
             hint = closest_option(key)
             raise ValueError(f"unknown option {key!r} for the pulsarlike source"
                              + (f"; did you mean {hint!r}?" if hint else "")
-                             + " Known options: " + ", ".join(SOURCE_OPTIONS)
+                             + " Known options: " + ", ".join(SOURCE_OPTIONS + SECURITY_OPTIONS)
                              + " (and the Kafka source's " + ", ".join(KAFKA_ALIASES) + ")")
         if name in written:
             raise ValueError(f"options {written[name]} and {key} name the same option ({name}); set only one")

@@ -45,6 +45,7 @@ from connector.client.consume_stream import PartitionStream
 from connector.client.permits import PermitWindow
 from connector.client.timer import TimerThread
 from connector.spark.arrow_batches import BatchBuilder, split
+from connector.spark.auth_options import ClientSecurity
 from connector.spark.broker_calls import SourceConnectError
 from connector.spark.offsets import TopicPartition
 from connector.spark.planning import why_lost
@@ -92,8 +93,10 @@ class RangeReader:
     """Reads one :class:`RangePartition` (see the module docstring); :meth:`batches` yields its rows."""
 
     def __init__(self, service_url: str, part: RangePartition, poll_timeout_ms: int,
-                 fail_on_data_loss: bool, rows_per_batch: int = ROWS_PER_BATCH) -> None:
+                 fail_on_data_loss: bool, rows_per_batch: int = ROWS_PER_BATCH,
+                 security: ClientSecurity | None = None) -> None:
         self.service_url = service_url
+        self.security = security or ClientSecurity()
         self.part = part
         self.tp = part.topic_partition
         self.poll_timeout_s = poll_timeout_ms / 1000.0
@@ -106,7 +109,8 @@ class RangeReader:
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         part = self.part
-        connection = Connection(self.service_url, self.poll_timeout_s, self.poll_timeout_s)
+        connection = Connection(self.service_url, self.poll_timeout_s, self.poll_timeout_s,
+                                self.security.connection_security(self.service_url))
         self._connection = connection
         try:
             start, end = self._plan(connection)

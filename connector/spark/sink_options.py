@@ -31,6 +31,7 @@ from broker_core.errors import InvalidTopicName
 from broker_core.types import TopicName
 
 from connector.client.connection import parse_service_url
+from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
 from connector.client.enums import CompressionType
 
 if TYPE_CHECKING:
@@ -79,10 +80,13 @@ class SinkOptions:
     send_timeout_ms: int = 30_000
     operation_timeout_ms: int = 30_000
     """Connecting, opening producers, admin calls: how long before the task fails with a clear error."""
+    security: ClientSecurity = ClientSecurity()
+    """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
 
 
 def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptions:
     """Parse the sink's options; ValueError naming the option and the fix on any mistake."""
+    options, security = split_security(options, "sink")
     given = _canonical_names(options)
     if "service.url" not in given:
         raise ValueError("option service.url is required: the broker's address, e.g. "
@@ -116,7 +120,7 @@ def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptio
         batching_max_bytes=_integer(given, "batchingMaxBytes", 1024 * 1024, 4096),
         max_pending_messages=_integer(given, "maxPendingMessages", 100_000, 1),
         send_timeout_ms=_integer(given, "sendTimeoutMs", 30_000, 0),
-        operation_timeout_ms=_integer(given, "operationTimeoutMs", 30_000, 1))
+        operation_timeout_ms=_integer(given, "operationTimeoutMs", 30_000, 1), security=security)
     if parsed.max_pending_messages < parsed.batching_max_messages:
         raise ValueError(f"option maxPendingMessages={parsed.max_pending_messages} is below "
                          f"batchingMaxMessages={parsed.batching_max_messages}: a batch could never fill; raise "
@@ -151,7 +155,7 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
             close = difflib.get_close_matches(lower, list(_CANONICAL), n=1, cutoff=0.6)
             hint = f"did you mean {_CANONICAL[close[0]]}? " if close else ""
             raise ValueError(f"unknown option {key!r} for the pulsarlike sink; {hint}"
-                             f"the sink takes: {', '.join(SINK_OPTIONS)}")
+                             f"the sink takes: {', '.join(SINK_OPTIONS + SECURITY_OPTIONS)}")
     return given
 
 

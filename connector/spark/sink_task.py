@@ -119,10 +119,11 @@ class TaskWriter:
         from connector import Admin, Client
 
         timeout_s = self.options.operation_timeout_ms / 1000.0
+        security = self.options.security.client_kwargs(self.options.service_url)
         self._client = Client(self.options.service_url, operation_timeout_seconds=timeout_s,
-                              connection_timeout_ms=self.options.operation_timeout_ms)
+                              connection_timeout_ms=self.options.operation_timeout_ms, **security)
         self._admin = Admin(self.options.service_url, operation_timeout_seconds=timeout_s,
-                            connection_timeout_ms=self.options.operation_timeout_ms)
+                            connection_timeout_ms=self.options.operation_timeout_ms, **security)
         try:
             for batch in batches:
                 if batch.num_rows:

@@ -52,7 +52,7 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.options = options
         self._clock = clock
         """Seconds, for maxTriggerDelay and the keep-alive (tests pass a fake one)."""
-        self._calls = calls or BrokerCalls(options.service_url, options.poll_timeout_ms)
+        self._calls = calls or BrokerCalls(options.service_url, options.poll_timeout_ms, options.security)
         self._subscription: str | None = options.subscription_name or None
         """Known once the query starts (initialOffset) or the first stored offset arrives (a restart)."""
         self._initial: dict | None = None
@@ -240,7 +240,8 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if not isinstance(partition, RangePartition):
             return iter(())  # Spark reads one placeholder partition when planning found none
         opts = self.options
-        return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss).batches()
+        return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss,
+                           security=opts.security).batches()
 
     def stop(self) -> None:
         try:
