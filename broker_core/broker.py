@@ -80,6 +80,13 @@ class Broker:
         return self._service.metrics_port
 
     @property
+    def metrics_tls_port(self) -> int:
+        """The bound HTTPS port of ``/metrics`` (``webServicePortTls``), 0 without one."""
+        if self._service is None:
+            raise RuntimeError("the broker is not running; call start() or use it as a context manager")
+        return self._service.metrics_tls_port
+
+    @property
     def metrics_url(self) -> str | None:
         """``http://host:port/metrics`` (Prometheus text format), or None with ``metricsEnabled=False``."""
         port = self.metrics_port
