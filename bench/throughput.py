@@ -25,6 +25,10 @@ What it measures, in this order (sections 1-4 are ``base``):
 6. **Key-based batching** (``key-based``): ``--key-messages`` messages of ``--size`` B over 1,000 distinct
    partition keys, ``BatchingType.KeyBased`` against ``BatchingType.Default`` (same keys); produce msg/s and
    entries written. With 1,000 keys and batches of 1,000 messages, most key batches hold one message.
+8. **TLS + token** (``security``): a second broker with ``brokerServicePortTls`` (certificates made for the
+   run), token authentication and authorization on; ``--security-messages`` produced then consumed as in 1-2
+   over ``pulsar+ssl://`` with ``AuthenticationToken``, and the same over the first broker's plain port in the
+   same run; the ratio TLS+token / plain (target >= 0.8).
 7. **Chunked message** (``chunked``): a ``--chunk-mib`` MiB (default 50) random message, ``chunking_enabled``,
    sent with ``send()`` and received whole by a consumer that subscribed first; round-trip time (send start
    to ``receive()`` return) of each of ``--chunk-rounds`` rounds, and the median.
@@ -55,7 +59,7 @@ sys.path.insert(0, str(REPO))
 from connector import BatchingType, Client, CompressionType, InitialPosition, Result  # noqa: E402
 
 BATCH = 1000
-SECTIONS = ("base", "codecs", "key-based", "chunked")
+SECTIONS = ("base", "codecs", "key-based", "chunked", "security")
 TARGETS = {  # name: (threshold, "min" means figure >= threshold, "max" means figure < threshold)
     "produce_msg_s": (1_000_000, "min"),
     "produce_vs_redis": (4.0, "min"),
@@ -63,6 +67,8 @@ TARGETS = {  # name: (threshold, "min" means figure >= threshold, "max" means fi
     "e2e_p50_ms": (1.0, "max"),
     "e2e_p99_ms": (5.0, "max"),
     "lz4_produce_vs_none": (0.85, "min"),
+    "tls_token_produce_vs_plain": (0.8, "min"),
+    "tls_token_consume_vs_plain": (0.8, "min"),
 }
 
 
@@ -306,6 +312,8 @@ def main() -> None:
     parser.add_argument("--key-messages", type=int, default=200_000, help="messages per batching type")
     parser.add_argument("--chunk-mib", type=int, default=50, help="size of the chunked message in MiB")
     parser.add_argument("--chunk-rounds", type=int, default=3, help="chunked round trips to time")
+    parser.add_argument("--security-messages", type=int, default=500_000,
+                        help="messages produced and consumed per transport in the security section")
     args = parser.parse_args()
     sections = [s for s in args.sections.split(",") if s and s not in args.skip]
     unknown = set(sections) - set(SECTIONS)
@@ -314,7 +322,8 @@ def main() -> None:
     n, payload = args.messages, b"x" * args.size
     results: dict[str, float | None] = dict.fromkeys(
         ["produce_msg_s", "consume_msg_s", "e2e_p50_ms", "e2e_p99_ms", "redis_produce_msg_s",
-         "redis_consume_msg_s", "produce_vs_redis", "consume_vs_redis", "lz4_produce_vs_none"])
+         "redis_consume_msg_s", "produce_vs_redis", "consume_vs_redis", "lz4_produce_vs_none",
+         "tls_token_produce_vs_plain", "tls_token_consume_vs_plain"])
 
     tmp = tempfile.mkdtemp(prefix="pulsarlike-bench-")
     broker, url = start_broker(tmp, args.set)
@@ -336,6 +345,8 @@ def main() -> None:
                   f"median {results['chunked_round_trip_s']:.2f} s, "
                   f"{args.chunk_mib / results['chunked_round_trip_s']:.0f} MiB/s; rounds "
                   + ", ".join(f"{t:.2f} s" for t in times))
+        if "security" in sections:
+            run_security(client, tmp, args.security_messages, payload, results)
     finally:
         client.close()
         stop(broker)
@@ -403,6 +414,46 @@ def run_key_based(client: Client, n: int, payload: bytes, url: str, results: dic
         results[f"key_{name.lower()}_produce_msg_s"] = rate
         print(f"  {name:<8} produce {rate:>10,.0f} msg/s  ratio {rate / default_rate:.2f}  "
               f"{stored:,.0f} stored bytes per message")
+
+
+def run_security(plain: Client, tmp: str, n: int, payload: bytes, results: dict) -> None:
+    """Produce and consume over the plain port, then over TLS with a token on a broker that requires it."""
+    import base64
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from security_certs import make_tls  # noqa: E402 - the tests' certificate maker
+
+    from broker_core.service.security.tokens import create_token, generate_secret_key
+    from connector import AuthenticationToken
+
+    tls = make_tls(Path(tmp) / "tls")
+    secret = generate_secret_key()
+    settings = [f"{k}={v}" for k, v in tls.broker_settings().items()] + [
+        "brokerServicePortTls=0", "authenticationEnabled=true", "authenticationProviders=token",
+        "authorizationEnabled=true", "superUserRoles=bench",
+        "tokenSecretKey=data:;base64," + base64.b64encode(secret).decode()]
+    os.makedirs(os.path.join(tmp, "secured"), exist_ok=True)
+    secured, _ = start_broker(os.path.join(tmp, "secured"), settings)
+    tls_url = secured.stdout.readline().strip().rsplit(" ", 1)[1]
+    client = Client(tls_url, tls_trust_certs_file_path=tls.ca,
+                    authentication=AuthenticationToken(create_token(secret, "bench")))
+    try:
+        figures = {}
+        for name, c in (("plain", plain), ("tls+token", client)):
+            produce = bench_produce(c, f"bench-security-{name.replace('+', '-')}", n, payload)
+            consume = bench_consume(c, f"bench-security-{name.replace('+', '-')}", n)
+            figures[name] = (produce, consume)
+    finally:
+        client.close()
+        stop(secured)
+    (p_plain, c_plain), (p_tls, c_tls) = figures["plain"], figures["tls+token"]
+    results["tls_token_produce_vs_plain"] = p_tls / p_plain
+    results["tls_token_consume_vs_plain"] = c_tls / c_plain
+    print(f"security {n:,} messages of {len(payload)} B per transport (TLS terminated in the relay process, "
+          "token checked per stream)")
+    print(f"  plain      produce {p_plain:>10,.0f} msg/s   consume {c_plain:>10,.0f} msg/s")
+    print(f"  tls+token  produce {p_tls:>10,.0f} msg/s   consume {c_tls:>10,.0f} msg/s   ratio produce "
+          f"{p_tls / p_plain:.2f}, consume {c_tls / c_plain:.2f}")
 
 
 if __name__ == "__main__":

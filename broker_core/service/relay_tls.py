@@ -215,15 +215,21 @@ def _recv(sock: socket.socket) -> bytes | None:
         return None
 
 
+_RECORD = 16 * 1024 + 256
+"""One TLS record's plaintext at most: ``SSLObject.read`` returns one record per call."""
+
+
 def _decrypt(tls: ssl.SSLObject, into: bytearray) -> bool:
     """Append what ``tls`` can decrypt now to ``into``; True once the client sent close_notify."""
+    scratch = bytearray(_RECORD)  # read() into a buffer: read(n) alone would allocate n bytes per record
+    view = memoryview(scratch)
     while True:
         try:
-            chunk = tls.read(BUFFER)
+            n = tls.read(_RECORD, scratch)
         except ssl.SSLWantReadError:
             return False
         except ssl.SSLZeroReturnError:
             return True
-        if not chunk:
+        if not n:
             return True
-        into += chunk
+        into += view[:n]
