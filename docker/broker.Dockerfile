@@ -13,18 +13,19 @@ COPY dispatch/ dispatch/
 COPY connector/ connector/
 COPY jobs/ jobs/
 COPY pyspark_pulsarlike/ pyspark_pulsarlike/
+COPY docker/gen_keys.py docker/gen_keys.py
 RUN pip install --no-cache-dir . \
     && groupadd --system --gid 10001 pulsarlike \
     && useradd --system --uid 10001 --gid pulsarlike --no-create-home --shell /usr/sbin/nologin pulsarlike \
-    && mkdir -p /data \
-    && chown pulsarlike:pulsarlike /data
+    && mkdir -p /data /keys \
+    && chown pulsarlike:pulsarlike /data /keys
 
 COPY docker/broker.conf /etc/pulsarlike/broker.conf
 
 USER 10001:10001
 VOLUME ["/data"]
-# gRPC (pulsar://) and HTTP (/metrics, /status.html)
-EXPOSE 6650 8080
+# gRPC + Pulsar binary (pulsar://), the same over TLS (pulsar+ssl://), HTTP (/metrics, /status.html)
+EXPOSE 6650 6651 8080
 
 # the standard gRPC health service: SERVING once the broker accepts clients, NOT_SERVING while it stops
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \

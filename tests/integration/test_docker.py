@@ -43,14 +43,23 @@ def test_the_broker_images_command_serves_and_its_healthcheck_reports_serving(tm
     paths = {dest: str(REPO / src) for src, dest in copy_sources(dockerfile)  # files placed at container paths
              if not src.endswith("/") and dest.startswith("/")}
     paths["/data"] = str(tmp_path / "data")
-    # the example broker.conf asks for port 8080: take a free one here (--set wins over --config)
-    argv = localize(command, paths, port) + ["--set", "webServicePort=0"]
-    assert argv[-4:-2] == ["--config", str(REPO / "docker" / "broker.conf")]
+    # the compose file's keys service makes /keys; here the same generator fills a folder the conf points to
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    subprocess.run([sys.executable, str(REPO / "docker" / "gen_keys.py"), str(keys)], check=True,
+                   capture_output=True)
+    conf = tmp_path / "broker.conf"
+    conf.write_text((REPO / "docker" / "broker.conf").read_text().replace("/keys/", f"{keys}/"))
+    paths["/etc/pulsarlike/broker.conf"] = str(conf)
+    # the example broker.conf asks for ports 8080 and 6651: take free ones here (--set wins over --config)
+    argv = localize(command, paths, port) + ["--set", "webServicePort=0", "--set", "brokerServicePortTls=0"]
+    assert argv[-6:-4] == ["--config", str(conf)]
 
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = proc.stdout.readline()
         assert first == f"{LISTENING}0.0.0.0:{port}\n", proc.stderr.read() if not first else first
+        assert proc.stdout.readline().startswith("pulsarlike broker TLS on pulsar+ssl://0.0.0.0:")
         assert proc.stdout.readline().startswith(METRICS + "http://0.0.0.0:")
 
         check = subprocess.run(localize(health_cmd, {}, port), capture_output=True, text=True,

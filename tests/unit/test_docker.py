@@ -104,12 +104,44 @@ def test_compose_runs_the_broker_image_as_built_and_the_demo_once_the_broker_is_
     services = compose_model()["services"]
     broker, demo = services["broker"], services["stream-demo"]
     assert broker["entrypoint"] is None and broker["command"] is None  # the image's own `pulsarlike broker`
-    assert {p["target"] for p in broker["ports"]} == {6650, 8080}
+    assert {p["target"] for p in broker["ports"]} == {6650, 6651, 8080}
     assert any(v["type"] == "volume" and v["target"] == "/data" for v in broker["volumes"])
     assert demo["depends_on"]["broker"]["condition"] == "service_healthy"
-    assert demo["environment"]["PULSARLIKE_SERVICE_URL"] == "pulsar://broker:6650"
+    assert demo["environment"]["PULSARLIKE_SERVICE_URL"] == "pulsar+ssl://broker:6651"
     module = demo["command"][demo["command"].index("-m") + 1]
     assert importlib.util.find_spec(module) is not None, module
+
+
+def test_compose_secures_the_broker_with_keys_made_once_by_a_one_shot_service():
+    services = compose_model()["services"]
+    keys, broker, demo = services["keys"], services["broker"], services["stream-demo"]
+    assert broker["depends_on"]["keys"]["condition"] == "service_completed_successfully"
+    assert {(p["target"], p.get("host_ip", "")) for p in broker["ports"]} == {
+        (6651, ""), (6650, "127.0.0.1"), (8080, "127.0.0.1")}  # only TLS is open beyond this machine
+    assert keys["entrypoint"][1] == "/opt/pulsarlike/docker/gen_keys.py"
+    assert demo["environment"]["PULSARLIKE_AUTH_PARAMS"] == "file:///keys/admin.token"
+    conf = dict(line.split("=", 1) for line in (REPO / "docker" / "broker.conf").read_text().splitlines()
+                if "=" in line and not line.startswith("#"))
+    assert conf["authenticationEnabled"] == conf["authorizationEnabled"] == "true"
+    assert conf["brokerServicePortTls"] == "6651" and conf["tokenSecretKey"] == "file:///keys/secret.key"
+
+
+def test_the_key_generator_makes_what_the_broker_conf_names_and_keeps_it_on_a_second_run(tmp_path):
+    import ssl
+
+    from broker_core.config import BrokerConfig, parse_conf_file
+    from broker_core.service.security.tokens import TokenValidator
+
+    generator = importlib.util.spec_from_file_location("gen_keys", REPO / "docker" / "gen_keys.py")
+    module = importlib.util.module_from_spec(generator)
+    generator.loader.exec_module(module)
+    assert module.main(str(tmp_path)) == 0
+    token = (tmp_path / "admin.token").read_text()
+    assert module.main(str(tmp_path)) == 0 and (tmp_path / "admin.token").read_text() == token
+    conf = parse_conf_file(REPO / "docker" / "broker.conf")
+    config = BrokerConfig.from_mapping({k: v.replace("/keys/", f"{tmp_path}/") for k, v in conf.items()})
+    assert TokenValidator.from_config(config).validate(token).role in config.super_user_roles()
+    ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(config.tlsCertificateFilePath, config.tlsKeyFilePath)
 
 
 def test_build_contexts_dockerfiles_and_mounted_files_exist():
