@@ -178,3 +178,52 @@ def test_a_stream_refused_before_it_starts_reaches_the_client_as_the_typed_error
             list(call)
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert dict(refused.value.trailing_metadata())[CODE_KEY] == "AuthenticationError"
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "broker_core.cli", *argv], capture_output=True, text=True,
+                          timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_the_cli_authenticates_with_pulsar_admins_flags_and_refuses_without(secured, tmp_path):
+    token_file = tmp_path / "root.token"
+    token_file.write_text(create_token(SECRET, "root"))
+    flags = ["--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+             "--auth-params", f"file://{token_file}"]
+    code, out, _ = _cli("admin", "--admin-url", secured.tls_url, "--tls-trust-cert-path", secured.tls.ca, *flags,
+                        "tenants", "list")
+    assert code == 0 and "acme" in out.split()
+    code, _, err = _cli("admin", "tenants", "list", "--url", secured.url)
+    assert code == 1 and "AuthenticationError" in err
+    bob = ["--auth-plugin", "token", "--auth-params", "token:" + create_token(SECRET, "bob")]
+    code, out, err = _cli("produce", TOPIC, "-m", "from the cli", "--url", secured.tls_url, "--tls-trust-cert-path",
+                          secured.tls.ca, *bob)
+    assert code == 0, err
+    code, _, err = _cli("admin", "namespaces", "grant-permission", NAMESPACE, "--role", "eve", "--actions",
+                        "produce", "--url", secured.url, *bob)
+    assert code == 1 and "AuthorizationError" in err
+    assert create_token(SECRET, "bob") not in err
+
+
+def test_grants_through_the_cli_open_a_topic_to_a_role(secured, tmp_path):
+    root = ["--auth-plugin", "token", "--auth-params", "token:" + create_token(SECRET, "root")]
+    topic = f"persistent://{NAMESPACE}/{_unique('granted')}"
+    carol = Client(secured.url, authentication=AuthenticationToken(create_token(SECRET, "carol")))
+    try:
+        with pytest.raises(AuthorizationError):
+            carol.create_producer(topic)
+        assert _cli("admin", "topics", "grant-permission", topic, "--role", "carol", "--actions", "produce",
+                    "--url", secured.url, *root)[0] == 0
+        code, out, _ = _cli("admin", "topics", "permissions", topic, "--url", secured.url, *root)
+        assert code == 0 and '"carol"' in out
+        carol.create_producer(topic).send(b"granted")
+        assert _cli("admin", "topics", "revoke-permission", topic, "--role", "carol", "--url", secured.url,
+                    *root)[0] == 0
+        with pytest.raises(AuthorizationError):
+            carol.create_producer(topic)
+    finally:
+        carol.close()
