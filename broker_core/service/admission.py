@@ -94,6 +94,8 @@ class Admission(grpc.aio.ServerInterceptor):
         if not self._security.authorization_enabled:
             return
         action, resource = rpc_access.rule(name)
+        if callable(action):
+            action = action(request)
         self._security.authorize(principal, action, resource(request), peer)
 
     async def intercept_service(self, continuation: Callable[[Any], Awaitable[grpc.RpcMethodHandler]],

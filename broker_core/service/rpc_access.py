@@ -34,7 +34,7 @@ _NAMESPACE: Resource = lambda request: request.namespace  # noqa: E731
 _TENANT: Resource = lambda request: request.tenant  # noqa: E731
 _BROKER: Resource = lambda request: ""  # noqa: E731
 
-RULES: dict[str, tuple[str, Resource]] = {
+RULES: dict[str, tuple[Any, Resource]] = {
     "Produce": (PRODUCE, lambda request: str(TopicName.parse(request.open.topic))),
     "Consume": (CONSUME, lambda request: str(TopicName.parse(request.subscribe.topic))),
     # topics
@@ -67,7 +67,7 @@ RULES: dict[str, tuple[str, Resource]] = {
     "UnsubscribeNamespace": (CONSUME, _NAMESPACE),
     # policies and permissions: the tenant's admins
     "SetPolicy": (ADMIN, lambda request: _scope(request.scope)),
-    "GetPolicies": (ADMIN, _scope),
+    "GetPolicies": (lambda request: LOOKUP if request.topic else ADMIN, _scope),  # a producer may read its topic's
     "GrantPermission": (ADMIN, lambda request: _scope(request.scope)),
     "RevokePermission": (ADMIN, lambda request: _scope(request.scope)),
     "GetPermissions": (ADMIN, _scope),
@@ -89,6 +89,7 @@ def checked(method: str) -> bool:
     return method.startswith(SERVICE)
 
 
-def rule(name: str) -> tuple[str, Resource]:
-    """(action, resource of a request) for the method ``name``."""
+def rule(name: str) -> tuple[Any, Resource]:
+    """(action, resource of a request) for the method ``name``; the action may depend on the request (a
+    function of it)."""
     return RULES.get(name, _UNLISTED)

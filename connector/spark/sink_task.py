@@ -320,6 +320,10 @@ class TaskWriter:
         if setting is None:
             try:
                 admin.set_topic_deduplication(base, True)
+            except errors.AuthorizationError:
+                raise SinkDataError(f"the sink's role may not turn deduplication on for {base} (only the tenant's "
+                                    "admins may): have an admin turn it on for the topic (Admin.set_topic_"
+                                    "deduplication(topic, True)) or set effectivelyOnce=false") from None
             except errors.TopicNotFound:  # a policy needs the topic: make it as a producer would
                 try:
                     admin.create_topic(base)
