@@ -9,7 +9,8 @@ and this listener owns the public one:
 2. ``P`` -- the start of HTTP/2's client preface ``PRI * HTTP/2.0...``: the connection is relayed, byte for
    byte, to the gRPC server. A Pulsar frame never starts so (its first byte is the high byte of a frame
    size, which is 0 for any frame the broker accepts).
-3. ``0x16`` -- a TLS handshake on the plain port: refused with one log line (connect to the TLS port).
+3. ``0x16 0x03`` -- a TLS handshake record on the plain port: refused with one log line (connect to the TLS
+   port).
 4. Anything else: the connection is served by the Pulsar binary protocol front end
    (:mod:`broker_core.service.pulsar`), on the event loop, where garbage is refused with a logged reason.
 
@@ -41,6 +42,15 @@ log = logging.getLogger(__name__)
 HTTP2_FIRST_BYTE = b"P"
 TLS_FIRST_BYTE = b"\x16"
 SNIFF_TIMEOUT_S = 30.0
+
+
+def _tls_record(conn: socket.socket) -> bool:
+    """Whether the bytes waiting start a TLS record (``0x16``, then major version 3), not a Pulsar frame."""
+    try:
+        head = conn.recv(2, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:
+        return False
+    return head[1:2] == b"\x03"
 
 
 class PortListener:
@@ -129,7 +139,7 @@ class PortListener:
             return
         if first == HTTP2_FIRST_BYTE:
             await self._relay(loop, conn, identity)
-        elif first == TLS_FIRST_BYTE:
+        elif first == TLS_FIRST_BYTE and _tls_record(conn):
             log.warning("event=connection_refused peer=%s reason=a TLS handshake on the plain port: use pulsar+ssl://"
                         " and the broker's TLS port (brokerServicePortTls)", identity.address)
             conn.close()
