@@ -54,7 +54,8 @@ Compression = pulsar_api_pb2.CompressionType
 
 # ---------------------------------------------------------------------------------------------------
 # Varints (protobuf base-128).
-def _encode_varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
+    """Protobuf's base-128 varint; a negative value as its 64-bit two's complement."""
     if value < 0:  # negative int32/int64 are written as 10-byte two's complement
         value += 1 << 64
     if value < 0x80:
@@ -150,7 +151,7 @@ def decode_entry(data: bytes | memoryview, *, verify: bool = True,
 def broker_entry_prefix(broker_timestamp: int, index: int) -> bytes:
     """``0x0e02 | size | BrokerEntryMetadata(broker_timestamp, index)``; ``index`` is the offset of the
     LAST message of the entry. Byte-identical to protobuf's encoding with both fields set."""
-    body = b"\x08" + _encode_varint(broker_timestamp) + b"\x10" + _encode_varint(index)
+    body = b"\x08" + encode_varint(broker_timestamp) + b"\x10" + encode_varint(index)
     return BROKER_PREFIX_HEADER.pack(MAGIC_BROKER_ENTRY_METADATA, len(body)) + body
 
 
@@ -251,11 +252,11 @@ class BatchMessage(NamedTuple):
 
 
 def _len_delimited(tag: bytes, value: bytes) -> bytes:
-    return tag + _encode_varint(len(value)) + value
+    return tag + encode_varint(len(value)) + value
 
 
 def _plain_header(payload_size: int) -> bytes:
-    meta = b"\x18" + _encode_varint(payload_size)
+    meta = b"\x18" + encode_varint(payload_size)
     return U32.pack(len(meta)) + meta
 
 
@@ -286,13 +287,13 @@ def single_message_header(payload_size: int, partition_key: str | None = None,
             parts.append(_len_delimited(b"\x0a", kv))
     if partition_key is not None:
         parts.append(_len_delimited(b"\x12", partition_key.encode()))
-    parts.append(b"\x18" + _encode_varint(payload_size))
+    parts.append(b"\x18" + encode_varint(payload_size))
     if event_time:
-        parts.append(b"\x28" + _encode_varint(event_time))
+        parts.append(b"\x28" + encode_varint(event_time))
     if ordering_key is not None:
         parts.append(_len_delimited(b"\x3a", bytes(ordering_key)))
     if sequence_id is not None:
-        parts.append(b"\x40" + _encode_varint(sequence_id))
+        parts.append(b"\x40" + encode_varint(sequence_id))
     meta = b"".join(parts)
     return U32.pack(len(meta)) + meta
 

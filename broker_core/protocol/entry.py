@@ -121,13 +121,7 @@ def kept_indexes(ack_set: Sequence[int], num_messages: int) -> list[int] | None:
 #   0x20 varint(batch_index)                            when >= 0
 #   0x30 varint(batch_size)                             when > 0 (a message of a batch)
 def _varint(value: int) -> bytes:
-    value &= _U64
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return codec.encode_varint(value & _U64)
 
 
 def message_id_prefix(ledger_id: int, entry_id: int, partition: int) -> bytes:

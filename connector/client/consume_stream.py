@@ -161,17 +161,10 @@ class PartitionStream:
         self._timer.call_later(self._connection.connection_timeout_s, self._attempt_expired, attempt)
 
     def _attempt_expired(self, attempt: Attempt) -> None:
-        """An attempt still unanswered after ``connection_timeout_s`` is abandoned for a fresh one (gRPC
-        holds a reconnecting stream until the channel is up: never let one wait for ever)."""
-        with self._lock:
-            if attempt.settled.is_set() or self.closed:
-                return
-            attempt.failure = errors.ConnectError(f"the broker did not answer the subscription on {self.topic} "
-                                                  f"within {self._connection.connection_timeout_s:g}s")
-            attempt.settled.set()
-        assert attempt.stream is not None
-        attempt.stream.close(wait_s=0)
-        self._redial.failed(attempt.failure)
+        """An attempt still unanswered after ``connection_timeout_s`` is abandoned for a fresh one."""
+        attempt.abandon(self._lock, self.closed, errors.ConnectError(
+            f"the broker did not answer the subscription on {self.topic} within"
+            f" {self._connection.connection_timeout_s:g}s"), self._redial)
 
     # --- responses (reader thread) ------------------------------------------------------------------------
     def _on_response(self, attempt: Attempt, response: broker_pb2.ConsumeResponse) -> None:

@@ -169,3 +169,15 @@ class Attempt:
         self.failure: errors.PulsarLikeError | None = None
         self.in_band_error: errors.PulsarLikeError | None = None
         """The error the broker sent before ending the stream (it wins over the transport's)."""
+
+    def abandon(self, lock: "threading.Lock", closed: bool, failure: errors.PulsarLikeError, redial: Redial) -> None:
+        """Give up on this attempt if it is still unanswered (gRPC holds a reconnecting stream until the
+        channel is up: never let one wait for ever) and let ``redial`` schedule a fresh one."""
+        with lock:
+            if self.settled.is_set() or closed:
+                return
+            self.failure = failure
+            self.settled.set()
+        assert self.stream is not None
+        self.stream.close(wait_s=0)
+        redial.failed(failure)
