@@ -231,7 +231,7 @@ class PartitionStream:
                 self._live = None
                 self.window.retire()
                 retry = lost = retriable(error)
-                if self._unsubscribing:
+                if self._unsubscribing and not self._unsubscribed.is_set():  # not answered before the end
                     self._unsubscribe_error = errors.NotConnected(
                         f"the connection to the broker was lost while unsubscribing from {self.topic}: "
                         f"{error.message}; unsubscribe again once it is back")
