@@ -13,45 +13,7 @@ unlink their files, oldest first with a directory fsync after each, so a crash n
 segments (recovery step 2 would refuse it); a crash before the unlinks merely brings detached segments
 back, to be deleted again.
 
-Recovery (run by the constructor)
----------------------------------
-1. List ``*.log`` files and order them by base offset. Stray temp files (``*.tmp``) and indexes
-   without a log are removed. Read ``start-offset`` (the first offset retention kept, written before
-   retention unlinks anything): segments wholly below it are leftovers of an interrupted retention run
-   and are removed; a first segment that starts above it means segment files went missing, which is
-   logged at ERROR with the offsets lost. An empty directory gets a fresh segment at the recorded start
-   (0 for a new log).
-2. Sealed segments (all but the last) are trusted through their index: the index's longest consistent
-   prefix is kept (rebuilt from the log when missing or when its last entry does not point at a
-   frame), and only the frames after its last entry are scanned. Each sealed segment must end
-   exactly at the next segment's base offset, otherwise ``CorruptLog`` is raised (a missing segment). A
-   sealed segment that does not verify is marked *damaged* and logged at ERROR: its reads raise
-   ``CorruptLog(path, position)``, the rest of the log stays readable and writable. Frames in sealed
-   segments are otherwise verified lazily: every read checks each frame's CRC, a wrong index entry is
-   caught when a read uses it (the index is then rebuilt), and a frame found invalid marks the segment
-   damaged.
-3. The last segment is scanned frame by frame from byte 0, verifying magic, the length bound (before
-   allocating), the CRC, and offset continuity (each frame's offset is the previous offset + count;
-   the first one's is the base offset). Shortcut: when ``clean-close`` (written by :meth:`ManagedLog.close`
-   after its final fsync) names the last segment with its current size, nothing was appended or torn
-   since: the segment opens like a sealed one (step 2) and steps 4-5 are skipped. A topic unloaded when
-   idle loads again without reading its active segment.
-4. At the first invalid frame, at byte ``p``: search forward (on the magic, then the full check) for
-   any later valid frame. (a) If none exists and the frame at ``p`` does not have a valid CRC, it is a
-   torn tail: truncate the file at ``p``, fsync it, and log at ERROR the first offset removed. (b)
-   Otherwise it is corruption, not a torn write: the segment is marked damaged (step 2), its end offset
-   is the end of the last valid frame found after ``p`` (so no offset is ever handed out twice), and a
-   new active segment starts there.
-5. Rebuild the last segment's index from the scan. If the old index listed frames beyond the recovered
-   end, the log lost data the index had seen: logged at ERROR with how many messages at least.
-6. ``end_offset`` is the last valid frame's offset + count (the base offset if the segment is empty);
-   ``durable_end_offset = end_offset`` (everything that survived is on disk); ``start_offset`` is the
-   first segment's base offset.
-
-The owner of the log then compares what else it stored (cursors, deduplication snapshots) with the
-recovered end and calls :meth:`ManagedLog.skip_to` when they had seen offsets the log lost: a *gap
-frame* (no data, see :mod:`broker_core.storage.format`) moves the end past them, so offsets are never
-reused.
+Recovery (run by the constructor) is the numbered procedure in :mod:`broker_core.storage.recovery`.
 
 Garbage never yields an entry: every frame returned passed magic, bound, count and CRC checks.
 
@@ -63,7 +25,6 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-import re
 import signal
 import threading
 from collections.abc import Iterator, Sequence
@@ -71,22 +32,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
-from broker_core.errors import AlreadyClosed, CorruptLog, MessageTooBig, PersistenceError
-from broker_core.storage.atomic import atomic_write
+from broker_core.errors import AlreadyClosed, MessageTooBig, PersistenceError
 from broker_core.storage.cache import TailCache
 from broker_core.storage.files import UNLIMITED, FileBudget
 from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, encode_header
 from broker_core.storage.paths import remove_tree
-from broker_core.storage.segment import (
-    INDEX_SUFFIX, READ_CHUNK, BadFrame, Segment, fsync_directory, write_all)
+from broker_core.storage.recovery import (  # noqa: F401  (START_OFFSET_FILE, CLEAN_CLOSE_FILE: re-exported)
+    CLEAN_CLOSE_FILE, START_OFFSET_FILE, record_clean_close, record_start, recover_segments)
+from broker_core.storage.segment import READ_CHUNK, BadFrame, Segment, fsync_directory, write_all
 
 log = logging.getLogger(__name__)
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index)$")
-START_OFFSET_FILE = "start-offset"
-"""The first offset retention kept (text, written atomically before segments are unlinked)."""
-CLEAN_CLOSE_FILE = "clean-close"
-"""``base size entries newest-publish-time`` of the last segment when the log was closed cleanly."""
 _CRASH_AT_WRITE = int(os.environ.get("PULSARLIKE_CRASH_AT_WRITE") or 0)
 _frame_writes = 0
 
@@ -167,94 +123,13 @@ class ManagedLog:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._recover()
 
-    # -- recovery (see the module docstring) --------------------------------------------------------
     def _recover(self) -> None:
-        bases: set[int] = set()
-        indexes: set[int] = set()
-        for path in self.directory.iterdir():  # step 1
-            match = _SEGMENT_FILE.match(path.name)
-            if path.name.endswith(".tmp"):
-                path.unlink()
-            elif match and match.group(2) == "log":
-                bases.add(int(match.group(1)))
-            elif match:
-                indexes.add(int(match.group(1)))
-        for base in indexes - bases:
-            (self.directory / f"{base:020d}{INDEX_SUFFIX}").unlink()
-        now = self._clock.now_ms()
-        segments = [self._segment(base, now) for base in sorted(bases)]
-        segments = self._check_start(segments)
-        for seg, nxt in zip(segments, segments[1:]):  # step 2
-            seg.load_sealed()
-            if seg.damaged is not None:
-                seg.end_offset = nxt.base_offset
-            elif seg.end_offset != nxt.base_offset:
-                log.error("event=log_segment_missing log=%s segment=%s end_offset=%d next_base_offset=%d",
-                          self.directory, seg.path, seg.end_offset, nxt.base_offset)
-                raise CorruptLog(
-                    f"{self.name}: stored segment {seg.path.name} ends at offset {seg.end_offset} but the next"
-                    f" segment starts at {nxt.base_offset}; a segment is missing: restore it from a backup",
-                    path=seg.path.name, position=seg.size)
-        if segments:
-            last = segments[-1]
-            if not self._closed_cleanly(last):
-                last.recover_last()  # steps 3-5
-            if last.damaged is None:
-                last.open_for_append()
-            else:  # step 4b: writes go on in a new segment
-                segments.append(Segment.create(self.directory, last.end_offset, now, files=self._files,
-                                               label=self.name))
-        else:
-            segments = [Segment.create(self.directory, self._recorded_start(), now, files=self._files,
-                                       label=self.name)]
+        segments = recover_segments(self.directory, self._clock.now_ms(), self._files, self.name)
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self.start_offset = segments[0].base_offset  # step 6
         self.end_offset = segments[-1].end_offset
         self.durable_end_offset = self.end_offset
-
-    def _closed_cleanly(self, last: Segment) -> bool:
-        """Step 3, shortcut: the log was closed cleanly and its last segment has not changed since (same
-        size: appends only grow it), so it opens like a sealed segment, through its index, lazily verified."""
-        try:
-            base, size, entries, newest = map(int, (self.directory / CLEAN_CLOSE_FILE).read_text().split())
-        except (OSError, ValueError):
-            return False
-        if (base, size) != (last.base_offset, os.path.getsize(last.path)):
-            return False
-        last.load_sealed()
-        if last.damaged is None:
-            last.entry_count, last.max_publish_time = entries, (newest if newest >= 0 else None)
-        return True
-
-    def _segment(self, base: int, now: int) -> Segment:
-        return Segment(self.directory, base, now, files=self._files, label=self.name)
-
-    def _recorded_start(self) -> int:
-        try:
-            return int((self.directory / START_OFFSET_FILE).read_text())
-        except FileNotFoundError:
-            return 0
-        except ValueError:
-            log.error("event=log_start_offset_unreadable log=%s action=ignored", self.directory)
-            return 0
-
-    def _check_start(self, segments: list[Segment]) -> list[Segment]:
-        """Step 1, second half: compare the segments found with the start retention recorded."""
-        start = self._recorded_start()
-        while len(segments) > 1 and segments[1].base_offset <= start:  # retention was interrupted
-            leftover = segments.pop(0)
-            log.info("event=retention_leftover_removed segment=%s", leftover.path)
-            leftover.remove()
-        if segments and segments[0].base_offset > start:
-            log.error("event=log_segments_missing log=%s first_missing_offset=%d first_stored_offset=%d"
-                      " lost_messages=%d detail=%r", self.directory, start, segments[0].base_offset,
-                      segments[0].base_offset - start, "the log's first segment files are gone")
-            self._record_start(segments[0].base_offset)
-        return segments
-
-    def _record_start(self, offset: int) -> None:
-        atomic_write(self.directory / START_OFFSET_FILE, str(offset).encode())
 
     # -- appends ---------------------------------------------------------------------------------
     @property
@@ -481,7 +356,7 @@ class ManagedLog:
         segments oldest first, fsyncing the directory after each; returns bytes freed."""
         if not segments:
             return 0
-        self._record_start(max(s.end_offset for s in segments))  # recovery step 1 tells loss from retention
+        record_start(self.directory, max(s.end_offset for s in segments))  # recovery step 1: loss vs retention
         freed = 0
         for seg in sorted(segments, key=lambda s: s.base_offset):
             freed += seg.size
@@ -517,8 +392,7 @@ class ManagedLog:
                 self.durable_end_offset = self.end_offset
                 if active.damaged is None and active.entry_count is not None:
                     newest = -1 if active.max_publish_time is None else active.max_publish_time
-                    atomic_write(self.directory / CLEAN_CLOSE_FILE,
-                                 f"{active.base_offset} {active.size} {active.entry_count} {newest}".encode())
+                    record_clean_close(self.directory, active.base_offset, active.size, active.entry_count, newest)
             except OSError as exc:  # the unsynced tail is recovered (or found torn) on the next load
                 log.error("event=log_close_sync_failed log=%s error=%r", self.directory, exc)
             for seg in self._segments:

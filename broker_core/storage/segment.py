@@ -3,8 +3,8 @@
 A segment is a sequence of frames (:mod:`broker_core.storage.format`) whose offsets are contiguous:
 each frame's offset is the previous frame's offset + count, the first one's is the base offset.
 This module reads, appends, scans and repairs one segment; :mod:`broker_core.storage.log` owns the
-list of segments and the recovery procedure that calls :meth:`Segment.load_sealed` and
-:meth:`Segment.recover_last`.
+list of segments, and :mod:`broker_core.storage.recovery` the procedure that calls
+:meth:`Segment.load_sealed` and :meth:`Segment.recover_last`.
 """
 from __future__ import annotations
 
@@ -258,7 +258,7 @@ class Segment:
     def load_sealed(self) -> None:
         """Recovery step 2: open a sealed segment through its index (rebuilt if unusable). A segment
         that does not verify is marked ``damaged`` (the log goes on without it: see step 2 in
-        :mod:`broker_core.storage.log`)."""
+        :mod:`broker_core.storage.recovery`)."""
         self.size = os.path.getsize(self.path)
         self.entry_count = None
         try:

@@ -1,4 +1,4 @@
-"""Recovery, step by step (see broker_core.storage.log), each with a crafted broken file."""
+"""Recovery, step by step (see broker_core.storage.recovery), each with a crafted broken file."""
 import random
 
 import pytest
