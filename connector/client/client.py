@@ -27,6 +27,7 @@ from connector.client.lookup import Lookup
 from connector.client.message_id import MessageId
 from connector.client.partition_consumer import ConsumerSettings, PartitionOpener
 from connector.client.partition_producer import PartitionProducer
+from connector.client.partition_updates import DEFAULT_INTERVAL_S, PartitionsUpdater
 from connector.client.pattern import TopicsPattern
 from connector.client.policies import (
     ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, RedeliveryBackoff,
@@ -55,16 +56,25 @@ class Client:
                  tls_allow_insecure_connection: bool = False, tls_validate_hostname: bool = False,
                  logger: Any = None, connection_timeout_ms: int = 10000,
                  listener_name: str | None = None, tls_private_key_file_path: str | None = None,
-                 tls_certificate_file_path: str | None = None) -> None:
+                 tls_certificate_file_path: str | None = None,
+                 partitions_update_interval_seconds: float = DEFAULT_INTERVAL_S) -> None:
         """``authentication``: ``AuthenticationToken(token or function)`` or ``AuthenticationTLS(cert, key)``;
         a ``pulsar+ssl://`` URL (or ``use_tls``) connects to the broker's TLS port, with the ``tls_*`` options
         of pulsar-client (docs/security.md). Arguments pulsarlike cannot honour raise ``InvalidConfiguration``
         instead of being ignored: ``logger``, ``log_conf_file_path`` (pulsarlike logs through the standard
-        ``logging`` module: configure the ``connector`` logger) and ``listener_name``."""
+        ``logging`` module: configure the ``connector`` logger) and ``listener_name``.
+
+        ``partitions_update_interval_seconds`` (the C++ client's ``partitionsUpdateInterval``, which
+        pulsar-client's Python API does not expose; 0 turns it off): how often producers and consumers of
+        partitioned topics look for partitions added to them (:mod:`connector.client.partition_updates`)."""
         _refuse_unsupported("Client", logger=logger, log_conf_file_path=log_conf_file_path,
                             listener_name=listener_name)
         if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
             raise ValueError("operation_timeout_seconds and connection_timeout_ms must be > 0")
+        interval = partitions_update_interval_seconds
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval >= 0:
+            raise ValueError(f"partitions_update_interval_seconds={interval!r} is not valid; use seconds >= 0 "
+                             "(0: off)")
         security = Security.of(service_url, authentication, use_tls, tls_trust_certs_file_path,
                                tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path,
                                tls_private_key_file_path)
@@ -75,6 +85,7 @@ class Client:
         self._lock = threading.Lock()
         self._children: list[Producer | Consumer] = []
         self._closed = False
+        self._partitions_updater = PartitionsUpdater(interval, self._children_now)
 
     # --- producers ------------------------------------------------------------------------------------
     def create_producer(self, topic: str, producer_name: str | None = None, schema: Any = None,
@@ -151,7 +162,16 @@ class Client:
             for producer in producers:
                 producer.close(timeout_s=1)
             raise
-        return self._adopt(Producer(name, producers, router, send_timeout_millis, num > 0, self._forget))
+        if not num:
+            return self._adopt(Producer(name, producers, router, send_timeout_millis, self._forget))
+        parsed, producer_name = TopicName.parse(name), producers[0].producer_name
+
+        def open_partition(index: int) -> PartitionProducer:
+            return PartitionProducer(self._connection, self._timer, str(parsed.partition(index)), index, conf,
+                                     producer_name)
+        return self._adopt(Producer(name, producers, router, send_timeout_millis, self._forget,
+                                    count_partitions=lambda: self._lookup.partitions(name),
+                                    open_partition=open_partition))
 
     # --- consumers ------------------------------------------------------------------------------------
     def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str,
@@ -318,6 +338,10 @@ class Client:
             self._children.append(child)
         return child
 
+    def _children_now(self) -> list[Producer | Consumer]:
+        with self._lock:
+            return list(self._children)
+
     def _forget(self, child: Producer | Consumer) -> None:
         with self._lock:
             if child in self._children:
@@ -328,9 +352,8 @@ class Client:
         if self._closed:
             return
         self._closed = True
-        with self._lock:
-            children = list(self._children)
-        for child in children:
+        self._partitions_updater.stop()
+        for child in self._children_now():
             try:
                 child.close()
             except Exception:

@@ -10,16 +10,20 @@ reconnected or sought) is skipped there; an entry that could not be decoded rais
 
 Redelivery (negative acks, ack timeout, rewinds): :class:`~connector.client.consumer_redelivery.Redelivery`;
 dead letters and retries: :class:`~connector.client.dead_letter.DeadLetters`; pattern discovery:
-:class:`~connector.client.pattern.PatternWatcher`. Each is built here and given what it needs.
+:class:`~connector.client.pattern.PatternWatcher`. Each is built here and given what it needs. Partitions
+added to a topic are subscribed by :meth:`Consumer.update_partitions`, which the client calls
+(:mod:`connector.client.partition_updates`).
 """
 from __future__ import annotations
 
 import datetime
 import logging
+import threading
 import time
 from typing import Any, Callable
 
 from broker_core import errors
+from broker_core.types import TopicName
 
 from connector.client.consumer_redelivery import SHARED_TYPES, Redelivery
 from connector.client.dead_letter import DeadLetters, EntryKey, LetterOptions, ProducerFactory
@@ -78,6 +82,10 @@ class Consumer:
         """Runs for each message handed out, when something needs it (ack timeout, a reader's position)."""
         self._partitions = ConsumerPartitions()
         self._partitions.add(self._open(topics))
+        self._topics_lock = threading.Lock()
+        """Serializes the two that change the topics: pattern discovery and :meth:`update_partitions`."""
+        self._bases = [t for t in topics if TopicName.parse(t).partition_index < 0]
+        """The whole topics subscribed (not single partitions named as such): their partitions may grow."""
         self._redelivery.start()
         self._listener: MessageListener | None = None
         if message_listener is not None:
@@ -88,8 +96,9 @@ class Consumer:
                                            lambda: lookup.list_topics(pattern.namespace), self._topics_changed)
             self._watcher.start()
 
-    def _open(self, topics: list[str]) -> list[PartitionConsumer]:
-        return self._opener.open(topics, self._queue, self._redelivery.redeliver_later, self._dead_letters)
+    def _open(self, topics: list[str], from_earliest: bool = False) -> list[PartitionConsumer]:
+        return self._opener.open(topics, self._queue, self._redelivery.redeliver_later, self._dead_letters,
+                                 from_earliest=from_earliest)
 
     def start_listener(self, listener: Callable[[Any, Message], None], owner: Any) -> None:
         """Call ``listener(owner, msg)`` for every message, on a thread of its own (a Reader passes itself)."""
@@ -269,25 +278,56 @@ class Consumer:
         for sub in subs:
             sub.finish_seek(self._lookup.operation_timeout_s)
 
-    # --- topics (pattern discovery) -------------------------------------------------------------------
+    # --- topics (pattern discovery, partitions added) -------------------------------------------------
     def _topics_changed(self, added: list[str], removed: list[str]) -> None:
         """Subscribe to topics that now match the pattern; close the consumers of those gone."""
+        with self._topics_lock:
+            self._change_topics(added, removed)
+
+    def _change_topics(self, added: list[str], removed: list[str]) -> None:
         if self._closed:
             return
         if removed:
+            self._bases = [t for t in self._bases if t not in removed]
             for sub in self._partitions.remove(removed):
                 self._redelivery.discard_queued(sub, None)
                 self._redelivery.forget_partition(sub)
                 sub.close()
             log.info("event=pattern_topics_gone subscription=%s topics=%s", self._subscription, ",".join(removed))
         if added:
-            subs = self._open(added)
-            if self._closed:
-                for sub in subs:
-                    sub.close()
+            if not self._adopt(self._open(added)):
                 return
-            self._partitions.add(subs)
+            self._bases = self._bases + added
             log.info("event=pattern_topics_added subscription=%s topics=%s", self._subscription, ",".join(added))
+
+    def _adopt(self, subs: list[PartitionConsumer]) -> bool:
+        """Add partition consumers opened on a background thread; False (and closed) when this consumer was
+        closed meanwhile -- checked after adding too, as :meth:`close` does not wait for that thread."""
+        if not self._closed:
+            self._partitions.add(subs)
+            if not self._closed:
+                return True
+        for sub in subs:
+            sub.close()
+        return False
+
+    def update_partitions(self) -> None:
+        """Subscribe to the partitions added to this consumer's partitioned topics since it looked last (the
+        client's :class:`~connector.client.partition_updates.PartitionsUpdater` calls this every
+        ``partitions_update_interval_seconds``); each is read from its first message."""
+        with self._topics_lock:
+            if self._closed:
+                return
+            missing: list[str] = []
+            for base, open_topics in self._partitions.partitions_of(self._bases).items():
+                parsed = TopicName.parse(base)
+                names = [str(parsed.partition(i)) for i in range(self._lookup.partitions(base))]
+                missing.extend(name for name in names if name not in open_topics)
+            if not missing:
+                return
+            if not self._adopt(self._open(missing, from_earliest=True)):
+                return
+        log.info("event=consumer_partitions_added subscription=%s topics=%s", self._subscription, ",".join(missing))
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def unsubscribe(self) -> None:

@@ -266,7 +266,9 @@ class PartitionOpener:
         self._positions = positions
 
     def open(self, topics: list[str], queue: ReceiveQueue, redeliver_later: Callable[[PartitionConsumer], None],
-             dead_letters: "DeadLetters | None") -> list[PartitionConsumer]:
+             dead_letters: "DeadLetters | None", *, from_earliest: bool = False) -> list[PartitionConsumer]:
+        """``from_earliest``: partitions added to a topic after the consumer looked -- a subscription they do
+        not have yet, or a reader, starts at their first message (producers may have used them first)."""
         subs: list[PartitionConsumer] = []
         try:
             for partition_topic, index in self._lookup.expand(topics):
@@ -274,6 +276,10 @@ class PartitionOpener:
                 request.CopyFrom(self._template)
                 request.topic = partition_topic
                 request.partition_index = index
+                if from_earliest:
+                    request.initial_position = broker_pb2.EARLIEST
+                    if not request.durable:
+                        request.start.CopyFrom(broker_pb2.Position(earliest=True))
                 positions = self._positions
                 resume = functools.partial(positions.next_offset, partition_topic) if positions else None
                 subs.append(PartitionConsumer(self._connection, self._timer, request, self.settings, queue,

@@ -33,6 +33,17 @@ class ConsumerPartitions:
             self._set([s for s in self.all if s not in removed])
         return removed
 
+    def partitions_of(self, topics: list[str]) -> dict[str, set[str]]:
+        """The partition topics open of each of these (base) topics that has partitions open."""
+        wanted = set(topics)
+        out: dict[str, set[str]] = {}
+        for sub in self.all:
+            name = TopicName.parse(sub.topic)
+            base = str(name.partitioned_base)
+            if name.partition_index >= 0 and base in wanted:
+                out.setdefault(base, set()).add(sub.topic)
+        return out
+
     def _set(self, subs: list[PartitionConsumer]) -> None:
         self._by_topic = {sub.topic: sub for sub in subs}
         self._members = frozenset(subs)

@@ -1,7 +1,9 @@
 """``Producer`` (pulsar-client's API): one :class:`PartitionProducer` per partition, and routing."""
 from __future__ import annotations
 
+import logging
 import random
+import threading
 import time
 from typing import Any, Callable, Mapping
 
@@ -11,6 +13,8 @@ from connector.client.callbacks import SyncWaiter
 from connector.client.message_id import MessageId
 from connector.client.partition_producer import PartitionProducer
 from connector.client.routing import Router
+
+log = logging.getLogger(__name__)
 
 
 class OutgoingMessage:
@@ -47,18 +51,57 @@ class Producer:
     """Sends messages to a topic (all partitions of a partitioned topic)."""
 
     def __init__(self, topic: str, partitions: list[PartitionProducer], router: Router, send_timeout_ms: int,
-                 partitioned: bool, on_close: Callable[["Producer"], None] = lambda producer: None) -> None:
+                 on_close: Callable[["Producer"], None] = lambda producer: None, *,
+                 count_partitions: Callable[[], int] | None = None,
+                 open_partition: Callable[[int], PartitionProducer] | None = None) -> None:
+        """A producer of a partitioned topic gets ``count_partitions`` (the topic's partition count, looked up)
+        and ``open_partition(index)``: :meth:`update_partitions` opens the partitions added since."""
         self._on_close = on_close
         self._topic = topic
         self._partitions = partitions
         self._router = router
         self._send_timeout_ms = send_timeout_ms
-        self._partitioned = partitioned
+        self._count_partitions = count_partitions
+        self._open_partition = open_partition
         self._single = partitions[0] if len(partitions) == 1 else None
         self._closed = False
+        self._grow_lock = threading.Lock()
+        self._route_batches(partitions)
+
+    def _route_batches(self, partitions: list[PartitionProducer]) -> None:
         if len(partitions) > 1:
             for producer in partitions:  # batches sent by size, timer, flush or a sync send alike
-                producer.on_batch_sent = router.batch_flushed
+                producer.on_batch_sent = self._router.batch_flushed
+
+    def update_partitions(self) -> None:
+        """Open the partitions added to the topic since this producer was created or looked last (the
+        client's :class:`~connector.client.partition_updates.PartitionsUpdater` calls this every
+        ``partitions_update_interval_seconds``); routing then spreads messages over all of them."""
+        if self._count_partitions is None or self._open_partition is None or self._closed:
+            return
+        count = self._count_partitions()
+        have = len(self._partitions)
+        if count <= have:
+            return
+        added: list[PartitionProducer] = []
+        try:
+            for index in range(have, count):
+                added.append(self._open_partition(index))
+        except BaseException:
+            for producer in added:
+                producer.close(timeout_s=1)
+            raise
+        with self._grow_lock:
+            if not self._closed:
+                partitions = self._partitions + added
+                self._route_batches(partitions)
+                self._partitions = partitions  # before the router names the new indexes
+                self._single = None
+                self._router.num_partitions = count
+                added = []
+        for producer in added:  # closed meanwhile
+            producer.close(timeout_s=1)
+        log.info("event=producer_partitions_added topic=%s partitions=%d previous=%d", self._topic, count, have)
 
     # --- pulsar-client API -----------------------------------------------------------------------------
     def topic(self) -> str:
@@ -131,10 +174,11 @@ class Producer:
 
     def close(self) -> None:
         """Flush, wait for the pending receipts, close. Later sends raise ``AlreadyClosed``."""
-        if self._closed:
-            return
-        self._closed = True
-        self._single = None
+        with self._grow_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._single = None
         for producer in self._partitions:
             producer.close(timeout_s=self._send_timeout_ms / 1000.0 if self._send_timeout_ms else None)
         self._on_close(self)

@@ -126,7 +126,7 @@ def make_producer(monkeypatch, partitions: int = 0, max_message_size: int = 0,
     parts = [make_part(FakeConnection(max_message_size), timer, name, index, **overrides)
              for name, index in targets]
     router = Router(max(partitions, 1), routing, scheme, message_router, start=start)
-    return Producer(TOPIC, parts, router, 0, partitions > 0), parts
+    return Producer(TOPIC, parts, router, 0), parts
 
 
 def connection(part: PartitionProducer) -> FakeConnection:
