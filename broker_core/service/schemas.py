@@ -129,5 +129,7 @@ class SchemaRegistry:
         return info
 
     def delete(self, topic: TopicName) -> None:
+        """Forget every version of ``topic``'s schema (the topic was deleted)."""
         if self._schemas.pop(self._key(topic), None) is not None:
             self._save()
+            log.info("event=schema_deleted topic=%s", self._key(topic))

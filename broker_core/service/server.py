@@ -27,7 +27,6 @@ from broker_core.service.pulsar.connection import PulsarConnection
 from broker_core.service.pulsar.context import FrontEnd
 from broker_core.service.rates import StatsUpdater
 from broker_core.service.relay_worker import tls_settings
-from broker_core.service.schemas import SchemaRegistry
 from broker_core.service.security import Authorizer, Security
 from broker_core.service.servicer import BrokerServicer
 from broker_core.service.subscription_expiry import StoredSubscriptionSweep
@@ -158,7 +157,7 @@ class BrokerService:
         grpc_port = server.add_insecure_port(GRPC_PRIVATE_ADDRESS)
         if not grpc_port:
             raise InvalidConfiguration(f"cannot bind the private gRPC address {GRPC_PRIVATE_ADDRESS}")
-        front = FrontEnd(self.registry, config, names, SchemaRegistry(self.data_dir / "metadata", self._clock),
+        front = FrontEnd(self.registry, config, names, self.registry.schemas,
                          limits, consumer_ids, self._clock, security=security, checks=checks)
         tls = None
         if config.brokerServicePortTls is not None:

@@ -31,6 +31,7 @@ from broker_core.service.metadata import PartitionedTopicsStore
 from broker_core.service.namespaces import NamespacesStore, check_namespace_name
 from broker_core.service.non_persistent import NonPersistentTopic, check_enabled
 from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
+from broker_core.service.schemas import SchemaRegistry
 from broker_core.service.topic_stats import partitioned_stats
 from broker_core.service.retention import RetentionPolicy
 from broker_core.service.topic import PersistentTopic
@@ -76,6 +77,7 @@ class TopicRegistry:
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata")
         self.policies = PoliciesStore(data_dir / "metadata")
         self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
+        self.schemas = SchemaRegistry(data_dir / "metadata", clock)
         self._topics: dict[str, PersistentTopic | NonPersistentTopic] = {}
 
     def _found_namespaces(self) -> set[str]:
@@ -258,6 +260,8 @@ class TopicRegistry:
                 remove_tree(self._root, self._dir(target))
         if partitions:
             self.partitioned.remove(str(name))
+        if partitions or name.partition_index < 0:  # a partition shares its partitioned topic's schema
+            self.schemas.delete(name)  # as Pulsar (its --deleteSchema is ignored: always deleted)
         self.policies.forget_topic(str(name))
 
     def internal_stats(self, name: TopicName) -> dict:

@@ -287,6 +287,26 @@ def test_an_incompatible_schema_is_refused(official, topic):
         official.create_producer(topic, schema=JsonSchema(Point))
 
 
+@pytest.mark.parametrize("partitions", [0, 2])
+def test_deleting_a_topic_deletes_its_schema(official, admin, topic, partitions):
+    class Point(Record):
+        x = Integer()
+
+    if partitions:
+        admin.create_partitioned_topic(topic, partitions)
+    first = official.create_producer(topic, schema=StringSchema())
+    first.send("a string")
+    first.close()  # else its reconnection would make the topic, and register its schema, again
+    if partitions:  # deleting one partition keeps the schema the other partitions share
+        admin.delete_topic(f"{topic}-partition-1", force=True)
+        with pytest.raises(Exception, match="IncompatibleSchema"):
+            official.create_producer(topic, schema=JsonSchema(Point))
+    admin.delete_topic(topic, force=True)
+    producer = official.create_producer(topic, schema=JsonSchema(Point))  # a new topic, without a schema
+    producer.send(Point(x=1))
+    assert str(official._client.get_schema_info(topic, -1).schema_type()) == "SchemaType.JSON"
+
+
 def test_failover_standby_takes_over_when_the_active_consumer_closes(official, topic):
     first = official.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a")
     second = official.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Failover, consumer_name="b")
