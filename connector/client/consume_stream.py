@@ -144,15 +144,9 @@ class PartitionStream:
         return attempt
 
     def _open_first(self, deadline: float) -> None:
-        attempt = self._start(reconnecting=False)
-        assert attempt.stream is not None
-        if not attempt.settled.wait(max(deadline - _now(), 0.001)):
-            attempt.stream.close(wait_s=0.1)
-            raise errors.Timeout(f"the broker did not confirm the subscription on {self.topic} within "
-                                 f"{self._connection.operation_timeout_s:g}s")
-        if attempt.failure is not None:
-            attempt.stream.close(wait_s=0.5)
-            raise attempt.failure
+        self._start(reconnecting=False).wait_opened(max(deadline - _now(), 0.001), errors.Timeout(
+            f"the broker did not confirm the subscription on {self.topic} within "
+            f"{self._connection.operation_timeout_s:g}s"))
 
     def _reconnect_attempt(self) -> None:
         if self.closed:

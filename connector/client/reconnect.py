@@ -170,6 +170,17 @@ class Attempt:
         self.in_band_error: errors.PulsarLikeError | None = None
         """The error the broker sent before ending the stream (it wins over the transport's)."""
 
+    def wait_opened(self, wait_s: float | None, timeout: errors.PulsarLikeError) -> None:
+        """Wait for the broker's answer to a first opening: raises ``timeout`` when none came within ``wait_s``
+        (None: as long as it takes), or the broker's refusal; the stream is closed then."""
+        assert self.stream is not None
+        if not self.settled.wait(wait_s):
+            self.stream.close(wait_s=0.1)
+            raise timeout
+        if self.failure is not None:
+            self.stream.close(wait_s=0.5)
+            raise self.failure
+
     def abandon(self, lock: "threading.Lock", closed: bool, failure: errors.PulsarLikeError, redial: Redial) -> None:
         """Give up on this attempt if it is still unanswered (gRPC holds a reconnecting stream until the
         channel is up: never let one wait for ever) and let ``redial`` schedule a fresh one."""
