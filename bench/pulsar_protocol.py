@@ -107,28 +107,7 @@ def official_consume(client: pulsar.Client, topic: str, n: int) -> float:
 def official_latency(client: pulsar.Client, topic: str, n: int, size: int, rate: float) -> tuple[float, float]:
     consumer = client.subscribe(topic, "bench-latency")
     producer = client.create_producer(topic, batching_enabled=False)
-    sent, received = [0] * n, [0] * n
-
-    def receive_all() -> None:
-        for _ in range(n):
-            msg = consumer.receive(30_000)
-            received[int.from_bytes(msg.data()[:8], "big")] = time.perf_counter_ns()
-            consumer.acknowledge(msg)
-
-    receiver = threading.Thread(target=receive_all, daemon=True)
-    receiver.start()
-    padding = b"x" * max(0, size - 8)
-    interval, next_at = 1.0 / rate, time.perf_counter()
-    for seq in range(n):
-        next_at += interval
-        sent[seq] = time.perf_counter_ns()
-        producer.send(seq.to_bytes(8, "big") + padding)
-        pause = next_at - time.perf_counter()
-        if pause > 0:
-            time.sleep(pause)
-    receiver.join(timeout=60)
-    latencies = sorted((r - s) / 1e6 for s, r in zip(sent, received) if r)
-    return latencies[len(latencies) // 2], latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    return throughput.measure_latency(producer, consumer, n, size, rate)
 
 
 # ------------------------------------------------------------------------------------------- raw front ends

@@ -52,6 +52,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -148,6 +149,16 @@ def bench_latency(client: Client, topic: str, n: int, size: int, rate: float) ->
     """Sync sends at ``rate`` msg/s while a thread receives; returns (p50, p99) in ms."""
     consumer = client.subscribe(topic, "bench-latency", initial_position=InitialPosition.Earliest)
     producer = client.create_producer(topic)
+    try:
+        return measure_latency(producer, consumer, n, size, rate)
+    finally:
+        producer.close()
+        consumer.close()
+
+
+def measure_latency(producer: Any, consumer: Any, n: int, size: int, rate: float) -> tuple[float, float]:
+    """(p50, p99) in ms of ``n`` sync sends at ``rate`` msg/s, received on a thread: from the start of
+    ``send`` to ``receive`` returning. Takes pulsarlike's producer and consumer or pulsar-client's (one API)."""
     sent, received = [0] * n, [0] * n
 
     def receive_all() -> None:
@@ -168,8 +179,6 @@ def bench_latency(client: Client, topic: str, n: int, size: int, rate: float) ->
         if pause > 0:
             time.sleep(pause)
     receiver.join(timeout=60)
-    producer.close()
-    consumer.close()
     latencies = sorted((r - s) / 1e6 for s, r in zip(sent, received) if r)
     if len(latencies) < n:
         print(f"  WARNING: only {len(latencies)}/{n} latency messages received")
