@@ -126,14 +126,7 @@ class PortListener:
     async def _route(self, conn: socket.socket, address) -> None:
         loop = asyncio.get_running_loop()
         identity = ClientIdentity(peer_name(address[0], address[1]))
-        try:
-            first = await asyncio.wait_for(self._peek(loop, conn), SNIFF_TIMEOUT_S)
-        except (asyncio.TimeoutError, OSError):
-            conn.close()
-            return
-        except asyncio.CancelledError:
-            conn.close()
-            raise
+        first = await self._first_byte(loop, conn)
         if not first:
             conn.close()
             return
@@ -153,14 +146,7 @@ class PortListener:
     async def _route_tls(self, conn: socket.socket, address) -> None:
         loop = asyncio.get_running_loop()
         peer = peer_name(address[0], address[1])
-        try:
-            first = await asyncio.wait_for(self._peek(loop, conn), SNIFF_TIMEOUT_S)
-        except (asyncio.TimeoutError, OSError):
-            conn.close()
-            return
-        except asyncio.CancelledError:
-            conn.close()
-            raise
+        first = await self._first_byte(loop, conn)
         if first != TLS_FIRST_BYTE:
             if first:
                 log.warning("event=connection_refused peer=%s reason=not a TLS handshake on the TLS port: a plain "
@@ -183,6 +169,17 @@ class PortListener:
         task = loop.create_task(serve())
         self._routing.add(task)
         task.add_done_callback(self._routing.discard)
+
+    async def _first_byte(self, loop: asyncio.AbstractEventLoop, conn: socket.socket) -> bytes:
+        """The connection's first byte, left in the socket; b"" when it ended, failed or sent nothing within
+        ``SNIFF_TIMEOUT_S`` (the caller closes it). Cancelled, it closes the connection itself."""
+        try:
+            return await asyncio.wait_for(self._peek(loop, conn), SNIFF_TIMEOUT_S)
+        except (asyncio.TimeoutError, OSError):
+            return b""
+        except asyncio.CancelledError:
+            conn.close()
+            raise
 
     @staticmethod
     async def _peek(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> bytes:

@@ -62,37 +62,36 @@ class RelayProcess:
 
     def relay(self, client: socket.socket, upstream: socket.socket, relay_peer: str) -> bool:
         """Hand both sockets to the worker (the broker's copies are closed); False when it is gone."""
-        control = self._control
-        relay_id = next(self._ids)
-        try:
-            if control is None:
-                return False
-            socket.send_fds(control, [b"R" + relay_worker.RELAY_ID.pack(relay_id)],
-                            [client.fileno(), upstream.fileno()])
-            self._relays[relay_id] = relay_peer
-            return True
-        except OSError as exc:
-            log.error("event=relay_handover_failed error=%r", exc)
+        relay_id = self._hand_over(b"R", client, upstream)
+        if relay_id is None:
             return False
-        finally:
-            client.close()
-            upstream.close()
+        self._relays[relay_id] = relay_peer
+        return True
 
     def relay_tls(self, client: socket.socket, address: str) -> bool:
         """Hand a TLS port's client to the worker (the broker's copy is closed); False when it is gone."""
+        relay_id = self._hand_over(b"T", client)
+        if relay_id is None:
+            return False
+        self._tls_clients[relay_id] = address
+        return True
+
+    def _hand_over(self, kind: bytes, *sockets: socket.socket) -> int | None:
+        """Send ``kind`` + a new relay id with the sockets to the worker and close the broker's copies;
+        the relay id, or None when the worker is gone."""
         control = self._control
         relay_id = next(self._ids)
         try:
             if control is None:
-                return False
-            socket.send_fds(control, [b"T" + relay_worker.RELAY_ID.pack(relay_id)], [client.fileno()])
-            self._tls_clients[relay_id] = address
-            return True
+                return None
+            socket.send_fds(control, [kind + relay_worker.RELAY_ID.pack(relay_id)], [s.fileno() for s in sockets])
+            return relay_id
         except OSError as exc:
             log.error("event=relay_handover_failed error=%r", exc)
-            return False
+            return None
         finally:
-            client.close()
+            for s in sockets:
+                s.close()
 
     def _read(self) -> None:
         control = self._control
