@@ -14,19 +14,11 @@ from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol.status import error_from_proto, error_from_rpc
 from broker_core.service.server import max_request_bytes
 from connector import Client, ConsumerType
+from tests.broker_watch import memory_mb
 from tests.waiting import wait_until
 
 MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # the broker's default
 RAW = {"request_serializer": lambda b: b, "response_deserializer": lambda b: b}
-
-
-def memory_mb(pid: int, field: str = "VmRSS") -> float:
-    """The process's resident memory (``VmRSS``) or its peak (``VmHWM``), in MiB, from /proc."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
 def topic_name() -> str:
