@@ -8,10 +8,9 @@ once, each with every durable subscription the topic's existing partitions have,
 message: a subscription misses nothing sent to a new partition before its consumers find it, whatever
 their initial position.
 
-Clients learn a topic's partition count when they are created (``GetPartitionedTopicMetadata``): a
-producer or consumer made before the update keeps to the old partitions until it is created again (the
-client does not re-check partition counts yet; see docs/admin.md). The Spark source lists partitions on
-every trigger.
+Clients learn a topic's partition count when they are created (``GetPartitionedTopicMetadata``) and
+look again every ``partitions_update_interval_seconds`` (60 s, as Pulsar's clients;
+:mod:`connector.client.partition_updates`); the Spark source lists partitions on every trigger.
 
 Unloading (``topics unload``) closes the topic at once, as Pulsar's unload does: every producer's and
 consumer's session ends with ``ServiceNotReady`` (retriable: the clients reconnect, which loads the topic
