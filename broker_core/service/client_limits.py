@@ -13,7 +13,8 @@ while it has a call open (gRPC does not show idle connections to the application
 0 turns a limit off. A refused call raises :class:`TooManyRequests` naming the limit and counts nothing.
 Example: with ``maxStreamsPerConnection=2``, a client's third consumer is refused while its first two are
 open; a second client (another connection) still gets its two, and the first gets one more once it closes
-a consumer. Refusals are logged at most once per limit every ``LOG_EVERY_MS``, with how many there were.
+a consumer. Refusals are logged at most once per limit every 10 s, with how many there were
+(:class:`~broker_core.log_limits.LogLimiter`).
 """
 from __future__ import annotations
 
@@ -25,10 +26,9 @@ from typing import Any, Iterator
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.errors import TooManyRequests
+from broker_core.log_limits import LogLimiter
 
 log = logging.getLogger(__name__)
-
-LOG_EVERY_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,11 @@ class ClientLimits:
 
     def __init__(self, limits: Limits, clock: Clock = SYSTEM_CLOCK) -> None:
         self.limits = limits
-        self._clock = clock
         self._open: dict[str, list[int]] = {}  # peer -> [streams, unary calls]
         self._per_host: Counter[str] = Counter()
         self.requests = 0
         """Unary calls being served, broker-wide."""
-        self._refused: dict[str, list[float]] = {}  # limit -> [refusals not logged yet, last log ms]
+        self._refusals = LogLimiter(log, clock=clock)
 
     @property
     def connections(self) -> int:
@@ -134,13 +133,7 @@ class ClientLimits:
                 del self._per_host[host]
 
     def _refuse(self, peer: str, limit: str, allowed: int, what: str) -> None:
-        now = self._clock.monotonic_ms()
-        state = self._refused.setdefault(limit, [0, -LOG_EVERY_MS])
-        state[0] += 1
-        if now - state[1] >= LOG_EVERY_MS:
-            log.warning("event=client_refused limit=%s allowed=%d peer=%s refused=%d", limit, allowed, peer,
-                        state[0])
-            state[:] = [0, now]
+        self._refusals.warning(limit, "event=client_refused limit=%s allowed=%d peer=%s", limit, allowed, peer)
         raise TooManyRequests(
             f"too many requests: {what} ({limit}={allowed}); close producers, consumers or clients you no "
             "longer use, retry later, or raise the limit on the broker", limit=limit, allowed=allowed)

@@ -9,7 +9,8 @@ import pytest
 from broker_core.clock import FakeClock
 from broker_core.config import BrokerConfig
 from broker_core.errors import TooManyRequests
-from broker_core.service.client_limits import LOG_EVERY_MS, ClientLimits, Limits, peer_host
+from broker_core.log_limits import LOG_EVERY_MS
+from broker_core.service.client_limits import ClientLimits, Limits, peer_host
 
 A = "ipv4:10.0.0.1:5000"
 A2 = "ipv4:10.0.0.1:5001"  # the same host, another connection
@@ -106,8 +107,8 @@ def test_refusals_are_logged_at_most_once_per_limit_per_interval(caplog: pytest.
             limits.admit(B, stream=False)
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2
-    assert "limit=maxConcurrentLookupRequest" in lines[0] and "refused=1" in lines[0]
-    assert "refused=5" in lines[1]  # the four not logged, and this one
+    assert "limit=maxConcurrentLookupRequest" in lines[0] and "occurrences=1" in lines[0]
+    assert "occurrences=5" in lines[1]  # the four not logged, and this one
 
 
 def test_peer_host_drops_the_port() -> None:
