@@ -203,6 +203,12 @@ class IncompatibleSchema(PulsarLikeError):
     pass
 
 
+class InvalidSchema(IncompatibleSchema):
+    """A schema the broker does not register whatever the topic holds: a definition over ``limit`` bytes, a
+    topic already at ``limit`` versions, or KeyValue data that is not two length-prefixed schemas. A
+    subclass of :class:`IncompatibleSchema`, so Pulsar's clients see ``IncompatibleSchema``."""
+
+
 class MessageDecodeError(InvalidMessage):
     """A received entry that cannot be turned into messages (undecompressable payload, unknown compression
     type, bad chunk sizes): raised once by ``receive()`` at that message's place in the queue. ``topic``,
