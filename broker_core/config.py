@@ -131,10 +131,16 @@ class BrokerConfig:
     """pulsarlike extension: bytes of replies waiting on every stream together; beyond it each stream with
     unread replies waits until its client has read them all."""
     brokerMaxConnections: int = 0
-    """Client connections (with at least one call open) at once (0: no limit); one more call from a new
-    connection fails with ``TooManyRequests``."""
+    """Client connections open at once, on the plain and TLS ports together (0: no limit, but never more
+    than the process's open-file limit allows, keeping a reserve for storage); one more is closed as soon
+    as it is accepted. A gRPC call from a new connection beyond it also fails with ``TooManyRequests``."""
     brokerMaxConnectionsPerIp: int = 0
     """The same per client IP address (0: no limit)."""
+    handshakeTimeoutSeconds: int = 30
+    """pulsarlike extension: a client connection that has not completed its handshake this long after it was
+    accepted is closed, however many bytes it trickles: a Pulsar client its ``CONNECT`` (authenticated and
+    answered ``CONNECTED``), a gRPC client its HTTP/2 preface. Pulsar closes a connection without a completed
+    handshake at its first keep-alive check (``keepAliveIntervalSeconds``, 30 s)."""
     maxStreamsPerConnection: int = 10000
     """pulsarlike extension: producer and consumer streams open at once on one client connection (0: no
     limit); one more fails with ``TooManyRequests``."""
@@ -245,7 +251,7 @@ class BrokerConfig:
                      "tokenAllowedClockSkewSeconds"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
-        for name in ("authenticationRefreshCheckSeconds", "tlsHandshakeTimeoutSeconds"):
+        for name in ("authenticationRefreshCheckSeconds", "tlsHandshakeTimeoutSeconds", "handshakeTimeoutSeconds"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("brokerServicePortTls", "webServicePortTls"):
