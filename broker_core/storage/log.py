@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
-from broker_core.errors import AlreadyClosed, MessageTooBig, PersistenceError
+from broker_core.errors import AlreadyClosed, CorruptLog, MessageTooBig, PersistenceError
 from broker_core.storage.cache import TailCache
 from broker_core.storage.files import UNLIMITED, FileBudget
 from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, encode_header
@@ -282,13 +282,18 @@ class ManagedLog:
                   else self._disk_entries(start_offset, min(READ_CHUNK, max(max_bytes, 4096))))
         out: list[StoredEntry] = []
         total = 0
-        for entry in source:
-            if entry.offset >= limit or len(out) >= max_entries:
-                break
-            if out and total + len(entry.data) > max_bytes:
-                break
-            out.append(entry)
-            total += len(entry.data)
+        try:
+            for entry in source:
+                if entry.offset >= limit or len(out) >= max_entries:
+                    break
+                if out and total + len(entry.data) > max_bytes:
+                    break
+                out.append(entry)
+                total += len(entry.data)
+        except CorruptLog:
+            if not out:
+                raise
+            # the entries before a damaged segment are intact: they are returned, the next read fails
         return out
 
     def _disk_entries(self, start_offset: int, chunk: int) -> Iterator[StoredEntry]:
@@ -392,7 +397,8 @@ class ManagedLog:
                 self.durable_end_offset = self.end_offset
                 if active.damaged is None and active.entry_count is not None:
                     newest = -1 if active.max_publish_time is None else active.max_publish_time
-                    record_clean_close(self.directory, active.base_offset, active.size, active.entry_count, newest)
+                    record_clean_close(self.directory, active.base_offset, active.size, active.entry_count, newest,
+                                       self.end_offset)
             except OSError as exc:  # the unsynced tail is recovered (or found torn) on the next load
                 log.error("event=log_close_sync_failed log=%s error=%r", self.directory, exc)
             for seg in self._segments:

@@ -12,8 +12,9 @@ Procedure
    prefix is kept (rebuilt from the log when missing or when its last entry does not point at a
    frame), and only the frames after its last entry are scanned. Each sealed segment must end
    exactly at the next segment's base offset, otherwise ``CorruptLog`` is raised (a missing segment). A
-   sealed segment that does not verify is marked *damaged* and logged at ERROR: its reads raise
-   ``CorruptLog(path, position)``, the rest of the log stays readable and writable. Frames in sealed
+   sealed segment that does not verify is marked *damaged* and logged at ERROR with the offsets it
+   fences (``event=log_segment_fenced``): its reads raise ``CorruptLog(path, position)``, the rest of the
+   log stays readable and writable. Frames in sealed
    segments are otherwise verified lazily: every read checks each frame's CRC, a wrong index entry is
    caught when a read uses it (the index is then rebuilt), and a frame found invalid marks the segment
    damaged.
@@ -22,13 +23,22 @@ Procedure
    the first one's is the base offset). Shortcut: when ``clean-close`` (written by :meth:`ManagedLog.close`
    after its final fsync) names the last segment with its current size, nothing was appended or torn
    since: the segment opens like a sealed one (step 2) and steps 4-5 are skipped. A topic unloaded when
-   idle loads again without reading its active segment.
+   idle loads again without reading its active segment. If it does not verify (zeroed blocks, a
+   flipped bit: after a clean close every byte had been fsynced, so this is damage, never a torn
+   write), step 4c follows.
 4. At the first invalid frame, at byte ``p``: search forward (on the magic, then the full check) for
    any later valid frame. (a) If none exists and the frame at ``p`` does not have a valid CRC, it is a
    torn tail: truncate the file at ``p``, fsync it, and log at ERROR the first offset removed. (b)
    Otherwise it is corruption, not a torn write: the segment is marked damaged (step 2), its end offset
    is the end of the last valid frame found after ``p`` (so no offset is ever handed out twice), and a
-   new active segment starts there.
+   new active segment starts there. (c) A damaged last segment (4b, or the shortcut of step 3) is
+   fenced like a damaged sealed one and never truncated. Its end offset is the largest of: the end the
+   ``clean-close`` record names (records of earlier versions name none: then its base + its entry
+   count, each entry holding at least one message), the end of the last valid frame found anywhere in
+   it, one past the last offset its old index listed, and its base + 1 (it held a message). The fenced
+   range is logged at ERROR with its message count (``event=log_segment_fenced``), and the topic takes
+   writes in a new active segment at that end: recovery never creates a segment where one exists (the
+   new base is above every existing one).
 5. Rebuild the last segment's index from the scan. If the old index listed frames beyond the recovered
    end, the log lost data the index had seen: logged at ERROR with how many messages at least.
 6. ``end_offset`` is the last valid frame's offset + count (the base offset if the segment is empty);
@@ -47,6 +57,7 @@ import logging
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from broker_core.errors import CorruptLog
 from broker_core.storage.atomic import atomic_write
@@ -59,7 +70,23 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index)$")
 START_OFFSET_FILE = "start-offset"
 """The first offset retention kept (text, written atomically before segments are unlinked)."""
 CLEAN_CLOSE_FILE = "clean-close"
-"""``base size entries newest-publish-time`` of the last segment when the log was closed cleanly."""
+"""``base size entries newest-publish-time end-offset`` of the last segment when the log was closed
+cleanly (records of earlier versions lack ``end-offset``)."""
+
+
+class CleanClose(NamedTuple):
+    """What :meth:`ManagedLog.close` recorded of its last segment after the final fsync."""
+
+    base: int
+    """the last segment's base offset"""
+    size: int
+    """its size in bytes"""
+    entries: int
+    """its frames"""
+    newest_publish_ms: int
+    """its newest publish time (-1: unknown)"""
+    end_offset: int | None
+    """the log's end offset (None: a record of an earlier version)"""
 
 
 def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str) -> list[Segment]:
@@ -82,6 +109,7 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
         seg.load_sealed()
         if seg.damaged is not None:
             seg.end_offset = nxt.base_offset
+            _report_fenced(directory, seg)
         elif seg.end_offset != nxt.base_offset:
             log.error("event=log_segment_missing log=%s segment=%s end_offset=%d next_base_offset=%d",
                       directory, seg.path, seg.end_offset, nxt.base_offset)
@@ -92,33 +120,65 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
     if not segments:
         return [Segment.create(directory, recorded_start(directory), now_ms, files=files, label=name)]
     last = segments[-1]
-    if not _closed_cleanly(directory, last):
+    record = _clean_close_record(directory, last)
+    listed = last.index.stored_entries()  # step 4c: what the index knew before anything rewrites it
+    if record is not None:  # step 3, shortcut
+        last.load_sealed()
+        if last.damaged is None:
+            last.entry_count = record.entries
+            last.max_publish_time = record.newest_publish_ms if record.newest_publish_ms >= 0 else None
+    else:
         last.recover_last()  # steps 3-5
     if last.damaged is None:
         last.open_for_append()
-    else:  # step 4b: writes go on in a new segment
-        segments.append(Segment.create(directory, last.end_offset, now_ms, files=files, label=name))
+        return segments
+    last.end_offset = _fenced_end(last, record, listed)  # step 4c: writes go on in a new segment
+    _report_fenced(directory, last)
+    segments.append(Segment.create(directory, last.end_offset, now_ms, files=files, label=name))
     return segments
 
 
-def _closed_cleanly(directory: Path, last: Segment) -> bool:
-    """Step 3, shortcut: the log was closed cleanly and its last segment has not changed since (same size:
-    appends only grow it), so it opens like a sealed segment, through its index, lazily verified."""
+def _clean_close_record(directory: Path, last: Segment) -> CleanClose | None:
+    """Step 3, shortcut: the record, when the log was closed cleanly and its last segment has not changed
+    since (same size: appends only grow it), so it opens like a sealed segment, through its index,
+    lazily verified."""
     try:
-        base, size, entries, newest = map(int, (directory / CLEAN_CLOSE_FILE).read_text().split())
+        fields = [int(field) for field in (directory / CLEAN_CLOSE_FILE).read_text().split()]
     except (OSError, ValueError):
-        return False
-    if (base, size) != (last.base_offset, os.path.getsize(last.path)):
-        return False
-    last.load_sealed()
-    if last.damaged is None:
-        last.entry_count, last.max_publish_time = entries, (newest if newest >= 0 else None)
-    return True
+        return None
+    if len(fields) not in (4, 5):
+        return None
+    record = CleanClose(*fields[:4], fields[4] if len(fields) == 5 else None)
+    if (record.base, record.size) != (last.base_offset, os.path.getsize(last.path)):
+        return None
+    return record
 
 
-def record_clean_close(directory: Path, base: int, size: int, entries: int, newest_publish_ms: int) -> None:
-    """What :func:`_closed_cleanly` reads: written after the final fsync of a clean close."""
-    atomic_write(directory / CLEAN_CLOSE_FILE, f"{base} {size} {entries} {newest_publish_ms}".encode())
+def _fenced_end(last: Segment, record: CleanClose | None, listed: list[tuple[int, int]]) -> int:
+    """Step 4c: the end offset of a damaged last segment, so that none of its offsets is handed out again.
+    Always above its base: the new segment never lands on an existing file."""
+    floors = [last.end_offset, last.base_offset + 1, last.valid_frames_end()]
+    if record is not None:
+        floors.append(record.end_offset if record.end_offset is not None else last.base_offset + record.entries)
+    floors += [offset + 1 for offset, _ in listed[-1:]]
+    return max(floors)
+
+
+def _report_fenced(directory: Path, seg: Segment) -> None:
+    """Steps 2 and 4c: the ERROR line that counts what a damaged segment fences."""
+    damaged = seg.damaged
+    log.error("event=log_segment_fenced log=%s segment=%s first_offset=%d end_offset=%d fenced_messages=%d"
+              " damaged_at_byte=%d detail=%r", directory, seg.path, seg.base_offset, seg.end_offset,
+              seg.end_offset - seg.base_offset, damaged.position if damaged is not None else -1,
+              "the segment does not verify: reading these offsets fails until it is restored from a backup"
+              " or subscriptions are moved past it; the rest of the log is read and written as before")
+
+
+def record_clean_close(directory: Path, base: int, size: int, entries: int, newest_publish_ms: int,
+                       end_offset: int) -> None:
+    """What :func:`_clean_close_record` reads: written after the final fsync of a clean close."""
+    atomic_write(directory / CLEAN_CLOSE_FILE,
+                 f"{base} {size} {entries} {newest_publish_ms} {end_offset}".encode())
 
 
 def recorded_start(directory: Path) -> int:

@@ -291,7 +291,7 @@ class Segment:
             resync = bad.position if bad.crc_valid else self.find_valid_frame(bad.position + 1)
             if resync is not None:  # corruption, not a torn write: step 4b
                 self.damaged = self.corrupt(bad)
-                self.end_offset = self._last_valid_end(resync)
+                self.end_offset = self.valid_frames_end(resync)
                 self.index.rewrite()
                 self.index.close()
                 return 0
@@ -318,9 +318,10 @@ class Segment:
         self.index.rewrite()
         return torn
 
-    def _last_valid_end(self, position: int) -> int:
-        """The end offset of the last valid frame at or after ``position`` (resyncing past bad bytes on
-        the magic), so that a damaged last segment's offsets are never handed out again."""
+    def valid_frames_end(self, position: int = 0) -> int:
+        """The highest end offset of the valid frames at or after ``position`` (resyncing past bad bytes on
+        the magic; the base offset if none), so that a damaged last segment's offsets are never handed out
+        again (recovery steps 4b and 4c)."""
         end = self.base_offset
         while position is not None:
             try:

@@ -1,0 +1,103 @@
+"""Recovery step 4c: the last segment of a cleanly closed log found damaged (zeroed blocks, a flipped byte)
+is fenced like a damaged sealed segment; writes go on in a new segment after its end, the other segments
+stay readable, no offset is handed out twice, and the loss is one ERROR line with counts."""
+import logging
+from pathlib import Path
+
+import pytest
+
+from broker_core.errors import CorruptLog
+from broker_core.storage.format import HEADER_SIZE
+from broker_core.storage.log import CLEAN_CLOSE_FILE, ManagedLog
+
+PER_SEGMENT = 3
+
+
+def closed_cleanly(path: Path, n: int, size: int = 40) -> list:
+    """``n`` entries of two messages each, three entries a segment, closed cleanly; returns the entries."""
+    log = ManagedLog(path, max_segment_entries=PER_SEGMENT)
+    entries = [log.append(bytes([i % 251 + 1]) * size, 2, 1000 + i) for i in range(n)]
+    log.close()
+    assert (path / CLEAN_CLOSE_FILE).exists()
+    return entries
+
+
+def last_segment(path: Path) -> Path:
+    return sorted(path.glob("*.log"))[-1]
+
+
+def damage(segment: Path, start: int, end: int | None = None, *, flip: bool = False) -> None:
+    """Zero bytes ``[start, end)`` of ``segment`` in place, or flip one bit at ``start``: its size stays."""
+    raw = bytearray(segment.read_bytes())
+    if flip:
+        raw[start] ^= 0x10
+    else:
+        end = len(raw) if end is None else min(end, len(raw))
+        raw[start:end] = bytes(end - start)
+    segment.write_bytes(bytes(raw))
+
+
+def fenced(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.levelno == logging.ERROR and "event=log_segment_fenced" in r.getMessage()]
+
+
+def reopen(path: Path) -> ManagedLog:
+    return ManagedLog(path, max_segment_entries=PER_SEGMENT)
+
+
+def test_a_flipped_byte_in_the_last_frame_fences_the_segment_and_writes_go_on_after_it(tmp_path, caplog):
+    entries = closed_cleanly(tmp_path, 8)  # segments at offsets 0, 6, 12 (entries 6 and 7: offsets 12..15)
+    damaged = last_segment(tmp_path)
+    damage(damaged, damaged.stat().st_size - 3, flip=True)
+    caplog.set_level(logging.ERROR)
+
+    log = reopen(tmp_path)
+    assert log.read(0, 100) == entries[:6]  # the intact sealed segments
+    with pytest.raises(CorruptLog) as err:
+        log.read(12)
+    assert (err.value.path, err.value.position) == (damaged.name, HEADER_SIZE + 40)
+    new = log.append(b"after", 1, 0)
+    log.sync()
+    assert new.offset == 16 and log.read(16) == [new]  # 12..15 are never handed out again
+    [line] = fenced(caplog)
+    assert "first_offset=12" in line and "end_offset=16" in line and "fenced_messages=4" in line
+    log.close()
+
+    again = reopen(tmp_path)  # the fenced segment is now a sealed one, and stays fenced
+    assert again.read(0, 100) == entries[:6] and again.read(16) == [new]
+    with pytest.raises(CorruptLog):
+        again.read(12)
+    assert again.append(b"later", 1, 0).offset == 17
+    again.close()
+
+
+FRAME = HEADER_SIZE + 2000
+
+
+@pytest.mark.parametrize("zeroed", [(0, 4096), (FRAME, 2 * FRAME), (2 * FRAME + 100, None), (0, None)],
+                         ids=["first-block", "middle-frame", "tail", "whole-segment"])
+def test_zeroed_blocks_in_the_last_segment_fence_it_and_keep_its_offsets(tmp_path, zeroed):
+    entries = closed_cleanly(tmp_path, 6, size=2000)  # the last segment: entries 3..5, offsets 6..11
+    segments = {p.name for p in tmp_path.glob("*.log")}
+    damage(last_segment(tmp_path), *zeroed)
+
+    log = reopen(tmp_path)
+    assert log.read(0, 100) == entries[:3]
+    with pytest.raises(CorruptLog):
+        log.read(6)
+    assert log.append(b"after", 1, 0).offset == 12
+    log.close()
+    assert segments < {p.name for p in tmp_path.glob("*.log")}  # a new segment; the damaged one is kept
+
+
+def test_a_clean_close_record_of_the_previous_format_still_keeps_every_offset(tmp_path):
+    """Records written before step 4c name no end offset: each entry held at least one message."""
+    closed_cleanly(tmp_path, 5)
+    record = tmp_path / CLEAN_CLOSE_FILE
+    record.write_text(" ".join(record.read_text().split()[:4]))
+    damage(last_segment(tmp_path), 0)
+
+    log = reopen(tmp_path)
+    assert log.append(b"after", 1, 0).offset >= 8  # two entries since offset 6: at least 6..7 were used
+    log.close()
