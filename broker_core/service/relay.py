@@ -2,8 +2,10 @@
 to relay, and forgets each one's entry in the :class:`~broker_core.service.peers.PeerMap` once the worker
 says it ended. TLS clients are handed over whole: the worker terminates TLS and tells back what it found --
 a gRPC connection to register in the PeerMap (with the client certificate's CN) before it relays a byte, or
-a socket to serve Pulsar's binary protocol on, or a failed handshake to log. Runs on the broker's event
-loop."""
+a socket to serve Pulsar's binary protocol on, or a failed handshake to log (one line per interval with a
+count: anyone can fail handshakes by the thousand). Each connection's place in the listener's budget
+(:class:`~broker_core.service.connection_budget.Admitted`) is released when the worker says it ended. Runs on
+the broker's event loop."""
 from __future__ import annotations
 
 import asyncio
@@ -17,7 +19,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from broker_core.log_limits import LogLimiter
 from broker_core.service import relay_worker
+from broker_core.service.connection_budget import Admitted
 from broker_core.service.peers import ClientIdentity, PeerMap
 
 log = logging.getLogger(__name__)
@@ -26,7 +30,7 @@ WORKER = Path(relay_worker.__file__)
 STOP_TIMEOUT_S = 10.0
 
 
-BinaryServer = Callable[[socket.socket, ClientIdentity], None]
+BinaryServer = Callable[[socket.socket, ClientIdentity, "Admitted | None"], None]
 
 
 class RelayProcess:
@@ -41,6 +45,8 @@ class RelayProcess:
         self._ids = itertools.count(1)
         self._relays: dict[int, str] = {}  # relay id -> its PeerMap key
         self._tls_clients: dict[int, str] = {}  # relay id -> the TLS client's address
+        self._admitted: dict[int, Admitted] = {}  # relay id -> its client's place in the connection budget
+        self._handshake_failures = LogLimiter(log)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
@@ -60,20 +66,30 @@ class RelayProcess:
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(ours.fileno(), self._read)
 
-    def relay(self, client: socket.socket, upstream: socket.socket, relay_peer: str) -> bool:
-        """Hand both sockets to the worker (the broker's copies are closed); False when it is gone."""
+    def relay(self, client: socket.socket, upstream: socket.socket, relay_peer: str,
+              admitted: Admitted | None = None) -> bool:
+        """Hand both sockets to the worker (the broker's copies are closed) and release ``admitted`` once
+        the relay ended; False when the worker is gone (``admitted`` is released now)."""
         relay_id = self._hand_over(b"R", client, upstream)
         if relay_id is None:
+            if admitted is not None:
+                admitted.release()
             return False
         self._relays[relay_id] = relay_peer
+        if admitted is not None:
+            self._admitted[relay_id] = admitted
         return True
 
-    def relay_tls(self, client: socket.socket, address: str) -> bool:
-        """Hand a TLS port's client to the worker (the broker's copy is closed); False when it is gone."""
+    def relay_tls(self, client: socket.socket, address: str, admitted: Admitted | None = None) -> bool:
+        """Hand a TLS port's client to the worker (the broker's copy is closed), as :meth:`relay`."""
         relay_id = self._hand_over(b"T", client)
         if relay_id is None:
+            if admitted is not None:
+                admitted.release()
             return False
         self._tls_clients[relay_id] = address
+        if admitted is not None:
+            self._admitted[relay_id] = admitted
         return True
 
     def _hand_over(self, kind: bytes, *sockets: socket.socket) -> int | None:
@@ -116,6 +132,9 @@ class RelayProcess:
             body = message[1 + id_size:]
             if kind == b"D" and not body:
                 self._tls_clients.pop(relay_id, None)
+                admitted = self._admitted.pop(relay_id, None)
+                if admitted is not None:
+                    admitted.release()
                 relay_peer = self._relays.pop(relay_id, None)
                 if relay_peer is not None:
                     self._peers.remove(relay_peer)
@@ -130,8 +149,12 @@ class RelayProcess:
         if kind == b"F":
             self._tls_clients.pop(relay_id, None)
             quiet = body[:1] == b"~"
-            log.log(logging.DEBUG if quiet else logging.WARNING, "event=tls_handshake_failed peer=%s reason=%s",
-                    address, body[1 if quiet else 0:].decode("utf-8", "replace"))
+            reason = body[1 if quiet else 0:].decode("utf-8", "replace")
+            if quiet:
+                log.debug("event=tls_handshake_failed peer=%s reason=%s", address, reason)
+            else:
+                self._handshake_failures.warning("tls_handshake_failed", "event=tls_handshake_failed peer=%s "
+                                                 "reason=%s", address, reason)
             return
         try:
             found = json.loads(body)
@@ -148,7 +171,7 @@ class RelayProcess:
                 except OSError:
                     pass
         elif fds and self._binary is not None:
-            self._binary(socket.socket(fileno=fds[0]), identity)
+            self._binary(socket.socket(fileno=fds[0]), identity, self._admitted.get(relay_id))
         else:
             for fd in fds:
                 os.close(fd)
@@ -162,6 +185,9 @@ class RelayProcess:
         for relay_peer in self._relays.values():
             self._peers.remove(relay_peer)
         self._relays.clear()
+        for admitted in self._admitted.values():
+            admitted.release()
+        self._admitted.clear()
 
     async def stop(self) -> None:
         """End every relayed connection and the worker."""

@@ -4,7 +4,11 @@ command table; the commands of each concern are handled by their own module (:mo
 
 Life of a connection:
 
-1. The first frame must be ``CONNECT``. The client's credentials go to the security layer
+1. The first frame must be ``CONNECT``, within ``handshakeTimeoutSeconds`` of the socket's accept and in a
+   frame of at most :data:`~.frames.PRE_CONNECT_MAX_FRAME` (64 KiB; ``maxMessageSize`` plus padding only
+   once ``CONNECTED`` was sent): a client that has not shown who it is costs little and not for long
+   (:mod:`broker_core.service.connection_budget`; those refusals are logged one line per interval with a
+   count). The client's credentials go to the security layer
    (:mod:`.authentication`); ``CONNECTED`` answers with ``protocol_version = min(client's,
    MAX_PROTOCOL_VERSION)`` and the broker's ``maxMessageSize``. A refused client gets
    ``ERROR(AuthenticationError)`` and the connection closes; expiring credentials are refreshed with
@@ -36,9 +40,10 @@ from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
+from broker_core.service.connection_budget import Admitted
 from broker_core.service.peers import ClientIdentity, peer_name
 from broker_core.service.pulsar.context import FrontEnd
-from broker_core.service.pulsar.frames import FrameError, FrameReader, encode
+from broker_core.service.pulsar.frames import PRE_CONNECT_MAX_FRAME, FrameError, FrameReader, FrameSizeError, encode
 from broker_core.service.security import Principal
 
 log = logging.getLogger(__name__)
@@ -64,7 +69,10 @@ Handler = Callable[..., None]
 
 
 class PulsarConnection(asyncio.Protocol):
-    def __init__(self, front: FrontEnd, identity: ClientIdentity | None = None) -> None:
+    def __init__(self, front: FrontEnd, identity: ClientIdentity | None = None,
+                 admitted: Admitted | None = None) -> None:
+        """``admitted``: the socket's place in the listener's connection budget (released when the
+        connection is lost) and its handshake deadline; None: a deadline from now."""
         from broker_core.service.pulsar.authentication import ConnectionAuthentication
         from broker_core.service.pulsar.consuming import ConsumerCommands
         from broker_core.service.pulsar.lookups import LookupCommands
@@ -81,8 +89,9 @@ class PulsarConnection(asyncio.Protocol):
         self.entry_metadata = False
         """The client asked for each message's BrokerEntryMetadata (the stored prefix is then sent)."""
         self.closed = False
-        # as Pulsar: a frame is at most maxMessageSize plus 10 KiB of padding for its command and metadata
-        self._reader = FrameReader(front.config.maxMessageSize + FRAME_PADDING)
+        self._admitted = admitted
+        self._handshake: asyncio.TimerHandle | None = None
+        self._reader = FrameReader(PRE_CONNECT_MAX_FRAME, "before CONNECTED: a CONNECT and its credentials")
         self._corked: list[bytes] | None = None
         self._corked_bytes = 0
         self._heard = True
@@ -107,6 +116,10 @@ class PulsarConnection(asyncio.Protocol):
         high = max(self.config.streamReplyQueueMaxBytes, 64 * 1024)
         self.transport.set_write_buffer_limits(high=high, low=high // 2)
         self.front.connections.add(self)
+        loop = asyncio.get_running_loop()
+        admitted = self._admitted
+        deadline = admitted.deadline if admitted is not None else loop.time() + self.config.handshakeTimeoutSeconds
+        self._handshake = loop.call_at(deadline, self._handshake_overdue)
         self._schedule_keepalive()
         log.debug("event=pulsar_connection_opened peer=%s", self.peer)
 
@@ -121,6 +134,11 @@ class PulsarConnection(asyncio.Protocol):
                 self._dispatch(command, payload)
                 if self.closed:
                     break
+        except FrameSizeError as exc:
+            if self.principal is None:
+                self._refuse_unauthenticated("frame_too_large", exc.reason)
+            else:
+                self.abort(exc.reason)
         except FrameError as exc:
             self.abort(exc.reason)
         except Exception as exc:  # never let one connection take the broker down
@@ -135,8 +153,11 @@ class PulsarConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.front.connections.discard(self)
-        if self._keepalive is not None:
-            self._keepalive.cancel()
+        if self._admitted is not None:
+            self._admitted.release()
+        for timer in (self._keepalive, self._handshake):
+            if timer is not None:
+                timer.cancel()
         self.producers.connection_closed()
         self.consumers.connection_closed()
         self._authentication.closed()
@@ -265,6 +286,10 @@ class PulsarConnection(asyncio.Protocol):
         if principal is None:
             return
         self.principal = principal
+        if self._handshake is not None:
+            self._handshake.cancel()
+        # as Pulsar: a frame is at most maxMessageSize plus 10 KiB of padding for its command and metadata
+        self._reader.limit(self.config.maxMessageSize + FRAME_PADDING, "maxMessageSize plus framing")
         self.protocol_version = max(MIN_PROTOCOL_VERSION, min(connect.protocol_version, MAX_PROTOCOL_VERSION))
         self.entry_metadata = connect.feature_flags.supports_broker_entry_metadata
         self.send(T(type=T.CONNECTED, connected=cmd.CommandConnected(
@@ -274,6 +299,24 @@ class PulsarConnection(asyncio.Protocol):
                                            supports_partial_producer=True))))
         log.info("event=pulsar_client_connected peer=%s client_version=%s protocol_version=%d role=%s", self.peer,
                  connect.client_version[:128], self.protocol_version, principal.role)
+
+    def _handshake_overdue(self) -> None:
+        if self.principal is None:
+            self._refuse_unauthenticated(
+                "handshake_timeout", f"no CONNECT completed within {self.config.handshakeTimeoutSeconds} s of"
+                f" the connection's accept (handshakeTimeoutSeconds={self.config.handshakeTimeoutSeconds})")
+
+    def _refuse_unauthenticated(self, event: str, reason: str) -> None:
+        """Close a connection that has not completed CONNECT; logged through the listener's budget, one line
+        per event and interval (anyone can open such connections by the thousand)."""
+        if self.closed:
+            return
+        if self._admitted is None:
+            self.abort(reason)
+            return
+        self._admitted.refusals.warning(event, "event=pulsar_connection_refused peer=%s reason=%s", self.peer,
+                                        reason)
+        self.close()
 
     def _ping(self, _ping: cmd.CommandPing) -> None:
         self.send(T(type=T.PONG, pong=cmd.CommandPong()))

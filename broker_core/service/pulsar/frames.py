@@ -13,6 +13,10 @@ so a SEND's payload is stored as it came and a stored entry is a MESSAGE's paylo
 ``maxMessageSize`` plus :data:`~broker_core.protocol.entry_limits.FRAME_PADDING` before anything is
 buffered for it, ``commandSize`` by ``totalSize``. A bad size is :class:`FrameError`: the connection's
 stream cannot be cut into frames any more, so it is closed.
+
+Before ``CONNECT`` has been answered, a connection's frames are bounded by :data:`PRE_CONNECT_MAX_FRAME`
+instead (:meth:`FrameReader.limit`): a client that has not shown who it is can make the broker hold
+64 KiB for it, not ``maxMessageSize``.
 """
 from __future__ import annotations
 
@@ -30,6 +34,13 @@ TOTAL_SIZE = struct.Struct(">I")
 Command = cmd.BaseCommand
 Type = cmd.BaseCommand.Type
 
+PRE_CONNECT_MAX_FRAME = 64 * 1024
+"""The largest frame of a connection before ``CONNECTED``: ``CONNECT`` and ``AUTH_RESPONSE`` carry a client
+version, a few names and a credential -- a JWT or a basic-auth pair is a few KB, a Kerberos ticket (SASL)
+at most 48,000 bytes (Windows' ``MaxTokenSize``), a TLS client's certificate is in the handshake, not here.
+64 KiB holds the largest with room to spare, and 1,000 unauthenticated connections can then make the broker
+buffer 64 MiB, not the 5 GiB that ``maxMessageSize`` would allow."""
+
 
 class FrameError(Exception):
     """The byte stream is not Pulsar frames (a size out of bounds, a command that does not parse): the
@@ -40,19 +51,31 @@ class FrameError(Exception):
         self.reason = reason
 
 
+class FrameSizeError(FrameError):
+    """A ``totalSize`` out of the reader's bounds: over its ``max_frame``, or under the 4 bytes of a ``commandSize``."""
+
+
 class FrameReader:
     """Buffers a connection's bytes and yields ``(command, payload)`` for each complete frame.
 
-    ``max_frame`` bounds ``totalSize``. ``payload`` is a memoryview of the frame's bytes after the command
-    (empty for commands without payload); it stays valid after the next :meth:`feed`.
+    ``max_frame`` bounds ``totalSize``; ``bound`` says what it is, for the error. ``payload`` is a
+    memoryview of the frame's bytes after the command (empty for commands without payload); it stays valid
+    after the next :meth:`feed`.
     """
 
-    __slots__ = ("_buf", "_max_frame", "_need")
+    __slots__ = ("_buf", "_max_frame", "_bound", "_need")
 
-    def __init__(self, max_frame: int) -> None:
+    def __init__(self, max_frame: int, bound: str = "maxMessageSize plus framing") -> None:
         self._buf = bytearray()
         self._max_frame = max_frame
+        self._bound = bound
         self._need = 0  # bytes the buffered partial frame needs in all (0: unknown yet)
+
+    def limit(self, max_frame: int, bound: str) -> None:
+        """Bound the frames from now on by ``max_frame`` (the frames of a batch being fed included: a
+        handler of ``CONNECT`` raises the bound for the frames after it)."""
+        self._max_frame = max_frame
+        self._bound = bound
 
     @property
     def buffered(self) -> int:
@@ -74,8 +97,8 @@ class FrameReader:
         while end - pos >= 4:
             (total,) = TOTAL_SIZE.unpack_from(view, pos)
             if total > self._max_frame or total < 4:
-                raise FrameError(f"frame of {total} bytes: frames hold 4 to {self._max_frame} bytes"
-                                 " (maxMessageSize plus framing)")
+                raise FrameSizeError(f"frame of {total} bytes: frames hold 4 to {self._max_frame} bytes"
+                                    f" ({self._bound})")
             if end - pos - 4 < total:
                 self._need = total + 4
                 break
