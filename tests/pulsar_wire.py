@@ -33,9 +33,11 @@ def entry(payload: bytes = b"hello", *, producer_name: str = "raw", sequence_id:
 class RawPulsar:
     """One connection; ``call`` sends a frame and returns the next command the broker sends."""
 
-    def __init__(self, address: str, timeout: float = 5.0) -> None:
+    def __init__(self, address: str, timeout: float = 5.0, source: str | None = None) -> None:
+        """``source``: the local address to connect from (``127.0.0.2``: another client host on loopback)."""
         host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self._buf = b""
 
     def close(self) -> None:
