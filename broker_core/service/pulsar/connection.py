@@ -36,6 +36,7 @@ import logging
 from typing import Callable
 
 from broker_core.errors import NotAllowedError, PulsarLikeError, UnknownError
+from broker_core.log_limits import LogLimiter
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.protocol.server_errors import server_error
@@ -98,6 +99,8 @@ class PulsarConnection(asyncio.Protocol):
         self._silent_checks = 0
         self._keepalive: asyncio.TimerHandle | None = None
         self.paused = False
+        self.log_limits = LogLimiter(log, clock=front.clock)
+        """WARNING lines a client can cause again and again (``bad_ack``, ...): one per event and interval."""
         self.producers = ProducerCommands(self)
         self.consumers = ConsumerCommands(self)
         self._authentication = ConnectionAuthentication(self)
@@ -161,6 +164,7 @@ class PulsarConnection(asyncio.Protocol):
         self.producers.connection_closed()
         self.consumers.connection_closed()
         self._authentication.closed()
+        self.log_limits.flush()
         log.debug("event=pulsar_connection_closed peer=%s", self.peer)
 
     def pause_writing(self) -> None:
