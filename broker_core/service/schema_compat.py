@@ -14,9 +14,16 @@ the reader and the latest registered one as the writer:
 - enums: the reader has every symbol of the writer (or a ``default``); arrays and maps by their items and
   values; fixed by size; named types by name.
 
+KeyValue schemas are checked part by part, as Pulsar's KeyValue checker does: the key schema under the
+strategy, then the value schema. Their data is Pulsar's KeyValue layout (:data:`KV_LENGTH`): the key
+schema's data and the value schema's data, each after its length, and their types in the properties
+``key.schema.type`` and ``value.schema.type`` (Java's ``SchemaType`` names: ``AVRO``, ``JSON``, ``STRING``;
+``BYTES`` when absent; ``kv.encoding.type`` says how messages are laid out and is not compared). A part whose
+type changed is incompatible; an Avro-family part follows the rules above.
+
 Other schema types (String, the numeric types, Bytes) are compatible with themselves; a schema of another
-type is never compatible (Pulsar refuses a type change under ``BACKWARD``, the caller checks it). Types
-Pulsar checks with a dedicated checker this broker does not have (KeyValue, ProtobufNative) are accepted, as
+type is never compatible (Pulsar refuses a type change under ``BACKWARD``, the caller checks it).
+ProtobufNative, which Pulsar checks with a descriptor checker this broker does not have, is accepted, as
 Pulsar's ``AlwaysCompatible``.
 
 Example: writer ``{"type":"record","name":"U","fields":[{"name":"a","type":"int"}]}``; a reader adding
@@ -26,25 +33,76 @@ Example: writer ``{"type":"record","name":"U","fields":[{"name":"a","type":"int"
 from __future__ import annotations
 
 import json
-from typing import Any
+import struct
+from typing import Any, Mapping
 
 AVRO_TYPES = frozenset({"Json", "Avro", "Protobuf"})
 """Types whose schema data is an Avro definition (the names of Pulsar's ``Schema.Type``)."""
+KEY_VALUE = "KeyValue"
+KV_LENGTH = struct.Struct(">i")
+"""KeyValue schema data: ``[key length][key schema data][value length][value schema data]``, each length a
+signed 32-bit big-endian number; -1 stands for no data (Pulsar's ``KeyValue.encode``)."""
+_KV_PARTS = ("key", "value")
 _PROMOTIONS = {"int": {"long", "float", "double"}, "long": {"float", "double"}, "float": {"double"},
                "string": {"bytes"}, "bytes": {"string"}}
 _MAX_DEPTH = 64
 
 
-def incompatibility(schema_type: str, old_data: bytes, new_data: bytes) -> str | None:
+def incompatibility(schema_type: str, old_data: bytes, new_data: bytes, old_properties: Mapping[str, str] = {},
+                    new_properties: Mapping[str, str] = {}) -> str | None:
     """Why a ``schema_type`` schema ``new_data`` cannot replace ``old_data`` under BACKWARD, or None when
-    it can. Schemas of one type only: a type change is refused by the caller."""
-    if schema_type not in AVRO_TYPES or old_data == new_data:
+    it can. Schemas of one type only: a type change is refused by the caller. The properties matter to
+    KeyValue schemas only (their parts' types)."""
+    if schema_type == KEY_VALUE:
+        return _key_value(old_data, new_data, old_properties, new_properties)
+    return _definition(schema_type in AVRO_TYPES, old_data, new_data)
+
+
+def split_key_value(data: bytes) -> tuple[bytes, bytes] | None:
+    """The key schema's and the value schema's data of KeyValue schema ``data``; None when it is not two
+    length-prefixed parts filling it exactly."""
+    parts, at = [], 0
+    for _ in _KV_PARTS:
+        if len(data) - at < KV_LENGTH.size:
+            return None
+        (size,), at = KV_LENGTH.unpack_from(data, at), at + KV_LENGTH.size
+        size = 0 if size == -1 else size
+        if not 0 <= size <= len(data) - at:
+            return None
+        parts.append(data[at:at + size])
+        at += size
+    return (parts[0], parts[1]) if at == len(data) else None
+
+
+def _definition(avro: bool, old_data: bytes, new_data: bytes) -> str | None:
+    if not avro or old_data == new_data:
         return None
     try:
         writer, reader = json.loads(old_data), json.loads(new_data)
     except ValueError:
-        return None if old_data == new_data else "the schema definition is not JSON (an Avro schema)"
+        return "the schema definition is not JSON (an Avro schema)"
     return _readable(reader, writer, "", {}, 0)
+
+
+def _key_value(old_data: bytes, new_data: bytes, old_properties: Mapping[str, str],
+               new_properties: Mapping[str, str]) -> str | None:
+    old, new = split_key_value(old_data), split_key_value(new_data)
+    if new is None:
+        return "the KeyValue schema data is not a key and a value schema, each after its length"
+    if old is None:
+        return "the registered KeyValue schema data is not a key and a value schema, each after its length"
+    for part, old_part, new_part in zip(_KV_PARTS, old, new):
+        old_type = str(old_properties.get(f"{part}.schema.type", "BYTES")).upper()
+        new_type = str(new_properties.get(f"{part}.schema.type", "BYTES")).upper()
+        if old_type != new_type:
+            return f"{part} schema: type changed from {old_type} to {new_type}"
+        problem = _definition(new_type in _AVRO_UPPER, old_part, new_part)
+        if problem:
+            return f"{part} schema: {problem}"
+    return None
+
+
+_AVRO_UPPER = frozenset(t.upper() for t in AVRO_TYPES)
 
 
 def _type_name(schema: Any) -> str:

@@ -7,6 +7,7 @@ Disk layout under ``data_dir``::
     metadata/partitioned-topics.json          partitioned topics and their partition counts
     metadata/namespaces.json                  tenants (with their info) and namespaces
     metadata/policies.json                    namespace and topic policies
+    metadata/schemas/<domain>/<tenant>/<namespace>/<topic>/   schema versions (broker_core.storage.schema_files)
     topics/<domain>/<tenant>/<namespace>/<topic>/   one folder per topic partition: segments + cursors/
 
 Topic folder names are the local name percent-encoded, so any valid name maps to one folder. Paths come
@@ -77,7 +78,9 @@ class TopicRegistry:
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata")
         self.policies = PoliciesStore(data_dir / "metadata")
         self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
-        self.schemas = SchemaRegistry(data_dir / "metadata", clock)
+        # schema checks and writes run on the executor; a schema is refused where a topic would be
+        self.schemas = SchemaRegistry(data_dir / "metadata", clock, executor,
+                                      check_namespace=lambda name: self.namespaces.check_exists(name.namespace_name))
         self._topics: dict[str, PersistentTopic | NonPersistentTopic] = {}
 
     def _found_namespaces(self) -> set[str]:
@@ -99,6 +102,15 @@ class TopicRegistry:
     def exists(self, name: TopicName) -> bool:
         """Whether topic partition (or non-partitioned topic) ``name`` is loaded or stored."""
         return str(name) in self._topics or self._exists_on_disk(name)
+
+    def check_schema_topic(self, name: TopicName) -> None:
+        """``GET_OR_CREATE_SCHEMA`` registers a schema for an existing topic only, as Pulsar's (which answers
+        ``TopicNotFound``): ``NamespaceNotFound`` or ``TopicNotFound`` otherwise, as a producer is refused."""
+        check_enabled(self._config, name)
+        self.namespaces.check_exists(name.namespace_name)
+        if not (self.partitions_of(name.partitioned_base) or self.exists(name)):
+            raise TopicNotFound(f"topic {name} does not exist: create it (or a producer) before its schema",
+                                topic=str(name))
 
     def partitions_of(self, name: TopicName) -> int:
         return self.partitioned.get(str(name))
@@ -261,7 +273,7 @@ class TopicRegistry:
         if partitions:
             self.partitioned.remove(str(name))
         if partitions or name.partition_index < 0:  # a partition shares its partitioned topic's schema
-            self.schemas.delete(name)  # as Pulsar (its --deleteSchema is ignored: always deleted)
+            await self.schemas.delete(name)  # as Pulsar (its --deleteSchema is ignored: always deleted)
         self.policies.forget_topic(str(name))
 
     def internal_stats(self, name: TopicName) -> dict:
@@ -326,6 +338,7 @@ class TopicRegistry:
             self.namespaces.deleting.discard(namespace)
         for domain in (PERSISTENT, NON_PERSISTENT):
             remove_tree(self._root, namespace_dir(self._root, domain, tenant, ns))
+            self.schemas.delete_namespace(domain, tenant, ns)
         log.info("event=namespace_deleted namespace=%s force=%s topics_deleted=%d", namespace, force, len(topics))
 
     async def _delete_topics(self, topics: Iterable[str]) -> None:

@@ -6,6 +6,7 @@ strictly inside the root they were given, after resolving symbolic links, so tha
 dir can never make the broker write or delete outside it::
 
     topics/<domain>/<tenant>/<namespace>/<percent-encoded local name>/
+    metadata/schemas/<domain>/<tenant>/<namespace>/<percent-encoded local name of the base topic>/
 
 Every folder removal in the broker goes through :func:`remove_tree`, which refuses anything not strictly
 inside its root and any symbolic link, and logs what it removes.
@@ -57,6 +58,13 @@ def topic_dir(root: Path, name: TopicName) -> Path:
     # TopicName.parse checked the local name; partition() and _replace() can still lengthen or change it
     TopicName.parse(str(name))
     return _inside(root, namespace_dir(root, name.domain, name.tenant, name.namespace) / folder)
+
+
+def schema_dir(root: Path, name: TopicName) -> Path:
+    """The folder of the schema versions of topic ``name`` under the schemas root ``root``
+    (``metadata/schemas``), laid out as topic folders are; a partitioned topic's partitions share the folder
+    of their base topic."""
+    return topic_dir(root, name.partitioned_base)
 
 
 def remove_tree(root: Path, path: Path) -> bool:

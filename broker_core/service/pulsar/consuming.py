@@ -18,10 +18,11 @@ resubscribe and receive from the new position. A reader's subscription outlives 
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from broker_core.errors import InvalidMessage, NotAllowedError, PulsarLikeError, ServiceNotReady
+from broker_core.errors import ConsumerBusy, InvalidMessage, NotAllowedError, PulsarLikeError, ServiceNotReady
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
@@ -61,6 +62,8 @@ class ConsumerCommands:
         self._conn = conn
         self._front = conn.front
         self._sessions: dict[int, ConsumerSession] = {}
+        self._registering: dict[int, asyncio.Task] = {}
+        """By consumer id, the registrations of new schema versions (their SUBSCRIBE is answered after)."""
 
     def handlers(self) -> dict:
         return {T.SUBSCRIBE: self.subscribe, T.FLOW: self.flow, T.ACK: self.ack,
@@ -79,6 +82,8 @@ class ConsumerCommands:
         if request.consumer_id in self._sessions:  # asked again (a timeout on the client's side)
             self._conn.success(request.request_id)
             return
+        if request.consumer_id in self._registering:
+            raise ConsumerBusy(f"consumer {request.consumer_id} is already being created on this connection")
         if request.read_compacted:
             raise NotAllowedError("read_compacted is not supported: this broker does not compact topics;"
                                   " subscribe without it (every message is delivered)")
@@ -92,11 +97,35 @@ class ConsumerCommands:
         front, conn = self._front, self._conn
         name = TopicName.parse(request.topic)
         conn.authorize("consume", str(name))
+        front.registry.get(name, create=request.force_topic_creation)
+        schema = request.schema
+        if request.HasField("schema") and schema.type != 0:  # 0: None, a consumer of bytes
+            schema_type = cmd.Schema.Type.Name(schema.type)
+            if front.schemas.find(name, schema_type, schema.schema_data) is None:
+                # a new version is checked and written off the event loop; the consumer joins once it is durable
+                self._registering[request.consumer_id] = asyncio.get_running_loop().create_task(
+                    self._register_then_join(request, name, schema_type))
+                return
+        self._join(request, name)
+
+    async def _register_then_join(self, request: cmd.CommandSubscribe, name: TopicName, schema_type: str) -> None:
+        schema = request.schema
+        try:
+            await self._front.schemas.get_or_create(name, schema_type, schema.schema_data, name=schema.name,
+                                                    properties={kv.key: kv.value for kv in schema.properties})
+            if not self._conn.closed:
+                self._join(request, name)
+        except PulsarLikeError as exc:
+            self._conn.error(request.request_id, exc)
+        except Exception as exc:  # a broker bug or a failed write: the client gets an id to find it in the log
+            from broker_core.service.pulsar.connection import unexpected
+            self._conn.error(request.request_id, unexpected(exc, self._conn.peer))
+        finally:
+            self._registering.pop(request.consumer_id, None)
+
+    def _join(self, request: cmd.CommandSubscribe, name: TopicName) -> None:
+        front, conn = self._front, self._conn
         topic = front.registry.get(name, create=request.force_topic_creation)
-        if request.HasField("schema") and request.schema.type != 0:  # 0: None, a consumer of bytes
-            schema = request.schema
-            front.schemas.get_or_create(name, cmd.Schema.Type.Name(schema.type), schema.schema_data,
-                                        name=schema.name, properties={kv.key: kv.value for kv in schema.properties})
         sub_type = SUB_TYPES[request.subType]
         front.limits.admit(conn.peer, stream=True)
         session = ConsumerSession(conn, request.consumer_id, topic, request.request_id)

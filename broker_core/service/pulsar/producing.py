@@ -20,6 +20,7 @@ its new ``PRODUCER``.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from typing import TYPE_CHECKING, NamedTuple
@@ -130,6 +131,8 @@ class ProducerCommands:
         self._conn = conn
         self._front = conn.front
         self._sessions: dict[int, ProducerSession] = {}
+        self._registering: dict[int, asyncio.Task] = {}
+        """By producer id, the registrations of new schema versions (their PRODUCER is answered after)."""
 
     def handlers(self) -> dict:
         return {T.PRODUCER: self.producer, T.SEND: self.send, T.CLOSE_PRODUCER: self.close_producer}
@@ -144,6 +147,8 @@ class ProducerCommands:
             else:
                 raise ProducerBusy(f"producer {request.producer_id} is already being created on this connection")
             return
+        if request.producer_id in self._registering:
+            raise ProducerBusy(f"producer {request.producer_id} is already being created on this connection")
         if request.txn_enabled:
             raise NotAllowedError("transactions are not supported by this broker: create the producer without"
                                   " enable_transaction")
@@ -153,12 +158,43 @@ class ProducerCommands:
         if request.producer_access_mode not in ACCESS_MODES:
             raise NotAllowedError(f"unknown producer access mode {request.producer_access_mode}")
         topic = front.registry.get(name, create=True)
-        schema_version = None
-        if request.HasField("schema"):
-            schema = request.schema
-            schema_version = front.schemas.get_or_create(
-                name, cmd.Schema.Type.Name(schema.type), schema.schema_data, name=schema.name,
-                properties={kv.key: kv.value for kv in schema.properties}).version_bytes
+        initial = request.initial_subscription_name if request.HasField("initial_subscription_name") else ""
+        if initial and hasattr(topic, "create_subscription") and initial not in topic.subscriptions:
+            # a durable subscription is a consumer's to make: Pulsar (PIP-124) refuses the producer unless its
+            # role may consume the topic
+            conn.authorize("consume", str(name))
+        if not request.HasField("schema"):
+            self._open(request, name, None)
+            return
+        schema = request.schema
+        schema_type = cmd.Schema.Type.Name(schema.type)
+        info = front.schemas.find(name, schema_type, schema.schema_data)
+        if info is not None:
+            self._open(request, name, info.version_bytes)
+            return
+        # a new schema version is checked and written off the event loop; the producer opens once it is durable
+        self._registering[request.producer_id] = asyncio.get_running_loop().create_task(
+            self._register_then_open(request, name, schema_type))
+
+    async def _register_then_open(self, request: cmd.CommandProducer, name: TopicName, schema_type: str) -> None:
+        schema = request.schema
+        try:
+            info = await self._front.schemas.get_or_create(
+                name, schema_type, schema.schema_data, name=schema.name,
+                properties={kv.key: kv.value for kv in schema.properties})
+            if not self._conn.closed:
+                self._open(request, name, info.version_bytes)
+        except PulsarLikeError as exc:
+            self._conn.error(request.request_id, exc)
+        except Exception as exc:  # a broker bug or a failed write: the client gets an id to find it in the log
+            from broker_core.service.pulsar.connection import unexpected
+            self._conn.error(request.request_id, unexpected(exc, self._conn.peer))
+        finally:
+            self._registering.pop(request.producer_id, None)
+
+    def _open(self, request: cmd.CommandProducer, name: TopicName, schema_version: bytes | None) -> None:
+        front, conn = self._front, self._conn
+        topic = front.registry.get(name, create=True)  # again: it may have been unloaded during a schema's write
         producer_name = request.producer_name or front.producer_names.next()
         front.limits.admit(conn.peer, stream=True)
         session = ProducerSession(conn, request.producer_id, topic, producer_name, request.epoch,
@@ -171,9 +207,9 @@ class ProducerCommands:
         session.info = info
         self._sessions[request.producer_id] = session
         front.producers[(topic.topic, producer_name)] = session
-        if request.HasField("initial_subscription_name") and hasattr(topic, "create_subscription"):
-            if request.initial_subscription_name not in topic.subscriptions:
-                topic.create_subscription(request.initial_subscription_name, topic.confirmed_end_offset)
+        initial = request.initial_subscription_name if request.HasField("initial_subscription_name") else ""
+        if initial and hasattr(topic, "create_subscription") and initial not in topic.subscriptions:
+            topic.create_subscription(initial, topic.confirmed_end_offset)
         if admitted:
             session.opened()
         else:

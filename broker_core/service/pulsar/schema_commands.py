@@ -4,10 +4,13 @@
 GET_SCHEMA answers the topic's latest schema, or the version asked for; a topic without one (or without
 that version) is answered ``TopicNotFound``, as Pulsar answers "Topic not found or no-schema".
 GET_OR_CREATE_SCHEMA registers the schema (or finds an identical one) and answers its version, or
-``IncompatibleSchema``.
+``IncompatibleSchema``; the topic must exist (``TopicNotFound`` otherwise, as Pulsar answers; a topic of a
+namespace that does not exist never has a schema). A new version is checked and written off the event loop,
+and answered once it is durable.
 """
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from broker_core.errors import PulsarLikeError, TopicNotFound
@@ -33,6 +36,7 @@ class SchemaCommands:
     def __init__(self, conn: "PulsarConnection") -> None:
         self._conn = conn
         self._schemas = conn.front.schemas
+        self._tasks: set[asyncio.Task] = set()
 
     def handlers(self) -> dict:
         return {T.GET_SCHEMA: self.get_schema, T.GET_OR_CREATE_SCHEMA: self.get_or_create}
@@ -57,16 +61,36 @@ class SchemaCommands:
         self._conn.send(T(type=T.GET_SCHEMA_RESPONSE, getSchemaResponse=reply))
 
     def get_or_create(self, request: cmd.CommandGetOrCreateSchema) -> None:
-        reply = cmd.CommandGetOrCreateSchemaResponse(request_id=request.request_id)
         try:
             name = TopicName.parse(request.topic)
             self._conn.authorize("produce", str(name))  # a producer's request (Pulsar: produce permission)
-            schema = request.schema
-            info = self._schemas.get_or_create(name, cmd.Schema.Type.Name(schema.type), schema.schema_data,
-                                               name=schema.name,
-                                               properties={kv.key: kv.value for kv in schema.properties})
+            self._conn.front.registry.check_schema_topic(name)
         except PulsarLikeError as exc:
-            reply.error_code, reply.error_message = server_error(exc), wire_message(exc)
+            self._answer(request.request_id, exc)
+            return
+        # a new version is checked and written off the event loop: the answer follows once it is durable
+        task = asyncio.get_running_loop().create_task(self._register(request, name))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _register(self, request: cmd.CommandGetOrCreateSchema, name: TopicName) -> None:
+        schema = request.schema
+        try:
+            info = await self._schemas.get_or_create(name, cmd.Schema.Type.Name(schema.type), schema.schema_data,
+                                                     name=schema.name,
+                                                     properties={kv.key: kv.value for kv in schema.properties})
+        except PulsarLikeError as exc:
+            self._answer(request.request_id, exc)
+        except Exception as exc:  # a broker bug or a failed write: the client gets an id to find it in the log
+            from broker_core.service.pulsar.connection import unexpected
+            self._answer(request.request_id, unexpected(exc, self._conn.peer))
         else:
-            reply.schema_version = info.version_bytes
+            self._answer(request.request_id, info)
+
+    def _answer(self, request_id: int, outcome: SchemaInfo | PulsarLikeError) -> None:
+        reply = cmd.CommandGetOrCreateSchemaResponse(request_id=request_id)
+        if isinstance(outcome, PulsarLikeError):
+            reply.error_code, reply.error_message = server_error(outcome), wire_message(outcome)
+        else:
+            reply.schema_version = outcome.version_bytes
         self._conn.send(T(type=T.GET_OR_CREATE_SCHEMA_RESPONSE, getOrCreateSchemaResponse=reply))
