@@ -1,22 +1,12 @@
-"""GET_TOPICS_OF_NAMESPACE's filtering and hash, the peer map, and the ServerError table."""
+"""GET_TOPICS_OF_NAMESPACE's hash, the peer map, and the ServerError table (its patterns:
+test_topics_pattern.py)."""
 from __future__ import annotations
 
 from broker_core import errors
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.service.peers import ClientIdentity, PeerMap, peer_name
-from broker_core.service.pulsar.lookups import safe_pattern, topics_hash
-
-
-def test_a_pattern_without_nested_repeats_is_applied_without_its_scheme():
-    pattern = safe_pattern("persistent://public/default/orders-.*")
-    assert pattern.fullmatch("public/default/orders-eu") and not pattern.fullmatch("public/default/other")
-
-
-def test_a_pattern_with_nested_repeats_or_that_does_not_compile_is_left_to_the_client():
-    assert safe_pattern("(a+)+b") is None
-    assert safe_pattern("(x*|y)*") is None
-    assert safe_pattern("[") is None
+from broker_core.service.pulsar.lookups import topics_hash
 
 
 def test_the_topics_hash_changes_with_the_list():

@@ -8,15 +8,15 @@ under ``allowAutoTopicCreation=false``), with the ``ServerError`` code in a ``Fa
 GET_TOPICS_OF_NAMESPACE lists the topic partitions and non-partitioned topics of the namespace in the mode
 asked (persistent by default), filtered by ``topics_pattern`` when there is one, as Pulsar's
 ``TopicList.filterTopics``: the pattern, without its ``persistent://`` scheme, must match the whole
-``tenant/namespace/topic`` of the partitioned topic. A pattern that could take exponential time in
-Python's regex engine (a repeat inside a repeat, or longer than :data:`MAX_PATTERN`) is not applied:
-the answer says ``filtered=false`` and the client filters with its own engine. ``topics_hash`` is a CRC32C
-of the names; when the client's equals it, the answer is ``changed=false`` without the list.
+``tenant/namespace/topic`` of the partitioned topic. The pattern is matched with RE2, in time linear in
+each name (:mod:`broker_core.service.topics_pattern`); one RE2 cannot match as Java would, or too long, is
+not applied: the answer says ``filtered=false`` and the client filters with its own engine.
+``topics_hash`` is a CRC32C of the names; when the client's equals it, the answer is ``changed=false``
+without the list.
 """
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING, Iterable
 
 import google_crc32c
@@ -25,6 +25,7 @@ from broker_core.errors import PulsarLikeError, TopicNotFound
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
+from broker_core.service.topics_pattern import safe_pattern
 from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName
 
 if TYPE_CHECKING:
@@ -33,11 +34,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = cmd.BaseCommand
-MAX_PATTERN = 1024
 _MODES = {cmd.CommandGetTopicsOfNamespace.PERSISTENT: (PERSISTENT,),
           cmd.CommandGetTopicsOfNamespace.NON_PERSISTENT: (NON_PERSISTENT,),
           cmd.CommandGetTopicsOfNamespace.ALL: (PERSISTENT, NON_PERSISTENT)}
-_SCHEME = re.compile(r"^(persistent|non-persistent)://")
 
 
 def topics_hash(topics: Iterable[str]) -> str:
@@ -46,41 +45,6 @@ def topics_hash(topics: Iterable[str]) -> str:
     for topic in topics:
         crc = google_crc32c.extend(crc, topic.encode())
     return crc.to_bytes(4, "little").hex()
-
-
-def safe_pattern(pattern: str) -> re.Pattern | None:
-    """``pattern`` without its scheme, compiled, when Python's engine matches it in polynomial time; None
-    when it does not compile or might not (nested repeats), or is too long."""
-    shortened = _SCHEME.sub("", pattern)
-    if len(shortened) > MAX_PATTERN:
-        return None
-    try:
-        compiled = re.compile(shortened)
-        from re import _parser  # type: ignore[attr-defined]
-
-        tree = _parser.parse(shortened)
-    except (re.error, RecursionError, ImportError):
-        return None
-    return None if _nested_repeat(tree, inside=False) else compiled
-
-
-def _nested_repeat(items, inside: bool) -> bool:
-    from re import _constants as c  # type: ignore[attr-defined]
-
-    for op, arg in items:
-        if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-            if inside or _nested_repeat(arg[2], inside=True):
-                return True
-        elif op == c.SUBPATTERN:
-            if _nested_repeat(arg[3], inside):
-                return True
-        elif op == c.BRANCH:
-            if any(_nested_repeat(branch, inside) for branch in arg[1]):
-                return True
-        elif op in (c.ASSERT, c.ASSERT_NOT):
-            if _nested_repeat(arg[1], inside):
-                return True
-    return False
 
 
 class LookupCommands:
@@ -134,8 +98,9 @@ class LookupCommands:
                           if pattern.fullmatch(str(TopicName.parse(t).partitioned_base).split("://", 1)[1])]
                 reply.filtered = True
             else:
-                log.info("event=topics_pattern_not_applied peer=%s reason=nested repeats or too long",
-                         self._conn.peer)
+                self._conn.log_limits.log(logging.INFO, "topics_pattern_not_applied",
+                                          "event=topics_pattern_not_applied peer=%s reason=%s", self._conn.peer,
+                                          "not RE2-compatible as Java reads it, or too long")
         digest = topics_hash(topics)
         reply.topics_hash = digest
         if request.HasField("topics_hash") and request.topics_hash == digest:
