@@ -33,12 +33,13 @@ from pathlib import Path
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.errors import AlreadyClosed, CorruptLog, MessageTooBig, PersistenceError
+from broker_core.log_limits import LogLimiter
 from broker_core.storage.cache import TailCache
 from broker_core.storage.files import UNLIMITED, FileBudget
 from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, encode_header
 from broker_core.storage.paths import remove_tree
 from broker_core.storage.recovery import (  # noqa: F401  (START_OFFSET_FILE, CLEAN_CLOSE_FILE: re-exported)
-    CLEAN_CLOSE_FILE, START_OFFSET_FILE, record_clean_close, record_start, recover_segments)
+    CLEAN_CLOSE_FILE, START_OFFSET_FILE, record_clean_close, record_start, recover_segments, report_fenced)
 from broker_core.storage.segment import READ_CHUNK, BadFrame, Segment, fsync_directory, write_all
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,7 @@ class ManagedLog:
         self._segments: list[Segment] = []
         self._bases: list[int] = []
         self._closed = False
+        self._failures = LogLimiter(log, clock=clock)  # a full disk fails every append: one line per interval
         self.directory.mkdir(parents=True, exist_ok=True)
         self._recover()
 
@@ -193,8 +195,9 @@ class ManagedLog:
                 try:
                     os.ftruncate(fd, seg.size)  # never leave a partial frame before the next one
                 except OSError as cut:
-                    log.error("event=log_append_cleanup_failed segment=%s error=%r", seg.path, cut)
-                log.error("event=log_append_failed segment=%s error=%r", seg.path, exc)
+                    self._failures.error("append_cleanup_failed", "event=log_append_cleanup_failed segment=%s"
+                                         " error=%r", seg.path, cut)
+                self._failures.error("append_failed", "event=log_append_failed segment=%s error=%r", seg.path, exc)
                 raise PersistenceError(f"{self.name}: cannot store the entry: {exc.strerror or exc}"
                                        " (the broker's disk); the producer may retry once the cause is fixed",
                                        reason=exc.strerror or str(exc)) from None
@@ -205,6 +208,7 @@ class ManagedLog:
         with self._lock:
             if offset <= self.end_offset:
                 return
+            self._maybe_roll(HEADER_SIZE)
             seg = self._active
             start = self.end_offset
             header = encode_header(b"", start, offset - start, 0)
@@ -228,11 +232,16 @@ class ManagedLog:
             seg.truncate(position, offset, count)
             self.end_offset = offset
             self._cache.truncate_from(offset)
-            log.error("event=log_rolled_back segment=%s end_offset=%d reason=sync_failed", seg.path, offset)
+            self._failures.error("rolled_back", "event=log_rolled_back segment=%s end_offset=%d"
+                                 " reason=sync_failed", seg.path, offset)
             return offset
 
     def _maybe_roll(self, incoming: int, entries: int = 1) -> None:
         seg, now = self._active, self._clock.now_ms()
+        if not seg.verified:  # opened through the clean-close shortcut (recovery step 3)
+            seg.verify()
+            if seg.damaged is not None:
+                report_fenced(self.directory, seg)
         if seg.size == 0:
             return
         too_many = (self.max_segment_entries and seg.entry_count is not None
@@ -309,6 +318,7 @@ class ManagedLog:
                                           seg.base_offset, data)  # type: ignore[arg-type]  # bytes: CRC-checked
             except BadFrame as bad:
                 seg.damaged = seg.corrupt(bad)  # later reads fail at once, without reading or logging again
+                report_fenced(self.directory, seg)
                 raise seg.damaged from None
 
     def entry_containing(self, offset: int) -> StoredEntry | None:
@@ -405,6 +415,7 @@ class ManagedLog:
                 seg.close()
             self._cache.clear()
             self._closed = True
+        self._failures.flush()
 
     def delete(self) -> None:
         """Close and remove the whole directory."""

@@ -14,18 +14,20 @@ Procedure
    exactly at the next segment's base offset, otherwise ``CorruptLog`` is raised (a missing segment). A
    sealed segment that does not verify is marked *damaged* and logged at ERROR with the offsets it
    fences (``event=log_segment_fenced``): its reads raise ``CorruptLog(path, position)``, the rest of the
-   log stays readable and writable. Frames in sealed
-   segments are otherwise verified lazily: every read checks each frame's CRC, a wrong index entry is
+   log stays readable and writable. Frames in sealed segments are otherwise verified lazily: every read checks each frame's CRC, a wrong index entry is
    caught when a read uses it (the index is then rebuilt), and a frame found invalid marks the segment
-   damaged.
+   damaged (the same ERROR line; an active segment found damaged so is sealed by the next append, which
+   starts a new segment at the log's end).
 3. The last segment is scanned frame by frame from byte 0, verifying magic, the length bound (before
    allocating), the CRC, and offset continuity (each frame's offset is the previous offset + count;
    the first one's is the base offset). Shortcut: when ``clean-close`` (written by :meth:`ManagedLog.close`
    after its final fsync) names the last segment with its current size, nothing was appended or torn
    since: the segment opens like a sealed one (step 2) and steps 4-5 are skipped. A topic unloaded when
-   idle loads again without reading its active segment. If it does not verify (zeroed blocks, a
-   flipped bit: after a clean close every byte had been fsynced, so this is damage, never a torn
-   write), step 4c follows.
+   idle loads again without reading its active segment; its frames before the index's last entry are
+   verified once, before the first append lands in it. If it does not verify, at load or then (zeroed
+   blocks, a flipped bit: after a clean close every byte had been fsynced, so this is damage, never a
+   torn write), it is fenced as in step 4c and writes go to a new segment: a new entry never lands in
+   a segment whose reads fail.
 4. At the first invalid frame, at byte ``p``: search forward (on the magic, then the full check) for
    any later valid frame. (a) If none exists and the frame at ``p`` does not have a valid CRC, it is a
    torn tail: truncate the file at ``p``, fsync it, and log at ERROR the first offset removed. (b)
@@ -109,7 +111,7 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
         seg.load_sealed()
         if seg.damaged is not None:
             seg.end_offset = nxt.base_offset
-            _report_fenced(directory, seg)
+            report_fenced(directory, seg)
         elif seg.end_offset != nxt.base_offset:
             log.error("event=log_segment_missing log=%s segment=%s end_offset=%d next_base_offset=%d",
                       directory, seg.path, seg.end_offset, nxt.base_offset)
@@ -125,6 +127,7 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
     if record is not None:  # step 3, shortcut
         last.load_sealed()
         if last.damaged is None:
+            last.verified = False  # ManagedLog verifies it before its first append (step 3)
             last.entry_count = record.entries
             last.max_publish_time = record.newest_publish_ms if record.newest_publish_ms >= 0 else None
     else:
@@ -133,7 +136,7 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
         last.open_for_append()
         return segments
     last.end_offset = _fenced_end(last, record, listed)  # step 4c: writes go on in a new segment
-    _report_fenced(directory, last)
+    report_fenced(directory, last)
     segments.append(Segment.create(directory, last.end_offset, now_ms, files=files, label=name))
     return segments
 
@@ -164,8 +167,9 @@ def _fenced_end(last: Segment, record: CleanClose | None, listed: list[tuple[int
     return max(floors)
 
 
-def _report_fenced(directory: Path, seg: Segment) -> None:
-    """Steps 2 and 4c: the ERROR line that counts what a damaged segment fences."""
+def report_fenced(directory: Path, seg: Segment) -> None:
+    """Steps 2 and 4c (and a read that finds a segment damaged later): the ERROR line that counts what a
+    damaged segment fences."""
     damaged = seg.damaged
     log.error("event=log_segment_fenced log=%s segment=%s first_offset=%d end_offset=%d fenced_messages=%d"
               " damaged_at_byte=%d detail=%r", directory, seg.path, seg.base_offset, seg.end_offset,

@@ -63,6 +63,9 @@ class Segment:
         self.created_ms = created_ms
         self.label = label or str(directory.name)
         self.damaged: CorruptLog | None = None
+        self.verified = True
+        """False for a last segment opened through the clean-close shortcut: :meth:`verify` runs before the
+        first append lands in it."""
         self._files = files
         self._writer: FileHandle | None = None
         self._reader: FileHandle | None = None
@@ -276,6 +279,16 @@ class Segment:
         except BadFrame as bad:
             self.damaged = self.corrupt(bad)
         self.index.close()
+
+    def verify(self) -> None:
+        """Check every frame (magic, CRC, offset continuity) of a last segment opened through the clean-close
+        shortcut, once, before anything is appended to it: a damaged one is marked ``damaged`` (the caller
+        fences it and appends to a new segment), so new entries never land in a segment nobody can read."""
+        self.verified = True
+        try:
+            self._scan(0, self.base_offset, build_index=False)
+        except BadFrame as bad:
+            self.damaged = self.corrupt(bad)
 
     def recover_last(self) -> int:
         """Recovery steps 3-5 on the last segment; returns the number of torn-tail bytes removed."""

@@ -101,3 +101,21 @@ def test_a_clean_close_record_of_the_previous_format_still_keeps_every_offset(tm
     log = reopen(tmp_path)
     assert log.append(b"after", 1, 0).offset >= 8  # two entries since offset 6: at least 6..7 were used
     log.close()
+
+
+def test_damage_the_load_did_not_read_is_found_before_the_first_append_lands_in_the_segment(tmp_path, caplog):
+    entries = closed_cleanly(tmp_path, 6, size=3000)  # last segment: frames at 0, 3032, 6064; indexed: 0, 6064
+    damaged = last_segment(tmp_path)
+    damage(damaged, 0, HEADER_SIZE + 3000)  # before the index's last entry: the shortcut does not read it
+    caplog.set_level(logging.ERROR)
+
+    log = reopen(tmp_path)
+    assert not fenced(caplog)
+    new = log.append(b"after", 1, 0)
+    assert new.offset == 12 and len(fenced(caplog)) == 1
+    log.close()
+    again = reopen(tmp_path)
+    assert again.read(0, 100) == entries[:3] and again.read(12) == [new]  # from disk, not from a cache
+    with pytest.raises(CorruptLog):
+        again.read(6)
+    again.close()
