@@ -22,7 +22,9 @@ Durability: ``persisted`` is snapshotted (atomically) to ``dedup-snapshot.json``
 ``snapshot_interval`` confirmed entries and on close, with the log offset it covers. Recovery loads the
 snapshot and replays the metadata of every entry from that offset to the end of the log, so the state
 after a crash is exactly what the log holds, and the replay is at most ``snapshot_interval`` entries long
-after a clean run (the whole log when the snapshot is missing or unreadable: it is derived data).
+after a clean run (the whole log when the snapshot is missing or unreadable: it is derived data). A
+segment fenced as damaged (recovery steps 2 and 4c in :mod:`broker_core.storage.recovery`) is passed
+over with an ERROR line: the topic loads, and only the sequence ids stored there are unknown.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
+from broker_core.errors import CorruptLog
 from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol.entry import read_metadata
 from broker_core.storage.atomic import atomic_write
@@ -102,7 +105,19 @@ class Deduplication:
         end = managed_log.end_offset
         replayed = 0
         while offset < end:
-            entries = managed_log.read(offset, max_entries=1000, end_offset=end)
+            try:
+                entries = managed_log.read(offset, max_entries=1000, end_offset=end)
+            except CorruptLog:
+                fenced_end = managed_log.fenced_end(offset)
+                if fenced_end is None or fenced_end <= offset:
+                    raise
+                # the topic must load all the same: only the fenced entries' sequence ids are unknown
+                log.error("event=dedup_replay_skipped_fenced path=%s from_offset=%d to_offset=%d detail=%r",
+                          self._path.parent, offset, fenced_end - 1, "sequence ids stored in a damaged"
+                          " segment are unknown: a producer resending one of those messages is not"
+                          " recognised as a duplicate")
+                offset = fenced_end
+                continue
             if not entries:
                 break
             for entry in entries:

@@ -321,6 +321,13 @@ class ManagedLog:
                 report_fenced(self.directory, seg)
                 raise seg.damaged from None
 
+    def fenced_end(self, offset: int) -> int | None:
+        """The end offset of the damaged segment holding ``offset`` (None when it is not in one): where a
+        caller replaying the log (deduplication) goes on after a :class:`CorruptLog`."""
+        k = bisect.bisect_right(self._bases, offset) - 1
+        seg = self._segments[k] if k >= 0 else None
+        return seg.end_offset if seg is not None and seg.damaged is not None else None
+
     def entry_containing(self, offset: int) -> StoredEntry | None:
         """The stored entry holding message ``offset`` (appended, not necessarily durable)."""
         if not self.start_offset <= offset < self.end_offset:

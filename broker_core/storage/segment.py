@@ -192,7 +192,8 @@ class Segment:
                 return self.size
             except BadFrame as bad:
                 if attempt == 2:
-                    raise self.corrupt(bad) from None
+                    self.damaged = self.corrupt(bad)  # its index cannot be rebuilt: fenced like any damage
+                    raise self.damaged from None
                 log.error("event=segment_index_wrong segment=%s position=%d reason=%r action=rebuild_index",
                           self.path, bad.position, bad.reason)
                 self.rebuild_index()
@@ -206,7 +207,8 @@ class Segment:
         try:
             self._scan(0, self.base_offset, build_index=True, persist_index=False)
         except BadFrame as bad:
-            raise self.corrupt(bad) from None
+            self.damaged = self.corrupt(bad)  # later reads fail at once; an active segment is rolled
+            raise self.damaged from None
         finally:
             self.index.rewrite()
 

@@ -119,3 +119,24 @@ def test_damage_the_load_did_not_read_is_found_before_the_first_append_lands_in_
     with pytest.raises(CorruptLog):
         again.read(6)
     again.close()
+
+
+def test_deduplication_replays_the_log_past_a_fenced_segment(tmp_path, caplog):
+    """A topic with deduplication replays the log on load: a fenced segment is passed over (ERROR), the
+    topic loads, and sequence ids stored after the segment are known."""
+    from broker_core.service.dedup import Deduplication
+    from tests.unit.test_dedup import append, metadata
+
+    log = ManagedLog(tmp_path, max_segment_entries=PER_SEGMENT)
+    for seq in range(8):
+        append(log, metadata("p", seq))
+    log.close()
+    first = sorted(tmp_path.glob("*.log"))[0]
+    damage(first, 0, 8)  # the first segment's first header: fenced at load (offsets 0..2)
+    caplog.set_level(logging.ERROR)
+
+    dedup = Deduplication(tmp_path)  # no snapshot: the whole log is replayed
+    dedup.recover(reopen(tmp_path))
+    assert dedup.last_sequence_id("p") == 7
+    skipped = [r.getMessage() for r in caplog.records if "event=dedup_replay_skipped_fenced" in r.getMessage()]
+    assert len(skipped) == 1 and "from_offset=0 to_offset=2" in skipped[0]
