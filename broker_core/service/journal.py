@@ -14,8 +14,9 @@
 
 A failed fsync fails the receipts it covered with ``PersistenceError`` and nothing else: the log is cut
 back to what is durable (so a failed send is not stored, and a retry is not a duplicate), and the next
-append tries again. Only when even that cut fails is the journal *fenced*: every later append fails
-until the topic is reloaded, whose recovery works out what the disk holds.
+append tries again (a full disk fails every fsync: it is logged once per interval with a count,
+:mod:`broker_core.log_limits`). Only when even that cut fails is the journal *fenced*: every later append
+fails until the topic is reloaded, whose recovery works out what the disk holds.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from concurrent.futures import Executor
 from typing import Callable, Protocol
 
 from broker_core.errors import PersistenceError
+from broker_core.log_limits import LogLimiter
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class Journal:
         self.fenced: PersistenceError | None = None
         """Set when a failed fsync could not be undone: appends fail until the topic is reloaded."""
         self.confirmed_end_offset = managed_log.end_offset
+        self._lines = LogLimiter(log)  # a full disk fails every fsync: one line per interval, with a count
 
     @property
     def idle(self) -> bool:
@@ -138,7 +141,7 @@ class Journal:
         """Fail the receipts the fsync covered; cut the log back to what is durable."""
         self._syncing = False
         error = exc if isinstance(exc, PersistenceError) else PersistenceError(f"cannot persist entries: {exc}")
-        log.error("event=journal_sync_failed error=%r", exc)
+        self._lines.error("sync_failed", "event=journal_sync_failed error=%r", exc)
         try:
             durable = self._log.rollback_to(self.confirmed_end_offset)
         except Exception as cut:
@@ -168,3 +171,4 @@ class Journal:
             self._syncing = True
             self._submit()
             await self._idle
+        self._lines.flush()

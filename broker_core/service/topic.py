@@ -24,6 +24,7 @@ from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import (ConsumerBusy, InvalidMessage, MessageTooBig, NotAllowedError, PersistenceError,
                                 PulsarLikeError, SubscriptionNotFound, TopicNotFound)
+from broker_core.log_limits import LogLimiter
 from broker_core.protocol.codec import broker_entry_prefix, check_entry, decode_entry
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.service.access import ProducerAccess
@@ -39,9 +40,11 @@ from broker_core.service.topic_positions import TopicPositions
 from broker_core.service.topic_stats import topic_stats
 from broker_core.service.topic_recovery import next_offset_after_recovery
 from broker_core.service.topic_retention import TopicRetention
+from broker_core.service.write_fault import WriteFault, room_for
 from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.cursor_store import CursorStore
 from broker_core.storage.files import UNLIMITED, FileBudget
+from broker_core.storage.format import HEADER_SIZE
 from broker_core.storage.log import ManagedLog, StoredEntry
 from broker_core.storage.paths import remove_tree
 from broker_core.types import TopicName
@@ -170,6 +173,9 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
         self.last_used_ms = clock.now_ms()
         """When the registry last handed the topic out or saw clients on it (idle unloading)."""
         self._executor = executor
+        self.writes = WriteFault(self.topic, self._room_for, executor, clock, _call_later)
+        """Whether the topic can write now (see :mod:`broker_core.service.write_fault`)."""
+        self._lines = LogLimiter(log, clock=clock)  # cursor and snapshot saves failing again and again
         self.retention = RetentionPolicy(config.defaultRetentionTimeInMinutes, config.defaultRetentionSizeInMB)
         self.message_ttl_seconds = config.ttlDurationDefaultInSeconds
         self.msg_expired: dict[str, int] = {}  # subscription -> messages expired (totalMsgExpired)
@@ -240,6 +246,7 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
         if not to_append:
             on_done(results, None)
             return
+        size = sum(HEADER_SIZE + len(data) for data, _, _ in to_append)
         try:
             stored = self.log.append_many(to_append)
         except PersistenceError as exc:  # this request fails; the producer and the topic go on
@@ -247,6 +254,7 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
                 dedup.failed(keys)
             for pos in positions:
                 results[pos] = Accepted(results[pos].sequence_id, results[pos].highest_sequence_id, error=exc)
+            self.writes.failed(exc, size)
             on_done(results, None)
             return
         except BaseException:
@@ -263,21 +271,29 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
         if stored[-1].ledger_id != self._active_ledger:  # a segment rolled: the old one may be trimmable
             self._active_ledger = stored[-1].ledger_id
             self._request_trim()
-        if dedup is None:
-            self.journal.appended(end, lambda error: on_done(results, error))
-            return
 
         def confirmed(error: BaseException | None) -> None:
-            if error is not None:
+            if error is None:
+                self.writes.succeeded()
+            elif isinstance(error, PersistenceError):
+                self.writes.failed(error, size)
+            if dedup is not None and error is not None:
                 dedup.failed(keys)
-            elif dedup.confirmed(keys, end):
+            elif dedup is not None and dedup.confirmed(keys, end):
                 try:
                     dedup.snapshot(end)
                 except OSError as exc:  # the log still holds everything: a restart replays it
-                    log.error("event=dedup_snapshot_failed topic=%s error=%r", self.topic, exc)
+                    self._lines.error("dedup_snapshot_failed", "event=dedup_snapshot_failed topic=%s error=%r",
+                                      self.topic, exc)
             on_done(results, error)
 
         self.journal.appended(end, confirmed)
+
+    def _room_for(self, size: int) -> None:
+        """The write probe (on a worker thread): raises while the topic could not write ``size`` bytes."""
+        if self.journal.fenced is not None:  # only a reload brings a fenced journal back
+            raise self.journal.fenced
+        room_for(self.directory, size)
 
     def _on_confirmed(self) -> None:
         for sub in self.all_subscriptions():
@@ -381,7 +397,8 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
                     self.activity.stamp(sub.cursor)
                     self._cursor_store.save(sub.cursor)
                 except OSError as exc:
-                    log.error("event=cursor_save_failed topic=%s subscription=%s error=%r", self.topic, name, exc)
+                    self._lines.error("cursor_save_failed", "event=cursor_save_failed topic=%s subscription=%s"
+                                      " error=%r", self.topic, name, exc)
                     self._dirty.add(name)
         if dirty:
             self._request_trim()
@@ -429,6 +446,7 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
 
     def _stop_timers(self) -> None:
         self.closed = True
+        self.writes.close()
         if self._flush_handle is not None:
             self._flush_handle.cancel()
         for handle in [*self._timers, self._trim_handle]:
@@ -446,6 +464,7 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
         for sub in self.all_subscriptions():
             sub.close()
         self.log.close()
+        self._lines.flush()
 
     async def delete(self) -> None:
         """Close every client's session (they reconnect, as Pulsar's do, and find the topic gone), then the

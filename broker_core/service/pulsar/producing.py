@@ -16,16 +16,27 @@ acknowledged with the id ``(-1, -1)``, as Pulsar does.
 
 When the broker ends a producer (fenced by an ``ExclusiveWithFencing`` producer, its topic terminated,
 unloaded or deleted) it sends ``CLOSE_PRODUCER``: the client reconnects, and learns why from the answer to
-its new ``PRODUCER``.
+its new ``PRODUCER``. SENDs already on their way for a producer the broker ended are dropped unanswered (the
+client sends them again once its producer is back).
+
+A send the topic cannot store (disk full, I/O error: ``PersistenceError``) is not answered with
+``SEND_ERROR``: the official clients drop the connection on it, reconnect at once and send again, so their
+``send_timeout`` never fires. As Pulsar's broker does, the producer is closed instead (``CLOSE_PRODUCER``,
+after the receipts of what was stored before it) while its topic cannot write
+(:mod:`broker_core.service.write_fault`). A reconnecting producer (``epoch`` > 0) is then answered
+``producer_ready=false`` and ``PRODUCER_SUCCESS`` once the topic can write again; a new one (``epoch`` 0) is
+refused with ``ServiceNotReady``. Meanwhile the client's send timer fails its pending sends with a timeout;
+once space is freed the producer is ready again within the probe interval and re-sends what is pending.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from broker_core.errors import (NotAllowedError, ProducerBusy, PulsarLikeError)
+from broker_core.errors import (NotAllowedError, PersistenceError, ProducerBusy, PulsarLikeError,
+                                ServiceNotReady)
 from broker_core.protocol import pulsar_api_pb2 as wire
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
@@ -33,6 +44,7 @@ from broker_core.protocol.status import wire_message
 from broker_core.service.access import AccessMode
 from broker_core.service.producers import ProducerInfo
 from broker_core.service.pulsar.frames import encode
+from broker_core.service.write_fault import WriteFault
 from broker_core.types import TopicName
 
 if TYPE_CHECKING:
@@ -42,6 +54,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = cmd.BaseCommand
+MAX_ENDED_IDS = 1024
+"""How many producer ids ended by the broker a connection remembers (their late SENDs are dropped)."""
 NO_ID = (1 << 64) - 1
 """-1 as an unsigned 64-bit field: the ledger and entry of a deduplicated send's receipt."""
 ACCESS_MODES = {cmd.Shared: AccessMode.SHARED, cmd.Exclusive: AccessMode.EXCLUSIVE,
@@ -62,7 +76,7 @@ class ProducerSession:
     """One producer of a connection: its registration on the topic and its receipts, owed in order."""
 
     __slots__ = ("conn", "producer_id", "topic", "info", "name", "epoch", "ready", "receipts", "request_id",
-                 "schema_version", "closed")
+                 "schema_version", "closed", "closing", "writable")
 
     def __init__(self, conn: "PulsarConnection", producer_id: int, topic, name: str, epoch: int,
                  request_id: int, schema_version: bytes | None) -> None:
@@ -77,6 +91,10 @@ class ProducerSession:
         self.request_id = request_id
         self.schema_version = schema_version
         self.closed = False
+        self.closing = False
+        """A send could not be stored: the producer ends once the receipts owed before it have left."""
+        self.writable: Callable[[], None] | None = None
+        """Held ``producer_ready=false`` until its topic can write again: the callback waiting for that."""
 
     def opened(self, ready: bool = True) -> None:
         reply = cmd.CommandProducerSuccess(request_id=self.request_id, producer_name=self.name,
@@ -96,7 +114,11 @@ class ProducerSession:
         slot[0] = frames
         receipts = self.receipts
         while receipts and receipts[0][0] is not None:
-            self.conn.write(receipts.popleft()[0])
+            frames = receipts.popleft()[0]
+            if frames:
+                self.conn.write(frames)
+        if self.closing and not receipts and not self.closed:
+            self.conn.producers.cannot_store(self)
 
     def published(self, slot: list, sequence_id: int, highest: int, results: "list[Accepted]",
                   error: BaseException | None) -> None:
@@ -108,6 +130,8 @@ class ProducerSession:
             elif failure is None:
                 entry = result.entry
                 frames.append(self._receipt(sequence_id, highest, entry.ledger_id, entry.offset))
+            elif isinstance(failure, PersistenceError):  # no SEND_ERROR: see the module docstring
+                self.closing = True
             else:
                 if not isinstance(failure, PulsarLikeError):
                     from broker_core.service.pulsar.connection import unexpected
@@ -131,6 +155,8 @@ class ProducerCommands:
         self._conn = conn
         self._front = conn.front
         self._sessions: dict[int, ProducerSession] = {}
+        self._ended_ids: dict[int, None] = {}
+        """Ids of the producers the broker ended (oldest first): SENDs still on their way are dropped."""
         self._registering: dict[int, asyncio.Task] = {}
         """By producer id, the registrations of new schema versions (their PRODUCER is answered after)."""
 
@@ -195,6 +221,11 @@ class ProducerCommands:
     def _open(self, request: cmd.CommandProducer, name: TopicName, schema_version: bytes | None) -> None:
         front, conn = self._front, self._conn
         topic = front.registry.get(name, create=True)  # again: it may have been unloaded during a schema's write
+        writes: WriteFault | None = getattr(topic, "writes", None)
+        if writes is not None and writes.error is not None and not request.epoch:
+            raise ServiceNotReady(f"topic {topic.topic} cannot store messages now"
+                                  f" ({getattr(writes.error, 'reason', None) or writes.error.message}): retry once"
+                                  " the broker's storage works again")
         producer_name = request.producer_name or front.producer_names.next()
         front.limits.admit(conn.peer, stream=True)
         session = ProducerSession(conn, request.producer_id, topic, producer_name, request.epoch,
@@ -206,10 +237,14 @@ class ProducerCommands:
             raise
         session.info = info
         self._sessions[request.producer_id] = session
+        self._ended_ids.pop(request.producer_id, None)
         front.producers[(topic.topic, producer_name)] = session
         initial = request.initial_subscription_name if request.HasField("initial_subscription_name") else ""
         if initial and hasattr(topic, "create_subscription") and initial not in topic.subscriptions:
             topic.create_subscription(initial, topic.confirmed_end_offset)
+        if admitted and writes is not None and not writes.can_write:
+            self._hold(session, writes)
+            return
         if admitted:
             session.opened()
         else:
@@ -238,6 +273,26 @@ class ProducerCommands:
             previous.conn.producers.end(previous, None)
             return add()
 
+    def _hold(self, session: ProducerSession, writes: WriteFault) -> None:
+        """A reconnecting producer of a topic that cannot write: ``producer_ready=false`` until it can."""
+        def writable() -> None:
+            session.writable = None
+            if not session.closed:
+                session.opened()
+                log.info("event=producer_opened topic=%s producer=%s after=cannot_write", session.topic.topic,
+                         session.name)
+        session.writable = writable
+        session.opened(ready=False)
+        log.info("event=producer_waiting topic=%s producer=%s reason=cannot_write", session.topic.topic,
+                 session.name)
+        writes.wait(writable)
+
+    def cannot_store(self, session: ProducerSession) -> None:
+        """A send of ``session`` could not be stored and the receipts before it have left: close it."""
+        log.info("event=producer_disconnected topic=%s producer=%s reason=PersistenceError", session.topic.topic,
+                 session.name)
+        self.end(session, None)
+
     def _granted(self, session: ProducerSession) -> None:
         if not session.closed:
             session.opened()
@@ -255,6 +310,9 @@ class ProducerCommands:
         if session.closed:
             return
         self._forget(session)
+        self._ended_ids[session.producer_id] = None
+        if len(self._ended_ids) > MAX_ENDED_IDS:
+            del self._ended_ids[next(iter(self._ended_ids))]
         self._conn.send(T(type=T.CLOSE_PRODUCER, close_producer=cmd.CommandCloseProducer(
             producer_id=session.producer_id, request_id=0)))
 
@@ -266,6 +324,8 @@ class ProducerCommands:
             del self._front.producers[key]
         if session.info is not None:
             session.topic.remove_producer(session.info)
+        if session.writable is not None:
+            session.topic.writes.forget(session.writable)
         self._front.limits.release(self._conn.peer, stream=True)
 
     def close_producer(self, request: cmd.CommandCloseProducer) -> None:
@@ -287,6 +347,8 @@ class ProducerCommands:
         highest = (request.highest_sequence_id
                    if request.HasField("highest_sequence_id") and request.highest_sequence_id >= sequence_id
                    else sequence_id + max(request.num_messages, 1) - 1)
+        if session is None and request.producer_id in self._ended_ids or session is not None and session.closing:
+            return  # the client sends it again once its producer is back (see the module docstring)
         if session is None or not session.ready:
             error = NotAllowedError(f"SEND for producer {request.producer_id}, which is not open on this"
                                     " connection: send PRODUCER and wait for PRODUCER_SUCCESS first")
