@@ -91,13 +91,17 @@ class SchemaRegistry:
     def _key(topic: TopicName) -> str:
         return str(topic.partitioned_base)
 
-    def _topic(self, topic: TopicName) -> _TopicSchema:
+    def _topic(self, topic: TopicName, *, keep: bool = False) -> _TopicSchema:
+        """The topic's state, loaded at its first use; one without versions is kept only for a writer
+        (``keep``), so asking about any number of names that have no schema costs no memory."""
         key = self._key(topic)
         state = self._topics.get(key)
         if state is None:
             stored = self._files.versions(topic)
             latest = self._files.read(topic, stored[-1]) if stored else None
-            state = self._topics[key] = _TopicSchema(stored, latest)
+            state = _TopicSchema(stored, latest)
+            if stored or keep:
+                self._topics[key] = state
         return state
 
     def latest(self, topic: TopicName) -> SchemaInfo | None:
@@ -168,8 +172,7 @@ class SchemaRegistry:
         self._files.write(topic, info, digest)
 
     def _writing(self, topic: TopicName) -> "_Writing":
-        state = self._topic(topic)
-        return _Writing(self, self._key(topic), state)
+        return _Writing(self, self._key(topic), self._topic(topic, keep=True))
 
     async def delete(self, topic: TopicName) -> None:
         """Forget every version of ``topic``'s schema (the topic was deleted), after any registration under

@@ -228,3 +228,13 @@ def test_the_event_loop_keeps_answering_while_a_new_version_is_checked_and_writt
     answered, info = run(scenario())
     assert (answered, info.version, len(info.data) > 900_000) == (20, 0, True)
     assert writer_threads and threading.get_ident() not in writer_threads
+
+
+def test_asking_about_topics_without_a_schema_keeps_nothing_in_memory(tmp_path):
+    registry = SchemaRegistry(tmp_path, FakeClock())
+    for i in range(1000):
+        name = TopicName.parse(f"persistent://public/default/none-{i}")
+        assert registry.latest(name) is None and registry.find(name, "String", b"") is None
+    assert registry._topics == {}
+    register(registry, TOPIC, "String", b"")
+    assert list(registry._topics) == [str(TOPIC)]
