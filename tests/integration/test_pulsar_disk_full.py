@@ -10,12 +10,15 @@ import pytest
 
 pulsar = pytest.importorskip("pulsar")
 
+from broker_core.protocol import pulsar_commands_pb2 as cmd  # noqa: E402
 from tests.broker_watch import BrokerWatch  # noqa: E402
 from tests.integration.test_storage_faults import small_disk  # noqa: E402,F401  (the 4 MiB tmpfs fixture)
+from tests.pulsar_wire import RawPulsar, entry, frame  # noqa: E402
 
 TOPIC = "persistent://public/default/disk-full"
 SEND_TIMEOUT_MS = 3000
 QUIET = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+T = cmd.BaseCommand
 
 
 def fill(path) -> None:
@@ -81,3 +84,29 @@ def test_a_full_disk_times_out_official_sends_quietly_and_the_producer_works_onc
         assert not reader.has_message_available()
     finally:
         client.close()
+
+
+def test_on_the_wire_a_send_that_cannot_be_stored_closes_its_producer_which_is_ready_again_once_space_is_freed(
+        small_disk, watched_broker):  # noqa: F811
+    with RawPulsar(watched_broker.proc.address) as raw:
+        raw.connect()
+        opened = raw.producer(TOPIC, producer_id=1, request_id=1)
+        name = opened.producer_success.producer_name
+        assert raw.send_entry(entry(b"kept", producer_name=name), sequence_id=0).type == T.SEND_RECEIPT
+        filler = small_disk / "filler"
+        fill(filler)
+
+        answer = raw.send_entry(entry(b"x" * 200_000, producer_name=name, sequence_id=1), sequence_id=1)
+        assert answer.type == T.CLOSE_PRODUCER and answer.close_producer.producer_id == 1  # no SEND_ERROR
+        raw.send(frame(T(type=T.SEND, send=cmd.CommandSend(producer_id=1, sequence_id=2)),
+                       entry(b"late", producer_name=name, sequence_id=2)))  # on its way: dropped unanswered
+        refused = raw.producer(TOPIC, producer_id=2, request_id=2)  # a new producer (epoch 0)
+        assert refused.type == T.ERROR and refused.error.error == cmd.ServiceNotReady
+        assert "cannot store messages now (No space left on device)" in refused.error.message
+        held = raw.producer(TOPIC, producer_id=1, request_id=3, epoch=1, producer_name=name)  # reconnecting
+        assert held.type == T.PRODUCER_SUCCESS and not held.producer_success.producer_ready
+
+        filler.unlink()
+        ready = raw.expect(T.PRODUCER_SUCCESS)  # within the probe interval (1 s)
+        assert ready.producer_success.producer_ready and ready.producer_success.request_id == 3
+        assert raw.send_entry(entry(b"back", producer_name=name, sequence_id=1), sequence_id=1).type == T.SEND_RECEIPT
