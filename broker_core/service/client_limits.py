@@ -5,7 +5,10 @@ whole string is one connection, the address without its port is the client's hos
 while it has a call open (gRPC does not show idle connections to the application), so:
 
 - ``brokerMaxConnections`` / ``brokerMaxConnectionsPerIp`` (Pulsar's names): a call from a connection
-  with nothing open yet opens a connection;
+  with nothing open yet opens a connection. The port listener applies the same limits to every socket it
+  accepts (:mod:`broker_core.service.connection_budget`), idle or not; the connections counted here are
+  a subset of those sockets, so a client the listener admitted is refused here only in the moment between
+  a connection's end and gRPC ending its calls;
 - ``maxStreamsPerConnection``: producer and consumer streams open on one connection (one ``Client``);
 - ``maxConcurrentLookupRequest`` (Pulsar's name) / ``maxConcurrentRequestsPerConnection``: unary calls
   (lookups, admin) being served, broker-wide / per connection.
