@@ -27,7 +27,8 @@ from google.protobuf.message import DecodeError
 
 from broker_core.errors import InvalidMessage
 from broker_core.protocol import codec, pulsar_api_pb2
-from broker_core.protocol.ack_set import from_words, to_words, unacked_bits  # noqa: F401  (the codec's API)
+from broker_core.protocol.ack_set import (from_words, set_indexes, to_words,  # noqa: F401  (the codec's API)
+                                          unacked_bits)
 from broker_core.protocol.compression import decompress_payload
 from broker_core.protocol.entry_limits import unknown_compression
 
@@ -109,8 +110,7 @@ def kept_indexes(ack_set: Sequence[int], num_messages: int) -> list[int] | None:
     delivery has no ack set (all of them). Example: ack set ``[0b1001]`` of 4 messages keeps ``[0, 3]``."""
     if not ack_set:
         return None
-    bits = from_words(ack_set)
-    return [i for i in range(num_messages) if (bits >> i) & 1]
+    return set_indexes(from_words(ack_set, num_messages), num_messages)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -7,10 +7,9 @@ frames: the stored entry as it is, behind its command (without the broker's ``Br
 prefix unless the client asked for it at CONNECT), with the id ``(segment base offset, entry's first
 offset, partition)``, the redelivery count and, for a partly acknowledged batch, its ack set.
 
-Acknowledgments name entries (:mod:`.message_ids`): an individual ack without an ack set acknowledges the
-whole entry, one with an ack set the messages whose bits are clear; a cumulative ack everything up to the
-message it names. An ack of something this consumer was never sent changes nothing: it is answered with an
-error when the client asked for ACK_RESPONSE, and logged otherwise.
+Acknowledgments are applied by :mod:`.acknowledgments` (at a cost linear in the frame, bounded per ACK). An
+ack of something this consumer was never sent changes nothing: it is answered with an error when the client
+asked for ACK_RESPONSE, and logged otherwise (one line per ACK, at most one per interval and connection).
 
 A seek moves the subscription and then closes its consumers (CLOSE_CONSUMER), as Pulsar's does; they
 resubscribe and receive from the new position. A reader's subscription outlives that gap (for
@@ -27,9 +26,9 @@ from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
 from broker_core.service.backpressure import PermitGate
+from broker_core.service.pulsar.acknowledgments import acknowledge
 from broker_core.service.pulsar.consumer_session import ConsumerSession
-from broker_core.service.pulsar.message_ids import (acked_ranges, cumulative_offset, is_earliest, is_latest,
-                                                    message_id, signed)
+from broker_core.service.pulsar.message_ids import is_earliest, is_latest, message_id, signed
 from broker_core.types import TopicName
 from dispatch.consumer import Consumer
 from dispatch.key_shared import AUTO_SPLIT, STICKY, KeySharedPolicy
@@ -200,52 +199,17 @@ class ConsumerCommands:
         if session is None and not request.HasField("request_id"):
             return self._gone("ACK", request.consumer_id)
         session = self._session(request.consumer_id)
-        error: PulsarLikeError | None = None
-        for mid in request.message_id:
-            try:
-                self._ack_one(session, request.ack_type, mid)
-            except PulsarLikeError as exc:
-                error = error or exc
-                if not request.HasField("request_id"):
-                    log.warning("event=bad_ack peer=%s topic=%s consumer=%s error=%s", self._conn.peer,
-                                session.topic.topic, request.consumer_id, exc.message)
+        refusals = acknowledge(session, request.ack_type, request.message_id)
+        error = refusals.as_error(session.topic.topic)
         if request.HasField("request_id"):
             reply = cmd.CommandAckResponse(consumer_id=request.consumer_id, request_id=request.request_id)
             if error is not None:
                 reply.error, reply.message = server_error(error), wire_message(error)
             self._conn.send(T(type=T.ACK_RESPONSE, ackResponse=reply))
-
-    def _ack_one(self, session: ConsumerSession, ack_type: int, mid) -> None:
-        entry_id = signed(mid.entryId)
-        if entry_id < 0:  # "before the first message": nothing to acknowledge (readers send it)
-            return
-        consumer, sub = session.consumer, session.sub
-        cursor = getattr(sub, "cursor", None)
-        if cursor is None:  # a non-persistent subscription keeps no acknowledgments
-            return
-        entry_end = self._entry_end(session, entry_id)
-        ack_set = list(mid.ack_set)
-        if ack_type == cmd.CommandAck.Cumulative:
-            offset = cumulative_offset(entry_id, mid.batch_index, ack_set, entry_end)
-            if offset > cursor.mark_delete_offset:
-                sub.acknowledge_cumulative(consumer, offset)
-        elif ack_set:
-            sub.acknowledge(consumer, acked_ranges(entry_id, entry_end - entry_id, ack_set))
-        else:
-            sub.acknowledge(consumer, [(entry_id, entry_end)])
-
-    @staticmethod
-    def _entry_end(session: ConsumerSession, entry_id: int) -> int:
-        """One past the last offset of the entry starting at ``entry_id``: from what the consumer holds,
-        else from the topic."""
-        for start, end in session.consumer.pending.overlapping(entry_id, entry_id + 1):
-            if start == entry_id:
-                return end
-        entry = session.topic.entry_containing(entry_id)
-        if entry is None or entry.offset != entry_id:
-            raise InvalidMessage(f"no entry starts at {entry_id} on {session.topic.topic}: the id was not sent"
-                                 " by this broker", entry_id=entry_id)
-        return entry.offset + entry.num_messages
+        elif error is not None:  # one line for the frame (and at most one per interval), not one per id
+            self._conn.log_limits.warning("bad_ack", "event=bad_ack peer=%s topic=%s consumer=%s ids=%d error=%s",
+                                          self._conn.peer, session.topic.topic, request.consumer_id,
+                                          refusals.count, error.message, count=refusals.count)
 
     def redeliver(self, request: cmd.CommandRedeliverUnacknowledgedMessages) -> None:
         session = self._sessions.get(request.consumer_id)
