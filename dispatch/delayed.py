@@ -25,6 +25,13 @@ Semantics (Apache Pulsar's ``InMemoryDelayedDeliveryTracker``, broker config
   given ``last_tick_ms``, not sooner than one tick after it last fired (Pulsar's ``updateTimer``). With that
   spacing a strict message can be ``P + tick_ms`` late (1.5 s by default; the seed allows deliver_at plus two
   ticks); without it, at most ``P - 1``, and a non-strict one is never late, for at most two fires a tick.
+- **Clock steps.** ``now`` and ``deliver_at`` are wall time, but the dispatcher's timer runs on the event
+  loop's monotonic clock: armed for "two minutes" while the wall clock was stepped back two minutes, it
+  would hold messages that long after the clock is put right. So the timer is never armed for longer
+  than :attr:`clock_check_ms` (one tick, at least :data:`MIN_CLOCK_CHECK_MS`); each fire reads the wall
+  clock again. A step back that is put right delivers within a tick of each message's time (or of the
+  correction, for messages that fell due meanwhile); a step forward delivers what became due within a
+  tick. A subscription holding delayed messages wakes once a tick for that.
 - **Fixed delay.** If every message so far arrived in delivery-time order (within one tick), none was due
   on arrival, and
   ``fixed_delay_detection_lookahead`` (broker ``delayedDeliveryFixedDelayDetectionLookahead``, default
@@ -72,6 +79,9 @@ from typing import Iterable
 from broker_core.clock import SYSTEM_CLOCK, Clock
 
 INT64_MAX = (1 << 63) - 1
+MIN_CLOCK_CHECK_MS = 100
+"""The timer re-reads the wall clock at least this often even with a tick of 0 or a few ms (a tick that
+small would otherwise wake the loop every millisecond while messages wait for hours)."""
 
 
 def precision_ms(tick_ms: int) -> int:
@@ -118,6 +128,11 @@ class DelayedDeliveryTracker:
     def strict(self) -> bool:
         """``isDelayedDeliveryDeliverAtTimeStrict``."""
         return self._strict
+
+    @property
+    def clock_check_ms(self) -> int:
+        """The longest the dispatcher's timer is armed for: then the wall clock is read again (clock steps)."""
+        return max(self._tick, MIN_CLOCK_CHECK_MS)
 
     @property
     def precision_ms(self) -> int:
@@ -232,10 +247,10 @@ class DelayedDeliveryTracker:
         return self._first_key()
 
     def next_timer_delay_ms(self, last_tick_ms: int | None = None, now: int | None = None) -> int | None:
-        """How long to arm the dispatcher's one timer for: None when nothing is held; else until the first
+        """How long until the dispatcher's one timer is due: None when nothing is held; else until the first
         bucket's key but no sooner than ``last_tick_ms + tick_ms`` (when the timer last fired); 0 once that
         key has passed (Pulsar then arms nothing: the messages are due and go out when consumers have
-        permits)."""
+        permits). The timer itself is armed for at most :attr:`clock_check_ms` of this (clock steps)."""
         key = self._first_key()
         if key is None:
             return None

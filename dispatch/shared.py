@@ -352,7 +352,9 @@ class SharedDispatcher(Dispatcher):
         if delay_ms is None:
             return
         self._timer_at = at
-        self._timer = schedule(max(delay_ms, 0) / 1000.0, self._on_timer)
+        # deliver_at is wall time, the loop's timer monotonic: re-read the wall clock at least once a tick
+        delay_ms = min(max(delay_ms, 0), delayed.clock_check_ms)
+        self._timer = schedule(delay_ms / 1000.0, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
