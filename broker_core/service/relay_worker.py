@@ -66,7 +66,11 @@ class _Relay:
             threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
 
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        r, w = os.pipe()
+        try:
+            r, w = os.pipe()
+        except OSError:  # out of file descriptors: end this relay (both directions) rather than leak it
+            self._ended(dst, False)
+            return
         clean = True
         try:
             try:
@@ -210,10 +214,7 @@ def serve(control: socket.socket, tls: dict | None = None) -> None:
     def done(relay: _Relay) -> None:
         with lock:
             relays.pop(relay.relay_id, None)
-            try:
-                control.send(b"D" + RELAY_ID.pack(relay.relay_id))
-            except OSError:
-                pass  # the broker is gone
+        _tell(control, lock, b"D" + RELAY_ID.pack(relay.relay_id))
 
     while True:
         try:
@@ -227,6 +228,10 @@ def serve(control: socket.socket, tls: dict | None = None) -> None:
                 or (kind != b"R" and tls_clients is None):
             for fd in fds:
                 os.close(fd)
+            if kind in (b"R", b"T") and len(message) == 1 + RELAY_ID.size:
+                # its sockets did not arrive (this process is out of file descriptors): the broker must not
+                # wait for this relay's end forever
+                _tell(control, lock, b"D" + message[1:])
             continue
         relay_id = RELAY_ID.unpack_from(message, 1)[0]
         if kind == b"K":
@@ -248,6 +253,14 @@ def serve(control: socket.socket, tls: dict | None = None) -> None:
         relay.shutdown()
     if tls_clients is not None:
         tls_clients.shutdown()
+
+
+def _tell(control: socket.socket, lock: threading.Lock, message: bytes) -> None:
+    with lock:
+        try:
+            control.send(message)
+        except OSError:
+            pass  # the broker is gone
 
 
 def main(argv: list[str]) -> None:

@@ -275,3 +275,51 @@ def test_a_thousand_idle_and_forty_partial_frame_connections_keep_memory_bounded
     # 40 x 4 MiB = 160 MiB would be buffered if the frames were read before CONNECT
     assert partial_rss - baseline < 60
     assert not watch.log_problems()
+
+
+def test_a_broker_out_of_file_descriptors_keeps_serving_its_clients_and_accepts_again_once_freed(watched):
+    import os
+    import resource
+
+    proc, watch = watched()
+    pid = proc.proc.pid
+    with RawPulsar(proc.address) as established:
+        established.connect()
+        in_use = len(os.listdir(f"/proc/{pid}/fd"))
+        _soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (in_use + 20, hard))  # as if clients had taken the rest
+        hogs = open_idle(proc.address, 100)
+        try:
+            assert wait_until(lambda: logged(watch, "event=accept_failed", "Too many open files"))
+            assert pings(established)
+        finally:
+            for sock in hogs:
+                sock.close()
+        assert wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) < in_use + 10)
+        assert answer_time(watch, proc.address) < 1.0
+        assert len(logged(watch, "event=accept_failed")) == 1, "one line per interval, not one per retry"
+        assert pings(established)
+
+
+def test_connections_the_relay_cannot_take_for_lack_of_descriptors_give_their_places_back(watched):
+    import os
+    import resource
+
+    proc, watch = watched("--set", "brokerMaxConnectionsPerIp=5")
+    pid = proc.proc.pid
+    with open(f"/proc/{pid}/task/{pid}/children") as children:
+        relay = int(children.read().split()[0])
+    _soft, hard = resource.prlimit(relay, resource.RLIMIT_NOFILE)
+    resource.prlimit(relay, resource.RLIMIT_NOFILE, (len(os.listdir(f"/proc/{relay}/fd")) + 1, hard))
+    try:
+        grpc_clients = [socket.create_connection(host_port(proc.address), timeout=5, source_address=(OTHER_HOST, 0))
+                        for _ in range(5)]
+        for sock in grpc_clients:
+            sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        assert all(closed_within(sock, 5) for sock in grpc_clients)  # the relay could not take them
+    finally:
+        resource.prlimit(relay, resource.RLIMIT_NOFILE, (hard, hard))
+    later = wait_until(lambda: _admitted_from(proc.address, OTHER_HOST))
+    assert later, "the five places of the relay's failed connections were never given back"
+    later.close()
+    assert not watch.log_problems()
