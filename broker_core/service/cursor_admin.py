@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker_core.errors import NotAllowedError, SubscriptionNotFound
+from broker_core.errors import CorruptLog, NotAllowedError, SubscriptionNotFound
 from broker_core.protocol.ack_set import to_words, unacked_bits
 from broker_core.service.topic import PersistentTopic
 from broker_core.storage.log import StoredEntry
@@ -127,19 +127,25 @@ def internal_stats(topic: PersistentTopic) -> dict:
     ``(a..b]`` = offsets a+1 through b acknowledged -- but over message offsets)."""
     segments = topic.segments()
     end = topic.confirmed_end_offset
-    last = topic.entry_containing(end - 1) if end > topic.start_offset else None
+    try:
+        last = topic.entry_containing(end - 1) if end > topic.start_offset else None
+        last_entry = f"{last.ledger_id}:{last.offset}" if last is not None else "-1:-1"
+    except CorruptLog:  # the newest entries are in a fenced (damaged) segment: the stats must still answer
+        holder = next(s for s in segments if s["firstOffset"] <= end - 1 <= s["lastOffset"])
+        last_entry = f"{holder['ledgerId']}:{end - 1}"
     current = segments[-1] if segments else {"entries": 0, "size": 0}
     return {
-        "numberOfEntries": sum(s["entries"] for s in segments),
+        "numberOfEntries": sum(max(s["entries"], 0) for s in segments),
         "totalSize": topic.size_bytes,
         "currentLedgerEntries": current["entries"],
         "currentLedgerSize": current["size"],
-        "lastConfirmedEntry": f"{last.ledger_id}:{last.offset}" if last is not None else "-1:-1",
+        "lastConfirmedEntry": last_entry,
         "state": "Closed" if topic.closed else "LedgerOpened",
         "firstOffset": topic.start_offset,
         "lastConfirmedOffset": end - 1,
         "ledgers": [{"ledgerId": s["ledgerId"], "entries": s["entries"], "size": s["size"], "offloaded": False,
-                     "firstOffset": s["firstOffset"], "lastOffset": s["lastOffset"]} for s in segments],
+                     "firstOffset": s["firstOffset"], "lastOffset": s["lastOffset"],
+                     **({"damaged": s["damaged"]} if "damaged" in s else {})} for s in segments],
         "cursors": {name: _cursor_stats(sub, end) for name, sub in sorted(topic.subscriptions.items())},
     }
 
