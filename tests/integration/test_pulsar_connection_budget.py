@@ -153,6 +153,36 @@ def test_the_connect_deadline_of_a_tls_client_counts_from_its_accept(watched, tm
     assert wait_until(lambda: logged(watch, "event=pulsar_connection_refused", "no CONNECT completed within 1 s"))
 
 
+def test_a_trickled_tls_handshake_is_closed_at_the_tls_handshake_timeout(watched, tmp_path):
+    tls = make_tls(tmp_path / "tls")
+    proc, watch = watched(*as_args({**tls.broker_settings(), "brokerServicePortTls": "0",
+                                    "tlsHandshakeTimeoutSeconds": "1"}))
+    found = wait_until(lambda: [m for line in watch.log_lines() if (m := re.search(r"tls_port=(\d+)", line))])
+    with socket.create_connection(("127.0.0.1", int(found[0].group(1))), timeout=5) as sock:
+        started = time.monotonic()
+        for byte in b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\0" * 40:  # a ClientHello, slowly
+            try:
+                sock.send(bytes([byte]))
+            except OSError:
+                break
+            if closed_within(sock, 0.2):
+                break
+        lived = time.monotonic() - started
+    assert 0.8 <= lived < 3.0, f"closed after {lived:.1f} s, tlsHandshakeTimeoutSeconds is 1"
+
+
+def test_commands_before_connect_from_many_connections_are_one_log_line(watched):
+    proc, watch = watched()
+    producer = frame(T(type=T.PRODUCER, producer=cmd.CommandProducer(topic="persistent://public/default/x",
+                                                                      producer_id=1, request_id=1)))
+    for _ in range(50):
+        with RawPulsar(proc.address) as raw:
+            raw.send(producer)
+            assert closed_within(raw.sock, 5)
+    assert answer_time(watch, proc.address) < 1.0
+    assert len(logged(watch, "event=pulsar_connection_refused", "PRODUCER before CONNECT")) == 1
+
+
 def test_the_per_ip_limit_refuses_the_extra_connection_while_the_others_keep_working(watched):
     proc, watch = watched("--set", "brokerMaxConnectionsPerIp=3")
     admitted = [RawPulsar(proc.address, source=OTHER_HOST) for _ in range(3)]

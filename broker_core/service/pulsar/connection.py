@@ -137,13 +137,8 @@ class PulsarConnection(asyncio.Protocol):
                 self._dispatch(command, payload)
                 if self.closed:
                     break
-        except FrameSizeError as exc:
-            if self.principal is None:
-                self._refuse_unauthenticated("frame_too_large", exc.reason)
-            else:
-                self.abort(exc.reason)
         except FrameError as exc:
-            self.abort(exc.reason)
+            self.abort(exc.reason, "frame_too_large" if isinstance(exc, FrameSizeError) else "bad_frame")
         except Exception as exc:  # never let one connection take the broker down
             log.error("event=unexpected_error peer=%s error_type=%s error=%s", self.peer, type(exc).__name__, exc,
                       exc_info=exc)
@@ -210,11 +205,17 @@ class PulsarConnection(asyncio.Protocol):
     def success(self, request_id: int) -> None:
         self.send(T(type=T.SUCCESS, success=cmd.CommandSuccess(request_id=request_id)))
 
-    def abort(self, reason: str) -> None:
-        """Close the connection now (a client that broke the protocol): one WARNING line."""
+    def abort(self, reason: str, event: str = "protocol_error") -> None:
+        """Close the connection now (a client that broke the protocol): one WARNING line; before CONNECT
+        one per ``event`` and interval with a count, through the listener's budget (anyone can open such
+        connections by the thousand)."""
         if self.closed:
             return
-        log.warning("event=pulsar_connection_refused peer=%s reason=%s", self.peer, reason)
+        if self.principal is None and self._admitted is not None:
+            self._admitted.refusals.warning(event, "event=pulsar_connection_refused peer=%s reason=%s", self.peer,
+                                            reason)
+        else:
+            log.warning("event=pulsar_connection_refused peer=%s reason=%s", self.peer, reason)
         self.close()
 
     def close(self) -> None:
@@ -234,7 +235,8 @@ class PulsarConnection(asyncio.Protocol):
             return
         kind = command.type
         if self.principal is None and kind != T.CONNECT:
-            self.abort(f"{T.Type.Name(kind)} before CONNECT: a connection starts with CONNECT")
+            self.abort(f"{T.Type.Name(kind)} before CONNECT: a connection starts with CONNECT",
+                       "command_before_connect")
             return
         name = _FIELD.get(kind)
         body = getattr(command, name) if name else None
@@ -306,21 +308,9 @@ class PulsarConnection(asyncio.Protocol):
 
     def _handshake_overdue(self) -> None:
         if self.principal is None:
-            self._refuse_unauthenticated(
-                "handshake_timeout", f"no CONNECT completed within {self.config.handshakeTimeoutSeconds} s of"
-                f" the connection's accept (handshakeTimeoutSeconds={self.config.handshakeTimeoutSeconds})")
-
-    def _refuse_unauthenticated(self, event: str, reason: str) -> None:
-        """Close a connection that has not completed CONNECT; logged through the listener's budget, one line
-        per event and interval (anyone can open such connections by the thousand)."""
-        if self.closed:
-            return
-        if self._admitted is None:
-            self.abort(reason)
-            return
-        self._admitted.refusals.warning(event, "event=pulsar_connection_refused peer=%s reason=%s", self.peer,
-                                        reason)
-        self.close()
+            timeout = self.config.handshakeTimeoutSeconds
+            self.abort(f"no CONNECT completed within {timeout} s of the connection's accept (handshakeTimeoutSeconds"
+                       f"={timeout})", "handshake_timeout")
 
     def _ping(self, _ping: cmd.CommandPing) -> None:
         self.send(T(type=T.PONG, pong=cmd.CommandPong()))
