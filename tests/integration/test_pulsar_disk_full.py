@@ -69,14 +69,14 @@ def test_a_full_disk_times_out_official_sends_quietly_and_the_producer_works_onc
         mark = watched_broker.log_mark()
 
         outcome, took = send_within(producer, b"x" * 200_000, limit_s=3 * SEND_TIMEOUT_MS / 1000)
-        assert isinstance(outcome, pulsar.Timeout), f"send gave {outcome!r} after {took:.1f}s (None: still blocked)"
+        assert isinstance(outcome, pulsar.Timeout), f"send gave {outcome!r} after {took:.1f}s (None: blocked)"
         events = [line for line in watched_broker.log_lines(mark) if "event=" in line]
         assert len(events) <= 12, "\n".join(events[:40])
         assert any("event=topic_cannot_write" in line and "No space left" in line for line in events)
 
         filler.unlink()
         outcome, took = send_within(producer, b"after", limit_s=3 * SEND_TIMEOUT_MS / 1000)
-        assert outcome is not None and not isinstance(outcome, Exception), f"send after space was freed: {outcome!r}"
+        assert outcome is not None and not isinstance(outcome, Exception), f"send after freeing: {outcome!r}"
 
         reader = client.create_reader(TOPIC, pulsar.MessageId.earliest)
         got = [reader.read_next(5000).data() for _ in range(len(acknowledged) + 1)]
@@ -109,4 +109,5 @@ def test_on_the_wire_a_send_that_cannot_be_stored_closes_its_producer_which_is_r
         filler.unlink()
         ready = raw.expect(T.PRODUCER_SUCCESS)  # within the probe interval (1 s)
         assert ready.producer_success.producer_ready and ready.producer_success.request_id == 3
-        assert raw.send_entry(entry(b"back", producer_name=name, sequence_id=1), sequence_id=1).type == T.SEND_RECEIPT
+        back = raw.send_entry(entry(b"back", producer_name=name, sequence_id=1), sequence_id=1)
+        assert back.type == T.SEND_RECEIPT
