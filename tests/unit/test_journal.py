@@ -142,3 +142,16 @@ def test_always_syncs_before_confirming_and_never_confirms_at_once(mode, syncs):
 
     assert _run(mode, log, scenario) == 7
     assert log.syncs == syncs
+
+
+def test_a_disk_that_fails_every_fsync_is_logged_once_with_the_count_when_the_journal_closes(caplog):
+    log = FakeLog(fail=True)
+
+    async def scenario(journal, confirmed):
+        for end in range(1, 101):
+            await _append(journal, log, end)
+
+    caplog.set_level("ERROR", logger="broker_core.service.journal")
+    _run("always", log, scenario)
+    lines = [r.getMessage() for r in caplog.records if "event=journal_sync_failed" in r.getMessage()]
+    assert len(lines) == 2 and "occurrences=1" in lines[0] and "occurrences=99" in lines[1]
