@@ -23,8 +23,9 @@ Procedure
    the first one's is the base offset). Shortcut: when ``clean-close`` (written by :meth:`ManagedLog.close`
    after its final fsync) names the last segment with its current size, nothing was appended or torn
    since: the segment opens like a sealed one (step 2) and steps 4-5 are skipped. A topic unloaded when
-   idle loads again without reading its active segment; its frames before the index's last entry are
-   verified once, before the first append lands in it. If it does not verify, at load or then (zeroed
+   idle loads again without reading its active segment. Before the first append lands in it, it is
+   verified once (or, when larger than ``VERIFY_BEFORE_APPEND_MAX_BYTES``, sealed unread: the append
+   starts a new segment and its frames are verified lazily). If it does not verify, at load or then (zeroed
    blocks, a flipped bit: after a clean close every byte had been fsynced, so this is damage, never a
    torn write), it is fenced as in step 4c and writes go to a new segment: a new entry never lands in
    a segment whose reads fail.

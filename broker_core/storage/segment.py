@@ -65,7 +65,7 @@ class Segment:
         self.damaged: CorruptLog | None = None
         self.verified = True
         """False for a last segment opened through the clean-close shortcut: :meth:`verify` runs before the
-        first append lands in it."""
+        first append lands in it (or the log rolls to a new segment)."""
         self._files = files
         self._writer: FileHandle | None = None
         self._reader: FileHandle | None = None

@@ -140,3 +140,24 @@ def test_deduplication_replays_the_log_past_a_fenced_segment(tmp_path, caplog):
     assert dedup.last_sequence_id("p") == 7
     skipped = [r.getMessage() for r in caplog.records if "event=dedup_replay_skipped_fenced" in r.getMessage()]
     assert len(skipped) == 1 and "from_offset=0 to_offset=2" in skipped[0]
+
+
+def test_a_large_reloaded_segment_is_sealed_unread_and_the_first_append_starts_a_new_one(tmp_path, monkeypatch):
+    from broker_core.storage import log as log_module
+    from broker_core.storage.segment import Segment
+
+    monkeypatch.setattr(log_module, "VERIFY_BEFORE_APPEND_MAX_BYTES", 4096)
+    entries = closed_cleanly(tmp_path, 6, size=3000)  # the last segment: 9,096 bytes, more than 4096
+    damaged = last_segment(tmp_path)
+    damage(damaged, 0, HEADER_SIZE + 3000)
+    monkeypatch.setattr(Segment, "verify", lambda self: pytest.fail("a large segment was scanned"))
+
+    log = reopen(tmp_path)
+    new = log.append(b"after", 1, 0)
+    assert new.offset == 12 and len(list(tmp_path.glob("*.log"))) == 3  # a new segment, without a scan
+    log.close()
+    again = reopen(tmp_path)
+    assert again.read(0, 100) == entries[:3] and again.read(12) == [new]
+    with pytest.raises(CorruptLog):  # the damage is found when read, as in any sealed segment
+        again.read(6)
+    again.close()
