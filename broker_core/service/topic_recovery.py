@@ -14,7 +14,10 @@ segment), they can point beyond it. Then:
    a lost message as a duplicate: it is discarded (ERROR), so deduplication is rebuilt from the log.
 4. The next offset the log hands out is ``max(log end, every cursor position, the snapshot's offset)``:
    the log skips to it with a gap frame, so an offset a consumer (or a Spark checkpoint) has seen is
-   never given to another message.
+   never given to another message. A damaged segment the log fenced (recovery steps 2 and 4c in
+   :mod:`broker_core.storage.recovery`) is inside the log end: its offsets stay taken though unreadable,
+   so a cursor inside it is neither lost nor moved, and its consumers get ``CorruptLog`` until it is moved
+   past.
 
 The delayed-delivery index is not stored (it is rebuilt from the log after each load), so it needs no
 check.

@@ -46,8 +46,9 @@ log = logging.getLogger(__name__)
 
 VERIFY_BEFORE_APPEND_MAX_BYTES = 512 << 10
 """A last segment reloaded through the clean-close shortcut is verified before the first append lands in it
-when it is at most this big (a scan of 10 ms for 100-byte entries, 50 ms for the smallest); a bigger one is sealed instead and the
-append starts a new segment, so no append waits for a long scan and none lands in an unverified segment."""
+when it is at most this big (a scan of 10 ms for 100-byte entries, 50 ms for the smallest); a bigger one
+is sealed instead and the append starts a new segment, so no append waits for a long scan and none lands
+in an unverified segment."""
 
 _CRASH_AT_WRITE = int(os.environ.get("PULSARLIKE_CRASH_AT_WRITE") or 0)
 _frame_writes = 0

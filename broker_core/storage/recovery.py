@@ -14,8 +14,8 @@ Procedure
    exactly at the next segment's base offset, otherwise ``CorruptLog`` is raised (a missing segment). A
    sealed segment that does not verify is marked *damaged* and logged at ERROR with the offsets it
    fences (``event=log_segment_fenced``): its reads raise ``CorruptLog(path, position)``, the rest of the
-   log stays readable and writable. Frames in sealed segments are otherwise verified lazily: every read checks each frame's CRC, a wrong index entry is
-   caught when a read uses it (the index is then rebuilt), and a frame found invalid marks the segment
+   log stays readable and writable. Frames in sealed segments are otherwise verified lazily: every read
+   checks each frame's CRC, a wrong index entry is caught when a read uses it (the index is then rebuilt), and a frame found invalid marks the segment
    damaged (the same ERROR line; an active segment found damaged so is sealed by the next append, which
    starts a new segment at the log's end).
 3. The last segment is scanned frame by frame from byte 0, verifying magic, the length bound (before

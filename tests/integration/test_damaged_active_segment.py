@@ -97,7 +97,8 @@ def fenced_line(stderr: str) -> str:
 
 
 @pytest.mark.parametrize("damage, fenced_at_load", [(flip_a_byte_in_the_last_frame, True),
-                                                    (zero_the_first_block, False)], ids=["flipped-byte", "zeroed-block"])
+                                                    (zero_the_first_block, False)],
+                         ids=["flipped-byte", "zeroed-block"])
 def test_a_topic_whose_active_segment_was_damaged_after_sigterm_loads_and_serves(broker_process, tmp_path, damage,
                                                                                  fenced_at_load):
     data_dir = tmp_path / "data"
