@@ -1,15 +1,17 @@
 """Connections before CONNECT are budgeted (issue 18, point 4), against a real broker process and raw
 sockets: a frame over the 64 KiB pre-CONNECT bound closes the connection, a client trickling bytes is closed
 at the handshake deadline (on the plain port, through the HTTP/2 preface and through the TLS port), the
-per-address and total connection limits refuse the extra connection while the others keep working, and a
+per-address and total connection limits refuse the extra connection while the others keep working, a
 thousand idle connections plus forty partial 5 MiB frames leave the broker's memory bounded and its
-answers fast."""
+answers fast, and running out of file descriptors (in the broker or its relay process) costs only the
+connections that could not be taken."""
 from __future__ import annotations
 
+import os
 import re
+import resource
 import socket
 import ssl
-import struct
 import time
 import uuid
 
@@ -17,6 +19,7 @@ import pytest
 
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.service.pulsar.frames import PRE_CONNECT_MAX_FRAME
+from connector import Client
 from tests.broker_watch import BrokerWatch, memory_mb
 from tests.pulsar_wire import HEADER, RawPulsar, entry, frame
 from tests.security_certs import as_args, make_tls
@@ -63,6 +66,12 @@ def answer_time(watch: BrokerWatch, address: str) -> float:
 
 def logged(watch: BrokerWatch, *parts: str) -> list[str]:
     return [line for line in watch.log_lines() if all(p in line for p in parts)]
+
+
+def tls_port(watch: BrokerWatch) -> int:
+    """The TLS port the broker logged at its start."""
+    found = wait_until(lambda: [m for line in watch.log_lines() if (m := re.search(r"tls_port=(\d+)", line))])
+    return int(found[0].group(1))
 
 
 def pings(raw: RawPulsar) -> bool:
@@ -134,11 +143,9 @@ def test_the_connect_deadline_of_a_tls_client_counts_from_its_accept(watched, tm
     tls = make_tls(tmp_path / "tls")
     proc, watch = watched(*as_args({**tls.broker_settings(), "brokerServicePortTls": "0",
                                     "handshakeTimeoutSeconds": "1"}))
-    found = wait_until(lambda: [m for line in watch.log_lines() if (m := re.search(r"tls_port=(\d+)", line))])
-    tls_port = int(found[0].group(1))
     context = ssl.create_default_context(cafile=tls.ca)
     context.check_hostname = False
-    with socket.create_connection(("127.0.0.1", tls_port), timeout=5) as raw, \
+    with socket.create_connection(("127.0.0.1", tls_port(watch)), timeout=5) as raw, \
             context.wrap_socket(raw) as sock:
         started = time.monotonic()
         for byte in HEADER.pack(1000, 900) + b"\0" * 40:
@@ -157,8 +164,7 @@ def test_a_trickled_tls_handshake_is_closed_at_the_tls_handshake_timeout(watched
     tls = make_tls(tmp_path / "tls")
     proc, watch = watched(*as_args({**tls.broker_settings(), "brokerServicePortTls": "0",
                                     "tlsHandshakeTimeoutSeconds": "1"}))
-    found = wait_until(lambda: [m for line in watch.log_lines() if (m := re.search(r"tls_port=(\d+)", line))])
-    with socket.create_connection(("127.0.0.1", int(found[0].group(1))), timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", tls_port(watch)), timeout=5) as sock:
         started = time.monotonic()
         for byte in b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\0" * 40:  # a ClientHello, slowly
             try:
@@ -236,8 +242,6 @@ def test_the_total_limit_refuses_the_extra_connection_while_the_others_keep_work
 
 
 def test_a_grpc_client_counts_once_and_is_served_within_the_per_ip_limit(watched):
-    from connector import Client
-
     proc, watch = watched("--set", "brokerMaxConnectionsPerIp=2")
     with RawPulsar(proc.address) as raw:  # one of the two places of 127.0.0.1
         raw.connect()
@@ -308,9 +312,6 @@ def test_a_thousand_idle_and_forty_partial_frame_connections_keep_memory_bounded
 
 
 def test_a_broker_out_of_file_descriptors_keeps_serving_its_clients_and_accepts_again_once_freed(watched):
-    import os
-    import resource
-
     proc, watch = watched()
     pid = proc.proc.pid
     with RawPulsar(proc.address) as established:
@@ -332,9 +333,6 @@ def test_a_broker_out_of_file_descriptors_keeps_serving_its_clients_and_accepts_
 
 
 def test_connections_the_relay_cannot_take_for_lack_of_descriptors_give_their_places_back(watched):
-    import os
-    import resource
-
     proc, watch = watched("--set", "brokerMaxConnectionsPerIp=5")
     pid = proc.proc.pid
     with open(f"/proc/{pid}/task/{pid}/children") as children:
