@@ -8,8 +8,10 @@ every socket it accepts, on the plain and the TLS port, before it reads a byte:
   at once. Refusals are logged as one line per limit and interval with their count (``occurrences=N``),
   never one per connection: a client opening connections in a loop must not fill the log.
 - The total is never above what the process's open-file limit (``ulimit -n``) leaves once
-  :data:`FD_RESERVE` descriptors are kept for storage (segment and index files, the journal) and the
-  broker's own sockets: clients can use up their budget, not the descriptors the topics need.
+  ``managedLedgerMaxOpenFiles`` + :data:`FD_RESERVE` descriptors are kept for storage (segment and index
+  files, the journal) and the broker's own sockets: clients can use up their budget, not the descriptors
+  the topics need. The broker raises its soft limit to the hard one first (:func:`raise_open_file_limit`,
+  as Go programs do), so a default soft limit of 1,024 does not cap it at 256 clients.
 - Each admitted socket gets a deadline, ``handshakeTimeoutSeconds`` after its accept, by which it must have
   completed its handshake (the listener's sniff of the first bytes, the HTTP/2 preface, a Pulsar
   ``CONNECT`` answered ``CONNECTED``). Trickling bytes does not move it.
@@ -39,9 +41,24 @@ from broker_core.log_limits import LogLimiter
 
 log = logging.getLogger(__name__)
 
+MAX_OPEN_FILES = 1 << 20
+"""The most :func:`raise_open_file_limit` asks for (Linux's default ``fs.nr_open``)."""
 FD_RESERVE = 512
 """Descriptors kept from clients beyond ``managedLedgerMaxOpenFiles``: the journal and metadata files, the
 gRPC server's and the metrics server's sockets, the relay's control socket, log files."""
+
+
+def raise_open_file_limit() -> int:
+    """Raise the process's soft limit of open files to its hard limit (at most :data:`MAX_OPEN_FILES`);
+    the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = MAX_OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, MAX_OPEN_FILES)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (OSError, ValueError) as exc:
+            log.warning("event=open_file_limit_not_raised soft=%d hard=%d error=%r", soft, hard, exc)
+    return open_file_limit()
 
 
 def open_file_limit() -> int:

@@ -18,7 +18,7 @@ from broker_core.protocol import broker_pb2, broker_pb2_grpc
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.service.admission import Admission
 from broker_core.service.client_limits import ClientLimits, Limits
-from broker_core.service.connection_budget import ConnectionBudget
+from broker_core.service.connection_budget import ConnectionBudget, raise_open_file_limit
 from broker_core.service.credential_checks import CredentialChecks
 from broker_core.service.listener import PortListener
 from broker_core.service.metrics import BrokerCollector, MetricsServer, call_on_loop
@@ -166,6 +166,7 @@ class BrokerService:
                                config.tlsRequireTrustedClientCertOnConnect, grpc_port,
                                config.tlsHandshakeTimeoutSeconds)
             _server_context(config)  # unreadable files fail the start, not each handshake in the relay
+        raise_open_file_limit()  # before the budget reads it: each client connection holds a descriptor
         listener = PortListener(grpc_port, lambda identity, admitted: PulsarConnection(front, identity, admitted),
                                 peers, tls, ConnectionBudget.from_config(config, self._clock))
         self.port = _bind(listener.bind, config.bindAddress, config.brokerServicePort, "brokerServicePort")

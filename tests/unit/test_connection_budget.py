@@ -3,9 +3,11 @@ the open-file limit leaves; refusals logged one line per limit and interval with
 from __future__ import annotations
 
 import logging
+import resource
 
 from broker_core.clock import FakeClock
-from broker_core.service.connection_budget import FD_RESERVE, ConnectionBudget, client_host, descriptor_budget
+from broker_core.service.connection_budget import (FD_RESERVE, MAX_OPEN_FILES, ConnectionBudget, client_host,
+                                                   descriptor_budget, raise_open_file_limit)
 
 NO_FILE_LIMIT = 0
 
@@ -80,3 +82,14 @@ def test_refusals_are_one_line_per_limit_and_interval_with_their_count(caplog):
         clock.advance(10_000)
         assert b.admit("10.0.0.5", 0.0) is None
     assert len(caplog.records) == 2 and "occurrences=1000" in caplog.records[1].getMessage()
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_one():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 512), hard))
+    try:
+        raised = raise_open_file_limit()
+        assert raised == (MAX_OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, MAX_OPEN_FILES))
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == raised
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
