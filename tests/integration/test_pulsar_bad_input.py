@@ -229,3 +229,27 @@ def test_a_consumer_that_does_not_read_stops_being_sent_messages(tmp_path):
             assert not wait_until(lambda: sent() > first + entries // 2, timeout_s=1.0)
             assert sent() < entries
             assert_broker_still_serves(small, topic + "-other")
+
+
+def _not_utf8(command: cmd.BaseCommand, text: str) -> bytes:
+    """``command``'s frame with the string field holding ``text`` (one occurrence) made invalid UTF-8."""
+    body = command.SerializeToString()
+    assert body.count(text.encode()) == 1
+    return raw_frame(body.replace(text.encode(), b"\xff" * len(text.encode())))
+
+
+def test_a_string_field_that_is_not_utf8_is_refused_with_a_typed_error(broker, topic):
+    """The protobuf parser hands such a field over as bytes; a topic-list pattern made of them once failed
+    with a TypeError in the handler (found by the wire fuzz)."""
+    with RawPulsar(broker.address) as raw:
+        raw.connect()
+        raw.send(_not_utf8(T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=cmd.CommandGetTopicsOfNamespace(
+            request_id=5, namespace="public/default", topics_pattern="zzpattern")), "zzpattern"))
+        error = raw.expect(T.ERROR).error
+        assert (error.request_id, error.error) == (5, cmd.NotAllowedError) and "topics_pattern" in error.message
+        raw.send(_not_utf8(T(type=T.PRODUCER, producer=cmd.CommandProducer(
+            topic=topic, producer_id=3, request_id=6, metadata=[wire.KeyValue(key="k", value="zzvalue")])),
+            "zzvalue"))
+        error = raw.expect(T.ERROR).error
+        assert error.request_id == 6 and "metadata.value" in error.message
+    assert_broker_still_serves(broker, topic)

@@ -32,6 +32,7 @@ Replies written while a batch of incoming frames is handled leave in one write a
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Callable
 
@@ -251,6 +252,15 @@ class PulsarConnection(asyncio.Protocol):
             else:
                 self.error(request_id, NotAllowedError(f"{T.Type.Name(kind)} is missing required field(s) {missing}"))
             return
+        if kind in _HAS_TEXT:
+            field = _not_utf8(body)
+            if field is not None:
+                request_id = _request_id(body)
+                if request_id is None:
+                    self.abort(f"{T.Type.Name(kind)} whose {field} is not UTF-8")
+                else:
+                    self.error(request_id, NotAllowedError(f"{T.Type.Name(kind)}: {field} is not UTF-8 text"))
+                return
         handler = self._handlers.get(kind)
         if handler is None:
             self._unserved(kind, body)
@@ -338,6 +348,43 @@ class PulsarConnection(asyncio.Protocol):
             if self.principal is not None:
                 self.send(T(type=T.PING, ping=cmd.CommandPing()))
         self._schedule_keepalive()
+
+
+@functools.lru_cache(maxsize=None)
+def _has_text(descriptor) -> bool:
+    """Whether a message of this type can hold a string field, at any depth (``MessageIdData`` holds
+    itself: each type is visited once)."""
+    seen, todo = {descriptor}, [descriptor]
+    while todo:
+        for f in todo.pop().fields:
+            if f.type == f.TYPE_STRING:
+                return True
+            if f.type == f.TYPE_MESSAGE and f.message_type not in seen:
+                seen.add(f.message_type)
+                todo.append(f.message_type)
+    return False
+
+
+_HAS_TEXT = frozenset(number for number, name in _FIELD.items() if T.DESCRIPTOR.fields_by_name[name].message_type
+                      and _has_text(T.DESCRIPTOR.fields_by_name[name].message_type))
+"""Command types with a string field somewhere: what the upb parser hands over as ``bytes`` when the
+client sent bytes that are not UTF-8 (a handler expecting text would fail with a TypeError)."""
+
+
+def _not_utf8(message) -> str | None:
+    """The name of a string field of ``message`` (at any depth) holding bytes that are not UTF-8, or None.
+    Only the fields set are visited: linear in the command's size."""
+    for field, value in message.ListFields():
+        if field.type == field.TYPE_STRING:
+            values = value if field.is_repeated else (value,)
+            if any(isinstance(v, bytes) for v in values):
+                return field.name
+        elif field.type == field.TYPE_MESSAGE and _has_text(field.message_type):  # not into MessageIdData
+            for item in (value if field.is_repeated else (value,)):
+                inner = _not_utf8(item)
+                if inner is not None:
+                    return f"{field.name}.{inner}"
+    return None
 
 
 def _request_id(body) -> int | None:
