@@ -19,7 +19,7 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from hypothesis import strategies as st
 
-from broker_core.protocol import pulsar_commands_pb2 as cmd
+from broker_core.protocol import pulsar_api_pb2 as wire, pulsar_commands_pb2 as cmd
 from tests.fuzz_entries import INTEGER_EDGES, entry_data, integers_of, millis
 from tests.wire_fuzz import component, namespaces, opened_topics, subscriptions, topics
 
@@ -35,7 +35,9 @@ FIELD_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     "namespace": namespaces,
     "producer_name": st.one_of(st.sampled_from(("fz-p", "raw")), component),
     "consumer_name": st.one_of(st.just("fz-c"), component),
-    "topics_pattern": st.one_of(st.sampled_from(("persistent://public/default/fz-.*", "(a+)+b", "[", ".*")),
+    "topics_pattern": st.one_of(st.sampled_from(("persistent://public/default/fz-.*", "(a+)+b", "[", ".*",
+                                                 "persistent://public/default/(.|.)*Z", "(f|fz|fz-)*Q",
+                                                 "(?=(a*))*b", r"(\w|\d)*$x")),
                                 st.text(max_size=24)),
     "message_publish_time": millis(),
     "schema_data": st.one_of(st.sampled_from((b'{"type":"record","name":"U","fields":[]}', b"{", b"")),
@@ -106,6 +108,54 @@ def commands(draw: Callable) -> bytes:
     return frame(command.SerializePartialToString(), payload)
 
 
+HEAVY_ITEMS = 6_000
+"""Repeated items in a heavy frame: about 60 KiB of command, under the fuzz broker's frame bound (its
+64 KiB ``maxMessageSize`` plus 10 KiB)."""
+
+
+def _ids(draw: Callable, count: int, ack_words: int = 0) -> list[wire.MessageIdData]:
+    ledger = draw(st.sampled_from((0, 1, 2**63 - 1)))
+    first = draw(st.integers(0, 50))
+    return [wire.MessageIdData(ledgerId=ledger, entryId=first + i, ack_set=[-1] * ack_words) for i in range(count)]
+
+
+@st.composite
+def heavy_commands(draw: Callable) -> bytes:
+    """One frame as large as the broker takes, of a kind whose handler could cost more than linear time in
+    its size: an ACK with a huge ack set or thousands of ids, a redelivery of thousands of ids, a topic
+    list with a pattern that backtracks, a subscription with thousands of Key_Shared ranges, a FLOW of
+    every permit."""
+    kind = draw(st.sampled_from(("ack_set", "ack_ids", "redeliver", "pattern", "ranges", "flow", "properties")))
+    consumer_id = draw(st.integers(0, 2))
+    if kind == "ack_set":
+        ack = cmd.CommandAck(consumer_id=consumer_id, ack_type=draw(st.integers(0, 1)),
+                             message_id=_ids(draw, 1, ack_words=HEAVY_ITEMS))
+        command = T(type=T.ACK, ack=ack)
+    elif kind == "ack_ids":
+        command = T(type=T.ACK, ack=cmd.CommandAck(consumer_id=consumer_id, ack_type=0,
+                                                   message_id=_ids(draw, HEAVY_ITEMS // 4)))
+    elif kind == "redeliver":
+        command = T(type=T.REDELIVER_UNACKNOWLEDGED_MESSAGES, redeliverUnacknowledgedMessages=cmd.
+                    CommandRedeliverUnacknowledgedMessages(consumer_id=consumer_id,
+                                                           message_ids=_ids(draw, HEAVY_ITEMS // 4)))
+    elif kind == "pattern":
+        pattern = "persistent://public/default/" + "(f|fz)*" * draw(st.integers(1, 200)) + "Q"
+        command = T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=cmd.CommandGetTopicsOfNamespace(
+            request_id=9, namespace="public/default", topics_pattern=pattern))
+    elif kind == "ranges":
+        ranges = [cmd.IntRange(start=i * 10, end=i * 10 + 9) for i in range(HEAVY_ITEMS // 2)]
+        command = T(type=T.SUBSCRIBE, subscribe=cmd.CommandSubscribe(
+            topic=draw(opened_topics), subscription=draw(subscriptions), subType=3, consumer_id=7, request_id=9,
+            keySharedMeta=cmd.KeySharedMeta(keySharedMode=1, hashRanges=ranges)))
+    elif kind == "flow":
+        command = T(type=T.FLOW, flow=cmd.CommandFlow(consumer_id=consumer_id, messagePermits=2**32 - 1))
+    else:
+        properties = [wire.KeyValue(key=f"k{i}", value="v") for i in range(HEAVY_ITEMS // 2)]
+        command = T(type=T.PRODUCER, producer=cmd.CommandProducer(topic=draw(opened_topics), producer_id=5,
+                                                                  request_id=9, metadata=properties))
+    return frame(command.SerializePartialToString())
+
+
 def connect() -> bytes:
     return frame(T(type=T.CONNECT, connect=cmd.CommandConnect(client_version="fz", protocol_version=20))
                  .SerializeToString())
@@ -140,7 +190,7 @@ def sessions(draw: Callable) -> Session:
     frames = [connect()] if draw(st.integers(0, 9)) else []
     if frames and draw(st.booleans()):
         frames += opening(draw)
-    frames += draw(st.lists(commands(), min_size=1, max_size=6))
+    frames += draw(st.lists(st.one_of(*[commands()] * 5, heavy_commands()), min_size=1, max_size=6))
     damage = draw(st.sampled_from(("none", "none", "none", "cut", "flip", "oversize")))
     data = b"".join(frames)
     if damage == "cut":
@@ -166,7 +216,10 @@ def run_session(address: str, session: Session) -> list[cmd.BaseCommand]:
         except OSError:
             return answers  # closed on us mid-send: the broker refused what came first
         if session.damage != "none":
-            sock.shutdown(socket.SHUT_WR)
+            try:
+                sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                return answers  # the broker closed it already: it refused what came first
         buf = b""
         while True:
             try:

@@ -53,6 +53,9 @@ read buffer (1 MiB: the request limit for a 64 KiB ``maxMessageSize``); the issu
 concurrent oversized requests is 300 MiB, and no fuzzed request should cost more than those."""
 CALL_TIMEOUT_S = 10.0
 """Longer than any answer takes (milliseconds): a call still unanswered then is a hang."""
+STALL_LIMIT_S = 5.0
+"""A session of at most six frames of at most 74 KiB each is answered in milliseconds; one that takes
+seconds found a request whose cost grows faster than its size (issue 18: a backtracking topic pattern)."""
 BUDGET_S = {"unary": 15.0, "produce": 15.0, "consume": 15.0, "raw": 10.0, "pulsar": 12.0}
 RAW = {"request_serializer": lambda b: b, "response_deserializer": lambda b: b}
 RESPONSES = {"Produce": pb.ProduceResponse, "Consume": pb.ConsumeResponse}
@@ -225,10 +228,13 @@ def _paced(data: list[bytes], answered: threading.Event) -> Iterator[bytes]:
 def run_pulsar_session(session: Session, watch: BrokerWatch) -> None:
     """Every error the broker answers a session of Pulsar frames with is typed (not ``UnknownError``) and
     names no server path; the broker answers in time (a final PING's PONG) or closes the connection."""
+    started = time.monotonic()
     try:
         answers = run_session(watch.proc.address, session)
     except TimeoutError:
         raise AssertionError("no answer to a Pulsar session in time (a hang)") from None
+    took = time.monotonic() - started
+    assert took < STALL_LIMIT_S, f"a session of {len(session.data)} bytes took {took:.1f} s (a stall)"
     for answer in answers:
         for code, message in errors_in(answer):
             assert code != 0, f"not a typed broker error: {message}"
