@@ -48,8 +48,15 @@ class RelayProcess:
         self._admitted: dict[int, Admitted] = {}  # relay id -> its client's place in the connection budget
         self._handshake_failures = LogLimiter(log)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._spawned = False
 
     def start(self) -> None:
+        """Ready to relay; the worker itself is started by the first connection handed over, so a broker
+        that only ever serves Pulsar's binary protocol on its plain port never pays for a second interpreter
+        (about 17 MB resident, and a core busy starting it while the broker is starting)."""
+        self._loop = asyncio.get_running_loop()
+
+    def _spawn(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         args = [self._tls] if self._tls else []
         try:
@@ -63,8 +70,9 @@ class RelayProcess:
             theirs.close()
         ours.setblocking(False)
         self._control = ours
-        self._loop = asyncio.get_running_loop()
+        assert self._loop is not None
         self._loop.add_reader(ours.fileno(), self._read)
+        log.info("event=relay_worker_started pid=%d", self._proc.pid)
 
     def relay(self, client: socket.socket, upstream: socket.socket, relay_peer: str,
               admitted: Admitted | None = None) -> bool:
@@ -95,9 +103,12 @@ class RelayProcess:
     def _hand_over(self, kind: bytes, *sockets: socket.socket) -> int | None:
         """Send ``kind`` + a new relay id with the sockets to the worker and close the broker's copies;
         the relay id, or None when the worker is gone."""
-        control = self._control
         relay_id = next(self._ids)
         try:
+            if not self._spawned and self._loop is not None:
+                self._spawned = True  # once: a worker that died is reported, not restarted
+                self._spawn()
+            control = self._control
             if control is None:
                 return None
             socket.send_fds(control, [kind + relay_worker.RELAY_ID.pack(relay_id)], [s.fileno() for s in sockets])
@@ -191,6 +202,7 @@ class RelayProcess:
 
     async def stop(self) -> None:
         """End every relayed connection and the worker."""
+        self._spawned = True  # no worker is started by a late hand-over
         self._close_control()  # the worker sees the end of its control socket
         proc, self._proc = self._proc, None
         if proc is not None:

@@ -38,10 +38,6 @@ import struct
 import sys
 import threading
 
-if __package__:
-    from broker_core.service import relay_tls
-else:  # run as a script: its folder is on sys.path
-    import relay_tls  # type: ignore[no-redef]
 
 RELAY_ID = struct.Struct(">Q")
 CONTROL_BYTES = 4096
@@ -120,10 +116,20 @@ def tls_settings(cert: str, key: str, trust: str, require: bool, grpc_port: int,
                        "timeout_s": timeout_s})
 
 
+def _relay_tls():
+    """:mod:`relay_tls`, imported by a worker with a TLS port only: ``ssl`` costs a plain worker ~7 MB."""
+    if __package__:
+        from broker_core.service import relay_tls
+    else:  # run as a script: its folder is on sys.path
+        import relay_tls  # type: ignore[no-redef]
+    return relay_tls
+
+
 class _TlsClients:
     """The TLS connections being served: one thread each (see :mod:`relay_tls`)."""
 
     def __init__(self, settings: dict, control: socket.socket, lock: threading.Lock) -> None:
+        relay_tls = self._tls = _relay_tls()
         self._context = relay_tls.server_context(settings["cert"], settings["key"], settings["trust"],
                                                  settings["require"], alpn=("h2",))
         self._grpc = ("127.0.0.1", int(settings["grpc_port"]))
@@ -158,10 +164,10 @@ class _TlsClients:
         tag = RELAY_ID.pack(relay_id)
         other: socket.socket | None = None
         try:
-            session = relay_tls.TlsSession(self._context, client)
+            session = self._tls.TlsSession(self._context, client)
             try:
                 subject, first = session.handshake(self._timeout_s)
-            except relay_tls.HandshakeFailed as exc:
+            except self._tls.HandshakeFailed as exc:
                 self._send(b"F" + tag + (b"~" if exc.quiet else b"") + str(exc).encode()[:1024])
                 return
             if first[:1] == b"P":  # HTTP/2's preface: gRPC
@@ -178,7 +184,7 @@ class _TlsClients:
                 self._send(b"B" + tag + json.dumps({"subject": subject}).encode(), [theirs.fileno()])
                 theirs.close()
             client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            relay_tls.pump(session, other, first)
+            self._tls.pump(session, other, first)
         except OSError:
             pass
         finally:

@@ -335,8 +335,13 @@ def test_a_broker_out_of_file_descriptors_keeps_serving_its_clients_and_accepts_
 def test_connections_the_relay_cannot_take_for_lack_of_descriptors_give_their_places_back(watched):
     proc, watch = watched("--set", "brokerMaxConnectionsPerIp=5")
     pid = proc.proc.pid
-    with open(f"/proc/{pid}/task/{pid}/children") as children:
-        relay = int(children.read().split()[0])
+    assert watch.health() == "SERVING"  # the first gRPC connection starts the relay process
+
+    def relay_pid() -> int | None:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            found = children.read().split()
+        return int(found[0]) if found else None
+    relay = wait_until(relay_pid)
     _soft, hard = resource.prlimit(relay, resource.RLIMIT_NOFILE)
     resource.prlimit(relay, resource.RLIMIT_NOFILE, (len(os.listdir(f"/proc/{relay}/fd")) + 1, hard))
     try:
