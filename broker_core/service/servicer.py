@@ -33,6 +33,7 @@ from broker_core.service.topics import TopicRegistry
 from broker_core.types import TopicName
 from dispatch.consumer import Consumer, Delivery
 from dispatch.key_shared import AUTO_SPLIT, STICKY, KeySharedPolicy
+from dispatch.selectors.sticky import MAX_STICKY_RANGES
 from dispatch.types import SubType
 
 log = logging.getLogger(__name__)
@@ -415,7 +416,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
 def _key_shared_policy(req: pb.Subscribe) -> KeySharedPolicy:
     meta = req.key_shared
     return KeySharedPolicy(STICKY if meta.mode == pb.STICKY else AUTO_SPLIT, meta.allow_out_of_order_delivery,
-                           tuple((r.start, r.end) for r in meta.ranges))
+                           tuple((r.start, r.end) for r in meta.ranges[:MAX_STICKY_RANGES + 1]))
 
 
 def _policy_scope(scope: pb.PolicyScope) -> tuple[str, str]:

@@ -29,6 +29,27 @@ from dispatch.selectors.base import Assignment, OwnerChange, StickyKeyConsumerSe
 from dispatch.sticky_key import FULL_RANGE
 
 
+MAX_STICKY_RANGES = FULL_RANGE[1] - FULL_RANGE[0] + 1
+"""One range per hash at most: a consumer asking for more has overlapping ones (front ends read no more than
+one past this from a request, so the refusal costs no more than that)."""
+
+
+def _start(assignment: tuple) -> int:
+    return assignment[0]
+
+
+def _owner_changes(ranges: Sequence[tuple[int, int]], previous: Any, current: Any) -> list[OwnerChange]:
+    """``ranges`` (sorted, disjoint) passing from ``previous`` to ``current``, adjacent ones joined: what
+    :func:`~dispatch.selectors.base.diff_assignments` finds when only they change."""
+    changes: list[OwnerChange] = []
+    for start, end in ranges:
+        if changes and changes[-1].end == start - 1:
+            changes[-1] = changes[-1]._replace(end=end)
+        else:
+            changes.append(OwnerChange(start, end, previous, current))
+    return changes
+
+
 class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
     """STICKY: every consumer owns exactly the ranges it asked for; overlaps are refused."""
 
@@ -51,24 +72,26 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
         if ranges is None:
             ranges = getattr(consumer, "sticky_ranges", None)
         checked = self._validate(consumer.consumer_name, ranges)
-        before = self.assignments()
-        for start, end in checked:
-            i = bisect.bisect_left(self._starts, start)
-            self._starts.insert(i, start)
-            self._ends.insert(i, end)
-            self._owners.insert(i, consumer)
+        # one merge of two sorted runs (an insert per range moved the lists' tails once per range)
+        merged = sorted([*zip(self._starts, self._ends, self._owners), *((s, e, consumer) for s, e in checked)],
+                        key=_start)
+        self._starts = [m[0] for m in merged]
+        self._ends = [m[1] for m in merged]
+        self._owners = [m[2] for m in merged]
         self._ranges_of[consumer] = checked
-        return self._changes_since(before)
+        # overlaps are refused, so exactly the newcomer's ranges change owner (from none): no diff of the
+        # whole assignment, whose size is every consumer's ranges
+        return _owner_changes(checked, None, consumer)
 
     def remove_consumer(self, consumer: Any) -> list[OwnerChange]:
-        if self._ranges_of.pop(consumer, None) is None:
+        ranges = self._ranges_of.pop(consumer, None)
+        if ranges is None:
             return []
-        before = self.assignments()
         keep = [i for i, owner in enumerate(self._owners) if owner is not consumer]
         self._starts = [self._starts[i] for i in keep]
         self._ends = [self._ends[i] for i in keep]
         self._owners = [self._owners[i] for i in keep]
-        return self._changes_since(before)
+        return _owner_changes(ranges, consumer, None)
 
     def select(self, hash_: int) -> Any | None:
         i = bisect.bisect_right(self._starts, hash_) - 1
@@ -94,10 +117,16 @@ class HashRangeExclusiveSelector(StickyKeyConsumerSelector):
 
     def _validate(self, name: str, ranges: Iterable[Sequence[int]] | None) -> list[tuple[int, int]]:
         first, last = self.key_hash_range
+        items = list(ranges or ())
+        if len(items) > last - first + 1:  # more ranges than hashes: some overlap, whatever they are
+            raise ConsumerAssignError(
+                f"Consumer {name!r}: {len(items)} sticky hash ranges cannot be disjoint within {first}..{last}",
+                consumer=name)
         checked: list[tuple[int, int]] = []
-        for item in ranges or ():
+        for item in items:
             try:
-                start, end = (int(v) for v in item)
+                start, end = item
+                start, end = int(start), int(end)
             except (TypeError, ValueError):
                 raise ConsumerAssignError(
                     f"Consumer {name!r}: a sticky hash range must be a (start, end) pair of ints, got "

@@ -134,3 +134,20 @@ def test_key_hash_ranges_report_each_consumers_ranges_as_given() -> None:
     sel, c1, c2 = seed_pair()
     assert sel.key_hash_ranges() == {c1: [(0, 16383), (32768, 49151)],
                                      c2: [(16384, 32767), (49152, 65535)]}
+
+
+def test_more_ranges_than_hashes_are_refused_before_any_is_read() -> None:
+    sel = HashRangeExclusiveSelector()
+    with pytest.raises(ConsumerAssignError, match="cannot be disjoint"):
+        sel.add_consumer(C("many"), [(0, 0)] * 65_537)
+    assert sel.consumers() == []
+
+
+def test_one_range_per_hash_is_accepted_and_changes_exactly_those_hashes() -> None:
+    sel = HashRangeExclusiveSelector()
+    evens, odds = C("evens"), C("odds")
+    sel.add_consumer(evens, [(h, h) for h in range(0, 65536, 2)])
+    changes = sel.add_consumer(odds, [(h, h) for h in range(1, 65536, 2)])
+    assert len(changes) == 32768 and changes[0] == OwnerChange(1, 1, None, odds)
+    assert (sel.select(6), sel.select(7)) == (evens, odds)
+    assert sel.remove_consumer(evens)[-1] == OwnerChange(65534, 65534, evens, None)

@@ -32,6 +32,8 @@ class ConsumerSession:
         self.gate: PermitGate | None = None
         self.epoch: int | None = None
         self.held: list[bytes] | None = []  # frames made before SUCCESS went out
+        self.last_ids: tuple | None = None
+        """GET_LAST_MESSAGE_ID's last answer, by (topic end, mark-delete offset): see ConsumerCommands."""
         self.closed = False
 
     def write(self, data: bytes) -> None:
