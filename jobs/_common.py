@@ -328,10 +328,10 @@ class Progress:
 def topic_bounds(service_url: str, topic: str) -> dict[Any, Any]:
     """``{TopicPartition: Bounds(start, end)}`` of every partition of ``topic`` that exists (empty when the
     topic does not)."""
-    from connector.spark.broker_calls import BrokerCalls
+    from connector.spark.source_admin import SourceAdmin
     from connector.spark.options import TopicSpec
 
-    calls = BrokerCalls(service_url, BROKER_TIMEOUT_MS, security())
+    calls = SourceAdmin(service_url, BROKER_TIMEOUT_MS, security())
     try:
         return calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
     finally:

@@ -221,7 +221,7 @@ def commit_staged(staging: str, output: str, run_id: str) -> list[str]:
 
 # --- the run ---------------------------------------------------------------------------------------------
 def _plan(args: Any, topic: str, manifest: Mapping[str, Any]) -> ExportPlan:
-    from connector.spark.broker_calls import BrokerCalls
+    from connector.spark.source_admin import SourceAdmin
     from connector.spark.options import TopicSpec
 
     if args.starting_offsets is not None and args.starting_time is not None:
@@ -232,7 +232,7 @@ def _plan(args: Any, topic: str, manifest: Mapping[str, Any]) -> ExportPlan:
     end_ms = parse_time(args.ending_time, "--ending-time") if args.ending_time else None
     if start_ms is not None and end_ms is not None and end_ms < start_ms:
         raise JobInputError(f"--ending-time {args.ending_time} is before --starting-time {args.starting_time}")
-    calls = BrokerCalls(args.service_url, 30_000, security())
+    calls = SourceAdmin(args.service_url, 30_000, security())
     try:
         bounds = calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
         if not bounds:

@@ -179,9 +179,9 @@ def _plan(service_url: str, dlq: str, subscription: str) -> dict[Any, PartitionP
 
 
 def _ensure_subscription(service_url: str, subscription: str, plans: Mapping[Any, PartitionPlan]) -> None:
-    from connector.spark.broker_calls import BrokerCalls
+    from connector.spark.source_admin import SourceAdmin
 
-    calls = BrokerCalls(service_url, 30_000, security())
+    calls = SourceAdmin(service_url, 30_000, security())
     try:
         for tp, plan in plans.items():
             if not plan.exists:

@@ -3,8 +3,8 @@ decoding of what it delivers into :class:`Message` objects for the consumer's re
 reassembly, and the acks of messages (a chunked message's id stands for its chunks; a batch's acks are held
 until the whole batch is acknowledged unless ``batch_index_ack_enabled``).
 
-Deliveries are decoded on the stream's reader thread with the entry codec
-(:mod:`broker_core.protocol.entry`): CRC check, decompression, batch split, messages an ack set leaves out
+Deliveries are decoded on the stream's reader thread with the client's entry decoding
+(:mod:`connector.client.entries`, which the Spark source uses too): CRC check, decompression, batch split, messages an ack set leaves out
 skipped (their permits go back at once). An undecodable entry holds its place in the queue as one message
 whose taker raises its ``MessageDecodeError`` (see :mod:`connector.client.permits`). With a dead letter
 policy, the messages of an entry delivered ``max_redeliver_count`` times or more go to
@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2, entry as entry_codec, pulsar_api_pb2
+from broker_core.protocol import broker_pb2, pulsar_api_pb2
 from broker_core.protocol.chunks import Chunk
 
+from connector.client import entries as entry_codec
 from connector.client.chunk_assembly import ChunkAssembly
 from connector.client.connection import Connection
 from connector.client.consume_stream import PartitionStream

@@ -1,9 +1,10 @@
-"""Delivered entries of one topic partition -> Arrow record batches in the source's schema.
+"""Decoded entries of one topic partition -> Arrow record batches in the source's schema.
 
-:class:`BatchBuilder` takes entries decoded by the entry codec (:mod:`broker_core.protocol.entry`: the
-same decoding as the client's consumers, message ids as ``MessageId.serialize()`` writes them) and keeps, column by column, the messages whose offsets fall in the range
-the caller asks for; :meth:`BatchBuilder.build` turns what it holds into one ``pyarrow.RecordBatch`` whose
-schema is :data:`connector.spark.schema.ARROW_SCHEMA`.
+:class:`BatchBuilder` takes entries decoded by the client's entry decoding (:mod:`connector.client.entries`:
+the same pipeline as the client's consumers, message ids as ``MessageId.serialize()`` writes them) and keeps,
+column by column, the messages whose offsets fall in the range the caller asks for; :meth:`BatchBuilder.build`
+turns what it holds into one ``pyarrow.RecordBatch`` whose schema is
+:data:`connector.spark.schema.ARROW_SCHEMA`.
 
 Cost model: a batch of payload-only messages (what most producers write) is split by the codec in a few
 C-level calls and its per-message columns (key, properties, event time) are filled without looking at each
@@ -25,43 +26,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker_core.protocol import entry as entry_codec, pulsar_api_pb2
-
+from connector.client.entries import DecodedEntry
 from connector.spark.schema import ARROW_SCHEMA, PROPERTIES, TIMESTAMP
 
 _I32 = pa.int32()
-_INDEX_FIELDS: list[bytes] = []
-"""The batch index field of a message id for index 0, 1, 2, ... (grown on demand)."""
-
-
-def _index_fields(count: int) -> list[bytes]:
-    while len(_INDEX_FIELDS) < count:
-        _INDEX_FIELDS.append(entry_codec.batch_fields(len(_INDEX_FIELDS), 0))
-    return _INDEX_FIELDS
-
-
-class Decoded:
-    """One entry's messages: payloads, per-message metadata (None for an unbatched message), the entry's
-    metadata and where it sits."""
-
-    __slots__ = ("metadata", "metas", "payloads", "ledger_id", "entry_id", "batched")
-
-    def __init__(self, metadata: pulsar_api_pb2.MessageMetadata, metas: Any, payloads: Any, ledger_id: int,
-                 entry_id: int, batched: bool) -> None:
-        self.metadata = metadata
-        self.metas = metas
-        self.payloads = payloads
-        self.ledger_id = ledger_id
-        self.entry_id = entry_id
-        self.batched = batched
-
-
-def split(metadata: pulsar_api_pb2.MessageMetadata, payload: Any, ledger_id: int, entry_id: int) -> Decoded:
-    """The messages of a (non-chunk, or reassembled) entry, decoded by the entry codec (bounded
-    decompression, a batch count checked against the bytes before anything is built); raises
-    :class:`~broker_core.errors.InvalidMessage` when it cannot be."""
-    metas, payloads = entry_codec.split_messages(metadata, payload)
-    return Decoded(metadata, metas, payloads, ledger_id, entry_id, metas[0] is not None)
 
 
 class BatchBuilder:
@@ -88,7 +56,7 @@ class BatchBuilder:
         self._publish_runs: list[tuple[int, int]] = []
         self._producer_runs: list[tuple[str, int]] = []
 
-    def add(self, entry: Decoded, lo: int, hi: int, offset: int | None = None,
+    def add(self, entry: DecodedEntry, lo: int, hi: int, offset: int | None = None,
             message_id: bytes | None = None) -> None:
         """Keep messages ``lo <= index < hi`` of ``entry``; ``offset``/``message_id`` override the offset
         and id of a single message (a reassembled chunked message)."""
@@ -115,14 +83,10 @@ class BatchBuilder:
             self._props.append(props)
             self._any_props = self._any_props or bool(props)
             self._seq.append(meta.sequence_id)
-            self._ids.append(message_id or entry_codec.message_id_prefix(entry.ledger_id, entry.entry_id,
-                                                                         self.partition))
+            self._ids.append(message_id or entry.message_id(self.partition))
             return
-        num = len(metas)
         self._values.extend(entry.payloads[lo:hi])
-        prefix = entry_codec.message_id_prefix(entry.ledger_id, entry.entry_id, self.partition)
-        suffix = entry_codec.batch_fields(-1, num)
-        self._ids.extend([prefix + f + suffix for f in _index_fields(hi)[lo:hi]])
+        self._ids.extend(entry.message_ids(self.partition, lo, hi))
         base_seq = meta.sequence_id
         entry_event = meta.event_time or None
         m0 = metas[lo]

@@ -21,7 +21,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from broker_core import errors
 
-from connector.spark.broker_calls import Bounds, BrokerCalls
+from connector.spark.source_admin import Bounds, SourceAdmin
 from connector.spark.offsets import Offsets, TopicPartition
 from connector.spark.options import SourceOptions
 from connector.spark.partition_reader import DataLossError, RangePartition, RangeReader
@@ -38,7 +38,7 @@ class PulsarLikeBatchReader(DataSourceReader):
     def plan(self) -> tuple[Offsets, Offsets]:
         """(start, end) per topic partition."""
         opts = self.options
-        calls = BrokerCalls(opts.service_url, opts.poll_timeout_ms, opts.security)
+        calls = SourceAdmin(opts.service_url, opts.poll_timeout_ms, opts.security)
         try:
             discovered = calls.discover(opts.spec)
             bounds = calls.bounds(discovered)

@@ -2,22 +2,23 @@
 
 Procedure (the same range always yields the same rows, so a replayed micro-batch is identical):
 
-1. Ask the broker for the partition's stored bounds (``GetLastMessageId``). Messages of the range below the
+1. Ask the broker for the partition's stored bounds (``Admin.get_offset_bounds``). Messages of the range below the
    first stored offset were deleted by retention: with ``failOnDataLoss`` this raises
    :class:`DataLossError` naming topic, partition and offsets, and why (from the partition's stats:
    :func:`~connector.spark.planning.why_lost`); without, they are skipped (logged, counted in
    :attr:`RangeReader.lost`). A range ending past the stored end also raises (the topic was deleted and
    re-created, or the offsets were never there).
 2. Open a non-durable (reader) subscription starting at the first offset to read, through the client's
-   :class:`~connector.client.consume_stream.PartitionStream` (a window of flow permits topped up as entries are
-   taken). When the broker restarts, the stream reconnects by itself and resumes from the offset reached --
+   entry stream (:func:`~connector.client.entry_stream.open_entry_stream`: a window of flow permits topped
+   up as entries are taken). When the broker restarts, the stream reconnects by itself and resumes from the offset reached --
    or from the first chunk of a chunked message still incomplete; entries already taken that come again are
    skipped, so the rows stay exactly those of the range.
 3. Keep each delivered message whose offset is in the range (an entry may start before it: a batch); stop at
-   ``end``, or past it only to complete a chunked message that started inside the range (the entry codec's
-   chunk reassembler keeps only those).
+   ``end``, or past it only to complete a chunked message that started inside the range (the client's
+   :class:`~connector.client.entries.ChunkedRange` reassembles only those). Entries are decoded by the
+   client's entry decoding (:mod:`connector.client.entries`), the same pipeline as its consumers'.
 4. Every wait is bounded by ``pollTimeoutMs``: a broker that cannot be reached raises
-   :class:`~connector.spark.broker_calls.SourceConnectError`, a range that never arrives -- the broker away
+   :class:`~connector.spark.source_admin.SourceConnectError`, a range that never arrives -- the broker away
    longer than that -- :class:`RangeReadTimeout`, instead of hanging the task.
 5. An entry that cannot be decoded (bad CRC, a payload that does not decompress, a batch count its bytes
    cannot hold) fails the task with a :class:`~broker_core.errors.MessageDecodeError` naming topic,
@@ -26,7 +27,6 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
 """
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import uuid
@@ -37,16 +37,15 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2, entry as entry_codec
-from broker_core.protocol.chunks import Chunk, ChunkedMessageTracker
 
+from connector.client import entries
+from connector.client.admin import Admin
 from connector.client.connection import Connection
-from connector.client.consume_stream import PartitionStream
-from connector.client.permits import PermitWindow
+from connector.client.entry_stream import PermitWindow, open_entry_stream
 from connector.client.timer import TimerThread
-from connector.spark.arrow_batches import BatchBuilder, split
+from connector.spark.arrow_batches import BatchBuilder
 from connector.spark.auth_options import ClientSecurity
-from connector.spark.broker_calls import SourceConnectError
+from connector.spark.source_admin import SourceConnectError
 from connector.spark.offsets import TopicPartition
 from connector.spark.planning import why_lost
 
@@ -105,15 +104,16 @@ class RangeReader:
         self.rows_per_batch = rows_per_batch
         self.lost = 0
         """Messages of the range found deleted and skipped (failOnDataLoss=false)."""
-        self._connection: Connection | None = None
+        self._admin: Admin | None = None
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         part = self.part
         connection = Connection(self.service_url, self.poll_timeout_s, self.poll_timeout_s,
                                 self.security.connection_security(self.service_url))
-        self._connection = connection
+        # one connection for the bounds, the stats and the stream
+        self._admin = admin = Admin.on_connection(connection, retry_while_unavailable=True)
         try:
-            start, end = self._plan(connection)
+            start, end = self._plan(admin)
             if start < end:
                 yield from self._read(connection, start, end)
         except errors.ConnectError as exc:
@@ -122,16 +122,14 @@ class RangeReader:
                 f"reading offsets [{part.start}, {part.end}) of {self.tp}: {exc.message} (option service.url="
                 f"{self.service_url}): start the broker or fix service.url", target=self.service_url) from None
         finally:
-            self._connection = None
-            connection.close()
+            self._admin = None
+            admin.close()
 
     # --- 1. bounds and data loss ----------------------------------------------------------------------
-    def _plan(self, connection: Connection) -> tuple[int, int]:
+    def _plan(self, admin: Admin) -> tuple[int, int]:
         part = self.part
         try:
-            last = connection.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=self.tp.internal_name),
-                                    retry=True)
-            first_stored, stored_end = last.start_offset, max(last.last_offset + 1, last.start_offset)
+            first_stored, stored_end = admin.get_offset_bounds(self.tp.internal_name)
         except errors.TopicNotFound:
             first_stored = stored_end = 0
             self._lose(part.start, part.end, "the topic partition does not exist any more")
@@ -162,11 +160,9 @@ class RangeReader:
 
     def _why_lost(self) -> str:
         stats = None
-        if self._connection is not None:
+        if self._admin is not None:
             try:
-                reply = self._connection.unary("TopicStats", broker_pb2.TopicRequest(topic=self.tp.internal_name),
-                                               retry=True)
-                stats = json.loads(reply.json) if reply.json else {}
+                stats = self._admin.topic_stats(self.tp.internal_name)
             except errors.PulsarLikeError:
                 pass  # the explanation is a courtesy; the loss is reported either way
         return why_lost(stats, self.part.subscription or None)
@@ -174,30 +170,28 @@ class RangeReader:
     # --- 2-4. the reader subscription -----------------------------------------------------------------
     def _read(self, connection: Connection, start: int, end: int) -> Iterator[pa.RecordBatch]:
         tp = self.tp
-        subscribe = broker_pb2.Subscribe(
-            topic=tp.internal_name, subscription=f"spark-range-{uuid.uuid4().hex[:12]}",
-            sub_type=broker_pb2.EXCLUSIVE_SUB, durable=False, start=broker_pb2.Position(offset=start),
-            start_inclusive=True, partition_index=tp.partition)
         deliveries = _Deliveries()
         # Only messages whose first chunk is in the range are reassembled (the range owns them); none expires.
-        chunks = ChunkedMessageTracker(1 << 30, False, 0, now_ms=lambda: 0, label=f"{tp}: ")
+        chunks = entries.ChunkedRange(label=f"{tp}: ")
         builder = BatchBuilder(tp.topic, tp.partition)
         self._position = start  # the next offset wanted
         timer = TimerThread(name="pulsarlike-spark-range-timer")
-        stream = PartitionStream(connection, timer, subscribe, min(PERMITS_WINDOW, end - start + 1), deliveries,
-                                 resume=lambda: _resume_offset(self._position, chunks))
+        stream = open_entry_stream(connection, timer, tp.internal_name, tp.partition, start,
+                                   min(PERMITS_WINDOW, end - start + 1), deliveries,
+                                   resume=lambda: _resume_offset(self._position, chunks),
+                                   subscription=f"spark-range-{uuid.uuid4().hex[:12]}")
         try:
             stream.open()
             while self._position < end or len(chunks):
                 try:
-                    entries, window = self._next(deliveries, end)
+                    delivered, window = self._next(deliveries, end)
                 except RangeReadTimeout:
                     if self._position < end:
                         raise
                     _drop_incomplete(chunks)  # the rest of a chunked message never came
                     break
                 taken = 0
-                for entry in entries:
+                for entry in delivered:
                     taken += max(1, entry.num_messages)
                     self._position = self._take(entry, self._position, end, builder, chunks)
                     if builder.rows >= self.rows_per_batch:
@@ -222,7 +216,7 @@ class RangeReader:
         return item
 
     def _take(self, entry: Any, position: int, end: int, builder: BatchBuilder,
-              chunks: ChunkedMessageTracker) -> int:
+              chunks: entries.ChunkedRange) -> int:
         """Keep what ``entry`` holds of the range; the next offset wanted."""
         first = entry.entry_id
         count = max(1, entry.num_messages)
@@ -231,15 +225,15 @@ class RangeReader:
         if first > position and position < end:
             self._lose(position, min(first, end), "retention deleted them while the range was read", deleted=True)
         try:
-            metadata, payload, _ = entry_codec.open_entry(entry.data)
-            if entry_codec.is_chunk(metadata):
+            metadata, payload, _ = entries.open_entry(entry.data)
+            if entries.is_chunk(metadata):
                 self._add_chunk(metadata, payload, entry, position, end, builder, chunks)
                 return max(position, first + 1)
             if first + count <= position:
                 return position  # taken before a reconnection, sent again after it
             if first >= end:
                 return first + count  # past the end, read only to complete chunked messages
-            decoded = split(metadata, payload, entry.ledger_id, first)
+            decoded = entries.decode(metadata, payload, entry.ledger_id, first)
             if len(decoded.payloads) != count:  # rows and offsets would no longer line up
                 raise errors.InvalidMessage(f"it holds {len(decoded.payloads)} messages but the broker stored it "
                                             f"as {count}")
@@ -251,7 +245,7 @@ class RangeReader:
         return first + count
 
     def _add_chunk(self, metadata: Any, payload: memoryview, entry: Any, position: int, end: int,
-                   builder: BatchBuilder, chunks: ChunkedMessageTracker) -> None:
+                   builder: BatchBuilder, chunks: entries.ChunkedRange) -> None:
         """Reassemble the chunked messages whose first chunk is in the range (each taken once)."""
         uuid_, offset = metadata.uuid, entry.entry_id
         if metadata.chunk_id == 0:
@@ -259,14 +253,14 @@ class RangeReader:
                 return  # past the range, or a message completed before a reconnection
         elif not chunks.is_pending(uuid_):
             return  # a continuation of a message that started before the range
-        done = chunks.add(Chunk.of(metadata, payload, offset)).completed
+        done = chunks.add(metadata, payload, offset)
         if done is None:
             return
         where = f"the chunked message {uuid_} (from offset {done.offsets[0]}) it completes"
         if done.error is not None:
             raise errors.InvalidMessage(f"{where}: {done.error}")
         try:
-            decoded = split(metadata, done.payload, entry.ledger_id, offset)
+            decoded = entries.decode(metadata, done.payload, entry.ledger_id, offset)
         except errors.InvalidMessage as exc:
             raise errors.InvalidMessage(f"{where}: {exc.message}") from None
         # __offset is the first chunk's, __messageId the last chunk's (what pulsar-client gives the message)
@@ -293,8 +287,8 @@ class _Deliveries:
     def get(self, timeout_s: float) -> Any:
         return self._queue.get(timeout=timeout_s)
 
-    def on_entries(self, entries: Sequence[Any], window: PermitWindow) -> None:
-        self._queue.put((entries, window))
+    def on_entries(self, delivered: Sequence[Any], window: PermitWindow) -> None:
+        self._queue.put((delivered, window))
 
     def on_disconnected(self, cause: errors.PulsarLikeError) -> None:
         log.info("event=range_read_reconnecting cause=%r", cause)
@@ -309,14 +303,14 @@ class _Deliveries:
         pass
 
 
-def _resume_offset(position: int, chunks: ChunkedMessageTracker) -> int:
+def _resume_offset(position: int, chunks: entries.ChunkedRange) -> int:
     """Where a reconnected read starts: the next offset wanted, or the first chunk of a chunked message still
     incomplete (its chunks come again)."""
     pending = chunks.first_pending_offset()
     return position if pending is None else min(position, pending)
 
 
-def _drop_incomplete(chunks: ChunkedMessageTracker) -> None:
+def _drop_incomplete(chunks: entries.ChunkedRange) -> None:
     offsets = chunks.clear()
     if offsets:
         log.warning("event=incomplete_chunked_message_skipped chunk_offsets=%s", offsets)

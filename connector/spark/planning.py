@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from connector.spark.broker_calls import Bounds
+from connector.spark.source_admin import Bounds
 from connector.spark.offsets import EARLIEST, LATEST, Offsets, TopicPartition
 
 

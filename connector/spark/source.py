@@ -11,7 +11,7 @@ Options
     (writes). Unknown options are refused, naming the closest known one.
 Errors
     ``ValueError`` for bad options (naming the option and the fix), :class:`~connector.spark.partition_reader.
-    DataLossError` (saying why the data is gone), :class:`~connector.spark.broker_calls.SourceConnectError`
+    DataLossError` (saying why the data is gone), :class:`~connector.spark.source_admin.SourceConnectError`
     (broker unreachable), :class:`~connector.spark.partition_reader.RangeReadTimeout` (data that never
     arrives), ``TopicNotFound`` (a batch read of a topic that does not exist), and the client's typed errors.
 Partitioning

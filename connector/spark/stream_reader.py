@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import (
 from broker_core import errors
 
 from connector.spark import offsets as off
-from connector.spark.broker_calls import BrokerCalls, Bounds
+from connector.spark.source_admin import SourceAdmin, Bounds
 from connector.spark.offsets import Offsets, TopicPartition
 from connector.spark.options import SourceOptions, legacy_subscription_name, new_subscription_name
 from connector.spark.partition_reader import DataLossError, RangePartition, RangeReader, split_range
@@ -48,11 +48,11 @@ counts as active (``subscriptionExpirationTimeMinutes`` expires inactive ones on
 
 class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic,
-                 calls: BrokerCalls | None = None) -> None:
+                 calls: SourceAdmin | None = None) -> None:
         self.options = options
         self._clock = clock
         """Seconds, for maxTriggerDelay and the keep-alive (tests pass a fake one)."""
-        self._calls = calls or BrokerCalls(options.service_url, options.poll_timeout_ms, options.security)
+        self._calls = calls or SourceAdmin(options.service_url, options.poll_timeout_ms, options.security)
         self._subscription: str | None = options.subscription_name or None
         """Known once the query starts (initialOffset) or the first stored offset arrives (a restart)."""
         self._initial: dict | None = None

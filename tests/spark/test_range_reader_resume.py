@@ -3,7 +3,7 @@ the entries the new stream sends again -- the rows stay exactly those of the ran
 from __future__ import annotations
 
 from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
-from broker_core.protocol.chunks import ChunkedMessageTracker
+from connector.client.entries import ChunkedRange
 from connector.spark.arrow_batches import BatchBuilder
 from connector.spark.partition_reader import RangePartition, RangeReader, _resume_offset
 
@@ -32,17 +32,17 @@ def _read(reader: RangeReader, entries, position: int, end: int, builder, chunks
 
 
 def test_a_reconnected_read_resumes_at_the_offset_it_reached():
-    assert _resume_offset(7, ChunkedMessageTracker(now_ms=lambda: 0)) == 7
+    assert _resume_offset(7, ChunkedRange()) == 7
 
 
 def test_a_reconnected_read_resumes_at_the_first_chunk_of_a_message_still_incomplete():
-    reader, builder, chunks = _reader(0, 10), BatchBuilder(TOPIC, -1), ChunkedMessageTracker(now_ms=lambda: 0)
+    reader, builder, chunks = _reader(0, 10), BatchBuilder(TOPIC, -1), ChunkedRange()
     position = _read(reader, [_plain(0, b"a"), _chunk(1, 0, b"xx", 4), _plain(2, b"b")], 0, 10, builder, chunks)
     assert position == 3 and _resume_offset(position, chunks) == 1
 
 
 def test_entries_sent_again_after_a_reconnection_give_each_row_once():
-    reader, builder, chunks = _reader(0, 10), BatchBuilder(TOPIC, -1), ChunkedMessageTracker(now_ms=lambda: 0)
+    reader, builder, chunks = _reader(0, 10), BatchBuilder(TOPIC, -1), ChunkedRange()
     position = _read(reader, [_plain(0, b"a"), _chunk(1, 0, b"xx", 4), _plain(2, b"b")], 0, 10, builder, chunks)
     # the stream is lost; the new one starts at the incomplete message's first chunk, offset 1
     position = _read(reader, [_chunk(1, 0, b"xx", 4), _plain(2, b"b"), _chunk(3, 1, b"yy", 4), _plain(4, b"c")],

@@ -10,7 +10,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, Read
 
 from broker_core import Broker
 from connector import Admin, Client
-from connector.spark.broker_calls import BrokerCalls
+from connector.spark.source_admin import SourceAdmin
 from connector.spark.offsets import TopicPartition, decode_source_offset
 from connector.spark.options import TopicSpec, legacy_subscription_name, parse_source_options
 from connector.spark.stream_reader import KEEPALIVE_S, PulsarLikeStreamReader
@@ -160,7 +160,7 @@ def test_commit_acknowledges_the_subscription_up_to_the_committed_end(broker, pr
     assert start == {"offsets": {topic: {"-1": 0}}, "subscription": "commits"}
 
 
-class RecordingCalls(BrokerCalls):
+class RecordingCalls(SourceAdmin):
     """The real calls, with every acknowledgement recorded."""
 
     def __init__(self, service_url: str) -> None:

@@ -118,7 +118,7 @@ def test_an_unreachable_broker_fails_a_stream_within_poll_timeout(spark, tmp_pat
 
 def test_a_broker_gone_while_an_executor_reads_fails_the_task_with_a_connect_error(spark, tmp_path):
     from connector import Client
-    from connector.spark.broker_calls import SourceConnectError
+    from connector.spark.source_admin import SourceConnectError
     from connector.spark.partition_reader import RangePartition, RangeReader, RangeReadTimeout
 
     with Broker(data_dir=tmp_path / "b", port=0) as broker:

@@ -9,7 +9,7 @@ import pytest
 
 from broker_core.errors import InvalidMessage, MessageDecodeError
 from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
-from connector.spark.arrow_batches import split
+from connector.client.entries import decode as split
 from connector.spark.partition_reader import RangePartition, RangeReader
 
 from tests.integration.test_poison_entries import produce_raw
@@ -51,14 +51,14 @@ def test_split_names_an_unknown_compression_type():
 
 
 def test_an_undecodable_entry_fails_the_range_naming_topic_partition_and_offsets():
-    from broker_core.protocol.chunks import ChunkedMessageTracker
+    from connector.client.entries import ChunkedRange
     from connector.spark.arrow_batches import BatchBuilder
 
     topic = "persistent://public/default/poison"
     reader = reader_of(topic, 3, 10, 20)
     entry = delivered(huge_count_entry(1), 12, INT32_MAX)
     with pytest.raises(MessageDecodeError) as info:
-        reader._take(entry, 12, 20, BatchBuilder(topic, 3), ChunkedMessageTracker(now_ms=lambda: 0))
+        reader._take(entry, 12, 20, BatchBuilder(topic, 3), ChunkedRange())
     error = info.value
     assert (error.topic, error.partition, error.offsets[0], len(error.offsets)) == (topic, 3, 12, INT32_MAX)
     assert f"offsets 12..{12 + INT32_MAX - 1} of {topic} partition 3" in str(error)
@@ -66,7 +66,7 @@ def test_an_undecodable_entry_fails_the_range_naming_topic_partition_and_offsets
 
 
 def test_an_entry_holding_other_than_its_stored_count_fails_the_range():
-    from broker_core.protocol.chunks import ChunkedMessageTracker
+    from connector.client.entries import ChunkedRange
     from connector.spark.arrow_batches import BatchBuilder
 
     metadata = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1,
@@ -74,7 +74,7 @@ def test_an_entry_holding_other_than_its_stored_count_fails_the_range():
     data = codec.encode_entry(metadata, codec.encode_batch([b"a", b"b"]))
     reader = reader_of("persistent://public/default/t", -1, 0, 10)
     with pytest.raises(MessageDecodeError, match="holds 2 messages but the broker stored it as 3"):
-        reader._take(delivered(data, 0, 3), 0, 10, BatchBuilder("t", -1), ChunkedMessageTracker(now_ms=lambda: 0))
+        reader._take(delivered(data, 0, 3), 0, 10, BatchBuilder("t", -1), ChunkedRange())
 
 
 def test_a_zlib_bomb_on_the_broker_fails_the_range_read_between_good_entries(broker):

@@ -9,8 +9,9 @@ import pytest
 
 from broker_core.protocol import codec, pulsar_api_pb2
 from connector import MessageId
-from connector.spark.arrow_batches import BatchBuilder, split
-from connector.spark.broker_calls import Bounds
+from connector.client.entries import decode as split
+from connector.spark.arrow_batches import BatchBuilder
+from connector.spark.source_admin import Bounds
 from connector.spark.metrics import messages_behind_latest
 from connector.spark.offsets import (
     TopicPartition, decode_source_offset, dumps, encode_source_offset, from_json_dict, parse_user_offsets,

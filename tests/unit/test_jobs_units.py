@@ -10,7 +10,7 @@ import select
 
 import pytest
 
-from connector.spark.broker_calls import Bounds
+from connector.spark.source_admin import Bounds
 from connector.spark.offsets import TopicPartition
 from jobs import backfill, export, redrive
 from jobs._common import (JobInputError, Progress, StageTotals, is_terminal, progress_position,

@@ -1,5 +1,6 @@
 """``Admin`` (like ``pulsar-admin``): tenants and namespaces, topics, subscriptions, policies."""
 from connector.client.admin.admin import Admin
+from connector.client.admin.offsets import OffsetBounds
 from connector.client.admin.peek import PeekedMessage
 
-__all__ = ["Admin", "PeekedMessage"]
+__all__ = ["Admin", "OffsetBounds", "PeekedMessage"]

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from broker_core.errors import ChecksumError, InvalidMessage
-from broker_core.protocol import broker_pb2, entry as entry_codec
+from broker_core.protocol import broker_pb2
 
+from connector.client import entries as entry_codec
 from connector.client.message_id import MessageId
 
 log = logging.getLogger(__name__)

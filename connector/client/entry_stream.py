@@ -1,0 +1,41 @@
+"""Raw entries of one topic partition from an offset, public: :func:`open_entry_stream`.
+
+A reader that decodes entries itself (with :mod:`connector.client.entries`; the Spark source builds Arrow
+columns from them) gets them here instead of as :class:`~connector.client.message.Message` objects: a
+non-durable (reader) subscription starting at ``start_offset`` (inclusive), delivered in order to
+``events.on_entries(entries, window)`` on the stream's reader thread, where each entry has ``ledger_id``,
+``entry_id`` (the offset of its first message), ``num_messages`` and ``data`` (the stored bytes). The reader
+calls ``window.took(n)`` for the messages it has handled, which tops the flow permits up.
+
+The stream is the client's :class:`~connector.client.consume_stream.PartitionStream`: it reconnects by
+itself after a broker restart, resubscribing from ``resume()`` (the next offset the reader wants), so
+nothing is skipped and entries already taken may come again.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Callable
+
+from broker_core.protocol import broker_pb2
+
+from connector.client.connection import Connection
+from connector.client.consume_stream import PartitionStream, StreamEvents
+from connector.client.permits import PermitWindow
+from connector.client.timer import TimerThread
+
+__all__ = ["PartitionStream", "PermitWindow", "StreamEvents", "open_entry_stream"]
+
+
+def open_entry_stream(connection: Connection, timer: TimerThread, topic: str, partition: int, start_offset: int,
+                      permits: int, events: StreamEvents, resume: Callable[[], int | None] | None = None,
+                      subscription: str | None = None) -> PartitionStream:
+    """A reader stream on ``topic`` (the partition's full name, e.g. ``persistent://t/ns/x-partition-1``;
+    ``partition`` its index, -1 for a non-partitioned topic) from ``start_offset``, with at most ``permits``
+    messages in flight. Not opened yet: call ``open()`` (it raises what the broker refuses, e.g.
+    ``TopicNotFound``), and ``close()`` when done. ``subscription`` names the reader (a fresh name by
+    default)."""
+    subscribe = broker_pb2.Subscribe(
+        topic=topic, subscription=subscription or f"reader-{uuid.uuid4().hex[:12]}",
+        sub_type=broker_pb2.EXCLUSIVE_SUB, durable=False, start=broker_pb2.Position(offset=start_offset),
+        start_inclusive=True, partition_index=partition)
+    return PartitionStream(connection, timer, subscribe, permits, events, resume)
