@@ -30,16 +30,17 @@ import socket
 import ssl
 import threading
 from socketserver import ThreadingMixIn
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
-
-from prometheus_client import CollectorRegistry, make_wsgi_app
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.platform_collector import PlatformCollector
-from prometheus_client.process_collector import ProcessCollector
 
 from broker_core.errors import InvalidConfiguration
 from broker_core.types import TopicName
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
+
+# prometheus-client is imported by the first scrape, not at the broker's start: it is ~20 ms of a start
+# that a client waits for, for an endpoint that may never be scraped.
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ SUBSCRIPTION_GAUGES = (
 def metric_families(stats: Mapping[str, Mapping[str, Any]], cluster: str,
                     topic_level: bool = True) -> list[Metric]:
     """Pulsar's metric families from ``{topic name: topic stats}``."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
     topics_count = GaugeMetricFamily("pulsar_topics_count", "Topics loaded by this broker.",
                                      labels=("cluster", "namespace"))
     families: dict[str, Metric] = {}
@@ -228,11 +231,9 @@ class MetricsServer:
 
     def __init__(self, collector: BrokerCollector, host: str, port: int, tls: ssl.SSLContext | None = None,
                  port_key: str = "webServicePort") -> None:
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(collector)
-        ProcessCollector(registry=self.registry)
-        PlatformCollector(registry=self.registry)
-        self._metrics_app = make_wsgi_app(self.registry)
+        self._collector = collector
+        self._metrics_app: Callable[..., Iterable[bytes]] | None = None
+        self._metrics_app_lock = threading.Lock()
         self._host = host
         self._requested_port = port
         self._tls = tls
@@ -267,11 +268,27 @@ class MetricsServer:
         if thread is not None:
             thread.join(timeout=5)
 
+    def _prometheus_app(self) -> Callable[..., Iterable[bytes]]:
+        """prometheus-client's WSGI app over the broker's collector and the process's, made by the first
+        scrape (requests are served on several threads)."""
+        with self._metrics_app_lock:
+            if self._metrics_app is None:
+                from prometheus_client import CollectorRegistry, make_wsgi_app
+                from prometheus_client.platform_collector import PlatformCollector
+                from prometheus_client.process_collector import ProcessCollector
+
+                registry = CollectorRegistry(auto_describe=False)
+                registry.register(self._collector)
+                ProcessCollector(registry=registry)
+                PlatformCollector(registry=registry)
+                self._metrics_app = make_wsgi_app(registry)
+            return self._metrics_app
+
     def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO") or "/"
         if path in ("/metrics", "/metrics/"):
             try:
-                return self._metrics_app(environ, start_response)
+                return self._prometheus_app()(environ, start_response)
             except MetricsTimeout as exc:
                 log.warning("event=metrics_scrape_failed reason=timeout error=%r", str(exc))
                 return _plain(start_response, "503 Service Unavailable", f"{exc}\n")
