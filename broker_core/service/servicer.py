@@ -37,6 +37,10 @@ from dispatch.selectors.sticky import MAX_STICKY_RANGES
 from dispatch.types import SubType
 
 log = logging.getLogger(__name__)
+
+PUBLISH_SLICE = 2048
+"""Entries of one SendBatch verified and appended at a time (~17 us each): a 5 MB batch of 160,000 tiny
+entries held the event loop 2.7 s in one go; between slices, the loop serves everyone else."""
 T = TypeVar("T")
 
 _SUB_TYPES = {pb.EXCLUSIVE_SUB: SubType.EXCLUSIVE, pb.FAILOVER_SUB: SubType.FAILOVER,
@@ -158,9 +162,15 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 if fenced:
                     break
                 if kind == "send":
-                    slot = replies.reserve()
-                    topic.publish(info, request.send.entries,
-                                  lambda results, error, slot=slot: replies.fill(slot, _replies(results, error)))
+                    entries = request.send.entries
+                    for first_entry in range(0, len(entries), PUBLISH_SLICE):
+                        if first_entry:
+                            await asyncio.sleep(0)  # other clients are served between the slices
+                            if fenced:
+                                break
+                        slot = replies.reserve()
+                        topic.publish(info, entries[first_entry:first_entry + PUBLISH_SLICE],
+                                      lambda results, error, slot=slot: replies.fill(slot, _replies(results, error)))
                 elif kind == "close":
                     break
                 else:
@@ -263,7 +273,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 if ack.ack_type == pb.CUMULATIVE:
                     sub.acknowledge_cumulative(consumer, ack.offset)
                 else:
-                    sub.acknowledge(consumer, [(r.start, r.end) for r in ack.ranges])
+                    sub.acknowledge(consumer, joined_ranges(ack.ranges))
             elif kind == "seek":
                 seek = request.seek
                 try:
@@ -284,7 +294,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             elif kind == "redeliver":
                 ranges = request.redeliver.ranges
                 if ranges:
-                    sub.redeliver(consumer, [(r.start, r.end) for r in ranges])
+                    sub.redeliver(consumer, joined_ranges(ranges))
                 else:
                     sub.redeliver_unacknowledged(consumer)
             elif kind == "unsubscribe":
@@ -411,6 +421,24 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             scope, name = _policy_scope(request)
             return pb.JsonResponse(json=json.dumps(self._registry.get_policies(scope, name), sort_keys=True))
         return await self._unary(context, get)
+
+
+def joined_ranges(ranges) -> list[tuple[int, int]]:
+    """A request's ``OffsetRange`` list sorted, overlapping and touching ranges joined: each range costs a
+    walk over the pending entries it covers, so 10,000 copies of one wide range were 10,000 walks (2.2 s
+    with 1,000 entries pending). With an empty or reversed range among them they are only sorted: the
+    subscription refuses the request whole."""
+    pairs = sorted((r.start, r.end) for r in ranges)
+    if any(start >= end for start, end in pairs):
+        return pairs
+    joined: list[tuple[int, int]] = []
+    for start, end in pairs:
+        if joined and start <= joined[-1][1]:
+            if end > joined[-1][1]:
+                joined[-1] = (joined[-1][0], end)
+        else:
+            joined.append((start, end))
+    return joined
 
 
 def _key_shared_policy(req: pb.Subscribe) -> KeySharedPolicy:
