@@ -344,13 +344,15 @@ class ManagedLog:
     def offset_for_timestamp(self, publish_time_ms: int, from_offset: int = 0) -> int:
         """Offset of the first entry with ``publish_time >= publish_time_ms`` (``end_offset`` if none),
         looking only at the entries from the one containing ``from_offset`` on (message expiry starts at
-        the slowest cursor). Sealed segments whose newest message is older are skipped unread."""
+        the slowest cursor). Sealed segments whose newest message is older are skipped unread; within a
+        segment the search starts where its index bisects to (:meth:`Segment.time_search_start`)."""
         k = max(0, bisect.bisect_right(self._bases, from_offset) - 1)
         for n, seg in enumerate(self._segments[k:]):
             if seg is not self._active and seg.publish_time_max() < publish_time_ms:
                 continue
             try:
                 position = seg.locate(from_offset) if n == 0 and from_offset > seg.base_offset else 0
+                position = seg.time_search_start(publish_time_ms, position)
                 for _, header, _ in seg.frames(position, check_crc=False):
                     if header.length and header.publish_time >= publish_time_ms:
                         return header.offset

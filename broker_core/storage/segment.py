@@ -8,6 +8,7 @@ list of segments, and :mod:`broker_core.storage.recovery` the procedure that cal
 """
 from __future__ import annotations
 
+import bisect
 import logging
 import mmap
 import os
@@ -169,6 +170,31 @@ class Segment:
                     raise BadFrame(position, exc.reason) from None
             yield position, header, data
             position += header.frame_size
+
+    def time_search_start(self, publish_time_ms: int, position: int = 0) -> int:
+        """A frame position at or after ``position`` from which to scan for the first frame published at or
+        after ``publish_time_ms``: the last indexed frame published before it, found by bisecting the sparse
+        index (one header read per step), so the scan reads about one index interval instead of the whole
+        segment (each seek by time read 50,000 frames of an active segment: 0.1 s per request). Publish times
+        are taken as growing with offsets, as Pulsar's search by time does. An index entry whose frame does
+        not match it ends the bisection where it is (the scan from there is exact)."""
+        offsets, positions = self.index.offsets, self.index.positions
+        lo = max(bisect.bisect_right(positions, position) - 1, 0)
+        hi = len(positions)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            raw = self._pread(HEADER_SIZE, positions[mid])
+            try:
+                header = decode_header(memoryview(raw), MAX_FRAME_DATA)
+            except InvalidFrame:
+                break
+            if header.offset != offsets[mid]:
+                break
+            if header.publish_time < publish_time_ms:
+                lo = mid
+            else:
+                hi = mid
+        return max(positions[lo], position) if positions else position
 
     def locate(self, offset: int) -> int:
         """Byte position of the frame containing ``offset`` (or of ``size`` if it is past the end).

@@ -166,6 +166,27 @@ def test_offset_for_timestamp_finds_the_first_entry_at_or_after_it(tmp_path):
     assert ManagedLog(tmp_path, max_segment_bytes=150).offset_for_timestamp(1013) == 26
 
 
+def test_a_search_by_time_in_a_large_segment_bisects_its_index_instead_of_reading_it_all(tmp_path, monkeypatch):
+    from broker_core.storage.segment import Segment
+
+    log = ManagedLog(tmp_path)
+    fill(log, 20_000, t0=1000)  # one segment, publish times 1000..20999
+    headers_read = []
+    frames = Segment.frames
+
+    def counted(self, *args, **kwargs):
+        for item in frames(self, *args, **kwargs):
+            headers_read.append(item[0])
+            yield item
+    monkeypatch.setattr(Segment, "frames", counted)
+    for wanted in (0, 1000, 1001, 12_345, 20_999):
+        headers_read.clear()
+        assert log.offset_for_timestamp(wanted) == max(wanted - 1000, 0)
+        assert len(headers_read) < 200  # about one index interval of 4 KiB, not 20,000 frames
+    assert log.offset_for_timestamp(10 ** 9) == log.end_offset == 20_000
+    log.close()
+
+
 def test_delete_segments_before_drops_only_whole_segments_below_the_offset(tmp_path):
     log = ManagedLog(tmp_path, max_segment_bytes=100)
     fill(log, 10)
