@@ -1,8 +1,9 @@
 """pulsarlike against pulsar-lite (a Rust Pulsar-compatible embedded broker), both driven by the official client
 (issue 19's "faster on the official client's path").
 
-Run it with ``python bench/pulsar_lite_compare.py [--messages N] [--size B] [--start-runs N] [--latency-messages N]
-[--json]``. Needs ``pulsar-client`` and ``pulsar-lite`` (the dev extra).
+Run it with ``python bench/pulsar_lite_compare.py [--messages N] [--size B] [--start-runs N] [--rounds N]
+[--latency-messages N] [--skip-nosync] [--only BROKER] [--json]`` (``--rounds``: every broker that many times,
+interleaved, each figure the median of its rounds: this machine's 2 cores are shared, single runs vary 2x). Needs ``pulsar-client`` and ``pulsar-lite`` (the dev extra).
 
 Both brokers run as separate processes started by this script: ours as ``python -m broker_core.cli broker
 --data-dir DIR --port 0 --log-level WARNING`` (the port read from its first stdout line), pulsar-lite as its
@@ -36,6 +37,14 @@ on a free port too). For each broker, in this order:
    received on a thread, p50/p99 (``bench/throughput.py``'s ``measure_latency``).
 7. **RSS after** the workloads (as 2, clients closed).
 
+The CPU seconds of this process (the client: its Python thread and the C++ client's threads) per message
+are printed too: when they are about the wall time per message, the client bounds the figure, not the broker.
+
+Our broker runs twice: as configured by default (``journalSyncMode=group``: a receipt waits for the fsync
+covering its entry), and as ``pulsarlike-nosync`` with ``journalSyncMode=never`` (page cache only), which is
+what pulsar-lite does (RocksDB written without sync: ``strace -c`` counts 5 fsync/fdatasync calls for 100
+batches, at its start and stop). Compare like with like: the default column is the durable one.
+
 Then a table and the ratios pulsarlike / pulsar-lite (for times and CPU: lower is better; the ratios are
 printed as measured). Targets (issue 19): consume >= 1.0x, produce >= 1.0x, start <= 100 ms, RSS idle <= 60 MB,
 p50 no worse. Nothing is asserted. Both brokers run on the same 2 cores as the client: run on a quiet machine.
@@ -60,11 +69,13 @@ sys.path.insert(0, str(REPO / "bench"))
 import pulsar  # noqa: E402
 
 import throughput  # noqa: E402  (measure_latency, free_port, stop)
-from pulsar_protocol import BATCH, T, _Frames, _frame, cmd  # noqa: E402
+from pulsar_protocol import BATCH, T, _Frames, _frame, cmd, own_cpu  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
-OURS, LITE = "pulsarlike", "pulsar-lite"
+OURS, NEVER, LITE = "pulsarlike", "pulsarlike-nosync", "pulsar-lite"
+"""``NEVER``: our broker with ``journalSyncMode=never`` (receipts before fsync, as pulsar-lite answers: it
+writes RocksDB without syncing -- 5 fsyncs for 100 batches, at its start and stop)."""
 CONNECT_RETRY_S = 0.001
 START_TIMEOUT_S = 30.0
 
@@ -77,9 +88,10 @@ def lite_binary() -> str:
 
 
 def broker_command(who: str, data_dir: str, port: int) -> list[str]:
-    if who == OURS:
+    if who != LITE:
         return [sys.executable, "-m", "broker_core.cli", "broker", "--data-dir", os.path.join(data_dir, "data"),
-                "--port", str(port), "--log-level", "WARNING"]
+                "--port", str(port), "--log-level", "WARNING",
+                *(["--set", "journalSyncMode=never"] if who == NEVER else [])]
     config = os.path.join(data_dir, "pulsar-lite.toml")
     with open(config, "w") as out:  # its metrics endpoint defaults to the fixed 0.0.0.0:8080
         out.write('[metrics]\nenabled = true\naddr = "127.0.0.1:0"\n')
@@ -90,16 +102,16 @@ def broker_command(who: str, data_dir: str, port: int) -> list[str]:
 def launch(who: str, data_dir: str, port: int) -> subprocess.Popen:
     log = open(os.path.join(data_dir, "broker.log"), "wb")  # noqa: SIM115 - lives as long as the process
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return subprocess.Popen(broker_command(who, data_dir, port), cwd=REPO if who == OURS else data_dir,
-                            stdout=subprocess.PIPE if who == OURS and port == 0 else subprocess.DEVNULL,
+    return subprocess.Popen(broker_command(who, data_dir, port), cwd=REPO if who != LITE else data_dir,
+                            stdout=subprocess.PIPE if who != LITE and port == 0 else subprocess.DEVNULL,
                             stderr=log, text=True, env=env)
 
 
 def start_serving(who: str, data_dir: str) -> tuple[subprocess.Popen, int]:
     """A broker for the workloads: ours on ``--port 0`` (the port from its first line), pulsar-lite on a free
     port; returns once it answered CONNECT."""
-    if who == OURS:
-        proc = launch(OURS, data_dir, 0)
+    if who != LITE:
+        proc = launch(who, data_dir, 0)
         line = proc.stdout.readline().strip()
         if not line.startswith("pulsarlike broker listening on "):
             proc.kill()
@@ -239,7 +251,7 @@ def consume(client: pulsar.Client, topic: str, n: int) -> float:
 def run_broker(who: str, tmp: str, args: argparse.Namespace) -> dict[str, float]:
     r: dict[str, float] = {}
     measure_start(who, tmp, -1)  # warm: bytecode cache, page cache
-    starts = [measure_start(who, tmp, i) for i in range(args.start_runs)]
+    starts = [measure_start(who, tmp, i) for i in range(args.start_runs if who != NEVER else 1)]
     for key, values in (("start_connected_ms", [s[0] for s in starts]), ("start_producer_ms", [s[1] for s in starts])):
         r[key], r[key + "_min"], r[key + "_max"] = statistics.median(values), min(values), max(values)
     n, payload = args.messages // BATCH * BATCH, b"x" * args.size
@@ -248,12 +260,14 @@ def run_broker(who: str, tmp: str, args: argparse.Namespace) -> dict[str, float]
         time.sleep(1.0)
         r["rss_idle_mb"] = tree_rss_mb(proc.pid)
         client = pulsar.Client(f"pulsar://127.0.0.1:{port}", logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-        cpu = tree_cpu(proc.pid)
+        cpu, own = tree_cpu(proc.pid), own_cpu()
         r["produce_msg_s"] = produce(client, "persistent://public/default/bench", n, payload)
         r["produce_cpu_us_per_msg"] = (tree_cpu(proc.pid) - cpu) / n * 1e6
-        cpu = tree_cpu(proc.pid)
+        r["produce_client_cpu_us_per_msg"] = (own_cpu() - own) / n * 1e6
+        cpu, own = tree_cpu(proc.pid), own_cpu()
         r["consume_msg_s"] = consume(client, "persistent://public/default/bench", n)
         r["consume_cpu_us_per_msg"] = (tree_cpu(proc.pid) - cpu) / n * 1e6
+        r["consume_client_cpu_us_per_msg"] = (own_cpu() - own) / n * 1e6
         consumer = client.subscribe("persistent://public/default/latency", "bench-latency")
         producer = client.create_producer("persistent://public/default/latency", batching_enabled=False)
         r["e2e_p50_ms"], r["e2e_p99_ms"] = throughput.measure_latency(producer, consumer, args.latency_messages,
@@ -272,6 +286,8 @@ ROWS = (  # key, label, format, better ("high" or "low")
     ("consume_msg_s", "consume msg/s (individual acks)", "{:,.0f}", "high"),
     ("produce_cpu_us_per_msg", "broker CPU per msg, produce (us)", "{:.2f}", "low"),
     ("consume_cpu_us_per_msg", "broker CPU per msg, consume (us)", "{:.2f}", "low"),
+    ("produce_client_cpu_us_per_msg", "client CPU per msg, produce (us)", "{:.2f}", "low"),
+    ("consume_client_cpu_us_per_msg", "client CPU per msg, consume (us)", "{:.2f}", "low"),
     ("rss_idle_mb", "broker RSS idle (MB)", "{:.1f}", "low"),
     ("rss_after_mb", "broker RSS after (MB)", "{:.1f}", "low"),
     ("start_connected_ms", "start -> CONNECTED (ms, median)", "{:.0f}", "low"),
@@ -281,22 +297,34 @@ ROWS = (  # key, label, format, better ("high" or "low")
 )
 
 
-def report(ours: dict[str, float], lite: dict[str, float], args: argparse.Namespace) -> None:
+def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+    ours, lite = results[OURS], results[LITE]
+    nosync = results.get(NEVER)
     print(f"{args.messages:,} messages of {args.size} B, official pulsar-client {pulsar.__version__}, batching, "
           f"individual acks; start: {args.start_runs} runs each")
-    print(f"  {'':42} {OURS:>14} {LITE:>14} {'ours/lite':>10}")
+    head = f"  {'':42} {OURS:>14}" + (f" {NEVER:>18}" if nosync else "") + f" {LITE:>14} {'ours/lite':>10}"
+    print(head + (f" {'nosync/lite':>12}" if nosync else ""))
     for key, label, fmt, _better in ROWS:
-        ratio = ours[key] / lite[key] if lite[key] else float("nan")
-        print(f"  {label:42} {fmt.format(ours[key]):>14} {fmt.format(lite[key]):>14} {ratio:>9.2f}x")
+        line = f"  {label:42} {fmt.format(ours[key]):>14}"
+        if nosync:
+            line += f" {fmt.format(nosync[key]) if key in nosync else '-':>18}"
+        line += f" {fmt.format(lite[key]):>14} {ratio(ours, lite, key):>9.2f}x"
+        if nosync and key in nosync:
+            line += f" {ratio(nosync, lite, key):>11.2f}x"
+        print(line)
     for key in ("start_connected_ms", "start_producer_ms"):
         print(f"  {key} range: {OURS} {ours[key + '_min']:.0f}-{ours[key + '_max']:.0f} ms, "
               f"{LITE} {lite[key + '_min']:.0f}-{lite[key + '_max']:.0f} ms")
-    cpu = (ours["produce_cpu_us_per_msg"] + ours["consume_cpu_us_per_msg"]) / \
-        (lite["produce_cpu_us_per_msg"] + lite["consume_cpu_us_per_msg"])
+    both = {name: {"cpu": r["produce_cpu_us_per_msg"] + r["consume_cpu_us_per_msg"]} for name, r in results.items()}
+    cpu = ratio(both[OURS], both[LITE], "cpu")
     print(f"targets: consume {ours['consume_msg_s'] / lite['consume_msg_s']:.2f}x (>= 1.0), produce "
           f"{ours['produce_msg_s'] / lite['produce_msg_s']:.2f}x (>= 1.0), start {ours['start_connected_ms']:.0f} ms "
           f"(<= 100), RSS idle {ours['rss_idle_mb']:.1f} MB (<= 60), p50 {ours['e2e_p50_ms']:.3f} vs "
           f"{lite['e2e_p50_ms']:.3f} ms (no worse); broker CPU per message (produce+consume) {cpu:.2f}x")
+
+
+def ratio(a: dict[str, float], b: dict[str, float], key: str) -> float:
+    return a[key] / b[key] if b[key] else float("nan")
 
 
 def main() -> None:
@@ -306,16 +334,22 @@ def main() -> None:
     parser.add_argument("--start-runs", type=int, default=5)
     parser.add_argument("--latency-messages", type=int, default=1000)
     parser.add_argument("--latency-rate", type=float, default=200.0)
-    parser.add_argument("--only", choices=(OURS, LITE), help="measure one broker (for profiling)")
+    parser.add_argument("--only", choices=(OURS, NEVER, LITE), help="measure one broker (for profiling)")
+    parser.add_argument("--skip-nosync", action="store_true", help=f"leave out {NEVER}")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every broker this many times, interleaved; each figure is the median")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results: dict[str, dict[str, float]] = {}
+    rounds: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="pulsar-lite-compare-") as tmp:
-        for who in (OURS, LITE):
-            if args.only in (None, who):
-                results[who] = run_broker(who, tempfile.mkdtemp(prefix=who + "-", dir=tmp), args)
-    if len(results) == 2:
-        report(results[OURS], results[LITE], args)
+        for _ in range(args.rounds):  # interleaved: a busy spell on this shared machine hits every broker
+            for who in (OURS, NEVER, LITE):
+                if args.only in (None, who) and not (who == NEVER and args.skip_nosync and args.only is None):
+                    rounds.setdefault(who, []).append(
+                        run_broker(who, tempfile.mkdtemp(prefix=who + "-", dir=tmp), args))
+    results = {who: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for who, runs in rounds.items()}
+    if OURS in results and LITE in results:
+        report(results, args)
     else:
         for key, label, fmt, _ in ROWS:
             print(f"  {label:42} {fmt.format(next(iter(results.values()))[key]):>14}")
