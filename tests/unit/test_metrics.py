@@ -136,3 +136,21 @@ def test_a_closed_loop_fails_the_scrape():
     loop.close()
     with pytest.raises(MetricsTimeout, match="stopping"):
         call_on_loop(loop, dict, timeout_s=1)
+
+
+def test_the_metrics_server_starts_and_answers_without_reverse_dns(monkeypatch):
+    import socket
+    import urllib.request
+
+    from broker_core.service.metrics import MetricsServer
+
+    def no_resolver(*_args):
+        raise AssertionError("the metrics server looked its address up in DNS")
+    monkeypatch.setattr(socket, "getfqdn", no_resolver)
+    server = MetricsServer(BrokerCollector(dict, "standalone"), "127.0.0.1", 0)
+    port = server.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            assert b"pulsar_topics_count" in reply.read()
+    finally:
+        server.stop()
