@@ -133,3 +133,19 @@ def test_a_grpc_send_batch_of_100000_entries_is_stored_in_slices_with_every_rece
         requests.put(None)
     assert [r.sequence_id for r in receipts] == list(range(count))
     assert [r.entry_id for r in receipts] == list(range(count))
+
+
+def test_a_write_of_thousands_of_costly_frames_is_handled_in_turns(watched):
+    # each PRODUCER creates its topic (files on disk, ~1-5 ms): 2,000 of them in one 140 KB write held the
+    # event loop for seconds before a connection's frames were handled at most TURN_S at a time
+    address = watched.proc.address
+    count = 2000
+    prefix = f"persistent://public/default/turns-{uuid.uuid4().hex[:8]}"
+    with RawPulsar(address, timeout=120) as raw:
+        raw.connect()
+        raw.send(b"".join(frame(T(type=T.PRODUCER, producer=cmd.CommandProducer(
+            topic=f"{prefix}-{i}", producer_id=i, request_id=i))) for i in range(count)))
+        for _ in range(3):
+            assert pings_back_within(address)
+        assert all(raw.expect(T.PRODUCER_SUCCESS).producer_success.request_id == i for i in range(count))
+    assert pings_back_within(address)

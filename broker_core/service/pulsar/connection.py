@@ -27,14 +27,17 @@ Life of a connection:
    (``streamReplyQueueMaxBytes``) it reads no more commands and its consumers' permits are withheld (as the
    gRPC front end's outbox does), until the client has read down to the low mark.
 
-Replies written while a batch of incoming frames is handled leave in one write at its end.
+Replies written while a batch of incoming frames is handled leave in one write at its end. A connection's
+frames hold the event loop at most ``TURN_S`` at a time: the rest of what it sent waits for a later turn
+(its reading paused), so a write of thousands of costly frames (each creating a topic, say) never keeps
+the other connections waiting longer than that and one frame.
 """
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
-from typing import Callable
+from typing import Callable, Iterator
 
 from broker_core.errors import NotAllowedError, PulsarLikeError, UnknownError
 from broker_core.log_limits import LogLimiter
@@ -51,6 +54,8 @@ from broker_core.service.security import Principal
 log = logging.getLogger(__name__)
 
 T = cmd.BaseCommand
+TURN_S = 0.05
+"""Longest one connection's frames are handled in one go before the event loop serves the others."""
 CORK_BYTES = 64 * 1024
 """Replies held back while a batch of incoming frames is handled are written once they reach this size."""
 MAX_PROTOCOL_VERSION = 20
@@ -99,6 +104,9 @@ class PulsarConnection(asyncio.Protocol):
         self._heard = True
         self._silent_checks = 0
         self._keepalive: asyncio.TimerHandle | None = None
+        self._frames: Iterator[tuple[cmd.BaseCommand, memoryview]] | None = None  # a read not handled to its end
+        self._unread: list[bytes] = []  # reads that came after it
+        self._turn: asyncio.Handle | None = None
         self.paused = False
         self.log_limits = LogLimiter(log, clock=front.clock)
         """WARNING lines a client can cause again and again (``bad_ack``, ...): one per event and interval."""
@@ -131,13 +139,33 @@ class PulsarConnection(asyncio.Protocol):
         self._heard = True
         if self.closed:
             return
+        if self._frames is not None:  # an earlier read is still being handled: this one after it
+            self._unread.append(data)
+            return
+        self._frames = self._reader.feed(data)
+        self._handle_frames()
+
+    def _handle_frames(self) -> None:
+        """Dispatch what was read, for at most ``TURN_S`` (then again on a later turn of the loop)."""
+        self._turn = None
+        if self.closed:
+            return
         self._corked = corked = []
         self._corked_bytes = 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TURN_S
         try:
-            for command, payload in self._reader.feed(data):
-                self._dispatch(command, payload)
-                if self.closed:
-                    break
+            while self._frames is not None:
+                for command, payload in self._frames:
+                    self._dispatch(command, payload)
+                    if self.closed:
+                        return
+                    if self.paused or loop.time() > deadline:
+                        self._handle_later()
+                        return
+                self._frames = self._reader.feed(self._unread.pop(0)) if self._unread else None
+            if self.transport is not None and not self.paused:
+                self.transport.resume_reading()
         except FrameError as exc:
             self.abort(exc.reason, "frame_too_large" if isinstance(exc, FrameSizeError) else "bad_frame")
         except Exception as exc:  # never let one connection take the broker down
@@ -148,6 +176,14 @@ class PulsarConnection(asyncio.Protocol):
             self._corked = None
             if corked and self.transport is not None and not self.transport.is_closing():
                 self.transport.write(b"".join(corked))
+
+    def _handle_later(self) -> None:
+        """The rest of what was read waits: reading stops, and the frames go on at the next turn (once the
+        client reads its replies, when it is paused for writing)."""
+        if self.transport is not None:
+            self.transport.pause_reading()
+        if not self.paused:
+            self._turn = asyncio.get_running_loop().call_soon(self._handle_frames)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -172,7 +208,10 @@ class PulsarConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.paused = False
-        if self.transport is not None and not self.closed:
+        if self._frames is not None and not self.closed:
+            if self._turn is None:  # frames read before the pause go first; reading resumes after them
+                self._turn = asyncio.get_running_loop().call_soon(self._handle_frames)
+        elif self.transport is not None and not self.closed:
             self.transport.resume_reading()
         self.consumers.writable(True)
 
