@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 T = cmd.BaseCommand
 MAX_PERMITS = (1 << 31) - 1
 """Most permits a consumer may hold: a client's receiver queue is an int32."""
+LOGGED_NAME = 200
+"""Subscription and consumer names are cut to this in log lines (a client may send a 4 MB name)."""
 READER_RESUBSCRIBE_S = 60.0
 """How long a reader's subscription waits for its consumer to come back after a seek closed it."""
 SUB_TYPES = {cmd.CommandSubscribe.Exclusive: SubType.EXCLUSIVE, cmd.CommandSubscribe.Shared: SubType.SHARED,
@@ -157,7 +159,7 @@ class ConsumerCommands:
         front.subscribers.setdefault((topic.topic, sub.name), set()).add(session)
         session.ready()
         log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s peer=%s", topic.topic,
-                 request.subscription, consumer.consumer_name, sub_type, conn.peer)
+                 request.subscription[:LOGGED_NAME], consumer.consumer_name[:LOGGED_NAME], sub_type, conn.peer)
         if ends is not None and ends.terminated:
             topic.check_end_of_topic()
 
@@ -251,7 +253,7 @@ class ConsumerCommands:
         if ends is not None and ends.terminated:
             ends.rewound(sub)
         self._conn.success(request.request_id)
-        log.info("event=consumer_seek topic=%s subscription=%s offset=%d", topic.topic, sub.name, offset)
+        log.info("event=consumer_seek topic=%s subscription=%s offset=%d", topic.topic, sub.name[:LOGGED_NAME], offset)
         # as Pulsar: every consumer of the subscription starts again from the new position
         for other in list(self._front.subscribers.get((topic.topic, sub.name), ())):
             other.conn.consumers.end(other, keep_reader=True)
@@ -274,7 +276,8 @@ class ConsumerCommands:
                                   durable=session.sub.durable)
         self._forget(session, left=False)
         self._conn.success(request.request_id)
-        log.info("event=consumer_unsubscribed topic=%s subscription=%s", session.topic.topic, session.sub.name)
+        log.info("event=consumer_unsubscribed topic=%s subscription=%s", session.topic.topic,
+                 session.sub.name[:LOGGED_NAME])
 
     def close_consumer(self, request: cmd.CommandCloseConsumer) -> None:
         session = self._sessions.get(request.consumer_id)
