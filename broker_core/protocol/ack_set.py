@@ -77,6 +77,9 @@ def from_words(words: Sequence[int], num_messages: int | None = None) -> int:
     words past ``ceil(num_messages / 64)`` are never read and the bits past ``num_messages`` are cleared."""
     if num_messages is not None:
         words = words[:words_for(num_messages)]
+    if len(words) == 1:  # an entry of at most 64 messages: the usual case, without packing
+        bits = words[0] & _WORD_MASK
+        return bits & ((1 << max(num_messages, 0)) - 1) if num_messages is not None else bits
     try:
         packed = array("q", words)
     except OverflowError:  # unsigned words (above 2^63) or out of range: their low 64 bits, as the wire has

@@ -12,7 +12,9 @@ One ACK may name 100,000 ids; what each costs is kept small, and what can grow w
   typed error costs ~11 us: 100,000 of them were a 1.1 s stall); the first refused id describes them all;
 - an id the consumer does not hold (redelivered elsewhere, or from before a reconnection) is a read of the
   storage: at most :data:`MAX_ACK_LOOKUPS` per ACK; one acknowledged already is skipped without one;
-- at most :data:`MAX_ACK_RANGES` separate ranges per ACK (an ack set can name one per two bits).
+- at most :data:`MAX_ACK_RANGES` separate ranges per ACK (an ack set can name one per two bits);
+- an entry named again in the same ACK is resolved once, and the same entry with the same ack set bits
+  (after the cut to the entry's size) is applied once.
 
 An id past a budget is refused as an unsent one is: its messages stay unacknowledged and are delivered
 again, as if the ack had been lost on the way -- never lost, at worst delivered twice.
@@ -23,7 +25,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from broker_core.errors import InvalidMessage, PulsarLikeError
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from broker_core.service.pulsar.message_ids import acked_ranges, cumulative_offset, signed
+from broker_core.protocol.ack_set import clear_runs, from_words
+from broker_core.service.pulsar.message_ids import cumulative_offset, signed
 
 if TYPE_CHECKING:
     from broker_core.service.pulsar.consumer_session import ConsumerSession
@@ -81,8 +84,9 @@ def acknowledge(session: "ConsumerSession", ack_type: int, message_ids: Sequence
         refusals.count = len(message_ids)
         return refusals
     sent_end = consumer.highest_delivered_end
-    pending = consumer.pending
-    ranges_left, lookups_left = MAX_ACK_RANGES, MAX_ACK_LOOKUPS
+    ranges_left = MAX_ACK_RANGES
+    ends = _EntryEnds(session)
+    done: set[tuple[int, int | None]] = set()  # (entry, its ack set's bits): the same again changes nothing
     for mid in message_ids:
         entry_id = mid.entryId
         if entry_id >= _U63:  # negative: "before the first message", nothing to acknowledge (readers send it)
@@ -90,43 +94,70 @@ def acknowledge(session: "ConsumerSession", ack_type: int, message_ids: Sequence
         if entry_id >= sent_end:
             refusals.add(entry_id, "the id was not sent to this consumer")
             continue
-        entry_end = inside = None
-        for start, end in pending.overlapping(entry_id, entry_id + 1):
-            if start == entry_id:
-                entry_end = end
-            else:
-                inside = start
-        if entry_end is None:
-            if inside is not None:
-                refusals.add(entry_id, f"it is inside the entry at {inside}, not the start of one")
+        entry_end = ends.of(entry_id)
+        if entry_end is None:  # acknowledged already: nothing changes
+            continue
+        if isinstance(entry_end, str):
+            refusals.add(entry_id, entry_end)
+            continue
+        size = entry_end - entry_id
+        bits = from_words(mid.ack_set, size) if mid.ack_set else None
+        if ack_type != cmd.CommandAck.Cumulative:
+            if (entry_id, bits) in done:
                 continue
-            if cursor.is_acked(entry_id):  # acknowledged already: nothing changes
-                continue
-            if lookups_left <= 0:
-                refusals.add(entry_id, f"one ACK may name at most {MAX_ACK_LOOKUPS} entries this consumer does"
-                                       " not hold")
-                continue
-            lookups_left -= 1
-            entry = session.topic.entry_containing(entry_id)
-            if entry is None or entry.offset != entry_id:
-                refusals.add(entry_id, "no entry starts there: the id was not sent by this broker")
-                continue
-            entry_end = entry.offset + entry.num_messages
+            done.add((entry_id, bits))
         try:
             if ack_type == cmd.CommandAck.Cumulative:
                 offset = cumulative_offset(entry_id, mid.batch_index, mid.ack_set, entry_end)
                 if offset > cursor.mark_delete_offset:
                     sub.acknowledge_cumulative(consumer, offset)
                 continue
-            ranges = (acked_ranges(entry_id, entry_end - entry_id, mid.ack_set, limit=ranges_left) if mid.ack_set
-                      else [(entry_id, entry_end)])
-            if ranges is None or len(ranges) > ranges_left:
+            runs = clear_runs(bits, size, ranges_left) if bits is not None else [(0, size)]
+            if len(runs) > ranges_left:
                 ranges_left = 0  # the ids after this one are refused without looking at their ack sets
                 refusals.add(entry_id, f"one ACK acknowledges at most {MAX_ACK_RANGES} separate ranges")
                 continue
-            ranges_left -= len(ranges)
-            if ranges:
-                sub.acknowledge(consumer, ranges)
+            ranges_left -= len(runs)
+            if runs:
+                sub.acknowledge(consumer, [(entry_id + start, entry_id + end) for start, end in runs])
         except PulsarLikeError as exc:
             refusals.raised(entry_id, exc)
     return refusals
+
+
+class _EntryEnds:
+    """One past the last offset of the entry each id starts, for one ACK: from what the consumer holds,
+    else from the topic (a storage read: at most :data:`MAX_ACK_LOOKUPS`); None when the id is acknowledged
+    already, or why it is refused. Each entry is resolved once per ACK, however often it is named."""
+
+    __slots__ = ("_session", "_known", "_lookups_left")
+
+    def __init__(self, session: "ConsumerSession") -> None:
+        self._session = session
+        self._known: dict[int, int | str | None] = {}
+        self._lookups_left = MAX_ACK_LOOKUPS
+
+    def of(self, entry_id: int) -> int | str | None:
+        known = self._known
+        if entry_id not in known:
+            known[entry_id] = self._resolve(entry_id)
+        return known[entry_id]
+
+    def _resolve(self, entry_id: int) -> int | str | None:
+        session = self._session
+        inside = None
+        for start, end in session.consumer.pending.overlapping(entry_id, entry_id + 1):
+            if start == entry_id:
+                return end
+            inside = start
+        if inside is not None:
+            return f"it is inside the entry at {inside}, not the start of one"
+        if session.sub.cursor.is_acked(entry_id):
+            return None
+        if self._lookups_left <= 0:
+            return f"one ACK may name at most {MAX_ACK_LOOKUPS} entries this consumer does not hold"
+        self._lookups_left -= 1
+        entry = session.topic.entry_containing(entry_id)
+        if entry is None or entry.offset != entry_id:
+            return "no entry starts there: the id was not sent by this broker"
+        return entry.offset + entry.num_messages
