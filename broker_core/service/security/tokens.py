@@ -31,8 +31,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-import jwt
-
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import AuthenticationError, InvalidConfiguration
@@ -104,6 +102,8 @@ class TokenValidator:
         return valid.expires_at_ms is not None and self._clock.now_ms() > valid.expires_at_ms + self._leeway_ms
 
     def _verify(self, token: str) -> ValidToken:
+        import jwt  # here, not at the top: PyJWT loads cryptography (~50 ms, ~16 MB), unused without tokens
+
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -178,6 +178,8 @@ def create_token(key: Any, subject: str, algorithm: str = "HS256", expires_at_s:
                  claims: dict[str, Any] | None = None, role_claim: str = "sub") -> str:
     """A signed token whose ``role_claim`` is ``subject``; ``key`` is the secret's bytes or a private key
     object."""
+    import jwt
+
     payload: dict[str, Any] = dict(claims or {})
     payload[role_claim] = subject
     if expires_at_s is not None:
