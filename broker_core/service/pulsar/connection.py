@@ -410,6 +410,14 @@ _HAS_TEXT = frozenset(number for number, name in _FIELD.items() if T.DESCRIPTOR.
 client sent bytes that are not UTF-8 (a handler expecting text would fail with a TypeError)."""
 
 
+@functools.lru_cache(maxsize=None)
+def _flat_text(descriptor) -> tuple[str, ...] | None:
+    """The string fields of a message type holding no message field (and no repeated string), else None."""
+    if any(f.type == f.TYPE_MESSAGE or (f.type == f.TYPE_STRING and f.is_repeated) for f in descriptor.fields):
+        return None
+    return tuple(f.name for f in descriptor.fields if f.type == f.TYPE_STRING)
+
+
 def _not_utf8(message) -> str | None:
     """The name of a string field of ``message`` (at any depth) holding bytes that are not UTF-8, or None.
     Only the fields set are visited: linear in the command's size."""
@@ -419,7 +427,14 @@ def _not_utf8(message) -> str | None:
             if any(isinstance(v, bytes) for v in values):
                 return field.name
         elif field.type == field.TYPE_MESSAGE and _has_text(field.message_type):  # not into MessageIdData
-            for item in (value if field.is_repeated else (value,)):
+            items = value if field.is_repeated else (value,)
+            flat = _flat_text(field.message_type)
+            if flat is not None:  # KeyValue and the like: their strings read directly (200,000: 0.6 s -> 40 ms)
+                for name in flat:
+                    if any(type(getattr(item, name)) is bytes for item in items):
+                        return f"{field.name}.{name}"
+                continue
+            for item in items:
                 inner = _not_utf8(item)
                 if inner is not None:
                     return f"{field.name}.{inner}"
