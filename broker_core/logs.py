@@ -12,6 +12,9 @@ import logging
 import time
 
 FORMAT_HINT = "ts=... level=... logger=... event=... key=value ..."
+MAX_MESSAGE = 4096
+"""Characters of a record's message kept (its traceback aside): a client's 4 MB producer name must not
+become a 4 MB line."""
 
 
 def quote(text: str) -> str:
@@ -29,6 +32,8 @@ class KeyValueFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
+        if len(message) > MAX_MESSAGE:
+            message = f"{message[:MAX_MESSAGE]}... cut={len(message) - MAX_MESSAGE}"
         if not message.startswith("event="):
             message = f"event=log msg={quote(message)}"
         line = f"ts={self.formatTime(record)} level={record.levelname} logger={record.name} {message}"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from broker_core.logs import KeyValueFormatter, quote
+from broker_core.logs import MAX_MESSAGE, KeyValueFormatter, quote
 
 
 def record(msg: str, *args: object, exc_info: object = None) -> logging.LogRecord:
@@ -38,3 +38,10 @@ def test_quote_leaves_simple_values_bare():
     assert quote("") == '""'
     assert quote("a b") == '"a b"'
     assert quote("k=v") == '"k=v"'
+
+
+def test_a_client_sized_value_is_cut_so_a_line_stays_short():
+    name = "p" * 4_000_000  # a 4 MB producer name from a client
+    line = KeyValueFormatter().format(record("event=producer_opened producer=%s peer=x", name))
+    assert len(line) < MAX_MESSAGE + 200
+    assert line.endswith(f"... cut={len(name) + len('event=producer_opened producer= peer=x') - MAX_MESSAGE}")
