@@ -34,10 +34,10 @@ class LogLimiter:
         self._clock = clock
         self._events: dict[str, list] = {}  # key -> [occurrences not logged yet, last line's ms, level, msg, args]
 
-    def log(self, level: int, key: str, msg: str, *args: object, count: int = 1) -> bool:
+    def log(self, level: int, key: str, msg: str, *args: object, count: int = 1, exc_info: bool = False) -> bool:
         """Log ``msg % args`` with ``occurrences=N`` appended, unless ``key`` was logged within the interval
-        (then only count it). ``count``: how many occurrences this call stands for. Returns whether a line
-        was written."""
+        (then only count it). ``count``: how many occurrences this call stands for; ``exc_info``: the
+        exception being handled goes with the line when one is written. Returns whether a line was written."""
         now = self._clock.monotonic_ms()
         state = self._events.get(key)
         if state is None:
@@ -46,14 +46,14 @@ class LogLimiter:
         if now - state[1] < self._every_ms:
             state[2:] = [level, msg, args]  # the latest occurrence describes the next line
             return False
-        self._write(state, now, level, msg, args)
+        self._write(state, now, level, msg, args, exc_info)
         return True
 
     def warning(self, key: str, msg: str, *args: object, count: int = 1) -> bool:
         return self.log(logging.WARNING, key, msg, *args, count=count)
 
-    def error(self, key: str, msg: str, *args: object, count: int = 1) -> bool:
-        return self.log(logging.ERROR, key, msg, *args, count=count)
+    def error(self, key: str, msg: str, *args: object, count: int = 1, exc_info: bool = False) -> bool:
+        return self.log(logging.ERROR, key, msg, *args, count=count, exc_info=exc_info)
 
     def flush(self) -> None:
         """Log every event with occurrences counted but not logged yet (one line each)."""
@@ -62,7 +62,7 @@ class LogLimiter:
             if state[0]:
                 self._write(state, now, state[2], state[3], state[4])
 
-    def _write(self, state: list, now: float, level: int, msg: str, args: tuple) -> None:
-        self._log.log(level, msg + " occurrences=%d", *args, state[0])
+    def _write(self, state: list, now: float, level: int, msg: str, args: tuple, exc_info: bool = False) -> None:
+        self._log.log(level, msg + " occurrences=%d", *args, state[0], exc_info=exc_info)
         state[0] = 0
         state[1] = now

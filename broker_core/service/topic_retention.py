@@ -21,10 +21,14 @@ import asyncio
 import logging
 from typing import Callable
 
+from broker_core.log_limits import LogLimiter
 from broker_core.service.retention import (RetentionPolicy, consumed_end_offset, expiry_cutoff_ms,
                                            expiry_offset, segments_to_delete)
 
 log = logging.getLogger("broker_core.service.topic")
+_FAILURES = LogLimiter(log, every_ms=600_000)
+"""A check that fails fails again at every interval (a damaged segment's publish times cannot be read):
+one line (with its traceback) per topic and check every 10 minutes, with the count."""
 
 
 class TopicRetention:
@@ -55,7 +59,8 @@ class TopicRetention:
         try:
             check()
         except Exception:  # a failed check must not stop the next ones
-            log.exception("event=topic_check_failed topic=%s check=%s", self.topic, check.__name__)
+            _FAILURES.log(logging.ERROR, f"{self.topic} {check.__name__}", "event=topic_check_failed topic=%s "
+                          "check=%s", self.topic, check.__name__, exc_info=True)
         self._timers[slot] = asyncio.get_running_loop().call_later(interval_s, self._every, interval_s,
                                                                      check, slot)
 
@@ -71,7 +76,8 @@ class TopicRetention:
         try:
             self.trim()
         except Exception:
-            log.exception("event=topic_check_failed topic=%s check=trim", self.topic)
+            _FAILURES.log(logging.ERROR, f"{self.topic} trim", "event=topic_check_failed topic=%s check=trim",
+                          self.topic, exc_info=True)
 
     def expire_messages(self) -> int:
         """Message TTL: acknowledge, on every durable subscription, the messages published more than

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from broker_core.errors import CorruptLog, PulsarLikeError
+from broker_core.errors import CorruptLog, PersistenceError, PulsarLikeError
 from broker_core.storage.atomic import atomic_write, fsync_directory
 from broker_core.storage.paths import remove_tree, schema_dir
 from broker_core.types import TopicName
@@ -151,10 +151,15 @@ class SchemaFiles:
         return info
 
     def write(self, name: TopicName, info: SchemaInfo, digest: str) -> None:
-        """Store one new version (atomically, durably, its folder made durable too)."""
+        """Store one new version (atomically, durably, its folder made durable too); ``PersistenceError``
+        when the disk refuses (full, read-only): nothing is registered and the client may retry."""
         folder = self.folder(name)
-        self._make_folder(folder)
-        atomic_write(folder / file_name(StoredVersion(info.version, digest)), _encode(info))
+        try:
+            self._make_folder(folder)
+            atomic_write(folder / file_name(StoredVersion(info.version, digest)), _encode(info))
+        except OSError as exc:
+            raise PersistenceError(f"cannot store the schema of {name}: {exc.strerror or type(exc).__name__}",
+                                   topic=str(name)) from None
 
     def _make_folder(self, folder: Path) -> None:
         missing = []

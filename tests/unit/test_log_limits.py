@@ -37,3 +37,15 @@ def test_flush_logs_what_was_counted_but_not_written(caplog):
         limiter.flush()
         limiter.flush()  # nothing left: no second line
     assert lines(caplog) == ["event=a n=1 occurrences=1", "event=a n=2 occurrences=10"]
+
+
+def test_a_written_line_can_carry_the_exception_being_handled(caplog):
+    limiter = LogLimiter(logging.getLogger("t"), clock=FakeClock())
+    with caplog.at_level(logging.ERROR, logger="t"):
+        for _ in range(3):
+            try:
+                raise ValueError("cannot read publish time")
+            except ValueError:
+                limiter.error("expire", "event=topic_check_failed check=%s", "expire", exc_info=True)
+    [record] = caplog.records
+    assert record.exc_info[0] is ValueError and record.getMessage().endswith("occurrences=1")

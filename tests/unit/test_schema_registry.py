@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from broker_core.clock import FakeClock
-from broker_core.errors import CorruptLog, IncompatibleSchema, InvalidSchema, NamespaceNotFound
+from broker_core.errors import CorruptLog, IncompatibleSchema, InvalidSchema, NamespaceNotFound, PersistenceError
 from broker_core.service import schemas as schemas_module
 from broker_core.service.schemas import MAX_SCHEMA_BYTES, SchemaRegistry, version_number
 from broker_core.storage import schema_files
@@ -138,8 +138,9 @@ def test_a_failed_write_leaves_no_version_and_a_crash_leftover_is_ignored(tmp_pa
     def full_disk(src, dst):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(os, "replace", full_disk)
-    with pytest.raises(OSError):
+    with pytest.raises(PersistenceError) as refused:  # typed and retriable: the client sees PersistenceError
         register(registry, TOPIC, "Avro", record(NAME, AGE))
+    assert refused.value.retriable and "No space left" in refused.value.message
     monkeypatch.undo()
     assert os.listdir(folder(tmp_path)) == [os.listdir(folder(tmp_path))[0]]  # the temp file is gone too
     (folder(tmp_path) / ".leftover.tmp").write_bytes(b"half a version")  # what a crash mid-write leaves
