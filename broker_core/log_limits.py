@@ -26,12 +26,16 @@ LOG_EVERY_MS = 10_000
 class LogLimiter:
     """One logger's lines, limited per event key (a short fixed string such as ``"bad_ack"``)."""
 
-    __slots__ = ("_log", "_every_ms", "_clock", "_events")
+    __slots__ = ("_log", "_every_ms", "_clock", "_events", "_max_keys")
 
-    def __init__(self, logger: logging.Logger, every_ms: float = LOG_EVERY_MS, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, logger: logging.Logger, every_ms: float = LOG_EVERY_MS, clock: Clock = SYSTEM_CLOCK,
+                 max_keys: int = 1024) -> None:
+        """``max_keys``: distinct keys tracked; past it, new keys share one (keys built from what clients
+        send must not grow without bound)."""
         self._log = logger
         self._every_ms = every_ms
         self._clock = clock
+        self._max_keys = max_keys
         self._events: dict[str, list] = {}  # key -> [occurrences not logged yet, last line's ms, level, msg, args]
 
     def log(self, level: int, key: str, msg: str, *args: object, count: int = 1, exc_info: bool = False) -> bool:
@@ -41,7 +45,11 @@ class LogLimiter:
         now = self._clock.monotonic_ms()
         state = self._events.get(key)
         if state is None:
-            state = self._events[key] = [0, -self._every_ms * 2, level, msg, args]
+            if len(self._events) >= self._max_keys:
+                key = "\0more"
+                state = self._events.get(key)
+            if state is None:
+                state = self._events[key] = [0, -self._every_ms * 2, level, msg, args]
         state[0] += count
         if now - state[1] < self._every_ms:
             state[2:] = [level, msg, args]  # the latest occurrence describes the next line

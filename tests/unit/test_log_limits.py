@@ -49,3 +49,12 @@ def test_a_written_line_can_carry_the_exception_being_handled(caplog):
                 limiter.error("expire", "event=topic_check_failed check=%s", "expire", exc_info=True)
     [record] = caplog.records
     assert record.exc_info[0] is ValueError and record.getMessage().endswith("occurrences=1")
+
+
+def test_keys_past_the_bound_share_one_line(caplog):
+    limiter = LogLimiter(logging.getLogger("t"), clock=FakeClock(), max_keys=2)
+    with caplog.at_level(logging.WARNING, logger="t"):
+        for key in ("a", "b", "c", "d", "e"):
+            limiter.warning(key, "event=refused key=%s", key)
+    assert lines(caplog) == ["event=refused key=a occurrences=1", "event=refused key=b occurrences=1",
+                             "event=refused key=c occurrences=1"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import AuthenticationError, AuthorizationError, InvalidConfiguration
+from broker_core.log_limits import LogLimiter
 from broker_core.service.peers import ClientIdentity
 from broker_core.service.security.authorization import ADMIN, SUPER, Authorizer
 from broker_core.service.security.providers import (Authenticated, AuthenticationProvider, TlsAuthentication,
@@ -60,6 +61,9 @@ class Security:
         self.authentication_enabled = config.authenticationEnabled
         self.anonymous_role = config.anonymousUserRole
         self.refresh_check_s = config.authenticationRefreshCheckSeconds
+        self._refusals = LogLimiter(log, clock=clock)
+        """A client refused again and again (a loop of bad tokens, of calls it may not make) is one line per
+        kind of refusal and 10 s, with the count."""
         self._authorizer = authorizer if config.authorizationEnabled else None
         self.providers: dict[str, AuthenticationProvider] = {}
         for name in config.authentication_providers():
@@ -122,10 +126,9 @@ class Security:
         raise self._refused(identity, NO_AUTH, "no credentials were presented and this broker requires them "
                             f"(authentication methods: {', '.join(self.providers)})")
 
-    @staticmethod
-    def _refused(identity: ClientIdentity, method: str, reason: str) -> AuthenticationError:
-        log.warning("event=authentication_refused peer=%s method=%s reason=%s", identity.address, method[:32],
-                    reason)
+    def _refused(self, identity: ClientIdentity, method: str, reason: str) -> AuthenticationError:
+        self._refusals.warning(f"authn {method[:32]} {reason[:80]}", "event=authentication_refused peer=%s "
+                               "method=%s reason=%s", identity.address, method[:32], reason)
         return AuthenticationError(f"authentication failed: {reason}", reason=reason)
 
     # ------------------------------------------------------------------ authorization
@@ -134,8 +137,8 @@ class Security:
         :mod:`broker_core.service.security.authorization`)."""
         if self._authorizer is None or self._authorizer.allowed(principal.role, action, resource):
             return
-        log.warning("event=authorization_refused peer=%s role=%s action=%s resource=%s", peer, principal.role,
-                    action, resource or "broker")
+        self._refusals.warning(f"authz {principal.role[:64]} {action}", "event=authorization_refused peer=%s "
+                               "role=%s action=%s resource=%s", peer, principal.role, action, resource or "broker")
         who = f"role {principal.role!r}" if principal.role else "an anonymous client"
         if action == SUPER:
             hint = "only a super-user (superUserRoles) may"
