@@ -35,7 +35,6 @@ the other connections waiting longer than that and one frame.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from typing import Callable, Iterator
 
@@ -49,6 +48,7 @@ from broker_core.service.connection_budget import Admitted
 from broker_core.service.peers import ClientIdentity, peer_name
 from broker_core.service.pulsar.context import FrontEnd
 from broker_core.service.pulsar.frames import PRE_CONNECT_MAX_FRAME, FrameError, FrameReader, FrameSizeError, encode
+from broker_core.service.pulsar.text_fields import HAS_TEXT, not_utf8
 from broker_core.service.security import Principal
 
 log = logging.getLogger(__name__)
@@ -291,8 +291,8 @@ class PulsarConnection(asyncio.Protocol):
             else:
                 self.error(request_id, NotAllowedError(f"{T.Type.Name(kind)} is missing required field(s) {missing}"))
             return
-        if kind in _HAS_TEXT:
-            field = _not_utf8(body)
+        if kind in HAS_TEXT:
+            field = not_utf8(body)
             if field is not None:
                 request_id = _request_id(body)
                 if request_id is None:
@@ -387,58 +387,6 @@ class PulsarConnection(asyncio.Protocol):
             if self.principal is not None:
                 self.send(T(type=T.PING, ping=cmd.CommandPing()))
         self._schedule_keepalive()
-
-
-@functools.lru_cache(maxsize=None)
-def _has_text(descriptor) -> bool:
-    """Whether a message of this type can hold a string field, at any depth (``MessageIdData`` holds
-    itself: each type is visited once)."""
-    seen, todo = {descriptor}, [descriptor]
-    while todo:
-        for f in todo.pop().fields:
-            if f.type == f.TYPE_STRING:
-                return True
-            if f.type == f.TYPE_MESSAGE and f.message_type not in seen:
-                seen.add(f.message_type)
-                todo.append(f.message_type)
-    return False
-
-
-_HAS_TEXT = frozenset(number for number, name in _FIELD.items() if T.DESCRIPTOR.fields_by_name[name].message_type
-                      and _has_text(T.DESCRIPTOR.fields_by_name[name].message_type))
-"""Command types with a string field somewhere: what the upb parser hands over as ``bytes`` when the
-client sent bytes that are not UTF-8 (a handler expecting text would fail with a TypeError)."""
-
-
-@functools.lru_cache(maxsize=None)
-def _flat_text(descriptor) -> tuple[str, ...] | None:
-    """The string fields of a message type holding no message field (and no repeated string), else None."""
-    if any(f.type == f.TYPE_MESSAGE or (f.type == f.TYPE_STRING and f.is_repeated) for f in descriptor.fields):
-        return None
-    return tuple(f.name for f in descriptor.fields if f.type == f.TYPE_STRING)
-
-
-def _not_utf8(message) -> str | None:
-    """The name of a string field of ``message`` (at any depth) holding bytes that are not UTF-8, or None.
-    Only the fields set are visited: linear in the command's size."""
-    for field, value in message.ListFields():
-        if field.type == field.TYPE_STRING:
-            values = value if field.is_repeated else (value,)
-            if any(isinstance(v, bytes) for v in values):
-                return field.name
-        elif field.type == field.TYPE_MESSAGE and _has_text(field.message_type):  # not into MessageIdData
-            items = value if field.is_repeated else (value,)
-            flat = _flat_text(field.message_type)
-            if flat is not None:  # KeyValue and the like: their strings read directly (200,000: 0.6 s -> 40 ms)
-                for name in flat:
-                    if any(type(getattr(item, name)) is bytes for item in items):
-                        return f"{field.name}.{name}"
-                continue
-            for item in items:
-                inner = _not_utf8(item)
-                if inner is not None:
-                    return f"{field.name}.{inner}"
-    return None
 
 
 def _request_id(body) -> int | None:
