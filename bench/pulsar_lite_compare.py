@@ -2,8 +2,10 @@
 (issue 19's "faster on the official client's path").
 
 Run it with ``python bench/pulsar_lite_compare.py [--messages N] [--size B] [--start-runs N] [--rounds N]
-[--latency-messages N] [--skip-nosync] [--only BROKER] [--json]`` (``--rounds``: every broker that many times,
-interleaved, each figure the median of its rounds: this machine's 2 cores are shared, single runs vary 2x). Needs ``pulsar-client`` and ``pulsar-lite`` (the dev extra).
+[--latency-messages N] [--skip-nosync] [--only BROKER] [--baseline DIR] [--json]`` (``--rounds``: every broker
+that many times, interleaved, each figure the median of its rounds: this machine's 2 cores are shared, single runs
+vary 2x; ``--baseline DIR``: our broker from another checkout too, e.g. ``git archive`` of the commit before a
+change, as a ``pulsarlike-base`` column of the same rounds). Needs ``pulsar-client`` and ``pulsar-lite`` (the dev extra).
 
 Both brokers run as separate processes started by this script: ours as ``python -m broker_core.cli broker
 --data-dir DIR --port 0 --log-level WARNING`` (the port read from its first stdout line), pulsar-lite as its
@@ -73,7 +75,10 @@ from pulsar_protocol import BATCH, T, _Frames, _frame, cmd, own_cpu  # noqa: E40
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
-OURS, NEVER, LITE = "pulsarlike", "pulsarlike-nosync", "pulsar-lite"
+OURS, NEVER, LITE, BASE = "pulsarlike", "pulsarlike-nosync", "pulsar-lite", "pulsarlike-base"
+BASELINE: dict[str, Path] = {}
+"""``BASE``'s checkout (``--baseline DIR``): our broker as of another commit, run in the same rounds, so a
+change is measured against what it changes under the same load (this machine's load moves every figure)."""
 """``NEVER``: our broker with ``journalSyncMode=never`` (receipts before fsync, as pulsar-lite answers: it
 writes RocksDB without syncing -- 5 fsyncs for 100 batches, at its start and stop)."""
 CONNECT_RETRY_S = 0.001
@@ -102,7 +107,8 @@ def broker_command(who: str, data_dir: str, port: int) -> list[str]:
 def launch(who: str, data_dir: str, port: int) -> subprocess.Popen:
     log = open(os.path.join(data_dir, "broker.log"), "wb")  # noqa: SIM115 - lives as long as the process
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return subprocess.Popen(broker_command(who, data_dir, port), cwd=REPO if who != LITE else data_dir,
+    cwd = BASELINE[BASE] if who == BASE else REPO if who != LITE else data_dir
+    return subprocess.Popen(broker_command(who, data_dir, port), cwd=cwd,
                             stdout=subprocess.PIPE if who != LITE and port == 0 else subprocess.DEVNULL,
                             stderr=log, text=True, env=env)
 
@@ -299,22 +305,22 @@ ROWS = (  # key, label, format, better ("high" or "low")
 
 def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
     ours, lite = results[OURS], results[LITE]
-    nosync = results.get(NEVER)
+    columns = [who for who in (OURS, BASE, NEVER) if who in results]
+    short = {OURS: "ours", BASE: "base", NEVER: "nosync"}
     print(f"{args.messages:,} messages of {args.size} B, official pulsar-client {pulsar.__version__}, batching, "
           f"individual acks; start: {args.start_runs} runs each")
-    head = f"  {'':42} {OURS:>14}" + (f" {NEVER:>18}" if nosync else "") + f" {LITE:>14} {'ours/lite':>10}"
-    print(head + (f" {'nosync/lite':>12}" if nosync else ""))
+    print(f"  {'':42}" + "".join(f" {who:>18}" for who in columns) + f" {LITE:>14}"
+          + "".join(f" {short[who] + '/lite':>12}" for who in columns))
     for key, label, fmt, _better in ROWS:
-        line = f"  {label:42} {fmt.format(ours[key]):>14}"
-        if nosync:
-            line += f" {fmt.format(nosync[key]) if key in nosync else '-':>18}"
-        line += f" {fmt.format(lite[key]):>14} {ratio(ours, lite, key):>9.2f}x"
-        if nosync and key in nosync:
-            line += f" {ratio(nosync, lite, key):>11.2f}x"
+        line = f"  {label:42}" + "".join(
+            f" {fmt.format(results[who][key]) if key in results[who] else '-':>18}" for who in columns)
+        line += f" {fmt.format(lite[key]):>14}"
+        line += "".join(f" {ratio(results[who], lite, key):>11.2f}x" if key in results[who] else f" {'-':>12}"
+                        for who in columns)
         print(line)
     for key in ("start_connected_ms", "start_producer_ms"):
-        print(f"  {key} range: {OURS} {ours[key + '_min']:.0f}-{ours[key + '_max']:.0f} ms, "
-              f"{LITE} {lite[key + '_min']:.0f}-{lite[key + '_max']:.0f} ms")
+        print(f"  {key} range: " + ", ".join(f"{who} {results[who][key + '_min']:.0f}-{results[who][key + '_max']:.0f} ms"
+                                             for who in (*columns, LITE)))
     both = {name: {"cpu": r["produce_cpu_us_per_msg"] + r["consume_cpu_us_per_msg"]} for name, r in results.items()}
     cpu = ratio(both[OURS], both[LITE], "cpu")
     print(f"targets: consume {ours['consume_msg_s'] / lite['consume_msg_s']:.2f}x (>= 1.0), produce "
@@ -334,16 +340,23 @@ def main() -> None:
     parser.add_argument("--start-runs", type=int, default=5)
     parser.add_argument("--latency-messages", type=int, default=1000)
     parser.add_argument("--latency-rate", type=float, default=200.0)
-    parser.add_argument("--only", choices=(OURS, NEVER, LITE), help="measure one broker (for profiling)")
+    parser.add_argument("--only", choices=(OURS, NEVER, LITE, BASE), help="measure one broker (for profiling)")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help=f"also run our broker from the checkout DIR (e.g. `git archive` of the commit before a "
+                             f"change), as {BASE}, in the same rounds")
     parser.add_argument("--skip-nosync", action="store_true", help=f"leave out {NEVER}")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every broker this many times, interleaved; each figure is the median")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.baseline is not None:
+        BASELINE[BASE] = args.baseline.resolve()
     rounds: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="pulsar-lite-compare-") as tmp:
         for _ in range(args.rounds):  # interleaved: a busy spell on this shared machine hits every broker
-            for who in (OURS, NEVER, LITE):
+            for who in (OURS, BASE, NEVER, LITE):
+                if who == BASE and args.baseline is None:
+                    continue
                 if args.only in (None, who) and not (who == NEVER and args.skip_nosync and args.only is None):
                     rounds.setdefault(who, []).append(
                         run_broker(who, tempfile.mkdtemp(prefix=who + "-", dir=tmp), args))
