@@ -117,6 +117,22 @@ class PendingAcks:
         del starts[:k]
         return removed
 
+    def forget_oldest(self, count: int) -> None:
+        """Stop tracking the ``count`` lowest entries (they stay unacknowledged on the cursor): bounds what
+        a consumer that never acknowledges costs where nothing needs the list to redeliver."""
+        starts = self._starts
+        records = self._records
+        k = 0
+        while count > 0 and k < len(starts):
+            record = records.pop(starts[k], None)
+            if record is None:
+                self._dead -= 1
+            else:
+                self.unacked_messages -= record[1]
+                count -= 1
+            k += 1
+        del starts[:k]
+
     def clear(self) -> list[int]:
         """Drop everything; returns the first offsets of the dropped entries."""
         removed = [s for s in self._starts if s in self._records]

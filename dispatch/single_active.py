@@ -14,11 +14,14 @@ active consumer's pending list is dropped and reading restarts at the first unac
 read 0..7 and acknowledged 0..3, the new active consumer receives 4..7 onwards. The same rewind happens
 when an Exclusive consumer leaves, so whoever subscribes next receives every unacknowledged message.
 
-The active consumer is capped like a Shared one (Pulsar caps only the Shared types): once it holds
-``max_unacked_per_consumer`` unacknowledged messages, dispatch stops until an acknowledgment brings it below
-(an entry is never split: the one that crosses the cap goes whole). Without the cap a consumer that never
-acknowledges would make the broker track every entry it was ever sent. Readers (non-durable subscriptions)
-are not capped: they never acknowledge.
+As in Pulsar, ``max_unacked_per_consumer`` does not apply here (only to Shared and Key_Shared): the active
+consumer receives as far as its permits go, however much it has left unacknowledged. A consumer acknowledging
+cumulatively every 1,000 messages of a batched topic would otherwise stop whenever an ack falls behind.
+Nothing here needs the consumer's pending list to redeliver (a redelivery rewinds to the cursor's first
+unacknowledged message, as Pulsar's mark-delete rewind), so it is kept for what it speeds up -- resolving
+acks without a storage read, redelivery counts, stats -- and bounded: past :data:`MAX_TRACKED_ENTRIES`
+entries (~200 B each) the oldest are forgotten, and stay unacknowledged on the cursor. A consumer that never
+acknowledges (a reader) thus costs at most ~20 MB.
 """
 from __future__ import annotations
 
@@ -40,6 +43,8 @@ log = logging.getLogger(__name__)
 
 
 HASH_RING_POINTS = 100
+MAX_TRACKED_ENTRIES = 100_000
+"""Most entries the active consumer's pending list tracks (see the module's doc)."""
 
 
 def pick_active(consumers: list[Consumer], partition_index: int, topic: str = "") -> Consumer | None:
@@ -77,7 +82,6 @@ class SingleActiveDispatcher(Dispatcher):
         self.active: Consumer | None = None
         self.read_offset = subscription.first_unacked_offset()
         self._epoch = 0  # bumped on every rewind, so a round interrupted by one stops
-        self._blocked = False  # the active consumer is at its unacked limit
 
     def active_consumer(self) -> Consumer | None:
         return self.active
@@ -115,9 +119,11 @@ class SingleActiveDispatcher(Dispatcher):
         self._rewind(offset)
         self.dispatch()
 
-    def on_acked(self, consumer: Consumer) -> None:
-        if self._blocked and consumer is self.active:
-            self.dispatch()
+    def send(self, consumer: Consumer, deliveries: list[Delivery]) -> None:
+        super().send(consumer, deliveries)
+        over = len(consumer.pending) - MAX_TRACKED_ENTRIES
+        if over > 0:
+            consumer.pending.forget_oldest(over)
 
     def close(self) -> None:
         self.active = None
@@ -150,14 +156,9 @@ class SingleActiveDispatcher(Dispatcher):
         source = sub.source
         max_entries = sub.max_read_entries
         max_bytes = sub.max_delivery_bytes
-        limit = sub.max_unacked_per_consumer if sub.durable else 0
-        self._blocked = False
         while True:
             consumer = self.active
             if consumer is None or consumer.permits <= 0 or sub.closed:
-                return
-            if limit and consumer.pending.unacked_messages >= limit:
-                self._blocked = True
                 return
             end = source.durable_end_offset
             if self.read_offset < source.start_offset:
@@ -170,11 +171,8 @@ class SingleActiveDispatcher(Dispatcher):
             epoch = self._epoch
             batch: list[Delivery] = []
             nbytes = 0
-            in_batch = 0  # messages in ``batch``, not yet pending
             for entry in entries:
                 if consumer.permits <= 0 or entry.offset >= end:
-                    break
-                if limit and consumer.pending.unacked_messages + in_batch >= limit:
                     break
                 delivery = self.prepare(entry)
                 if delivery is not None:
@@ -185,10 +183,8 @@ class SingleActiveDispatcher(Dispatcher):
                             return  # the sink rewound or changed consumers; dispatch() goes again
                         batch = []
                         nbytes = 0
-                        in_batch = 0
                     batch.append(delivery)
                     nbytes += size
-                    in_batch += delivery.messages
                     consumer.permits -= delivery.messages
                 self.read_offset = entry.end_offset
             if batch:

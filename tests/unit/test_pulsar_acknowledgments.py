@@ -54,12 +54,32 @@ def test_a_held_entry_is_acknowledged_whole_or_by_the_clear_bits_of_its_ack_set(
     assert s.sub.acked == [(4, 5), (1, 3)]
 
 
-def test_unsent_ids_and_ids_inside_an_entry_are_refused_and_counted_without_a_read():
+def test_unsent_ids_are_refused_and_counted_without_a_read():
     s = session(held=[(0, 4)], sent_end=4)
-    refusals = acknowledge(s, INDIVIDUAL, ids(*range(100, 10_100)) + ids(2))
-    assert refusals.count == 10_001 and s.topic.reads == [] and s.sub.acked == []
+    refusals = acknowledge(s, INDIVIDUAL, ids(*range(100, 10_100)))
+    assert refusals.count == 10_000 and s.topic.reads == [] and s.sub.acked == []
     error = refusals.as_error("t")
-    assert "entry 100" in error.message and "10001 ids" in error.message
+    assert "entry 100" in error.message and "10000 ids" in error.message
+
+
+def test_an_individual_id_inside_an_entry_acknowledges_that_one_message():
+    s = session(held=[(0, 4)], sent_end=4)
+    assert acknowledge(s, INDIVIDUAL, ids(2)).count == 0
+    assert s.sub.acked == [(2, 3)] and s.topic.reads == []
+
+
+def test_a_cumulative_ack_of_entry_id_minus_one_acknowledges_everything_before_the_next_batch():
+    # the client's "everything before the batch at 4": (ledger, 4 - 1, batch_index -1), inside the entry [0, 4)
+    s = session(held=[(0, 4), (4, 8)], sent_end=8)
+    assert acknowledge(s, CUMULATIVE, ids(3)).count == 0
+    assert s.sub.cumulative == [3]
+
+
+def test_a_cumulative_ack_inside_an_entry_the_consumer_no_longer_holds_is_looked_up():
+    s = session(held=[], sent_end=8, stored={0: 4})
+    s.topic.entry_containing = lambda offset: SimpleNamespace(offset=0, num_messages=4)
+    assert acknowledge(s, CUMULATIVE, ids(2)).count == 0
+    assert s.sub.cumulative == [2]
 
 
 def test_an_entry_the_consumer_no_longer_holds_is_read_once_and_at_most_so_many_per_ack():

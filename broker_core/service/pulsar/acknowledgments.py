@@ -6,6 +6,12 @@ whole entry, one with an ack set the messages whose bits are clear (only the ent
 a cumulative ack everything up to the message it names, and carries exactly one id (as Pulsar, which
 ignores a cumulative ACK with several). An id of something this consumer was never sent changes nothing.
 
+An id whose entry id points inside an entry names the message at that offset (+ its batch index): Pulsar's
+entry ids are consecutive and clients do arithmetic on them -- a cumulative ack inside a batch is sent as
+``(ledger, entryId - 1, -1)``, "everything before this batch", which here is the last message of the entry
+before (PULSAR_BINARY.md pitfall 8). A cumulative ack then acknowledges up to that offset, an individual
+one that message alone.
+
 One ACK may name 100,000 ids; what each costs is kept small, and what can grow with the entry is budgeted:
 
 - an id past what this consumer was sent is counted, without a lookup or an error object of its own (a
@@ -94,24 +100,33 @@ def acknowledge(session: "ConsumerSession", ack_type: int, message_ids: Sequence
         if entry_id >= sent_end:
             refusals.add(entry_id, "the id was not sent to this consumer")
             continue
-        entry_end = ends.of(entry_id)
-        if entry_end is None:  # acknowledged already: nothing changes
+        cumulative = ack_type == cmd.CommandAck.Cumulative
+        if cumulative and entry_id <= cursor.mark_delete_offset:  # acknowledged already: nothing changes
             continue
-        if isinstance(entry_end, str):
-            refusals.add(entry_id, entry_end)
+        entry = ends.of(entry_id, cumulative)
+        if entry is None:  # acknowledged already: nothing changes
             continue
-        size = entry_end - entry_id
-        bits = from_words(mid.ack_set, size) if mid.ack_set else None
-        if ack_type != cmd.CommandAck.Cumulative:
-            if (entry_id, bits) in done:
+        if isinstance(entry, str):
+            refusals.add(entry_id, entry)
+            continue
+        entry_start, entry_end = entry
+        if entry_start != entry_id:  # inside an entry: the message at that offset (see the module's doc)
+            offset = min(entry_id + max(mid.batch_index, 0), entry_end - 1)
+            entry_id, entry_end, bits = offset, offset + 1, None
+            if cumulative:
+                _ack_cumulative(sub, consumer, cursor, offset, refusals)
                 continue
-            done.add((entry_id, bits))
-        try:
-            if ack_type == cmd.CommandAck.Cumulative:
+        else:
+            if cumulative:
                 offset = cumulative_offset(entry_id, mid.batch_index, mid.ack_set, entry_end)
-                if offset > cursor.mark_delete_offset:
-                    sub.acknowledge_cumulative(consumer, offset)
+                _ack_cumulative(sub, consumer, cursor, offset, refusals)
                 continue
+            bits = from_words(mid.ack_set, entry_end - entry_id) if mid.ack_set else None
+        size = entry_end - entry_id
+        if (entry_id, bits) in done:
+            continue
+        done.add((entry_id, bits))
+        try:
             runs = clear_runs(bits, size, ranges_left) if bits is not None else [(0, size)]
             if len(runs) > ranges_left:
                 ranges_left = 0  # the ids after this one are refused without looking at their ack sets
@@ -125,39 +140,44 @@ def acknowledge(session: "ConsumerSession", ack_type: int, message_ids: Sequence
     return refusals
 
 
+def _ack_cumulative(sub, consumer, cursor, offset: int, refusals: Refusals) -> None:
+    if offset > cursor.mark_delete_offset:
+        try:
+            sub.acknowledge_cumulative(consumer, offset)
+        except PulsarLikeError as exc:
+            refusals.raised(offset, exc)
+
+
 class _EntryEnds:
-    """One past the last offset of the entry each id starts, for one ACK: from what the consumer holds,
-    else from the topic (a storage read: at most :data:`MAX_ACK_LOOKUPS`); None when the id is acknowledged
-    already, or why it is refused. Each entry is resolved once per ACK, however often it is named."""
+    """``(first offset, one past the last)`` of the entry holding each id, for one ACK: from what the
+    consumer holds, else from the topic (a storage read: at most :data:`MAX_ACK_LOOKUPS`); None when the id
+    is acknowledged already, or why it is refused. Each entry is resolved once per ACK, however often it is
+    named."""
 
     __slots__ = ("_session", "_known", "_lookups_left")
 
     def __init__(self, session: "ConsumerSession") -> None:
         self._session = session
-        self._known: dict[int, int | str | None] = {}
+        self._known: dict[int, tuple[int, int] | str | None] = {}
         self._lookups_left = MAX_ACK_LOOKUPS
 
-    def of(self, entry_id: int) -> int | str | None:
+    def of(self, entry_id: int, cumulative: bool = False) -> tuple[int, int] | str | None:
         known = self._known
         if entry_id not in known:
-            known[entry_id] = self._resolve(entry_id)
+            known[entry_id] = self._resolve(entry_id, cumulative)
         return known[entry_id]
 
-    def _resolve(self, entry_id: int) -> int | str | None:
+    def _resolve(self, entry_id: int, cumulative: bool) -> tuple[int, int] | str | None:
         session = self._session
-        inside = None
         for start, end in session.consumer.pending.overlapping(entry_id, entry_id + 1):
-            if start == entry_id:
-                return end
-            inside = start
-        if inside is not None:
-            return f"it is inside the entry at {inside}, not the start of one"
-        if session.sub.cursor.is_acked(entry_id):
+            return start, end
+        # a message acknowledged individually may still be below a cumulative ack's reach: look it up
+        if not cumulative and session.sub.cursor.is_acked(entry_id):
             return None
         if self._lookups_left <= 0:
             return f"one ACK may name at most {MAX_ACK_LOOKUPS} entries this consumer does not hold"
         self._lookups_left -= 1
         entry = session.topic.entry_containing(entry_id)
-        if entry is None or entry.offset != entry_id:
-            return "no entry starts there: the id was not sent by this broker"
-        return entry.offset + entry.num_messages
+        if entry is None:
+            return "no entry holds it: the id was not sent by this broker"
+        return entry.offset, entry.offset + entry.num_messages

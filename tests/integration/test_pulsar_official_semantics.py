@@ -1,0 +1,75 @@
+"""The official ``pulsar-client`` (C++ core) against a ``pulsarlike broker`` process: the semantics its
+client logic counts on (issue 19): cumulative acks that fall inside a batch, seeks, readers' last-id checks."""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import pytest
+
+pulsar = pytest.importorskip("pulsar")
+
+from tests.brokers import broker_process  # noqa: E402,F401  (fixture)
+from tests.waiting import wait_for_backlog  # noqa: E402
+
+QUIET = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+BATCHED_MESSAGES = int(os.environ.get("PULSARLIKE_CUMULATIVE_MESSAGES", "300000"))
+"""Messages of the cumulative-ack scenario (issue 19 asks for 300,000)."""
+
+
+def new_topic() -> str:
+    return f"persistent://public/default/sem-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def admin_of():
+    made = []
+
+    def make(proc):
+        from connector import Admin
+
+        made.append(Admin(proc.service_url))
+        return made[-1]
+    yield make
+    for a in made:
+        a.close()
+
+
+def test_cumulative_acks_every_1000_messages_of_a_batched_topic_never_stall(broker_process, admin_of):
+    proc = broker_process(restartable=True)
+    topic = new_topic()
+    client = pulsar.Client(proc.service_url, operation_timeout_seconds=30, logger=QUIET)
+    try:
+        consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Exclusive,
+                                    receiver_queue_size=1000)
+        # batches of 999: the acks at every 1,000th message fall inside batches, where the client sends
+        # "everything before this batch", (ledger, entryId - 1, -1)
+        producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=999,
+                                          batching_max_publish_delay_ms=10, block_if_queue_full=True)
+        payload = b"x" * 100
+        started = time.monotonic()
+        for _ in range(BATCHED_MESSAGES):
+            producer.send_async(payload, None)
+        producer.flush()
+        received = 0
+        while received < BATCHED_MESSAGES:
+            msg = consumer.receive(timeout_millis=10_000)  # a stall raises Timeout here
+            received += 1
+            if received % 1000 == 0 or received == BATCHED_MESSAGES:
+                consumer.acknowledge_cumulative(msg)
+        elapsed = time.monotonic() - started
+        consumer.close()  # flushes the grouped acks
+        assert wait_for_backlog(admin_of(proc), topic, "s", 0, timeout_s=30) == 0
+    finally:
+        client.close()
+    proc.kill()
+    proc.restart()
+    client = pulsar.Client(proc.service_url, operation_timeout_seconds=30, logger=QUIET)
+    try:
+        again = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Exclusive)
+        with pytest.raises(pulsar.Timeout):
+            again.receive(timeout_millis=1500)  # nothing acknowledged comes back
+    finally:
+        client.close()
+    print(f"{BATCHED_MESSAGES} messages produced and consumed in {elapsed:.1f} s")
