@@ -73,3 +73,65 @@ def test_cumulative_acks_every_1000_messages_of_a_batched_topic_never_stall(brok
     finally:
         client.close()
     print(f"{BATCHED_MESSAGES} messages produced and consumed in {elapsed:.1f} s")
+
+
+@pytest.fixture
+def one_broker(broker_process):
+    return broker_process()
+
+
+def publish_numbered(producer, count: int) -> list:
+    """``count`` messages b"0", b"1", ... one per entry; their ids and publish times, in order."""
+    sent = []
+    for i in range(count):
+        sent.append(producer.send(str(i).encode()))
+    return sent
+
+
+def drain(consumer, timeout_ms: int = 1500) -> list:
+    got = []
+    while True:
+        try:
+            got.append(consumer.receive(timeout_millis=timeout_ms))
+        except pulsar.Timeout:
+            return got
+
+
+def test_seek_by_id_then_by_time_delivers_every_message_with_redelivery_count_0(one_broker):
+    topic = new_topic()
+    client = pulsar.Client(one_broker.service_url, operation_timeout_seconds=10, logger=QUIET)
+    try:
+        consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(topic, batching_enabled=False)
+        ids = publish_numbered(producer, 100)
+        first = drain(consumer)
+        assert [int(m.data()) for m in first] == list(range(100))
+        times = [m.publish_timestamp() for m in first]
+        consumer.seek(ids[60])  # the client skips message 60 itself: its start id is exclusive
+        assert [int(m.data()) for m in drain(consumer)] == list(range(61, 100))
+        consumer.seek(times[42])
+        since = min(i for i, t in enumerate(times) if t >= times[42])
+        replayed = drain(consumer)
+        assert [int(m.data()) for m in replayed] == list(range(since, 100))
+        assert {m.redelivery_count() for m in replayed} == {0}
+    finally:
+        client.close()
+
+
+def test_seek_through_our_client_replays_with_redelivery_count_0(one_broker):
+    from connector import Client
+
+    topic = new_topic()
+    client = Client(one_broker.service_url)
+    try:
+        consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(topic)
+        for i in range(20):
+            producer.send(str(i).encode())
+        first = [consumer.receive(5000) for _ in range(20)]
+        consumer.seek(first[5].message_id())
+        replayed = [consumer.receive(5000) for _ in range(15)]
+        assert [int(m.data()) for m in replayed] == list(range(5, 20))
+        assert {m.redelivery_count() for m in replayed} == {0}
+    finally:
+        client.close()

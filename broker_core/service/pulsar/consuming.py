@@ -11,8 +11,8 @@ Acknowledgments are applied by :mod:`.acknowledgments` (at a cost linear in the 
 ack of something this consumer was never sent changes nothing: it is answered with an error when the client
 asked for ACK_RESPONSE, and logged otherwise (one line per ACK, at most one per interval and connection).
 
-A seek moves the subscription and then closes its consumers (CLOSE_CONSUMER), as Pulsar's does; they
-resubscribe and receive from the new position. A reader's subscription outlives that gap (for
+A seek closes the subscription's consumers (CLOSE_CONSUMER), moves the subscription, then answers, in
+Pulsar's order; they resubscribe and receive from the new position, with redelivery count 0. A reader's subscription outlives that gap (for
 ``READER_RESUBSCRIBE_S``), so its new position holds when it comes back.
 """
 from __future__ import annotations
@@ -248,15 +248,18 @@ class ConsumerCommands:
                 offset = signed(mid.entryId) + max(mid.batch_index, 0)
         else:
             raise InvalidMessage("SEEK needs a message_id or a message_publish_time")
+        # Pulsar's order: the subscription's consumers are closed (CLOSE_CONSUMER) before the cursor moves, and
+        # the SEEK is answered last. Nothing is sent from the old position meanwhile (the client would count
+        # it as redelivered, or filter what follows with its old start id), and what they held is forgotten
+        # with the reset: replays carry redelivery_count 0.
+        for other in list(self._front.subscribers.get((topic.topic, sub.name), ())):
+            other.conn.consumers.end(other, keep_reader=True)
         sub.seek(offset)
         ends = getattr(topic, "termination", None)
         if ends is not None and ends.terminated:
             ends.rewound(sub)
         self._conn.success(request.request_id)
         log.info("event=consumer_seek topic=%s subscription=%s offset=%d", topic.topic, sub.name[:LOGGED_NAME], offset)
-        # as Pulsar: every consumer of the subscription starts again from the new position
-        for other in list(self._front.subscribers.get((topic.topic, sub.name), ())):
-            other.conn.consumers.end(other, keep_reader=True)
         if not sub.durable:
             self._expire_reader(topic, sub)
 
