@@ -259,6 +259,9 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             if req.initial_position == pb.EARLIEST:
                 return topic.start_offset
             return topic.confirmed_end_offset
+        if req.start_inclusive and req.start.WhichOneof("position") == "latest":
+            # as a Pulsar reader at latest with start_message_id_inclusive: the last message comes first
+            return max(topic.start_offset, topic.confirmed_end_offset - 1)
         return position_offset(topic, req.start)
 
     def _consume_request(self, request: pb.ConsumeRequest, topic: PersistentTopic, sub, consumer: Consumer,

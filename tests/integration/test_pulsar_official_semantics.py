@@ -135,3 +135,37 @@ def test_seek_through_our_client_replays_with_redelivery_count_0(one_broker):
         assert {m.redelivery_count() for m in replayed} == {0}
     finally:
         client.close()
+
+
+def test_a_reader_at_latest_inclusive_has_the_last_message_available(one_broker):
+    topic = new_topic()
+    client = pulsar.Client(one_broker.service_url, operation_timeout_seconds=10, logger=QUIET)
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        publish_numbered(producer, 3)
+        reader = client.create_reader(topic, pulsar.MessageId.latest, start_message_id_inclusive=True)
+        assert reader.has_message_available()
+        assert reader.read_next(5000).data() == b"2"
+        assert not reader.has_message_available()
+        exclusive = client.create_reader(topic, pulsar.MessageId.latest)
+        assert not exclusive.has_message_available()
+    finally:
+        client.close()
+
+
+def test_a_reader_of_our_client_at_latest_inclusive_has_the_last_message_available(one_broker):
+    from connector import Client, MessageId
+
+    topic = new_topic()
+    client = Client(one_broker.service_url)
+    try:
+        producer = client.create_producer(topic)
+        for i in range(3):
+            producer.send(str(i).encode())
+        reader = client.create_reader(topic, MessageId.latest, start_message_id_inclusive=True)
+        assert reader.has_message_available()
+        assert reader.read_next(5000).data() == b"2"
+        assert not reader.has_message_available()
+        assert not client.create_reader(topic, MessageId.latest).has_message_available()
+    finally:
+        client.close()

@@ -344,10 +344,12 @@ class ConsumerCommands:
         """The topic's last message id and the subscription's mark-delete position (None when nothing is
         acknowledged), looked up again only when the topic's end or the mark-delete point moved: each lookup
         may read the storage (an old mark-delete entry is not cached), and a client may ask 20,000 times in
-        one write."""
+        one write. A reader's subscription answers its position too, as Pulsar's non-durable cursor does:
+        the client's ``has_message_available()`` compares it with the last id (a reader started at latest
+        with ``start_message_id_inclusive`` has the last message available)."""
         topic = session.topic
         cursor = getattr(session.sub, "cursor", None)
-        mark_delete = cursor.mark_delete_offset if cursor is not None and session.sub.durable else -1
+        mark_delete = cursor.mark_delete_offset if cursor is not None else -1
         key = (topic.confirmed_end_offset, mark_delete)
         if session.last_ids is not None and session.last_ids[0] == key:
             return session.last_ids[1]
