@@ -9,51 +9,57 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
-
-import grpc
+from typing import TYPE_CHECKING, Any
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
+
+if TYPE_CHECKING:
+    import grpc
+
+    from broker_core.protocol import broker_pb2
 
 _TOO_BIG = re.compile(r"Received message larger than max \((\d+) vs\. (\d+)\)")
 CODE_KEY = "pulsarlike-error-code"
 FIELDS_KEY = "pulsarlike-error-fields"
 
-_STATUS: dict[type[errors.PulsarLikeError], grpc.StatusCode] = {
-    errors.InvalidTopicName: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.InvalidConfiguration: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.InvalidMessage: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.ChecksumError: grpc.StatusCode.DATA_LOSS,
-    errors.CorruptLog: grpc.StatusCode.DATA_LOSS,
-    errors.MessageTooBig: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    errors.ProducerQueueIsFull: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    errors.TooManyRequests: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    errors.TopicNotFound: grpc.StatusCode.NOT_FOUND,
-    errors.SubscriptionNotFound: grpc.StatusCode.NOT_FOUND,
-    errors.TopicAlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
-    errors.TenantAlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
-    errors.NamespaceAlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
-    errors.ConsumerBusy: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.ProducerBusy: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.ProducerFenced: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.ConsumerAssignError: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.NotAllowedError: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.AuthenticationError: grpc.StatusCode.UNAUTHENTICATED,
-    errors.AuthorizationError: grpc.StatusCode.PERMISSION_DENIED,
-    errors.TopicTerminated: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.AlreadyClosed: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.Timeout: grpc.StatusCode.DEADLINE_EXCEEDED,
-    errors.ServiceNotReady: grpc.StatusCode.UNAVAILABLE,
-    errors.BrokerPersistenceError: grpc.StatusCode.UNAVAILABLE,
+_STATUS_NAMES: dict[type[errors.PulsarLikeError], str] = {
+    errors.InvalidTopicName: "INVALID_ARGUMENT",
+    errors.InvalidConfiguration: "INVALID_ARGUMENT",
+    errors.InvalidMessage: "INVALID_ARGUMENT",
+    errors.ChecksumError: "DATA_LOSS",
+    errors.CorruptLog: "DATA_LOSS",
+    errors.MessageTooBig: "RESOURCE_EXHAUSTED",
+    errors.ProducerQueueIsFull: "RESOURCE_EXHAUSTED",
+    errors.TooManyRequests: "RESOURCE_EXHAUSTED",
+    errors.TopicNotFound: "NOT_FOUND",
+    errors.SubscriptionNotFound: "NOT_FOUND",
+    errors.TopicAlreadyExists: "ALREADY_EXISTS",
+    errors.TenantAlreadyExists: "ALREADY_EXISTS",
+    errors.NamespaceAlreadyExists: "ALREADY_EXISTS",
+    errors.ConsumerBusy: "FAILED_PRECONDITION",
+    errors.ProducerBusy: "FAILED_PRECONDITION",
+    errors.ProducerFenced: "FAILED_PRECONDITION",
+    errors.ConsumerAssignError: "FAILED_PRECONDITION",
+    errors.NotAllowedError: "FAILED_PRECONDITION",
+    errors.AuthenticationError: "UNAUTHENTICATED",
+    errors.AuthorizationError: "PERMISSION_DENIED",
+    errors.TopicTerminated: "FAILED_PRECONDITION",
+    errors.AlreadyClosed: "FAILED_PRECONDITION",
+    errors.Timeout: "DEADLINE_EXCEEDED",
+    errors.ServiceNotReady: "UNAVAILABLE",
+    errors.BrokerPersistenceError: "UNAVAILABLE",
 }
+"""Each error's gRPC status, by name: gRPC (~25 ms and its C core) is imported by the first gRPC call, not by
+the Pulsar binary protocol front end, which uses this module's :func:`wire_message` only."""
 
 
 def grpc_status(exc: errors.PulsarLikeError) -> grpc.StatusCode:
     """The gRPC status for a broker error (the nearest registered base class decides)."""
+    import grpc
+
     for cls in type(exc).__mro__:
-        if cls in _STATUS:
-            return _STATUS[cls]  # type: ignore[index]
+        if cls in _STATUS_NAMES:
+            return grpc.StatusCode[_STATUS_NAMES[cls]]  # type: ignore[index]
     return grpc.StatusCode.INTERNAL
 
 
@@ -87,6 +93,8 @@ def trailing_metadata(exc: errors.PulsarLikeError) -> tuple[tuple[str, str], ...
 
 
 def error_to_proto(exc: errors.PulsarLikeError) -> broker_pb2.Error:
+    from broker_core.protocol import broker_pb2
+
     return broker_pb2.Error(code=exc.code, message=wire_message(exc), fields_json=_fields_json(exc))
 
 
@@ -97,6 +105,8 @@ def error_from_proto(msg: broker_pb2.Error) -> errors.PulsarLikeError:
 def error_from_rpc(err: grpc.RpcError) -> errors.PulsarLikeError:
     """Turn a failed call into the typed error: broker errors by their code, transport failures into
     :class:`~broker_core.errors.ConnectError` / :class:`~broker_core.errors.Timeout`."""
+    import grpc
+
     code = err.code() if hasattr(err, "code") else None
     details = err.details() if hasattr(err, "details") else str(err)
     metadata = dict(err.trailing_metadata() or ()) if hasattr(err, "trailing_metadata") else {}

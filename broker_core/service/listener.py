@@ -2,7 +2,8 @@
 and Pulsar's binary protocol (the official clients), told apart by the first byte a client sends.
 
 gRPC Python cannot serve a socket it did not accept, so the gRPC server listens on a private loopback port
-and this listener owns the public one:
+(started by the first gRPC client: :mod:`broker_core.service.grpc_front`) and this listener owns the public
+one:
 
 1. It accepts a connection and asks the :class:`~broker_core.service.connection_budget.ConnectionBudget`
    for a place (``brokerMaxConnections``, ``brokerMaxConnectionsPerIp``, the open-file limit): a
@@ -12,7 +13,7 @@ and this listener owns the public one:
    until then is closed.
 3. ``P`` -- the start of HTTP/2's client preface ``PRI * HTTP/2.0...``: once all 24 bytes of the preface
    came (before the deadline; anything else is refused), it is passed on and the connection is relayed,
-   byte for byte, to the gRPC server. A Pulsar frame never starts so (its first byte is the high byte of
+   byte for byte, to the gRPC server (the first one waits until that server is started and listens). A Pulsar frame never starts so (its first byte is the high byte of
    a frame size, which is 0 for any frame the broker accepts).
 4. ``0x16 0x03`` -- a TLS handshake record on the plain port: refused with a log line (connect to the TLS
    port).
@@ -42,8 +43,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from typing import Callable
+from typing import Awaitable, Callable
 
+from broker_core.errors import ServiceNotReady
 from broker_core.log_limits import LogLimiter
 from broker_core.service.connection_budget import Admitted, ConnectionBudget
 from broker_core.service.peers import ClientIdentity, PeerMap, peer_name
@@ -60,6 +62,8 @@ ACCEPT_RETRY_S = 0.1
 
 BinaryServer = Callable[[ClientIdentity, Admitted | None], asyncio.Protocol]
 """Makes the protocol serving a Pulsar binary connection (it releases its ``Admitted`` when lost)."""
+GrpcPort = Callable[[], Awaitable[int]]
+"""The gRPC server's private loopback port, once it listens (it is started by the first call)."""
 
 
 def _tls_record(conn: socket.socket) -> bool:
@@ -75,12 +79,12 @@ class PortListener:
     """Accepts on the broker's port (and its TLS port) and hands each connection to the gRPC relay or to
     ``binary``."""
 
-    def __init__(self, grpc_port: int, binary: BinaryServer, peers: PeerMap, tls: str | None = None,
+    def __init__(self, grpc_port: GrpcPort, binary: BinaryServer, peers: PeerMap, tls: str | None = None,
                  budget: ConnectionBudget | None = None) -> None:
         """``tls``: the relay worker's TLS settings (:func:`~broker_core.service.relay_worker.tls_settings`)
         when :meth:`bind_tls` will be called; ``budget``: the connection limits (None: Pulsar's defaults, no
         limit but the open-file limit, a 30 s handshake)."""
-        self._grpc_address = ("127.0.0.1", grpc_port)
+        self._grpc_port = grpc_port
         self._binary = binary
         self._peers = peers
         self.budget = budget or ConnectionBudget()
@@ -257,10 +261,15 @@ class PortListener:
         it). The relay releases ``admitted`` when the connection ends."""
         if not await self._preface(loop, conn, identity, admitted.deadline):
             return False
+        try:
+            grpc_port = await self._grpc_port()
+        except ServiceNotReady as exc:  # the start failed (logged) or the broker is stopping
+            log.warning("event=relay_connect_failed peer=%s error=%r", identity.address, exc)
+            return False
         upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             upstream.setblocking(False)
-            await loop.sock_connect(upstream, self._grpc_address)
+            await loop.sock_connect(upstream, ("127.0.0.1", grpc_port))
             await loop.sock_sendall(upstream, HTTP2_PREFACE)  # read from the client to check it
             upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

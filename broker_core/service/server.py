@@ -8,18 +8,13 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import InvalidConfiguration
-from broker_core.protocol import broker_pb2, broker_pb2_grpc
-from broker_core.protocol.entry_limits import FRAME_PADDING
-from broker_core.service.admission import Admission
 from broker_core.service.client_limits import ClientLimits, Limits
 from broker_core.service.connection_budget import ConnectionBudget, raise_open_file_limit
 from broker_core.service.credential_checks import CredentialChecks
+from broker_core.service.grpc_front import GrpcServer, max_reply_bytes, max_request_bytes  # noqa: F401 (theirs)
 from broker_core.service.listener import PortListener
 from broker_core.service.metrics import BrokerCollector, MetricsServer, call_on_loop
 from broker_core.service.peers import PeerMap
@@ -29,38 +24,14 @@ from broker_core.service.pulsar.context import FrontEnd
 from broker_core.service.rates import StatsUpdater
 from broker_core.service.relay_worker import tls_settings
 from broker_core.service.security import Authorizer, Security
-from broker_core.service.servicer import BrokerServicer
 from broker_core.service.subscription_expiry import StoredSubscriptionSweep
 from broker_core.service.topics import TopicRegistry
 from broker_core.storage.dir_lock import DataDirLock
 
 log = logging.getLogger(__name__)
 
-SERVICE_NAME = "pulsarlike.v1.PulsarLike"
-GRPC_PRIVATE_ADDRESS = "127.0.0.1:0"
-"""Where the gRPC server listens: the public port's listener relays HTTP/2 connections to it."""
 SYNC_THREADS = 4
 """Threads fsyncing topics' logs (group commit): fsyncs of different files proceed in parallel."""
-REQUEST_MARGIN = 64 * 1024
-"""Bytes a request may take beyond the largest entry it carries (its own fields and the entry's)."""
-MIN_REQUEST_LIMIT = 1 << 20
-"""The least request size the broker reads, whatever ``maxMessageSize``: room for the other requests
-(e.g. an acknowledgment of a thousand ranges)."""
-MIN_REPLY_LIMIT = 64 * 1024 * 1024
-
-
-def max_request_bytes(max_message_size: int) -> int:
-    """gRPC's receive limit: a request carrying one entry as large as a topic stores (``maxMessageSize +
-    FRAME_PADDING``) and a margin -- no more, so an oversized request is refused before it is decoded.
-    Clients pack their entries into requests of at most ``maxMessageSize`` bytes (the broker tells each
-    producer its ``max_message_size``)."""
-    return max(max_message_size + FRAME_PADDING + REQUEST_MARGIN, MIN_REQUEST_LIMIT)
-
-
-def max_reply_bytes(max_message_size: int, max_delivery_bytes: int) -> int:
-    """gRPC's send limit: a delivery holds up to ``dispatcherMaxDeliveryBytes`` of entries, or one larger
-    entry alone (an entry stored under a larger ``maxMessageSize`` may still be read)."""
-    return max(2 * max(max_delivery_bytes, max_message_size + FRAME_PADDING) + REQUEST_MARGIN, MIN_REPLY_LIMIT)
 
 
 def advertised_host(config: BrokerConfig) -> str:
@@ -111,10 +82,9 @@ class BrokerService:
         self.metrics_tls_port = 0
         self._metrics: list[MetricsServer] = []
         self._checks: CredentialChecks | None = None
-        self._server: grpc.aio.Server | None = None
+        self._grpc: GrpcServer | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._sync_pool: ThreadPoolExecutor | None = None
-        self._health: health.aio.HealthServicer | None = None
         self.registry: TopicRegistry | None = None
         self._sweep: StoredSubscriptionSweep | None = None
         self._stats: StatsUpdater | None = None
@@ -142,30 +112,20 @@ class BrokerService:
         security = Security(config, Authorizer(config.super_user_roles(), registry.namespaces, registry.policies),
                             self._clock)
         self._checks = checks = CredentialChecks(config.authenticationRefreshCheckSeconds)
-        server = grpc.aio.server(
-            interceptors=[Admission(limits, peers, security, checks)],
-            options=[("grpc.max_receive_message_length", max_request_bytes(config.maxMessageSize)),
-                     ("grpc.max_send_message_length",
-                      max_reply_bytes(config.maxMessageSize, config.dispatcherMaxDeliveryBytes)),
-                     ("grpc.so_reuseport", 0)])
         names = ProducerNames(self.config.clusterName)
         consumer_ids = itertools.count(1)
-        servicer = BrokerServicer(self.registry, names, consumer_ids)
-        broker_pb2_grpc.add_PulsarLikeServicer_to_server(servicer, server)
-        # the asyncio servicer: a Watch is a task on the loop, not a thread of gRPC's pool for each watcher
-        self._health = health.aio.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        grpc_port = server.add_insecure_port(GRPC_PRIVATE_ADDRESS)
-        if not grpc_port:
-            raise InvalidConfiguration(f"cannot bind the private gRPC address {GRPC_PRIVATE_ADDRESS}")
-        front = FrontEnd(self.registry, config, names, self.registry.schemas,
-                         limits, consumer_ids, self._clock, security=security, checks=checks)
+        self._grpc = grpc = GrpcServer(config, registry, names, consumer_ids, limits, peers, security, checks)
+        grpc_port = grpc.port
         tls = None
         if config.brokerServicePortTls is not None:
-            tls = tls_settings(config.tlsCertificateFilePath, config.tlsKeyFilePath, config.tlsTrustCertsFilePath,
-                               config.tlsRequireTrustedClientCertOnConnect, grpc_port,
-                               config.tlsHandshakeTimeoutSeconds)
             _server_context(config)  # unreadable files fail the start, not each handshake in the relay
+            # the TLS relay connects to the gRPC port itself, told at its spawn: started now (the plain port's
+            # first gRPC client starts it otherwise)
+            tls = tls_settings(config.tlsCertificateFilePath, config.tlsKeyFilePath, config.tlsTrustCertsFilePath,
+                               config.tlsRequireTrustedClientCertOnConnect, await grpc.port(),
+                               config.tlsHandshakeTimeoutSeconds)
+        front = FrontEnd(self.registry, config, names, self.registry.schemas,
+                         limits, consumer_ids, self._clock, security=security, checks=checks)
         raise_open_file_limit()  # before the budget reads it: each client connection holds a descriptor
         listener = PortListener(grpc_port, lambda identity, admitted: PulsarConnection(front, identity, admitted),
                                 peers, tls, ConnectionBudget.from_config(config, self._clock))
@@ -173,8 +133,6 @@ class BrokerService:
         if config.brokerServicePortTls is not None:
             self.tls_port = _bind(listener.bind_tls, config.bindAddress, config.brokerServicePortTls,
                                   "brokerServicePortTls")
-        await server.start()
-        self._server = server
         listener.start()
         self._listener, self._front = listener, front
         if self.config.metricsEnabled:
@@ -182,11 +140,8 @@ class BrokerService:
         host = advertised_host(self.config)
         front.broker_url = f"pulsar://{host}:{self.port}"
         front.broker_url_tls = f"pulsar+ssl://{host}:{self.tls_port}" if self.tls_port else ""
-        servicer.advertised = broker_pb2.LookupResult(
-            broker_url=f"pulsar://{host}:{self.port}",
-            http_url=f"http://{host}:{self.metrics_port}" if self.metrics_port else "")
-        for name in ("", SERVICE_NAME):
-            await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        grpc.advertise(f"pulsar://{host}:{self.port}",
+                       f"http://{host}:{self.metrics_port}" if self.metrics_port else "")
         log.info("event=broker_started address=%s:%d tls_port=%d data_dir=%s sync_mode=%s metrics_port=%d "
                  "authentication=%s authorization=%s", self.config.bindAddress, self.port, self.tls_port,
                  self.data_dir, self.config.journalSyncMode, self.metrics_port,
@@ -214,8 +169,8 @@ class BrokerService:
 
     async def stop(self, grace: float = 1.0) -> None:
         """Stop accepting, end the streams (after ``grace`` seconds), then flush and sync every topic."""
-        if self._health is not None:
-            await self._health.enter_graceful_shutdown()
+        if self._grpc is not None:
+            await self._grpc.enter_graceful_shutdown()
         if self._checks is not None:
             self._checks.stop()
         for metrics in self._metrics:
@@ -226,9 +181,9 @@ class BrokerService:
         if self._front is not None:
             for conn in list(self._front.connections):
                 conn.close()
-        if self._server is not None:
-            await self._server.stop(grace)
-            self._server = None
+        if self._grpc is not None:
+            await self._grpc.stop(grace)
+            self._grpc = None
         if self._listener is not None:
             await self._listener.close_relays()
             self._listener = None
