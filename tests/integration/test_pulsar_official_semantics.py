@@ -169,3 +169,69 @@ def test_a_reader_of_our_client_at_latest_inclusive_has_the_last_message_availab
         assert not client.create_reader(topic, MessageId.latest).has_message_available()
     finally:
         client.close()
+
+
+@pytest.fixture
+def secured(broker_process):
+    """A broker with token authentication and authorization on: tenant acme (namespace acme/orders) where
+    bob has no rights, root a super-user; the tokens by role."""
+    from broker_core.service.security.tokens import create_token, generate_secret_key
+    from connector import Admin, AuthenticationToken
+    from tests.security_certs import as_args, secret_setting
+
+    secret = generate_secret_key()
+    proc = broker_process(*as_args({"authenticationEnabled": "true", "authenticationProviders": "token",
+                                    "authorizationEnabled": "true", "superUserRoles": "root",
+                                    "tokenSecretKey": secret_setting(secret)}))
+    tokens = {role: create_token(secret, role) for role in ("root", "bob")}
+    admin = Admin(proc.service_url, authentication=AuthenticationToken(tokens["root"]))
+    try:
+        admin.create_tenant("acme")
+        admin.create_namespace("acme/orders")
+    finally:
+        admin.close()
+    return proc, tokens
+
+
+NO_TENANT = "persistent://nowhere/ns/t"
+NO_NAMESPACE = "persistent://acme/nowhere/t"
+"""A topic of a missing namespace of an existing tenant."""
+
+
+def test_a_topic_of_a_missing_tenant_is_not_found_before_it_is_forbidden(secured):
+    proc, tokens = secured
+    bob = pulsar.Client(proc.service_url, authentication=pulsar.AuthenticationToken(tokens["bob"]),
+                        operation_timeout_seconds=10, logger=QUIET)
+    root = pulsar.Client(proc.service_url, authentication=pulsar.AuthenticationToken(tokens["root"]),
+                         operation_timeout_seconds=10, logger=QUIET)
+    try:
+        for client in (bob, root):
+            with pytest.raises(pulsar.TopicNotFound):
+                client.create_producer(NO_TENANT)
+            with pytest.raises(pulsar.TopicNotFound):
+                client.subscribe(NO_TENANT, "s")
+        with pytest.raises(pulsar.TopicNotFound):
+            root.create_producer(NO_NAMESPACE)
+        with pytest.raises(pulsar.AuthorizationError):  # as Pulsar: not revealed to a role without rights
+            bob.create_producer(NO_NAMESPACE)
+    finally:
+        bob.close()
+        root.close()
+
+
+def test_a_topic_of_a_missing_tenant_is_not_found_through_our_client(secured):
+    from broker_core.errors import TopicNotFound
+    from connector import AuthenticationToken, AuthorizationError, Client
+
+    proc, tokens = secured
+    client = Client(proc.service_url, authentication=AuthenticationToken(tokens["bob"]),
+                    operation_timeout_seconds=10)
+    try:
+        with pytest.raises(TopicNotFound):
+            client.create_producer(NO_TENANT)
+        with pytest.raises(TopicNotFound):
+            client.subscribe(NO_TENANT, "s")
+        with pytest.raises(AuthorizationError):
+            client.create_producer(NO_NAMESPACE)
+    finally:
+        client.close()

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from broker_core.config import BrokerConfig
-from broker_core.errors import AuthenticationError, AuthorizationError, InvalidConfiguration
+from broker_core.errors import AuthenticationError, AuthorizationError, InvalidConfiguration, TopicNotFound
 from broker_core.service.namespaces import NamespacesStore
 from broker_core.service.peers import ClientIdentity
 from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
@@ -47,6 +47,20 @@ def test_a_tenant_admin_administers_and_uses_its_tenant_only(authorizer):
 
 def test_a_role_without_grants_may_do_nothing(authorizer):
     assert not any(authorizer.allowed("bob", action, TOPIC_NAME) for action in ("produce", "consume", "lookup"))
+
+
+def test_a_topic_of_a_missing_tenant_is_not_found_before_it_is_forbidden(authorizer):
+    # as Pulsar's provider, which fails with "not found" reading the tenant
+    for action in ("produce", "consume", "lookup"):
+        with pytest.raises(TopicNotFound, match="tenant nowhere does not exist"):
+            authorizer.allowed("bob", action, "persistent://nowhere/ns/t")
+    assert authorizer.allowed("root", "produce", "persistent://nowhere/ns/t")  # a super-user learns it later
+
+
+def test_a_missing_namespace_of_an_existing_tenant_stays_forbidden_to_a_role_without_rights(authorizer):
+    # Pulsar does not reveal to such a role that the namespace does not exist
+    assert not authorizer.allowed("bob", "produce", "persistent://acme/nowhere/t")
+    assert authorizer.allowed("alice", "produce", "persistent://acme/nowhere/t")  # then: TopicNotFound
 
 
 def test_a_namespace_grant_covers_its_topics_for_those_actions_only(authorizer, stores):

@@ -14,7 +14,11 @@ namespace (``tenant/ns``), a tenant (``tenant``) or the broker (``""``). Actions
 ``super``   tenants themselves (create, update, delete, list): ``superUserRoles`` only
 ========== ===================================================================================================
 
-Decision, in order: authorization off -> allowed; a super-user -> allowed; an admin role of the resource's
+Decision, in order: authorization off -> allowed; a super-user -> allowed; the resource's tenant does not
+exist -> ``TenantNotFound`` (a ``TopicNotFound``: Pulsar's provider fails with "not found" when it reads the
+missing tenant, so a client creating a producer, a consumer or looking up a topic there learns the topic
+does not exist, not that it is forbidden; a missing namespace of an existing tenant is not revealed to a role
+without rights on it, as in Pulsar: ``AuthorizationError``); an admin role of the resource's
 tenant -> allowed (tenant admins may also produce and consume, as in Pulsar); ``produce``/``consume``/
 ``lookup`` -> what the role was granted on the topic, its partitioned topic and its namespace, added together;
 anything else -> refused.
@@ -27,7 +31,7 @@ Example::
 """
 from __future__ import annotations
 
-from broker_core.errors import PulsarLikeError
+from broker_core.errors import PulsarLikeError, TenantNotFound
 from broker_core.service.namespaces import NamespacesStore
 from broker_core.service.policies import PoliciesStore
 from broker_core.types import TopicName
@@ -57,7 +61,7 @@ class Authorizer:
             return True
         if action == SUPER:
             return False
-        if self._tenant_admin(role, tenant_of(resource)):
+        if self._tenant_admin(role, tenant_of(resource)):  # raises TenantNotFound for a missing tenant
             return True
         if action == ADMIN or not resource:
             return False
@@ -73,9 +77,12 @@ class Authorizer:
         return action in granted
 
     def _tenant_admin(self, role: str, tenant: str) -> bool:
-        if not tenant or not role:
+        if not tenant:
             return False
         try:
-            return role in self._namespaces.tenant_info(tenant)["adminRoles"]
-        except PulsarLikeError:  # no such tenant (or a bad name): nobody administers it
+            admins = self._namespaces.tenant_info(tenant)["adminRoles"]
+        except TenantNotFound:
+            raise
+        except PulsarLikeError:  # a bad name: nobody administers it
             return False
+        return bool(role) and role in admins
