@@ -14,7 +14,8 @@ Pieces, each with one job:
   with a timeout: topics live on the loop and are only ever touched there.
 - :class:`MetricsServer` serves ``/metrics`` (Prometheus text format) and ``/status.html`` over HTTP on
   its own threads (over HTTPS on ``webServicePortTls``: the TLS handshake happens on the request's thread,
-  so a slow client holds up no one else).
+  so a slow client holds up no one else). It binds its port at start; the HTTP server itself
+  (:mod:`broker_core.service.metrics_http`) is built by the port's first connection.
 
 Labels, as Pulsar sets them: ``cluster`` (``clusterName``), ``namespace`` (``tenant/namespace``), ``topic``
 (the full name, a partition being ``<topic>-partition-<i>``) and, on subscription series, ``subscription``.
@@ -26,18 +27,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import select
 import socket
 import ssl
 import threading
-from socketserver import TCPServer, ThreadingMixIn
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from broker_core.errors import InvalidConfiguration
 from broker_core.types import TopicName
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
+
+    from broker_core.service.metrics_http import _Server
 
 # prometheus-client is imported by the first scrape, not at the broker's start: it is ~20 ms of a start
 # that a client waits for, for an endpoint that may never be scraped.
@@ -198,38 +200,9 @@ def call_on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any], timeout
         raise MetricsTimeout(f"the broker did not gather its stats within {timeout_s:g}s") from None
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def server_bind(self) -> None:
-        # HTTPServer's looks the bound address up in reverse DNS (socket.getfqdn) for WSGI's SERVER_NAME
-        # alone: ~3 ms of every start, seconds where the resolver does not answer
-        TCPServer.server_bind(self)
-        self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
-        self.setup_environ()
-
-
-class _TlsServer(_Server):
-    ssl_context: ssl.SSLContext
-    handshake_timeout_s = 10.0
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        try:
-            request.settimeout(self.handshake_timeout_s)
-            secure = self.ssl_context.wrap_socket(request, server_side=True)
-        except (OSError, ssl.SSLError) as exc:
-            log.info("event=tls_handshake_failed port=metrics peer=%s reason=%s", client_address[0], exc)
-            return
-        try:
-            super().finish_request(secure, client_address)
-        finally:
-            secure.close()
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        log.debug("event=http_request client=%s request=%r", self.client_address[0], format % args)
+POLL_INTERVAL_S = 0.2
+"""How often the serving thread looks whether it is to stop (the standard library's server polls too)."""
+LISTEN_BACKLOG = 128
 
 
 class MetricsServer:
@@ -247,28 +220,57 @@ class MetricsServer:
         self._port_key = port_key
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self.port = 0
 
     def start(self) -> int:
-        attributes: dict[str, Any] = {"address_family": socket.AF_INET6 if ":" in self._host else socket.AF_INET}
-        if self._tls is not None:
-            attributes["ssl_context"] = self._tls
-        server_class = type("MetricsHTTPServer", (_TlsServer if self._tls is not None else _Server,), attributes)
+        """Bind and listen (``InvalidConfiguration`` when the port is taken or the address not local); the
+        bound port. The port accepts from now on; its first connection builds the HTTP server."""
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        listening = socket.socket(family, socket.SOCK_STREAM)
         try:
-            self._httpd = make_server(self._host, self._requested_port, self._app, server_class, _QuietHandler)
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listening.bind((self._host, self._requested_port))
+            listening.listen(LISTEN_BACKLOG)
         except OSError as exc:
+            listening.close()
             raise InvalidConfiguration(f"cannot bind {self._host}:{self._requested_port} for metrics "
                                        f"({self._port_key}): {exc.strerror}", key=self._port_key) from None
-        self.port = self._httpd.server_port
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name="pulsarlike-metrics", daemon=True)
+        self.port = listening.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, args=(listening,), name="pulsarlike-metrics",
+                                        daemon=True)
         self._thread.start()
         return self.port
 
+    def _serve(self, listening: socket.socket) -> None:
+        try:
+            while not self._stopping.is_set():
+                if select.select([listening], [], [], POLL_INTERVAL_S)[0]:
+                    break
+            else:
+                listening.close()
+                return
+            from broker_core.service.metrics_http import http_server
+
+            httpd = http_server(listening, self._app, self._tls)
+        except Exception as exc:  # noqa: BLE001 - the broker serves on without metrics; said once
+            log.error("event=metrics_server_failed error=%r", exc, exc_info=True)
+            listening.close()
+            return
+        with self._lock:
+            if self._stopping.is_set():
+                httpd.server_close()
+                return
+            self._httpd = httpd
+        httpd.serve_forever(poll_interval=POLL_INTERVAL_S)
+
     def stop(self) -> None:
         """Blocking: waits for the serving thread to notice (at most a poll interval)."""
-        httpd, thread = self._httpd, self._thread
-        self._httpd = self._thread = None
+        with self._lock:
+            self._stopping.set()
+            httpd, thread = self._httpd, self._thread
+            self._httpd = self._thread = None
         if httpd is not None:
             httpd.shutdown()
             httpd.server_close()

@@ -154,3 +154,34 @@ def test_the_metrics_server_starts_and_answers_without_reverse_dns(monkeypatch):
             assert b"pulsar_topics_count" in reply.read()
     finally:
         server.stop()
+
+
+def test_the_metrics_server_imports_its_http_server_at_the_first_connection_not_at_start():
+    import subprocess
+    import sys
+
+    script = """
+import sys, urllib.request
+from broker_core.service.metrics import BrokerCollector, MetricsServer
+server = MetricsServer(BrokerCollector(dict, "standalone"), "127.0.0.1", 0)
+port = server.start()
+before = "wsgiref.simple_server" in sys.modules
+with urllib.request.urlopen(f"http://127.0.0.1:{port}/status.html", timeout=10) as reply:
+    body = reply.read()
+server.stop()
+print(before, body == b"OK", "wsgiref.simple_server" in sys.modules)
+"""
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert found.stdout.split() == ["False", "True", "True"], found.stderr
+
+
+def test_a_metrics_server_stopped_before_any_connection_closes_its_port():
+    import socket
+
+    from broker_core.service.metrics import MetricsServer
+
+    server = MetricsServer(BrokerCollector(dict, "standalone"), "127.0.0.1", 0)
+    port = server.start()
+    server.stop()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
