@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from broker_core.advertised_listeners import Listener, parse_listeners
 from broker_core.errors import InvalidConfiguration
 
 SYNC_MODES = ("always", "group", "never")
@@ -32,6 +34,10 @@ class BrokerConfig:
     advertisedAddress: str = ""
     """The host name clients are told to use (``topics lookup``); empty: ``bindAddress``, or this machine's
     host name when ``bindAddress`` is a wildcard (``0.0.0.0``, ``::``), as Pulsar advertises its hostname."""
+    advertisedListeners: str = ""
+    """Named addresses a LOOKUP naming a listener is answered with: ``name:pulsar://host:port`` entries,
+    comma-separated, at most one ``pulsar://`` and one ``pulsar+ssl://`` per name (Pulsar's format; see
+    :mod:`broker_core.advertised_listeners`). A lookup naming no listener is answered ``advertisedAddress``."""
     clusterName: str = "standalone"
     """Used in default producer names, as Pulsar does (``<cluster>-<broker>-<n>``)."""
     maxMessageSize: int = 5242880
@@ -259,6 +265,7 @@ class BrokerConfig:
             if value is not None and not 0 <= value < 65536:
                 raise _bad(name, value, "a port number (0: any free one), or unset for none")
         self.authentication_providers()
+        self.advertised_listeners  # noqa: B018  (parsed once, here: a bad value stops the start)
         if self.brokerServicePortTls is not None or self.webServicePortTls is not None:
             for name in ("tlsCertificateFilePath", "tlsKeyFilePath"):
                 if not getattr(self, name):
@@ -280,6 +287,11 @@ class BrokerConfig:
                                                             "AuthenticationProviderToken/Tls class names)")
             names.append(name)
         return tuple(dict.fromkeys(names))
+
+    @functools.cached_property
+    def advertised_listeners(self) -> dict[str, Listener]:
+        """``advertisedListeners`` by listener name (parsed once)."""
+        return parse_listeners(self.advertisedListeners)
 
     def super_user_roles(self) -> frozenset[str]:
         return frozenset(r.strip() for r in self.superUserRoles.split(",") if r.strip())

@@ -235,3 +235,59 @@ def test_a_topic_of_a_missing_tenant_is_not_found_through_our_client(secured):
             client.create_producer(NO_NAMESPACE)
     finally:
         client.close()
+
+
+@pytest.fixture
+def two_listeners(tmp_path):
+    """A broker whose advertisedListeners name two addresses of itself: internal (127.0.0.1) and external
+    (localhost), and whose advertisedAddress is neither (so an answer without the listener would fail)."""
+    from tests.brokers import BrokerProcess, restartable_port
+
+    port = restartable_port()
+    listeners = f"internal:pulsar://127.0.0.1:{port},external:pulsar://localhost:{port}"
+    proc = BrokerProcess(tmp_path / "listeners", "--set", f"advertisedListeners={listeners}",
+                         "--set", "advertisedAddress=nowhere.invalid", port=port).start()
+    yield proc
+    proc.stop()
+
+
+def lookup(proc, listener: str):
+    from broker_core.protocol import pulsar_commands_pb2 as cmd
+    from tests.pulsar_wire import RawPulsar, frame
+
+    with RawPulsar(proc.address) as raw:
+        raw.connect()
+        raw.send(frame(cmd.BaseCommand(type=cmd.BaseCommand.LOOKUP, lookupTopic=cmd.CommandLookupTopic(
+            topic=new_topic(), request_id=1, advertised_listener_name=listener))))
+        return raw.expect(cmd.BaseCommand.LOOKUP_RESPONSE).lookupTopicResponse
+
+
+def test_a_lookup_names_its_listener_and_is_answered_its_address(two_listeners):
+    from broker_core.protocol import pulsar_commands_pb2 as cmd
+
+    port = two_listeners.port
+    assert lookup(two_listeners, "internal").brokerServiceUrl == f"pulsar://127.0.0.1:{port}"
+    assert lookup(two_listeners, "external").brokerServiceUrl == f"pulsar://localhost:{port}"
+    refused = lookup(two_listeners, "elsewhere")
+    assert refused.response == refused.Failed and "does not have listener 'elsewhere'" in refused.message
+    assert refused.error == cmd.ServiceNotReady
+    for listener in ("internal", "external"):
+        client = pulsar.Client(two_listeners.service_url, listener_name=listener, operation_timeout_seconds=10,
+                               logger=QUIET)
+        try:
+            topic = new_topic()
+            consumer = client.subscribe(topic, "s")
+            client.create_producer(topic).send(listener.encode())
+            assert consumer.receive(5000).data() == listener.encode()
+        finally:
+            client.close()
+
+
+def test_a_client_naming_a_listener_the_broker_does_not_have_is_refused(two_listeners):
+    client = pulsar.Client(two_listeners.service_url, listener_name="elsewhere", operation_timeout_seconds=3,
+                           logger=QUIET)
+    try:
+        with pytest.raises(pulsar.PulsarException):  # ServiceNotReady, retried until the operation timeout
+            client.create_producer(new_topic())
+    finally:
+        client.close()

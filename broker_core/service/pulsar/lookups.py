@@ -2,6 +2,9 @@
 
 This broker is the only one, so a lookup answers ``Connect`` to the broker's advertised URL
 (``advertisedAddress``), ``authoritative``: the client reuses the connection it has to that URL. A lookup
+naming a listener (``advertised_listener_name``, pulsar-client's ``listener_name=``) is answered that
+listener's URLs from ``advertisedListeners``, and refused with ``ServiceNotReady`` when the broker has no
+such listener, as Pulsar (an empty name is no name, as Pulsar reads some clients' blank field). A lookup
 refuses what the gRPC ``LookupTopic`` refuses (a missing namespace, a disabled domain, a missing topic
 under ``allowAutoTopicCreation=false``), with the ``ServerError`` code in a ``Failed`` answer.
 
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import google_crc32c
 
-from broker_core.errors import PulsarLikeError, TopicNotFound
+from broker_core.errors import PulsarLikeError, ServiceNotReady, TopicNotFound
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
@@ -68,11 +71,28 @@ class LookupCommands:
         except PulsarLikeError as exc:
             reply.response, reply.error, reply.message = reply.Failed, server_error(exc), wire_message(exc)
         else:
-            reply.response, reply.authoritative = reply.Connect, True
-            reply.brokerServiceUrl = self._conn.front.broker_url
-            if self._conn.front.broker_url_tls:
-                reply.brokerServiceUrlTls = self._conn.front.broker_url_tls
+            try:
+                url, url_tls = self._urls(request.advertised_listener_name)
+            except ServiceNotReady as exc:
+                reply.response, reply.error, reply.message = reply.Failed, server_error(exc), wire_message(exc)
+            else:
+                reply.response, reply.authoritative = reply.Connect, True
+                if url:
+                    reply.brokerServiceUrl = url
+                if url_tls:
+                    reply.brokerServiceUrlTls = url_tls
         self._conn.send(T(type=T.LOOKUP_RESPONSE, lookupTopicResponse=reply))
+
+    def _urls(self, listener_name: str) -> tuple[str, str]:
+        """``(pulsar://..., pulsar+ssl://...)`` a lookup is answered (either may be empty)."""
+        front = self._conn.front
+        if not listener_name:
+            return front.broker_url, front.broker_url_tls
+        listener = front.config.advertised_listeners.get(listener_name)
+        if listener is None:
+            raise ServiceNotReady(f"the broker does not have listener {listener_name[:64]!r}"
+                                  " (advertisedListeners names the ones it has)", listener=listener_name[:64])
+        return listener.broker_url, listener.broker_url_tls
 
     def partitioned_metadata(self, request: cmd.CommandPartitionedTopicMetadata) -> None:
         reply = cmd.CommandPartitionedTopicMetadataResponse(request_id=request.request_id)
