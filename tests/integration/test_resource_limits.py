@@ -146,10 +146,10 @@ def limited_broker(tmp_path_factory):
         yield running
 
 
-def test_an_exclusive_consumer_stops_at_max_unacked_messages_and_resumes_after_acks(limited_broker):
+def test_a_shared_consumer_stops_at_max_unacked_messages_and_resumes_after_acks(limited_broker):
     topic = topic_name()
     with Client(limited_broker.service_url) as client:
-        consumer = client.subscribe(topic, "capped", consumer_type=ConsumerType.Exclusive, receiver_queue_size=100)
+        consumer = client.subscribe(topic, "capped", consumer_type=ConsumerType.Shared, receiver_queue_size=100)
         producer = client.create_producer(topic, batching_enabled=False)
         for i in range(25):
             producer.send(str(i).encode())
@@ -160,6 +160,18 @@ def test_an_exclusive_consumer_stops_at_max_unacked_messages_and_resumes_after_a
             consumer.acknowledge(message)
         second = [consumer.receive(timeout_millis=10_000) for _ in range(10)]
         assert [m.data() for m in first + second] == [str(i).encode() for i in range(20)]
+
+
+def test_an_exclusive_consumer_is_not_capped_by_max_unacked_messages(limited_broker):
+    # as in Pulsar, which applies maxUnackedMessagesPerConsumer to Shared and Key_Shared only
+    topic = topic_name()
+    with Client(limited_broker.service_url) as client:
+        consumer = client.subscribe(topic, "free", consumer_type=ConsumerType.Exclusive, receiver_queue_size=100)
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(25):
+            producer.send(str(i).encode())
+        received = [consumer.receive(timeout_millis=10_000) for _ in range(25)]
+        assert [m.data() for m in received] == [str(i).encode() for i in range(25)]
 
 
 def test_a_client_over_the_stream_limit_gets_too_many_requests_while_other_clients_are_served(limited_broker):
