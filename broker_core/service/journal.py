@@ -6,8 +6,9 @@
 - ``always``: every append call is fsynced before it returns (one fsync per producer request);
 - ``group``: appends return at once; one fsync covers every append made while the previous fsync of the
   topic was running (natural group commit), at most one fsync per ``journalSyncIntervalMs``; receipts
-  wait for the fsync that covers them. The fsyncs run on the broker's small shared sync pool (an
-  ``Executor``), not on a thread per topic, and report back to the event loop;
+  wait for the fsync that covers them. The fsyncs run on the broker's few shared sync threads
+  (:class:`~broker_core.service.sync_threads.SyncThreads`, or any ``Executor``), not on a thread per
+  topic, and report back to the event loop;
 - ``never``: an entry is confirmed as soon as it is in the page cache.
 
 ``confirmed_end_offset`` is the offset below which everything is confirmed; dispatch reads only below it.
@@ -29,6 +30,7 @@ from typing import Callable, Protocol
 
 from broker_core.errors import PersistenceError
 from broker_core.log_limits import LogLimiter
+from broker_core.service.sync_threads import SyncThreads
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,9 @@ class Journal:
         self._log = managed_log
         self._mode = mode
         self._interval_s = interval_ms / 1000.0
-        self._pool = sync_pool
+        # SyncThreads.run: no Future per fsync (nobody reads it: the job reports to the loop itself)
+        self._run: Callable[[Callable[[], None]], object] = \
+            sync_pool.run if isinstance(sync_pool, SyncThreads) else sync_pool.submit
         self._on_confirmed = on_confirmed
         self._waiters: deque[tuple[int, Waiter]] = deque()
         self._loop = asyncio.get_running_loop()
@@ -113,7 +117,7 @@ class Journal:
     def _submit(self) -> None:
         self._last_sync = time.monotonic()
         try:
-            self._pool.submit(self._sync_job)
+            self._run(self._sync_job)
         except RuntimeError as exc:  # the pool is shut down: the broker is stopping
             self._sync_failed(PersistenceError(f"cannot persist entries: {exc}"))
 

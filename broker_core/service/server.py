@@ -25,6 +25,7 @@ from broker_core.service.rates import StatsUpdater
 from broker_core.service.relay_worker import tls_settings
 from broker_core.service.security import Authorizer, Security
 from broker_core.service.subscription_expiry import StoredSubscriptionSweep
+from broker_core.service.sync_threads import SyncThreads
 from broker_core.service.topics import TopicRegistry
 from broker_core.storage.dir_lock import DataDirLock
 
@@ -84,7 +85,7 @@ class BrokerService:
         self._checks: CredentialChecks | None = None
         self._grpc: GrpcServer | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._sync_pool: ThreadPoolExecutor | None = None
+        self._sync_pool: SyncThreads | None = None
         self.registry: TopicRegistry | None = None
         self._sweep: StoredSubscriptionSweep | None = None
         self._stats: StatsUpdater | None = None
@@ -97,7 +98,7 @@ class BrokerService:
         self._data_dir_lock.acquire()  # before anything in the data dir is opened
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pulsarlike-io")
         # every topic's group-commit fsyncs, apart from the slow file work so a removal never delays them
-        self._sync_pool = ThreadPoolExecutor(max_workers=SYNC_THREADS, thread_name_prefix="pulsarlike-sync")
+        self._sync_pool = SyncThreads(SYNC_THREADS, "pulsarlike-sync")
         self.registry = TopicRegistry(self.data_dir, self.config, self._executor, self._clock,
                                       sync_pool=self._sync_pool)
         self.registry.start_unloading()

@@ -9,6 +9,16 @@ import pytest
 
 from broker_core.errors import PersistenceError
 from broker_core.service.journal import Journal
+from broker_core.service.sync_threads import SyncThreads
+
+POOLS = {"thread-pool": lambda: ThreadPoolExecutor(2), "sync-threads": lambda: SyncThreads(2)}
+"""The fsyncs run the same on any Executor and on the broker's own sync threads (``SyncThreads.run``)."""
+make_pool = POOLS["sync-threads"]
+
+
+@pytest.fixture(autouse=True, params=sorted(POOLS))
+def pool(request, monkeypatch):
+    monkeypatch.setattr(f"{__name__}.make_pool", POOLS[request.param])
 
 
 class FakeLog:
@@ -40,7 +50,7 @@ class FakeLog:
 
 def _run(mode: str, log: FakeLog, scenario):
     async def main():
-        with ThreadPoolExecutor(2) as executor:
+        with make_pool() as executor:
             confirmed = []
             journal = Journal(log, mode, 0, executor, lambda: confirmed.append(journal.confirmed_end_offset))
             try:
