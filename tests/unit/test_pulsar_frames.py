@@ -32,6 +32,20 @@ def test_a_large_frame_arriving_in_pieces_is_not_rescanned():
     assert len(got) == 1 and len(got[0][1]) == 100_000
 
 
+def test_payloads_of_frames_read_in_pieces_stay_as_read_while_later_frames_are_fed():
+    def send(sequence_id: int, body: bytes) -> bytes:
+        return header_with_payload(T(type=T.SEND, send=cmd.CommandSend(producer_id=1, sequence_id=sequence_id)),
+                                   len(body)) + body
+    data = send(1, b"a" * 5000) + send(2, b"b" * 3000) + send(3, b"c" * 7000)
+    reader = FrameReader(1 << 20)
+    got = []
+    for i in range(0, len(data), 777):  # every frame in pieces, pieces holding the ends of two frames
+        got += reader.feed(data[i:i + 777])
+    assert [(c.send.sequence_id, bytes(p)) for c, p in got] == [(1, b"a" * 5000), (2, b"b" * 3000), (3, b"c" * 7000)]
+    assert all(p.readonly for _, p in got)
+    assert reader.buffered == 0
+
+
 def test_a_size_over_the_limit_is_refused_before_anything_is_buffered():
     reader = FrameReader(1000)
     with pytest.raises(FrameError, match="frames hold 4 to 1000 bytes"):

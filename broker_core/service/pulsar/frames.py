@@ -87,8 +87,10 @@ class FrameReader:
             buf += data
             if len(buf) < self._need:  # a large frame arriving in pieces: no re-scan, no copy but this one
                 return
-            view = memoryview(bytes(buf))
-            buf.clear()
+            # the frames' views are of this buffer, which nothing writes again (a new one takes the rest):
+            # no second copy of a frame that came in pieces
+            view = memoryview(buf).toreadonly()
+            self._buf = bytearray()
         else:
             view = memoryview(data)
         self._need = 0
