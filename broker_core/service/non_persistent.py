@@ -32,7 +32,8 @@ How it maps onto this broker (both front ends use this class exactly as they use
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from types import MappingProxyType
+from typing import Any, Callable, Sequence
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
@@ -62,7 +63,43 @@ def check_enabled(config: BrokerConfig, name: TopicName) -> None:
                               key=CONFIG_KEY)
 
 
+def not_stored(topic: str, what: str) -> NotAllowedError:
+    """What an operation on stored data is refused with on a non-persistent topic (as Pulsar refuses it)."""
+    return NotAllowedError(f"{topic}: {what}", topic=topic)
+
+
+class NeverTerminated:
+    """A non-persistent topic's termination state: never terminated, so no consumer reaches its end."""
+
+    terminated = False
+    end_offset = None
+
+    def watch(self, consumer: Consumer, notify: Callable[[], None]) -> None:
+        pass
+
+    def forget(self, consumer: Consumer) -> None:
+        pass
+
+    def rewound(self, sub: Any) -> None:
+        pass
+
+    def refuse(self) -> None:
+        pass
+
+
+NEVER_TERMINATED = NeverTerminated()
+
+
 class NonPersistentTopic(TopicProducers):
+    """A non-persistent topic partition; implements :class:`~broker_core.service.topic_protocol.Topic`.
+    What needs stored data is refused here, so every front end refuses it alike."""
+
+    persistent = False
+    readers = MappingProxyType({})
+    """Always empty: a reader's subscription is in ``subscriptions`` (``durable`` False)."""
+    termination = NEVER_TERMINATED
+    writes = None
+    """It never writes, so writing never fails."""
 
     def __init__(self, name: TopicName, config: BrokerConfig, clock: Clock, *,
                  on_idle: Callable[["NonPersistentTopic"], None] | None = None) -> None:
@@ -195,11 +232,36 @@ class NonPersistentTopic(TopicProducers):
             raise
         return sub
 
-    def consumer_left(self, sub: NonPersistentSubscription, consumer: Consumer) -> None:
+    def consumer_left(self, sub: NonPersistentSubscription, consumer: Consumer, *,
+                      keep_reader: bool = False) -> None:
+        """``keep_reader`` is moot: a reader here sees only what comes next, so its subscription goes with
+        its last consumer."""
         sub.remove_consumer(consumer)
         if not sub.durable and not sub.consumers and self.subscriptions.get(sub.name) is sub:
             self._drop_subscription(sub)
         self._check_idle()
+
+    def drop_idle_reader(self, sub: NonPersistentSubscription) -> None:
+        """Nothing to do: ``consumer_left`` never keeps a reader's subscription."""
+
+    def create_subscription(self, name: str, start_offset: int) -> None:
+        raise not_stored(self.topic, "non-persistent topics have no stored subscriptions")
+
+    def durable_subscription(self, name: str) -> NonPersistentSubscription:
+        raise not_stored(self.topic, "non-persistent topics have no stored subscriptions")
+
+    def acknowledge_up_to(self, name: str, end_offset: int) -> int:
+        raise not_stored(self.topic, "non-persistent topics have no stored subscriptions")
+
+    def touch_subscription(self, name: str) -> None:
+        """Nothing to record: no subscription of a non-persistent topic expires (nothing is stored)."""
+
+    # ------------------------------------------------------------------ termination
+    def terminate(self) -> int:
+        raise not_stored(self.topic, "terminate: the topic is non-persistent: it stores nothing")
+
+    def check_end_of_topic(self) -> None:
+        """Nothing to do: the topic is never terminated."""
 
     def unsubscribe(self, subscription: str, *, requester: Consumer | None = None, force: bool = False,
                     durable: bool = True) -> None:

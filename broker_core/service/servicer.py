@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Iterator,
 
 import grpc
 
-from broker_core.errors import InvalidMessage, NotAllowedError, ProducerFenced, PulsarLikeError, UnknownError
+from broker_core.errors import InvalidMessage, ProducerFenced, PulsarLikeError, UnknownError
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import error_to_proto, grpc_status, trailing_metadata, wire_message
@@ -28,7 +28,8 @@ from broker_core.service.topic_rpcs import TopicRpcs, position_offset
 from broker_core.service.backpressure import END, OrderedReplies, Outbox, PermitGate, ReplyBudget
 from broker_core.service.policies import NAMESPACE, TOPIC
 from broker_core.service.producers import ProducerInfo, ProducerNames
-from broker_core.service.topic import Accepted, PersistentTopic
+from broker_core.service.topic import Accepted
+from broker_core.service.topic_protocol import Topic
 from broker_core.service.topics import TopicRegistry
 from broker_core.types import TopicName
 from dispatch.consumer import Consumer, Delivery
@@ -121,7 +122,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             yield response
 
     async def _produce_session(self, requests, out: Outbox, peer: str) -> None:
-        topic: PersistentTopic | None = None
+        topic: Topic | None = None
         info: ProducerInfo | None = None
         try:
             first = await _first_request(requests, "open", "produce")
@@ -208,11 +209,11 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             name = TopicName.parse(req.topic)
             topic = self._registry.get(name, create=True)
             out.hold_back()  # what subscribing dispatches goes after the Subscribed reply
-            ends = topic.termination if isinstance(topic, PersistentTopic) else None
+            ends = topic.termination
 
             def sink(deliveries: list[Delivery]) -> None:
                 out.put(_delivered(deliveries))
-                if ends is not None and ends.end_offset is not None:  # a terminated topic only
+                if ends.end_offset is not None:  # a terminated topic only
                     topic.check_end_of_topic()
 
             consumer = Consumer(
@@ -223,8 +224,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
                     active_change=pb.ActiveConsumerChange(is_active=active))),
                 on_error=lambda exc: (out.put(pb.ConsumeResponse(error=error_to_proto(exc))), out.end()))
             consumer.permits = req.initial_permits
-            if ends is not None:
-                ends.watch(consumer, lambda: out.put(_END_OF_TOPIC))
+            ends.watch(consumer, lambda: out.put(_END_OF_TOPIC))
             gate = PermitGate(consumer)
             out.on_full, out.on_room = gate.close, gate.open
             sub = topic.subscribe(req.subscription, _SUB_TYPES[req.sub_type], consumer,
@@ -234,7 +234,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
                 topic=topic.topic, consumer_name=consumer.consumer_name, partition_index=topic.partition_index)))
             log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s",
                      topic.topic, req.subscription, consumer.consumer_name, _SUB_TYPES[req.sub_type])
-            if ends is not None and ends.end_offset is not None:
+            if ends.end_offset is not None:
                 topic.check_end_of_topic()
             async for request in _while_read(requests, out):
                 if not self._consume_request(request, topic, sub, consumer, gate, out):
@@ -254,7 +254,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             out.end()
 
     @staticmethod
-    def _start_offset(topic: PersistentTopic, req: pb.Subscribe) -> int:
+    def _start_offset(topic: Topic, req: pb.Subscribe) -> int:
         if req.durable or not req.HasField("start"):
             if req.initial_position == pb.EARLIEST:
                 return topic.start_offset
@@ -264,7 +264,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             return max(topic.start_offset, topic.confirmed_end_offset - 1)
         return position_offset(topic, req.start)
 
-    def _consume_request(self, request: pb.ConsumeRequest, topic: PersistentTopic, sub, consumer: Consumer,
+    def _consume_request(self, request: pb.ConsumeRequest, topic: Topic, sub, consumer: Consumer,
                          gate: PermitGate, out: Outbox) -> bool:
         """Handle one request; False ends the session."""
         kind = request.WhichOneof("request")
@@ -288,7 +288,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
                     gate.reset()
                     sub.seek(offset)
                     out.put(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id)))
-                    if isinstance(topic, PersistentTopic) and topic.termination.terminated:
+                    if topic.termination.terminated:
                         topic.termination.rewound(sub)
                         topic.check_end_of_topic()
                 except PulsarLikeError as exc:
@@ -374,15 +374,13 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             return pb.Empty()
         return await self._unary(context, delete)
 
-    def _persistent(self, topic: str) -> PersistentTopic:
-        found = self._registry.get(TopicName.parse(topic), create=False)
-        if not isinstance(found, PersistentTopic):
-            raise NotAllowedError(f"{topic}: non-persistent topics have no stored subscriptions")
-        return found
+    def _existing(self, topic: str) -> Topic:
+        """An existing topic (a non-persistent one refuses what needs a stored subscription itself)."""
+        return self._registry.get(TopicName.parse(topic), create=False)
 
     async def CreateSubscription(self, request, context):
         def create():
-            topic = self._persistent(request.topic)
+            topic = self._existing(request.topic)
             start = (position_offset(topic, request.position) if request.HasField("position")
                      else topic.confirmed_end_offset)
             topic.create_subscription(request.subscription, start)
@@ -392,7 +390,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
 
     async def ResetCursor(self, request, context):
         def reset():
-            topic = self._persistent(request.topic)
+            topic = self._existing(request.topic)
             sub = topic.durable_subscription(request.subscription)
             offset = (position_offset(topic, request.position) if request.HasField("position")
                       else topic.offset_for_timestamp(request.publish_time_ms))
@@ -403,7 +401,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
 
     async def AcknowledgeUpTo(self, request, context):
         def ack():
-            topic = self._persistent(request.topic)
+            topic = self._existing(request.topic)
             return pb.SubscriptionPosition(
                 next_offset=topic.acknowledge_up_to(request.subscription, request.end_offset))
         return await self._unary(context, ack)

@@ -112,6 +112,9 @@ def _call_later(delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHa
 
 
 class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPositions):
+    """A persistent topic partition; implements :class:`~broker_core.service.topic_protocol.Topic`."""
+
+    persistent = True
 
     def __init__(self, name: TopicName, directory: Path, config: BrokerConfig, executor: Executor,
                  clock: Clock, *, deduplication: bool = False, sync_pool: Executor | None = None,
@@ -353,14 +356,22 @@ class PersistentTopic(TopicOperations, TopicProducers, TopicRetention, TopicPosi
         (self.subscriptions if durable else self.readers)[name] = sub
         return sub
 
-    def consumer_left(self, sub: Subscription, consumer: Consumer) -> None:
+    def consumer_left(self, sub: Subscription, consumer: Consumer, *, keep_reader: bool = False) -> None:
         sub.remove_consumer(consumer)
         self.termination.forget(consumer)
+        if keep_reader and not sub.durable:
+            return  # a seek closed the reader's consumer; it subscribes again (see drop_idle_reader)
         if sub.durable and self.subscriptions.get(sub.name) is sub:
             self.touch_subscription(sub.name)
         if not sub.durable and not sub.consumers and self.readers.get(sub.name) is sub:
             del self.readers[sub.name]
             sub.close()
+
+    def drop_idle_reader(self, sub: Subscription) -> None:
+        """Drop reader subscription ``sub`` kept by ``consumer_left(keep_reader=True)`` if no consumer came
+        back for it."""
+        if not sub.consumers and self.readers.get(sub.name) is sub:
+            self.unsubscribe(sub.name, durable=False, force=True)
 
     def unsubscribe(self, subscription: str, *, requester: Consumer | None = None, force: bool = False,
                     durable: bool = True) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from typing import Callable, cast
 
 from broker_core.errors import (NotAllowedError, ServiceNotReady, SubscriptionNotFound, TopicAlreadyExists,
                                 TopicNotFound)
@@ -92,9 +92,9 @@ def persistent_topic(registry: TopicRegistry, name: TopicName, verb: str) -> Per
                               f" {partitions} partitions, e.g. {name.partition(0)}", topic=str(name),
                               partitions=partitions)
     topic = registry.get(name, create=False)
-    if not isinstance(topic, PersistentTopic):
+    if not topic.persistent:
         raise NotAllowedError(f"{verb}: {name} is non-persistent: it stores nothing", topic=str(name))
-    return topic
+    return cast(PersistentTopic, topic)  # stored data: what only a persistent topic has (see topic_protocol)
 
 
 async def settled(condition: Callable[[], bool], what: str) -> None:
@@ -130,7 +130,7 @@ async def unload(registry: TopicRegistry, name: TopicName) -> int:
         topic = registry.loaded(target)
         if topic is None:
             continue
-        if not isinstance(topic, PersistentTopic):
+        if not topic.persistent:
             raise NotAllowedError(f"{target} is non-persistent: it lives in memory only and goes once idle;"
                                   " there is nothing to unload", topic=str(target))
         ended = topic.disconnect_clients(ServiceNotReady(
@@ -194,7 +194,7 @@ def expire_messages(registry: TopicRegistry, name: TopicName, subscription: str,
 def _namespace_topics(registry: TopicRegistry, namespace: str) -> list[PersistentTopic]:
     check_namespace_name(namespace)
     return [t for t in (registry.get(TopicName.parse(n), create=False) for n in registry.list(namespace)
-                        if TopicName.parse(n).domain == PERSISTENT) if isinstance(t, PersistentTopic)]
+                        if TopicName.parse(n).domain == PERSISTENT) if t.persistent]
 
 
 def clear_namespace_backlog(registry: TopicRegistry, namespace: str, subscription: str) -> int:

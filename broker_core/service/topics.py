@@ -208,7 +208,7 @@ class TopicRegistry:
         self.policies.set(scope, name, key, value)
         for topic in self._topics.values():
             topic.set_deduplication(self.deduplication_enabled(topic.name))
-            if isinstance(topic, PersistentTopic):
+            if topic.persistent:
                 self._apply_retention(topic)
             self._apply_limits(topic)
 
@@ -285,7 +285,7 @@ class TopicRegistry:
                     "partitions": {str(p): self.internal_stats(p) for p in map(name.partition, range(partitions))
                                    if self._exists_on_disk(p) or str(p) in self._topics}}
         topic = self.get(name, create=False)
-        if not isinstance(topic, PersistentTopic):
+        if not topic.persistent:
             raise NotAllowedError(f"{name}: a non-persistent topic stores nothing, so it has no internal"
                                   " stats; use `topics stats`")
         return cursor_admin.internal_stats(topic)
@@ -300,7 +300,7 @@ class TopicRegistry:
             if not partitions or self._exists_on_disk(target) or str(target) in self._topics:
                 topic = self.get(target, create=False)
                 names.update(topic.subscriptions)
-                names.update(getattr(topic, "readers", ()))
+                names.update(topic.readers)
         return sorted(names)
 
     # ------------------------------------------------------------------ tenants and namespaces
@@ -392,7 +392,7 @@ class TopicRegistry:
         cutoff = now - self._config.brokerTopicIdleUnloadSeconds * 1000
         unloaded = 0
         for key, topic in list(self._topics.items()):
-            if not isinstance(topic, PersistentTopic):
+            if not topic.persistent:
                 continue  # non-persistent topics leave on their own once idle
             if not topic.quiescent:
                 topic.last_used_ms = now
@@ -405,7 +405,7 @@ class TopicRegistry:
     def unload(self, key: str) -> bool:
         """Unload the loaded topic ``key`` if it is quiescent; the next use loads it from disk again."""
         topic = self._topics.get(key)
-        if not isinstance(topic, PersistentTopic):
+        if topic is None or not topic.persistent:
             return False
         try:
             done = topic.unload()

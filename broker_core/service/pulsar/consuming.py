@@ -141,15 +141,13 @@ class ConsumerCommands:
             on_active_change=session.active_changed, on_error=lambda exc: self._failed(session, exc))
         session.consumer = consumer
         session.gate = gate = PermitGate(consumer)
-        ends = getattr(topic, "termination", None)
-        if ends is not None:
-            ends.watch(consumer, session.reached_end)
+        ends = topic.termination
+        ends.watch(consumer, session.reached_end)
         try:
             session.sub = sub = topic.subscribe(request.subscription, sub_type, consumer, durable=request.durable,
                                                 start_offset=self._start_offset(topic, request, front.clock))
         except BaseException:
-            if ends is not None:
-                ends.forget(consumer)
+            ends.forget(consumer)
             front.limits.release(conn.peer, stream=True)
             raise
         gate.attach(lambda permits: sub.flow(consumer, permits))
@@ -160,7 +158,7 @@ class ConsumerCommands:
         session.ready()
         log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s peer=%s", topic.topic,
                  request.subscription[:LOGGED_NAME], consumer.consumer_name[:LOGGED_NAME], sub_type, conn.peer)
-        if ends is not None and ends.terminated:
+        if ends.terminated:
             topic.check_end_of_topic()
 
     @staticmethod
@@ -255,9 +253,8 @@ class ConsumerCommands:
         for other in list(self._front.subscribers.get((topic.topic, sub.name), ())):
             other.conn.consumers.end(other, keep_reader=True)
         sub.seek(offset)
-        ends = getattr(topic, "termination", None)
-        if ends is not None and ends.terminated:
-            ends.rewound(sub)
+        if topic.termination.terminated:
+            topic.termination.rewound(sub)
         self._conn.success(request.request_id)
         log.info("event=consumer_seek topic=%s subscription=%s offset=%d", topic.topic, sub.name[:LOGGED_NAME], offset)
         if not sub.durable:
@@ -267,11 +264,7 @@ class ConsumerCommands:
     def _expire_reader(topic, sub) -> None:
         import asyncio
 
-        def drop() -> None:
-            if not sub.consumers and topic.readers.get(sub.name) is sub:
-                topic.unsubscribe(sub.name, durable=False, force=True)
-        if hasattr(topic, "readers"):
-            asyncio.get_running_loop().call_later(READER_RESUBSCRIBE_S, drop)
+        asyncio.get_running_loop().call_later(READER_RESUBSCRIBE_S, topic.drop_idle_reader, sub)
 
     def unsubscribe(self, request: cmd.CommandUnsubscribe) -> None:
         session = self._session(request.consumer_id)
@@ -311,11 +304,8 @@ class ConsumerCommands:
             if not subscribers:
                 del self._front.subscribers[(session.topic.topic, session.sub.name)]
         if left:
-            if keep_reader and not session.sub.durable and hasattr(session.topic, "readers"):
-                session.sub.remove_consumer(session.consumer)  # the reader's subscription stays: see seek
-                session.topic.termination.forget(session.consumer)
-            else:
-                session.topic.consumer_left(session.sub, session.consumer)
+            # keep_reader: the reader's subscription stays while its consumer subscribes again (see seek)
+            session.topic.consumer_left(session.sub, session.consumer, keep_reader=keep_reader)
         self._front.limits.release(self._conn.peer, stream=True)
 
     def connection_closed(self) -> None:

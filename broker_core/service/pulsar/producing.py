@@ -185,7 +185,7 @@ class ProducerCommands:
             raise NotAllowedError(f"unknown producer access mode {request.producer_access_mode}")
         topic = front.registry.get(name, create=True)
         initial = request.initial_subscription_name if request.HasField("initial_subscription_name") else ""
-        if initial and hasattr(topic, "create_subscription") and initial not in topic.subscriptions:
+        if initial and topic.persistent and initial not in topic.subscriptions:
             # a durable subscription is a consumer's to make: Pulsar (PIP-124) refuses the producer unless its
             # role may consume the topic
             conn.authorize("consume", str(name))
@@ -221,7 +221,7 @@ class ProducerCommands:
     def _open(self, request: cmd.CommandProducer, name: TopicName, schema_version: bytes | None) -> None:
         front, conn = self._front, self._conn
         topic = front.registry.get(name, create=True)  # again: it may have been unloaded during a schema's write
-        writes: WriteFault | None = getattr(topic, "writes", None)
+        writes: WriteFault | None = topic.writes
         if writes is not None and writes.error is not None and not request.epoch:
             raise ServiceNotReady(f"topic {topic.topic} cannot store messages now"
                                   f" ({getattr(writes.error, 'reason', None) or writes.error.message}): retry once"
@@ -240,7 +240,8 @@ class ProducerCommands:
         self._ended_ids.pop(request.producer_id, None)
         front.producers[(topic.topic, producer_name)] = session
         initial = request.initial_subscription_name if request.HasField("initial_subscription_name") else ""
-        if initial and hasattr(topic, "create_subscription") and initial not in topic.subscriptions:
+        # a non-persistent topic's subscriptions are its consumers' (create_subscription refuses): none made here
+        if initial and topic.persistent and initial not in topic.subscriptions:
             topic.create_subscription(initial, topic.confirmed_end_offset)
         if admitted and writes is not None and not writes.can_write:
             self._hold(session, writes)

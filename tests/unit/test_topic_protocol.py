@@ -1,0 +1,163 @@
+"""Both topic classes implement the declared ``Topic`` protocol, and no other module asks which class a
+topic is: they call the protocol."""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from broker_core.clock import FakeClock
+from broker_core.config import BrokerConfig
+from broker_core.errors import NotAllowedError
+from broker_core.service.non_persistent import NonPersistentTopic
+from broker_core.service.topic import PersistentTopic
+from broker_core.service.topic_protocol import Topic
+from broker_core.types import TopicName
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPIC_CLASSES = [PersistentTopic, NonPersistentTopic]
+# the modules that define the topic classes (their mixins too) and the protocol: only they may know the classes
+TOPIC_MODULES = re.compile(r"broker_core/service/(topic|topic_[a-z_]+|non_persistent)\.py$")
+BRANCH = re.compile(r"\b(isinstance|issubclass)\([^)]*\b(Persistent|NonPersistent)Topic\b"
+                    r"|\b(hasattr|getattr)\((topic|found|t|session\.topic)\b")
+
+
+def _protocol_methods() -> dict[str, inspect.Signature]:
+    return {name: inspect.signature(value) for name, value in vars(Topic).items()
+            if inspect.isfunction(value) and not name.startswith("_")}
+
+
+def _protocol_properties() -> list[str]:
+    return [name for name, value in vars(Topic).items() if isinstance(value, property)]
+
+
+def _protocol_attributes() -> list[str]:
+    return [name for name in Topic.__annotations__]
+
+
+def _compatible(declared: inspect.Signature, actual: inspect.Signature) -> list[str]:
+    """What keeps ``actual`` from being called as ``declared`` says (empty: nothing)."""
+    problems = []
+    params = actual.parameters
+    for name, param in declared.parameters.items():
+        if name == "self":
+            continue
+        got = params.get(name)
+        if got is None:
+            if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                problems.append(f"no parameter {name}")
+            continue
+        if got.kind is not param.kind:
+            problems.append(f"{name} is {got.kind.description}, declared {param.kind.description}")
+        if param.default is not param.empty and got.default is got.empty:
+            problems.append(f"{name} has no default")
+    for name, got in params.items():
+        if (name not in declared.parameters and got.default is got.empty
+                and got.kind not in (got.VAR_POSITIONAL, got.VAR_KEYWORD)):
+            problems.append(f"extra required parameter {name}")
+    return problems
+
+
+@pytest.fixture
+def topics(tmp_path):
+    """One topic of each class, built as the registry builds them."""
+    clock = FakeClock()
+    config = BrokerConfig()
+    with ThreadPoolExecutor(1) as executor:
+        loop = asyncio.new_event_loop()
+
+        async def build():
+            return PersistentTopic(TopicName.parse("persistent://public/default/p"), tmp_path / "p", config,
+                                   executor, clock)
+        persistent = loop.run_until_complete(build())
+        non_persistent = NonPersistentTopic(TopicName.parse("non-persistent://public/default/n"), config, clock)
+        yield [persistent, non_persistent]
+        loop.run_until_complete(persistent.close())
+        loop.run_until_complete(non_persistent.close())
+        loop.close()
+
+
+def test_the_protocol_declares_what_every_topic_offers():
+    assert {"publish", "add_producer", "remove_producer", "subscribe", "offset_for_timestamp",
+            "last_message_id", "stats", "terminate", "delete", "close", "create_subscription",
+            "drop_idle_reader"} <= set(_protocol_methods())
+    assert {"start_offset", "confirmed_end_offset", "termination", "readers", "writes"} <= set(_protocol_properties())
+    assert "persistent" in _protocol_attributes()
+
+
+def test_every_member_documents_itself():
+    undocumented = [name for name, value in vars(Topic).items()
+                    if (inspect.isfunction(value) or isinstance(value, property)) and not name.startswith("_")
+                    and not inspect.getdoc(value)]
+    assert undocumented == []
+
+
+@pytest.mark.parametrize("cls", TOPIC_CLASSES, ids=lambda cls: cls.__name__)
+def test_each_topic_class_has_every_protocol_method_with_a_compatible_signature(cls):
+    problems = {}
+    for name, declared in _protocol_methods().items():
+        actual = getattr(cls, name, None)
+        if not callable(actual):
+            problems[name] = ["missing"]
+            continue
+        if inspect.iscoroutinefunction(getattr(Topic, name)) != inspect.iscoroutinefunction(actual):
+            problems[name] = ["async differs"]
+            continue
+        found = _compatible(declared, inspect.signature(actual))
+        if found:
+            problems[name] = found
+    assert problems == {}
+
+
+def test_each_topic_has_every_protocol_property_and_attribute(topics):
+    missing = {type(topic).__name__: [name for name in [*_protocol_properties(), *_protocol_attributes()]
+                                      if not hasattr(topic, name)] for topic in topics}
+    assert missing == {"PersistentTopic": [], "NonPersistentTopic": []}
+    assert all(isinstance(topic, Topic) for topic in topics)
+
+
+def test_the_topics_answer_the_capability_questions_truthfully(topics):
+    persistent, non_persistent = topics
+    assert persistent.persistent and not non_persistent.persistent
+    assert persistent.writes is not None and non_persistent.writes is None
+    assert not non_persistent.termination.terminated and non_persistent.termination.end_offset is None
+    assert dict(non_persistent.readers) == {}
+
+
+@pytest.mark.parametrize("operation", [
+    lambda topic: topic.create_subscription("s", 0),
+    lambda topic: topic.durable_subscription("s"),
+    lambda topic: topic.acknowledge_up_to("s", 0),
+    lambda topic: topic.terminate(),
+], ids=["create_subscription", "durable_subscription", "acknowledge_up_to", "terminate"])
+def test_a_non_persistent_topic_refuses_what_needs_stored_data_itself(topics, operation):
+    with pytest.raises(NotAllowedError, match="non-persistent"):
+        operation(topics[1])
+
+
+def _branches_on_topic_classes() -> list[str]:
+    found = []
+    for path in sorted((ROOT / "broker_core").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if TOPIC_MODULES.search(relative):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if BRANCH.search(line):
+                found.append(f"{relative}:{number}: {line.strip()}")
+    return found
+
+
+def test_the_branch_finder_finds_a_branch_on_a_topic_class():
+    assert BRANCH.search("if not isinstance(topic, PersistentTopic):")
+    assert BRANCH.search('if hasattr(topic, "readers"):')
+    assert BRANCH.search('ends = getattr(topic, "termination", None)')
+    assert TOPIC_MODULES.search("broker_core/service/topic_operations.py")
+    assert not TOPIC_MODULES.search("broker_core/service/topics.py")
+
+
+def test_no_module_outside_the_topic_modules_branches_on_a_topic_class():
+    assert _branches_on_topic_classes() == []
