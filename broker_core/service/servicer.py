@@ -28,6 +28,7 @@ from broker_core.service.topic_rpcs import TopicRpcs, position_offset
 from broker_core.service.backpressure import END, OrderedReplies, Outbox, PermitGate, ReplyBudget
 from broker_core.service.policies import NAMESPACE, TOPIC
 from broker_core.service.producers import ProducerInfo, ProducerNames
+from broker_core.service.non_persistent import not_stored
 from broker_core.service.topic import Accepted
 from broker_core.service.topic_protocol import Topic
 from broker_core.service.topics import TopicRegistry
@@ -374,13 +375,17 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
             return pb.Empty()
         return await self._unary(context, delete)
 
-    def _existing(self, topic: str) -> Topic:
-        """An existing topic (a non-persistent one refuses what needs a stored subscription itself)."""
-        return self._registry.get(TopicName.parse(topic), create=False)
+    def _persistent(self, topic: str) -> Topic:
+        """An existing persistent topic: the calls on stored subscriptions (create, reset, acknowledge up to,
+        skip, clear-backlog, peek) need one."""
+        found = self._registry.get(TopicName.parse(topic), create=False)
+        if not found.persistent:
+            raise not_stored(found.topic, "non-persistent topics have no stored subscriptions")
+        return found
 
     async def CreateSubscription(self, request, context):
         def create():
-            topic = self._existing(request.topic)
+            topic = self._persistent(request.topic)
             start = (position_offset(topic, request.position) if request.HasField("position")
                      else topic.confirmed_end_offset)
             topic.create_subscription(request.subscription, start)
@@ -390,7 +395,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
 
     async def ResetCursor(self, request, context):
         def reset():
-            topic = self._existing(request.topic)
+            topic = self._persistent(request.topic)
             sub = topic.durable_subscription(request.subscription)
             offset = (position_offset(topic, request.position) if request.HasField("position")
                       else topic.offset_for_timestamp(request.publish_time_ms))
@@ -401,7 +406,7 @@ class BrokerServicer(AdminRpcs, TopicRpcs, broker_pb2_grpc.PulsarLikeServicer):
 
     async def AcknowledgeUpTo(self, request, context):
         def ack():
-            topic = self._existing(request.topic)
+            topic = self._persistent(request.topic)
             return pb.SubscriptionPosition(
                 next_offset=topic.acknowledge_up_to(request.subscription, request.end_offset))
         return await self._unary(context, ack)

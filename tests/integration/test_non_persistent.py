@@ -318,3 +318,22 @@ def test_a_message_sent_right_after_subscribe_returns_is_received(client, np_top
     consumer = client.subscribe(np_topic, "immediate")
     client.create_producer(np_topic).send(b"first")
     assert consumer.receive(timeout_millis=5000).data() == b"first"
+
+
+def test_every_call_on_stored_data_is_refused_with_not_allowed_by_the_topic(client, admin, np_topic):
+    client.subscribe(np_topic, "s")
+    wait_for_permits(admin, np_topic, "s")
+    calls = {
+        "create_subscription": lambda: admin.create_subscription(np_topic, "new"),
+        "reset_cursor": lambda: admin.reset_cursor(np_topic, "s", MessageId.earliest),
+        "skip_messages": lambda: admin.skip_messages(np_topic, "s", 1),
+        "clear_backlog": lambda: admin.clear_backlog(np_topic, "s"),
+        "peek_messages": lambda: admin.peek_messages(np_topic, "s"),
+        "terminate_topic": lambda: admin.terminate_topic(np_topic),
+    }
+    refused = {}
+    for name, call in calls.items():
+        with pytest.raises(NotAllowedError) as raised:
+            call()
+        refused[name] = "non-persistent" in str(raised.value)
+    assert refused == dict.fromkeys(calls, True)
