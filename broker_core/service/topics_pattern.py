@@ -18,18 +18,29 @@ Example: ``safe_pattern("persistent://public/default/orders-.*")`` matches ``pub
 """
 from __future__ import annotations
 
+import functools
 import re
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import re2
+if TYPE_CHECKING:
+    import re2
 
 MAX_PATTERN = 1024
 """Longest pattern (without its scheme) the broker applies; a longer one is left to the client."""
 _SCHEME = re.compile(r"^(persistent|non-persistent)://")
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False  # a refused pattern is an answer (filtered=false), not a line on stderr per request
-_OPTIONS.never_capture = True
-_OPTIONS.max_mem = 1 << 20  # the compiled program and its DFA cache; past it RE2 matches with its NFA (linear)
+
+
+@functools.cache
+def _options() -> re2.Options:
+    """RE2 and its options, by the first pattern (most brokers never see one: not at every start, nor at
+    every client's first connection, which imports this module)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # a refused pattern is an answer (filtered=false), not a line on stderr per request
+    options.never_capture = True
+    options.max_mem = 1 << 20  # the compiled program and its DFA cache; past it RE2 matches with its NFA (linear)
+    return options
 
 
 class TopicsPattern(Protocol):
@@ -42,8 +53,11 @@ def safe_pattern(pattern: str) -> TopicsPattern | None:
     shortened = _SCHEME.sub("", pattern, count=1)
     if len(shortened) > MAX_PATTERN or _java_reads_differently(shortened):
         return None
+    options = _options()
+    import re2
+
     try:
-        return re2.compile(shortened, _OPTIONS)
+        return re2.compile(shortened, options)
     except re2.error:
         return None
 

@@ -53,3 +53,13 @@ def test_escaped_and_quoted_brackets_are_ordinary_characters():
 def test_a_pattern_that_does_not_compile_or_is_too_long_is_left_to_the_client():
     assert safe_pattern("public/default/[") is None
     assert safe_pattern("public/default/" + "a" * MAX_PATTERN) is None
+
+
+def test_re2_is_loaded_by_the_first_pattern_not_by_importing_the_module():
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom broker_core.service.topics_pattern import safe_pattern\nbefore = 're2' in sys.modules\n"
+              "safe_pattern('persistent://public/default/a.*')\nprint(before, 're2' in sys.modules)")
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert found.stdout.split() == ["False", "True"], found.stderr
