@@ -5,7 +5,8 @@ Run it with ``python bench/pulsar_lite_compare.py [--messages N] [--size B] [--s
 [--latency-messages N] [--skip-nosync] [--only BROKER] [--baseline DIR] [--json]`` (``--rounds``: every broker
 that many times, interleaved, each figure the median of its rounds: this machine's 2 cores are shared, single runs
 vary 2x; ``--baseline DIR``: our broker from another checkout too, e.g. ``git archive`` of the commit before a
-change, as a ``pulsarlike-base`` column of the same rounds). Needs ``pulsar-client`` and ``pulsar-lite`` (the dev extra).
+change, as a ``pulsarlike-base`` column of the same rounds). Needs ``pulsar-client`` and ``pulsar-lite`` (the
+dev extra).
 
 Both brokers run as separate processes started by this script: ours as ``python -m broker_core.cli broker
 --data-dir DIR --port 0 --log-level WARNING`` (the port read from its first stdout line), pulsar-lite as its
@@ -319,8 +320,9 @@ def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> No
                         for who in columns)
         print(line)
     for key in ("start_connected_ms", "start_producer_ms"):
-        print(f"  {key} range: " + ", ".join(f"{who} {results[who][key + '_min']:.0f}-{results[who][key + '_max']:.0f} ms"
-                                             for who in (*columns, LITE)))
+        ranges = (f"{who} {results[who][key + '_min']:.0f}-{results[who][key + '_max']:.0f} ms"
+                  for who in (*columns, LITE))
+        print(f"  {key} range: " + ", ".join(ranges))
     both = {name: {"cpu": r["produce_cpu_us_per_msg"] + r["consume_cpu_us_per_msg"]} for name, r in results.items()}
     cpu = ratio(both[OURS], both[LITE], "cpu")
     print(f"targets: consume {ours['consume_msg_s'] / lite['consume_msg_s']:.2f}x (>= 1.0), produce "

@@ -13,8 +13,9 @@ one:
    until then is closed.
 3. ``P`` -- the start of HTTP/2's client preface ``PRI * HTTP/2.0...``: once all 24 bytes of the preface
    came (before the deadline; anything else is refused), it is passed on and the connection is relayed,
-   byte for byte, to the gRPC server (the first one waits until that server is started and listens). A Pulsar frame never starts so (its first byte is the high byte of
-   a frame size, which is 0 for any frame the broker accepts).
+   byte for byte, to the gRPC server (the first one waits until that server is started and listens). A
+   Pulsar frame never starts so (its first byte is the high byte of a frame size, which is 0 for any frame
+   the broker accepts).
 4. ``0x16 0x03`` -- a TLS handshake record on the plain port: refused with a log line (connect to the TLS
    port).
 5. Anything else: the connection is served by the Pulsar binary protocol front end
