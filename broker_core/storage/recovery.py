@@ -24,8 +24,8 @@ Procedure
    after its final fsync) names the last segment with its current size, nothing was appended or torn
    since: the segment opens like a sealed one (step 2) and steps 4-5 are skipped. A topic unloaded when
    idle loads again without reading its active segment. Before the first append lands in it, it is
-   verified once (or, when larger than ``VERIFY_BEFORE_APPEND_MAX_BYTES``, sealed unread: the append
-   starts a new segment and its frames are verified lazily). If it does not verify, at load or then (zeroed
+   verified once (when larger than ``VERIFY_BEFORE_APPEND_MAX_BYTES``, not: it takes appends and its
+   frames are verified lazily by reads, as a sealed segment's are; damage found then fences it whole). If it does not verify, at load or then (zeroed
    blocks, a flipped bit: after a clean close every byte had been fsynced, so this is damage, never a
    torn write), it is fenced as in step 4c and writes go to a new segment: a new entry never lands in
    a segment whose reads fail.

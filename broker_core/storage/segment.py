@@ -66,7 +66,7 @@ class Segment:
         self.damaged: CorruptLog | None = None
         self.verified = True
         """False for a last segment opened through the clean-close shortcut: :meth:`verify` runs before the
-        first append lands in it (or the log rolls to a new segment)."""
+        first append lands in it (when small enough: see ``VERIFY_BEFORE_APPEND_MAX_BYTES``)."""
         self._files = files
         self._writer: FileHandle | None = None
         self._reader: FileHandle | None = None

@@ -142,22 +142,22 @@ def test_deduplication_replays_the_log_past_a_fenced_segment(tmp_path, caplog):
     assert len(skipped) == 1 and "from_offset=0 to_offset=2" in skipped[0]
 
 
-def test_a_large_reloaded_segment_is_sealed_unread_and_the_first_append_starts_a_new_one(tmp_path, monkeypatch):
+def test_a_large_reloaded_segment_takes_appends_without_a_scan_and_keeps_its_messages(tmp_path, monkeypatch):
+    """Sealing it instead would hand its messages to retention at every restart (a topic without
+    subscriptions lost them: tests/crash found it); scanning it would stall the event loop."""
     from broker_core.storage import log as log_module
     from broker_core.storage.segment import Segment
 
     monkeypatch.setattr(log_module, "VERIFY_BEFORE_APPEND_MAX_BYTES", 4096)
-    entries = closed_cleanly(tmp_path, 6, size=3000)  # the last segment: 9,096 bytes, more than 4096
-    damaged = last_segment(tmp_path)
-    damage(damaged, 0, HEADER_SIZE + 3000)
+    entries = closed_cleanly(tmp_path, 5, size=3000)  # the last segment: two entries, over 4096 bytes
+    segments = sorted(tmp_path.glob("*.log"))
     monkeypatch.setattr(Segment, "verify", lambda self: pytest.fail("a large segment was scanned"))
 
     log = reopen(tmp_path)
     new = log.append(b"after", 1, 0)
-    assert new.offset == 12 and len(list(tmp_path.glob("*.log"))) == 3  # a new segment, without a scan
+    assert new.offset == 10 and sorted(tmp_path.glob("*.log")) == segments  # no new segment, no scan
     log.close()
+    monkeypatch.undo()
     again = reopen(tmp_path)
-    assert again.read(0, 100) == entries[:3] and again.read(12) == [new]
-    with pytest.raises(CorruptLog):  # the damage is found when read, as in any sealed segment
-        again.read(6)
+    assert again.read(0, 100) == [*entries, new]
     again.close()
