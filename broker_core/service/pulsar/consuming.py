@@ -21,7 +21,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from broker_core.errors import ConsumerBusy, InvalidMessage, NotAllowedError, PulsarLikeError, ServiceNotReady
+from broker_core.errors import ConsumerBusy, InvalidMessage, NotAllowedError, ServiceNotReady
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
@@ -29,6 +29,7 @@ from broker_core.service.backpressure import PermitGate
 from broker_core.service.pulsar.acknowledgments import acknowledge
 from broker_core.service.pulsar.consumer_session import ConsumerSession
 from broker_core.service.pulsar.message_ids import is_earliest, is_latest, message_id, signed
+from broker_core.service.pulsar.schema_commands import register
 from broker_core.types import TopicName
 from dispatch.consumer import Consumer
 from dispatch.key_shared import AUTO_SPLIT, STICKY, KeySharedPolicy
@@ -112,17 +113,9 @@ class ConsumerCommands:
         self._join(request, name)
 
     async def _register_then_join(self, request: cmd.CommandSubscribe, name: TopicName, schema_type: str) -> None:
-        schema = request.schema
         try:
-            await self._front.schemas.get_or_create(name, schema_type, schema.schema_data, name=schema.name,
-                                                    properties={kv.key: kv.value for kv in schema.properties})
-            if not self._conn.closed:
+            if await register(self._conn, name, schema_type, request.schema, request.request_id) is not None:
                 self._join(request, name)
-        except PulsarLikeError as exc:
-            self._conn.error(request.request_id, exc)
-        except Exception as exc:  # a broker bug or a failed write: the client gets an id to find it in the log
-            from broker_core.service.pulsar.connection import unexpected
-            self._conn.error(request.request_id, unexpected(exc, self._conn.peer))
         finally:
             self._registering.pop(request.consumer_id, None)
 

@@ -44,6 +44,7 @@ from broker_core.protocol.status import wire_message
 from broker_core.service.access import AccessMode
 from broker_core.service.producers import ProducerInfo
 from broker_core.service.pulsar.frames import encode
+from broker_core.service.pulsar.schema_commands import register
 from broker_core.service.write_fault import WriteFault
 from broker_core.types import TopicName
 
@@ -203,18 +204,10 @@ class ProducerCommands:
             self._register_then_open(request, name, schema_type))
 
     async def _register_then_open(self, request: cmd.CommandProducer, name: TopicName, schema_type: str) -> None:
-        schema = request.schema
         try:
-            info = await self._front.schemas.get_or_create(
-                name, schema_type, schema.schema_data, name=schema.name,
-                properties={kv.key: kv.value for kv in schema.properties})
-            if not self._conn.closed:
+            info = await register(self._conn, name, schema_type, request.schema, request.request_id)
+            if info is not None:
                 self._open(request, name, info.version_bytes)
-        except PulsarLikeError as exc:
-            self._conn.error(request.request_id, exc)
-        except Exception as exc:  # a broker bug or a failed write: the client gets an id to find it in the log
-            from broker_core.service.pulsar.connection import unexpected
-            self._conn.error(request.request_id, unexpected(exc, self._conn.peer))
         finally:
             self._registering.pop(request.producer_id, None)
 

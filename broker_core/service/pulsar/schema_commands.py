@@ -32,6 +32,24 @@ def to_wire(info: SchemaInfo) -> cmd.Schema:
                       properties=[wire.KeyValue(key=k, value=v) for k, v in sorted(info.properties.items())])
 
 
+async def register(conn: "PulsarConnection", name: TopicName, schema_type: str, schema: cmd.Schema,
+                   request_id: int) -> SchemaInfo | None:
+    """The version of ``schema`` registered for ``name`` (found or created, written off the event loop) for
+    a PRODUCER or SUBSCRIBE carrying it; None when the command was answered with an error instead (a
+    refusal, or an id for a broker bug or a failed write) or the connection closed meanwhile."""
+    try:
+        info = await conn.front.schemas.get_or_create(name, schema_type, schema.schema_data, name=schema.name,
+                                                      properties={kv.key: kv.value for kv in schema.properties})
+    except PulsarLikeError as exc:
+        conn.error(request_id, exc)
+        return None
+    except Exception as exc:  # a broker bug or a failed write: the client gets an id to find it in the log
+        from broker_core.service.pulsar.connection import unexpected
+        conn.error(request_id, unexpected(exc, conn.peer))
+        return None
+    return None if conn.closed else info
+
+
 class SchemaCommands:
     def __init__(self, conn: "PulsarConnection") -> None:
         self._conn = conn
