@@ -72,7 +72,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import pulsar  # noqa: E402
 
 import throughput  # noqa: E402  (measure_latency, free_port, stop)
-from pulsar_protocol import BATCH, T, _Frames, _frame, cmd, own_cpu  # noqa: E402
+from pulsar_protocol import BATCH, T, _Frames, _frame, cmd, official_produce, own_cpu  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -231,19 +231,6 @@ def tree_rss_mb(pid: int) -> float:
 
 
 # ------------------------------------------------------------------------------------------- workloads
-def produce(client: pulsar.Client, topic: str, n: int, payload: bytes) -> float:
-    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=BATCH,
-                                      batching_max_publish_delay_ms=10, max_pending_messages=100_000,
-                                      block_if_queue_full=True, batching_max_allowed_size_in_bytes=1 << 20)
-    start = time.perf_counter()
-    for _ in range(n):
-        producer.send_async(payload, None)
-    producer.flush()
-    elapsed = time.perf_counter() - start
-    producer.close()
-    return n / elapsed
-
-
 def consume(client: pulsar.Client, topic: str, n: int) -> float:
     start = time.perf_counter()
     consumer = client.subscribe(topic, "bench-consume", initial_position=pulsar.InitialPosition.Earliest,
@@ -268,7 +255,7 @@ def run_broker(who: str, tmp: str, args: argparse.Namespace) -> dict[str, float]
         r["rss_idle_mb"] = tree_rss_mb(proc.pid)
         client = pulsar.Client(f"pulsar://127.0.0.1:{port}", logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
         cpu, own = tree_cpu(proc.pid), own_cpu()
-        r["produce_msg_s"] = produce(client, "persistent://public/default/bench", n, payload)
+        r["produce_msg_s"] = official_produce(client, "persistent://public/default/bench", n, payload)
         r["produce_cpu_us_per_msg"] = (tree_cpu(proc.pid) - cpu) / n * 1e6
         r["produce_client_cpu_us_per_msg"] = (own_cpu() - own) / n * 1e6
         cpu, own = tree_cpu(proc.pid), own_cpu()
