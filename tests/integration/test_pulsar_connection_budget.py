@@ -53,6 +53,20 @@ def closed_within(sock: socket.socket, seconds: float) -> bool:
     return False
 
 
+def trickle(sock: socket.socket, data: bytes) -> float:
+    """Send ``data`` one byte every 0.2 s (more than any keep-alive or sniff window would need) until the
+    broker closes ``sock``; returns how long it lived."""
+    started = time.monotonic()
+    for byte in data:
+        try:
+            sock.send(bytes([byte]))
+        except OSError:
+            break
+        if closed_within(sock, 0.2):
+            break
+    return time.monotonic() - started
+
+
 def answer_time(watch: BrokerWatch, address: str) -> float:
     """The slower of a gRPC health check and a Pulsar CONNECT round trip, in seconds."""
     started = time.monotonic()
@@ -115,15 +129,7 @@ def test_a_partial_frame_larger_than_the_pre_connect_bound_closes_the_connection
 def test_a_trickle_feeding_connection_is_closed_at_the_connect_deadline(watched, first_bytes):
     proc, watch = watched("--set", "handshakeTimeoutSeconds=1")
     with socket.create_connection(host_port(proc.address), timeout=5) as sock:
-        started = time.monotonic()
-        for byte in first_bytes:  # one byte every 0.2 s: more than any keep-alive or sniff window would need
-            try:
-                sock.send(bytes([byte]))
-            except OSError:
-                break
-            if closed_within(sock, 0.2):
-                break
-        lived = time.monotonic() - started
+        lived = trickle(sock, first_bytes)
     assert 0.8 <= lived < 3.0, f"closed after {lived:.1f} s, the deadline is 1 s"
     assert answer_time(watch, proc.address) < 1.0
 
@@ -147,15 +153,7 @@ def test_the_connect_deadline_of_a_tls_client_counts_from_its_accept(watched, tm
     context.check_hostname = False
     with socket.create_connection(("127.0.0.1", tls_port(watch)), timeout=5) as raw, \
             context.wrap_socket(raw) as sock:
-        started = time.monotonic()
-        for byte in HEADER.pack(1000, 900) + b"\0" * 40:
-            try:
-                sock.send(bytes([byte]))
-            except OSError:
-                break
-            if closed_within(sock, 0.2):
-                break
-        lived = time.monotonic() - started
+        lived = trickle(sock, HEADER.pack(1000, 900) + b"\0" * 40)
     assert lived < 3.0, f"closed after {lived:.1f} s, the deadline is 1 s"
     assert wait_until(lambda: logged(watch, "event=pulsar_connection_refused", "no CONNECT completed within 1 s"))
 
@@ -165,15 +163,7 @@ def test_a_trickled_tls_handshake_is_closed_at_the_tls_handshake_timeout(watched
     proc, watch = watched(*as_args({**tls.broker_settings(), "brokerServicePortTls": "0",
                                     "tlsHandshakeTimeoutSeconds": "1"}))
     with socket.create_connection(("127.0.0.1", tls_port(watch)), timeout=5) as sock:
-        started = time.monotonic()
-        for byte in b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\0" * 40:  # a ClientHello, slowly
-            try:
-                sock.send(bytes([byte]))
-            except OSError:
-                break
-            if closed_within(sock, 0.2):
-                break
-        lived = time.monotonic() - started
+        lived = trickle(sock, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\0" * 40)  # a ClientHello
     assert 0.8 <= lived < 3.0, f"closed after {lived:.1f} s, tlsHandshakeTimeoutSeconds is 1"
 
 
