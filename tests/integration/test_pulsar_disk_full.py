@@ -12,23 +12,13 @@ pulsar = pytest.importorskip("pulsar")
 
 from broker_core.protocol import pulsar_commands_pb2 as cmd  # noqa: E402
 from tests.broker_watch import BrokerWatch  # noqa: E402
-from tests.integration.test_storage_faults import small_disk  # noqa: E402,F401  (the 4 MiB tmpfs fixture)
+from tests.integration.test_storage_faults import fill, small_disk  # noqa: E402,F401  (the 4 MiB tmpfs fixture)
 from tests.pulsar_wire import RawPulsar, entry, frame  # noqa: E402
 
 TOPIC = "persistent://public/default/disk-full"
 SEND_TIMEOUT_MS = 3000
 QUIET = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
 T = cmd.BaseCommand
-
-
-def fill(path) -> None:
-    with open(path, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
 
 
 def send_within(producer, data: bytes, limit_s: float) -> tuple[object, float]:

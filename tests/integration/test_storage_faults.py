@@ -116,6 +116,17 @@ def test_a_damaged_sealed_segment_fails_its_readers_but_never_stalls_producers(t
     assert got == [f"m-{i}".encode() for i in range(10, 50)] + [b"during-0", b"during-1"]
 
 
+def fill(path: Path) -> None:
+    """Write zeros to ``path`` until the disk holding it is full."""
+    with open(path, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 4 MiB tmpfs (root only: CI runs as root); the test fills it and frees it again."""
@@ -136,13 +147,7 @@ def test_a_full_disk_fails_the_send_and_the_same_producer_works_once_space_is_fr
         producer = client.create_producer(TOPIC)
         producer.send(b"before")
         filler = small_disk / "filler"
-        with open(filler, "wb") as f:
-            try:
-                while True:
-                    f.write(b"\0" * 65536)
-                    f.flush()
-            except OSError:
-                pass
+        fill(filler)
         with pytest.raises(PersistenceError) as err:
             producer.send(b"x" * 200_000)
         assert "No space left" in str(err.value) and str(small_disk) not in str(err.value)
