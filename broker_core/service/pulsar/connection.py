@@ -284,21 +284,12 @@ class PulsarConnection(asyncio.Protocol):
             self.abort(f"{T.Type.Name(kind)} without its command body")
             return
         if not body.IsInitialized():
-            missing = ", ".join(body.FindInitializationErrors())
-            request_id = _request_id(body)
-            if request_id is None:
-                self.abort(f"{T.Type.Name(kind)} without its required field(s) {missing}")
-            else:
-                self.error(request_id, NotAllowedError(f"{T.Type.Name(kind)} is missing required field(s) {missing}"))
+            self._malformed(kind, body, f"is missing required field(s) {', '.join(body.FindInitializationErrors())}")
             return
         if kind in HAS_TEXT:
             field = not_utf8(body)
             if field is not None:
-                request_id = _request_id(body)
-                if request_id is None:
-                    self.abort(f"{T.Type.Name(kind)} whose {field} is not UTF-8")
-                else:
-                    self.error(request_id, NotAllowedError(f"{T.Type.Name(kind)}: {field} is not UTF-8 text"))
+                self._malformed(kind, body, f"has a {field} that is not UTF-8 text")
                 return
         handler = self._handlers.get(kind)
         if handler is None:
@@ -315,6 +306,15 @@ class PulsarConnection(asyncio.Protocol):
                 self.abort(f"{T.Type.Name(kind)} refused: {exc.message}")
             else:
                 self.error(request_id, exc)
+
+    def _malformed(self, kind: int, body, what: str) -> None:
+        """A command that cannot be served as sent: ``NotAllowedError`` when it has a request id to answer,
+        else the connection is closed."""
+        request_id = _request_id(body)
+        if request_id is None:
+            self.abort(f"{T.Type.Name(kind)} {what}")
+        else:
+            self.error(request_id, NotAllowedError(f"{T.Type.Name(kind)} {what}"))
 
     def _unserved(self, kind: int, body) -> None:
         request_id = _request_id(body)
