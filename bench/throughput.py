@@ -432,7 +432,7 @@ def run_security(plain: Client, tmp: str, n: int, payload: bytes, results: dict)
     sys.path.insert(0, str(REPO / "tests"))
     from security_certs import make_tls  # noqa: E402 - the tests' certificate maker
 
-    from broker_core.service.security.tokens import create_token, generate_secret_key
+    from broker_core.security.tokens import create_token, generate_secret_key
     from connector import AuthenticationToken
 
     tls = make_tls(Path(tmp) / "tls")

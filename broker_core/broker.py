@@ -17,7 +17,7 @@ from typing import Any
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.config import BrokerConfig
-from broker_core.service.server import BrokerService
+from broker_core.server import BrokerService
 from broker_core.storage.paths import remove_tree
 
 

@@ -81,7 +81,7 @@ def _config(args: argparse.Namespace) -> BrokerConfig:
 
 
 async def _serve(args: argparse.Namespace, config: BrokerConfig) -> None:
-    from broker_core.service.server import BrokerService
+    from broker_core.server import BrokerService
 
     service = BrokerService(args.data_dir, config)
     stop = asyncio.Event()
@@ -110,7 +110,7 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig) -> None:
 
 TOOLS = {"admin": "connector.cli.admin", "produce": "connector.cli.client", "consume": "connector.cli.client",
          "health": "connector.cli.client", "job": "jobs.cli",
-         "tokens": "broker_core.service.security.tokens_cli"}
+         "tokens": "broker_core.security.tokens_cli"}
 """Commands served by other modules: ``main(argv)`` of the module, with the command name first."""
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from broker_core.advertised_listeners import Listener, parse_listeners
+from broker_core.net.advertised_listeners import Listener, parse_listeners
 from broker_core.errors import InvalidConfiguration
 
 SYNC_MODES = ("always", "group", "never")
@@ -37,7 +37,7 @@ class BrokerConfig:
     advertisedListeners: str = ""
     """Named addresses a LOOKUP naming a listener is answered with: ``name:pulsar://host:port`` entries,
     comma-separated, at most one ``pulsar://`` and one ``pulsar+ssl://`` per name (Pulsar's format; see
-    :mod:`broker_core.advertised_listeners`). A lookup naming no listener is answered ``advertisedAddress``."""
+    :mod:`broker_core.net.advertised_listeners`). A lookup naming no listener is answered ``advertisedAddress``."""
     clusterName: str = "standalone"
     """Used in default producer names, as Pulsar does (``<cluster>-<broker>-<n>``)."""
     maxMessageSize: int = 5242880
@@ -47,7 +47,7 @@ class BrokerConfig:
     defaultNumPartitions: int = 1
     """Partitions of an auto-created topic when ``allowAutoTopicCreationType=partitioned``."""
     enableNonPersistentTopics: bool = True
-    """Serve ``non-persistent://`` topics (in memory only, see :mod:`broker_core.service.non_persistent`);
+    """Serve ``non-persistent://`` topics (in memory only, see :mod:`broker_core.core.nonpersistent.topic`);
     false: every use of one is refused with ``NotAllowedError``."""
     brokerDeduplicationEnabled: bool = False
     """Drop entries whose sequence id is not above the highest one stored for their producer name (the
@@ -81,7 +81,7 @@ class BrokerConfig:
     this window of acknowledged messages (at-least-once, as in Pulsar)."""
     defaultRetentionTimeInMinutes: int = 0
     """Keep acknowledged data this long (-1: forever; 0: not at all) unless a namespace or topic
-    ``retention`` policy says otherwise (see :mod:`broker_core.service.retention`)."""
+    ``retention`` policy says otherwise (see :mod:`broker_core.core.retention_rules`)."""
     defaultRetentionSizeInMB: int = 0
     """Keep acknowledged data while the topic holds at most this much (-1: no size limit; 0: none)."""
     retentionCheckIntervalInSeconds: int = 120
@@ -95,7 +95,7 @@ class BrokerConfig:
     subscriptionExpirationTimeMinutes: int = 0
     """A durable subscription with no consumer and no activity for this long is deleted (0: never), unless
     a namespace or topic ``subscriptionExpirationTimeMinutes`` policy says otherwise (see
-    :mod:`broker_core.service.subscription_expiry`)."""
+    :mod:`broker_core.core.subscription_expiry`)."""
     subscriptionExpiryCheckIntervalInMinutes: int = 5
     """How often subscriptions are checked for expiration (loaded topics and topics on disk)."""
     subscriptionExpiryCheckIntervalInSeconds: int = 0
@@ -162,7 +162,7 @@ class BrokerConfig:
 
     statsUpdateFrequencyInSecs: int = 60
     """Rates in topic stats and metrics (``msgRateIn`` ...) are per-second averages over this interval,
-    measured at its end (see :mod:`broker_core.service.rates`)."""
+    measured at its end (see :mod:`broker_core.core.rates`)."""
     webServicePort: int = 8080
     """HTTP port of the Prometheus metrics (``/metrics``) and ``/status.html``; 0 picks a free one. A broker
     started with ``brokerServicePort`` 0 (``--port 0``, ``Broker(port=0)``) also takes a free metrics port

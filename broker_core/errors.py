@@ -3,7 +3,7 @@
 Every error has a stable ``code`` (its class name, which is also the name the official ``pulsar-client``
 uses where one exists) and a ``retriable`` flag. Structured fields (``MessageTooBig(size, limit)``) travel
 over the wire as JSON, so the client raises the same class with the same fields the broker raised.
-The mapping to gRPC status codes lives in :mod:`broker_core.service.status`, and only there.
+The mapping to gRPC status codes lives in :mod:`broker_core.protocol.status`, and only there.
 """
 from __future__ import annotations
 

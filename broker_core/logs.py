@@ -1,6 +1,6 @@
 """The broker's log format: one line per event, ``key=value`` pairs (logfmt).
 
-    ts=2026-01-01T12:00:00.123Z level=INFO logger=broker_core.service.server event=broker_started port=6650
+    ts=2026-01-01T12:00:00.123Z level=INFO logger=broker_core.server event=broker_started port=6650
 
 Broker code logs ``"event=NAME key=%s ..."`` with %-style arguments. Records that do not start with
 ``event=`` (other libraries, asyncio, gRPC) become ``event=log msg="..."``; a traceback becomes one quoted

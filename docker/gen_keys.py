@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from broker_core.service.security.tokens import create_token, generate_secret_key
+from broker_core.security.tokens import create_token, generate_secret_key
 
 DAYS = 825
 

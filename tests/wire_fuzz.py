@@ -78,7 +78,7 @@ pool_topics = st.one_of(st.sampled_from(TOPICS), st.sampled_from(POOL_TOPICS))
 opened_topics = st.one_of(pool_topics, pool_topics, pool_topics, partition_names)
 """Topics for openings meant to succeed: mostly the pool's, some partitions at the edges."""
 
-# Policy keys the broker knows (broker_core.service.policies) and values of every JSON shape.
+# Policy keys the broker knows (broker_core.core.policies) and values of every JSON shape.
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False), st.text(max_size=8)),
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=24), inner, max_size=3)),

@@ -400,7 +400,7 @@ class ManagedLog:
         return freed
 
     def retention_view(self) -> list[SegmentView]:
-        """Every segment, oldest first, as :mod:`broker_core.service.retention` reads them (the newest
+        """Every segment, oldest first, as :mod:`broker_core.core.retention_rules` reads them (the newest
         publish time of a sealed segment is read on first use, then cached)."""
         return [SegmentView(seg) for seg in self._segments]
 

@@ -279,7 +279,7 @@ def _send_entry(seq, *, num_messages=1, chunks=0):
 def _topic(on_idle=None):
     from broker_core.clock import FakeClock
     from broker_core.config import BrokerConfig
-    from broker_core.service.non_persistent import NonPersistentTopic
+    from broker_core.core.nonpersistent.topic import NonPersistentTopic
     from broker_core.types import TopicName
 
     return NonPersistentTopic(TopicName.parse("non-persistent://public/default/unit"), BrokerConfig(),

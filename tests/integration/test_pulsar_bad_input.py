@@ -47,7 +47,7 @@ def assert_broker_still_serves(broker, topic: str) -> None:
 
 @pytest.fixture(autouse=True)
 def _warnings(caplog):
-    caplog.set_level(logging.WARNING, logger="broker_core.service.pulsar")
+    caplog.set_level(logging.WARNING, logger="broker_core.frontends.pulsar")
 
 
 def test_a_frame_above_max_message_size_plus_padding_closes_the_connection(broker, topic, caplog):

@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from broker_core.service.pulsar.frames import PRE_CONNECT_MAX_FRAME
+from broker_core.frontends.pulsar.frames import PRE_CONNECT_MAX_FRAME
 from connector import Client
 from tests.broker_watch import BrokerWatch, memory_mb
 from tests.pulsar_wire import HEADER, RawPulsar, entry, frame

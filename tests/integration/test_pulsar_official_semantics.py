@@ -177,7 +177,7 @@ def test_a_reader_of_our_client_at_latest_inclusive_has_the_last_message_availab
 def secured(broker_process):
     """A broker with token authentication and authorization on: tenant acme (namespace acme/orders) where
     bob has no rights, root a super-user; the tokens by role."""
-    from broker_core.service.security.tokens import create_token, generate_secret_key
+    from broker_core.security.tokens import create_token, generate_secret_key
     from connector import Admin, AuthenticationToken
     from tests.security_certs import as_args, secret_setting
 

@@ -19,7 +19,7 @@ pulsar = pytest.importorskip("pulsar")
 from pulsar.schema import StringSchema  # noqa: E402
 
 from broker_core.protocol import pulsar_commands_pb2 as cmd  # noqa: E402
-from broker_core.service.security.tokens import create_token, generate_secret_key  # noqa: E402
+from broker_core.security.tokens import create_token, generate_secret_key  # noqa: E402
 from connector import Admin, AuthenticationToken  # noqa: E402
 from tests.brokers import BrokerProcess  # noqa: E402
 from tests.pulsar_wire import RawPulsar, frame  # noqa: E402

@@ -12,7 +12,7 @@ from broker_core import Broker
 from broker_core.errors import InvalidMessage, MessageTooBig, Timeout, TooManyRequests
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol.status import error_from_proto, error_from_rpc
-from broker_core.service.server import max_request_bytes
+from broker_core.server import max_request_bytes
 from connector import Client, ConsumerType
 from tests.broker_watch import memory_mb
 from tests.waiting import wait_until

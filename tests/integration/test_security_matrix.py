@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pytest
 
-from broker_core.service.security.tokens import create_token, generate_secret_key
+from broker_core.security.tokens import create_token, generate_secret_key
 from connector import (Admin, AuthenticationError, AuthenticationTLS, AuthenticationToken, AuthorizationError,
                        Client, ConnectError, InitialPosition)
 from tests.brokers import BrokerProcess

@@ -15,7 +15,7 @@ import pytest
 
 from broker_core import Broker
 from broker_core.clock import FakeClock
-from broker_core.service.security.tokens import create_token, generate_secret_key
+from broker_core.security.tokens import create_token, generate_secret_key
 from connector import (Admin, AuthenticationError, AuthenticationTLS, AuthenticationToken, AuthorizationError,
                        Client, ConnectError, InitialPosition, Timeout)
 from tests.security_certs import make_tls, secret_setting

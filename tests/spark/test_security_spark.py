@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from broker_core import Broker
-from broker_core.service.security.tokens import create_token, generate_secret_key
+from broker_core.security.tokens import create_token, generate_secret_key
 from connector import Admin, AuthenticationToken, Client
 from connector.spark.options import parse_source_options
 from tests.security_certs import secret_setting

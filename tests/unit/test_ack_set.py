@@ -6,7 +6,7 @@ import random
 
 from broker_core.protocol.ack_set import clear_runs, from_words, set_indexes, to_words, unacked_bits, words_for
 from broker_core.protocol.entry import kept_indexes
-from broker_core.service.pulsar.message_ids import acked_ranges, cumulative_offset
+from broker_core.frontends.pulsar.message_ids import acked_ranges, cumulative_offset
 
 
 def test_words_round_trip_through_bits_for_a_hundred_thousand_words():

@@ -1,6 +1,6 @@
 """skip / peek positions over a cursor with individually acknowledged messages (cursor_admin's worked
 example), without a broker."""
-from broker_core.service.cursor_admin import _last_of_next
+from broker_core.core.persistent.cursor_admin import _last_of_next
 from broker_core.storage.cursor import ManagedCursor
 
 

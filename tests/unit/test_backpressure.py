@@ -1,11 +1,11 @@
-"""Bounded reply queues (broker_core/service/backpressure.py): a stream whose client does not read stops its
+"""Bounded reply queues (broker_core/core/backpressure.py): a stream whose client does not read stops its
 source instead of buffering; nothing is lost or reordered."""
 from __future__ import annotations
 
 import asyncio
 
 from broker_core.protocol import broker_pb2 as pb
-from broker_core.service.backpressure import END, Outbox, PermitGate, ReplyBudget
+from broker_core.core.backpressure import END, Outbox, PermitGate, ReplyBudget
 from dispatch import SubType, Subscription
 from dispatch.testing import MemoryEntrySource, RecordingConsumer, make_cursor
 
@@ -172,7 +172,7 @@ def test_a_reply_put_after_the_stream_ended_is_dropped_and_costs_the_budget_noth
 
 
 def test_ordered_replies_go_out_in_request_order_and_count_until_released() -> None:
-    from broker_core.service.backpressure import OrderedReplies
+    from broker_core.core.backpressure import OrderedReplies
 
     out = outbox(max_messages=2)
     replies = OrderedReplies(out)

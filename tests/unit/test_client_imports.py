@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-SERVER_PACKAGES = ("broker_core.storage", "broker_core.service", "dispatch")
+SERVER_PACKAGES = ("broker_core.storage", "broker_core.core", "broker_core.frontends", "broker_core.net",
+                   "broker_core.security", "broker_core.server", "dispatch")
 
 
 @pytest.mark.parametrize("module", ["connector", "connector.exceptions", "connector.spark"])

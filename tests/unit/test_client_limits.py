@@ -1,4 +1,4 @@
-"""Per-client limits (broker_core/service/client_limits.py): one client cannot take every stream, call or
+"""Per-client limits (broker_core/net/client_limits.py): one client cannot take every stream, call or
 connection of the broker; a refusal is a retriable TooManyRequests that counts nothing."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from broker_core.clock import FakeClock
 from broker_core.config import BrokerConfig
 from broker_core.errors import TooManyRequests
 from broker_core.log_limits import LOG_EVERY_MS
-from broker_core.service.client_limits import ClientLimits, Limits, peer_host
+from broker_core.net.client_limits import ClientLimits, Limits, peer_host
 
 A = "ipv4:10.0.0.1:5000"
 A2 = "ipv4:10.0.0.1:5001"  # the same host, another connection
@@ -98,7 +98,7 @@ def test_refusals_are_logged_at_most_once_per_limit_per_interval(caplog: pytest.
     clock = FakeClock()
     limits = ClientLimits(Limits(max_requests=1), clock)
     limits.admit(A, stream=False)
-    with caplog.at_level(logging.WARNING, logger="broker_core.service.client_limits"):
+    with caplog.at_level(logging.WARNING, logger="broker_core.net.client_limits"):
         for _ in range(5):
             with pytest.raises(TooManyRequests):
                 limits.admit(B, stream=False)

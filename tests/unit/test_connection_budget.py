@@ -1,4 +1,4 @@
-"""Connection limits at accept (broker_core.service.connection_budget): per client address, in all, and what
+"""Connection limits at accept (broker_core.net.connection_budget): per client address, in all, and what
 the open-file limit leaves; refusals logged one line per limit and interval with their count."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 import resource
 
 from broker_core.clock import FakeClock
-from broker_core.service.connection_budget import (FD_RESERVE, MAX_OPEN_FILES, ConnectionBudget, client_host,
+from broker_core.net.connection_budget import (FD_RESERVE, MAX_OPEN_FILES, ConnectionBudget, client_host,
                                                    descriptor_budget, raise_open_file_limit)
 
 NO_FILE_LIMIT = 0
@@ -65,7 +65,7 @@ def test_a_process_whose_file_limit_is_reached_refuses_naming_the_open_file_limi
     b = budget(file_limit=256 + FD_RESERVE + 64, max_open_files=256)
     places = [b.admit(f"10.0.{i // 250}.{i % 250}", 0.0) for i in range(64)]
     assert all(places)
-    with caplog.at_level(logging.WARNING, logger="broker_core.service.connection_budget"):
+    with caplog.at_level(logging.WARNING, logger="broker_core.net.connection_budget"):
         assert b.admit("10.1.0.1", 0.0) is None
     assert "limit=open file limit (ulimit -n) allowed=64" in caplog.text
 
@@ -74,7 +74,7 @@ def test_refusals_are_one_line_per_limit_and_interval_with_their_count(caplog):
     clock = FakeClock()
     b = budget(per_ip=1, clock=clock)
     b.admit("10.0.0.5", 0.0)
-    with caplog.at_level(logging.WARNING, logger="broker_core.service.connection_budget"):
+    with caplog.at_level(logging.WARNING, logger="broker_core.net.connection_budget"):
         for _ in range(1000):
             assert b.admit("10.0.0.5", 0.0) is None
         assert len(caplog.records) == 1

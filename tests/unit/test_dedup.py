@@ -2,7 +2,7 @@
 import json
 
 from broker_core.protocol import codec, pulsar_api_pb2
-from broker_core.service.dedup import SNAPSHOT_FILE, Deduplication, SequenceKey
+from broker_core.core.persistent.dedup import SNAPSHOT_FILE, Deduplication, SequenceKey
 from broker_core.storage.log import ManagedLog
 
 

@@ -130,7 +130,7 @@ def test_the_key_generator_makes_what_the_broker_conf_names_and_keeps_it_on_a_se
     import ssl
 
     from broker_core.config import BrokerConfig, parse_conf_file
-    from broker_core.service.security.tokens import TokenValidator
+    from broker_core.security.tokens import TokenValidator
 
     generator = importlib.util.spec_from_file_location("gen_keys", REPO / "docker" / "gen_keys.py")
     module = importlib.util.module_from_spec(generator)
@@ -214,7 +214,7 @@ def test_the_package_builds_from_exactly_the_files_the_broker_image_copies(tmp_p
     assert result.returncode == 0, result.stdout + result.stderr
     wheel = next((tmp_path / "wheels").glob("pulsarlike-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for needed in ("broker_core/cli.py", "broker_core/protocol/broker.proto", "broker_core/service/metrics.py",
+    for needed in ("broker_core/cli.py", "broker_core/protocol/broker.proto", "broker_core/frontends/http/metrics.py",
                    "connector/cli/client.py", "dispatch/subscription.py"):
         assert needed in names, needed
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from broker_core.errors import PersistenceError
-from broker_core.service.journal import Journal
-from broker_core.service.sync_threads import SyncThreads
+from broker_core.storage.journal import Journal
+from broker_core.storage.sync_threads import SyncThreads
 
 POOLS = {"thread-pool": lambda: ThreadPoolExecutor(2), "sync-threads": lambda: SyncThreads(2)}
 """The fsyncs run the same on any Executor and on the broker's own sync threads (``SyncThreads.run``)."""
@@ -161,7 +161,7 @@ def test_a_disk_that_fails_every_fsync_is_logged_once_with_the_count_when_the_jo
         for end in range(1, 101):
             await _append(journal, log, end)
 
-    caplog.set_level("ERROR", logger="broker_core.service.journal")
+    caplog.set_level("ERROR", logger="broker_core.storage.journal")
     _run("always", log, scenario)
     lines = [r.getMessage() for r in caplog.records if "event=journal_sync_failed" in r.getMessage()]
     assert len(lines) == 2 and "occurrences=1" in lines[0] and "occurrences=99" in lines[1]

@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker_core.service.metrics import BrokerCollector, MetricsTimeout, call_on_loop, metric_families
+from broker_core.frontends.http.metrics import BrokerCollector, MetricsTimeout, call_on_loop, metric_families
 
 TOPIC = "persistent://public/default/orders"
 OTHER = "persistent://acme/billing/invoices-partition-1"
@@ -142,7 +142,7 @@ def test_the_metrics_server_starts_and_answers_without_reverse_dns(monkeypatch):
     import socket
     import urllib.request
 
-    from broker_core.service.metrics import MetricsServer
+    from broker_core.frontends.http.metrics import MetricsServer
 
     def no_resolver(*_args):
         raise AssertionError("the metrics server looked its address up in DNS")
@@ -162,7 +162,7 @@ def test_the_metrics_server_imports_its_http_server_at_the_first_connection_not_
 
     script = """
 import sys, urllib.request
-from broker_core.service.metrics import BrokerCollector, MetricsServer
+from broker_core.frontends.http.metrics import BrokerCollector, MetricsServer
 server = MetricsServer(BrokerCollector(dict, "standalone"), "127.0.0.1", 0)
 port = server.start()
 before = "wsgiref.simple_server" in sys.modules
@@ -178,7 +178,7 @@ print(before, body == b"OK", "wsgiref.simple_server" in sys.modules)
 def test_a_metrics_server_stopped_before_any_connection_closes_its_port():
     import socket
 
-    from broker_core.service.metrics import MetricsServer
+    from broker_core.frontends.http.metrics import MetricsServer
 
     server = MetricsServer(BrokerCollector(dict, "standalone"), "127.0.0.1", 0)
     port = server.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from broker_core.errors import InvalidConfiguration, InvalidTopicName
-from broker_core.service.namespaces import NamespacesStore
+from broker_core.core.namespaces import NamespacesStore
 from broker_core.types import (MAX_NAME_BYTES, TopicName, check_namespace_name, check_partition_names,
                                check_tenant_name, folder_name)
 

@@ -6,7 +6,7 @@ import pytest
 
 from broker_core.errors import (CorruptLog, InvalidConfiguration, NamespaceAlreadyExists, NamespaceNotFound,
                                 TenantAlreadyExists, TenantNotFound, TopicNotFound)
-from broker_core.service.namespaces import NamespacesStore
+from broker_core.core.namespaces import NamespacesStore
 
 
 def test_a_fresh_broker_has_tenant_public_and_namespace_public_default(tmp_path):

@@ -3,7 +3,7 @@ broker default) and persistence."""
 import pytest
 
 from broker_core.errors import InvalidConfiguration
-from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
+from broker_core.core.policies import NAMESPACE, TOPIC, PoliciesStore
 from broker_core.types import TopicName
 
 T = "persistent://public/default/orders"

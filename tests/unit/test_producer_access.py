@@ -2,7 +2,7 @@
 import pytest
 
 from broker_core.errors import ProducerBusy, ProducerFenced
-from broker_core.service.access import AccessMode, ProducerAccess
+from broker_core.core.access import AccessMode, ProducerAccess
 
 
 class Recorder:

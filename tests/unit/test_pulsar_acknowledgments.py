@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 from broker_core.protocol import pulsar_api_pb2 as wire
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from broker_core.service.pulsar.acknowledgments import MAX_ACK_LOOKUPS, MAX_ACK_RANGES, acknowledge
+from broker_core.frontends.pulsar.acknowledgments import MAX_ACK_LOOKUPS, MAX_ACK_RANGES, acknowledge
 from broker_core.storage.cursor import ManagedCursor
 from dispatch.consumer import PendingAcks
 

@@ -1,11 +1,11 @@
-"""The FrameReader's bound before CONNECTED (broker_core.service.pulsar.frames): a client that has not shown
+"""The FrameReader's bound before CONNECTED (broker_core.frontends.pulsar.frames): a client that has not shown
 who it is can make the broker buffer 64 KiB, not maxMessageSize; CONNECT raises the bound for what follows."""
 from __future__ import annotations
 
 import pytest
 
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from broker_core.service.pulsar.frames import (PRE_CONNECT_MAX_FRAME, FrameError, FrameReader, FrameSizeError, encode,
+from broker_core.frontends.pulsar.frames import (PRE_CONNECT_MAX_FRAME, FrameError, FrameReader, FrameSizeError, encode,
                                                header_with_payload)
 
 T = cmd.BaseCommand

@@ -1,11 +1,11 @@
-"""Pulsar binary protocol framing and message ids (broker_core.service.pulsar.frames, .message_ids)."""
+"""Pulsar binary protocol framing and message ids (broker_core.frontends.pulsar.frames, .message_ids)."""
 from __future__ import annotations
 
 import pytest
 
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from broker_core.service.pulsar.frames import FrameError, FrameReader, encode, header_with_payload
-from broker_core.service.pulsar.message_ids import (NO_ID, acked_ranges, cumulative_offset, is_earliest, is_latest,
+from broker_core.frontends.pulsar.frames import FrameError, FrameReader, encode, header_with_payload
+from broker_core.frontends.pulsar.message_ids import (NO_ID, acked_ranges, cumulative_offset, is_earliest, is_latest,
                                                     message_id, signed)
 
 T = cmd.BaseCommand

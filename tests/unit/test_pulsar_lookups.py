@@ -5,8 +5,8 @@ from __future__ import annotations
 from broker_core import errors
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
-from broker_core.service.peers import ClientIdentity, PeerMap, peer_name
-from broker_core.service.pulsar.lookups import topics_hash
+from broker_core.net.peers import ClientIdentity, PeerMap, peer_name
+from broker_core.frontends.pulsar.lookups import topics_hash
 
 
 def test_the_topics_hash_changes_with_the_list():
@@ -43,8 +43,8 @@ class _Context:
 def test_admission_counts_the_client_behind_the_relay_and_refuses_unrelayed_callers():
     import pytest
 
-    from broker_core.service.admission import Admission
-    from broker_core.service.client_limits import ClientLimits, Limits
+    from broker_core.frontends.grpc.admission import Admission
+    from broker_core.net.client_limits import ClientLimits, Limits
 
     peers = PeerMap()
     peers.add("ipv4:127.0.0.1:40312", ClientIdentity("ipv4:10.0.0.5:51234"))

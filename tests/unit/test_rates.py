@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker_core.clock import FakeClock
-from broker_core.service.rates import TopicRates
+from broker_core.core.rates import TopicRates
 
 
 def stats(msg_in=0, bytes_in=0, out=0, out_bytes=0, redelivered=0, expired=0, consumer_out=None):

@@ -1,10 +1,10 @@
 """Retention and message expiry (seed 002/003: Message retention and expiry): the pure decisions of
-:mod:`broker_core.service.retention` with crafted segments and an injected clock, and a subscription's
+:mod:`broker_core.core.retention_rules` with crafted segments and an injected clock, and a subscription's
 ``expire_through`` (TTL acknowledges on the cursor whoever holds the messages)."""
 from __future__ import annotations
 
 from broker_core.clock import FakeClock
-from broker_core.service.retention import (MIB, RetentionPolicy, SegmentInfo, consumed_end_offset, expiry_cutoff_ms,
+from broker_core.core.retention_rules import (MIB, RetentionPolicy, SegmentInfo, consumed_end_offset, expiry_cutoff_ms,
                                            expiry_offset, segments_to_delete)
 from broker_core.storage.log import ManagedLog
 from dispatch import SubType, Subscription

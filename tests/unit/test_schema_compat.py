@@ -1,4 +1,4 @@
-"""BACKWARD compatibility (broker_core.service.schema_compat): Avro's resolution rules, and KeyValue schemas
+"""BACKWARD compatibility (broker_core.core.schema_compat): Avro's resolution rules, and KeyValue schemas
 checked key and value each, in Pulsar's KeyValue layout."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from broker_core.clock import FakeClock
 from broker_core.errors import IncompatibleSchema, InvalidSchema
-from broker_core.service.schema_compat import incompatibility, split_key_value
-from broker_core.service.schemas import SchemaRegistry
+from broker_core.core.schema_compat import incompatibility, split_key_value
+from broker_core.core.schemas import SchemaRegistry
 from broker_core.types import TopicName
 
 

@@ -1,4 +1,4 @@
-"""The schema registry (broker_core.service.schemas) and its per-topic files (broker_core.storage.schema_files):
+"""The schema registry (broker_core.core.schemas) and its per-topic files (broker_core.storage.schema_files):
 versions, restarts, the migration of the old single file, atomic writes, the limits, and writes off the
 event loop."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 from broker_core.clock import FakeClock
 from broker_core.errors import CorruptLog, IncompatibleSchema, InvalidSchema, NamespaceNotFound, PersistenceError
-from broker_core.service import schemas as schemas_module
-from broker_core.service.schemas import MAX_SCHEMA_BYTES, SchemaRegistry, version_number
+from broker_core.core import schemas as schemas_module
+from broker_core.core.schemas import MAX_SCHEMA_BYTES, SchemaRegistry, version_number
 from broker_core.storage import schema_files
 from broker_core.types import TopicName
 

@@ -9,10 +9,10 @@ import pytest
 
 from broker_core.config import BrokerConfig
 from broker_core.errors import AuthenticationError, AuthorizationError, InvalidConfiguration, TopicNotFound
-from broker_core.service.namespaces import NamespacesStore
-from broker_core.service.peers import ClientIdentity
-from broker_core.service.policies import NAMESPACE, TOPIC, PoliciesStore
-from broker_core.service.security import Authorizer, Principal, Security
+from broker_core.core.namespaces import NamespacesStore
+from broker_core.net.peers import ClientIdentity
+from broker_core.core.policies import NAMESPACE, TOPIC, PoliciesStore
+from broker_core.security import Authorizer, Principal, Security
 
 TOPIC_NAME = "persistent://acme/orders/t"
 

@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives import serialization
 from broker_core.clock import FakeClock
 from broker_core.config import BrokerConfig
 from broker_core.errors import AuthenticationError, InvalidConfiguration
-from broker_core.service.security.keys import load_private_key, load_public_key, read_key
-from broker_core.service.security.tokens import (TokenValidator, create_token, generate_key_pair,
+from broker_core.security.keys import load_private_key, load_public_key, read_key
+from broker_core.security.tokens import (TokenValidator, create_token, generate_key_pair,
                                                   generate_secret_key)
 
 SECRET = generate_secret_key()

@@ -10,9 +10,9 @@ from broker_core.clock import SYSTEM_CLOCK
 from broker_core.config import BrokerConfig
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import codec, pulsar_api_pb2
-from broker_core.service.producers import ProducerNames
-from broker_core.service.servicer import BrokerServicer
-from broker_core.service.topics import TopicRegistry
+from broker_core.core.producers import ProducerNames
+from broker_core.frontends.grpc.servicer import BrokerServicer
+from broker_core.core.registry import TopicRegistry
 
 SENDS = 200
 BOUND = 20

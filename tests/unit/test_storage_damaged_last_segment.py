@@ -124,7 +124,7 @@ def test_damage_the_load_did_not_read_is_found_before_the_first_append_lands_in_
 def test_deduplication_replays_the_log_past_a_fenced_segment(tmp_path, caplog):
     """A topic with deduplication replays the log on load: a fenced segment is passed over (ERROR), the
     topic loads, and sequence ids stored after the segment are known."""
-    from broker_core.service.dedup import Deduplication
+    from broker_core.core.persistent.dedup import Deduplication
     from tests.unit.test_dedup import append, metadata
 
     log = ManagedLog(tmp_path, max_segment_entries=PER_SEGMENT)

@@ -11,10 +11,10 @@ from typing import Any, Awaitable, Callable
 
 from broker_core.clock import FakeClock
 from broker_core.config import BrokerConfig
-from broker_core.service.policies import NAMESPACE
-from broker_core.service.subscription_expiry import (LAST_ACTIVE, StoredSubscriptionSweep, expire_stored,
+from broker_core.core.policies import NAMESPACE
+from broker_core.core.subscription_expiry import (LAST_ACTIVE, StoredSubscriptionSweep, expire_stored,
                                                      is_expired)
-from broker_core.service.topics import TopicRegistry
+from broker_core.core.registry import TopicRegistry
 from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.cursor_store import CursorStore
 from broker_core.types import TopicName

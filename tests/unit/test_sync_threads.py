@@ -1,11 +1,11 @@
-"""The broker's fsync threads (:mod:`broker_core.service.sync_threads`)."""
+"""The broker's fsync threads (:mod:`broker_core.storage.sync_threads`)."""
 from __future__ import annotations
 
 import threading
 
 import pytest
 
-from broker_core.service.sync_threads import SyncThreads
+from broker_core.storage.sync_threads import SyncThreads
 
 
 def test_jobs_run_on_at_most_the_configured_threads_and_all_of_them_before_shutdown_returns():

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from broker_core.errors import CorruptLog, TopicTerminated
-from broker_core.service.termination import MARKER, Termination, nothing_left_to_deliver
+from broker_core.core.termination import MARKER, Termination, nothing_left_to_deliver
 
 
 def consumer(consumer_id: int, unacked: int = 0) -> SimpleNamespace:

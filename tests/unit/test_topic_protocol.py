@@ -13,15 +13,15 @@ import pytest
 from broker_core.clock import FakeClock
 from broker_core.config import BrokerConfig
 from broker_core.errors import NotAllowedError
-from broker_core.service.non_persistent import NonPersistentTopic
-from broker_core.service.topic import PersistentTopic
-from broker_core.service.topic_protocol import Topic
+from broker_core.core.nonpersistent.topic import NonPersistentTopic
+from broker_core.core.persistent.topic import PersistentTopic
+from broker_core.core.topic_protocol import Topic
 from broker_core.types import TopicName
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC_CLASSES = [PersistentTopic, NonPersistentTopic]
 # the modules that define the topic classes (their mixins too) and the protocol: only they may know the classes
-TOPIC_MODULES = re.compile(r"broker_core/service/(topic|topic_[a-z_]+|non_persistent)\.py$")
+TOPIC_MODULES = re.compile(r"broker_core/core/(persistent|nonpersistent)/[a-z_]+\.py$")
 BRANCH = re.compile(r"\b(isinstance|issubclass)\([^)]*\b(Persistent|NonPersistent)Topic\b"
                     r"|\b(hasattr|getattr)\((topic|found|t|session\.topic)\b")
 
@@ -155,8 +155,8 @@ def test_the_branch_finder_finds_a_branch_on_a_topic_class():
     assert BRANCH.search("if not isinstance(topic, PersistentTopic):")
     assert BRANCH.search('if hasattr(topic, "readers"):')
     assert BRANCH.search('ends = getattr(topic, "termination", None)')
-    assert TOPIC_MODULES.search("broker_core/service/topic_operations.py")
-    assert not TOPIC_MODULES.search("broker_core/service/topics.py")
+    assert TOPIC_MODULES.search("broker_core/core/persistent/operations.py")
+    assert not TOPIC_MODULES.search("broker_core/core/registry.py")
 
 
 def test_no_module_outside_the_topic_modules_branches_on_a_topic_class():

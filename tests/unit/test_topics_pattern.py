@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker_core.service.topics_pattern import MAX_PATTERN, safe_pattern
+from broker_core.core.topics_pattern import MAX_PATTERN, safe_pattern
 
 
 def test_a_pattern_is_applied_without_its_scheme_to_the_whole_name():
@@ -59,7 +59,7 @@ def test_re2_is_loaded_by_the_first_pattern_not_by_importing_the_module():
     import subprocess
     import sys
 
-    script = ("import sys\nfrom broker_core.service.topics_pattern import safe_pattern\nbefore = 're2' in sys.modules\n"
+    script = ("import sys\nfrom broker_core.core.topics_pattern import safe_pattern\nbefore = 're2' in sys.modules\n"
               "safe_pattern('persistent://public/default/a.*')\nprint(before, 're2' in sys.modules)")
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert found.stdout.split() == ["False", "True"], found.stderr

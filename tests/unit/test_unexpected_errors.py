@@ -6,7 +6,7 @@ import errno
 import logging
 
 from broker_core.errors import UnknownError
-from broker_core.service.servicer import _unexpected
+from broker_core.frontends.grpc.servicer import _unexpected
 
 SERVER_PATH = "/srv/pulsarlike/data/topics/persistent/public/default/t/00000000000000000000.log"
 
@@ -23,7 +23,7 @@ def test_the_client_sees_a_generic_message_without_the_server_path():
 
 
 def test_the_error_id_is_in_the_message_its_fields_and_the_broker_log(caplog):
-    with caplog.at_level(logging.ERROR, logger="broker_core.service.servicer"):
+    with caplog.at_level(logging.ERROR, logger="broker_core.frontends.grpc.servicer"):
         err = _unexpected(_failure())
     assert err.error_id in err.message
     assert err.fields == {"error_id": err.error_id}

@@ -9,7 +9,7 @@ import pytest
 
 from broker_core.clock import FakeClock
 from broker_core.errors import PersistenceError
-from broker_core.service.write_fault import PROBE_FILE, WriteFault, room_for
+from broker_core.core.write_fault import PROBE_FILE, WriteFault, room_for
 
 FULL = PersistenceError("t: cannot store the entry: No space left on device", reason="No space left on device")
 
@@ -121,7 +121,7 @@ def test_every_failed_write_is_counted_in_one_line(caplog):
         for _ in range(500):
             writes.failed(FULL, 100)
         writes.succeeded()
-    caplog.set_level(logging.INFO, logger="broker_core.service.write_fault")
+    caplog.set_level(logging.INFO, logger="broker_core.core.write_fault")
     asyncio.run(run())
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 4, lines  # first failure, cannot_write, the count of the other 499, can_write_again

@@ -1,0 +1,160 @@
+"""Tenants and namespaces: which exist, persisted across restarts.
+
+Pulsar's two levels above a topic. A topic ``persistent://acme/orders/t`` lives in namespace
+``acme/orders`` of tenant ``acme``; both must exist before the topic can be used (Pulsar refuses the lookup
+with "Namespace does not exist"). A fresh broker has tenant ``public`` and namespace ``public/default``, the
+home of bare topic names, as ``pulsar standalone`` does.
+
+A tenant carries what ``pulsar-admin tenants get`` shows: ``adminRoles`` (kept, not enforced: this broker
+has no authentication) and ``allowedClusters`` (``[clusterName]`` by default). Namespace policies live in
+:mod:`broker_core.core.policies`. Stored as one JSON file written atomically::
+
+    {"tenants": {"public": {"adminRoles": [], "allowedClusters": ["standalone"]}},
+     "namespaces": ["public/default"]}
+
+A data folder from before namespaces were stored (no ``namespaces.json``) is adopted as is: every namespace
+that has topics, partitioned topics or policies is registered at first start, so no topic becomes
+unreachable.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable
+
+from broker_core.errors import (CorruptLog, InvalidConfiguration, NamespaceAlreadyExists, NamespaceNotFound,
+                                TenantAlreadyExists, TenantNotFound)
+from broker_core.storage.atomic import atomic_write
+from broker_core.types import check_namespace_name, check_tenant_name
+
+DEFAULT_TENANT, DEFAULT_NAMESPACE = "public", "public/default"
+# check_tenant_name / check_namespace_name come from broker_core.types, the one home of the name rules;
+# callers keep importing them from here.
+
+
+def how_to_create(namespace: str) -> str:
+    return (f"create it with `pulsarlike admin namespaces create {namespace}` (or"
+            f" Admin(url).create_namespace({namespace!r}))")
+
+
+class NamespacesStore:
+    """Tenants (with their info) and namespaces; every change is persisted before it returns."""
+
+    def __init__(self, directory: Path, cluster: str = "standalone",
+                 adopt: Iterable[str] = ()) -> None:
+        """``adopt``: namespaces found in the data folder, registered (with their tenants) when no
+        ``namespaces.json`` exists yet."""
+        directory.mkdir(parents=True, exist_ok=True)
+        self._path = directory / "namespaces.json"
+        self._cluster = cluster
+        self._tenants: dict[str, dict[str, list[str]]] = {}
+        self._namespaces: set[str] = set()
+        self.deleting: set[str] = set()
+        """Namespaces whose topics are being deleted: they take no new topics meanwhile (not stored)."""
+        if self._path.exists():
+            try:
+                loaded = json.loads(self._path.read_bytes())
+                self._tenants = {str(t): {"adminRoles": [str(r) for r in info.get("adminRoles", [])],
+                                          "allowedClusters": [str(c) for c in info.get("allowedClusters", [])]}
+                                 for t, info in loaded["tenants"].items()}
+                self._namespaces = {str(ns) for ns in loaded["namespaces"]}
+            except (ValueError, KeyError, AttributeError, TypeError) as exc:
+                raise CorruptLog(f"cannot read {self._path}: {exc!r}", path=str(self._path), position=0) from None
+            return
+        for namespace in {DEFAULT_NAMESPACE, *adopt}:
+            tenant, _ = namespace.split("/", 1)
+            self._tenants.setdefault(tenant, self._info(None, None))
+            self._namespaces.add(namespace)
+        self._save()
+
+    # ------------------------------------------------------------------ tenants
+    def tenants(self) -> list[str]:
+        return sorted(self._tenants)
+
+    def tenant_info(self, tenant: str) -> dict[str, list[str]]:
+        """``{"adminRoles": [...], "allowedClusters": [...]}``, as ``pulsar-admin tenants get`` prints it."""
+        info = self._tenants.get(check_tenant_name(tenant))
+        if info is None:
+            raise TenantNotFound(f"tenant {tenant} does not exist; create it with"
+                                 f" `pulsarlike admin tenants create {tenant}`", tenant=tenant)
+        return {key: list(value) for key, value in info.items()}
+
+    def create_tenant(self, tenant: str, admin_roles: Iterable[str] | None = None,
+                      allowed_clusters: Iterable[str] | None = None) -> None:
+        if check_tenant_name(tenant) in self._tenants:
+            raise TenantAlreadyExists(f"tenant {tenant} already exists", tenant=tenant)
+        self._tenants[tenant] = self._info(admin_roles, allowed_clusters)
+        self._save()
+
+    def update_tenant(self, tenant: str, admin_roles: Iterable[str] | None = None,
+                      allowed_clusters: Iterable[str] | None = None) -> None:
+        """Replace what is given (None keeps the current value)."""
+        current = self.tenant_info(tenant)
+        self._tenants[tenant] = {
+            "adminRoles": current["adminRoles"] if admin_roles is None else self._names(admin_roles),
+            "allowedClusters": (current["allowedClusters"] if allowed_clusters is None
+                                else self._names(allowed_clusters) or [self._cluster])}
+        self._save()
+
+    def delete_tenant(self, tenant: str) -> None:
+        """Remove an empty tenant (the caller deletes its namespaces first)."""
+        self.tenant_info(tenant)
+        del self._tenants[tenant]
+        self._save()
+
+    def _info(self, admin_roles: Iterable[str] | None, allowed_clusters: Iterable[str] | None) -> dict:
+        return {"adminRoles": self._names(admin_roles or ()),
+                "allowedClusters": self._names(allowed_clusters or ()) or [self._cluster]}
+
+    @staticmethod
+    def _names(values: Iterable[str]) -> list[str]:
+        names = [str(v).strip() for v in values]
+        if any(not n for n in names):
+            raise InvalidConfiguration(f"empty name in {names!r}")
+        return list(dict.fromkeys(names))
+
+    # ------------------------------------------------------------------ namespaces
+    def namespaces(self, tenant: str) -> list[str]:
+        self.tenant_info(tenant)
+        return sorted(ns for ns in self._namespaces if ns.split("/", 1)[0] == tenant)
+
+    def all_namespaces(self) -> list[str]:
+        """Every ``tenant/namespace``, sorted."""
+        return sorted(self._namespaces)
+
+    def exists(self, namespace: str) -> bool:
+        return namespace in self._namespaces
+
+    def check_exists(self, namespace: str) -> None:
+        """Raise ``NamespaceNotFound`` (``TenantNotFound`` when its tenant is missing too)."""
+        if namespace in self._namespaces and namespace not in self.deleting:
+            return
+        if namespace in self.deleting:
+            raise NamespaceNotFound(f"namespace {namespace} is being deleted", namespace=namespace)
+        tenant, _ = check_namespace_name(namespace)
+        if tenant not in self._tenants:
+            raise TenantNotFound(f"namespace {namespace} does not exist, nor does its tenant {tenant}: create"
+                                 f" the tenant with `pulsarlike admin tenants create {tenant}`, then"
+                                 f" {how_to_create(namespace)}", tenant=tenant, namespace=namespace)
+        raise NamespaceNotFound(f"namespace {namespace} does not exist: {how_to_create(namespace)}",
+                                namespace=namespace)
+
+    def create_namespace(self, namespace: str) -> None:
+        tenant, _ = check_namespace_name(namespace)
+        if tenant not in self._tenants:
+            raise TenantNotFound(f"tenant {tenant} does not exist; create it with"
+                                 f" `pulsarlike admin tenants create {tenant}`", tenant=tenant)
+        if namespace in self._namespaces:
+            raise NamespaceAlreadyExists(f"namespace {namespace} already exists", namespace=namespace)
+        self._namespaces.add(namespace)
+        self._save()
+
+    def delete_namespace(self, namespace: str) -> None:
+        """Remove the namespace (the caller deletes its topics and policies first)."""
+        self.check_exists(namespace)
+        self._namespaces.discard(namespace)
+        self._save()
+
+    def _save(self) -> None:
+        doc = {"tenants": self._tenants, "namespaces": sorted(self._namespaces)}
+        atomic_write(self._path, json.dumps(doc, sort_keys=True, indent=1).encode())

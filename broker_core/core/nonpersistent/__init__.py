@@ -1,0 +1,1 @@
+"""Non-persistent topic partitions: in memory only."""

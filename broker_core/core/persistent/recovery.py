@@ -1,0 +1,72 @@
+"""What a topic checks when it loads: its durable state against the log it recovered.
+
+The log recovers on its own (:mod:`broker_core.storage.log`): a torn tail is cut, a damaged segment is
+fenced. But a topic also stores other things that name offsets -- the cursors of its durable
+subscriptions and the deduplication snapshot -- and they are written at other times than the log. When
+the log lost its tail (a power loss in ``journalSyncMode=never``, a damaged last frame, an emptied
+segment), they can point beyond it. Then:
+
+1. Each cursor that acknowledged offsets at or beyond the recovered end is reported at ERROR, with how
+   many acknowledged messages were lost and where (the cursor itself is kept: its positions stay true).
+2. A cursor whose first unacknowledged offset lies before the log's first stored offset is reported at
+   ERROR too (retention never deletes what a subscription has not acknowledged: files went missing).
+3. A deduplication snapshot covering offsets the log no longer holds would drop a producer's resend of
+   a lost message as a duplicate: it is discarded (ERROR), so deduplication is rebuilt from the log.
+4. The next offset the log hands out is ``max(log end, every cursor position, the snapshot's offset)``:
+   the log skips to it with a gap frame, so an offset a consumer (or a Spark checkpoint) has seen is
+   never given to another message. A damaged segment the log fenced (recovery steps 2 and 4c in
+   :mod:`broker_core.storage.recovery`) is inside the log end: its offsets stay taken though unreadable,
+   so a cursor inside it is neither lost nor moved, and its consumers get ``CorruptLog`` until it is moved
+   past.
+
+The delayed-delivery index is not stored (it is rebuilt from the log after each load), so it needs no
+check.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+from broker_core.storage.cursor import ManagedCursor
+
+log = logging.getLogger("broker_core.core.persistent.topic")
+
+
+def _acked_at_or_after(cursor: ManagedCursor, offset: int) -> tuple[int, int]:
+    """(acknowledged offsets at or after ``offset``, the position after the highest one)."""
+    count = max(0, cursor.mark_delete_offset + 1 - offset)
+    high = cursor.mark_delete_offset + 1
+    for start, end in cursor.individually_acked:
+        high = max(high, end)
+        if end > offset:
+            count += end - max(start, offset)
+    return count, high
+
+
+def next_offset_after_recovery(topic: str, start_offset: int, end_offset: int,
+                               cursors: Iterable[ManagedCursor], snapshot_offset: int | None) -> tuple[int, bool]:
+    """Steps 1-4: returns ``(the offset the log must continue at, whether the dedup snapshot must go)``."""
+    high = end_offset
+    for cursor in cursors:
+        lost, position = _acked_at_or_after(cursor, end_offset)
+        high = max(high, position)
+        if lost:
+            log.error("event=acknowledged_messages_lost topic=%s subscription=%s lost=%d from_offset=%d"
+                      " to_offset=%d detail=%r", topic, cursor.name, lost, end_offset, position - 1,
+                      "the subscription acknowledged messages the log no longer holds; new messages get"
+                      " offsets after them")
+        first_unacked = cursor.next_unacked(cursor.mark_delete_offset + 1)
+        if first_unacked < start_offset:
+            log.error("event=unacknowledged_messages_lost topic=%s subscription=%s from_offset=%d"
+                      " to_offset=%d detail=%r", topic, cursor.name, first_unacked, start_offset - 1,
+                      "messages the subscription had not acknowledged are no longer stored")
+    stale = snapshot_offset is not None and snapshot_offset > end_offset
+    if stale:
+        high = max(high, snapshot_offset)  # type: ignore[type-var]
+        log.error("event=dedup_snapshot_discarded topic=%s snapshot_offset=%d log_end_offset=%d detail=%r",
+                  topic, snapshot_offset, end_offset, "the snapshot covers entries the log lost; deduplication"
+                  " state is rebuilt from the log")
+    if high > end_offset:
+        log.error("event=log_end_moved topic=%s recovered_end_offset=%d next_offset=%d detail=%r", topic,
+                  end_offset, high, "offsets that were handed out before the loss are not reused")
+    return high, stale

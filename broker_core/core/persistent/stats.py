@@ -1,0 +1,84 @@
+"""Pulsar's topic stats (``pulsarlike admin topics stats``): of a persistent topic partition, counters and
+sizes read from the topic (its rates are added by :class:`~broker_core.core.rates.TopicRates`, computed
+by the broker over the stats interval, never per request); of a partitioned topic, its partitions' summed."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from broker_core.core.rates import average_size
+
+if TYPE_CHECKING:
+    from broker_core.core.persistent.topic import PersistentTopic
+    from broker_core.storage.log import ManagedLog
+
+
+def topic_stats(topic: "PersistentTopic") -> dict[str, Any]:
+    subs = {name: sub.stats() for name, sub in topic.subscriptions.items()}
+    for name, stats in subs.items():
+        stats["totalMsgExpired"] = topic.msg_expired.get(name, 0)
+        stats["lastActiveTimestamp"] = topic.activity.last_active_ms(name)
+    for name, sub in topic.readers.items():  # a reader named like a durable subscription is listed apart
+        subs[name if name not in subs else f"{name} (non-durable)"] = sub.stats()
+    oldest = min((sub.cursor.mark_delete_offset + 1 for sub in topic.subscriptions.values() if sub.durable),
+                 default=topic.journal.confirmed_end_offset)
+    return {
+        "msgInCounter": topic.msg_in_counter,
+        "bytesInCounter": topic.bytes_in_counter,
+        "msgOutCounter": sum(s.get("msgOutCounter", 0) for s in subs.values()),
+        "bytesOutCounter": sum(s.get("bytesOutCounter", 0) for s in subs.values()),
+        "storageSize": topic.log.size_bytes,
+        "backlogSize": bytes_from(topic.log, oldest),
+        "publishers": [{"producerName": p.producer_name, "producerId": p.producer_id,
+                        "msgInCounter": p.msg_in_counter, "bytesInCounter": p.bytes_in_counter,
+                        "metadata": p.properties, "accessMode": p.access_mode.pulsar_name}
+                       for p in topic.producers.values()],
+        "waitingPublishers": len(topic.access.waiting),
+        "deduplicationStatus": "Enabled" if topic.dedup is not None else "Disabled",
+        "subscriptions": subs,
+        "firstOffset": topic.log.start_offset,
+        "lastOffset": topic.journal.confirmed_end_offset - 1,
+        "terminated": topic.termination.terminated,
+    }
+
+
+def bytes_from(log: "ManagedLog", offset: int) -> int:
+    """Estimated stored bytes at and after ``offset`` (whole segments, pro rata for the first)."""
+    total = 0
+    for seg in log.segments():
+        first, last, size = seg["firstOffset"], seg["lastOffset"], seg["size"]
+        if last < offset or size == 0:
+            continue
+        if first >= offset:
+            total += size
+        else:
+            total += size * (last - offset + 1) // max(1, last - first + 1)
+    return total
+
+
+SUMMED = ("msgInCounter", "bytesInCounter", "msgOutCounter", "bytesOutCounter", "storageSize", "backlogSize",
+          "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut")
+SUBSCRIPTION_SUMMED = ("msgBacklog", "totalMsgExpired", "unackedMessages", "msgOutCounter", "msgRateOut",
+                       "msgThroughputOut", "msgRateRedeliver", "msgRateExpired")
+
+
+def partitioned_stats(per: Mapping[str, Mapping[str, Any]], non_persistent: bool) -> dict[str, Any]:
+    """A partitioned topic's stats from its partitions' (``per``, by partition name): figures and rates summed,
+    publishers and consumers listed, each partition's stats under ``partitions``."""
+    total: dict[str, Any] = {"metadata": {"partitions": len(per)}, "partitions": dict(per), "publishers": [],
+                             "subscriptions": {}}
+    for key in SUMMED:
+        total[key] = sum(p.get(key) or 0 for p in per.values())
+    total["averageMsgSize"] = average_size(total)
+    summed_sub = SUBSCRIPTION_SUMMED + (("msgDropCount", "msgDropRate") if non_persistent else ())
+    for p in per.values():
+        total["publishers"].extend(p["publishers"])
+        for sub_name, sub in p["subscriptions"].items():
+            agg = total["subscriptions"].setdefault(sub_name, {"type": sub.get("type"), "consumers": []})
+            for key in summed_sub:
+                agg[key] = agg.get(key, 0) + (sub.get(key) or 0)
+            for key in ("lastConsumedTimestamp", "lastAckedTimestamp"):
+                agg[key] = max(agg.get(key, 0), sub.get(key) or 0)
+            agg["consumers"].extend(sub.get("consumers", []))
+    if non_persistent:
+        total["msgDropCount"] = sum(p.get("msgDropCount", 0) for p in per.values())
+    return total

@@ -1,0 +1,215 @@
+"""Namespace and topic policies that override the broker's configuration, persisted across restarts.
+
+A policy is looked up topic first (the topic itself, then the partitioned topic it is a partition of),
+then its namespace, then the broker config -- as Pulsar resolves topic-level over namespace-level over
+broker-level settings. Stored as one JSON file written atomically::
+
+    {"namespaces": {"public/default": {"deduplicationEnabled": true,
+                                       "retention": {"retentionTimeInMinutes": 60, "retentionSizeInMB": -1}}},
+     "topics": {"persistent://public/default/t": {"deduplicationEnabled": false, "messageTTLInSeconds": 300}}}
+
+Policies: ``deduplicationEnabled`` (bool); ``retention`` (``retentionTimeInMinutes``, ``retentionSizeInMB``:
+-1 infinite, 0 none; see :mod:`broker_core.core.retention_rules`); ``messageTTLInSeconds`` (0: no TTL);
+``maxProducersPerTopic`` and ``maxConsumersPerTopic`` (0: no limit; enforced per topic partition, the
+namespace's and the topic's own under the same names); ``subscriptionExpirationTimeMinutes`` (0: never; see
+:mod:`broker_core.core.subscription_expiry`). A topic-level ``retention`` replaces the
+namespace's as a whole, as in Pulsar. Negative values (other than retention's -1) are refused.
+
+Permissions (``grant-permission``) are stored beside them under ``permissions`` (role -> sorted actions,
+``produce`` and/or ``consume``), on a namespace or a topic; unlike the other policies they add up, as
+Pulsar's: a role may do on a topic what the topic, its partitioned topic and its namespace grant together
+(:meth:`PoliciesStore.granted_actions`). They are set only through :meth:`PoliciesStore.grant` /
+:meth:`PoliciesStore.revoke`, never with ``set``::
+
+    {"namespaces": {"acme/orders": {"permissions": {"billing": ["consume"]}}},
+     "topics": {"persistent://acme/orders/t": {"permissions": {"shop": ["produce"]}}}}
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from broker_core.errors import CorruptLog, InvalidConfiguration
+from broker_core.core.namespaces import check_namespace_name
+from broker_core.storage.atomic import atomic_write
+from broker_core.types import TopicName
+
+
+def _bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidConfiguration(f"policy {key} takes true or false, not {value!r}", key=key)
+    return value
+
+
+def _int(key: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        accepted = "-1 (infinite) or an integer >= 0" if minimum == -1 else f"an integer >= {minimum}"
+        raise InvalidConfiguration(f"policy {key} takes {accepted}, not {value!r}", key=key)
+    return value
+
+
+RETENTION_TIME, RETENTION_SIZE = "retentionTimeInMinutes", "retentionSizeInMB"
+
+
+def _retention(key: str, value: Any) -> dict[str, int]:
+    """Pulsar's RetentionPolicies: both limits, -1 infinite, 0 none; a single 0 next to a non-zero limit
+    is refused as Pulsar refuses it (use -1 to ignore one limit)."""
+    if not isinstance(value, dict) or set(value) != {RETENTION_TIME, RETENTION_SIZE}:
+        raise InvalidConfiguration(f"policy {key} takes {{{RETENTION_TIME!r}: int, {RETENTION_SIZE!r}: int}},"
+                                   f" not {value!r}", key=key)
+    time_min = _int(f"{key}.{RETENTION_TIME}", value[RETENTION_TIME], minimum=-1)
+    size_mb = _int(f"{key}.{RETENTION_SIZE}", value[RETENTION_SIZE], minimum=-1)
+    if (time_min == 0) != (size_mb == 0):
+        raise InvalidConfiguration(
+            f"policy {key}: {RETENTION_TIME}={time_min} with {RETENTION_SIZE}={size_mb} is not valid: a single"
+            " limit of 0 next to a non-zero one is refused (as Pulsar does); use -1 to ignore a limit, or set"
+            " both to 0 for no retention", key=key)
+    return {RETENTION_TIME: time_min, RETENTION_SIZE: size_mb}
+
+
+POLICIES: dict[str, Callable[[str, Any], Any]] = {
+    "deduplicationEnabled": _bool,
+    "retention": _retention,
+    "messageTTLInSeconds": lambda key, value: _int(key, value, minimum=0),
+    "maxProducersPerTopic": lambda key, value: _int(key, value, minimum=0),
+    "maxConsumersPerTopic": lambda key, value: _int(key, value, minimum=0),
+    "subscriptionExpirationTimeMinutes": lambda key, value: _int(key, value, minimum=0),
+}
+"""Known policy names and their validators (the value as JSON decodes it)."""
+
+NAMESPACE, TOPIC = "namespaces", "topics"
+PERMISSIONS = "permissions"
+ACTIONS = ("produce", "consume")
+"""What ``grant-permission`` grants (Pulsar's ``AuthAction``; ``functions``, ``sources``, ``sinks`` and
+``packages`` have nothing to act on here)."""
+
+
+def check_actions(actions: Any) -> list[str]:
+    """``actions`` as a sorted list of known actions; ``InvalidConfiguration`` naming a wrong one."""
+    if isinstance(actions, str) or not actions:
+        raise InvalidConfiguration(f"actions must be a non-empty list of {', '.join(ACTIONS)}, not {actions!r}")
+    found = []
+    for action in actions:
+        if action not in ACTIONS:
+            raise InvalidConfiguration(f"unknown action {action!r}; grant one of {', '.join(ACTIONS)}",
+                                       action=str(action))
+        found.append(action)
+    return sorted(set(found))
+
+
+class PoliciesStore:
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self._path = directory / "policies.json"
+        self._data: dict[str, dict[str, dict[str, Any]]] = {NAMESPACE: {}, TOPIC: {}}
+        if self._path.exists():
+            try:
+                loaded = json.loads(self._path.read_bytes())
+                for scope in (NAMESPACE, TOPIC):
+                    self._data[scope] = {str(k): dict(v) for k, v in loaded.get(scope, {}).items()}
+            except (ValueError, AttributeError, TypeError) as exc:
+                raise CorruptLog(f"cannot read {self._path}: {exc}", path=str(self._path),
+                                 position=0) from None
+
+    @staticmethod
+    def scope_key(scope: str, name: str) -> str:
+        """The canonical key of a namespace (``tenant/ns``) or a topic (fully qualified name)."""
+        if scope == NAMESPACE:
+            check_namespace_name(name)
+            return name
+        if scope == TOPIC:
+            return str(TopicName.parse(name))
+        raise InvalidConfiguration(f"unknown policy scope {scope!r}; use namespace or topic")
+
+    def set(self, scope: str, name: str, key: str, value: Any) -> None:
+        """Set (or with ``value=None`` remove) one policy."""
+        if key not in POLICIES:
+            raise InvalidConfiguration(f"unknown policy {key!r}; known: {', '.join(sorted(POLICIES))}",
+                                       key=key)
+        name = self.scope_key(scope, name)
+        entries = self._data[scope]
+        if value is None:
+            policies = entries.get(name, {})
+            if policies.pop(key, None) is None:
+                return
+            if not policies:
+                entries.pop(name, None)
+        else:
+            entries.setdefault(name, {})[key] = POLICIES[key](key, value)
+        self._save()
+
+    def get(self, scope: str, name: str) -> dict[str, Any]:
+        """The policies set on a namespace or topic (its permissions are read with :meth:`permissions`)."""
+        policies = dict(self._data[scope].get(self.scope_key(scope, name), {}))
+        policies.pop(PERMISSIONS, None)
+        return policies
+
+    # ------------------------------------------------------------------ permissions
+    def grant(self, scope: str, name: str, role: str, actions: Any) -> None:
+        """``role`` may do ``actions`` on the namespace's topics or on the topic (replacing what it was
+        granted there before, as Pulsar's grant does)."""
+        if not isinstance(role, str) or not role.strip():
+            raise InvalidConfiguration(f"role must be a non-empty string, not {role!r}")
+        granted = check_actions(actions)
+        entry = self._data[scope].setdefault(self.scope_key(scope, name), {})
+        entry.setdefault(PERMISSIONS, {})[role.strip()] = granted
+        self._save()
+
+    def revoke(self, scope: str, name: str, role: str) -> None:
+        """Remove what ``role`` was granted on the namespace or topic (nothing granted: nothing to do)."""
+        key = self.scope_key(scope, name)
+        entry = self._data[scope].get(key, {})
+        if entry.get(PERMISSIONS, {}).pop(role, None) is None:
+            return
+        if not entry[PERMISSIONS]:
+            del entry[PERMISSIONS]
+        if not entry:
+            self._data[scope].pop(key, None)
+        self._save()
+
+    def permissions(self, scope: str, name: str) -> dict[str, list[str]]:
+        """Role -> actions granted on exactly this namespace or topic."""
+        entry = self._data[scope].get(self.scope_key(scope, name), {})
+        return {role: list(actions) for role, actions in entry.get(PERMISSIONS, {}).items()}
+
+    def granted_actions(self, topic: TopicName | None, namespace: str, role: str) -> set[str]:
+        """What ``role`` may do on ``topic`` (its own grants, its partitioned topic's and its namespace's), or
+        on the namespace itself when ``topic`` is None."""
+        actions: set[str] = set(self._data[NAMESPACE].get(namespace, {}).get(PERMISSIONS, {}).get(role, ()))
+        if topic is not None:
+            for name in {str(topic), str(topic.partitioned_base)}:
+                actions.update(self._data[TOPIC].get(name, {}).get(PERMISSIONS, {}).get(role, ()))
+        return actions
+
+    def resolve(self, topic: TopicName, key: str, default: Any) -> Any:
+        """The effective value for ``topic``: topic, partitioned base topic, namespace, ``default``."""
+        topics = self._data[TOPIC]
+        for name in (str(topic), str(topic.partitioned_base)):
+            policies = topics.get(name)
+            if policies is not None and key in policies:
+                return policies[key]
+        policies = self._data[NAMESPACE].get(f"{topic.tenant}/{topic.namespace}")
+        if policies is not None and key in policies:
+            return policies[key]
+        return default
+
+    def forget_topic(self, topic: str) -> None:
+        if self._data[TOPIC].pop(topic, None) is not None:
+            self._save()
+
+    def forget_namespace(self, namespace: str) -> None:
+        """Drop the namespace's policies and those of every topic in it (the namespace is deleted)."""
+        topics = [t for t in self._data[TOPIC] if TopicName.parse(t).namespace_name == namespace]
+        if self._data[NAMESPACE].pop(namespace, None) is None and not topics:
+            return
+        for t in topics:
+            del self._data[TOPIC][t]
+        self._save()
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that have policies (adopted as existing by an older data folder)."""
+        return list(self._data[NAMESPACE])
+
+    def _save(self) -> None:
+        atomic_write(self._path, json.dumps(self._data, sort_keys=True, indent=1).encode())

@@ -1,0 +1,87 @@
+"""Producers of a topic: default names (unique across broker restarts: deduplication keys on producer
+names), their bookkeeping, and admission under the access modes and the producer limit."""
+from __future__ import annotations
+
+import itertools
+import secrets
+from dataclasses import dataclass, field
+from typing import Callable
+
+from broker_core.errors import NotAllowedError, ProducerBusy, ProducerFenced, PulsarLikeError
+from broker_core.core.access import AccessMode, ProducerAccess
+
+
+class ProducerNames:
+    """``<cluster>-<run id>-<n>``, as Pulsar's ``<cluster>-<broker>-<n>``; the random run id keeps names
+    of different broker runs apart."""
+
+    def __init__(self, cluster: str) -> None:
+        self._prefix = f"{cluster}-{secrets.token_hex(3)}-"
+        self._counter = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._counter)}"
+
+
+@dataclass
+class ProducerInfo:
+    producer_name: str
+    producer_id: int
+    properties: dict[str, str] = field(default_factory=dict)
+    access_mode: AccessMode = AccessMode.SHARED
+    msg_in_counter: int = 0
+    bytes_in_counter: int = 0
+    disconnect: Callable[[PulsarLikeError], None] = lambda error: None
+    """Ends the producer's session with ``error`` (termination, unload); set by whoever serves it."""
+
+
+def check_producer_limit(topic: str, limit: int, producers: int) -> None:
+    """``ProducerBusy`` when ``producers`` (connected or waiting) already reach ``limit`` (0: none), with
+    Pulsar's words ("Topic reached max producers limit")."""
+    if limit and producers >= limit:
+        raise ProducerBusy(f"Topic {topic} reached max producers limit ({limit}): close a producer, or raise"
+                           " maxProducersPerTopic (`pulsarlike admin namespaces set-max-producers-per-topic`,"
+                           " `topics set-max-producers`)", topic=topic, limit=limit)
+
+
+class TopicProducers:
+    """The producer half of a topic (persistent or not; a mixin): ``producers`` by id, ``access`` (the
+    access modes), ``max_producers``, and the topic's ``topic`` name and ``closed`` flag."""
+
+    _producer_ids = itertools.count(1)
+    topic: str
+    closed: bool
+    max_producers: int
+    producers: dict[int, ProducerInfo]
+    access: ProducerAccess
+
+    def add_producer(self, producer_name: str, properties: dict[str, str],
+                     access_mode: AccessMode = AccessMode.SHARED, *,
+                     fence: Callable[[PulsarLikeError], None] = lambda error: None,
+                     granted: Callable[[], None] = lambda: None) -> tuple[ProducerInfo, bool]:
+        """Register a producer under the access modes' rules (see :mod:`.access`): returns its info and
+        whether it may publish now (False: ``WaitForExclusive`` queued it; ``granted`` runs later).
+        ``fence(error)`` ends the producer's session: fenced by another, or the topic terminated or unloaded."""
+        if self.closed:
+            raise NotAllowedError(f"topic {self.topic} is closing")
+        check_producer_limit(self.topic, self.max_producers, len(self.producers) + len(self.access.waiting))
+        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode),
+                            disconnect=fence)
+
+        def admitted() -> None:
+            self.producers[info.producer_id] = info
+            granted()
+
+        def fenced(error: ProducerFenced) -> None:
+            self.producers.pop(info.producer_id, None)
+            fence(error)
+
+        now = self.access.add(info.producer_id, producer_name, info.access_mode, fence=fenced,
+                              granted=admitted)
+        if now:
+            self.producers[info.producer_id] = info
+        return info, now
+
+    def remove_producer(self, info: ProducerInfo) -> None:
+        self.producers.pop(info.producer_id, None)
+        self.access.remove(info.producer_id)

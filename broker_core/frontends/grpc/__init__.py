@@ -1,0 +1,1 @@
+"""The gRPC front end (our client, the Spark connector, the jobs, the CLI)."""

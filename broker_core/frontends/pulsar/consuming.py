@@ -1,0 +1,371 @@
+"""SUBSCRIBE, FLOW, MESSAGE, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES, SEEK, UNSUBSCRIBE, CLOSE_CONSUMER,
+GET_LAST_MESSAGE_ID and CONSUMER_STATS: the consumers of one connection.
+
+A consumer joins its subscription exactly as a gRPC one does (the same dispatch ``Consumer``, subscription
+types, Key_Shared policies, permits and back-pressure gate), and what dispatch hands it leaves as MESSAGE
+frames: the stored entry as it is, behind its command (without the broker's ``BrokerEntryMetadata``
+prefix unless the client asked for it at CONNECT), with the id ``(segment base offset, entry's first
+offset, partition)``, the redelivery count and, for a partly acknowledged batch, its ack set.
+
+Acknowledgments are applied by :mod:`.acknowledgments` (at a cost linear in the frame, bounded per ACK). An
+ack of something this consumer was never sent changes nothing: it is answered with an error when the client
+asked for ACK_RESPONSE, and logged otherwise (one line per ACK, at most one per interval and connection).
+
+A seek closes the subscription's consumers (CLOSE_CONSUMER), moves the subscription, then answers, in
+Pulsar's order; they resubscribe and receive from the new position, with redelivery count 0. A reader's subscription outlives that gap (for
+``READER_RESUBSCRIBE_S``), so its new position holds when it comes back.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from broker_core.errors import ConsumerBusy, InvalidMessage, NotAllowedError, ServiceNotReady
+from broker_core.protocol import pulsar_commands_pb2 as cmd
+from broker_core.protocol.server_errors import server_error
+from broker_core.protocol.status import wire_message
+from broker_core.core.backpressure import PermitGate
+from broker_core.frontends.pulsar.acknowledgments import acknowledge
+from broker_core.frontends.pulsar.consumer_session import ConsumerSession
+from broker_core.frontends.pulsar.message_ids import is_earliest, is_latest, message_id, signed
+from broker_core.frontends.pulsar.schema_commands import register
+from broker_core.types import TopicName
+from dispatch.consumer import Consumer
+from dispatch.key_shared import AUTO_SPLIT, STICKY, KeySharedPolicy
+from dispatch.selectors.sticky import MAX_STICKY_RANGES
+from dispatch.types import SubType
+
+if TYPE_CHECKING:
+    from broker_core.frontends.pulsar.connection import PulsarConnection
+
+log = logging.getLogger(__name__)
+
+T = cmd.BaseCommand
+MAX_PERMITS = (1 << 31) - 1
+"""Most permits a consumer may hold: a client's receiver queue is an int32."""
+LOGGED_NAME = 200
+"""Subscription and consumer names are cut to this in log lines (a client may send a 4 MB name)."""
+READER_RESUBSCRIBE_S = 60.0
+"""How long a reader's subscription waits for its consumer to come back after a seek closed it."""
+SUB_TYPES = {cmd.CommandSubscribe.Exclusive: SubType.EXCLUSIVE, cmd.CommandSubscribe.Shared: SubType.SHARED,
+             cmd.CommandSubscribe.Failover: SubType.FAILOVER, cmd.CommandSubscribe.Key_Shared: SubType.KEY_SHARED}
+
+
+def _key_shared_policy(request: cmd.CommandSubscribe) -> KeySharedPolicy:
+    if not request.HasField("keySharedMeta"):
+        return KeySharedPolicy()
+    meta = request.keySharedMeta
+    return KeySharedPolicy(STICKY if meta.keySharedMode == cmd.STICKY else AUTO_SPLIT,
+                           meta.allowOutOfOrderDelivery,
+                           tuple((r.start, r.end) for r in meta.hashRanges[:MAX_STICKY_RANGES + 1]))
+
+
+class ConsumerCommands:
+    def __init__(self, conn: "PulsarConnection") -> None:
+        self._conn = conn
+        self._front = conn.front
+        self._sessions: dict[int, ConsumerSession] = {}
+        self._registering: dict[int, asyncio.Task] = {}
+        """By consumer id, the registrations of new schema versions (their SUBSCRIBE is answered after)."""
+
+    def handlers(self) -> dict:
+        return {T.SUBSCRIBE: self.subscribe, T.FLOW: self.flow, T.ACK: self.ack,
+                T.REDELIVER_UNACKNOWLEDGED_MESSAGES: self.redeliver, T.SEEK: self.seek,
+                T.UNSUBSCRIBE: self.unsubscribe, T.CLOSE_CONSUMER: self.close_consumer,
+                T.GET_LAST_MESSAGE_ID: self.last_message_id, T.CONSUMER_STATS: self.consumer_stats}
+
+    def _session(self, consumer_id: int) -> ConsumerSession:
+        session = self._sessions.get(consumer_id)
+        if session is None:
+            raise NotAllowedError(f"no consumer {consumer_id} on this connection: SUBSCRIBE first")
+        return session
+
+    # ------------------------------------------------------------------ SUBSCRIBE
+    def subscribe(self, request: cmd.CommandSubscribe) -> None:
+        if request.consumer_id in self._sessions:  # asked again (a timeout on the client's side)
+            self._conn.success(request.request_id)
+            return
+        if request.consumer_id in self._registering:
+            raise ConsumerBusy(f"consumer {request.consumer_id} is already being created on this connection")
+        if request.read_compacted:
+            raise NotAllowedError("read_compacted is not supported: this broker does not compact topics;"
+                                  " subscribe without it (every message is delivered)")
+        if request.replicate_subscription_state:
+            raise NotAllowedError("replicated subscriptions are not supported: this broker has no"
+                                  " geo-replication; subscribe without replicate_subscription_state")
+        if not request.subscription:
+            raise InvalidMessage("subscription name must not be empty")
+        if request.subType not in SUB_TYPES:
+            raise InvalidMessage(f"unknown subscription type {request.subType}")
+        front, conn = self._front, self._conn
+        name = TopicName.parse(request.topic)
+        conn.authorize("consume", str(name))
+        front.registry.get(name, create=request.force_topic_creation)
+        schema = request.schema
+        if request.HasField("schema") and schema.type != 0:  # 0: None, a consumer of bytes
+            schema_type = cmd.Schema.Type.Name(schema.type)
+            if front.schemas.find(name, schema_type, schema.schema_data) is None:
+                # a new version is checked and written off the event loop; the consumer joins once it is durable
+                self._registering[request.consumer_id] = asyncio.get_running_loop().create_task(
+                    self._register_then_join(request, name, schema_type))
+                return
+        self._join(request, name)
+
+    async def _register_then_join(self, request: cmd.CommandSubscribe, name: TopicName, schema_type: str) -> None:
+        try:
+            if await register(self._conn, name, schema_type, request.schema, request.request_id) is not None:
+                self._join(request, name)
+        finally:
+            self._registering.pop(request.consumer_id, None)
+
+    def _join(self, request: cmd.CommandSubscribe, name: TopicName) -> None:
+        front, conn = self._front, self._conn
+        topic = front.registry.get(name, create=request.force_topic_creation)
+        sub_type = SUB_TYPES[request.subType]
+        front.limits.admit(conn.peer, stream=True)
+        session = ConsumerSession(conn, request.consumer_id, topic, request.request_id)
+        if request.HasField("consumer_epoch"):
+            session.epoch = request.consumer_epoch
+        consumer = Consumer(
+            next(front.consumer_ids), request.consumer_name or f"consumer-{request.consumer_id}", session.deliver,
+            priority_level=request.priority_level,
+            key_shared=_key_shared_policy(request) if sub_type is SubType.KEY_SHARED else None,
+            on_active_change=session.active_changed, on_error=lambda exc: self._failed(session, exc))
+        session.consumer = consumer
+        session.gate = gate = PermitGate(consumer)
+        ends = topic.termination
+        ends.watch(consumer, session.reached_end)
+        try:
+            session.sub = sub = topic.subscribe(request.subscription, sub_type, consumer, durable=request.durable,
+                                                start_offset=self._start_offset(topic, request, front.clock))
+        except BaseException:
+            ends.forget(consumer)
+            front.limits.release(conn.peer, stream=True)
+            raise
+        gate.attach(lambda permits: sub.flow(consumer, permits))
+        if conn.paused:
+            gate.close()
+        self._sessions[request.consumer_id] = session
+        front.subscribers.setdefault((topic.topic, sub.name), set()).add(session)
+        session.ready()
+        log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s peer=%s", topic.topic,
+                 request.subscription[:LOGGED_NAME], consumer.consumer_name[:LOGGED_NAME], sub_type, conn.peer)
+        if ends.terminated:
+            topic.check_end_of_topic()
+
+    @staticmethod
+    def _start_offset(topic, request: cmd.CommandSubscribe, clock) -> int:
+        """Where a new subscription starts: a reader's ``start_message_id`` (its entry: the client skips what
+        is before the id in it), else the initial position, else ``start_message_rollback_duration_sec``
+        ago."""
+        if not request.durable and request.HasField("start_message_id"):
+            mid = request.start_message_id
+            if is_earliest(mid):
+                return topic.start_offset
+            if is_latest(mid):
+                return topic.confirmed_end_offset
+            return max(topic.start_offset, min(signed(mid.entryId), topic.confirmed_end_offset))
+        if request.start_message_rollback_duration_sec:
+            return topic.offset_for_timestamp(clock.now_ms() - request.start_message_rollback_duration_sec * 1000)
+        if request.initialPosition == cmd.CommandSubscribe.Earliest:
+            return topic.start_offset
+        return topic.confirmed_end_offset
+
+    # ------------------------------------------------------------------ FLOW and ACK
+    def _gone(self, kind: str, consumer_id: int) -> None:
+        # a consumer the broker just closed (a seek, an unload) may still flush its acks and permits, as Pulsar
+        # ignores them
+        log.debug("event=command_for_closed_consumer peer=%s command=%s consumer=%d", self._conn.peer, kind,
+                  consumer_id)
+
+    def flow(self, request: cmd.CommandFlow) -> None:
+        session = self._sessions.get(request.consumer_id)
+        if session is None:
+            return self._gone("FLOW", request.consumer_id)
+        consumer, gate = session.consumer, session.gate
+        if consumer.permits + gate.withheld + request.messagePermits > MAX_PERMITS:
+            self._conn.abort(f"FLOW would give consumer {request.consumer_id} more than {MAX_PERMITS} permits")
+            return
+        gate.flow(request.messagePermits)
+
+    def ack(self, request: cmd.CommandAck) -> None:
+        session = self._sessions.get(request.consumer_id)
+        if session is None and not request.HasField("request_id"):
+            return self._gone("ACK", request.consumer_id)
+        session = self._session(request.consumer_id)
+        refusals = acknowledge(session, request.ack_type, request.message_id)
+        error = refusals.as_error(session.topic.topic)
+        if request.HasField("request_id"):
+            reply = cmd.CommandAckResponse(consumer_id=request.consumer_id, request_id=request.request_id)
+            if error is not None:
+                reply.error, reply.message = server_error(error), wire_message(error)
+            self._conn.send(T(type=T.ACK_RESPONSE, ackResponse=reply))
+        elif error is not None:  # one line for the frame (and at most one per interval), not one per id
+            self._conn.log_limits.warning("bad_ack", "event=bad_ack peer=%s topic=%s consumer=%s ids=%d error=%s",
+                                          self._conn.peer, session.topic.topic, request.consumer_id,
+                                          refusals.count, error.message, count=refusals.count)
+
+    def redeliver(self, request: cmd.CommandRedeliverUnacknowledgedMessages) -> None:
+        session = self._sessions.get(request.consumer_id)
+        if session is None:
+            return self._gone("REDELIVER_UNACKNOWLEDGED_MESSAGES", request.consumer_id)
+        if request.HasField("consumer_epoch"):
+            session.epoch = request.consumer_epoch
+        if not request.message_ids:
+            session.sub.redeliver_unacknowledged(session.consumer)
+            return
+        # the entries named that this consumer holds: one set pass over the ids (100,000 ids cost 0.2 s
+        # looked up one by one), then a lookup per entry held
+        pending = session.consumer.pending
+        held = sorted(start for start in {mid.entryId for mid in request.message_ids} if start in pending)
+        ranges = [(start, end) for start in held for s, end in pending.overlapping(start, start + 1) if s == start]
+        if ranges:
+            session.sub.redeliver(session.consumer, ranges)
+
+    # ------------------------------------------------------------------ SEEK, UNSUBSCRIBE, CLOSE_CONSUMER
+    def seek(self, request: cmd.CommandSeek) -> None:
+        session = self._session(request.consumer_id)
+        topic, sub = session.topic, session.sub
+        if request.HasField("message_publish_time"):
+            offset = topic.offset_for_timestamp(request.message_publish_time)
+        elif request.HasField("message_id"):
+            mid = request.message_id
+            if is_earliest(mid):
+                offset = topic.start_offset
+            elif is_latest(mid):
+                offset = topic.confirmed_end_offset
+            else:
+                offset = signed(mid.entryId) + max(mid.batch_index, 0)
+        else:
+            raise InvalidMessage("SEEK needs a message_id or a message_publish_time")
+        # Pulsar's order: the subscription's consumers are closed (CLOSE_CONSUMER) before the cursor moves, and
+        # the SEEK is answered last. Nothing is sent from the old position meanwhile (the client would count
+        # it as redelivered, or filter what follows with its old start id), and what they held is forgotten
+        # with the reset: replays carry redelivery_count 0.
+        for other in list(self._front.subscribers.get((topic.topic, sub.name), ())):
+            other.conn.consumers.end(other, keep_reader=True)
+        sub.seek(offset)
+        if topic.termination.terminated:
+            topic.termination.rewound(sub)
+        self._conn.success(request.request_id)
+        log.info("event=consumer_seek topic=%s subscription=%s offset=%d", topic.topic, sub.name[:LOGGED_NAME], offset)
+        if not sub.durable:
+            self._expire_reader(topic, sub)
+
+    @staticmethod
+    def _expire_reader(topic, sub) -> None:
+        import asyncio
+
+        asyncio.get_running_loop().call_later(READER_RESUBSCRIBE_S, topic.drop_idle_reader, sub)
+
+    def unsubscribe(self, request: cmd.CommandUnsubscribe) -> None:
+        session = self._session(request.consumer_id)
+        session.topic.unsubscribe(session.sub.name, requester=session.consumer, force=request.force,
+                                  durable=session.sub.durable)
+        self._forget(session, left=False)
+        self._conn.success(request.request_id)
+        log.info("event=consumer_unsubscribed topic=%s subscription=%s", session.topic.topic,
+                 session.sub.name[:LOGGED_NAME])
+
+    def close_consumer(self, request: cmd.CommandCloseConsumer) -> None:
+        session = self._sessions.get(request.consumer_id)
+        if session is not None:
+            self._forget(session)
+        self._conn.success(request.request_id)
+
+    def end(self, session: ConsumerSession, *, keep_reader: bool = False) -> None:
+        """The broker ends ``session`` (seek, unload, topic deleted, a damaged segment): CLOSE_CONSUMER, and
+        the client subscribes again."""
+        if session.closed:
+            return
+        self._forget(session, keep_reader=keep_reader)
+        self._conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
+            consumer_id=session.consumer_id, request_id=0)))
+
+    def _failed(self, session: ConsumerSession, exc: Exception) -> None:
+        log.info("event=consumer_disconnected topic=%s consumer=%s reason=%s", session.topic.topic,
+                 session.consumer_id, getattr(exc, "code", type(exc).__name__))
+        self.end(session)
+
+    def _forget(self, session: ConsumerSession, *, left: bool = True, keep_reader: bool = False) -> None:
+        session.closed = True
+        self._sessions.pop(session.consumer_id, None)
+        subscribers = self._front.subscribers.get((session.topic.topic, session.sub.name))
+        if subscribers is not None:
+            subscribers.discard(session)
+            if not subscribers:
+                del self._front.subscribers[(session.topic.topic, session.sub.name)]
+        if left:
+            # keep_reader: the reader's subscription stays while its consumer subscribes again (see seek)
+            session.topic.consumer_left(session.sub, session.consumer, keep_reader=keep_reader)
+        self._front.limits.release(self._conn.peer, stream=True)
+
+    def connection_closed(self) -> None:
+        for session in list(self._sessions.values()):
+            self._forget(session)
+
+    def writable(self, writable: bool) -> None:
+        for session in self._sessions.values():
+            if writable:
+                session.gate.open()
+            else:
+                session.gate.close()
+
+    # ------------------------------------------------------------------ GET_LAST_MESSAGE_ID, CONSUMER_STATS
+    def last_message_id(self, request: cmd.CommandGetLastMessageId) -> None:
+        session = self._session(request.consumer_id)
+        reply = cmd.CommandGetLastMessageIdResponse(request_id=request.request_id)
+        last, mark_delete = self._last_ids(session)
+        reply.last_message_id.CopyFrom(last)
+        if mark_delete is not None:
+            reply.consumer_mark_delete_position.CopyFrom(mark_delete)
+        self._conn.send(T(type=T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=reply))
+
+    @staticmethod
+    def _last_ids(session: ConsumerSession) -> tuple:
+        """The topic's last message id and the subscription's mark-delete position (None when nothing is
+        acknowledged), looked up again only when the topic's end or the mark-delete point moved: each lookup
+        may read the storage (an old mark-delete entry is not cached), and a client may ask 20,000 times in
+        one write. A reader's subscription answers its position too, as Pulsar's non-durable cursor does:
+        the client's ``has_message_available()`` compares it with the last id (a reader started at latest
+        with ``start_message_id_inclusive`` has the last message available)."""
+        topic = session.topic
+        cursor = getattr(session.sub, "cursor", None)
+        mark_delete = cursor.mark_delete_offset if cursor is not None else -1
+        key = (topic.confirmed_end_offset, mark_delete)
+        if session.last_ids is not None and session.last_ids[0] == key:
+            return session.last_ids[1]
+        last = topic.last_message_id()
+        last_id = (message_id(-1, -1, session.partition) if last is None
+                   else message_id(last.ledger_id, last.entry_id, session.partition, last.batch_index))
+        position = None
+        if mark_delete >= 0:
+            entry = topic.entry_containing(mark_delete)
+            if entry is not None:
+                index = mark_delete - entry.offset if entry.num_messages > 1 else -1
+                position = message_id(entry.ledger_id, entry.offset, session.partition, index)
+        session.last_ids = (key, (last_id, position))
+        return last_id, position
+
+    def consumer_stats(self, request: cmd.CommandConsumerStats) -> None:
+        reply = cmd.CommandConsumerStatsResponse(request_id=request.request_id)
+        session = self._sessions.get(request.consumer_id)
+        if session is None:
+            exc = ServiceNotReady(f"no consumer {request.consumer_id} on this connection")
+            reply.error_code, reply.error_message = server_error(exc), wire_message(exc)
+        else:
+            # this consumer's rates alone: the topic's stats cost every subscription's and consumer's
+            # (20,000 CONSUMER_STATS frames, 0.35 MB, held the event loop 0.5 s)
+            mine = {"consumerId": session.consumer.consumer_id}
+            session.topic.rates.apply({"subscriptions": {session.sub.name: {"consumers": [mine]}}})
+            reply.consumerName = session.consumer.consumer_name
+            reply.availablePermits = max(session.consumer.permits, 0)
+            reply.unackedMessages = max(session.consumer.unacked_messages, 0)
+            reply.msgRateOut = float(mine.get("msgRateOut", 0.0))
+            reply.msgThroughputOut = float(mine.get("msgThroughputOut", 0.0))
+            reply.msgRateRedeliver = float(mine.get("msgRateRedeliver", 0.0))
+            reply.type = str(session.sub.sub_type or "")
+            reply.msgBacklog = max(int(session.sub.backlog), 0)
+            reply.address = self._conn.peer
+        self._conn.send(T(type=T.CONSUMER_STATS_RESPONSE, consumerStatsResponse=reply))

@@ -1,0 +1,151 @@
+"""The security layer both front ends call: who a client is (authentication), and what it may do
+(authorization). Configured by ``authenticationEnabled``, ``authenticationProviders``, ``anonymousUserRole``,
+``authorizationEnabled`` and ``superUserRoles`` (:mod:`broker_core.config`; docs/security.md).
+
+- The gRPC front end (:mod:`broker_core.frontends.grpc.admission`) hands it each call's ``authorization: Bearer
+  <token>`` metadata and the connection's :class:`~broker_core.net.peers.ClientIdentity`
+  (:meth:`Security.authenticate_call`): a token goes to the ``token`` provider, else a verified TLS client
+  certificate to the ``tls`` provider, else the client is anonymous.
+- The Pulsar binary front end hands it ``CONNECT``'s ``auth_method_name`` and ``auth_data``
+  (:meth:`Security.authenticate`).
+- Both then ask :meth:`Security.authorize` (role x action x resource,
+  :mod:`broker_core.security.authorization`) before doing anything, and check long-lived connections
+  with :meth:`Security.still_valid` every ``authenticationRefreshCheckSeconds``.
+
+With authentication off every client is anonymous (role ``anonymousUserRole``, empty by default); with it on,
+a client that presents nothing gets that role only when ``anonymousUserRole`` is set, else
+``AuthenticationError``. Every refusal is logged once (``event=authentication_refused`` / ``authorization_
+refused``) with the peer, the method or role, the action and the resource -- never a token.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from broker_core.clock import SYSTEM_CLOCK, Clock
+from broker_core.config import BrokerConfig
+from broker_core.errors import AuthenticationError, AuthorizationError, InvalidConfiguration
+from broker_core.log_limits import LogLimiter
+from broker_core.net.peers import ClientIdentity
+from broker_core.security.authorization import ADMIN, SUPER, Authorizer
+from broker_core.security.providers import (Authenticated, AuthenticationProvider, TlsAuthentication,
+                                                    TokenAuthentication)
+from broker_core.security.tokens import TokenValidator
+
+log = logging.getLogger(__name__)
+
+ANONYMOUS = ""
+"""The role of every client while authentication is off and ``anonymousUserRole`` is unset."""
+NO_AUTH = "none"
+BEARER = "bearer "
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated client."""
+
+    role: str
+    method: str
+    """The provider that admitted it (``token``, ``tls``), or ``none`` for an anonymous client."""
+    expires_at_ms: int | None = None
+    """When its credentials expire (None: never)."""
+
+
+class Security:
+    """Authentication and authorization as configured (see the module docstring). ``Security()`` is
+    everything off: anonymous clients allowed to do everything."""
+
+    def __init__(self, config: BrokerConfig | None = None, authorizer: Authorizer | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        config = config or BrokerConfig()
+        self.authentication_enabled = config.authenticationEnabled
+        self.anonymous_role = config.anonymousUserRole
+        self.refresh_check_s = config.authenticationRefreshCheckSeconds
+        self._refusals = LogLimiter(log, clock=clock)
+        """A client refused again and again (a loop of bad tokens, of calls it may not make) is one line per
+        kind of refusal and 10 s, with the count."""
+        self._authorizer = authorizer if config.authorizationEnabled else None
+        self.providers: dict[str, AuthenticationProvider] = {}
+        for name in config.authentication_providers():
+            if name == "token":
+                self.providers[name] = TokenAuthentication(TokenValidator.from_config(config, clock))
+            else:
+                self.providers[name] = TlsAuthentication()
+        if self.authentication_enabled and not self.providers:
+            raise InvalidConfiguration("authenticationEnabled=true needs authenticationProviders (token, tls)",
+                                       key="authenticationProviders")
+        if config.authorizationEnabled and authorizer is None:
+            raise InvalidConfiguration("authorizationEnabled=true needs the broker's tenants and policies")
+
+    @property
+    def authorization_enabled(self) -> bool:
+        return self._authorizer is not None
+
+    # ------------------------------------------------------------------ authentication
+    def authenticate(self, method: str, data: bytes, identity: ClientIdentity) -> Principal:
+        """The principal of a client that presents ``data`` for ``method`` (``""``/``none``: nothing);
+        ``AuthenticationError`` when it is refused."""
+        if not self.authentication_enabled:
+            return Principal(self.anonymous_role or ANONYMOUS, NO_AUTH)
+        if not method or method == NO_AUTH:
+            return self._anonymous(identity)
+        provider = self.providers.get(method)
+        if provider is None:
+            raise self._refused(identity, method, f"authentication method {method[:32]!r} is not enabled on this "
+                                f"broker (it takes {', '.join(self.providers)})")
+        try:
+            found = provider.authenticate(data, identity)
+        except AuthenticationError as exc:
+            raise self._refused(identity, method, exc.fields.get("reason", exc.message)) from None
+        return Principal(found.role, method, found.expires_at_ms)
+
+    def authenticate_call(self, authorization: str | None, identity: ClientIdentity) -> Principal:
+        """A gRPC call's principal from its ``authorization`` metadata (``Bearer <token>``), else its TLS
+        client certificate, else anonymous."""
+        if not self.authentication_enabled:
+            return Principal(self.anonymous_role or ANONYMOUS, NO_AUTH)
+        if authorization:
+            if not authorization[:len(BEARER)].lower() == BEARER:
+                raise self._refused(identity, "token", "the authorization metadata is not 'Bearer <token>'")
+            return self.authenticate("token", authorization[len(BEARER):].strip().encode("ascii", "replace"),
+                                     identity)
+        if identity.tls_subject and "tls" in self.providers:
+            return self.authenticate("tls", b"", identity)
+        return self._anonymous(identity)
+
+    def still_valid(self, principal: Principal) -> bool:
+        """False once the principal's credentials expired (``authenticationRefreshCheckSeconds`` checks)."""
+        if principal.expires_at_ms is None:
+            return True
+        provider = self.providers.get(principal.method)
+        return provider is None or provider.still_valid(Authenticated(principal.role, principal.expires_at_ms))
+
+    def _anonymous(self, identity: ClientIdentity) -> Principal:
+        if self.anonymous_role:
+            return Principal(self.anonymous_role, NO_AUTH)
+        raise self._refused(identity, NO_AUTH, "no credentials were presented and this broker requires them "
+                            f"(authentication methods: {', '.join(self.providers)})")
+
+    def _refused(self, identity: ClientIdentity, method: str, reason: str) -> AuthenticationError:
+        self._refusals.warning(f"authn {method[:32]} {reason[:80]}", "event=authentication_refused peer=%s "
+                               "method=%s reason=%s", identity.address, method[:32], reason)
+        return AuthenticationError(f"authentication failed: {reason}", reason=reason)
+
+    # ------------------------------------------------------------------ authorization
+    def authorize(self, principal: Principal, action: str, resource: str, peer: str = "") -> None:
+        """Raises ``AuthorizationError`` when ``principal`` may not do ``action`` on ``resource`` (see
+        :mod:`broker_core.security.authorization`)."""
+        if self._authorizer is None or self._authorizer.allowed(principal.role, action, resource):
+            return
+        self._refusals.warning(f"authz {principal.role[:64]} {action}", "event=authorization_refused peer=%s "
+                               "role=%s action=%s resource=%s", peer, principal.role, action, resource or "broker")
+        who = f"role {principal.role!r}" if principal.role else "an anonymous client"
+        if action == SUPER:
+            hint = "only a super-user (superUserRoles) may"
+        elif action == ADMIN:
+            hint = "only a super-user or an admin role of the tenant (adminRoles) may"
+        else:
+            hint = ("ask an admin for `pulsarlike admin namespaces grant-permission` (or topics grant-permission)"
+                    f" with --actions {'produce,consume' if action == 'lookup' else action}; without it one may not")
+        raise AuthorizationError(f"{who} may not {action} on {resource or 'this broker'}: {hint} do that",
+                                 role=principal.role, action=action, resource=resource)

@@ -1,0 +1,74 @@
+"""Authentication providers: what a client presented -> its role, or ``AuthenticationError``.
+
+One interface for every front end: ``authenticate(credentials, identity) -> Authenticated``, where
+``credentials`` is what the client sent for the provider's method (a token's bytes; nothing for ``tls``) and
+``identity`` the connection as the broker's port saw it (:class:`~broker_core.net.peers.ClientIdentity`:
+address, verified TLS client certificate's CN). Provider names are Pulsar's method names:
+
+- ``token`` (:class:`TokenAuthentication`): a JWT, see :mod:`broker_core.security.tokens`; the role
+  is its ``tokenAuthClaim``, and it expires with the token;
+- ``tls`` (:class:`TlsAuthentication`): the client certificate the TLS listener verified; the role is its
+  common name (CN). A connection without a verified certificate is refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from broker_core.errors import AuthenticationError
+from broker_core.net.peers import ClientIdentity
+from broker_core.security.tokens import TokenValidator
+
+
+@dataclass(frozen=True)
+class Authenticated:
+    role: str
+    expires_at_ms: int | None = None
+    """When these credentials stop being valid (None: never); long-lived connections are checked."""
+
+
+class AuthenticationProvider(Protocol):
+    method: str
+
+    def authenticate(self, credentials: bytes, identity: ClientIdentity) -> Authenticated: ...
+
+    def still_valid(self, authenticated: Authenticated) -> bool: ...
+
+
+class TokenAuthentication:
+    method = "token"
+
+    def __init__(self, validator: TokenValidator) -> None:
+        self._validator = validator
+
+    def authenticate(self, credentials: bytes, identity: ClientIdentity) -> Authenticated:
+        if not credentials:
+            raise AuthenticationError("authentication failed: no token was presented; give the client "
+                                      "authentication=AuthenticationToken(...)", reason="no token")
+        try:
+            token = credentials.decode("ascii").strip()
+        except UnicodeDecodeError:
+            raise AuthenticationError("authentication failed: the token is not a JWT (malformed)",
+                                      reason="the token is not a JWT (malformed)") from None
+        valid = self._validator.validate(token)
+        return Authenticated(valid.role, valid.expires_at_ms)
+
+    def still_valid(self, authenticated: Authenticated) -> bool:
+        from broker_core.security.tokens import ValidToken
+
+        return not self._validator.expired(ValidToken(authenticated.role, authenticated.expires_at_ms))
+
+
+class TlsAuthentication:
+    method = "tls"
+
+    def authenticate(self, credentials: bytes, identity: ClientIdentity) -> Authenticated:
+        if not identity.tls_subject:
+            raise AuthenticationError(
+                "authentication failed: no verified TLS client certificate; connect with pulsar+ssl:// and "
+                "AuthenticationTLS(cert, key) signed by the broker's tlsTrustCertsFilePath",
+                reason="no client certificate")
+        return Authenticated(identity.tls_subject)
+
+    def still_valid(self, authenticated: Authenticated) -> bool:
+        return True

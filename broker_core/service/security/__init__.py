@@ -1,6 +1,0 @@
-"""The security layer both front ends call (see :mod:`broker_core.service.security.layer`)."""
-from broker_core.service.security.authorization import ACTIONS, ADMIN, CONSUME, LOOKUP, PRODUCE, SUPER, Authorizer
-from broker_core.service.security.layer import ANONYMOUS, Principal, Security
-
-__all__ = ["ACTIONS", "ADMIN", "ANONYMOUS", "CONSUME", "LOOKUP", "PRODUCE", "SUPER", "Authorizer", "Principal",
-           "Security"]
