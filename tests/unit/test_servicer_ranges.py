@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from broker_core.protocol import broker_pb2 as pb
-from broker_core.frontends.grpc.servicer import joined_ranges
+from broker_core.frontends.grpc.consuming import joined_ranges
 
 
 def ranges(*pairs: tuple[int, int]) -> list[pb.OffsetRange]:

@@ -6,7 +6,7 @@ import errno
 import logging
 
 from broker_core.errors import UnknownError
-from broker_core.frontends.grpc.servicer import _unexpected
+from broker_core.frontends.grpc.streams import unexpected as _unexpected
 
 SERVER_PATH = "/srv/pulsarlike/data/topics/persistent/public/default/t/00000000000000000000.log"
 
