@@ -23,7 +23,7 @@ from pathlib import Path
 
 from broker_core.clock import SYSTEM_CLOCK
 from broker_core.config import BrokerConfig
-from broker_core.protocol.codec import broker_entry_prefix, encode_entry
+from broker_core.protocol.codec.entries import broker_entry_prefix, encode_entry
 from broker_core.protocol.pulsar_api_pb2 import MessageMetadata
 from broker_core.core.registry import TopicRegistry
 from broker_core.storage.log import ManagedLog

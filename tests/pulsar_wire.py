@@ -8,7 +8,7 @@ import time
 
 from broker_core.protocol import pulsar_api_pb2 as wire
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from broker_core.protocol.codec import encode_entry
+from broker_core.protocol.codec.entries import encode_entry
 
 T = cmd.BaseCommand
 HEADER = struct.Struct(">II")

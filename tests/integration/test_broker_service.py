@@ -74,7 +74,7 @@ def test_produce_stream_must_open_before_sending(broker):
 
 def test_entry_with_a_bad_checksum_is_refused_and_the_producer_goes_on(broker):
     from broker_core.errors import ChecksumError
-    from broker_core.protocol.codec import encode_entry
+    from broker_core.protocol.codec.entries import encode_entry
     from broker_core.protocol.pulsar_api_pb2 import MessageMetadata
 
     good = encode_entry(MessageMetadata(producer_name="p", sequence_id=0, publish_time=1), b"hello")

@@ -27,7 +27,7 @@ def unknown_compression_entry(value=9):
                                           uncompressed_size=1000)
     encoded = meta.SerializeToString() + bytes([0x40, value])  # field 8 (compression), varint
     body = codec.U32.pack(len(encoded)) + encoded + b"compressed by a codec from the future"
-    return codec._MAGIC_AND_CRC.pack(codec.MAGIC_CRC32C, google_crc32c.value(body)) + body
+    return codec.entries._MAGIC_AND_CRC.pack(codec.MAGIC_CRC32C, google_crc32c.value(body)) + body
 
 
 def subscribe(client, topic, **options):

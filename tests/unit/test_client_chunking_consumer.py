@@ -148,7 +148,7 @@ def test_entry_with_an_unknown_compression_type_raises_a_decode_error_naming_it(
                                           uncompressed_size=100)
     raw_meta = meta.SerializeToString() + b"\x40\x09"  # field 8 (compression) = 9, unknown to this client
     body = codec.U32.pack(len(raw_meta)) + raw_meta + b"z" * 10
-    data = codec.broker_entry_prefix(1, 0) + codec._MAGIC_AND_CRC.pack(codec.MAGIC_CRC32C,
+    data = codec.broker_entry_prefix(1, 0) + codec.entries._MAGIC_AND_CRC.pack(codec.MAGIC_CRC32C,
                                                                         google_crc32c.value(body)) + body
     h.deliver(broker_pb2.DeliveredEntry(data=data, entry_id=0, num_messages=1))
     with pytest.raises(MessageDecodeError, match="unknown compression type 9"):

@@ -274,5 +274,5 @@ def test_wrong_uncompressed_size_raises_invalid_message():
 
 
 def test_the_written_out_headers_of_plain_messages_are_what_the_encoder_writes_for_every_size():
-    assert len(codec._PLAIN_HEADERS) == 4096
-    assert all(codec._PLAIN_HEADERS[n] == codec._plain_header(n) for n in range(4096))
+    assert len(codec.batch_encoding._PLAIN_HEADERS) == 4096
+    assert all(codec.batch_encoding._PLAIN_HEADERS[n] == codec.batch_encoding._plain_header(n) for n in range(4096))

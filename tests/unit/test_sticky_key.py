@@ -5,7 +5,7 @@ import base64
 import doctest
 
 import dispatch.sticky_key
-from broker_core.protocol.codec import SingleMeta
+from broker_core.protocol.codec.batch_decoding import SingleMeta
 from dispatch.sticky_key import (
     FULL_RANGE,
     NON_KEY,
