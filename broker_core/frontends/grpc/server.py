@@ -113,7 +113,7 @@ class GrpcServer:
         import grpc
         from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-        from broker_core.protocol import broker_pb2_grpc
+        from broker_core.frontends.grpc import handlers
         from broker_core.frontends.grpc.admission import Admission
         from broker_core.frontends.grpc.servicer import BrokerServicer
 
@@ -126,7 +126,7 @@ class GrpcServer:
                      ("grpc.so_reuseport", 0)])
         servicer = BrokerServicer(self._registry, self._names, self._consumer_ids)
         servicer.advertised = self._lookup_result()
-        broker_pb2_grpc.add_PulsarLikeServicer_to_server(servicer, server)
+        handlers.register(server, servicer.components)
         # the asyncio servicer: a Watch is a task on the loop, not a thread of gRPC's pool for each watcher
         health_servicer = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

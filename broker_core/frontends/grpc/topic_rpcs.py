@@ -1,18 +1,22 @@
-"""The servicer's topic-level operator calls (``pulsarlike admin topics update-partitioned-topic|terminate|
-unload|examine-message|last-message-id|lookup|expire-messages|list-partitioned-topics``, ``namespaces
-clear-backlog|unsubscribe``): protobuf in and out, the work done by :mod:`broker_core.core.topic_admin`.
+"""Topic calls of the ``PulsarLike`` service: create, list, delete, metadata, stats, lookup, last message id,
+offset of a time, and the operator calls (``pulsarlike admin topics update-partitioned-topic|terminate|
+unload|examine-message|last-message-id|lookup|list-partitioned-topics``): protobuf in and out, the work done
+by :class:`~broker_core.core.registry.TopicRegistry` and :mod:`broker_core.core.topic_admin`.
 
-A mixin of :class:`~broker_core.frontends.grpc.servicer.BrokerServicer`, which provides ``_registry``, ``_unary``
-(errors to gRPC statuses) and ``advertised`` (the URLs ``LookupTopic`` answers).
+A component of :class:`~broker_core.frontends.grpc.servicer.BrokerServicer`: each method serves the RPC of its
+name, takes the request and returns the reply; errors are turned into gRPC statuses by
+:func:`~broker_core.frontends.grpc.handlers.answer`. :func:`position_offset` and :func:`last_message_id`
+(wire positions and ids) are shared with the Consume stream and the subscription calls.
 """
 from __future__ import annotations
 
-from typing import Any
+import json
 
-from broker_core.errors import InvalidMessage, TopicNotFound
-from broker_core.protocol import broker_pb2 as pb
 from broker_core.core import topic_admin
 from broker_core.core.persistent.topic import PersistentTopic
+from broker_core.core.registry import TopicRegistry
+from broker_core.errors import TopicNotFound
+from broker_core.protocol import broker_pb2 as pb
 from broker_core.types import TopicName
 
 
@@ -35,77 +39,74 @@ def last_message_id(topic: PersistentTopic) -> pb.LastMessageId:
 
 
 class TopicRpcs:
-    _registry: Any
-    _unary: Any
-    advertised: pb.LookupResult
+    """Topics: their life, what they hold, and where they are served."""
 
-    async def UpdatePartitionedTopic(self, request, context):
-        def update():
-            topic_admin.update_partitioned(self._registry, TopicName.parse(request.topic), request.partitions)
-            return pb.Empty()
-        return await self._unary(context, update)
+    def __init__(self, registry: TopicRegistry) -> None:
+        self._registry = registry
+        self.advertised = pb.LookupResult()
+        """The broker's URLs, as ``LookupTopic`` answers them (set once the broker is bound)."""
 
-    async def ListPartitionedTopics(self, request, context):
-        return await self._unary(context, lambda: pb.TopicList(
-            topics=topic_admin.list_partitioned(self._registry, request.namespace)))
+    # ================================================================== create, list, delete
+    def GetPartitionedTopicMetadata(self, request: pb.TopicRequest) -> pb.PartitionedTopicMetadata:
+        return pb.PartitionedTopicMetadata(partitions=self._registry.lookup_partitions(TopicName.parse(request.topic)))
 
-    async def GetLastMessageId(self, request, context):
-        return await self._unary(context, lambda: last_message_id(
-            self._registry.get(TopicName.parse(request.topic), create=False)))
+    def CreatePartitionedTopic(self, request: pb.CreatePartitionedTopicRequest) -> pb.Empty:
+        self._registry.create_partitioned(TopicName.parse(request.topic), request.partitions)
+        return pb.Empty()
 
-    async def TerminateTopic(self, request, context):
-        async def terminate():
-            return last_message_id(await topic_admin.terminate(self._registry, TopicName.parse(request.topic)))
-        return await self._unary(context, terminate)
+    def UpdatePartitionedTopic(self, request: pb.CreatePartitionedTopicRequest) -> pb.Empty:
+        topic_admin.update_partitioned(self._registry, TopicName.parse(request.topic), request.partitions)
+        return pb.Empty()
 
-    async def UnloadTopic(self, request, context):
-        async def unload():
-            await topic_admin.unload(self._registry, TopicName.parse(request.topic))
-            return pb.Empty()
-        return await self._unary(context, unload)
+    def ListPartitionedTopics(self, request: pb.ListTopicsRequest) -> pb.TopicList:
+        return pb.TopicList(topics=topic_admin.list_partitioned(self._registry, request.namespace))
 
-    async def ExamineMessage(self, request, context):
-        def examine():
-            found = topic_admin.examine(self._registry, TopicName.parse(request.topic), request.latest,
-                                        request.position)
-            e = found.entry
-            reply = pb.PeekedEntries(count=1)
-            reply.entries.add(data=e.data, ledger_id=e.ledger_id, entry_id=e.offset, num_messages=e.num_messages,
-                              ack_set=found.ack_set or ())
-            return reply
-        return await self._unary(context, examine)
+    def CreateTopic(self, request: pb.TopicRequest) -> pb.Empty:
+        self._registry.create(TopicName.parse(request.topic))
+        return pb.Empty()
 
-    async def LookupTopic(self, request, context):
-        def lookup():
-            name = TopicName.parse(request.topic)
-            self._registry.lookup_partitions(name)  # a missing namespace (or a disabled domain) is refused
-            if not (self._registry.partitions_of(name) or self._registry.exists(name)
-                    or self._registry.config.allowAutoTopicCreation):
-                raise TopicNotFound(f"topic {name} does not exist (allowAutoTopicCreation=false)",
-                                    topic=str(name))
-            return self.advertised
-        return await self._unary(context, lookup)
+    def ListTopics(self, request: pb.ListTopicsRequest) -> pb.TopicList:
+        return pb.TopicList(topics=self._registry.list(request.namespace))
 
-    async def ExpireMessages(self, request, context):
-        def expire():
-            name = TopicName.parse(request.topic)
-            through = None
-            if request.HasField("position"):
-                topic = topic_admin.persistent_topic(self._registry, name, "expire-messages")
-                if request.position.WhichOneof("position") != "offset":
-                    raise InvalidMessage("expire-messages takes a message id, not earliest or latest")
-                through = position_offset(topic, request.position)
-            acked, next_offset = topic_admin.expire_messages(
-                self._registry, name, request.subscription, request.all_subscriptions,
-                None if through is not None else request.expire_time_seconds, through)
-            return pb.SubscriptionPosition(next_offset=next_offset, acknowledged=acked)
-        return await self._unary(context, expire)
+    async def DeleteTopic(self, request: pb.DeleteTopicRequest) -> pb.Empty:
+        await self._registry.delete(TopicName.parse(request.topic), force=request.force)
+        return pb.Empty()
 
-    async def ClearNamespaceBacklog(self, request, context):
-        return await self._unary(context, lambda: pb.SubscriptionPosition(
-            next_offset=-1, acknowledged=topic_admin.clear_namespace_backlog(
-                self._registry, request.namespace, request.subscription)))
+    # ================================================================== what a topic holds
+    def TopicStats(self, request: pb.TopicRequest) -> pb.JsonResponse:
+        return pb.JsonResponse(json=json.dumps(self._registry.stats(TopicName.parse(request.topic))))
 
-    async def UnsubscribeNamespace(self, request, context):
-        return await self._unary(context, lambda: pb.NameList(names=topic_admin.unsubscribe_namespace(
-            self._registry, request.namespace, request.subscription)))
+    def TopicInternalStats(self, request: pb.TopicRequest) -> pb.JsonResponse:
+        return pb.JsonResponse(json=json.dumps(self._registry.internal_stats(TopicName.parse(request.topic))))
+
+    def GetLastMessageId(self, request: pb.TopicRequest) -> pb.LastMessageId:
+        return last_message_id(self._registry.get(TopicName.parse(request.topic), create=False))
+
+    def OffsetForTimestamp(self, request: pb.TimestampRequest) -> pb.SubscriptionPosition:
+        topic = self._registry.get(TopicName.parse(request.topic), create=False)
+        return pb.SubscriptionPosition(next_offset=topic.offset_for_timestamp(request.publish_time_ms))
+
+    def ExamineMessage(self, request: pb.ExamineMessageRequest) -> pb.PeekedEntries:
+        found = topic_admin.examine(self._registry, TopicName.parse(request.topic), request.latest,
+                                    request.position)
+        e = found.entry
+        reply = pb.PeekedEntries(count=1)
+        reply.entries.add(data=e.data, ledger_id=e.ledger_id, entry_id=e.offset, num_messages=e.num_messages,
+                          ack_set=found.ack_set or ())
+        return reply
+
+    # ================================================================== where it is served, operator calls
+    def LookupTopic(self, request: pb.TopicRequest) -> pb.LookupResult:
+        name = TopicName.parse(request.topic)
+        self._registry.lookup_partitions(name)  # a missing namespace (or a disabled domain) is refused
+        if not (self._registry.partitions_of(name) or self._registry.exists(name)
+                or self._registry.config.allowAutoTopicCreation):
+            raise TopicNotFound(f"topic {name} does not exist (allowAutoTopicCreation=false)", topic=str(name))
+        return self.advertised
+
+    async def TerminateTopic(self, request: pb.TopicRequest) -> pb.LastMessageId:
+        return last_message_id(await topic_admin.terminate(self._registry, TopicName.parse(request.topic)))
+
+    async def UnloadTopic(self, request: pb.TopicRequest) -> pb.Empty:
+        await topic_admin.unload(self._registry, TopicName.parse(request.topic))
+        return pb.Empty()
