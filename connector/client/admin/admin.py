@@ -1,9 +1,16 @@
 """``Admin``: the broker's unary admin calls, like ``pulsar-admin`` -- tenants and namespaces, topics,
 subscriptions without consumers, operator calls (terminate, unload, examine, expire ...), offsets,
-namespace/topic policies and permissions."""
+namespace/topic policies and permissions.
+
+``Admin`` is composed of parts (:mod:`.namespaces`, :mod:`.topics`, :mod:`.operations`, :mod:`.offsets`,
+:mod:`.policies`, :mod:`.permissions`) that share its wire (the connection, or one retrying while the broker
+is unavailable). Each public method of ``Admin`` is a one-line delegate to the part that implements it, with
+that method's name, signature and docstring: the list below is ``Admin``'s whole API.
+"""
 from __future__ import annotations
 
-from typing import Any, Callable
+import functools
+from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 
 from connector.client.admin.namespaces import NamespacesAdmin
 from connector.client.admin.offsets import OffsetsAdmin
@@ -11,11 +18,26 @@ from connector.client.admin.operations import OperationsAdmin
 from connector.client.admin.permissions import PermissionsAdmin
 from connector.client.admin.policies import PoliciesAdmin
 from connector.client.admin.topics import TopicsAdmin
+from connector.client.admin.wire import UnaryWire
 from connector.client.authentication import Authentication
 from connector.client.connection import Connection, Security
 
+P = ParamSpec("P")
+R = TypeVar("R")
+PARTS = (NamespacesAdmin, TopicsAdmin, OperationsAdmin, OffsetsAdmin, PoliciesAdmin, PermissionsAdmin)
 
-class Admin(NamespacesAdmin, TopicsAdmin, OperationsAdmin, OffsetsAdmin, PoliciesAdmin, PermissionsAdmin):
+
+def _part(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Admin, P], R]:
+    """``Admin``'s method calling ``method`` on the admin's part of ``method``'s class."""
+    owner, _, name = method.__qualname__.rpartition(".")
+
+    @functools.wraps(method)
+    def delegate(self: Admin, *args: P.args, **kwargs: P.kwargs) -> R:
+        return getattr(self._parts[owner], name)(*args, **kwargs)
+    return delegate
+
+
+class Admin:
     """Manage tenants, namespaces, topics, subscriptions and policies. Errors are the typed exceptions of
     :mod:`broker_core.errors` (``TopicNotFound``, ``NamespaceNotFound``, ``TopicAlreadyExists``,
     ``NamespaceNotEmpty``, ``InvalidConfiguration`` ...).
@@ -47,7 +69,9 @@ class Admin(NamespacesAdmin, TopicsAdmin, OperationsAdmin, OffsetsAdmin, Policie
         return admin
 
     def _use(self, connection: Connection, retry: bool) -> None:
-        self._connection = _Retrying(connection) if retry else connection  # type: ignore[assignment]
+        wire: UnaryWire = _Retrying(connection) if retry else connection
+        self._connection = connection
+        self._parts: dict[str, Any] = {part.__qualname__: part(wire) for part in PARTS}
 
     def close(self) -> None:
         self._connection.close()
@@ -58,13 +82,102 @@ class Admin(NamespacesAdmin, TopicsAdmin, OperationsAdmin, OffsetsAdmin, Policie
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    # tenants and namespaces (pulsar-admin tenants, namespaces create|list|delete)
+    list_tenants = _part(NamespacesAdmin.list_tenants)
+    get_tenant = _part(NamespacesAdmin.get_tenant)
+    create_tenant = _part(NamespacesAdmin.create_tenant)
+    update_tenant = _part(NamespacesAdmin.update_tenant)
+    delete_tenant = _part(NamespacesAdmin.delete_tenant)
+    list_namespaces = _part(NamespacesAdmin.list_namespaces)
+    create_namespace = _part(NamespacesAdmin.create_namespace)
+    delete_namespace = _part(NamespacesAdmin.delete_namespace)
+
+    # topics, stats and subscriptions (pulsar-admin topics ...)
+    create_partitioned_topic = _part(TopicsAdmin.create_partitioned_topic)
+    update_partitioned_topic = _part(TopicsAdmin.update_partitioned_topic)
+    list_partitioned_topics = _part(TopicsAdmin.list_partitioned_topics)
+    get_partitioned_topic_metadata = _part(TopicsAdmin.get_partitioned_topic_metadata)
+    create_topic = _part(TopicsAdmin.create_topic)
+    list_topics = _part(TopicsAdmin.list_topics)
+    delete_topic = _part(TopicsAdmin.delete_topic)
+    topic_stats = _part(TopicsAdmin.topic_stats)
+    partitioned_topic_stats = _part(TopicsAdmin.partitioned_topic_stats)
+    topic_internal_stats = _part(TopicsAdmin.topic_internal_stats)
+    list_subscriptions = _part(TopicsAdmin.list_subscriptions)
+    delete_subscription = _part(TopicsAdmin.delete_subscription)
+    create_subscription = _part(TopicsAdmin.create_subscription)
+    reset_cursor = _part(TopicsAdmin.reset_cursor)
+    acknowledge_up_to = _part(TopicsAdmin.acknowledge_up_to)
+    skip_messages = _part(TopicsAdmin.skip_messages)
+    clear_backlog = _part(TopicsAdmin.clear_backlog)
+    peek_messages = _part(TopicsAdmin.peek_messages)
+
+    # operator calls (topics terminate|unload|examine-message|lookup|expire-messages, namespaces clear-backlog)
+    terminate_topic = _part(OperationsAdmin.terminate_topic)
+    unload_topic = _part(OperationsAdmin.unload_topic)
+    get_last_message_id = _part(OperationsAdmin.get_last_message_id)
+    examine_message = _part(OperationsAdmin.examine_message)
+    lookup_topic = _part(OperationsAdmin.lookup_topic)
+    expire_messages = _part(OperationsAdmin.expire_messages)
+    expire_messages_for_all_subscriptions = _part(OperationsAdmin.expire_messages_for_all_subscriptions)
+    clear_namespace_backlog = _part(OperationsAdmin.clear_namespace_backlog)
+    unsubscribe_namespace = _part(OperationsAdmin.unsubscribe_namespace)
+
+    # offsets
+    get_offset_bounds = _part(OffsetsAdmin.get_offset_bounds)
+    offset_for_timestamp = _part(OffsetsAdmin.offset_for_timestamp)
+    create_subscription_at_offset = _part(OffsetsAdmin.create_subscription_at_offset)
+
+    # policies (namespaces|topics set-*|get-*|remove-*)
+    set_namespace_deduplication = _part(PoliciesAdmin.set_namespace_deduplication)
+    get_namespace_deduplication = _part(PoliciesAdmin.get_namespace_deduplication)
+    set_topic_deduplication = _part(PoliciesAdmin.set_topic_deduplication)
+    get_topic_deduplication = _part(PoliciesAdmin.get_topic_deduplication)
+    remove_topic_deduplication = _part(PoliciesAdmin.remove_topic_deduplication)
+    set_namespace_retention = _part(PoliciesAdmin.set_namespace_retention)
+    get_namespace_retention = _part(PoliciesAdmin.get_namespace_retention)
+    remove_namespace_retention = _part(PoliciesAdmin.remove_namespace_retention)
+    set_topic_retention = _part(PoliciesAdmin.set_topic_retention)
+    get_topic_retention = _part(PoliciesAdmin.get_topic_retention)
+    remove_topic_retention = _part(PoliciesAdmin.remove_topic_retention)
+    set_namespace_message_ttl = _part(PoliciesAdmin.set_namespace_message_ttl)
+    get_namespace_message_ttl = _part(PoliciesAdmin.get_namespace_message_ttl)
+    remove_namespace_message_ttl = _part(PoliciesAdmin.remove_namespace_message_ttl)
+    set_topic_message_ttl = _part(PoliciesAdmin.set_topic_message_ttl)
+    get_topic_message_ttl = _part(PoliciesAdmin.get_topic_message_ttl)
+    remove_topic_message_ttl = _part(PoliciesAdmin.remove_topic_message_ttl)
+    set_namespace_subscription_expiration_time = _part(PoliciesAdmin.set_namespace_subscription_expiration_time)
+    get_namespace_subscription_expiration_time = _part(PoliciesAdmin.get_namespace_subscription_expiration_time)
+    remove_namespace_subscription_expiration_time = _part(PoliciesAdmin.remove_namespace_subscription_expiration_time)
+    set_namespace_max_producers_per_topic = _part(PoliciesAdmin.set_namespace_max_producers_per_topic)
+    get_namespace_max_producers_per_topic = _part(PoliciesAdmin.get_namespace_max_producers_per_topic)
+    remove_namespace_max_producers_per_topic = _part(PoliciesAdmin.remove_namespace_max_producers_per_topic)
+    set_namespace_max_consumers_per_topic = _part(PoliciesAdmin.set_namespace_max_consumers_per_topic)
+    get_namespace_max_consumers_per_topic = _part(PoliciesAdmin.get_namespace_max_consumers_per_topic)
+    remove_namespace_max_consumers_per_topic = _part(PoliciesAdmin.remove_namespace_max_consumers_per_topic)
+    set_topic_max_producers = _part(PoliciesAdmin.set_topic_max_producers)
+    get_topic_max_producers = _part(PoliciesAdmin.get_topic_max_producers)
+    remove_topic_max_producers = _part(PoliciesAdmin.remove_topic_max_producers)
+    set_topic_max_consumers = _part(PoliciesAdmin.set_topic_max_consumers)
+    get_topic_max_consumers = _part(PoliciesAdmin.get_topic_max_consumers)
+    remove_topic_max_consumers = _part(PoliciesAdmin.remove_topic_max_consumers)
+    namespace_policies = _part(PoliciesAdmin.namespace_policies)
+    topic_policies = _part(PoliciesAdmin.topic_policies)
+
+    # permissions (namespaces|topics grant-permission|revoke-permission|permissions)
+    grant_namespace_permission = _part(PermissionsAdmin.grant_namespace_permission)
+    revoke_namespace_permission = _part(PermissionsAdmin.revoke_namespace_permission)
+    get_namespace_permissions = _part(PermissionsAdmin.get_namespace_permissions)
+    grant_topic_permission = _part(PermissionsAdmin.grant_topic_permission)
+    revoke_topic_permission = _part(PermissionsAdmin.revoke_topic_permission)
+    get_topic_permissions = _part(PermissionsAdmin.get_topic_permissions)
+
 
 class _Retrying:
     """A connection whose unary calls retry while the broker is unavailable (see :class:`Admin`)."""
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
-        self.close: Callable[[], None] = connection.close
 
     def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = True) -> Any:
         return self._connection.unary(method, request, timeout_s, retry)

@@ -6,33 +6,37 @@ from typing import Iterable
 
 from broker_core.protocol import broker_pb2
 
-from connector.client.connection import Connection
+from connector.client.admin.wire import UnaryWire
 
 
 class NamespacesAdmin:
-    _connection: Connection
+    """Tenants and namespaces: a part of :class:`~connector.client.admin.Admin`, which serves its public
+    methods."""
+
+    def __init__(self, wire: UnaryWire) -> None:
+        self._wire = wire
 
     # --- tenants -------------------------------------------------------------------------------------
     def list_tenants(self) -> list[str]:
-        return list(self._connection.unary("ListTenants", broker_pb2.Empty()).names)
+        return list(self._wire.unary("ListTenants", broker_pb2.Empty()).names)
 
     def get_tenant(self, tenant: str) -> dict[str, list[str]]:
         """``{"adminRoles": [...], "allowedClusters": [...]}`` (``TenantNotFound`` when missing)."""
-        info = self._connection.unary("GetTenant", broker_pb2.TenantRequest(tenant=tenant))
+        info = self._wire.unary("GetTenant", broker_pb2.TenantRequest(tenant=tenant))
         return {"adminRoles": list(info.admin_roles), "allowedClusters": list(info.allowed_clusters)}
 
     def create_tenant(self, tenant: str, admin_roles: Iterable[str] | None = None,
                       allowed_clusters: Iterable[str] | None = None) -> None:
         """A new tenant (``TenantAlreadyExists`` when it exists); ``allowed_clusters`` defaults to the
         broker's cluster. Admin roles are kept and shown, not enforced (no authentication here)."""
-        self._connection.unary("CreateTenant", broker_pb2.TenantInfo(
+        self._wire.unary("CreateTenant", broker_pb2.TenantInfo(
             tenant=tenant, admin_roles=_strings("admin_roles", admin_roles),
             allowed_clusters=_strings("allowed_clusters", allowed_clusters)))
 
     def update_tenant(self, tenant: str, admin_roles: Iterable[str] | None = None,
                       allowed_clusters: Iterable[str] | None = None) -> None:
         """Replace the admin roles and/or allowed clusters given (None keeps the current ones)."""
-        self._connection.unary("UpdateTenant", broker_pb2.UpdateTenantRequest(
+        self._wire.unary("UpdateTenant", broker_pb2.UpdateTenantRequest(
             info=broker_pb2.TenantInfo(tenant=tenant, admin_roles=_strings("admin_roles", admin_roles),
                                        allowed_clusters=_strings("allowed_clusters", allowed_clusters)),
             set_admin_roles=admin_roles is not None, set_allowed_clusters=allowed_clusters is not None))
@@ -40,21 +44,21 @@ class NamespacesAdmin:
     def delete_tenant(self, tenant: str, force: bool = False) -> None:
         """Delete a tenant; one with namespaces is refused (``TenantNotEmpty``) unless ``force``, which
         deletes its namespaces and their topics first."""
-        self._connection.unary("DeleteTenant", broker_pb2.DeleteTenantRequest(tenant=tenant, force=force))
+        self._wire.unary("DeleteTenant", broker_pb2.DeleteTenantRequest(tenant=tenant, force=force))
 
     # --- namespaces ----------------------------------------------------------------------------------
     def list_namespaces(self, tenant: str) -> list[str]:
         """``tenant/namespace`` names of the tenant (``TenantNotFound`` when missing)."""
-        return list(self._connection.unary("ListNamespaces", broker_pb2.TenantRequest(tenant=tenant)).names)
+        return list(self._wire.unary("ListNamespaces", broker_pb2.TenantRequest(tenant=tenant)).names)
 
     def create_namespace(self, namespace: str) -> None:
         """A new ``tenant/namespace`` (the tenant must exist; ``NamespaceAlreadyExists`` when it does)."""
-        self._connection.unary("CreateNamespace", broker_pb2.NamespaceRequest(namespace=namespace))
+        self._wire.unary("CreateNamespace", broker_pb2.NamespaceRequest(namespace=namespace))
 
     def delete_namespace(self, namespace: str, force: bool = False) -> None:
         """Delete a namespace and its policies; one with topics is refused (``NamespaceNotEmpty``) unless
         ``force``, which deletes its topics first, connected clients or not."""
-        self._connection.unary("DeleteNamespace", broker_pb2.DeleteNamespaceRequest(
+        self._wire.unary("DeleteNamespace", broker_pb2.DeleteNamespaceRequest(
             namespace=namespace, force=force))
 
 

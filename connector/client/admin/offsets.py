@@ -12,8 +12,7 @@ from typing import NamedTuple
 
 from broker_core.protocol import broker_pb2
 
-from connector.client.admin.wire import topic_name, whole
-from connector.client.connection import Connection
+from connector.client.admin.wire import UnaryWire, topic_name, whole
 
 
 class OffsetBounds(NamedTuple):
@@ -26,24 +25,28 @@ class OffsetBounds(NamedTuple):
 
 
 class OffsetsAdmin:
-    _connection: Connection
+    """Offsets of topic partitions: a part of :class:`~connector.client.admin.Admin`, which serves its public
+    methods."""
+
+    def __init__(self, wire: UnaryWire) -> None:
+        self._wire = wire
 
     def get_offset_bounds(self, topic: str) -> OffsetBounds:
         """The stored offsets of a topic partition (or non-partitioned topic); ``start == end`` when it holds
         no message. ``TopicNotFound`` when it does not exist."""
-        reply = self._connection.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=topic_name(topic)))
+        reply = self._wire.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=topic_name(topic)))
         return OffsetBounds(reply.start_offset, max(reply.last_offset + 1, reply.start_offset))
 
     def offset_for_timestamp(self, topic: str, publish_time_ms: int) -> int:
         """The offset of the first message of a topic partition published at or after ``publish_time_ms``
         (ms since the epoch); the partition's end offset when there is none."""
-        return self._connection.unary("OffsetForTimestamp", broker_pb2.TimestampRequest(
+        return self._wire.unary("OffsetForTimestamp", broker_pb2.TimestampRequest(
             topic=topic_name(topic), publish_time_ms=whole("publish_time_ms", publish_time_ms, 0))).next_offset
 
     def create_subscription_at_offset(self, topic: str, subscription: str, offset: int) -> None:
         """Create a durable subscription on one topic partition whose first unacknowledged message is at
         ``offset`` (``create_subscription`` with a position given as an offset). ``NotAllowedError`` when it
         exists already (it is left as it is)."""
-        self._connection.unary("CreateSubscription", broker_pb2.SubscriptionRequest(
+        self._wire.unary("CreateSubscription", broker_pb2.SubscriptionRequest(
             topic=topic_name(topic), subscription=subscription,
             position=broker_pb2.Position(offset=whole("offset", offset, 0))))

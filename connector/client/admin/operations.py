@@ -8,8 +8,7 @@ from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.admin.peek import PeekedMessage, messages_of
-from connector.client.admin.wire import topic_name, whole
-from connector.client.connection import Connection
+from connector.client.admin.wire import UnaryWire, topic_name, whole
 from connector.client.message_id import MessageId
 
 INITIAL_POSITIONS = ("earliest", "latest")
@@ -23,7 +22,11 @@ def _message_id(reply: broker_pb2.LastMessageId, topic: str) -> MessageId:
 
 
 class OperationsAdmin:
-    _connection: Connection
+    """Operator calls on topics and namespaces: a part of :class:`~connector.client.admin.Admin`, which serves
+    its public methods."""
+
+    def __init__(self, wire: UnaryWire) -> None:
+        self._wire = wire
 
     # --- topics ----------------------------------------------------------------------------------------
     def terminate_topic(self, topic: str) -> MessageId:
@@ -32,18 +35,18 @@ class OperationsAdmin:
         see ``has_reached_end_of_topic()`` once they have received everything. Stays so across restarts.
         Returns the id of its last message (``-1:-1`` when it has none)."""
         name = topic_name(topic)
-        return _message_id(self._connection.unary("TerminateTopic", broker_pb2.TopicRequest(topic=name)), name)
+        return _message_id(self._wire.unary("TerminateTopic", broker_pb2.TopicRequest(topic=name)), name)
 
     def unload_topic(self, topic: str) -> None:
         """Close the topic (every loaded partition of a partitioned topic) now: cursors saved, files closed;
         it is loaded again on its next use. Its producers' and consumers' sessions end with
         ``ServiceNotReady``, and they reconnect by themselves (as Pulsar's clients do): the topic loads again."""
-        self._connection.unary("UnloadTopic", broker_pb2.TopicRequest(topic=topic_name(topic)))
+        self._wire.unary("UnloadTopic", broker_pb2.TopicRequest(topic=topic_name(topic)))
 
     def get_last_message_id(self, topic: str) -> MessageId:
         """The id of the last stored message of a topic partition (``-1:-1`` when it has none)."""
         name = topic_name(topic)
-        return _message_id(self._connection.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=name)), name)
+        return _message_id(self._wire.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=name)), name)
 
     def examine_message(self, topic: str, initial_position: str = "latest",
                         message_position: int = 1) -> PeekedMessage:
@@ -54,7 +57,7 @@ class OperationsAdmin:
         if initial_position not in INITIAL_POSITIONS:
             raise ValueError(f"initial_position={initial_position!r} is not valid; use 'earliest' or 'latest'")
         name = topic_name(topic)
-        reply = self._connection.unary("ExamineMessage", broker_pb2.ExamineMessageRequest(
+        reply = self._wire.unary("ExamineMessage", broker_pb2.ExamineMessageRequest(
             topic=name, latest=initial_position == "latest", position=whole("message_position", message_position,
                                                                             1)))
         found = messages_of(reply, name, TopicName.parse(name).partition_index, 1)
@@ -65,7 +68,7 @@ class OperationsAdmin:
     def lookup_topic(self, topic: str) -> str:
         """The service URL of the broker serving the topic (``pulsar://host:port``; ``advertisedAddress``
         names the host)."""
-        return self._connection.unary("LookupTopic", broker_pb2.TopicRequest(topic=topic_name(topic))).broker_url
+        return self._wire.unary("LookupTopic", broker_pb2.TopicRequest(topic=topic_name(topic))).broker_url
 
     def expire_messages(self, topic: str, subscription: str, expire_time_seconds: int | None = None,
                         message_id: MessageId | None = None) -> int:
@@ -86,7 +89,7 @@ class OperationsAdmin:
 
     def _expire_targets(self, topic: str, message_id: MessageId | None) -> list[str]:
         name = topic_name(topic)
-        n = self._connection.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=name)).partitions
+        n = self._wire.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=name)).partitions
         if n and message_id is not None:
             raise NotAllowedError(f"{name} is partitioned: expire up to a message id on the partition that holds"
                                   " it", topic=name, partitions=n)
@@ -100,13 +103,13 @@ class OperationsAdmin:
             request.position.offset = message_id.offset()
         else:
             request.expire_time_seconds = whole("expire_time_seconds", seconds, 0)
-        return self._connection.unary("ExpireMessages", request).acknowledged
+        return self._wire.unary("ExpireMessages", request).acknowledged
 
     # --- namespaces ------------------------------------------------------------------------------------
     def clear_namespace_backlog(self, namespace: str, subscription: str | None = None) -> int:
         """Acknowledge everything on every durable subscription (or only ``subscription``) of every topic of
         ``tenant/namespace`` (``namespaces clear-backlog``); returns how many messages."""
-        return self._connection.unary("ClearNamespaceBacklog", broker_pb2.NamespaceSubscriptionRequest(
+        return self._wire.unary("ClearNamespaceBacklog", broker_pb2.NamespaceSubscriptionRequest(
             namespace=namespace, subscription=subscription or "")).acknowledged
 
     def unsubscribe_namespace(self, namespace: str, subscription: str) -> list[str]:
@@ -115,5 +118,5 @@ class OperationsAdmin:
         ``SubscriptionNotFound`` when no topic has it. Returns the topic partitions it was deleted from."""
         if not subscription:
             raise ValueError("subscription must be a non-empty name")
-        return list(self._connection.unary("UnsubscribeNamespace", broker_pb2.NamespaceSubscriptionRequest(
+        return list(self._wire.unary("UnsubscribeNamespace", broker_pb2.NamespaceSubscriptionRequest(
             namespace=namespace, subscription=subscription)).names)

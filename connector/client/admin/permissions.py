@@ -12,8 +12,7 @@ from typing import Iterable
 
 from broker_core.protocol import broker_pb2
 
-from connector.client.admin.wire import topic_name
-from connector.client.connection import Connection
+from connector.client.admin.wire import UnaryWire, topic_name
 
 ACTIONS = ("produce", "consume")
 
@@ -32,7 +31,11 @@ def _role(role: str) -> str:
 
 
 class PermissionsAdmin:
-    _connection: Connection
+    """Who may produce and consume: a part of :class:`~connector.client.admin.Admin`, which serves its public
+    methods."""
+
+    def __init__(self, wire: UnaryWire) -> None:
+        self._wire = wire
 
     def grant_namespace_permission(self, namespace: str, role: str, actions: Iterable[str] | str) -> None:
         """``role`` may ``actions`` (``produce``, ``consume``) every topic of ``tenant/namespace``."""
@@ -58,11 +61,11 @@ class PermissionsAdmin:
         return self._permissions(broker_pb2.PolicyScope(topic=topic_name(topic)))
 
     def _grant(self, scope: broker_pb2.PolicyScope, role: str, actions: Iterable[str] | str) -> None:
-        self._connection.unary("GrantPermission", broker_pb2.PermissionRequest(
+        self._wire.unary("GrantPermission", broker_pb2.PermissionRequest(
             scope=scope, role=_role(role), actions=_actions(actions)))
 
     def _revoke(self, scope: broker_pb2.PolicyScope, role: str) -> None:
-        self._connection.unary("RevokePermission", broker_pb2.PermissionRequest(scope=scope, role=_role(role)))
+        self._wire.unary("RevokePermission", broker_pb2.PermissionRequest(scope=scope, role=_role(role)))
 
     def _permissions(self, scope: broker_pb2.PolicyScope) -> dict[str, list[str]]:
-        return json.loads(self._connection.unary("GetPermissions", scope).json)
+        return json.loads(self._wire.unary("GetPermissions", scope).json)

@@ -9,8 +9,7 @@ from typing import Any
 
 from broker_core.protocol import broker_pb2
 
-from connector.client.admin.wire import topic_name, whole
-from connector.client.connection import Connection
+from connector.client.admin.wire import UnaryWire, topic_name, whole
 
 DEDUPLICATION, RETENTION, TTL = "deduplicationEnabled", "retention", "messageTTLInSeconds"
 MAX_PRODUCERS, MAX_CONSUMERS = "maxProducersPerTopic", "maxConsumersPerTopic"
@@ -26,7 +25,11 @@ def _topic(topic: str) -> broker_pb2.PolicyScope:
 
 
 class PoliciesAdmin:
-    _connection: Connection
+    """Namespace and topic policies: a part of :class:`~connector.client.admin.Admin`, which serves its public
+    methods."""
+
+    def __init__(self, wire: UnaryWire) -> None:
+        self._wire = wire
 
     # --- deduplication -------------------------------------------------------------------------------
     def set_namespace_deduplication(self, namespace: str, enabled: bool | None) -> None:
@@ -162,11 +165,11 @@ class PoliciesAdmin:
 
     def _put(self, scope: broker_pb2.PolicyScope, key: str, value: Any) -> None:
         """Set (None: remove) one policy."""
-        self._connection.unary("SetPolicy", broker_pb2.PolicyRequest(
+        self._wire.unary("SetPolicy", broker_pb2.PolicyRequest(
             scope=scope, key=key, value_json="" if value is None else json.dumps(value)))
 
     def _policies(self, scope: broker_pb2.PolicyScope) -> dict[str, Any]:
-        reply = self._connection.unary("GetPolicies", scope)
+        reply = self._wire.unary("GetPolicies", scope)
         return json.loads(reply.json) if reply.json else {}
 
 

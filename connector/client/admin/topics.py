@@ -9,19 +9,22 @@ from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.admin.peek import PeekedMessage, messages_of
-from connector.client.admin.wire import position, topic_name, whole
-from connector.client.connection import Connection
+from connector.client.admin.wire import UnaryWire, position, topic_name, whole
 from connector.client.message_id import MessageId
 
 
 class TopicsAdmin:
-    _connection: Connection
+    """Topics, their stats, and subscriptions handled without a consumer: a part of
+    :class:`~connector.client.admin.Admin`, which serves its public methods."""
+
+    def __init__(self, wire: UnaryWire) -> None:
+        self._wire = wire
 
     # --- topics ----------------------------------------------------------------------------------------
     def create_partitioned_topic(self, topic: str, partitions: int) -> None:
         if not isinstance(partitions, int) or partitions < 1:
             raise ValueError(f"partitions={partitions!r} is not valid; use an int >= 1")
-        self._connection.unary("CreatePartitionedTopic", broker_pb2.CreatePartitionedTopicRequest(
+        self._wire.unary("CreatePartitionedTopic", broker_pb2.CreatePartitionedTopicRequest(
             topic=topic_name(topic), partitions=partitions))
 
     def update_partitioned_topic(self, topic: str, partitions: int) -> None:
@@ -30,31 +33,31 @@ class TopicsAdmin:
         ``NotAllowedError``. The new partitions get every durable subscription of the topic, from their first
         message. Producers and consumers created before keep to the old partitions until created again."""
         whole("partitions", partitions, 1)
-        self._connection.unary("UpdatePartitionedTopic", broker_pb2.CreatePartitionedTopicRequest(
+        self._wire.unary("UpdatePartitionedTopic", broker_pb2.CreatePartitionedTopicRequest(
             topic=topic_name(topic), partitions=partitions))
 
     def list_partitioned_topics(self, namespace: str = "public/default") -> list[str]:
         """The partitioned topics of ``tenant/namespace`` by their base names (``topics
         list-partitioned-topics``)."""
-        return list(self._connection.unary("ListPartitionedTopics", broker_pb2.ListTopicsRequest(
+        return list(self._wire.unary("ListPartitionedTopics", broker_pb2.ListTopicsRequest(
             namespace=namespace)).topics)
 
     def get_partitioned_topic_metadata(self, topic: str) -> dict[str, int]:
-        meta = self._connection.unary("GetPartitionedTopicMetadata",
+        meta = self._wire.unary("GetPartitionedTopicMetadata",
                                       broker_pb2.TopicRequest(topic=topic_name(topic)))
         return {"partitions": meta.partitions}
 
     def create_topic(self, topic: str) -> None:
-        self._connection.unary("CreateTopic", broker_pb2.TopicRequest(topic=topic_name(topic)))
+        self._wire.unary("CreateTopic", broker_pb2.TopicRequest(topic=topic_name(topic)))
 
     def list_topics(self, namespace: str = "public/default") -> list[str]:
         """Every partition and non-partitioned topic of ``tenant/namespace`` (``NamespaceNotFound`` when it
         does not exist)."""
-        return list(self._connection.unary("ListTopics", broker_pb2.ListTopicsRequest(
+        return list(self._wire.unary("ListTopics", broker_pb2.ListTopicsRequest(
             namespace=namespace)).topics)
 
     def delete_topic(self, topic: str, force: bool = False) -> None:
-        self._connection.unary("DeleteTopic", broker_pb2.DeleteTopicRequest(topic=topic_name(topic),
+        self._wire.unary("DeleteTopic", broker_pb2.DeleteTopicRequest(topic=topic_name(topic),
                                                                              force=force))
 
     # --- stats ---------------------------------------------------------------------------------------
@@ -82,13 +85,13 @@ class TopicsAdmin:
         return self._json("TopicInternalStats", broker_pb2.TopicRequest(topic=topic_name(topic)))
 
     def _json(self, method: str, request: Any) -> dict[str, Any]:
-        reply = self._connection.unary(method, request)
+        reply = self._wire.unary(method, request)
         return json.loads(reply.json) if reply.json else {}
 
     # --- subscriptions -------------------------------------------------------------------------------
     def list_subscriptions(self, topic: str) -> list[str]:
         """Subscription names (of every partition of a partitioned topic), readers' included."""
-        return list(self._connection.unary("ListSubscriptions", broker_pb2.TopicRequest(
+        return list(self._wire.unary("ListSubscriptions", broker_pb2.TopicRequest(
             topic=topic_name(topic))).names)
 
     def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
@@ -99,7 +102,7 @@ class TopicsAdmin:
         names = self._partitions_of(topic)
         for name in names:
             try:
-                self._connection.unary("DeleteSubscription", broker_pb2.UnsubscribeRequest(
+                self._wire.unary("DeleteSubscription", broker_pb2.UnsubscribeRequest(
                     topic=name, subscription=subscription, force=force))
             except SubscriptionNotFound as exc:
                 missing.append(exc)
@@ -111,7 +114,7 @@ class TopicsAdmin:
         """Create a durable subscription starting at ``message_id`` (``MessageId.earliest``,
         ``MessageId.latest`` or a message's id); on every partition of a partitioned topic."""
         for name in self._partitions_of(topic):
-            self._connection.unary("CreateSubscription", broker_pb2.SubscriptionRequest(
+            self._wire.unary("CreateSubscription", broker_pb2.SubscriptionRequest(
                 topic=name, subscription=subscription, position=position(message_id)))
 
     def reset_cursor(self, topic: str, subscription: str, message_id: MessageId | None = None,
@@ -126,7 +129,7 @@ class TopicsAdmin:
                 request.publish_time_ms = whole("timestamp_ms", timestamp_ms, 0)
             else:
                 request.position.CopyFrom(position(message_id))  # type: ignore[arg-type]
-            self._connection.unary("ResetCursor", request)
+            self._wire.unary("ResetCursor", request)
 
     def acknowledge_up_to(self, topic: str, subscription: str, end_offset: int) -> int:
         """Acknowledge every message of one topic partition below ``end_offset`` on a durable
@@ -134,7 +137,7 @@ class TopicsAdmin:
         unacknowledged message. What the Spark source does on commit."""
         if not isinstance(end_offset, int) or end_offset < 0:
             raise ValueError(f"end_offset={end_offset!r} is not valid; use an int >= 0")
-        reply = self._connection.unary("AcknowledgeUpTo", broker_pb2.SubscriptionRequest(
+        reply = self._wire.unary("AcknowledgeUpTo", broker_pb2.SubscriptionRequest(
             topic=topic_name(topic), subscription=subscription, end_offset=end_offset))
         return reply.next_offset
 
@@ -143,14 +146,14 @@ class TopicsAdmin:
         -n``); returns how many were (fewer when the backlog is shorter). Messages, not entries: a batch of
         three counts three. Not on a partitioned topic, as in Pulsar: skip on each partition."""
         name = self._not_partitioned(topic, "skip")
-        reply = self._connection.unary("SkipMessages", broker_pb2.SubscriptionRequest(
+        reply = self._wire.unary("SkipMessages", broker_pb2.SubscriptionRequest(
             topic=name, subscription=subscription, count=whole("count", count, 0)))
         return reply.acknowledged
 
     def clear_backlog(self, topic: str, subscription: str) -> int:
         """Acknowledge everything stored on a durable subscription (``topics clear-backlog``; Pulsar's
         ``skipAllMessages``), on every partition of a partitioned topic; returns how many messages."""
-        return sum(self._connection.unary("ClearBacklog", broker_pb2.SubscriptionRequest(
+        return sum(self._wire.unary("ClearBacklog", broker_pb2.SubscriptionRequest(
             topic=name, subscription=subscription)).acknowledged for name in self._partitions_of(topic))
 
     def peek_messages(self, topic: str, subscription: str, count: int = 1) -> list[PeekedMessage]:
@@ -159,7 +162,7 @@ class TopicsAdmin:
         in Pulsar: peek a partition."""
         name = self._not_partitioned(topic, "peek-messages")
         whole("count", count, 1)
-        reply = self._connection.unary("PeekMessages", broker_pb2.SubscriptionRequest(
+        reply = self._wire.unary("PeekMessages", broker_pb2.SubscriptionRequest(
             topic=name, subscription=subscription, count=count))
         parsed = TopicName.parse(name)
         return messages_of(reply, name, parsed.partition_index, count)

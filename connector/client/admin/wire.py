@@ -1,12 +1,22 @@
-"""Argument checks and conversions the admin calls share (topic names, positions, whole numbers)."""
+"""What the admin calls share: the wire they send through, and argument checks and conversions (topic names,
+positions, whole numbers)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.message_id import MessageId
+
+
+class UnaryWire(Protocol):
+    """Where an admin call goes: a :class:`~connector.client.connection.Connection`, or one retrying while the
+    broker is unavailable (``Admin(retry_while_unavailable=True)``)."""
+
+    def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = ...) -> Any:
+        """The reply of the broker's unary ``method``; failures are typed errors."""
+        ...
 
 
 def topic_name(topic: str) -> str:
