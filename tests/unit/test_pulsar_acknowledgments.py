@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 from broker_core.protocol import pulsar_api_pb2 as wire
 from broker_core.protocol import pulsar_commands_pb2 as cmd
+from broker_core.core.consumer_session import ConsumerSession
 from broker_core.frontends.pulsar.acknowledgments import MAX_ACK_LOOKUPS, MAX_ACK_RANGES, acknowledge
 from broker_core.storage.cursor import ManagedCursor
 from dispatch.consumer import PendingAcks
@@ -39,9 +40,11 @@ def session(held: list[tuple[int, int]], sent_end: int, stored: dict[int, int] |
         reads.append(offset)
         count = (stored or {}).get(offset)
         return SimpleNamespace(offset=offset, num_messages=count) if count else None
-    topic = SimpleNamespace(topic="t", entry_containing=entry_containing, reads=reads)
+    topic = SimpleNamespace(topic="t", persistent=True, entry_containing=entry_containing, reads=reads)
     consumer = SimpleNamespace(pending=pending, highest_delivered_end=sent_end)
-    return SimpleNamespace(sub=RecordingSubscription(), consumer=consumer, topic=topic)
+    core = ConsumerSession(None)  # the core session the Pulsar front end acknowledges through
+    core.topic, core.sub, core.consumer = topic, RecordingSubscription(), consumer
+    return core
 
 
 def ids(*entries: int, ack_set: list[int] | None = None) -> list[wire.MessageIdData]:

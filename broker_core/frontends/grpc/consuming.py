@@ -1,7 +1,9 @@
 """The gRPC ``Consume`` stream: one consumer's session, protobuf in and out.
 
 The first request subscribes (type, start position, Key_Shared policy, permits); then flow, ack, seek,
-redeliver, unsubscribe and close until the stream ends.
+redeliver, unsubscribe and close until the stream ends. The session itself is the core's
+:class:`~broker_core.core.consumer_session.ConsumerSession`; this module translates requests into its calls
+and its events into ``ConsumeResponse`` messages on the stream's outbox.
 """
 from __future__ import annotations
 
@@ -14,15 +16,13 @@ import grpc
 from broker_core.errors import InvalidMessage, PulsarLikeError
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol.status import error_to_proto
-from broker_core.core.backpressure import Outbox, PermitGate
+from broker_core.core.backpressure import Outbox
+from broker_core.core.consumer_session import EARLIEST, LAST_MESSAGE, LATEST, ConsumerSession, Start, key_shared_policy
 from broker_core.core.registry import TopicRegistry
-from broker_core.core.topic_protocol import Topic
 from broker_core.frontends.grpc.streams import bad_request, first_request, serve, unexpected, while_read
-from broker_core.frontends.grpc.topic_rpcs import position_offset
 from broker_core.types import TopicName
-from dispatch.consumer import Consumer, Delivery
-from dispatch.key_shared import AUTO_SPLIT, STICKY, KeySharedPolicy
-from dispatch.selectors.sticky import MAX_STICKY_RANGES
+from dispatch.consumer import Delivery
+from dispatch.key_shared import KeySharedPolicy
 from dispatch.types import SubType
 
 log = logging.getLogger("broker_core.frontends.grpc.servicer")
@@ -44,6 +44,36 @@ def _delivered(deliveries: list[Delivery]) -> pb.ConsumeResponse:
     return response
 
 
+class _StreamEvents:
+    """A session's events as ``ConsumeResponse`` messages on the stream's outbox."""
+
+    __slots__ = ("out", "reply")
+
+    def __init__(self, out: Outbox) -> None:
+        self.out = out
+        self.reply: pb.ConsumeResponse | None = None
+        """The ``Subscribed`` reply, set once the topic is known."""
+
+    def subscribed(self) -> None:
+        self.out.put(self.reply)
+
+    def deliver(self, deliveries: list[Delivery]) -> None:
+        self.out.put(_delivered(deliveries))
+
+    def active_changed(self, active: bool) -> None:
+        self.out.put(pb.ConsumeResponse(active_change=pb.ActiveConsumerChange(is_active=active)))
+
+    def reached_end_of_topic(self) -> None:
+        self.out.put(_END_OF_TOPIC)
+
+    def error(self, exc: Exception) -> None:
+        self.out.put(pb.ConsumeResponse(error=error_to_proto(exc)))
+        self.out.end()
+
+    def ended(self) -> None:
+        self.out.end()
+
+
 class ConsumeStreams:
     """The ``Consume`` RPC."""
 
@@ -58,7 +88,8 @@ class ConsumeStreams:
             yield response
 
     async def _consume_session(self, requests, out: Outbox, peer: str) -> None:
-        topic = sub = consumer = None
+        events = _StreamEvents(out)
+        session = ConsumerSession(events, peer=peer)
         try:
             first = await first_request(requests, "subscribe", "consume")
             if first is None:
@@ -68,104 +99,62 @@ class ConsumeStreams:
                 raise InvalidMessage("subscription name must not be empty")
             if req.sub_type not in _SUB_TYPES:
                 raise InvalidMessage(f"unknown subscription type {req.sub_type}")
-            name = TopicName.parse(req.topic)
-            topic = self._registry.get(name, create=True)
-            out.hold_back()  # what subscribing dispatches goes after the Subscribed reply
-            ends = topic.termination
-
-            def sink(deliveries: list[Delivery]) -> None:
-                out.put(_delivered(deliveries))
-                if ends.end_offset is not None:  # a terminated topic only
-                    topic.check_end_of_topic()
-
-            consumer = Consumer(
-                next(self._consumer_ids), req.consumer_name or f"consumer-{id(out):x}", sink,
-                priority_level=req.priority_level, multi_topic=req.multi_topic,
-                key_shared=_key_shared_policy(req) if req.sub_type == pb.KEY_SHARED_SUB else None,
-                on_active_change=lambda active: out.put(pb.ConsumeResponse(
-                    active_change=pb.ActiveConsumerChange(is_active=active))),
-                on_error=lambda exc: (out.put(pb.ConsumeResponse(error=error_to_proto(exc))), out.end()))
-            consumer.permits = req.initial_permits
-            ends.watch(consumer, lambda: out.put(_END_OF_TOPIC))
-            gate = PermitGate(consumer)
-            out.on_full, out.on_room = gate.close, gate.open
-            sub = topic.subscribe(req.subscription, _SUB_TYPES[req.sub_type], consumer,
-                                  durable=req.durable, start_offset=self._start_offset(topic, req))
-            gate.attach(lambda permits: sub.flow(consumer, permits))
-            out.put_first(pb.ConsumeResponse(subscribed=pb.Subscribed(
-                topic=topic.topic, consumer_name=consumer.consumer_name, partition_index=topic.partition_index)))
-            log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s",
-                     topic.topic, req.subscription, consumer.consumer_name, _SUB_TYPES[req.sub_type])
-            if ends.end_offset is not None:
-                topic.check_end_of_topic()
+            topic = self._registry.get(TopicName.parse(req.topic), create=True)
+            name = req.consumer_name or f"consumer-{id(out):x}"
+            events.reply = pb.ConsumeResponse(subscribed=pb.Subscribed(
+                topic=topic.topic, consumer_name=name, partition_index=topic.partition_index))
+            out.on_full, out.on_room = session.pause, session.resume
+            session.subscribe(topic, req.subscription, _SUB_TYPES[req.sub_type], _start(req),
+                              consumer_id=next(self._consumer_ids), consumer_name=name, durable=req.durable,
+                              priority_level=req.priority_level, multi_topic=req.multi_topic,
+                              key_shared=_key_shared_policy(req), permits=req.initial_permits)
             async for request in while_read(requests, out):
-                if not self._consume_request(request, topic, sub, consumer, gate, out):
+                if not self._consume_request(request, session, out):
                     break
         except PulsarLikeError as exc:
             bad_request(exc, "consume", peer)
-            out.discard_held()  # subscribing failed: nothing it dispatched goes out
             out.put(pb.ConsumeResponse(error=error_to_proto(exc)))
         except (asyncio.CancelledError, grpc.RpcError):
             pass
         except Exception as exc:
-            out.discard_held()
             out.put(pb.ConsumeResponse(error=error_to_proto(unexpected(exc))))
         finally:
-            if topic is not None and sub is not None and consumer is not None:
-                topic.consumer_left(sub, consumer)
+            session.close()
             out.end()
 
     @staticmethod
-    def _start_offset(topic: Topic, req: pb.Subscribe) -> int:
-        if req.durable or not req.HasField("start"):
-            if req.initial_position == pb.EARLIEST:
-                return topic.start_offset
-            return topic.confirmed_end_offset
-        if req.start_inclusive and req.start.WhichOneof("position") == "latest":
-            # as a Pulsar reader at latest with start_message_id_inclusive: the last message comes first
-            return max(topic.start_offset, topic.confirmed_end_offset - 1)
-        return position_offset(topic, req.start)
-
-    def _consume_request(self, request: pb.ConsumeRequest, topic: Topic, sub, consumer: Consumer,
-                         gate: PermitGate, out: Outbox) -> bool:
+    def _consume_request(request: pb.ConsumeRequest, session: ConsumerSession, out: Outbox) -> bool:
         """Handle one request; False ends the session."""
         kind = request.WhichOneof("request")
         try:
             if kind == "flow":
-                gate.flow(request.flow.permits)
+                session.flow(request.flow.permits)
             elif kind == "ack":
                 ack = request.ack
                 if ack.ack_type == pb.CUMULATIVE:
-                    sub.acknowledge_cumulative(consumer, ack.offset)
+                    session.acknowledge_cumulative(ack.offset)
                 else:
-                    sub.acknowledge(consumer, joined_ranges(ack.ranges))
+                    session.acknowledge(joined_ranges(ack.ranges))
             elif kind == "seek":
                 seek = request.seek
+                done = pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id))
                 try:
                     if seek.WhichOneof("target") == "publish_time_ms":
-                        offset = topic.offset_for_timestamp(seek.publish_time_ms)
+                        target = Start.published(seek.publish_time_ms)
                     else:
-                        offset = position_offset(topic, seek.position)
-                    consumer.permits = 0  # the client re-sends its permits after seek_done
-                    gate.reset()
-                    sub.seek(offset)
-                    out.put(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id)))
-                    if topic.termination.terminated:
-                        topic.termination.rewound(sub)
-                        topic.check_end_of_topic()
+                        target = _position(seek.position)
+                    # the stream stays: the client drops deliveries until seek_done, then grants permits again
+                    session.seek(target.offset(session.topic), lambda: out.put(done), close_consumers=False)
                 except PulsarLikeError as exc:
                     out.put(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id,
-                                                                            error=error_to_proto(exc))))
+                                                                     error=error_to_proto(exc))))
             elif kind == "redeliver":
                 ranges = request.redeliver.ranges
-                if ranges:
-                    sub.redeliver(consumer, joined_ranges(ranges))
-                else:
-                    sub.redeliver_unacknowledged(consumer)
+                session.redeliver(joined_ranges(ranges) if ranges else None)
             elif kind == "unsubscribe":
                 rid = request.unsubscribe.request_id
                 try:
-                    topic.unsubscribe(sub.name, requester=consumer, durable=sub.durable)
+                    session.unsubscribe()
                 except PulsarLikeError as exc:
                     out.put(pb.ConsumeResponse(unsubscribed=pb.UnsubscribeDone(
                         request_id=rid, error=error_to_proto(exc))))
@@ -179,6 +168,23 @@ class ConsumeStreams:
         except PulsarLikeError as exc:
             out.put(pb.ConsumeResponse(warning=error_to_proto(exc)))
         return True
+
+
+def _position(position: pb.Position) -> Start:
+    which = position.WhichOneof("position")
+    if which == "earliest":
+        return EARLIEST
+    if which == "offset":
+        return Start.at(position.offset)
+    return LATEST
+
+
+def _start(req: pb.Subscribe) -> Start:
+    if req.durable or not req.HasField("start"):
+        return EARLIEST if req.initial_position == pb.EARLIEST else LATEST
+    if req.start_inclusive and req.start.WhichOneof("position") == "latest":
+        return LAST_MESSAGE
+    return _position(req.start)
 
 
 def joined_ranges(ranges) -> list[tuple[int, int]]:
@@ -201,5 +207,5 @@ def joined_ranges(ranges) -> list[tuple[int, int]]:
 
 def _key_shared_policy(req: pb.Subscribe) -> KeySharedPolicy:
     meta = req.key_shared
-    return KeySharedPolicy(STICKY if meta.mode == pb.STICKY else AUTO_SPLIT, meta.allow_out_of_order_delivery,
-                           tuple((r.start, r.end) for r in meta.ranges[:MAX_STICKY_RANGES + 1]))
+    return key_shared_policy(meta.mode == pb.STICKY, meta.allow_out_of_order_delivery,
+                             ((r.start, r.end) for r in meta.ranges))

@@ -35,7 +35,7 @@ from broker_core.protocol.ack_set import clear_runs, from_words
 from broker_core.frontends.pulsar.message_ids import cumulative_offset, signed
 
 if TYPE_CHECKING:
-    from broker_core.frontends.pulsar.consumer_session import ConsumerSession
+    from broker_core.core.consumer_session import ConsumerSession
 
 MAX_ACK_RANGES = 65_536
 """Most separate offset ranges one ACK may acknowledge (clients group at most 1,000 ids per ACK, each with a
@@ -79,12 +79,11 @@ class Refusals:
 
 
 def acknowledge(session: "ConsumerSession", ack_type: int, message_ids: Sequence) -> Refusals:
-    """Apply one ACK's ``message_ids`` for ``session``'s consumer; returns the ids refused."""
+    """Apply one ACK's ``message_ids`` on the core ``session``; returns the ids refused."""
     refusals = Refusals()
-    sub, consumer = session.sub, session.consumer
-    cursor = getattr(sub, "cursor", None)
-    if cursor is None:  # a non-persistent subscription keeps no acknowledgments
+    if not session.topic.persistent:  # a non-persistent subscription keeps no acknowledgments
         return refusals
+    cursor, consumer = session.sub.cursor, session.consumer
     if ack_type == cmd.CommandAck.Cumulative and len(message_ids) > 1:
         refusals.add(signed(message_ids[0].entryId), "a cumulative ACK names exactly one message id")
         refusals.count = len(message_ids)
@@ -114,12 +113,12 @@ def acknowledge(session: "ConsumerSession", ack_type: int, message_ids: Sequence
             offset = min(entry_id + max(mid.batch_index, 0), entry_end - 1)
             entry_id, entry_end, bits = offset, offset + 1, None
             if cumulative:
-                _ack_cumulative(sub, consumer, cursor, offset, refusals)
+                _ack_cumulative(session, offset, refusals)
                 continue
         else:
             if cumulative:
                 offset = cumulative_offset(entry_id, mid.batch_index, mid.ack_set, entry_end)
-                _ack_cumulative(sub, consumer, cursor, offset, refusals)
+                _ack_cumulative(session, offset, refusals)
                 continue
             bits = from_words(mid.ack_set, entry_end - entry_id) if mid.ack_set else None
         size = entry_end - entry_id
@@ -134,18 +133,17 @@ def acknowledge(session: "ConsumerSession", ack_type: int, message_ids: Sequence
                 continue
             ranges_left -= len(runs)
             if runs:
-                sub.acknowledge(consumer, [(entry_id + start, entry_id + end) for start, end in runs])
+                session.acknowledge([(entry_id + start, entry_id + end) for start, end in runs])
         except PulsarLikeError as exc:
             refusals.raised(entry_id, exc)
     return refusals
 
 
-def _ack_cumulative(sub, consumer, cursor, offset: int, refusals: Refusals) -> None:
-    if offset > cursor.mark_delete_offset:
-        try:
-            sub.acknowledge_cumulative(consumer, offset)
-        except PulsarLikeError as exc:
-            refusals.raised(offset, exc)
+def _ack_cumulative(session: "ConsumerSession", offset: int, refusals: Refusals) -> None:
+    try:
+        session.acknowledge_cumulative(offset)  # at or below the mark-delete point: nothing changes
+    except PulsarLikeError as exc:
+        refusals.raised(offset, exc)
 
 
 class _EntryEnds:

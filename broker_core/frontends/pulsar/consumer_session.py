@@ -1,25 +1,30 @@
-"""One consumer of a Pulsar binary protocol connection: its dispatch consumer, subscription and permit gate,
-and the frames dispatch makes for it (MESSAGE, ACTIVE_CONSUMER_CHANGE, REACHED_END_OF_TOPIC)."""
+"""One consumer of a Pulsar binary protocol connection: the core's
+:class:`~broker_core.core.consumer_session.ConsumerSession` and the frames its events make (MESSAGE,
+ACTIVE_CONSUMER_CHANGE, REACHED_END_OF_TOPIC, CLOSE_CONSUMER), written after the SUBSCRIBE's SUCCESS."""
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from broker_core.core.backpressure import PermitGate
+from broker_core.core.consumer_session import ConsumerSession
 from broker_core.frontends.pulsar.frames import FRAME_HEADER, encode
 from broker_core.frontends.pulsar.message_ids import message_id
-from dispatch.consumer import Consumer, Delivery
+from dispatch.consumer import Delivery
 
 if TYPE_CHECKING:
     from broker_core.frontends.pulsar.connection import PulsarConnection
+
+log = logging.getLogger("broker_core.frontends.pulsar.consuming")
 
 T = cmd.BaseCommand
 _PREFIX_MAGIC = b"\x0e\x02"
 """A stored entry starting so begins with the broker's BrokerEntryMetadata prefix."""
 
 
-class ConsumerSession:
-    """One consumer of a connection: its dispatch consumer, subscription and permit gate."""
+class PulsarConsumer:
+    """One consumer of a connection: its wire id, epoch and partition, the core session, and its events as
+    frames."""
 
     def __init__(self, conn: "PulsarConnection", consumer_id: int, topic, request_id: int) -> None:
         self.conn = conn
@@ -27,26 +32,23 @@ class ConsumerSession:
         self.topic = topic
         self.partition = topic.partition_index
         self.request_id = request_id
-        self.consumer: Consumer | None = None
-        self.sub: Any = None
-        self.gate: PermitGate | None = None
         self.epoch: int | None = None
-        self.held: list[bytes] | None = []  # frames made before SUCCESS went out
         self.last_ids: tuple | None = None
         """GET_LAST_MESSAGE_ID's last answer, by (topic end, mark-delete offset): see ConsumerCommands."""
-        self.closed = False
+        self.session = ConsumerSession(self, peer=conn.peer, peers=conn.front.subscribers)
 
-    def write(self, data: bytes) -> None:
-        if self.held is not None:
-            self.held.append(data)
-        else:
-            self.conn.write(data)
+    @property
+    def sub(self) -> Any:
+        return self.session.sub
 
-    def ready(self) -> None:
-        held, self.held = self.held, None
+    @property
+    def consumer(self) -> Any:
+        return self.session.consumer
+
+    # ------------------------------------------------------------------ the session's events
+    def subscribed(self) -> None:
+        self.conn.consumers.joined(self)
         self.conn.success(self.request_id)
-        for data in held or ():
-            self.conn.write(data)
 
     def deliver(self, deliveries: list[Delivery]) -> None:
         """Dispatch's sink: one MESSAGE frame per entry, written together."""
@@ -67,12 +69,24 @@ class ConsumerSession:
             parts.append(FRAME_HEADER.pack(4 + len(body) + len(data) - start, len(body)))
             parts.append(body)
             parts.append(memoryview(data)[start:] if start else data)
-        self.write(b"".join(parts))
+        self.conn.write(b"".join(parts))
 
     def active_changed(self, active: bool) -> None:
-        self.write(encode(T(type=T.ACTIVE_CONSUMER_CHANGE, active_consumer_change=cmd.CommandActiveConsumerChange(
+        self.conn.write(encode(T(type=T.ACTIVE_CONSUMER_CHANGE, active_consumer_change=cmd.CommandActiveConsumerChange(
             consumer_id=self.consumer_id, is_active=active))))
 
-    def reached_end(self) -> None:
-        self.write(encode(T(type=T.REACHED_END_OF_TOPIC, reachedEndOfTopic=cmd.CommandReachedEndOfTopic(
+    def reached_end_of_topic(self) -> None:
+        self.conn.write(encode(T(type=T.REACHED_END_OF_TOPIC, reachedEndOfTopic=cmd.CommandReachedEndOfTopic(
             consumer_id=self.consumer_id))))
+
+    def error(self, exc: Exception) -> None:
+        log.info("event=consumer_disconnected topic=%s consumer=%s reason=%s", self.topic.topic,
+                 self.consumer_id, getattr(exc, "code", type(exc).__name__))
+        self.session.end()
+
+    def ended(self) -> None:
+        """The broker closed the consumer (seek, unload, topic deleted, a damaged segment): CLOSE_CONSUMER,
+        and the client subscribes again."""
+        self.conn.consumers.left(self)
+        self.conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
+            consumer_id=self.consumer_id, request_id=0)))

@@ -11,9 +11,12 @@ Acknowledgments are applied by :mod:`.acknowledgments` (at a cost linear in the 
 ack of something this consumer was never sent changes nothing: it is answered with an error when the client
 asked for ACK_RESPONSE, and logged otherwise (one line per ACK, at most one per interval and connection).
 
-A seek closes the subscription's consumers (CLOSE_CONSUMER), moves the subscription, then answers, in
-Pulsar's order; they resubscribe and receive from the new position, with redelivery count 0. A reader's subscription outlives that gap (for
-``READER_RESUBSCRIBE_S``), so its new position holds when it comes back.
+The session itself (start positions, permits, end of topic, seek order) is the core's
+:class:`~broker_core.core.consumer_session.ConsumerSession`; this module translates commands and message
+ids into its calls, and :class:`~.consumer_session.PulsarConsumer` its events into frames. A seek closes the
+subscription's consumers (CLOSE_CONSUMER), moves the subscription, then answers, in Pulsar's order; they
+resubscribe and receive from the new position, with redelivery count 0. A reader's subscription outlives
+that gap (for the core's ``READER_RESUBSCRIBE_S``), so its new position holds when it comes back.
 """
 from __future__ import annotations
 
@@ -25,15 +28,13 @@ from broker_core.errors import ConsumerBusy, InvalidMessage, NotAllowedError, Se
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
-from broker_core.core.backpressure import PermitGate
+from broker_core.core.consumer_session import EARLIEST, LATEST, MAX_PERMITS, Start, key_shared_policy
 from broker_core.frontends.pulsar.acknowledgments import acknowledge
-from broker_core.frontends.pulsar.consumer_session import ConsumerSession
+from broker_core.frontends.pulsar.consumer_session import PulsarConsumer
 from broker_core.frontends.pulsar.message_ids import is_earliest, is_latest, message_id, signed
 from broker_core.frontends.pulsar.schema_commands import register
 from broker_core.types import TopicName
-from dispatch.consumer import Consumer
-from dispatch.key_shared import AUTO_SPLIT, STICKY, KeySharedPolicy
-from dispatch.selectors.sticky import MAX_STICKY_RANGES
+from dispatch.key_shared import KeySharedPolicy
 from dispatch.types import SubType
 
 if TYPE_CHECKING:
@@ -42,12 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = cmd.BaseCommand
-MAX_PERMITS = (1 << 31) - 1
-"""Most permits a consumer may hold: a client's receiver queue is an int32."""
-LOGGED_NAME = 200
-"""Subscription and consumer names are cut to this in log lines (a client may send a 4 MB name)."""
-READER_RESUBSCRIBE_S = 60.0
-"""How long a reader's subscription waits for its consumer to come back after a seek closed it."""
 SUB_TYPES = {cmd.CommandSubscribe.Exclusive: SubType.EXCLUSIVE, cmd.CommandSubscribe.Shared: SubType.SHARED,
              cmd.CommandSubscribe.Failover: SubType.FAILOVER, cmd.CommandSubscribe.Key_Shared: SubType.KEY_SHARED}
 
@@ -56,16 +51,15 @@ def _key_shared_policy(request: cmd.CommandSubscribe) -> KeySharedPolicy:
     if not request.HasField("keySharedMeta"):
         return KeySharedPolicy()
     meta = request.keySharedMeta
-    return KeySharedPolicy(STICKY if meta.keySharedMode == cmd.STICKY else AUTO_SPLIT,
-                           meta.allowOutOfOrderDelivery,
-                           tuple((r.start, r.end) for r in meta.hashRanges[:MAX_STICKY_RANGES + 1]))
+    return key_shared_policy(meta.keySharedMode == cmd.STICKY, meta.allowOutOfOrderDelivery,
+                             ((r.start, r.end) for r in meta.hashRanges))
 
 
 class ConsumerCommands:
     def __init__(self, conn: "PulsarConnection") -> None:
         self._conn = conn
         self._front = conn.front
-        self._sessions: dict[int, ConsumerSession] = {}
+        self._sessions: dict[int, PulsarConsumer] = {}
         self._registering: dict[int, asyncio.Task] = {}
         """By consumer id, the registrations of new schema versions (their SUBSCRIBE is answered after)."""
 
@@ -75,7 +69,7 @@ class ConsumerCommands:
                 T.UNSUBSCRIBE: self.unsubscribe, T.CLOSE_CONSUMER: self.close_consumer,
                 T.GET_LAST_MESSAGE_ID: self.last_message_id, T.CONSUMER_STATS: self.consumer_stats}
 
-    def _session(self, consumer_id: int) -> ConsumerSession:
+    def _session(self, consumer_id: int) -> PulsarConsumer:
         session = self._sessions.get(consumer_id)
         if session is None:
             raise NotAllowedError(f"no consumer {consumer_id} on this connection: SUBSCRIBE first")
@@ -124,53 +118,49 @@ class ConsumerCommands:
         topic = front.registry.get(name, create=request.force_topic_creation)
         sub_type = SUB_TYPES[request.subType]
         front.limits.admit(conn.peer, stream=True)
-        session = ConsumerSession(conn, request.consumer_id, topic, request.request_id)
+        consumer = PulsarConsumer(conn, request.consumer_id, topic, request.request_id)
         if request.HasField("consumer_epoch"):
-            session.epoch = request.consumer_epoch
-        consumer = Consumer(
-            next(front.consumer_ids), request.consumer_name or f"consumer-{request.consumer_id}", session.deliver,
-            priority_level=request.priority_level,
-            key_shared=_key_shared_policy(request) if sub_type is SubType.KEY_SHARED else None,
-            on_active_change=session.active_changed, on_error=lambda exc: self._failed(session, exc))
-        session.consumer = consumer
-        session.gate = gate = PermitGate(consumer)
-        ends = topic.termination
-        ends.watch(consumer, session.reached_end)
+            consumer.epoch = request.consumer_epoch
+        session = consumer.session
+        if conn.paused:
+            session.pause()
         try:
-            session.sub = sub = topic.subscribe(request.subscription, sub_type, consumer, durable=request.durable,
-                                                start_offset=self._start_offset(topic, request, front.clock))
+            session.subscribe(topic, request.subscription, sub_type, self._start(request, front.clock),
+                              consumer_id=next(front.consumer_ids),
+                              consumer_name=request.consumer_name or f"consumer-{request.consumer_id}",
+                              durable=request.durable, priority_level=request.priority_level,
+                              key_shared=_key_shared_policy(request))
         except BaseException:
-            ends.forget(consumer)
             front.limits.release(conn.peer, stream=True)
             raise
-        gate.attach(lambda permits: sub.flow(consumer, permits))
-        if conn.paused:
-            gate.close()
-        self._sessions[request.consumer_id] = session
-        front.subscribers.setdefault((topic.topic, sub.name), set()).add(session)
-        session.ready()
-        log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s peer=%s", topic.topic,
-                 request.subscription[:LOGGED_NAME], consumer.consumer_name[:LOGGED_NAME], sub_type, conn.peer)
-        if ends.terminated:
-            topic.check_end_of_topic()
+
+    def joined(self, consumer: PulsarConsumer) -> None:
+        """``consumer`` subscribed (its SUCCESS goes out next)."""
+        self._sessions[consumer.consumer_id] = consumer
+
+    def left(self, consumer: PulsarConsumer) -> None:
+        """``consumer``'s session is over (closed by the client or the broker, or its connection went)."""
+        if self._sessions.get(consumer.consumer_id) is consumer:
+            del self._sessions[consumer.consumer_id]
+        self._front.limits.release(self._conn.peer, stream=True)
 
     @staticmethod
-    def _start_offset(topic, request: cmd.CommandSubscribe, clock) -> int:
+    def _start(request: cmd.CommandSubscribe, clock) -> Start:
         """Where a new subscription starts: a reader's ``start_message_id`` (its entry: the client skips what
         is before the id in it), else the initial position, else ``start_message_rollback_duration_sec``
         ago."""
         if not request.durable and request.HasField("start_message_id"):
             mid = request.start_message_id
             if is_earliest(mid):
-                return topic.start_offset
+                return EARLIEST
             if is_latest(mid):
-                return topic.confirmed_end_offset
-            return max(topic.start_offset, min(signed(mid.entryId), topic.confirmed_end_offset))
+                return LATEST
+            return Start.at(signed(mid.entryId))
         if request.start_message_rollback_duration_sec:
-            return topic.offset_for_timestamp(clock.now_ms() - request.start_message_rollback_duration_sec * 1000)
+            return Start.published(clock.now_ms() - request.start_message_rollback_duration_sec * 1000)
         if request.initialPosition == cmd.CommandSubscribe.Earliest:
-            return topic.start_offset
-        return topic.confirmed_end_offset
+            return EARLIEST
+        return LATEST
 
     # ------------------------------------------------------------------ FLOW and ACK
     def _gone(self, kind: str, consumer_id: int) -> None:
@@ -180,22 +170,21 @@ class ConsumerCommands:
                   consumer_id)
 
     def flow(self, request: cmd.CommandFlow) -> None:
-        session = self._sessions.get(request.consumer_id)
-        if session is None:
+        consumer = self._sessions.get(request.consumer_id)
+        if consumer is None:
             return self._gone("FLOW", request.consumer_id)
-        consumer, gate = session.consumer, session.gate
-        if consumer.permits + gate.withheld + request.messagePermits > MAX_PERMITS:
+        try:
+            consumer.session.flow(request.messagePermits)
+        except InvalidMessage:
             self._conn.abort(f"FLOW would give consumer {request.consumer_id} more than {MAX_PERMITS} permits")
-            return
-        gate.flow(request.messagePermits)
 
     def ack(self, request: cmd.CommandAck) -> None:
-        session = self._sessions.get(request.consumer_id)
-        if session is None and not request.HasField("request_id"):
+        consumer = self._sessions.get(request.consumer_id)
+        if consumer is None and not request.HasField("request_id"):
             return self._gone("ACK", request.consumer_id)
-        session = self._session(request.consumer_id)
-        refusals = acknowledge(session, request.ack_type, request.message_id)
-        error = refusals.as_error(session.topic.topic)
+        consumer = self._session(request.consumer_id)
+        refusals = acknowledge(consumer.session, request.ack_type, request.message_id)
+        error = refusals.as_error(consumer.topic.topic)
         if request.HasField("request_id"):
             reply = cmd.CommandAckResponse(consumer_id=request.consumer_id, request_id=request.request_id)
             if error is not None:
@@ -203,30 +192,24 @@ class ConsumerCommands:
             self._conn.send(T(type=T.ACK_RESPONSE, ackResponse=reply))
         elif error is not None:  # one line for the frame (and at most one per interval), not one per id
             self._conn.log_limits.warning("bad_ack", "event=bad_ack peer=%s topic=%s consumer=%s ids=%d error=%s",
-                                          self._conn.peer, session.topic.topic, request.consumer_id,
+                                          self._conn.peer, consumer.topic.topic, request.consumer_id,
                                           refusals.count, error.message, count=refusals.count)
 
     def redeliver(self, request: cmd.CommandRedeliverUnacknowledgedMessages) -> None:
-        session = self._sessions.get(request.consumer_id)
-        if session is None:
+        consumer = self._sessions.get(request.consumer_id)
+        if consumer is None:
             return self._gone("REDELIVER_UNACKNOWLEDGED_MESSAGES", request.consumer_id)
         if request.HasField("consumer_epoch"):
-            session.epoch = request.consumer_epoch
+            consumer.epoch = request.consumer_epoch
         if not request.message_ids:
-            session.sub.redeliver_unacknowledged(session.consumer)
-            return
-        # the entries named that this consumer holds: one set pass over the ids (100,000 ids cost 0.2 s
-        # looked up one by one), then a lookup per entry held
-        pending = session.consumer.pending
-        held = sorted(start for start in {mid.entryId for mid in request.message_ids} if start in pending)
-        ranges = [(start, end) for start in held for s, end in pending.overlapping(start, start + 1) if s == start]
-        if ranges:
-            session.sub.redeliver(session.consumer, ranges)
+            consumer.session.redeliver()
+        else:
+            consumer.session.redeliver_entries(mid.entryId for mid in request.message_ids)
 
     # ------------------------------------------------------------------ SEEK, UNSUBSCRIBE, CLOSE_CONSUMER
     def seek(self, request: cmd.CommandSeek) -> None:
-        session = self._session(request.consumer_id)
-        topic, sub = session.topic, session.sub
+        consumer = self._session(request.consumer_id)
+        topic = consumer.topic
         if request.HasField("message_publish_time"):
             offset = topic.offset_for_timestamp(request.message_publish_time)
         elif request.HasField("message_id"):
@@ -240,77 +223,33 @@ class ConsumerCommands:
         else:
             raise InvalidMessage("SEEK needs a message_id or a message_publish_time")
         # Pulsar's order: the subscription's consumers are closed (CLOSE_CONSUMER) before the cursor moves, and
-        # the SEEK is answered last. Nothing is sent from the old position meanwhile (the client would count
-        # it as redelivered, or filter what follows with its old start id), and what they held is forgotten
-        # with the reset: replays carry redelivery_count 0.
-        for other in list(self._front.subscribers.get((topic.topic, sub.name), ())):
-            other.conn.consumers.end(other, keep_reader=True)
-        sub.seek(offset)
-        if topic.termination.terminated:
-            topic.termination.rewound(sub)
-        self._conn.success(request.request_id)
-        log.info("event=consumer_seek topic=%s subscription=%s offset=%d", topic.topic, sub.name[:LOGGED_NAME], offset)
-        if not sub.durable:
-            self._expire_reader(topic, sub)
-
-    @staticmethod
-    def _expire_reader(topic, sub) -> None:
-        import asyncio
-
-        asyncio.get_running_loop().call_later(READER_RESUBSCRIBE_S, topic.drop_idle_reader, sub)
+        # the SEEK is answered last (see ConsumerSession.seek)
+        consumer.session.seek(offset, lambda: self._conn.success(request.request_id), close_consumers=True)
 
     def unsubscribe(self, request: cmd.CommandUnsubscribe) -> None:
-        session = self._session(request.consumer_id)
-        session.topic.unsubscribe(session.sub.name, requester=session.consumer, force=request.force,
-                                  durable=session.sub.durable)
-        self._forget(session, left=False)
+        consumer = self._session(request.consumer_id)
+        consumer.session.unsubscribe(force=request.force)
+        self.left(consumer)
         self._conn.success(request.request_id)
-        log.info("event=consumer_unsubscribed topic=%s subscription=%s", session.topic.topic,
-                 session.sub.name[:LOGGED_NAME])
 
     def close_consumer(self, request: cmd.CommandCloseConsumer) -> None:
-        session = self._sessions.get(request.consumer_id)
-        if session is not None:
-            self._forget(session)
+        consumer = self._sessions.get(request.consumer_id)
+        if consumer is not None:
+            consumer.session.close()
+            self.left(consumer)
         self._conn.success(request.request_id)
 
-    def end(self, session: ConsumerSession, *, keep_reader: bool = False) -> None:
-        """The broker ends ``session`` (seek, unload, topic deleted, a damaged segment): CLOSE_CONSUMER, and
-        the client subscribes again."""
-        if session.closed:
-            return
-        self._forget(session, keep_reader=keep_reader)
-        self._conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
-            consumer_id=session.consumer_id, request_id=0)))
-
-    def _failed(self, session: ConsumerSession, exc: Exception) -> None:
-        log.info("event=consumer_disconnected topic=%s consumer=%s reason=%s", session.topic.topic,
-                 session.consumer_id, getattr(exc, "code", type(exc).__name__))
-        self.end(session)
-
-    def _forget(self, session: ConsumerSession, *, left: bool = True, keep_reader: bool = False) -> None:
-        session.closed = True
-        self._sessions.pop(session.consumer_id, None)
-        subscribers = self._front.subscribers.get((session.topic.topic, session.sub.name))
-        if subscribers is not None:
-            subscribers.discard(session)
-            if not subscribers:
-                del self._front.subscribers[(session.topic.topic, session.sub.name)]
-        if left:
-            # keep_reader: the reader's subscription stays while its consumer subscribes again (see seek)
-            session.topic.consumer_left(session.sub, session.consumer, keep_reader=keep_reader)
-        self._front.limits.release(self._conn.peer, stream=True)
-
     def connection_closed(self) -> None:
-        for session in list(self._sessions.values()):
-            self._forget(session)
+        for consumer in list(self._sessions.values()):
+            consumer.session.close()
+            self.left(consumer)
 
     def writable(self, writable: bool) -> None:
-        for session in self._sessions.values():
+        for consumer in self._sessions.values():
             if writable:
-                session.gate.open()
+                consumer.session.resume()
             else:
-                session.gate.close()
+                consumer.session.pause()
 
     # ------------------------------------------------------------------ GET_LAST_MESSAGE_ID, CONSUMER_STATS
     def last_message_id(self, request: cmd.CommandGetLastMessageId) -> None:
@@ -323,7 +262,7 @@ class ConsumerCommands:
         self._conn.send(T(type=T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=reply))
 
     @staticmethod
-    def _last_ids(session: ConsumerSession) -> tuple:
+    def _last_ids(session: PulsarConsumer) -> tuple:
         """The topic's last message id and the subscription's mark-delete position (None when nothing is
         acknowledged), looked up again only when the topic's end or the mark-delete point moved: each lookup
         may read the storage (an old mark-delete entry is not cached), and a client may ask 20,000 times in
