@@ -58,7 +58,7 @@ async def load_rounds(data_dir: Path, rounds: int, end: int) -> list[float]:
             sub = topic.durable_subscription(name)
             for k in range(0, 2000, 2):  # individual acks: a cursor with 1,000 ranges
                 sub.cursor.ack(end // 2 + k, end // 2 + k + 1)
-            topic._cursor_changed(name)
+            topic.cursor_changed(name)
         times = []
         for _ in range(rounds):
             assert registry.unload(str(TOPIC))

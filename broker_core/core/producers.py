@@ -1,5 +1,6 @@
 """Producers of a topic: default names (unique across broker restarts: deduplication keys on producer
-names), their bookkeeping, and admission under the access modes and the producer limit."""
+names), their bookkeeping, and admission under the access modes and the producer limit
+(:class:`TopicProducers`, which each topic owns)."""
 from __future__ import annotations
 
 import itertools
@@ -44,16 +45,24 @@ def check_producer_limit(topic: str, limit: int, producers: int) -> None:
                            " `topics set-max-producers`)", topic=topic, limit=limit)
 
 
-class TopicProducers:
-    """The producer half of a topic (persistent or not; a mixin): ``producers`` by id, ``access`` (the
-    access modes), ``max_producers``, and the topic's ``topic`` name and ``closed`` flag."""
+_PRODUCER_IDS = itertools.count(1)
+"""Producer ids are broker-wide: a session's producer id never names two topics' producers."""
 
-    _producer_ids = itertools.count(1)
-    topic: str
-    closed: bool
-    max_producers: int
-    producers: dict[int, ProducerInfo]
-    access: ProducerAccess
+
+class TopicProducers:
+    """The producers of one topic (persistent or not): ``producers`` by id, ``access`` (the access modes)
+    and ``max_producers``. ``is_closed`` tells whether the topic is closing; ``refuse`` runs first on each
+    new producer (a persistent topic raises ``TopicTerminated`` there once terminated)."""
+
+    def __init__(self, topic: str, max_producers: int, is_closed: Callable[[], bool], *,
+                 refuse: Callable[[], None] = lambda: None) -> None:
+        self.topic = topic
+        self.max_producers = max_producers
+        """Most producers at once (0: no limit); the registry applies namespace and topic policies."""
+        self.producers: dict[int, ProducerInfo] = {}
+        self.access = ProducerAccess(topic)
+        self._is_closed = is_closed
+        self._refuse = refuse
 
     def add_producer(self, producer_name: str, properties: dict[str, str],
                      access_mode: AccessMode = AccessMode.SHARED, *,
@@ -62,10 +71,11 @@ class TopicProducers:
         """Register a producer under the access modes' rules (see :mod:`.access`): returns its info and
         whether it may publish now (False: ``WaitForExclusive`` queued it; ``granted`` runs later).
         ``fence(error)`` ends the producer's session: fenced by another, or the topic terminated or unloaded."""
-        if self.closed:
+        self._refuse()
+        if self._is_closed():
             raise NotAllowedError(f"topic {self.topic} is closing")
         check_producer_limit(self.topic, self.max_producers, len(self.producers) + len(self.access.waiting))
-        info = ProducerInfo(producer_name, next(self._producer_ids), dict(properties), AccessMode(access_mode),
+        info = ProducerInfo(producer_name, next(_PRODUCER_IDS), dict(properties), AccessMode(access_mode),
                             disconnect=fence)
 
         def admitted() -> None:
@@ -85,3 +95,20 @@ class TopicProducers:
     def remove_producer(self, info: ProducerInfo) -> None:
         self.producers.pop(info.producer_id, None)
         self.access.remove(info.producer_id)
+
+    def disconnect_all(self, error: PulsarLikeError) -> int:
+        """End every producer's session with ``error``, waiting ones first (so none is admitted meanwhile);
+        returns how many were ended."""
+        ended = len(self.access.waiting)
+        self.access.drop_waiting(error)
+        for producer in list(self.producers.values()):
+            producer.disconnect(error)
+            ended += 1
+        return ended
+
+    def stats(self) -> list[dict]:
+        """The ``publishers`` of Pulsar's topic stats."""
+        return [{"producerName": p.producer_name, "producerId": p.producer_id,
+                 "msgInCounter": p.msg_in_counter, "bytesInCounter": p.bytes_in_counter,
+                 "metadata": p.properties, "accessMode": p.access_mode.pulsar_name}
+                for p in self.producers.values()]

@@ -19,8 +19,12 @@ from broker_core.core.topic_protocol import Topic
 from broker_core.types import TopicName
 
 ROOT = Path(__file__).resolve().parents[2]
+TOPIC_PARTS = sorted([*(ROOT / "broker_core/core/persistent").glob("*.py"),
+                      ROOT / "broker_core/core/nonpersistent/topic.py", ROOT / "broker_core/core/producers.py"])
+# "other.field = ..." or "other.field += ...": a helper writing another object's private state
+FOREIGN_PRIVATE_WRITE = re.compile(r"\b(?!self\b)[a-z_][a-z_0-9]*(\.[a-z_][a-z_0-9]*)*\._[a-z_0-9]+\s*[-+|&]?=[^=]")
 TOPIC_CLASSES = [PersistentTopic, NonPersistentTopic]
-# the modules that define the topic classes (their mixins too) and the protocol: only they may know the classes
+# the modules that define the topic classes (their helpers too) and the protocol: only they may know the classes
 TOPIC_MODULES = re.compile(r"broker_core/core/(persistent|nonpersistent)/[a-z_]+\.py$")
 BRANCH = re.compile(r"\b(isinstance|issubclass)\([^)]*\b(Persistent|NonPersistent)Topic\b"
                     r"|\b(hasattr|getattr)\((topic|found|t|session\.topic)\b")
@@ -161,3 +165,22 @@ def test_the_branch_finder_finds_a_branch_on_a_topic_class():
 
 def test_no_module_outside_the_topic_modules_branches_on_a_topic_class():
     assert _branches_on_topic_classes() == []
+
+
+@pytest.mark.parametrize("cls", TOPIC_CLASSES, ids=lambda cls: cls.__name__)
+def test_each_topic_class_is_composed_of_helpers_not_mixins(cls):
+    assert cls.__bases__ == (object,)
+
+
+def test_no_topic_helper_chains_super_or_writes_another_objects_private_state():
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}" for path in TOPIC_PARTS
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if "super()" in line or FOREIGN_PRIVATE_WRITE.search(line)]
+    assert found == []
+
+
+def test_the_private_write_finder_finds_one():
+    assert FOREIGN_PRIVATE_WRITE.search("        topic._dirty = set()")
+    assert FOREIGN_PRIVATE_WRITE.search("        self.topic._removing = None")
+    assert not FOREIGN_PRIVATE_WRITE.search("        self._dirty = set()")
+    assert not FOREIGN_PRIVATE_WRITE.search("        if other._dirty == x:")

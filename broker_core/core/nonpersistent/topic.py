@@ -33,17 +33,17 @@ from __future__ import annotations
 
 import logging
 from types import MappingProxyType
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import InvalidMessage, MessageTooBig, NotAllowedError, PulsarLikeError, SubscriptionNotFound
-from broker_core.protocol.codec import broker_entry_prefix, check_entry, decode_entry
-from broker_core.core.access import ProducerAccess
+from broker_core.errors import NotAllowedError, PulsarLikeError, SubscriptionNotFound
+from broker_core.protocol.codec import broker_entry_prefix
+from broker_core.core.access import AccessMode, ProducerAccess
 from broker_core.core.rates import TopicRates
 from broker_core.core.producers import ProducerInfo, TopicProducers
 from broker_core.protocol.entry_limits import FRAME_PADDING
-from broker_core.core.persistent.topic import Accepted, check_consumer_limit, deleted
+from broker_core.core.topic_rules import Accepted, check_consumer_limit, checked_entry, deleted
 from broker_core.storage.log import StoredEntry
 from broker_core.types import NON_PERSISTENT, TopicName
 from dispatch.consumer import Consumer
@@ -90,7 +90,7 @@ class NeverTerminated:
 NEVER_TERMINATED = NeverTerminated()
 
 
-class NonPersistentTopic(TopicProducers):
+class NonPersistentTopic:
     """A non-persistent topic partition; implements :class:`~broker_core.core.topic_protocol.Topic`.
     What needs stored data is refused here, so every front end refuses it alike."""
 
@@ -116,9 +116,7 @@ class NonPersistentTopic(TopicProducers):
         self.next_offset = 0
         """Offset of the next message published: a dense running counter, never stored."""
         self.subscriptions: dict[str, NonPersistentSubscription] = {}
-        self.producers: dict[int, ProducerInfo] = {}
-        self.access = ProducerAccess(self.topic)
-        self.max_producers = config.maxProducersPerTopic
+        self._producers = TopicProducers(self.topic, config.maxProducersPerTopic, lambda: self.closed)
         self.max_consumers = config.maxConsumersPerTopic
         self.dedup = None
         self.msg_in_counter = 0
@@ -154,8 +152,31 @@ class NonPersistentTopic(TopicProducers):
         return None
 
     # ------------------------------------------------------------------ producers
+    @property
+    def producers(self) -> Mapping[int, ProducerInfo]:
+        return self._producers.producers
+
+    @property
+    def access(self) -> ProducerAccess:
+        return self._producers.access
+
+    @property
+    def max_producers(self) -> int:
+        """Most producers at once (0: no limit); the registry applies namespace and topic policies."""
+        return self._producers.max_producers
+
+    @max_producers.setter
+    def max_producers(self, value: int) -> None:
+        self._producers.max_producers = value
+
+    def add_producer(self, producer_name: str, properties: dict[str, str],
+                     access_mode: AccessMode = AccessMode.SHARED, *,
+                     fence: Callable[[PulsarLikeError], None] = lambda error: None,
+                     granted: Callable[[], None] = lambda: None) -> tuple[ProducerInfo, bool]:
+        return self._producers.add_producer(producer_name, properties, access_mode, fence=fence, granted=granted)
+
     def remove_producer(self, info: ProducerInfo) -> None:
-        super().remove_producer(info)
+        self._producers.remove_producer(info)
         self._check_idle()
 
     def last_sequence_id(self, producer_name: str) -> int:
@@ -174,14 +195,8 @@ class NonPersistentTopic(TopicProducers):
         results: list[Accepted] = []
         stored: list[StoredEntry] = []
         for send in entries:
-            data = send.data
             try:
-                if len(data) > self._max_entry:
-                    raise MessageTooBig(size=len(data), limit=self._config.maxMessageSize)
-                metadata, payload = decode_entry(data)
-                count = check_entry(metadata, len(payload), self._config.maxMessageSize)
-                if send.num_messages and send.num_messages != count:
-                    raise InvalidMessage(f"entry declares {send.num_messages} messages but its metadata holds {count}")
+                metadata, count = checked_entry(send, self._max_entry, self._config.maxMessageSize)
                 if metadata.num_chunks_from_msg > 1:
                     raise NotAllowedError(f"chunked messages are not allowed on non-persistent topic {self.topic}:"
                                           " a consumer could miss any chunk; send them to a persistent topic")
@@ -190,7 +205,7 @@ class NonPersistentTopic(TopicProducers):
                 continue
             offset = self.next_offset
             entry = StoredEntry(offset, count, metadata.publish_time, self.ledger_id,
-                                broker_entry_prefix(now, offset + count - 1) + data)
+                                broker_entry_prefix(now, offset + count - 1) + send.data)
             self.next_offset = offset + count
             stored.append(entry)
             results.append(Accepted(send.sequence_id, send.highest_sequence_id, entry=entry))
@@ -315,10 +330,7 @@ class NonPersistentTopic(TopicProducers):
             "msgDropCount": removed["msgDropCount"] + sum(s["msgDropCount"] for s in subs.values()),
             "storageSize": 0,
             "backlogSize": 0,
-            "publishers": [{"producerName": p.producer_name, "producerId": p.producer_id,
-                            "msgInCounter": p.msg_in_counter, "bytesInCounter": p.bytes_in_counter,
-                            "metadata": p.properties, "accessMode": p.access_mode.pulsar_name}
-                           for p in self.producers.values()],
+            "publishers": self._producers.stats(),
             "waitingPublishers": len(self.access.waiting),
             "deduplicationStatus": "Disabled",
             "subscriptions": subs,
@@ -333,9 +345,7 @@ class NonPersistentTopic(TopicProducers):
     async def delete(self) -> None:
         """Close every client's session (they reconnect, as Pulsar's do), then the topic."""
         error = deleted(self.topic)
-        self.access.drop_waiting(error)
-        for producer in list(self.producers.values()):
-            producer.disconnect(error)
+        self._producers.disconnect_all(error)
         for sub in list(self.subscriptions.values()):
             for consumer in sub.consumers:
                 consumer.fail(error)

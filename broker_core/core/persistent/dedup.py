@@ -173,3 +173,27 @@ class Deduplication:
     def _record(key: SequenceKey, into: dict[str, int]) -> None:
         if key.checked and key.highest_sequence_id > into.get(key.producer_name, -1):
             into[key.producer_name] = key.highest_sequence_id
+
+
+class DeduplicationSwitch:
+    """Whether one topic deduplicates (the registry turns it on and off by policy), and its state when it
+    does: ``current`` is None while off."""
+
+    def __init__(self, directory: Path, snapshot_interval: int, managed_log: ManagedLog) -> None:
+        self._directory = directory
+        self._interval = snapshot_interval
+        self._log = managed_log
+        self.current: Deduplication | None = None
+
+    def set_enabled(self, enabled: bool) -> None:
+        """Turn deduplication on (recovering its state from the snapshot and the log) or off."""
+        if enabled and self.current is None:
+            dedup = Deduplication(self._directory, self._interval)
+            dedup.recover(self._log)
+            self.current = dedup
+        elif not enabled and self.current is not None:
+            self.current = None
+
+    def last_sequence_id(self, producer_name: str) -> int:
+        """The highest sequence id stored for ``producer_name`` (-1: unknown or deduplication off)."""
+        return self.current.last_sequence_id(producer_name) if self.current is not None else -1

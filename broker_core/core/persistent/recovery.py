@@ -1,4 +1,4 @@
-"""What a topic checks when it loads: its durable state against the log it recovered.
+"""What a topic checks when it loads: its durable state against the log it recovered (:func:`open_log`).
 
 The log recovers on its own (:mod:`broker_core.storage.log`): a torn tail is cut, a damaged segment is
 fenced. But a topic also stores other things that name offsets -- the cursors of its durable
@@ -25,9 +25,17 @@ check.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Iterable
 
+from broker_core.clock import Clock
+from broker_core.config import BrokerConfig
+from broker_core.core.persistent.dedup import discard_snapshot, stored_snapshot_offset
+from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.storage.cursor import ManagedCursor
+from broker_core.storage.cursor_store import CursorStore
+from broker_core.storage.files import FileBudget
+from broker_core.storage.log import ManagedLog
 
 log = logging.getLogger("broker_core.core.persistent.topic")
 
@@ -70,3 +78,29 @@ def next_offset_after_recovery(topic: str, start_offset: int, end_offset: int,
         log.error("event=log_end_moved topic=%s recovered_end_offset=%d next_offset=%d detail=%r", topic,
                   end_offset, high, "offsets that were handed out before the loss are not reused")
     return high, stale
+
+
+def open_log(topic: str, directory: Path, config: BrokerConfig, clock: Clock,
+             files: FileBudget) -> tuple[ManagedLog, CursorStore, dict[str, ManagedCursor]]:
+    """Open the partition stored in ``directory``: its log (recovered, and moved past every offset handed
+    out before, steps 1-4) and its durable cursors; a stale deduplication snapshot is discarded (step 3)."""
+    managed_log = ManagedLog(
+        directory,
+        max_segment_bytes=config.managedLedgerMaxSizePerLedgerMbytes << 20,
+        max_segment_age_ms=config.managedLedgerMaxLedgerRolloverTimeMinutes * 60_000,
+        cache_bytes=config.managedLedgerCacheSizeMB << 20,
+        max_entry_bytes=config.maxMessageSize + FRAME_PADDING + 64,
+        clock=clock,
+        max_segment_entries=config.managedLedgerMaxEntriesPerLedger,
+        files=files,
+        name=topic,
+    )
+    cursor_store = CursorStore(directory / "cursors")
+    cursors = cursor_store.load_all()
+    next_offset, stale_snapshot = next_offset_after_recovery(
+        topic, managed_log.start_offset, managed_log.end_offset, cursors.values(),
+        stored_snapshot_offset(directory))
+    if stale_snapshot:
+        discard_snapshot(directory)
+    managed_log.skip_to(next_offset)
+    return managed_log, cursor_store, cursors

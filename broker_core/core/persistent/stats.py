@@ -1,6 +1,7 @@
 """Pulsar's topic stats (``pulsarlike admin topics stats``): of a persistent topic partition, counters and
-sizes read from the topic (its rates are added by :class:`~broker_core.core.rates.TopicRates`, computed
-by the broker over the stats interval, never per request); of a partitioned topic, its partitions' summed."""
+sizes read from the topic's helpers (:class:`TopicStats`; its rates are added by
+:class:`~broker_core.core.rates.TopicRates`, computed by the broker over the stats interval, never per
+request); of a partitioned topic, its partitions' summed."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
@@ -8,37 +9,57 @@ from typing import TYPE_CHECKING, Any, Mapping
 from broker_core.core.rates import average_size
 
 if TYPE_CHECKING:
-    from broker_core.core.persistent.topic import PersistentTopic
+    from broker_core.core.persistent.dedup import DeduplicationSwitch
+    from broker_core.core.persistent.publishing import Publisher
+    from broker_core.core.persistent.retention import TopicRetention
+    from broker_core.core.persistent.subscriptions import TopicSubscriptions
+    from broker_core.core.producers import TopicProducers
+    from broker_core.core.termination import Termination
+    from broker_core.storage.journal import Journal
     from broker_core.storage.log import ManagedLog
 
 
-def topic_stats(topic: "PersistentTopic") -> dict[str, Any]:
-    subs = {name: sub.stats() for name, sub in topic.subscriptions.items()}
-    for name, stats in subs.items():
-        stats["totalMsgExpired"] = topic.msg_expired.get(name, 0)
-        stats["lastActiveTimestamp"] = topic.activity.last_active_ms(name)
-    for name, sub in topic.readers.items():  # a reader named like a durable subscription is listed apart
-        subs[name if name not in subs else f"{name} (non-durable)"] = sub.stats()
-    oldest = min((sub.cursor.mark_delete_offset + 1 for sub in topic.subscriptions.values() if sub.durable),
-                 default=topic.journal.confirmed_end_offset)
-    return {
-        "msgInCounter": topic.msg_in_counter,
-        "bytesInCounter": topic.bytes_in_counter,
-        "msgOutCounter": sum(s.get("msgOutCounter", 0) for s in subs.values()),
-        "bytesOutCounter": sum(s.get("bytesOutCounter", 0) for s in subs.values()),
-        "storageSize": topic.log.size_bytes,
-        "backlogSize": bytes_from(topic.log, oldest),
-        "publishers": [{"producerName": p.producer_name, "producerId": p.producer_id,
-                        "msgInCounter": p.msg_in_counter, "bytesInCounter": p.bytes_in_counter,
-                        "metadata": p.properties, "accessMode": p.access_mode.pulsar_name}
-                       for p in topic.producers.values()],
-        "waitingPublishers": len(topic.access.waiting),
-        "deduplicationStatus": "Enabled" if topic.dedup is not None else "Disabled",
-        "subscriptions": subs,
-        "firstOffset": topic.log.start_offset,
-        "lastOffset": topic.journal.confirmed_end_offset - 1,
-        "terminated": topic.termination.terminated,
-    }
+class TopicStats:
+    """The stats of the partition stored in ``managed_log``, read from the helpers that keep each figure."""
+
+    def __init__(self, managed_log: "ManagedLog", journal: "Journal", subscriptions: "TopicSubscriptions",
+                 retention: "TopicRetention", publisher: "Publisher", producers: "TopicProducers",
+                 dedup: "DeduplicationSwitch", termination: "Termination") -> None:
+        self._log = managed_log
+        self._journal = journal
+        self._subs = subscriptions
+        self._retention = retention
+        self._publisher = publisher
+        self._producers = producers
+        self._dedup = dedup
+        self._termination = termination
+
+    def raw(self) -> dict[str, Any]:
+        """The stats without rates."""
+        durable = self._subs.subscriptions
+        subs = {name: sub.stats() for name, sub in durable.items()}
+        for name, stats in subs.items():
+            stats["totalMsgExpired"] = self._retention.msg_expired.get(name, 0)
+            stats["lastActiveTimestamp"] = self._subs.activity.last_active_ms(name)
+        for name, sub in self._subs.readers.items():  # a reader named like a durable subscription is listed apart
+            subs[name if name not in subs else f"{name} (non-durable)"] = sub.stats()
+        oldest = min((sub.cursor.mark_delete_offset + 1 for sub in durable.values() if sub.durable),
+                     default=self._journal.confirmed_end_offset)
+        return {
+            "msgInCounter": self._publisher.msg_in_counter,
+            "bytesInCounter": self._publisher.bytes_in_counter,
+            "msgOutCounter": sum(s.get("msgOutCounter", 0) for s in subs.values()),
+            "bytesOutCounter": sum(s.get("bytesOutCounter", 0) for s in subs.values()),
+            "storageSize": self._log.size_bytes,
+            "backlogSize": bytes_from(self._log, oldest),
+            "publishers": self._producers.stats(),
+            "waitingPublishers": len(self._producers.access.waiting),
+            "deduplicationStatus": "Enabled" if self._dedup.current is not None else "Disabled",
+            "subscriptions": subs,
+            "firstOffset": self._log.start_offset,
+            "lastOffset": self._journal.confirmed_end_offset - 1,
+            "terminated": self._termination.terminated,
+        }
 
 
 def bytes_from(log: "ManagedLog", offset: int) -> int:
