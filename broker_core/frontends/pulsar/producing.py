@@ -1,7 +1,9 @@
 """PRODUCER, SEND and CLOSE_PRODUCER: the producers of one connection.
 
-A producer is registered on its topic exactly as the gRPC front end registers one (access modes, the
-producer limit, names unique per topic); its schema, when it brings one, is registered in the schema
+Each producer is a :class:`~broker_core.core.producer_session.ProducerSession`, as the gRPC front end's
+(access modes, the producer limit, names unique per topic, WaitForExclusive, fencing, the write fault,
+receipts in order); this module translates the commands into session calls and the session's events into
+frames, and keeps what is the binary protocol's own: producer ids, epochs, schemas. Its schema, when it brings one, is registered in the schema
 registry and its version returned. ``PRODUCER_SUCCESS`` carries ``last_sequence_id``: the highest sequence
 id deduplication has stored for the producer's name (-1 without deduplication), so a producer that
 reconnects after a broker restart goes on after what is stored. A ``WaitForExclusive`` producer is answered
@@ -32,25 +34,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from broker_core.errors import (NotAllowedError, PersistenceError, ProducerBusy, PulsarLikeError,
-                                ServiceNotReady)
+from broker_core.errors import NotAllowedError, ProducerBusy, PulsarLikeError
 from broker_core.protocol import pulsar_api_pb2 as wire
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
 from broker_core.core.access import AccessMode
-from broker_core.core.producers import ProducerInfo
+from broker_core.core.producer_session import ProducerSession, Receipt, WriteFaults
 from broker_core.frontends.pulsar.frames import encode
 from broker_core.frontends.pulsar.schema_commands import register
-from broker_core.core.write_fault import WriteFault
 from broker_core.types import TopicName
 
 if TYPE_CHECKING:
     from broker_core.frontends.pulsar.connection import PulsarConnection
-    from broker_core.core.persistent.topic import Accepted
 
 log = logging.getLogger(__name__)
 
@@ -73,89 +71,69 @@ class SendEntry(NamedTuple):
     num_messages: int
 
 
-class ProducerSession:
-    """One producer of a connection: its registration on the topic and its receipts, owed in order."""
+class PulsarProducer:
+    """One producer of a connection: its id and epoch on the wire, and the session's events as frames."""
 
-    __slots__ = ("conn", "producer_id", "topic", "info", "name", "epoch", "ready", "receipts", "request_id",
-                 "schema_version", "closed", "closing", "writable")
+    __slots__ = ("conn", "producer_id", "epoch", "request_id", "schema_version", "session")
 
-    def __init__(self, conn: "PulsarConnection", producer_id: int, topic, name: str, epoch: int,
-                 request_id: int, schema_version: bytes | None) -> None:
+    def __init__(self, conn: "PulsarConnection", producer_id: int, epoch: int, request_id: int,
+                 schema_version: bytes | None) -> None:
         self.conn = conn
         self.producer_id = producer_id
-        self.topic = topic
-        self.info: ProducerInfo | None = None
-        self.name = name
         self.epoch = epoch
-        self.ready = False
-        self.receipts: deque[list] = deque()  # [frame bytes or None while waiting]
         self.request_id = request_id
+        """The PRODUCER being answered (a client asking again gets the answer under its new id)."""
         self.schema_version = schema_version
-        self.closed = False
-        self.closing = False
-        """A send could not be stored: the producer ends once the receipts owed before it have left."""
-        self.writable: Callable[[], None] | None = None
-        """Held ``producer_ready=false`` until its topic can write again: the callback waiting for that."""
+        self.session: ProducerSession | None = None
 
-    def opened(self, ready: bool = True) -> None:
-        reply = cmd.CommandProducerSuccess(request_id=self.request_id, producer_name=self.name,
-                                           last_sequence_id=self.topic.last_sequence_id(self.name),
-                                           producer_ready=ready)
+    @property
+    def closed(self) -> bool:
+        return self.session is None or self.session.closed
+
+    def opened(self, last_sequence_id: int, ready: bool) -> None:
+        reply = cmd.CommandProducerSuccess(request_id=self.request_id, producer_name=self.session.name,
+                                           last_sequence_id=last_sequence_id, producer_ready=ready)
         if self.schema_version is not None:
             reply.schema_version = self.schema_version
-        self.ready = ready
         self.conn.send(T(type=T.PRODUCER_SUCCESS, producer_success=reply))
 
-    def reserve(self) -> list:
-        slot: list = [None]
-        self.receipts.append(slot)
-        return slot
+    def ended(self, error: PulsarLikeError | None) -> None:
+        self.conn.producers.end(self)
 
-    def fill(self, slot: list, frames: bytes) -> None:
-        slot[0] = frames
-        receipts = self.receipts
-        while receipts and receipts[0][0] is not None:
-            frames = receipts.popleft()[0]
-            if frames:
-                self.conn.write(frames)
-        if self.closing and not receipts and not self.closed:
-            self.conn.producers.cannot_store(self)
-
-    def published(self, slot: list, sequence_id: int, highest: int, results: "list[Accepted]",
-                  error: BaseException | None) -> None:
+    def receipts(self, receipts: list[Receipt]) -> None:
+        if not receipts:
+            return
         frames = []
-        for result in results:
-            failure = result.error or (error if result.entry is not None else None)
-            if result.duplicate:
-                frames.append(self._receipt(sequence_id, highest, NO_ID, NO_ID))
+        for receipt in receipts:
+            failure = receipt.failure
+            if receipt.duplicate:
+                frames.append(self._receipt(receipt, NO_ID, NO_ID))
             elif failure is None:
-                entry = result.entry
-                frames.append(self._receipt(sequence_id, highest, entry.ledger_id, entry.offset))
-            elif isinstance(failure, PersistenceError):  # no SEND_ERROR: see the module docstring
-                self.closing = True
+                frames.append(self._receipt(receipt, receipt.entry.ledger_id, receipt.entry.offset))
             else:
                 if not isinstance(failure, PulsarLikeError):
                     from broker_core.frontends.pulsar.connection import unexpected
                     failure = unexpected(failure, self.conn.peer)
-                frames.append(self.send_error(sequence_id, failure))
-        self.fill(slot, b"".join(frames))
+                frames.append(send_error(self.producer_id, receipt.sequence_id, failure))
+        self.conn.write(b"".join(frames))
 
-    def _receipt(self, sequence_id: int, highest: int, ledger_id: int, entry_id: int) -> bytes:
+    def _receipt(self, receipt: Receipt, ledger_id: int, entry_id: int) -> bytes:
         return encode(T(type=T.SEND_RECEIPT, send_receipt=cmd.CommandSendReceipt(
-            producer_id=self.producer_id, sequence_id=sequence_id, highest_sequence_id=highest,
+            producer_id=self.producer_id, sequence_id=receipt.sequence_id,
+            highest_sequence_id=receipt.highest_sequence_id,
             message_id=wire.MessageIdData(ledgerId=ledger_id, entryId=entry_id))))
 
-    def send_error(self, sequence_id: int, exc: PulsarLikeError) -> bytes:
-        return encode(T(type=T.SEND_ERROR, send_error=cmd.CommandSendError(
-            producer_id=self.producer_id, sequence_id=sequence_id, error=server_error(exc),
-            message=wire_message(exc))))
+
+def send_error(producer_id: int, sequence_id: int, exc: PulsarLikeError) -> bytes:
+    return encode(T(type=T.SEND_ERROR, send_error=cmd.CommandSendError(
+        producer_id=producer_id, sequence_id=sequence_id, error=server_error(exc), message=wire_message(exc))))
 
 
 class ProducerCommands:
     def __init__(self, conn: "PulsarConnection") -> None:
         self._conn = conn
         self._front = conn.front
-        self._sessions: dict[int, ProducerSession] = {}
+        self._producers: dict[int, PulsarProducer] = {}
         self._ended_ids: dict[int, None] = {}
         """Ids of the producers the broker ended (oldest first): SENDs still on their way are dropped."""
         self._registering: dict[int, asyncio.Task] = {}
@@ -166,11 +144,11 @@ class ProducerCommands:
 
     # ------------------------------------------------------------------ PRODUCER
     def producer(self, request: cmd.CommandProducer) -> None:
-        existing = self._sessions.get(request.producer_id)
+        existing = self._producers.get(request.producer_id)
         if existing is not None:  # the client asked again (a timeout on its side): the same answer
-            if existing.ready:
+            if existing.session.ready:
                 existing.request_id = request.request_id
-                existing.opened()
+                existing.opened(existing.session.last_sequence_id, True)
             else:
                 raise ProducerBusy(f"producer {request.producer_id} is already being created on this connection")
             return
@@ -214,128 +192,83 @@ class ProducerCommands:
     def _open(self, request: cmd.CommandProducer, name: TopicName, schema_version: bytes | None) -> None:
         front, conn = self._front, self._conn
         topic = front.registry.get(name, create=True)  # again: it may have been unloaded during a schema's write
-        writes: WriteFault | None = topic.writes
-        if writes is not None and writes.error is not None and not request.epoch:
-            raise ServiceNotReady(f"topic {topic.topic} cannot store messages now"
-                                  f" ({getattr(writes.error, 'reason', None) or writes.error.message}): retry once"
-                                  " the broker's storage works again")
-        producer_name = request.producer_name or front.producer_names.next()
-        front.limits.admit(conn.peer, stream=True)
-        session = ProducerSession(conn, request.producer_id, topic, producer_name, request.epoch,
-                                  request.request_id, schema_version)
-        try:
-            info, admitted = self._add(topic, session, request)
-        except BaseException:
-            front.limits.release(conn.peer, stream=True)
-            raise
-        session.info = info
-        self._sessions[request.producer_id] = session
-        self._ended_ids.pop(request.producer_id, None)
-        front.producers[(topic.topic, producer_name)] = session
+        producer = PulsarProducer(conn, request.producer_id, request.epoch, request.request_id, schema_version)
+        session = producer.session = ProducerSession(
+            topic, request.producer_name, front.producer_names, producer,
+            properties={kv.key: kv.value for kv in request.metadata},
+            access_mode=ACCESS_MODES[request.producer_access_mode], write_faults=WriteFaults.CLOSE_PRODUCER,
+            reconnecting=request.epoch > 0, peer=conn.peer)
         initial = request.initial_subscription_name if request.HasField("initial_subscription_name") else ""
-        # a non-persistent topic's subscriptions are its consumers' (create_subscription refuses): none made here
-        if initial and topic.persistent and initial not in topic.subscriptions:
-            topic.create_subscription(initial, topic.confirmed_end_offset)
-        if admitted and writes is not None and not writes.can_write:
-            self._hold(session, writes)
-            return
-        if admitted:
-            session.opened()
-        else:
-            session.opened(ready=False)
-            log.info("event=producer_waiting topic=%s producer=%s", topic.topic, producer_name)
-            return
-        log.info("event=producer_opened topic=%s producer=%s access_mode=%s peer=%s", topic.topic, producer_name,
-                 info.access_mode.name, conn.peer)
 
-    def _add(self, topic, session: ProducerSession, request: cmd.CommandProducer) -> tuple[ProducerInfo, bool]:
-        mode = ACCESS_MODES[request.producer_access_mode]
-        properties = {kv.key: kv.value for kv in request.metadata}
+        def registered() -> None:
+            self._producers[request.producer_id] = producer
+            self._ended_ids.pop(request.producer_id, None)
+            front.producers[(topic.topic, session.name)] = producer
+            # a non-persistent topic's subscriptions are its consumers' (create_subscription refuses): none made
+            if initial and topic.persistent and initial not in topic.subscriptions:
+                topic.create_subscription(initial, topic.confirmed_end_offset)
 
-        def add() -> tuple[ProducerInfo, bool]:
-            return topic.add_producer(session.name, properties, mode, fence=lambda e: self._ended(session, e),
-                                      granted=lambda: self._granted(session))
+        front.limits.admit(conn.peer, stream=True)
         try:
-            return add()
-        except ProducerBusy:
-            previous = self._front.producers.get((topic.topic, session.name))
-            if previous is None or previous.closed or previous.epoch >= request.epoch:
-                raise
-            # the same producer reconnecting (a higher epoch) before the broker saw its old connection go
-            log.info("event=producer_replaced topic=%s producer=%s epoch=%d", topic.topic, session.name,
-                     request.epoch)
-            previous.conn.producers.end(previous, None)
-            return add()
+            try:
+                session.open(registered)
+            except ProducerBusy:
+                if not self._replace(topic.topic, session.name, request.epoch):
+                    raise
+                session.open(registered)
+        except BaseException:
+            self._forget(producer)
+            raise
 
-    def _hold(self, session: ProducerSession, writes: WriteFault) -> None:
-        """A reconnecting producer of a topic that cannot write: ``producer_ready=false`` until it can."""
-        def writable() -> None:
-            session.writable = None
-            if not session.closed:
-                session.opened()
-                log.info("event=producer_opened topic=%s producer=%s after=cannot_write", session.topic.topic,
-                         session.name)
-        session.writable = writable
-        session.opened(ready=False)
-        log.info("event=producer_waiting topic=%s producer=%s reason=cannot_write", session.topic.topic,
-                 session.name)
-        writes.wait(writable)
+    def _replace(self, topic: str, producer_name: str, epoch: int) -> bool:
+        """The same producer reconnecting (a higher epoch) before the broker saw its old connection go: end
+        the old one. False when the name belongs to another producer."""
+        previous = self._front.producers.get((topic, producer_name))
+        if previous is None or previous.closed or previous.epoch >= epoch:
+            return False
+        log.info("event=producer_replaced topic=%s producer=%s epoch=%d", topic, producer_name, epoch)
+        previous.conn.producers.end(previous)
+        return True
 
-    def cannot_store(self, session: ProducerSession) -> None:
-        """A send of ``session`` could not be stored and the receipts before it have left: close it."""
-        log.info("event=producer_disconnected topic=%s producer=%s reason=PersistenceError", session.topic.topic,
-                 session.name)
-        self.end(session, None)
-
-    def _granted(self, session: ProducerSession) -> None:
-        if not session.closed:
-            session.opened()
-            log.info("event=producer_opened topic=%s producer=%s access_mode=WAIT_FOR_EXCLUSIVE", session.topic.topic,
-                     session.name)
-
-    def _ended(self, session: ProducerSession, error: PulsarLikeError) -> None:
-        """The topic ends the producer (fenced, terminated, unloaded): tell the client, which reconnects."""
-        log.info("event=producer_disconnected topic=%s producer=%s reason=%s", session.topic.topic, session.name,
-                 error.code)
-        self.end(session, error)
-
-    def end(self, session: ProducerSession, error: PulsarLikeError | None) -> None:
-        """Remove ``session`` and send CLOSE_PRODUCER (the client reconnects)."""
-        if session.closed:
+    def end(self, producer: PulsarProducer) -> None:
+        """Remove ``producer`` and send CLOSE_PRODUCER (the client reconnects)."""
+        if producer.closed:
             return
-        self._forget(session)
-        self._ended_ids[session.producer_id] = None
+        self._forget(producer)
+        self._ended_ids[producer.producer_id] = None
         if len(self._ended_ids) > MAX_ENDED_IDS:
             del self._ended_ids[next(iter(self._ended_ids))]
         self._conn.send(T(type=T.CLOSE_PRODUCER, close_producer=cmd.CommandCloseProducer(
-            producer_id=session.producer_id, request_id=0)))
+            producer_id=producer.producer_id, request_id=0)))
 
-    def _forget(self, session: ProducerSession) -> None:
-        session.closed = True
-        self._sessions.pop(session.producer_id, None)
+    def _forget(self, producer: PulsarProducer) -> None:
+        """``producer`` leaves its topic and this connection, and gives back its place in the client limits."""
+        session = producer.session
+        if self._producers.get(producer.producer_id) is producer:
+            del self._producers[producer.producer_id]
         key = (session.topic.topic, session.name)
-        if self._front.producers.get(key) is session:
+        if self._front.producers.get(key) is producer:
             del self._front.producers[key]
-        if session.info is not None:
-            session.topic.remove_producer(session.info)
-        if session.writable is not None:
-            session.topic.writes.forget(session.writable)
-        self._front.limits.release(self._conn.peer, stream=True)
+        if not session.closed:
+            session.close()
+            self._front.limits.release(self._conn.peer, stream=True)
 
     def close_producer(self, request: cmd.CommandCloseProducer) -> None:
-        session = self._sessions.get(request.producer_id)
-        if session is not None:
-            self._forget(session)
-            log.info("event=producer_closed topic=%s producer=%s", session.topic.topic, session.name)
+        producer = self._producers.get(request.producer_id)
+        if producer is not None:
+            self._forget(producer)
+            log.info("event=producer_closed topic=%s producer=%s", producer.session.topic.topic,
+                     producer.session.name)
         self._conn.success(request.request_id)
 
     def connection_closed(self) -> None:
-        for session in list(self._sessions.values()):
-            self._forget(session)
+        for producer in list(self._producers.values()):
+            self._forget(producer)
 
     # ------------------------------------------------------------------ SEND
     def send(self, request: cmd.CommandSend, payload: memoryview) -> None:
-        session = self._sessions.get(request.producer_id)
+        producer = self._producers.get(request.producer_id)
+        session = producer.session if producer is not None else None
         sequence_id = request.sequence_id
         # a batch's messages have consecutive ids unless the request says otherwise (the C++ client does not)
         highest = (request.highest_sequence_id
@@ -346,17 +279,14 @@ class ProducerCommands:
         if session is None or not session.ready:
             error = NotAllowedError(f"SEND for producer {request.producer_id}, which is not open on this"
                                     " connection: send PRODUCER and wait for PRODUCER_SUCCESS first")
-            self._conn.write(ProducerSession(self._conn, request.producer_id, None, "", 0, 0, None)
-                             .send_error(sequence_id, error))
+            self._conn.write(send_error(request.producer_id, sequence_id, error))
             return
         if request.txnid_most_bits or request.txnid_least_bits:
-            self._conn.write(session.send_error(sequence_id, NotAllowedError(
+            self._conn.write(send_error(request.producer_id, sequence_id, NotAllowedError(
                 "transactions are not supported by this broker")))
             return
-        slot = session.reserve()
-        entry = SendEntry(payload, sequence_id, highest, request.num_messages)
+        entries = (SendEntry(payload, sequence_id, highest, request.num_messages),)
         try:
-            session.topic.publish(session.info, (entry,), lambda results, error: session.published(
-                slot, sequence_id, highest, results, error))
+            session.publish(entries)
         except PulsarLikeError as exc:
-            session.fill(slot, session.send_error(sequence_id, exc))
+            session.refuse(entries, exc)
