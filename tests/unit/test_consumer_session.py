@@ -228,3 +228,9 @@ def test_unsubscribe_deletes_the_subscription_and_leaves_it(topic):
 def test_a_key_shared_policy_keeps_one_range_more_than_a_consumer_may_hold():
     policy = key_shared_policy(True, False, ((i, i) for i in range(1_000_000)))
     assert policy.mode == "STICKY" and len(policy.sticky_ranges) == MAX_STICKY_RANGES + 1
+
+
+def test_redelivering_named_entries_sends_again_only_those_the_consumer_holds(topic):
+    session, events = consume(topic, sub_type=SubType.SHARED)
+    session.redeliver_entries([2, 3, 99])  # 3 is inside entry [2, 4), 99 was never sent: both are ignored
+    assert events.events[-1] == ("message", 2, 1)
