@@ -1,0 +1,144 @@
+"""What the admin REST API answers and what it reads: broker errors as Pulsar's HTTP statuses with a
+``{"reason": "..."}`` body, replies as JSON, and request bodies and query parameters checked for their type.
+
+Statuses follow Pulsar's REST API: 404 for a missing tenant, namespace, topic or subscription; 409 for
+something that already exists or a tenant/namespace that is not empty; 412 for a name or a policy value the
+broker refuses and for an operation its state refuses (a topic with connected clients deleted without
+``force``); 401/403 for authentication/authorization. Malformed bodies and parameters of the wrong type are
+400 naming the field (:class:`BadRequest`), before the broker core sees them.
+
+The mapping walks the error's classes from the most specific, as :mod:`broker_core.protocol.status` does
+for gRPC, so ``NamespaceNotEmpty`` (a ``NotAllowedError``) is 409 while ``NotAllowedError`` is 412.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from broker_core import errors
+
+_STATUS: dict[type[errors.PulsarLikeError], int] = {
+    errors.AuthenticationError: 401,
+    errors.AuthorizationError: 403,
+    errors.TopicNotFound: 404,  # NamespaceNotFound and TenantNotFound are TopicNotFounds
+    errors.SubscriptionNotFound: 404,
+    errors.TopicAlreadyExists: 409,
+    errors.TenantAlreadyExists: 409,
+    errors.NamespaceAlreadyExists: 409,
+    errors.NamespaceNotEmpty: 409,
+    errors.TenantNotEmpty: 409,
+    errors.InvalidTopicName: 412,
+    errors.InvalidConfiguration: 412,  # bad tenant/namespace names and policy values, as Pulsar's 412
+    errors.NotAllowedError: 412,
+    errors.TopicTerminated: 412,
+    errors.InvalidMessage: 400,
+    errors.TooManyRequests: 429,
+    errors.ServiceNotReady: 503,
+    errors.PersistenceError: 503,
+    errors.Timeout: 504,
+}
+
+MAX_REASON = 1024
+"""Longest reason sent: a refusal may quote what the client sent."""
+
+
+class Refused(Exception):
+    """An answer other than a broker error: a bad body (400), a conflict the core reports as a generic
+    refusal (409), an endpoint that is not served."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class BadRequest(Refused):
+    """400: a body or parameter that does not parse or has the wrong type; ``reason`` names the field."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(400, reason)
+
+
+def status_of(exc: errors.PulsarLikeError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in _STATUS:
+            return _STATUS[cls]
+    return 500
+
+
+def failure(status: int, reason: str) -> web.Response:
+    """Pulsar's error body: ``{"reason": "..."}``."""
+    if len(reason) > MAX_REASON:
+        reason = f"{reason[:MAX_REASON]}... ({len(reason)} characters)"
+    return web.json_response({"reason": reason}, status=status)
+
+
+def ok(value: Any = None, status: int = 200) -> web.Response:
+    """``value`` as JSON; ``None`` is 204 No Content (what Pulsar's JAX-RS answers for void and unset)."""
+    if value is None:
+        return web.Response(status=204)
+    return web.json_response(value, status=status)
+
+
+def text(value: str) -> web.Response:
+    return web.Response(text=value, content_type="text/plain")
+
+
+# ------------------------------------------------------------------ request bodies
+_MISSING = object()
+
+
+async def body(request: web.Request, field: str, default: Any = _MISSING) -> Any:
+    """The request's JSON body (``field`` names it in errors); ``default`` when empty (else 400)."""
+    raw = await request.read()  # over the app's client_max_size: aiohttp raises 413
+    if not raw.strip():
+        if default is _MISSING:
+            raise BadRequest(f"{field}: the request needs a JSON body")
+        return default
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"{field}: the body is not valid JSON ({exc})") from None
+
+
+def integer(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"{field}: expected an integer, got {json.dumps(value)[:64]}")
+    return value
+
+
+def boolean(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise BadRequest(f"{field}: expected true or false, got {json.dumps(value)[:64]}")
+    return value
+
+
+def obj(value: Any, field: str) -> dict:
+    if not isinstance(value, dict):
+        raise BadRequest(f"{field}: expected a JSON object, got {json.dumps(value)[:64]}")
+    return value
+
+
+def strings(value: Any, field: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest(f"{field}: expected a list of strings, got {json.dumps(value)[:64]}")
+    return value
+
+
+def path_int(request: web.Request, name: str) -> int:
+    """An integer path segment (``skip/{numMessages}``)."""
+    raw = request.match_info[name]
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(f"{name}: expected an integer, got {raw[:64]!r}") from None
+
+
+def flag(request: web.Request, name: str) -> bool:
+    """A boolean query parameter (``?force=true``); absent is false."""
+    raw = request.query.get(name, "false").lower()
+    if raw not in ("true", "false"):
+        raise BadRequest(f"{name}: expected true or false, got {raw[:64]!r}")
+    return raw == "true"

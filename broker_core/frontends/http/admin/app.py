@@ -1,0 +1,46 @@
+"""The admin REST application: Pulsar's ``/admin/v2`` paths over the broker core, as an aiohttp
+``Application`` that the web service port serves beside ``/metrics``.
+
+:func:`admin_app` assembles the endpoint groups (each a module of this package, each handler a translation
+of HTTP to calls on the :class:`~broker_core.core.registry.TopicRegistry`, its stores and
+:mod:`broker_core.core.topic_admin`) behind one middleware, :func:`~broker_core.frontends.http.admin.access.guard`
+(authentication, authorization, errors as ``{"reason": ...}``). Bodies over ``max_body_bytes`` are refused
+with 413 before they are read whole (aiohttp's ``client_max_size``).
+
+Example (what the web service port does; see docs/admin-rest.md)::
+
+    app = admin_app(registry, security, config, Advertised("http://h:8080", "pulsar://h:6650"))
+    runner = web.AppRunner(app); await runner.setup()
+    await web.SockSite(runner, listening_socket).start()
+"""
+from __future__ import annotations
+
+from aiohttp import web
+
+from broker_core.config import BrokerConfig
+from broker_core.core.registry import TopicRegistry
+from broker_core.frontends.http.admin.access import MAX_BODY, SECURITY, guard
+from broker_core.frontends.http.admin.cluster_routes import Advertised, ClusterRoutes
+from broker_core.frontends.http.admin.namespace_routes import NamespaceRoutes
+from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
+from broker_core.frontends.http.admin.subscription_routes import SubscriptionRoutes
+from broker_core.frontends.http.admin.tenant_routes import TenantRoutes
+from broker_core.frontends.http.admin.topic_routes import TopicRoutes
+from broker_core.security import Security
+
+MAX_BODY_BYTES = 1 << 20
+"""Largest request body: the admin API's bodies are small JSON documents (a TenantInfo, a policy)."""
+
+
+def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig, advertised: Advertised, *,
+              max_body_bytes: int = MAX_BODY_BYTES) -> web.Application:
+    """The ``/admin/v2`` application over ``registry``, checked by ``security``; ``advertised`` are the
+    broker's URLs (what ``clusters/{cluster}`` and ``brokers/leaderBroker`` answer)."""
+    app = web.Application(middlewares=[guard], client_max_size=max_body_bytes)
+    app[SECURITY] = security
+    app[MAX_BODY] = max_body_bytes
+    groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), NamespaceRoutes(registry),
+              PermissionRoutes(registry), SubscriptionRoutes(registry), TopicRoutes(registry))
+    for group in groups:
+        app.add_routes(group.routes())
+    return app

@@ -1,0 +1,70 @@
+"""Permissions of a namespace or a topic: list, grant, revoke, on the registry's
+:class:`~broker_core.core.policies.PoliciesStore` (what ``pulsarlike admin namespaces|topics
+grant-permission|revoke-permission|permissions`` does over gRPC). All for the tenant's admins.
+
+=================================================================  ======================================
+``GET /admin/v2/namespaces/{tenant}/{ns}/permissions``             ``{"role": ["consume", ...]}``
+``POST /admin/v2/namespaces/{tenant}/{ns}/permissions/{role}``     body: the actions (``["produce",
+                                                                   "consume"]``); 204, 412 unknown action
+``DELETE /admin/v2/namespaces/{tenant}/{ns}/permissions/{role}``   204
+``GET|POST|DELETE /admin/v2/{domain}/{tenant}/{ns}/{topic}/        the same on one topic
+permissions[/{role}]``
+=================================================================  ======================================
+"""
+from __future__ import annotations
+
+from aiohttp import web
+
+from broker_core.core.policies import NAMESPACE, TOPIC
+from broker_core.core.registry import TopicRegistry
+from broker_core.frontends.http.admin.access import NAMESPACE as NS, TOPIC as TOPIC_RESOURCE
+from broker_core.frontends.http.admin.access import namespace_of, needs, topic_of
+from broker_core.frontends.http.admin.answers import body, ok, strings
+from broker_core.security import ADMIN
+
+TOPIC_PATH = "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}/{topic}"
+NAMESPACE_PATH = "/admin/v2/namespaces/{tenant}/{namespace}"
+
+
+def _scope(request: web.Request) -> tuple[str, str, str]:
+    """(policies scope, canonical name, namespace) of the path."""
+    if "domain" in request.match_info:
+        topic = topic_of(request)
+        return TOPIC, str(topic), topic.namespace_name
+    namespace = namespace_of(request)
+    return NAMESPACE, namespace, namespace
+
+
+class PermissionRoutes:
+    def __init__(self, registry: TopicRegistry) -> None:
+        self._registry = registry
+
+    def routes(self) -> list[web.RouteDef]:
+        found = []
+        for path, resource in ((NAMESPACE_PATH, NS), (TOPIC_PATH, TOPIC_RESOURCE)):
+            found += [
+                web.get(path + "/permissions", needs(ADMIN, resource)(self.permissions)),
+                web.post(path + "/permissions/{role}", needs(ADMIN, resource)(self.grant)),
+                web.delete(path + "/permissions/{role}", needs(ADMIN, resource)(self.revoke)),
+            ]
+        return found
+
+    def _checked_scope(self, request: web.Request) -> tuple[str, str]:
+        scope, name, namespace = _scope(request)
+        self._registry.namespaces.check_exists(namespace)
+        return scope, name
+
+    async def permissions(self, request: web.Request) -> web.Response:
+        scope, name = self._checked_scope(request)
+        return ok(self._registry.policies.permissions(scope, name))
+
+    async def grant(self, request: web.Request) -> web.Response:
+        scope, name = self._checked_scope(request)
+        actions = strings(await body(request, "actions"), "actions")
+        self._registry.policies.grant(scope, name, request.match_info["role"], actions)
+        return ok()
+
+    async def revoke(self, request: web.Request) -> web.Response:
+        scope, name = self._checked_scope(request)
+        self._registry.policies.revoke(scope, name, request.match_info["role"])
+        return ok()
