@@ -5,6 +5,9 @@ the same action as the gRPC call doing the same thing (super-user, tenant admin,
 from __future__ import annotations
 
 import pytest
+from aiohttp import web
+
+from broker_core.frontends.http.admin import public
 
 from broker_core.security.tokens import create_token, generate_secret_key
 from tests.integration.test_http_admin_server import admin_http
@@ -18,11 +21,20 @@ def token(role: str) -> str:
     return create_token(SECRET, role)
 
 
+async def metrics(request):
+    return web.Response(text="# metrics")
+
+
+async def undeclared(request):
+    return web.Response(text="secret")
+
+
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
     settings = {"authenticationEnabled": "true", "authenticationProviders": "token",
                 "authorizationEnabled": "true", "superUserRoles": "root", "tokenSecretKey": secret_setting(SECRET)}
-    with admin_http(tmp_path_factory.mktemp("secured"), **settings) as http:
+    extra = (web.get("/metrics", public(metrics)), web.get("/undeclared", undeclared))
+    with admin_http(tmp_path_factory.mktemp("secured"), extra_routes=extra, **settings) as http:
         root = token("root")
         assert http.put("/admin/v2/tenants/acme", {"adminRoles": ["acme-admin"]}, token=root).status == 204
         assert http.put("/admin/v2/namespaces/acme/orders", token=root).status == 204
@@ -87,3 +99,14 @@ def test_anyone_authenticated_may_list_clusters_and_read_the_version(secured):
 
 def test_a_missing_tenant_is_404_not_403_as_pulsars_authorizer_answers(secured):
     assert secured.get("/admin/v2/persistent/ghost/ns/t/stats", token=token("nobody")).status == 404
+
+
+def test_a_route_marked_public_is_served_without_credentials_beside_the_admin_api(secured):
+    assert secured.get("/metrics").body == "# metrics"
+    assert secured.get("/admin/v2/tenants").status == 401
+
+
+def test_a_route_added_without_a_declared_need_is_for_super_users_only(secured):
+    assert secured.get("/undeclared").status == 401
+    assert secured.get("/undeclared", token=token("acme-admin")).status == 403
+    assert secured.get("/undeclared", token=token("root")).body == "secret"

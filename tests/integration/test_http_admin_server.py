@@ -92,8 +92,10 @@ def _answer(status: int, data: bytes, content_type: str) -> Answer:
 
 
 @contextmanager
-def admin_http(data_dir: Path, max_body_bytes: int = 1 << 20, **config: Any) -> Iterator[AdminHttp]:
-    """An in-process broker (port 0) and the admin app served beside it on 127.0.0.1 port 0."""
+def admin_http(data_dir: Path, max_body_bytes: int = 1 << 20, extra_routes: tuple = (),
+               **config: Any) -> Iterator[AdminHttp]:
+    """An in-process broker (port 0) and the admin app served beside it on 127.0.0.1 port 0, with
+    ``extra_routes`` added to it (as the web service port adds ``/metrics``)."""
     broker = Broker(data_dir=data_dir, port=0, journalSyncMode="never", **config).start()
     try:
         registry = broker._service.registry
@@ -103,6 +105,7 @@ def admin_http(data_dir: Path, max_body_bytes: int = 1 << 20, **config: Any) -> 
                                                           registry.policies))
             app = admin_app(registry, security, broker.config,
                             Advertised("http://127.0.0.1:8080", broker.service_url), max_body_bytes=max_body_bytes)
+            app.add_routes(extra_routes)
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -10,7 +10,7 @@ same thing (:mod:`broker_core.frontends.grpc.rpc_access`). :func:`guard` (the ap
    (``anonymousUserRole``); with authentication on and no credentials, 401;
 2. authorizes the role for the handler's action on its resource (403; 404 when the tenant does not exist, as
    the authorizer says); a handler that declares nothing is for super-users only, so a new endpoint is never
-   open by accident;
+   open by accident; one marked :func:`public` skips both steps;
 3. runs the handler, and answers each failure with its status (:mod:`~broker_core.frontends.http.admin.
    answers`): a broker error, a bad body (400), aiohttp's own 404/405/413, anything unexpected as 500 with
    an id whose details are in the log (never in the answer).
@@ -37,6 +37,8 @@ Resource = Callable[[web.Request], str]
 
 ANYONE = "authenticated"
 """Any authenticated client (Pulsar: cluster names and the broker's version are not secret)."""
+PUBLIC = "public"
+"""Anyone, without credentials (see :func:`public`)."""
 SECURITY = web.AppKey("security", Security)
 MAX_BODY = web.AppKey("max_body_bytes", int)
 
@@ -78,11 +80,20 @@ def needs(action: str, resource: Resource) -> Callable[[Handler], Handler]:
     return mark
 
 
+def public(handler: Handler) -> Handler:
+    """Mark a route served to anyone, credentials or not -- for what the web service port serves beside the
+    admin API on the same app (``/metrics``, ``/status.html``, as Pulsar serves them without
+    authentication by default)."""
+    return needs(PUBLIC, BROKER)(handler)
+
+
 def _rule(request: web.Request) -> tuple[str, Resource] | None:
-    """The matched handler's declared need; None for aiohttp's own answers (no route, wrong method)."""
+    """The matched handler's declared need; None for aiohttp's own answers (no route, wrong method) and
+    public routes."""
     if request.match_info.http_exception is not None:
         return None
-    return getattr(request.match_info.handler, "access", (SUPER, BROKER))
+    rule = getattr(request.match_info.handler, "access", (SUPER, BROKER))
+    return None if rule[0] == PUBLIC else rule
 
 
 def _peer(request: web.Request) -> str:
