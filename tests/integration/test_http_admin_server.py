@@ -121,9 +121,14 @@ def admin_http(data_dir: Path, max_body_bytes: int = 1 << 20, extra_routes: tupl
         broker.stop()
 
 
+async def broken(request):
+    raise RuntimeError("a bug with a secret detail")
+
+
 @pytest.fixture(scope="module")
 def http(tmp_path_factory):
-    with admin_http(tmp_path_factory.mktemp("admin"), max_body_bytes=4096) as served:
+    with admin_http(tmp_path_factory.mktemp("admin"), max_body_bytes=4096,
+                    extra_routes=(web.get("/admin/v2/broken", broken),)) as served:
         yield served
 
 
@@ -183,3 +188,13 @@ def test_a_bad_query_flag_is_400_naming_it(http):
     answer = http.delete("/admin/v2/persistent/public/default/flagged?force=yes")
     assert (answer.status, answer.reason) == (400, "force: expected true or false, got 'yes'")
     assert "persistent://public/default/flagged" in http.get("/admin/v2/persistent/public/default").body
+
+
+def test_an_unexpected_failure_is_500_with_an_id_the_log_has_and_the_broker_serves_on(http, caplog):
+    answer = http.get("/admin/v2/broken")
+    assert answer.status == 500
+    assert "internal error (id " in answer.reason and "secret" not in answer.reason
+    error_id = answer.reason.split("(id ", 1)[1].split(")", 1)[0]
+    logged = [r for r in caplog.records if "event=admin_request_failed" in r.getMessage()]
+    assert logged and error_id in logged[0].getMessage() and "secret" in logged[0].exc_text
+    assert http.get("/admin/v2/clusters").status == 200

@@ -11,6 +11,7 @@ from tests.integration.test_http_admin_server import admin_http
 
 NS = "/admin/v2/persistent/public/default"
 EARLIEST = {"ledgerId": -1, "entryId": -1}
+LATEST = (1 << 63) - 1
 
 
 @pytest.fixture(scope="module")
@@ -106,12 +107,32 @@ def test_expire_messages_through_a_message_id_and_by_age(http, client, name):
         http.put(f"{NS}/{name}/subscription/{sub}", EARLIEST)
     ids = send(client, name, 4)
     second = {"ledgerId": ids[1].ledger_id(), "entryId": ids[1].entry_id()}
+    assert http.post(f"{NS}/{name}/subscription/a/expireMessages", {**second, "isExcluded": True}).status == 204
+    assert backlog(http, name, "a") == 3  # the first message only
     assert http.post(f"{NS}/{name}/subscription/a/expireMessages", second).status == 204
-    assert backlog(http, name, "a") == 2
+    assert backlog(http, name, "a") == 2  # through the second
     assert http.post(f"{NS}/{name}/subscription/b/expireMessages/3600").status == 204  # none that old
     assert backlog(http, name, "b") == 4
     assert http.post(f"{NS}/{name}/all_subscription/expireMessages/0").status == 204
     assert [backlog(http, name, "a"), backlog(http, name, "b")] == [0, 0]
+
+
+def test_a_reset_to_a_message_excluded_starts_after_it_and_to_latest_at_the_end(http, client, name):
+    http.put(f"{NS}/{name}/subscription/s", EARLIEST)
+    ids = send(client, name, 4)
+    second = {"ledgerId": ids[1].ledger_id(), "entryId": ids[1].entry_id()}
+    http.post(f"{NS}/{name}/subscription/s/resetcursor", {**second, "isExcluded": True})
+    assert backlog(http, name, "s") == 2
+    http.post(f"{NS}/{name}/subscription/s/resetcursor", {"ledgerId": LATEST, "entryId": LATEST})
+    assert backlog(http, name, "s") == 0
+
+
+def test_a_partitioned_topics_subscription_is_not_created_at_one_partitions_message_id(http, client):
+    local = f"p-{uuid.uuid4().hex[:10]}"
+    http.put(f"{NS}/{local}/partitions", 2)
+    answer = http.put(f"{NS}/{local}/subscription/s", {"ledgerId": 0, "entryId": 0})
+    assert answer.status == 412 and "partitioned" in answer.reason
+    assert http.get(f"{NS}/{local}/subscriptions").body == []
 
 
 def test_subscriptions_of_a_partitioned_topic_are_made_on_every_partition(http, client):

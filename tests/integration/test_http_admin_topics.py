@@ -137,3 +137,14 @@ def test_unload_closes_the_topic_which_loads_again_on_use(http, client, name):
     assert http.on_loop(lambda: http.registry.loaded(TopicName.parse(topic))) is None
     assert http.get(f"{NS}/{name}/internalStats").body["numberOfEntries"] == 2  # loaded again, messages kept
     assert http.on_loop(lambda: http.registry.loaded(TopicName.parse(topic))) is not None
+
+
+def test_terminating_a_partitioned_topic_terminates_every_partition(http, client, name):
+    http.put(f"{NS}/{name}/partitions", 2)
+    ids = send(client, f"persistent://public/default/{name}-partition-1", 2)
+    answer = http.post(f"{NS}/{name}/terminate/partitions")
+    assert answer.status == 200
+    assert answer.body == {"0": {"ledgerId": -1, "entryId": -1, "partitionIndex": 0},
+                           "1": {"ledgerId": ids[-1].ledger_id(), "entryId": ids[-1].entry_id(), "partitionIndex": 1}}
+    with pytest.raises(Exception, match="TopicTerminated|terminated"):
+        send(client, f"persistent://public/default/{name}-partition-0", 1)

@@ -31,6 +31,7 @@ A MessageId body is Pulsar's (``ledgerId``, ``entryId``, optional ``batchIndex``
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -49,19 +50,44 @@ LATEST = (1 << 63) - 1
 """Pulsar's ``MessageId.latest``: ledger and entry ``Long.MAX_VALUE``."""
 
 
-def message_offset(topic: PersistentTopic, value: Any, field: str = "messageId") -> tuple[int, bool]:
-    """(offset of the message a MessageId body names, clamped to the topic's confirmed end; whether it is
-    excluded). Earliest is the first stored message, latest the end."""
+@dataclass(frozen=True)
+class Position:
+    """Where a MessageId body points: ``earliest``, ``latest``, or the message at ``offset`` (after it when
+    ``excluded``)."""
+
+    kind: str
+    offset: int = -1
+    excluded: bool = False
+
+    def next_offset(self, topic: PersistentTopic) -> int:
+        """The first message a cursor placed here reads (clamped to the topic's confirmed end)."""
+        if self.kind == "earliest":
+            return topic.start_offset
+        if self.kind == "latest":
+            return topic.confirmed_end_offset
+        return min(self.offset + 1 if self.excluded else self.offset, topic.confirmed_end_offset)
+
+    def first_kept(self, topic: PersistentTopic) -> int:
+        """The first message that expiring messages through here keeps: expiring is up to and including the
+        message (excluding it when ``excluded``), the opposite of a cursor placed on it."""
+        if self.kind != "at":
+            return self.next_offset(topic)
+        return min(self.offset if self.excluded else self.offset + 1, topic.confirmed_end_offset)
+
+
+def position(value: Any, field: str = "messageId") -> Position:
+    """A MessageId body (``ledgerId``, ``entryId``, optional ``batchIndex``, ``isExcluded``); 400 naming the
+    field of the wrong type."""
     found = obj(value, field)
     ledger = integer(found.get("ledgerId"), f"{field}.ledgerId")
     entry = integer(found.get("entryId"), f"{field}.entryId")
     batch = integer(found.get("batchIndex", -1), f"{field}.batchIndex")
     excluded = boolean(found.get("isExcluded", False), f"{field}.isExcluded")
     if ledger < 0 or entry < 0:
-        return topic.start_offset, False
+        return Position("earliest")
     if ledger == LATEST and entry == LATEST:
-        return topic.confirmed_end_offset, False
-    return min(entry + max(batch, 0), topic.confirmed_end_offset), excluded
+        return Position("latest")
+    return Position("at", entry + max(batch, 0), excluded)
 
 
 class SubscriptionRoutes:
@@ -98,20 +124,16 @@ class SubscriptionRoutes:
     @needs(CONSUME, TOPIC)
     async def create(self, request: web.Request) -> web.Response:
         name, sub = topic_of(request), request.match_info["subscription"]
-        position = await body(request, "messageId", None)
+        found = await body(request, "messageId", None)
+        start = Position("latest") if found is None else position(found)
         topics = self._stored(name, "create-subscription")
-        if position is not None and len(topics) > 1 and message_offset(topics[0], position)[0] not in (
-                topics[0].start_offset, topics[0].confirmed_end_offset):
+        if start.kind == "at" and len(topics) > 1:
             raise Refused(412, f"{name} is partitioned: a message id names a message of one partition; create"
                                " the subscription at earliest or latest, or on the partition")
         if any(sub in t.subscriptions for t in topics):  # Pulsar: 409 "Subscription already exists"
             raise Refused(409, f"subscription {sub[:64]!r} already exists on {name}")
         for topic in topics:
-            start = topic.confirmed_end_offset
-            if position is not None:
-                offset, excluded = message_offset(topic, position)
-                start = offset + 1 if excluded else offset
-            topic.create_subscription(sub, start)
+            topic.create_subscription(sub, start.next_offset(topic))
         return ok()
 
     @needs(CONSUME, TOPIC)
@@ -147,8 +169,8 @@ class SubscriptionRoutes:
     @needs(CONSUME, TOPIC)
     async def reset_to_message(self, request: web.Request) -> web.Response:
         topic = topic_admin.persistent_topic(self._registry, topic_of(request), "reset-cursor")
-        offset, excluded = message_offset(topic, await body(request, "messageId"))
-        self._seek(topic, request.match_info["subscription"], offset + 1 if excluded else offset)
+        where = position(await body(request, "messageId"))
+        self._seek(topic, request.match_info["subscription"], where.next_offset(topic))
         return ok()
 
     @needs(CONSUME, TOPIC)
@@ -162,11 +184,11 @@ class SubscriptionRoutes:
     async def expire_through_message(self, request: web.Request) -> web.Response:
         name = topic_of(request)
         topic = topic_admin.persistent_topic(self._registry, name, "expire-messages")
-        offset, excluded = message_offset(topic, await body(request, "messageId"))
-        if excluded and offset == topic.start_offset:
-            return ok()  # nothing before the first message
+        first_kept = position(await body(request, "messageId")).first_kept(topic)
+        if first_kept <= topic.start_offset:
+            return ok()  # nothing before it to expire
         topic_admin.expire_messages(self._registry, name, request.match_info["subscription"], False, None,
-                                    offset - 1 if excluded else offset)
+                                    first_kept - 1)
         return ok()
 
     @needs(CONSUME, TOPIC)

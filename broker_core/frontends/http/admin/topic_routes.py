@@ -18,9 +18,12 @@ last message id, terminate, unload, on the :class:`~broker_core.core.registry.To
 ``GET /{topic}/partitioned-stats``    the partitions' stats merged, each under ``partitions``    lookup
 ``GET /{topic}/internalStats``        PersistentTopicInternalStats (ledgers, cursors)            lookup
 ``GET /{topic}/lastMessageId``        ``{"ledgerId", "entryId", "partitionIndex"}``              lookup
-``POST /{topic}/terminate``           the last message id; 204 when the topic is empty           admin
+``POST /{topic}/terminate``           the last message id (``-1:-1`` when it holds none)         admin
 ``PUT /{topic}/unload``               close its sessions and unload it; 204                      admin
 ====================================  =========================================================  ===========
+
+``POST /{topic}/terminate/partitions`` terminates every partition of a partitioned topic and answers each
+one's last message id by partition index (admin).
 """
 from __future__ import annotations
 
@@ -28,20 +31,22 @@ from aiohttp import web
 
 from broker_core.core import topic_admin
 from broker_core.core.registry import TopicRegistry
+from broker_core.core.topic_protocol import Topic
 from broker_core.errors import TopicNotFound
 from broker_core.frontends.http.admin.access import NAMESPACE, TOPIC, namespace_of, needs, topic_of
 from broker_core.frontends.http.admin.answers import body, flag, integer, ok
 from broker_core.security import ADMIN, LOOKUP
+from broker_core.types import TopicName
 
 NAMESPACE_PATH = "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}"
 TOPIC_PATH = NAMESPACE_PATH + "/{topic}"
 
 
-def message_id_json(topic) -> dict | None:
-    """A topic partition's last message id as Pulsar's MessageIdImpl JSON (None: it holds none)."""
+def last_message_id(topic: Topic) -> dict:
+    """A topic partition's last message id as Pulsar's MessageIdImpl JSON; ``-1:-1`` while it holds none."""
     last = topic.last_message_id()
     if last is None:
-        return None
+        return {"ledgerId": -1, "entryId": -1, "partitionIndex": TopicName.parse(topic.topic).partition_index}
     found = {"ledgerId": last.ledger_id, "entryId": last.entry_id, "partitionIndex": last.partition}
     if last.batch_index >= 0:
         found["batchIndex"] = last.batch_index
@@ -69,6 +74,7 @@ class TopicRoutes:
             web.get(t + "/partitioned-internalStats", self.partitioned_internal_stats),
             web.get(t + "/lastMessageId", self.last_message_id),
             web.post(t + "/terminate", self.terminate),
+            web.post(t + "/terminate/partitions", self.terminate_partitions),
             web.put(t + "/unload", self.unload),
         ]
 
@@ -148,15 +154,21 @@ class TopicRoutes:
 
     @needs(LOOKUP, TOPIC)
     async def last_message_id(self, request: web.Request) -> web.Response:
-        topic = self._registry.get(topic_of(request), create=False)
-        found = message_id_json(topic)
-        return ok(found if found is not None else {"ledgerId": -1, "entryId": -1,
-                                                   "partitionIndex": topic_of(request).partition_index})
+        return ok(last_message_id(self._registry.get(topic_of(request), create=False)))
 
     # ------------------------------------------------------------------ operator calls
     @needs(ADMIN, TOPIC)
     async def terminate(self, request: web.Request) -> web.Response:
-        return ok(message_id_json(await topic_admin.terminate(self._registry, topic_of(request))))
+        return ok(last_message_id(await topic_admin.terminate(self._registry, topic_of(request))))
+
+    @needs(ADMIN, TOPIC)
+    async def terminate_partitions(self, request: web.Request) -> web.Response:
+        """Every partition terminated: ``{"0": MessageId, "1": ...}``, as Pulsar answers."""
+        name = self._partitioned(request)
+        ended = {}
+        for i in range(self._registry.partitions_of(name)):
+            ended[str(i)] = last_message_id(await topic_admin.terminate(self._registry, name.partition(i)))
+        return ok(ended)
 
     @needs(ADMIN, TOPIC)
     async def unload(self, request: web.Request) -> web.Response:
