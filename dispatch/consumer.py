@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from broker_core.storage.log import StoredEntry
+    from broker_core.storage.stored_entry import StoredEntry
 
 
 @dataclass(slots=True)

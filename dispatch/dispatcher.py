@@ -23,7 +23,7 @@ from dispatch.consumer import Consumer, Delivery
 from dispatch.types import SubType
 
 if TYPE_CHECKING:
-    from broker_core.storage.log import StoredEntry
+    from broker_core.storage.stored_entry import StoredEntry
     from dispatch.subscription import Subscription
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ from dispatch.sticky_key import sticky_key_of
 from dispatch.types import SubType
 
 if TYPE_CHECKING:
-    from broker_core.storage.log import StoredEntry
+    from broker_core.storage.stored_entry import StoredEntry
     from dispatch.subscription import Subscription
 
 AUTO_SPLIT, STICKY = "AUTO_SPLIT", "STICKY"

@@ -46,7 +46,7 @@ from dispatch.single_active import pick_active
 from dispatch.types import SubType
 
 if TYPE_CHECKING:
-    from broker_core.storage.log import StoredEntry
+    from broker_core.storage.stored_entry import StoredEntry
 
 log = logging.getLogger(__name__)
 

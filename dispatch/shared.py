@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker_core.protocol.entry import read_metadata
-from broker_core.storage.log import StoredEntry
+from broker_core.storage.stored_entry import StoredEntry
 from dispatch.consumer import Consumer, Delivery
 from dispatch.delayed import DelayedDeliveryTracker
 from dispatch.dispatcher import Dispatcher, split_by_bytes

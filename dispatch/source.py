@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 if TYPE_CHECKING:
-    from broker_core.storage.log import StoredEntry
+    from broker_core.storage.stored_entry import StoredEntry
 
 
 class EntrySource(Protocol):

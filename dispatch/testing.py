@@ -4,7 +4,7 @@ from __future__ import annotations
 import bisect
 
 from broker_core.storage.cursor import ManagedCursor
-from broker_core.storage.log import StoredEntry
+from broker_core.storage.stored_entry import StoredEntry
 from dispatch.consumer import Consumer, Delivery
 
 

@@ -7,40 +7,37 @@ makes them durable (the broker's group commit calls it from a worker thread). A 
 size, entry count or age, and the old one is fsynced before it is closed, so only the last segment can
 be torn.
 
-Retention removes whole segments from the front only (never the active one): the owner thread detaches
-them (:meth:`ManagedLog.detach_segments_before`; readers stop seeing them at once), then any thread may
-unlink their files, oldest first with a directory fsync after each, so a crash never leaves a gap between
-segments (recovery step 2 would refuse it); a crash before the unlinks merely brings detached segments
-back, to be deleted again.
+Retention removes whole segments from the front only (never the active one), in two steps whose
+crash safety :mod:`broker_core.storage.log_retention` describes: :meth:`ManagedLog.detach_segments_before`
+on the owner thread, then :meth:`ManagedLog.remove_segments` on any thread.
 
 Recovery (run by the constructor) is the numbered procedure in :mod:`broker_core.storage.recovery`.
-
-Garbage never yields an entry: every frame returned passed magic, bound, count and CRC checks.
-
-Crash testing: ``PULSARLIKE_CRASH_AT_WRITE=N`` (read once at import) makes the process write only the
-first half of the bytes of its N-th frame write, then SIGKILL itself.
+Frames are written by :mod:`broker_core.storage.frame_writer` (its crash point is how tests/crash tears a
+write) and read from disk by :mod:`broker_core.storage.log_reads`: garbage never yields an entry.
 """
 from __future__ import annotations
 
 import bisect
 import logging
-import os
-import signal
 import threading
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.errors import AlreadyClosed, CorruptLog, MessageTooBig, PersistenceError
 from broker_core.log_limits import LogLimiter
+from broker_core.storage import log_reads, log_retention
 from broker_core.storage.cache import TailCache
 from broker_core.storage.files import UNLIMITED, FileBudget
+from broker_core.storage.frame_writer import write_frames
 from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, encode_header
 from broker_core.storage.paths import remove_tree
+from broker_core.storage.log_retention import SegmentView
 from broker_core.storage.recovery import (  # noqa: F401  (START_OFFSET_FILE, CLEAN_CLOSE_FILE: re-exported)
-    CLEAN_CLOSE_FILE, START_OFFSET_FILE, record_clean_close, record_start, recover_segments, report_fenced)
-from broker_core.storage.segment import READ_CHUNK, BadFrame, Segment, fsync_directory, write_all
+    CLEAN_CLOSE_FILE, START_OFFSET_FILE, record_clean_close, recover_segments, report_fenced)
+from broker_core.storage.segment import READ_CHUNK, Segment
+from broker_core.storage.segment_repair import scan_counts
+from broker_core.storage.stored_entry import StoredEntry
 
 log = logging.getLogger(__name__)
 
@@ -51,55 +48,6 @@ takes appends unverified, as a sealed segment is read unverified: a scan on the 
 client (2.3 s for 40 MB of 100-byte entries), and sealing it instead would hand its messages to retention at
 every restart (a topic without subscriptions lost them). Its damage, if any, is found by the read that
 reaches it, and fences the segment, appends included."""
-
-_CRASH_AT_WRITE = int(os.environ.get("PULSARLIKE_CRASH_AT_WRITE") or 0)
-_frame_writes = 0
-
-
-def _crash_point(fd: int, buffers: Sequence[bytes]) -> None:
-    """Test-only: on the N-th frame write, write half of it and die like a power cut would leave it."""
-    global _frame_writes
-    _frame_writes += 1
-    if _frame_writes == _CRASH_AT_WRITE:
-        blob = b"".join(buffers)
-        os.write(fd, blob[:len(blob) // 2])
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredEntry:
-    """One stored entry (a producer batch or a single message)."""
-
-    offset: int
-    """offset of the first message (== the entry id on the wire)"""
-    num_messages: int
-    """messages in the entry"""
-    publish_time: int
-    """publish time in ms"""
-    ledger_id: int
-    """base offset of the segment holding it"""
-    data: bytes
-    """exactly the bytes passed to append()"""
-
-    @property
-    def end_offset(self) -> int:
-        return self.offset + self.num_messages
-
-
-class SegmentView:
-    """One segment's offsets, size and newest publish time (scanned lazily, once per sealed segment)."""
-
-    __slots__ = ("_seg", "base_offset", "end_offset", "size")
-
-    def __init__(self, seg: Segment) -> None:
-        self._seg = seg
-        self.base_offset = seg.base_offset
-        self.end_offset = seg.end_offset
-        self.size = seg.size
-
-    @property
-    def last_publish_ms(self) -> int:
-        return self._seg.publish_time_max()
 
 
 class ManagedLog:
@@ -192,23 +140,7 @@ class ManagedLog:
         return entries
 
     def _write(self, seg: Segment, buffers: list[bytes]) -> None:
-        writer = seg.writer
-        with writer as fd:
-            writer.dirty = True
-            try:
-                if _CRASH_AT_WRITE:
-                    _crash_point(fd, buffers)
-                write_all(fd, buffers)
-            except OSError as exc:
-                try:
-                    os.ftruncate(fd, seg.size)  # never leave a partial frame before the next one
-                except OSError as cut:
-                    self._failures.error("append_cleanup_failed", "event=log_append_cleanup_failed segment=%s"
-                                         " error=%r", seg.path, cut)
-                self._failures.error("append_failed", "event=log_append_failed segment=%s error=%r", seg.path, exc)
-                raise PersistenceError(f"{self.name}: cannot store the entry: {exc.strerror or exc}"
-                                       " (the broker's disk); the producer may retry once the cause is fixed",
-                                       reason=exc.strerror or str(exc)) from None
+        write_frames(seg, buffers, name=self.name, failures=self._failures)
 
     def skip_to(self, offset: int) -> None:
         """Move the end to ``offset`` with a gap frame, fsynced: offsets below it that the log does not
@@ -236,7 +168,7 @@ class ManagedLog:
             if offset >= self.end_offset:
                 return self.end_offset
             position = seg.locate(offset)
-            _, _, count = seg._scan_counts(position)
+            _, _, count = scan_counts(seg, position)
             seg.truncate(position, offset, count)
             self.end_offset = offset
             self._cache.truncate_from(offset)
@@ -299,7 +231,8 @@ class ManagedLog:
             return []
         i = self._cache.index_of(start_offset)
         source = (self._cache.entries_from(i) if i is not None
-                  else self._disk_entries(start_offset, min(READ_CHUNK, max(max_bytes, 4096))))
+                  else log_reads.disk_entries(self.directory, self._segments, self._bases, start_offset,
+                                              min(READ_CHUNK, max(max_bytes, 4096))))
         out: list[StoredEntry] = []
         total = 0
         try:
@@ -315,22 +248,6 @@ class ManagedLog:
                 raise
             # the entries before a damaged segment are intact: they are returned, the next read fails
         return out
-
-    def _disk_entries(self, start_offset: int, chunk: int) -> Iterator[StoredEntry]:
-        k = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
-        for n, seg in enumerate(self._segments[k:]):
-            if seg.damaged is not None:
-                raise seg.damaged
-            position = seg.locate(start_offset) if n == 0 else 0
-            try:
-                for _, header, data in seg.frames(position, chunk=chunk):
-                    if header.length:  # a gap frame holds no entry
-                        yield StoredEntry(header.offset, header.count, header.publish_time,
-                                          seg.base_offset, data)  # type: ignore[arg-type]  # bytes: CRC-checked
-            except BadFrame as bad:
-                seg.damaged = seg.corrupt(bad)  # later reads fail at once, without reading or logging again
-                report_fenced(self.directory, seg)
-                raise seg.damaged from None
 
     def fenced_end(self, offset: int) -> int | None:
         """The end offset of the damaged segment holding ``offset`` (None when it is not in one): where a
@@ -351,19 +268,8 @@ class ManagedLog:
         looking only at the entries from the one containing ``from_offset`` on (message expiry starts at
         the slowest cursor). Sealed segments whose newest message is older are skipped unread; within a
         segment the search starts where its index bisects to (:meth:`Segment.time_search_start`)."""
-        k = max(0, bisect.bisect_right(self._bases, from_offset) - 1)
-        for n, seg in enumerate(self._segments[k:]):
-            if seg is not self._active and seg.publish_time_max() < publish_time_ms:
-                continue
-            try:
-                position = seg.locate(from_offset) if n == 0 and from_offset > seg.base_offset else 0
-                position = seg.time_search_start(publish_time_ms, position)
-                for _, header, _ in seg.frames(position, check_crc=False):
-                    if header.length and header.publish_time >= publish_time_ms:
-                        return header.offset
-            except BadFrame as bad:
-                raise seg.corrupt(bad) from None
-        return self.end_offset
+        return log_reads.offset_for_timestamp(self._segments, self._bases, publish_time_ms, from_offset,
+                                              self.end_offset)
 
     # -- retention and stats ----------------------------------------------------------------------
     def delete_segments_before(self, offset: int) -> int:
@@ -389,15 +295,7 @@ class ManagedLog:
     def remove_segments(self, segments: Sequence[Segment]) -> int:
         """Retention, step 2 (any thread; one call at a time per log): close and unlink detached
         segments oldest first, fsyncing the directory after each; returns bytes freed."""
-        if not segments:
-            return 0
-        record_start(self.directory, max(s.end_offset for s in segments))  # recovery step 1: loss vs retention
-        freed = 0
-        for seg in sorted(segments, key=lambda s: s.base_offset):
-            freed += seg.size
-            seg.remove()
-            fsync_directory(self.directory)
-        return freed
+        return log_retention.remove_segments(self.directory, segments)
 
     def retention_view(self) -> list[SegmentView]:
         """Every segment, oldest first, as :mod:`broker_core.core.retention_rules` reads them (the newest

@@ -2,24 +2,25 @@
 
 A segment is a sequence of frames (:mod:`broker_core.storage.format`) whose offsets are contiguous:
 each frame's offset is the previous frame's offset + count, the first one's is the base offset.
-This module reads, appends, scans and repairs one segment; :mod:`broker_core.storage.log` owns the
-list of segments, and :mod:`broker_core.storage.recovery` the procedure that calls
-:meth:`Segment.load_sealed` and :meth:`Segment.recover_last`.
+This module reads and appends one segment; :mod:`broker_core.storage.segment_repair` scans and repairs
+it at recovery, :mod:`broker_core.storage.log` owns the list of segments, and
+:mod:`broker_core.storage.recovery` the procedure that calls :meth:`Segment.load_sealed` and
+:meth:`Segment.recover_last`.
 """
 from __future__ import annotations
 
 import bisect
 import logging
-import mmap
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 from broker_core.errors import CorruptLog
+from broker_core.storage import segment_repair
 from broker_core.storage.atomic import fsync_directory
+from broker_core.storage.bad_frame import BadFrame
 from broker_core.storage.files import UNLIMITED, FileBudget, FileHandle
-from broker_core.storage.format import (
-    HEADER_SIZE, MAGIC_BYTES, MAX_FRAME_DATA, FrameHeader, InvalidFrame, decode_header, verify)
+from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, InvalidFrame, decode_header, verify
 from broker_core.storage.index import SparseIndex
 
 log = logging.getLogger(__name__)
@@ -27,21 +28,10 @@ log = logging.getLogger(__name__)
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 READ_CHUNK = 256 << 10
-_IOV_MAX = 1024
 
 
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
-
-
-class BadFrame(Exception):
-    """An invalid frame at ``position`` of a segment (internal: becomes CorruptLog or a torn tail)."""
-
-    def __init__(self, position: int, reason: str, *, crc_valid: bool = False) -> None:
-        super().__init__(f"{reason} at byte {position}")
-        self.position = position
-        self.reason = reason
-        self.crc_valid = crc_valid
 
 
 class Segment:
@@ -231,7 +221,7 @@ class Segment:
         self.index.close()
         self.index.clear()
         try:
-            self._scan(0, self.base_offset, build_index=True, persist_index=False)
+            segment_repair.scan(self, 0, self.base_offset, build_index=True, persist_index=False)
         except BadFrame as bad:
             self.damaged = self.corrupt(bad)  # later reads fail at once; an active segment is rolled
             raise self.damaged from None
@@ -267,136 +257,22 @@ class Segment:
         self.max_publish_time = best
         return best
 
-    # -- opening and recovery ---------------------------------------------------------------------
-    def _scan(self, position: int, expected_offset: int, *, build_index: bool,
-              persist_index: bool = True) -> tuple[int, int, int]:
-        """Verify frames from ``position`` to EOF; returns ``(end position, end offset, frames)``.
-
-        Raises :class:`BadFrame` at the first invalid or discontinuous frame.
-        """
-        count = 0
-        for pos, header, _ in self.frames(position):
-            if header.offset != expected_offset:
-                raise BadFrame(pos, f"offset {header.offset} where {expected_offset} was expected",
-                               crc_valid=True)
-            if build_index and self.index.should_index(pos):
-                self.index.add(header.offset, pos, persist=persist_index)
-            expected_offset = header.end_offset
-            position = pos + header.frame_size
-            count += 1
-        return position, expected_offset, count
-
+    # -- opening and recovery (:mod:`broker_core.storage.segment_repair`) --------------------------
     def load_sealed(self) -> None:
-        """Recovery step 2: open a sealed segment through its index (rebuilt if unusable). A segment
-        that does not verify is marked ``damaged`` (the log goes on without it: see step 2 in
-        :mod:`broker_core.storage.recovery`)."""
-        self.size = os.path.getsize(self.path)
-        self.entry_count = None
-        try:
-            if self.index.load(self.base_offset, self.size):
-                last_offset, last_position = self.index.offsets[-1], self.index.positions[-1]
-                try:
-                    _, self.end_offset, _ = self._scan(last_position, last_offset, build_index=True)
-                    self.index.close()
-                    return
-                except BadFrame:
-                    log.warning("event=segment_index_rebuilt segment=%s reason=index_does_not_match_log", self.path)
-            self.index.clear()
-            self.index.rewrite()
-            _, self.end_offset, self.entry_count = self._scan(0, self.base_offset, build_index=True)
-        except BadFrame as bad:
-            self.damaged = self.corrupt(bad)
-        self.index.close()
+        """Recovery step 2: open a sealed segment through its index (see :func:`segment_repair.load_sealed`)."""
+        segment_repair.load_sealed(self)
 
     def verify(self) -> None:
-        """Check every frame (magic, CRC, offset continuity) of a last segment opened through the clean-close
-        shortcut, once, before anything is appended to it: a damaged one is marked ``damaged`` (the caller
-        fences it and appends to a new segment), so new entries never land in a segment nobody can read."""
-        self.verified = True
-        try:
-            self._scan(0, self.base_offset, build_index=False)
-        except BadFrame as bad:
-            self.damaged = self.corrupt(bad)
+        """Check every frame once before the first append (see :func:`segment_repair.verify_all`)."""
+        segment_repair.verify_all(self)
 
     def recover_last(self) -> int:
         """Recovery steps 3-5 on the last segment; returns the number of torn-tail bytes removed."""
-        self.size = os.path.getsize(self.path)
-        listed = self.index.stored_entries()  # what the index knew of before the crash (step 5b)
-        self.index.remove()
-        self.index.clear()
-        try:
-            valid_end, self.end_offset, self.entry_count = self._scan(
-                0, self.base_offset, build_index=True)
-            torn = 0
-        except BadFrame as bad:
-            resync = bad.position if bad.crc_valid else self.find_valid_frame(bad.position + 1)
-            if resync is not None:  # corruption, not a torn write: step 4b
-                self.damaged = self.corrupt(bad)
-                self.end_offset = self.valid_frames_end(resync)
-                self.index.rewrite()
-                self.index.close()
-                return 0
-            valid_end = bad.position
-            self.index.truncate_after(valid_end)
-            _, self.end_offset, self.entry_count = self._scan_counts(valid_end)
-            torn = self.size - valid_end
-            # Whether these bytes were acknowledged is unknown here (a torn write never was, a damaged
-            # fsynced frame was): the topic compares its cursors and dedup state with the new end next.
-            log.error("event=log_tail_truncated segment=%s position=%d bytes=%d first_lost_offset=%d"
-                      " reason=%r detail=%r", self.path, valid_end, torn, self.end_offset, bad.reason,
-                      "entries from this offset on were removed; they were acknowledged to producers only"
-                      " if the disk lost fsynced data")
-            with open(self.path, "r+b") as f:
-                f.truncate(valid_end)
-                f.flush()
-                os.fsync(f.fileno())
-            self.size = valid_end
-        beyond = [offset for offset, position in listed if position >= self.size and offset >= self.end_offset]
-        if beyond:
-            log.error("event=log_tail_lost segment=%s log_end_offset=%d indexed_offset=%d lost_messages_at_least=%d"
-                      " detail=%r", self.path, self.end_offset, max(beyond), max(beyond) - self.end_offset + 1,
-                      "the segment's index lists frames beyond the end of its log: the log file lost data")
-        self.index.rewrite()
-        return torn
+        return segment_repair.recover_last(self)
 
     def valid_frames_end(self, position: int = 0) -> int:
-        """The highest end offset of the valid frames at or after ``position`` (resyncing past bad bytes on
-        the magic; the base offset if none), so that a damaged last segment's offsets are never handed out
-        again (recovery steps 4b and 4c)."""
-        end = self.base_offset
-        while position is not None:
-            try:
-                for pos, header, _ in self.frames(position):
-                    end = max(end, header.end_offset)
-                    position = pos + header.frame_size
-                break
-            except BadFrame as bad:
-                position = self.find_valid_frame(bad.position + 1)  # type: ignore[assignment]
-        return end
-
-    def _scan_counts(self, stop: int) -> tuple[int, int, int]:
-        end_offset, count = self.base_offset, 0
-        for _, header, _ in self.frames(0, stop, check_crc=False):
-            end_offset, count = header.end_offset, count + 1
-        return stop, end_offset, count
-
-    def find_valid_frame(self, start: int) -> int | None:
-        """Position of the first fully valid frame (magic, bounds, CRC) at or after ``start``."""
-        if self.size <= start:
-            return None
-        with open(self.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            position = mm.find(MAGIC_BYTES, start)
-            while position != -1:
-                try:
-                    header = decode_header(mm[position:position + HEADER_SIZE])
-                    if position + header.frame_size <= len(mm):
-                        verify(mm[position:position + HEADER_SIZE], header,
-                               mm[position + HEADER_SIZE:position + header.frame_size])
-                        return position
-                except InvalidFrame:
-                    pass
-                position = mm.find(MAGIC_BYTES, position + 1)
-        return None
+        """The highest end offset of the valid frames at or after ``position`` (recovery steps 4b, 4c)."""
+        return segment_repair.valid_frames_end(self, position)
 
     # -- teardown -------------------------------------------------------------------------------
     def close(self) -> None:
@@ -411,17 +287,3 @@ class Segment:
         self.path.unlink(missing_ok=True)
         self.index.remove()
 
-
-def write_all(fd: int, buffers: Sequence[bytes]) -> None:
-    """``os.writev`` the buffers, resuming after short writes and splitting at IOV_MAX."""
-    pending = list(buffers)
-    while pending:
-        batch = pending[:_IOV_MAX]
-        written = os.writev(fd, batch)
-        consumed = 0
-        while consumed < len(batch) and written >= len(batch[consumed]):
-            written -= len(batch[consumed])
-            consumed += 1
-        pending = pending[consumed:]
-        if written:
-            pending[0] = memoryview(pending[0])[written:]

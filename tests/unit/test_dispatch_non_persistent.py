@@ -4,7 +4,7 @@ do; acknowledgments, redelivery and seeks change nothing."""
 import pytest
 
 from broker_core.errors import ConsumerAssignError, ConsumerBusy, CumulativeAcknowledgementNotAllowedError
-from broker_core.storage.log import StoredEntry
+from broker_core.storage.stored_entry import StoredEntry
 from dispatch.key_shared import STICKY, KeySharedPolicy
 from dispatch.non_persistent import NonPersistentSubscription
 from dispatch.sticky_key import sticky_key_hash

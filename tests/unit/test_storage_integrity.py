@@ -175,7 +175,7 @@ def test_an_empty_folder_with_a_recorded_start_starts_there(tmp_path):
 # -- failed appends ----------------------------------------------------------------------------------------
 def test_a_failed_append_raises_persistence_error_and_leaves_no_partial_frame(tmp_path, monkeypatch):
     log, entries = filled(tmp_path, 2)
-    import broker_core.storage.log as log_module
+    import broker_core.storage.frame_writer as log_module
 
     def disk_full(fd, buffers):
         os.write(fd, b"\x00" * 7)
