@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from aiohttp import web
 
-from broker_core.frontends.http.admin import public
+from broker_core.frontends.http.admin import Advertised, admin_app, public
+from broker_core.security import Security
 
 from broker_core.security.tokens import create_token, generate_secret_key
 from tests.integration.test_http_admin_server import admin_http
@@ -110,3 +111,11 @@ def test_a_route_added_without_a_declared_need_is_for_super_users_only(secured):
     assert secured.get("/undeclared").status == 401
     assert secured.get("/undeclared", token=token("acme-admin")).status == 403
     assert secured.get("/undeclared", token=token("root")).body == "secret"
+
+
+def test_every_admin_route_declares_what_it_needs_so_none_is_left_to_super_users_by_accident(secured):
+    app = admin_app(secured.registry, Security(), secured.broker.config, Advertised("http://h:1", "pulsar://h:2"))
+    undeclared = [f"{r.method} {r.resource.canonical}" for r in app.router.routes() if r.method != "HEAD"
+                  and not hasattr(r.handler, "access")]
+    assert undeclared == []
+    assert len(list(app.router.routes())) > 60

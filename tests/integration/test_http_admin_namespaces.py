@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from connector import Client, MessageId
+from connector import Client
 from tests.integration.test_http_admin_server import admin_http
 
 
@@ -115,7 +115,8 @@ def test_clear_backlog_and_unsubscribe_act_on_every_topic_of_the_namespace(http,
             for i in range(3):
                 producer.send(b"m%d" % i)
             producer.close()
-    backlog = lambda t: http.get(f"/admin/v2/persistent/{ns}/{t}/stats").body["subscriptions"]["sub"]["msgBacklog"]  # noqa: E731
+    def backlog(local: str) -> int:
+        return http.get(f"/admin/v2/persistent/{ns}/{local}/stats").body["subscriptions"]["sub"]["msgBacklog"]
     assert [backlog("a"), backlog("b")] == [3, 3]
     assert http.post(f"/admin/v2/namespaces/{ns}/clearBacklog/sub").status == 204
     assert [backlog("a"), backlog("b")] == [0, 0]
