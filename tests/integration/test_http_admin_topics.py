@@ -148,3 +148,36 @@ def test_terminating_a_partitioned_topic_terminates_every_partition(http, client
                            "1": {"ledgerId": ids[-1].ledger_id(), "entryId": ids[-1].entry_id(), "partitionIndex": 1}}
     with pytest.raises(Exception, match="TopicTerminated|terminated"):
         send(client, f"persistent://public/default/{name}-partition-0", 1)
+
+
+@pytest.mark.parametrize("segment, value, key", [
+    ("retention", {"retentionTimeInMinutes": 5, "retentionSizeInMB": 1}, "retention"),
+    ("deduplicationEnabled", True, "deduplicationEnabled"),
+    ("maxProducers", 1, "maxProducersPerTopic"),
+    ("maxConsumers", 2, "maxConsumersPerTopic"),
+])
+def test_a_topic_policy_is_set_read_and_removed(http, name, segment, value, key):
+    http.put(f"{NS}/{name}")
+    path = f"{NS}/{name}/{segment}"
+    assert http.get(path).status == 204
+    assert http.post(path, value).status == 204
+    assert http.get(path).body == value
+    assert http.on_loop(lambda: http.registry.get_policies("topics", f"persistent://public/default/{name}"))[key] == value
+    assert http.delete(path).status == 204
+    assert http.get(path).status == 204
+
+
+def test_a_topics_message_ttl_is_set_as_pulsar_admin_sends_it_in_the_query(http, name):
+    http.put(f"{NS}/{name}")
+    assert http.post(f"{NS}/{name}/messageTTL?messageTTL=120").status == 204
+    assert http.get(f"{NS}/{name}/messageTTL").body == 120
+    assert http.post(f"{NS}/{name}/messageTTL?messageTTL=soon").status == 400
+    assert http.delete(f"{NS}/{name}/messageTTL?messageTTL=0").status == 204
+    assert http.get(f"{NS}/{name}/messageTTL").status == 204
+
+
+def test_a_policy_of_a_missing_topic_is_404_and_the_applied_value_is_not_served_yet(http, name):
+    assert http.get(f"{NS}/{name}/retention").status == 404
+    assert http.post(f"{NS}/{name}/maxProducers", 1).status == 404
+    http.put(f"{NS}/{name}")
+    assert http.get(f"{NS}/{name}/retention?applied=true").status == 501

@@ -25,6 +25,7 @@ from broker_core.frontends.http.admin.namespace_routes import NamespaceRoutes
 from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
 from broker_core.frontends.http.admin.subscription_routes import SubscriptionRoutes
 from broker_core.frontends.http.admin.tenant_routes import TenantRoutes
+from broker_core.frontends.http.admin.topic_policy_routes import TopicPolicyRoutes
 from broker_core.frontends.http.admin.topic_routes import TopicRoutes
 from broker_core.security import Security
 
@@ -40,7 +41,8 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
     app[SECURITY] = security
     app[MAX_BODY] = max_body_bytes
     groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), NamespaceRoutes(registry),
-              PermissionRoutes(registry), SubscriptionRoutes(registry), TopicRoutes(registry))
+              PermissionRoutes(registry), SubscriptionRoutes(registry), TopicPolicyRoutes(registry),
+              TopicRoutes(registry))
     for group in groups:
         app.add_routes(group.routes())
     return app

@@ -33,7 +33,7 @@ from broker_core.security import ADMIN, CONSUME, LOOKUP
 from broker_core.types import PERSISTENT
 
 
-def _retention(value: Any, field: str) -> dict:
+def retention_body(value: Any, field: str) -> dict:
     """Pulsar's RetentionPolicies; the ranges are the policy store's to check."""
     value = obj(value, field)
     return {RETENTION_TIME: integer(value.get(RETENTION_TIME), f"{field}.{RETENTION_TIME}"),
@@ -41,7 +41,7 @@ def _retention(value: Any, field: str) -> dict:
 
 
 POLICIES: dict[str, tuple[str, Callable[[Any, str], Any], str]] = {
-    "retention": ("retention", _retention, "retention_policies"),
+    "retention": ("retention", retention_body, "retention_policies"),
     "messageTTL": ("messageTTLInSeconds", integer, "message_ttl_in_seconds"),
     "deduplication": ("deduplicationEnabled", boolean, "deduplicationEnabled"),
     "subscriptionExpirationTime": ("subscriptionExpirationTimeMinutes", integer,
