@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -198,3 +199,12 @@ def test_an_unexpected_failure_is_500_with_an_id_the_log_has_and_the_broker_serv
     logged = [r for r in caplog.records if "event=admin_request_failed" in r.getMessage()]
     assert logged and error_id in logged[0].getMessage() and "secret" in logged[0].exc_text
     assert http.get("/admin/v2/clusters").status == 200
+
+
+def test_a_client_stalled_mid_request_does_not_hold_up_the_others(http):
+    port = int(http.base.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port)) as stalled:
+        stalled.sendall(b"PUT /admin/v2/tenants/stalled HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n[")
+        assert http.get("/admin/v2/clusters").body == ["standalone"]
+        assert http.put("/admin/v2/tenants/while-stalled").status == 204
+    assert http.get("/admin/v2/tenants/stalled").status == 404
