@@ -9,7 +9,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from tests.pulsar_wire import RawPulsar
+from tests.pulsar_wire import RawPulsar, frame
 from tests.waiting import wait_until
 
 T = cmd.BaseCommand
@@ -77,3 +77,28 @@ def test_the_first_grpc_client_starts_the_grpc_server_and_is_served_on_its_first
     assert len(listening_ports(proc.proc.pid) - {proc.port}) == 1, "the private gRPC port, once"
     assert health(proc.address) == "SERVING"
     assert len(listening_ports(proc.proc.pid)) == 2
+
+
+def test_a_connect_and_a_producer_sent_in_one_write_are_both_answered(broker_process):
+    # the handlers of every command but the handshake are added at the first command after CONNECT: here that
+    # command comes in the same read as the CONNECT
+    proc = broker_process()
+    with RawPulsar(proc.address) as raw:
+        raw.send(frame(T(type=T.CONNECT, connect=cmd.CommandConnect(client_version="one-write", protocol_version=20)))
+                 + frame(T(type=T.PRODUCER, producer=cmd.CommandProducer(
+                     topic="persistent://public/default/one-write", producer_id=1, request_id=1))))
+        assert raw.read()[0].type == T.CONNECTED
+        assert raw.read()[0].type == T.PRODUCER_SUCCESS
+
+
+def test_a_client_that_only_connects_and_leaves_is_forgotten_and_the_next_is_served(broker_process):
+    proc = broker_process()
+    with RawPulsar(proc.address) as raw:
+        assert raw.connect().type == T.CONNECTED
+        raw.send(frame(T(type=T.PING, ping=cmd.CommandPing())))
+        assert raw.read()[0].type == T.PONG
+    with RawPulsar(proc.address) as raw:
+        assert raw.connect().type == T.CONNECTED
+        assert raw.producer("persistent://public/default/after-a-quiet-one").type == T.PRODUCER_SUCCESS
+    assert proc.terminate() == 0
+    assert "level=ERROR" not in proc.proc.stderr.read()

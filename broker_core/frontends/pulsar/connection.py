@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from broker_core.errors import NotAllowedError, PulsarLikeError, UnknownError
 from broker_core.log_limits import LogLimiter
@@ -50,6 +50,10 @@ from broker_core.frontends.pulsar.context import FrontEnd
 from broker_core.frontends.pulsar.frames import PRE_CONNECT_MAX_FRAME, FrameError, FrameReader, FrameSizeError, encode
 from broker_core.frontends.pulsar.text_fields import HAS_TEXT, not_utf8
 from broker_core.security import Principal
+
+if TYPE_CHECKING:
+    from broker_core.frontends.pulsar.consuming import ConsumerCommands
+    from broker_core.frontends.pulsar.producing import ProducerCommands
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +85,6 @@ class PulsarConnection(asyncio.Protocol):
         """``admitted``: the socket's place in the listener's connection budget (released when the
         connection is lost) and its handshake deadline; None: a deadline from now."""
         from broker_core.frontends.pulsar.authentication import ConnectionAuthentication
-        from broker_core.frontends.pulsar.consuming import ConsumerCommands
-        from broker_core.frontends.pulsar.lookups import LookupCommands
-        from broker_core.frontends.pulsar.producing import ProducerCommands
-        from broker_core.frontends.pulsar.schema_commands import SchemaCommands
 
         self.front = front
         self.config = front.config
@@ -110,13 +110,29 @@ class PulsarConnection(asyncio.Protocol):
         self.paused = False
         self.log_limits = LogLimiter(log, clock=front.clock)
         """WARNING lines a client can cause again and again (``bad_ack``, ...): one per event and interval."""
-        self.producers = ProducerCommands(self)
-        self.consumers = ConsumerCommands(self)
+        self.producers: ProducerCommands | None = None
+        self.consumers: ConsumerCommands | None = None
+        """Built with the other commands' handlers at the first command after the handshake (see
+        :meth:`_serve_commands`)."""
         self._authentication = ConnectionAuthentication(self)
         self._handlers: dict[int, Handler] = {
-            T.CONNECT: self._connect, T.PING: self._ping, T.PONG: self._pong, **self._authentication.handlers(),
-            **LookupCommands(self).handlers(), **self.producers.handlers(), **self.consumers.handlers(),
-            **SchemaCommands(self).handlers()}
+            T.CONNECT: self._connect, T.PING: self._ping, T.PONG: self._pong, **self._authentication.handlers()}
+
+    def _serve_commands(self) -> None:
+        """The handlers of every other command (lookups, producers, consumers, schemas), added once.
+
+        Not in ``__init__``: their modules (and the dispatch and storage code under them) are imported at the
+        first command that needs one, after the broker's first CONNECTED answer, not before it (issue 19's
+        start time: ~25 ms of imports on the first connection's path)."""
+        from broker_core.frontends.pulsar.consuming import ConsumerCommands
+        from broker_core.frontends.pulsar.lookups import LookupCommands
+        from broker_core.frontends.pulsar.producing import ProducerCommands
+        from broker_core.frontends.pulsar.schema_commands import SchemaCommands
+
+        self.producers = ProducerCommands(self)
+        self.consumers = ConsumerCommands(self)
+        self._handlers = {**self._handlers, **LookupCommands(self).handlers(), **self.producers.handlers(),
+                          **self.consumers.handlers(), **SchemaCommands(self).handlers()}
 
     # ------------------------------------------------------------------ transport events
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -193,8 +209,10 @@ class PulsarConnection(asyncio.Protocol):
         for timer in (self._keepalive, self._handshake):
             if timer is not None:
                 timer.cancel()
-        self.producers.connection_closed()
-        self.consumers.connection_closed()
+        if self.producers is not None:
+            self.producers.connection_closed()
+        if self.consumers is not None:
+            self.consumers.connection_closed()
         self._authentication.closed()
         self.log_limits.flush()
         log.debug("event=pulsar_connection_closed peer=%s", self.peer)
@@ -204,7 +222,8 @@ class PulsarConnection(asyncio.Protocol):
         self.paused = True
         if self.transport is not None:
             self.transport.pause_reading()
-        self.consumers.writable(False)
+        if self.consumers is not None:
+            self.consumers.writable(False)
 
     def resume_writing(self) -> None:
         self.paused = False
@@ -213,7 +232,8 @@ class PulsarConnection(asyncio.Protocol):
                 self._turn = asyncio.get_running_loop().call_soon(self._handle_frames)
         elif self.transport is not None and not self.closed:
             self.transport.resume_reading()
-        self.consumers.writable(True)
+        if self.consumers is not None:
+            self.consumers.writable(True)
 
     # ------------------------------------------------------------------ writing
     def send(self, command: cmd.BaseCommand) -> None:
@@ -292,6 +312,9 @@ class PulsarConnection(asyncio.Protocol):
                 self._malformed(kind, body, f"has a {field} that is not UTF-8 text")
                 return
         handler = self._handlers.get(kind)
+        if handler is None and self.producers is None:
+            self._serve_commands()
+            handler = self._handlers.get(kind)
         if handler is None:
             self._unserved(kind, body)
             return
