@@ -1,6 +1,8 @@
 """Broker configuration parsing."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from broker_core.config import BrokerConfig, parse_assignments, parse_conf_file
@@ -46,3 +48,17 @@ def test_conf_file_and_assignments(tmp_path):
         parse_conf_file(conf)
     with pytest.raises(InvalidConfiguration, match="cannot read"):
         parse_conf_file(tmp_path / "missing.conf")
+
+
+def test_configurations_with_equal_values_are_equal_hash_alike_and_show_every_key():
+    one, same, other = BrokerConfig(maxMessageSize=1024), BrokerConfig.from_mapping({"maxMessageSize": "1024"}), \
+        BrokerConfig()
+    assert one == same and hash(one) == hash(same)
+    assert one != other and one != "BrokerConfig()"
+    assert repr(one).startswith("BrokerConfig(bindAddress='127.0.0.1', brokerServicePort=6650, ")
+    assert "maxMessageSize=1024" in repr(one) and repr(one).count("=") == len(dataclasses.fields(BrokerConfig))
+
+
+def test_an_unknown_key_is_refused_with_the_closest_known_one():
+    with pytest.raises(InvalidConfiguration, match="did you mean 'maxMessageSize'"):
+        BrokerConfig.from_mapping({"maxMesageSize": "1"})
