@@ -30,7 +30,6 @@ from broker_core.net.peers import ClientIdentity
 from broker_core.security.authorization import ADMIN, SUPER, Authorizer
 from broker_core.security.providers import (Authenticated, AuthenticationProvider, TlsAuthentication,
                                                     TokenAuthentication)
-from broker_core.security.tokens import TokenValidator
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +67,8 @@ class Security:
         self.providers: dict[str, AuthenticationProvider] = {}
         for name in config.authentication_providers():
             if name == "token":
+                from broker_core.security.tokens import TokenValidator  # only then: see providers.py
+
                 self.providers[name] = TokenAuthentication(TokenValidator.from_config(config, clock))
             else:
                 self.providers[name] = TlsAuthentication()

@@ -13,11 +13,13 @@ address, verified TLS client certificate's CN). Provider names are Pulsar's meth
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from broker_core.errors import AuthenticationError
 from broker_core.net.peers import ClientIdentity
-from broker_core.security.tokens import TokenValidator
+
+if TYPE_CHECKING:  # imported where a token provider is configured (secrets, hmac, keys: not at every start)
+    from broker_core.security.tokens import TokenValidator
 
 
 @dataclass(frozen=True)
