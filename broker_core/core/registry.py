@@ -10,54 +10,43 @@ Disk layout under ``data_dir``::
     metadata/schemas/<domain>/<tenant>/<namespace>/<topic>/   schema versions (broker_core.storage.schema_files)
     topics/<domain>/<tenant>/<namespace>/<topic>/   one folder per topic partition: segments + cursors/
 
-Topic folder names are the local name percent-encoded, so any valid name maps to one folder. Paths come
-only from :mod:`broker_core.storage.paths` (which checks they stay under ``topics/``), and folders are
-removed only through its ``remove_tree``.
+Topic folder names are the local name percent-encoded, so any valid name maps to one folder
+(:mod:`broker_core.core.topic_folders`). Paths come only from :mod:`broker_core.storage.paths` (which checks
+they stay under ``topics/``), and folders are removed only through its ``remove_tree``.
+
+The registry looks topics up, loads and creates them, lists and deletes them; its other jobs are owned
+helpers: :mod:`~broker_core.core.effective_policies`, :mod:`~broker_core.core.idle_unloading`,
+:mod:`~broker_core.core.namespace_deletion` and :mod:`~broker_core.core.registry_stats`.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from concurrent.futures import Executor
-from typing import Iterable, Iterator
+from typing import Iterator
 from pathlib import Path
-from urllib.parse import unquote
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import (InvalidTopicName, NamespaceNotEmpty, NotAllowedError, PulsarLikeError,
-                                TenantNotEmpty, TopicAlreadyExists, TopicNotFound)
-from broker_core.core.persistent import cursor_admin
+from broker_core.errors import InvalidTopicName, NotAllowedError, PulsarLikeError, TopicAlreadyExists, TopicNotFound
+from broker_core.core import namespace_deletion, registry_stats
+from broker_core.core.effective_policies import EffectivePolicies
+from broker_core.core.idle_unloading import IdleUnloader
 from broker_core.core.metadata import PartitionedTopicsStore
 from broker_core.core.namespaces import NamespacesStore, check_namespace_name
 from broker_core.core.nonpersistent.topic import NonPersistentTopic, check_enabled
 from broker_core.core.policies import NAMESPACE, TOPIC, PoliciesStore
 from broker_core.core.schemas import SchemaRegistry
-from broker_core.core.persistent.stats import partitioned_stats
 from broker_core.core.retention_rules import RetentionPolicy
 from broker_core.core.persistent.topic import PersistentTopic
+from broker_core.core.topic_folders import namespace_folders, stored_topics, topic_folders
 from broker_core.storage.cursor_store import CursorStore
 from broker_core.storage.files import FileBudget
-from broker_core.storage.paths import namespace_dir, remove_tree, tenant_dir, topic_dir
-from broker_core.types import (NON_PERSISTENT, PERSISTENT, TopicName, check_partition_names, entity_name_problem,
-                               folder_name, local_name_problem)
+from broker_core.storage.paths import namespace_dir, remove_tree, topic_dir
+from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName, check_partition_names
 
 log = logging.getLogger(__name__)
 
 MAX_PARTITIONS = 4096
-
-
-def _topic_folders(folder: Path) -> list[str]:
-    """The local names of the topic folders in a namespace folder; a folder no valid name maps to (made by
-    hand, or by a version with laxer rules) is no topic: it is skipped, so it is never opened or deleted."""
-    locals_ = []
-    for path in folder.iterdir():
-        local = unquote(path.name)
-        if path.is_dir() and folder_name(local) == path.name and not local_name_problem(local):
-            locals_.append(local)
-        elif path.is_dir():
-            log.warning("event=topic_folder_skipped namespace_folder=%s folder=%s", folder.name, path.name)
-    return locals_
 
 
 class TopicRegistry:
@@ -74,20 +63,24 @@ class TopicRegistry:
         self.files = files or FileBudget(config.managedLedgerMaxOpenFiles)
         self._clock = clock
         self.clock = clock
-        self._unload_handle: asyncio.TimerHandle | None = None
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata")
         self.policies = PoliciesStore(data_dir / "metadata")
+        self._effective = EffectivePolicies(self.policies, config)
         self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
         # schema checks and writes run on the executor; a schema is refused where a topic would be
         self.schemas = SchemaRegistry(data_dir / "metadata", clock, executor,
                                       check_namespace=lambda name: self.namespaces.check_exists(name.namespace_name))
         self._topics: dict[str, PersistentTopic | NonPersistentTopic] = {}
+        self._unloader = IdleUnloader(self._topics, config, clock)
+
+    @property
+    def topics_root(self) -> Path:
+        """The data dir's ``topics/`` folder."""
+        return self._root
 
     def _found_namespaces(self) -> set[str]:
         """Namespaces a data folder from before ``namespaces.json`` already uses (adopted at first start)."""
-        found = {f"{t.name}/{ns.name}" for domain in (PERSISTENT, NON_PERSISTENT) if (self._root / domain).is_dir()
-                 for t in (self._root / domain).iterdir() if t.is_dir() for ns in t.iterdir() if ns.is_dir()
-                 if not (entity_name_problem("tenant", t.name) or entity_name_problem("namespace", ns.name))}
+        found = namespace_folders(self._root)
         found.update(self.policies.namespaces())
         found.update(TopicName.parse(t).namespace_name for t in self.partitioned.topics())
         return found
@@ -157,9 +150,9 @@ class TopicRegistry:
             topic = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock,
                                     deduplication=self.deduplication_enabled(name), sync_pool=self._sync_pool,
                                     files=self.files)
-            self._apply_retention(topic)
+            self._effective.apply_retention(topic)
             topic.expire_subscriptions()  # it may have been unloaded, or the broker stopped, for long
-        self._apply_limits(topic)
+        self._effective.apply_limits(topic)
         self._topics[key] = topic
         log.info("event=topic_loaded topic=%s", key)
         return topic
@@ -173,29 +166,17 @@ class TopicRegistry:
 
     # ------------------------------------------------------------------ policies
     def deduplication_enabled(self, name: TopicName) -> bool:
-        return bool(self.policies.resolve(name, "deduplicationEnabled", self._config.brokerDeduplicationEnabled))
+        return self._effective.deduplication_enabled(name)
 
     def retention_policy(self, name: TopicName) -> RetentionPolicy:
         """The effective retention of ``name``: topic, partitioned base, namespace, broker defaults."""
-        return RetentionPolicy.of(self.policies.resolve(name, "retention", None),
-                                  self._config.defaultRetentionTimeInMinutes, self._config.defaultRetentionSizeInMB)
+        return self._effective.retention_policy(name)
 
     def message_ttl_seconds(self, name: TopicName) -> int:
-        return int(self.policies.resolve(name, "messageTTLInSeconds", self._config.ttlDurationDefaultInSeconds))
+        return self._effective.message_ttl_seconds(name)
 
     def subscription_expiration_minutes(self, name: TopicName) -> int:
-        return int(self.policies.resolve(name, "subscriptionExpirationTimeMinutes",
-                                         self._config.subscriptionExpirationTimeMinutes))
-
-    def _apply_retention(self, topic: PersistentTopic) -> None:
-        topic.set_retention_policies(self.retention_policy(topic.name), self.message_ttl_seconds(topic.name))
-        topic.subscription_expiration_minutes = self.subscription_expiration_minutes(topic.name)
-
-    def _apply_limits(self, topic: PersistentTopic | NonPersistentTopic) -> None:
-        topic.max_producers = int(self.policies.resolve(topic.name, "maxProducersPerTopic",
-                                                        self._config.maxProducersPerTopic))
-        topic.max_consumers = int(self.policies.resolve(topic.name, "maxConsumersPerTopic",
-                                                        self._config.maxConsumersPerTopic))
+        return self._effective.subscription_expiration_minutes(name)
 
     def set_policy(self, scope: str, name: str, key: str, value: object) -> None:
         """Set (``value=None``: remove) a namespace or topic policy and apply it to loaded topics."""
@@ -207,10 +188,7 @@ class TopicRegistry:
             self.namespaces.check_exists(self.policies.scope_key(scope, name))
         self.policies.set(scope, name, key, value)
         for topic in self._topics.values():
-            topic.set_deduplication(self.deduplication_enabled(topic.name))
-            if topic.persistent:
-                self._apply_retention(topic)
-            self._apply_limits(topic)
+            self._effective.apply(topic)
 
     def get_policies(self, scope: str, name: str) -> dict:
         if scope == NAMESPACE:
@@ -245,7 +223,7 @@ class TopicRegistry:
         for domain in (PERSISTENT, NON_PERSISTENT):
             folder = namespace_dir(self._root, domain, tenant, ns)
             if folder.is_dir():
-                names.update(f"{domain}://{tenant}/{ns}/{local}" for local in _topic_folders(folder))
+                names.update(f"{domain}://{tenant}/{ns}/{local}" for local in topic_folders(folder))
         names.update(k for k in self._topics if TopicName.parse(k).namespace_name == namespace)
         for base, n in self.partitioned.topics().items():
             parsed = TopicName.parse(base)
@@ -277,31 +255,15 @@ class TopicRegistry:
         self.policies.forget_topic(str(name))
 
     def internal_stats(self, name: TopicName) -> dict:
-        """``stats-internal``: the managed-ledger view (segments, cursors) of a topic partition; of a
-        partitioned topic, each partition's under ``partitions`` (Pulsar's partitioned-stats-internal)."""
-        partitions = self.partitions_of(name)
-        if partitions:
-            return {"metadata": {"partitions": partitions},
-                    "partitions": {str(p): self.internal_stats(p) for p in map(name.partition, range(partitions))
-                                   if self._exists_on_disk(p) or str(p) in self._topics}}
-        topic = self.get(name, create=False)
-        if not topic.persistent:
-            raise NotAllowedError(f"{name}: a non-persistent topic stores nothing, so it has no internal"
-                                  " stats; use `topics stats`")
-        return cursor_admin.internal_stats(topic)
+        """``stats-internal`` of a topic partition, or of each partition of a partitioned topic."""
+        return registry_stats.internal_stats(self, name)
 
     def subscriptions(self, name: TopicName) -> list[str]:
-        """Subscription names of a topic (of every partition of a partitioned topic), as pulsar-admin
-        ``topics subscriptions`` lists them: durable ones and readers' alike."""
-        partitions = self.partitions_of(name)
-        targets = [name.partition(i) for i in range(partitions)] if partitions else [name]
-        names: set[str] = set()
-        for target in targets:
-            if not partitions or self._exists_on_disk(target) or str(target) in self._topics:
-                topic = self.get(target, create=False)
-                names.update(topic.subscriptions)
-                names.update(topic.readers)
-        return sorted(names)
+        """Subscription names of a topic (of every partition of a partitioned topic)."""
+        return registry_stats.subscriptions(self, name)
+
+    def stats(self, name: TopicName) -> dict:
+        return registry_stats.stats(self, name)
 
     # ------------------------------------------------------------------ tenants and namespaces
     def create_namespace(self, namespace: str) -> None:
@@ -309,125 +271,33 @@ class TopicRegistry:
         log.info("event=namespace_created namespace=%s", namespace)
 
     def namespace_topics(self, namespace: str) -> list[str]:
-        """The namespace's topics as deletion sees them: partitioned topics by their base name, then every
-        other topic (non-partitioned, or a partition whose partitioned topic is gone)."""
-        bases = sorted(b for b in self.partitioned.topics() if TopicName.parse(b).namespace_name == namespace)
-        partitions = {str(TopicName.parse(b).partition(i)) for b in bases for i in range(self.partitions_of(
-            TopicName.parse(b)))}
-        return bases + [t for t in self.list(namespace) if t not in partitions]
+        """The namespace's topics as deletion sees them (partitioned topics by their base name)."""
+        return namespace_deletion.namespace_topics(self, namespace)
 
     async def delete_namespace(self, namespace: str, *, force: bool) -> None:
         """Delete an empty namespace, or (``force``) every topic in it first, connected clients or not."""
-        tenant, ns = check_namespace_name(namespace)
-        self.namespaces.check_exists(namespace)
-        topics = self.namespace_topics(namespace)
-        if topics and not force:
-            shown = ", ".join(topics[:5]) + (", ..." if len(topics) > 5 else "")
-            raise NamespaceNotEmpty(
-                f"namespace {namespace} still has {len(topics)} topic(s) ({shown}): delete them first, or delete"
-                f" the namespace with force (`pulsarlike admin namespaces delete --force {namespace}`) to delete"
-                " them too",
-                namespace=namespace, topics=len(topics))
-        self.namespaces.deleting.add(namespace)  # no topic is created there while its topics go
-        try:
-            await self._delete_topics(topics)
-            self.policies.forget_namespace(namespace)
-            self.namespaces.deleting.discard(namespace)
-            self.namespaces.delete_namespace(namespace)
-        finally:
-            self.namespaces.deleting.discard(namespace)
-        for domain in (PERSISTENT, NON_PERSISTENT):
-            remove_tree(self._root, namespace_dir(self._root, domain, tenant, ns))
-            self.schemas.delete_namespace(domain, tenant, ns)
-        log.info("event=namespace_deleted namespace=%s force=%s topics_deleted=%d", namespace, force, len(topics))
-
-    async def _delete_topics(self, topics: Iterable[str]) -> None:
-        for topic in topics:
-            try:
-                await self.delete(TopicName.parse(topic), force=True)
-            except TopicNotFound:  # a non-persistent topic that went idle meanwhile
-                pass
+        await namespace_deletion.delete_namespace(self, namespace, force=force)
 
     async def delete_tenant(self, tenant: str, *, force: bool) -> None:
         """Delete a tenant without namespaces, or (``force``) its namespaces and their topics first."""
-        namespaces = self.namespaces.namespaces(tenant)
-        if namespaces and not force:
-            raise TenantNotEmpty(
-                f"tenant {tenant} still has namespaces ({', '.join(namespaces)}): delete them first, or delete"
-                f" the tenant with force (`pulsarlike admin tenants delete --force {tenant}`) to delete them and"
-                " their topics too", tenant=tenant, namespaces=namespaces)
-        for namespace in namespaces:
-            await self.delete_namespace(namespace, force=True)
-        self.namespaces.delete_tenant(tenant)
-        for domain in (PERSISTENT, NON_PERSISTENT):
-            remove_tree(self._root, tenant_dir(self._root, domain, tenant))
-        log.info("event=tenant_deleted tenant=%s force=%s", tenant, force)
-
-    def stats(self, name: TopicName) -> dict:
-        partitions = self.partitions_of(name)
-        if not partitions:
-            return self.get(name, create=False).stats()
-        per = {str(name.partition(i)): self.get(name.partition(i), create=True).stats() for i in range(partitions)}
-        return partitioned_stats(per, name.domain == NON_PERSISTENT)
+        await namespace_deletion.delete_tenant(self, tenant, force=force)
 
     # ------------------------------------------------------------------ idle topics
     def start_unloading(self) -> None:
         """Unload idle topics every so often (``brokerTopicIdleUnloadSeconds``; runs on the event loop)."""
-        idle_s = self._config.brokerTopicIdleUnloadSeconds
-        if idle_s:
-            self._unload_handle = asyncio.get_running_loop().call_later(
-                min(idle_s / 2, 30), self._unload_round)
-
-    def _unload_round(self) -> None:
-        try:
-            self.unload_idle()
-        except Exception:  # a failed round must not stop the next ones
-            log.exception("event=topic_unload_round_failed")
-        self.start_unloading()
+        self._unloader.start()
 
     def unload_idle(self, max_topics: int = 1000) -> int:
-        """Unload persistent topics quiescent for ``brokerTopicIdleUnloadSeconds`` (at most ``max_topics``
-        this round, so a round never holds the event loop long); returns how many were unloaded."""
-        now = self._clock.now_ms()
-        cutoff = now - self._config.brokerTopicIdleUnloadSeconds * 1000
-        unloaded = 0
-        for key, topic in list(self._topics.items()):
-            if not topic.persistent:
-                continue  # non-persistent topics leave on their own once idle
-            if not topic.quiescent:
-                topic.last_used_ms = now
-            elif topic.last_used_ms <= cutoff and self.unload(key):
-                unloaded += 1
-                if unloaded >= max_topics:
-                    break
-        return unloaded
+        """Unload persistent topics quiescent for ``brokerTopicIdleUnloadSeconds``; returns how many."""
+        return self._unloader.unload_idle(max_topics)
 
     def unload(self, key: str) -> bool:
         """Unload the loaded topic ``key`` if it is quiescent; the next use loads it from disk again."""
-        topic = self._topics.get(key)
-        if topic is None or not topic.persistent:
-            return False
-        try:
-            done = topic.unload()
-        except (OSError, PulsarLikeError) as exc:
-            log.error("event=topic_unload_failed topic=%s error=%r", key, exc)
-            done = topic.closed
-        if done:
-            del self._topics[key]
-            log.info("event=topic_unloaded topic=%s", key)
-        return done
+        return self._unloader.unload(key)
 
     def stored_topics(self, domain: str) -> Iterator[TopicName]:
         """The topic partitions of ``domain`` stored in the data dir, namespace by namespace (lazily)."""
-        for namespace in self.namespaces.all_namespaces():
-            tenant, ns = namespace.split("/", 1)
-            folder = namespace_dir(self._root, domain, tenant, ns)
-            try:  # the namespace may go between two turns of a caller
-                locals_ = sorted(_topic_folders(folder)) if folder.is_dir() else []
-            except OSError:
-                continue
-            for local in locals_:
-                yield TopicName(domain, tenant, ns, local)
+        yield from stored_topics(self._root, self.namespaces.all_namespaces(), domain)
 
     def cursor_store(self, name: TopicName) -> CursorStore | None:
         """The cursor files of stored topic ``name`` (None when it has none), for work on a topic that is
@@ -440,8 +310,7 @@ class TopicRegistry:
         return dict(self._topics)
 
     async def close(self) -> None:
-        if self._unload_handle is not None:
-            self._unload_handle.cancel()
+        self._unloader.stop()
         for topic in list(self._topics.values()):
             try:
                 await topic.close()
