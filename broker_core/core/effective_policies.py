@@ -2,12 +2,16 @@
 application to a loaded topic."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker_core.config import BrokerConfig
-from broker_core.core.nonpersistent.topic import NonPersistentTopic
-from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.core.policies import PoliciesStore
 from broker_core.core.retention_rules import RetentionPolicy
 from broker_core.types import TopicName
+
+if TYPE_CHECKING:
+    from broker_core.core.nonpersistent.topic import NonPersistentTopic
+    from broker_core.core.persistent.topic import PersistentTopic
 
 
 class EffectivePolicies:

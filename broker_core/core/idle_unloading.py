@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.core.nonpersistent.topic import NonPersistentTopic
-from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.errors import PulsarLikeError
+
+if TYPE_CHECKING:
+    from broker_core.core.nonpersistent.topic import NonPersistentTopic
+    from broker_core.core.persistent.topic import PersistentTopic
 
 log = logging.getLogger("broker_core.core.registry")  # the registry's events keep their logger name
 
