@@ -26,10 +26,13 @@ PROVIDER_NAMES = {"token": "token", "tls": "tls", f"{_PULSAR_AUTH}Authentication
 """``authenticationProviders`` entries -> the provider's short name."""
 
 
-# eq=False, repr=False: __eq__, __hash__ and __repr__ are written below, over fields() -- generated, they are
-# three functions of ~80 fields compiled at every start of the broker (~4 ms of it; issue 19)
-@dataclass(frozen=True, eq=False, repr=False)
+# init=False, eq=False, repr=False: __init__ (keyword arguments only), __eq__, __hash__ and __repr__ are written
+# below, over fields() -- generated, they are four functions of ~80 fields compiled at every start of the broker
+# (~4 ms of it; issue 19)
+@dataclass(frozen=True, init=False, eq=False, repr=False)
 class BrokerConfig:
+    """The broker's settings, one field per key (Pulsar's ``broker.conf`` name where Pulsar has the key)."""
+
     bindAddress: str = "127.0.0.1"
     """Address the broker's port binds (Pulsar: ``bindAddress``)."""
     brokerServicePort: int = 6650
@@ -300,6 +303,14 @@ class BrokerConfig:
 
         return parse_listeners(self.advertisedListeners)
 
+    def __init__(self, **values: Any) -> None:
+        unknown = values.keys() - _DEFAULTS.keys()
+        if unknown:
+            raise TypeError(f"BrokerConfig.__init__() got an unexpected keyword argument {min(unknown)!r}")
+        for name, default in _DEFAULTS.items():
+            object.__setattr__(self, name, values.get(name, default))
+        self.__post_init__()
+
     def _values(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self))
 
@@ -339,6 +350,10 @@ class BrokerConfig:
         merged = dataclasses.asdict(self)
         merged.update(values)
         return BrokerConfig.from_mapping(merged)
+
+
+_DEFAULTS = {f.name: f.default for f in fields(BrokerConfig)}
+"""Every key's default, in the order of the fields (what ``__init__`` fills in)."""
 
 
 def parse_conf_file(path: str | Path) -> dict[str, str]:
