@@ -62,18 +62,25 @@ class Receipt(NamedTuple):
     """Why it was not stored (a ``PulsarLikeError``, or an unexpected exception the front end reports)."""
 
 
-def receipts_of(results: Sequence[Any], error: BaseException | None) -> list[Receipt]:
+def receipts_of(results: Sequence[Any], error: BaseException | None,
+                drop: type[BaseException] | tuple = ()) -> tuple[list[Receipt], bool]:
     """The topic's ``publish`` results (``Accepted``) and its confirmation ``error`` (which fails every
-    entry that was stored) as receipts."""
+    entry that was stored) as receipts, leaving out the failures of type ``drop``; and whether any was
+    left out. One pass: it runs for every send."""
     out: list[Receipt] = []
+    dropped = False
     for result in results:
         if result.duplicate:
-            out.append(Receipt(result.sequence_id, result.highest_sequence_id, duplicate=True))
+            out.append(Receipt(result.sequence_id, result.highest_sequence_id, None, True))
             continue
         failure = result.error or (error if result.entry is not None else None)
-        out.append(Receipt(result.sequence_id, result.highest_sequence_id,
-                           entry=result.entry if failure is None else None, failure=failure))
-    return out
+        if failure is None:
+            out.append(Receipt(result.sequence_id, result.highest_sequence_id, result.entry))
+        elif isinstance(failure, drop):
+            dropped = True
+        else:
+            out.append(Receipt(result.sequence_id, result.highest_sequence_id, None, False, failure))
+    return out, dropped
 
 
 class ProducerEvents(Protocol):
@@ -96,7 +103,8 @@ class ProducerSession:
     """One producer on one topic (see the module docstring)."""
 
     __slots__ = ("topic", "name", "info", "ready", "ended", "closed", "closing", "_events", "_properties",
-                 "_mode", "_write_faults", "_reconnecting", "_peer", "_slots", "_drained", "_writable")
+                 "_mode", "_write_faults", "_dropped", "_reconnecting", "_peer", "_slots", "_drained",
+                 "_writable")
 
     def __init__(self, topic: "Topic", name: str, names: "ProducerNames", events: ProducerEvents, *,
                  properties: dict[str, str] | None = None, access_mode: AccessMode = AccessMode.SHARED,
@@ -120,6 +128,8 @@ class ProducerSession:
         self._properties = dict(properties or {})
         self._mode = AccessMode(access_mode)
         self._write_faults = write_faults
+        self._dropped: tuple = (PersistenceError,) if write_faults is WriteFaults.CLOSE_PRODUCER else ()
+        """Failures that are not answered: they end the producer instead."""
         self._reconnecting = reconnecting
         self._peer = peer
         self._slots: deque[list] = deque()
@@ -211,7 +221,8 @@ class ProducerSession:
         """Publish ``entries`` (``SendEntry``-like: data, sequence_id, highest_sequence_id, num_messages);
         their receipts come in order. A topic refusing the whole publish (closing, terminated) raises, and
         the publish then owes no receipts."""
-        slot = self._reserve()
+        slot: list = []
+        self._slots.append(slot)
         try:
             self.topic.publish(self.info, entries, lambda results, error: self._fill(slot, results, error))
         except BaseException:
@@ -222,23 +233,17 @@ class ProducerSession:
 
     def refuse(self, entries: Sequence, error: PulsarLikeError) -> None:
         """Answer every entry of ``entries`` with ``error``, in order after the receipts already owed."""
-        slot = self._reserve()
-        self._fill(slot, [], None, [Receipt(e.sequence_id, e.highest_sequence_id, failure=error) for e in entries])
-
-    def _reserve(self) -> list:
         slot: list = []
         self._slots.append(slot)
-        return slot
+        self._release(slot, [Receipt(e.sequence_id, e.highest_sequence_id, None, False, error) for e in entries])
 
-    def _fill(self, slot: list, results: Sequence[Any], error: BaseException | None,
-              receipts: list[Receipt] | None = None) -> None:
-        if receipts is None:
-            receipts = receipts_of(results, error)
-        if self._write_faults is WriteFaults.CLOSE_PRODUCER and any(
-                isinstance(r.failure, PersistenceError) for r in receipts):
-            # no failure for these: the producer ends instead (see WriteFaults.CLOSE_PRODUCER)
-            receipts = [r for r in receipts if not isinstance(r.failure, PersistenceError)]
+    def _fill(self, slot: list, results: Sequence[Any], error: BaseException | None) -> None:
+        receipts, dropped = receipts_of(results, error, self._dropped)
+        if dropped:  # no failure for these: the producer ends instead (see WriteFaults.CLOSE_PRODUCER)
             self.closing = True
+        self._release(slot, receipts)
+
+    def _release(self, slot: list, receipts: list[Receipt]) -> None:
         slot.append(receipts)
         slots = self._slots
         while slots and slots[0]:
