@@ -2,14 +2,15 @@
 (issue 19's "faster on the official client's path").
 
 Run it with ``python bench/pulsar_lite_compare.py [--messages N] [--size B] [--start-runs N] [--rounds N]
-[--latency-messages N] [--skip-nosync] [--only BROKER] [--baseline DIR] [--json]`` (``--rounds``: every broker
-that many times, interleaved, each figure the median of its rounds: this machine's 2 cores are shared, single runs
-vary 2x; ``--baseline DIR``: our broker from another checkout too, e.g. ``git archive`` of the commit before a
-change, as a ``pulsarlike-base`` column of the same rounds). Needs ``pulsar-client`` and ``pulsar-lite`` (the
-dev extra).
+[--latency-messages N] [--skip-nosync] [--only BROKER] [--baseline DIR] [--start-only] [--json]`` (``--rounds``:
+every broker that many times, interleaved, each figure the median of its rounds: this machine's 2 cores are shared,
+single runs vary 2x; ``--baseline DIR``: our broker from another checkout too, e.g. ``git archive`` of the commit
+before a change, as a ``pulsarlike-base`` column of the same rounds; ``--start-only``: step 1 below only). Needs
+``pulsar-client`` and ``pulsar-lite`` (the dev extra).
 
 Both brokers run as separate processes started by this script: ours as ``python -m broker_core.cli broker
---data-dir DIR --port 0 --log-level WARNING`` (the port read from its first stdout line), pulsar-lite as its
+--data-dir DIR --port 0 --log-level WARNING --set webServicePort=0`` (the port read from its first stdout line;
+its metrics endpoint on a free port, as pulsar-lite's below: the default 8080 may be taken), pulsar-lite as its
 wheel's binary ``pulsar_lite/bin/pulsar-lite --addr 127.0.0.1:PORT --db-path DIR/db`` (its metrics endpoint
 on a free port too). For each broker, in this order:
 
@@ -97,7 +98,8 @@ def broker_command(who: str, data_dir: str, port: int) -> list[str]:
     if who != LITE:
         return [sys.executable, "-m", "broker_core.cli", "broker", "--data-dir", os.path.join(data_dir, "data"),
                 "--port", str(port), "--log-level", "WARNING",
-                *(["--set", "journalSyncMode=never"] if who == NEVER else [])]
+                # its metrics endpoint on a free port too (the default 8080 may be taken on a shared machine)
+                "--set", "webServicePort=0", *(["--set", "journalSyncMode=never"] if who == NEVER else [])]
     config = os.path.join(data_dir, "pulsar-lite.toml")
     with open(config, "w") as out:  # its metrics endpoint defaults to the fixed 0.0.0.0:8080
         out.write('[metrics]\nenabled = true\naddr = "127.0.0.1:0"\n')
@@ -248,6 +250,8 @@ def run_broker(who: str, tmp: str, args: argparse.Namespace) -> dict[str, float]
     starts = [measure_start(who, tmp, i) for i in range(args.start_runs if who != NEVER else 1)]
     for key, values in (("start_connected_ms", [s[0] for s in starts]), ("start_producer_ms", [s[1] for s in starts])):
         r[key], r[key + "_min"], r[key + "_max"] = statistics.median(values), min(values), max(values)
+    if args.start_only:
+        return r
     n, payload = args.messages // BATCH * BATCH, b"x" * args.size
     proc, port = start_serving(who, tempfile.mkdtemp(prefix="serve-", dir=tmp))
     try:
@@ -336,6 +340,9 @@ def main() -> None:
     parser.add_argument("--skip-nosync", action="store_true", help=f"leave out {NEVER}")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every broker this many times, interleaved; each figure is the median")
+    parser.add_argument("--start-only", action="store_true",
+                        help="measure the start figures only (1.), no workloads: with --rounds, a quick A/B of a "
+                             "start-time change against --baseline")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.baseline is not None:
@@ -350,7 +357,12 @@ def main() -> None:
                     rounds.setdefault(who, []).append(
                         run_broker(who, tempfile.mkdtemp(prefix=who + "-", dir=tmp), args))
     results = {who: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for who, runs in rounds.items()}
-    if OURS in results and LITE in results:
+    if args.start_only:
+        for who, r in results.items():
+            print(f"  {who:18} start -> CONNECTED {r['start_connected_ms']:4.0f} ms ({r['start_connected_ms_min']:.0f}-"
+                  f"{r['start_connected_ms_max']:.0f}), start -> PRODUCER_SUCCESS {r['start_producer_ms']:4.0f} ms "
+                  f"(medians over {args.rounds} round(s) of {args.start_runs} runs)")
+    elif OURS in results and LITE in results:
         report(results, args)
     else:
         for key, label, fmt, _ in ROWS:
