@@ -4,7 +4,7 @@ names), their bookkeeping, and admission under the access modes and the producer
 from __future__ import annotations
 
 import itertools
-import secrets
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -17,7 +17,7 @@ class ProducerNames:
     of different broker runs apart."""
 
     def __init__(self, cluster: str) -> None:
-        self._prefix = f"{cluster}-{secrets.token_hex(3)}-"
+        self._prefix = f"{cluster}-{os.urandom(3).hex()}-"
         self._counter = itertools.count()
 
     def next(self) -> str:

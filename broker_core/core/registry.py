@@ -22,29 +22,44 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Executor
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 from pathlib import Path
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import InvalidTopicName, NotAllowedError, PulsarLikeError, TopicAlreadyExists, TopicNotFound
-from broker_core.core import namespace_deletion, registry_stats
+from broker_core.core import namespace_deletion
 from broker_core.core.effective_policies import EffectivePolicies
 from broker_core.core.idle_unloading import IdleUnloader
 from broker_core.core.metadata import PartitionedTopicsStore
 from broker_core.core.namespaces import NamespacesStore, check_namespace_name
-from broker_core.core.nonpersistent.topic import NonPersistentTopic, check_enabled
 from broker_core.core.policies import NAMESPACE, TOPIC, PoliciesStore
 from broker_core.core.schemas import SchemaRegistry
 from broker_core.core.retention_rules import RetentionPolicy
-from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.core.topic_folders import namespace_folders, stored_topics, topic_folders
-from broker_core.storage.cursor_store import CursorStore
 from broker_core.storage.files import FileBudget
 from broker_core.storage.paths import namespace_dir, remove_tree, topic_dir
 from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName, check_partition_names
 
+if TYPE_CHECKING:  # the topic classes (dispatch, storage) are imported by the first topic loaded, not at start
+    from broker_core.core.nonpersistent.topic import NonPersistentTopic
+    from broker_core.core.persistent.topic import PersistentTopic
+    from broker_core.storage.cursor_store import CursorStore
+
 log = logging.getLogger(__name__)
+
+
+def _registry_stats():
+    from broker_core.core import registry_stats  # imports the topic modules: at the first stats call
+
+    return registry_stats
+
+
+def check_enabled(config: BrokerConfig, name: TopicName) -> None:
+    # (better: check_enabled moves to a module without the topic class, e.g. core/topic_rules.py)
+    from broker_core.core.nonpersistent.topic import check_enabled as check
+
+    check(config, name)
 
 MAX_PARTITIONS = 4096
 
@@ -144,6 +159,9 @@ class TopicRegistry:
         if not may_create and not self._exists_on_disk(name):
             raise TopicNotFound(f"topic {name} does not exist"
                                 + ("" if self._config.allowAutoTopicCreation else " (allowAutoTopicCreation=false)"))
+        from broker_core.core.nonpersistent.topic import NonPersistentTopic
+        from broker_core.core.persistent.topic import PersistentTopic
+
         if name.domain == NON_PERSISTENT:  # in memory only; dropped from here once idle
             topic = NonPersistentTopic(name, self._config, self._clock, on_idle=self._forget)
         else:
@@ -256,14 +274,14 @@ class TopicRegistry:
 
     def internal_stats(self, name: TopicName) -> dict:
         """``stats-internal`` of a topic partition, or of each partition of a partitioned topic."""
-        return registry_stats.internal_stats(self, name)
+        return _registry_stats().internal_stats(self, name)
 
     def subscriptions(self, name: TopicName) -> list[str]:
         """Subscription names of a topic (of every partition of a partitioned topic)."""
-        return registry_stats.subscriptions(self, name)
+        return _registry_stats().subscriptions(self, name)
 
     def stats(self, name: TopicName) -> dict:
-        return registry_stats.stats(self, name)
+        return _registry_stats().stats(self, name)
 
     # ------------------------------------------------------------------ tenants and namespaces
     def create_namespace(self, namespace: str) -> None:
@@ -303,6 +321,8 @@ class TopicRegistry:
         """The cursor files of stored topic ``name`` (None when it has none), for work on a topic that is
         not loaded."""
         folder = self._dir(name) / "cursors"
+        from broker_core.storage.cursor_store import CursorStore
+
         return CursorStore(folder) if folder.is_dir() else None
 
     def loaded_topics(self) -> dict[str, PersistentTopic | NonPersistentTopic]:

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 from broker_core.clock import Clock
 from broker_core.errors import PulsarLikeError
-from broker_core.storage.cursor import ManagedCursor
-from broker_core.storage.cursor_store import CursorStore
 from broker_core.types import PERSISTENT, TopicName
 
 if TYPE_CHECKING:
+    from broker_core.storage.cursor import ManagedCursor
+    from broker_core.storage.cursor_store import CursorStore
     from broker_core.core.registry import TopicRegistry
     from dispatch.subscription import Subscription
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -19,7 +18,13 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves the old or the new content, never a mix:
     temp file in the same folder, write, flush, fsync, ``os.replace``, fsync the folder. A leftover
     temp file (``.*.tmp``) can only remain after a crash; readers ignore it."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    while True:  # tempfile.mkstemp's way, without importing tempfile (shutil, bz2, lzma, random) at start
+        tmp = str(path.parent / f".{os.urandom(6).hex()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
