@@ -31,15 +31,18 @@ compressed to fit ``maxMessageSize`` is refused above it rather than let a bomb 
 Readers may pass a tighter cap; the broker refuses to store what readers would refuse."""
 
 _COMPRESSION_FIELD = pulsar_api_pb2.MessageMetadata.DESCRIPTOR.fields_by_name["compression"].number
+_unknown_fields = None
+"""``google.protobuf.unknown_fields``, imported at the first check (not at start), once (not per SEND)."""
 
 
 def unknown_compression(metadata: pulsar_api_pb2.MessageMetadata) -> int | None:
     """The compression enum value of ``metadata`` when this code does not know it (protobuf then reads
     ``compression`` as NONE and keeps the number among the unknown fields), else None."""
+    global _unknown_fields
     try:
-        from google.protobuf import unknown_fields
-
-        for field in unknown_fields.UnknownFieldSet(metadata):
+        if _unknown_fields is None:
+            from google.protobuf import unknown_fields as _unknown_fields
+        for field in _unknown_fields.UnknownFieldSet(metadata):
             if field.field_number == _COMPRESSION_FIELD:
                 return int(field.data)
     except (ImportError, NotImplementedError):  # an older protobuf runtime cannot tell
