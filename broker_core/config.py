@@ -263,6 +263,9 @@ class BrokerConfig:
                      "tokenAllowedClockSkewSeconds"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
+        for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):
+            if getattr(self, name) < -1:
+                raise _bad(name, getattr(self, name), "-1 (infinite) or an integer >= 0")
         for name in ("authenticationRefreshCheckSeconds", "tlsHandshakeTimeoutSeconds", "handshakeTimeoutSeconds"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
@@ -327,9 +330,6 @@ class BrokerConfig:
 
     def super_user_roles(self) -> frozenset[str]:
         return frozenset(r.strip() for r in self.superUserRoles.split(",") if r.strip())
-        for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):
-            if getattr(self, name) < -1:
-                raise _bad(name, getattr(self, name), "-1 (infinite) or an integer >= 0")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "BrokerConfig":

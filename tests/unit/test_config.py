@@ -62,3 +62,10 @@ def test_configurations_with_equal_values_are_equal_hash_alike_and_show_every_ke
 def test_an_unknown_key_is_refused_with_the_closest_known_one():
     with pytest.raises(InvalidConfiguration, match="did you mean 'maxMessageSize'"):
         BrokerConfig.from_mapping({"maxMesageSize": "1"})
+
+
+@pytest.mark.parametrize("key", ["defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"])
+def test_a_default_retention_below_minus_one_is_refused_at_start(key):
+    with pytest.raises(InvalidConfiguration, match=key):
+        BrokerConfig(**{key: -2})
+    assert getattr(BrokerConfig(**{key: -1}), key) == -1
