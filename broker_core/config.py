@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 SYNC_MODES = ("always", "group", "never")
 AUTO_TOPIC_TYPES = ("non-partitioned", "partitioned")
 _PULSAR_AUTH = "org.apache.pulsar.broker.authentication."
-PROVIDER_NAMES = {"token": "token", "tls": "tls", f"{_PULSAR_AUTH}AuthenticationProviderToken": "token",
-                  f"{_PULSAR_AUTH}AuthenticationProviderTls": "tls"}
+PROVIDER_NAMES = {"token": "token", "tls": "tls", "basic": "basic",
+                  f"{_PULSAR_AUTH}AuthenticationProviderToken": "token",
+                  f"{_PULSAR_AUTH}AuthenticationProviderTls": "tls",
+                  f"{_PULSAR_AUTH}AuthenticationProviderBasic": "basic"}
 """``authenticationProviders`` entries -> the provider's short name."""
 
 
@@ -204,8 +206,9 @@ class BrokerConfig:
     """Clients must present credentials one of ``authenticationProviders`` accepts (false: everyone is
     anonymous, as Pulsar's default)."""
     authenticationProviders: str = ""
-    """Comma-separated: ``token`` and/or ``tls`` (Pulsar's class names
-    ``org.apache.pulsar.broker.authentication.AuthenticationProviderToken`` / ``...Tls`` are accepted)."""
+    """Comma-separated: ``token``, ``tls`` and/or ``basic`` (Pulsar's class names
+    ``org.apache.pulsar.broker.authentication.AuthenticationProviderToken`` / ``...Tls`` / ``...Basic`` are
+    accepted)."""
     authorizationEnabled: bool = False
     """Every call is checked: role x action x resource (super-users, tenant admins, grants)."""
     superUserRoles: str = ""
@@ -216,6 +219,9 @@ class BrokerConfig:
     """How often open connections and streams are checked for expired credentials: a gRPC stream whose token
     expired is closed with ``AuthenticationError``; a Pulsar binary connection gets ``AUTH_CHALLENGE`` and is
     closed unless it answers with a valid token of the same role by the next check."""
+    basicAuthConf: str = ""
+    """The ``basic`` provider's users, htpasswd lines ``name:hash`` (``$apr1$``, ``$1$``, ``$5$``, ``$6$`` or
+    DES crypt): ``file:///path``, a path, ``data:;base64,<content>`` or the content base64-encoded."""
     tokenSecretKey: str = ""
     """HS256/384/512 secret: ``data:;base64,<key>``, ``file:///path`` (raw bytes, as ``pulsarlike tokens
     create-secret-key --output`` writes), ``env:VAR`` or bare base64."""
@@ -292,8 +298,9 @@ class BrokerConfig:
                 continue
             name = PROVIDER_NAMES.get(item, PROVIDER_NAMES.get(item.lower()))
             if name is None:
-                raise _bad("authenticationProviders", item, "a comma-separated list of token, tls (or Pulsar's "
-                                                            "AuthenticationProviderToken/Tls class names)")
+                raise _bad("authenticationProviders", item, "a comma-separated list of token, tls, basic (or "
+                                                            "Pulsar's AuthenticationProviderToken/Tls/Basic class "
+                                                            "names)")
             names.append(name)
         return tuple(dict.fromkeys(names))
 
