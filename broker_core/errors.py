@@ -85,6 +85,19 @@ class ProducerFenced(PulsarLikeError):
     pass
 
 
+class ProducerBlockedQuotaExceededException(PulsarLikeError):
+    """The topic's backlog is over its backlog quota and the quota's policy is ``producer_exception``: new
+    producers are refused and connected ones closed until consumers catch up (Pulsar's exception of that
+    name). ``topic``, ``quota`` (``destination_storage`` or ``message_age``) and ``limit`` name it."""
+
+
+class ProducerBlockedQuotaExceededError(ProducerBlockedQuotaExceededException):
+    """The same under the ``producer_request_hold`` policy (Pulsar's ``ProducerBlockedQuotaExceededError``,
+    which its clients retry)."""
+
+    retriable = True
+
+
 class ProducerQueueIsFull(PulsarLikeError):
     retriable = True
 

@@ -26,6 +26,8 @@ _CODES: dict[type[errors.PulsarLikeError], int] = {
     errors.ConsumerAssignError: cmd.ConsumerAssignError,
     errors.ProducerBusy: cmd.ProducerBusy,
     errors.ProducerFenced: cmd.ProducerFenced,
+    errors.ProducerBlockedQuotaExceededException: cmd.ProducerBlockedQuotaExceededException,
+    errors.ProducerBlockedQuotaExceededError: cmd.ProducerBlockedQuotaExceededError,
     errors.ProducerQueueIsFull: cmd.TooManyRequests,
     errors.TooManyRequests: cmd.TooManyRequests,
     errors.NotAllowedError: cmd.NotAllowedError,

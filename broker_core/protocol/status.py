@@ -39,6 +39,7 @@ _STATUS_NAMES: dict[type[errors.PulsarLikeError], str] = {
     errors.ConsumerBusy: "FAILED_PRECONDITION",
     errors.ProducerBusy: "FAILED_PRECONDITION",
     errors.ProducerFenced: "FAILED_PRECONDITION",
+    errors.ProducerBlockedQuotaExceededException: "RESOURCE_EXHAUSTED",
     errors.ConsumerAssignError: "FAILED_PRECONDITION",
     errors.NotAllowedError: "FAILED_PRECONDITION",
     errors.AuthenticationError: "UNAUTHENTICATED",
