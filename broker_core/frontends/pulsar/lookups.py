@@ -1,12 +1,13 @@
 """LOOKUP, PARTITIONED_METADATA and GET_TOPICS_OF_NAMESPACE: where a topic lives and what a namespace holds.
 
-This broker is the only one, so a lookup answers ``Connect`` to the broker's advertised URL
+What a lookup is answered is decided by :mod:`broker_core.core.topic_lookup`, as for the web service's HTTP
+lookup: this broker is the only one, so a lookup answers ``Connect`` to the broker's advertised URL
 (``advertisedAddress``), ``authoritative``: the client reuses the connection it has to that URL. A lookup
 naming a listener (``advertised_listener_name``, pulsar-client's ``listener_name=``) is answered that
 listener's URLs from ``advertisedListeners``, and refused with ``ServiceNotReady`` when the broker has no
-such listener, as Pulsar (an empty name is no name, as Pulsar reads some clients' blank field). A lookup
-refuses what the gRPC ``LookupTopic`` refuses (a missing namespace, a disabled domain, a missing topic
-under ``allowAutoTopicCreation=false``), with the ``ServerError`` code in a ``Failed`` answer.
+such listener, as Pulsar. A lookup refuses what the gRPC ``LookupTopic`` refuses (a missing namespace, a
+disabled domain, a missing topic under ``allowAutoTopicCreation=false``), with the ``ServerError`` code in
+a ``Failed`` answer.
 
 GET_TOPICS_OF_NAMESPACE lists the topic partitions and non-partitioned topics of the namespace in the mode
 asked (persistent by default), filtered by ``topics_pattern`` when there is one, as Pulsar's
@@ -24,12 +25,13 @@ from typing import TYPE_CHECKING, Iterable
 
 import google_crc32c
 
-from broker_core.errors import PulsarLikeError, ServiceNotReady, TopicNotFound
+from broker_core.core import topic_lookup
+from broker_core.errors import PulsarLikeError
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
 from broker_core.core.topics_pattern import safe_pattern
-from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName
+from broker_core.types import TopicName
 
 if TYPE_CHECKING:
     from broker_core.frontends.pulsar.connection import PulsarConnection
@@ -37,9 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = cmd.BaseCommand
-_MODES = {cmd.CommandGetTopicsOfNamespace.PERSISTENT: (PERSISTENT,),
-          cmd.CommandGetTopicsOfNamespace.NON_PERSISTENT: (NON_PERSISTENT,),
-          cmd.CommandGetTopicsOfNamespace.ALL: (PERSISTENT, NON_PERSISTENT)}
+_MODES = {cmd.CommandGetTopicsOfNamespace.PERSISTENT: "PERSISTENT",
+          cmd.CommandGetTopicsOfNamespace.NON_PERSISTENT: "NON_PERSISTENT",
+          cmd.CommandGetTopicsOfNamespace.ALL: "ALL"}
 
 
 def topics_hash(topics: Iterable[str]) -> str:
@@ -64,35 +66,18 @@ class LookupCommands:
         try:
             name = TopicName.parse(request.topic)
             self._conn.authorize("lookup", str(name))
-            registry = self._registry
-            registry.lookup_partitions(name)  # a missing namespace (or a disabled domain) is refused
-            if not (registry.partitions_of(name) or registry.exists(name) or registry.config.allowAutoTopicCreation):
-                raise TopicNotFound(f"topic {name} does not exist (allowAutoTopicCreation=false)", topic=str(name))
+            front = self._conn.front
+            advertised = topic_lookup.BrokerUrls(front.broker_url, front.broker_url_tls)
+            urls = topic_lookup.lookup(self._registry, name, advertised, request.advertised_listener_name)
         except PulsarLikeError as exc:
             reply.response, reply.error, reply.message = reply.Failed, server_error(exc), wire_message(exc)
         else:
-            try:
-                url, url_tls = self._urls(request.advertised_listener_name)
-            except ServiceNotReady as exc:
-                reply.response, reply.error, reply.message = reply.Failed, server_error(exc), wire_message(exc)
-            else:
-                reply.response, reply.authoritative = reply.Connect, True
-                if url:
-                    reply.brokerServiceUrl = url
-                if url_tls:
-                    reply.brokerServiceUrlTls = url_tls
+            reply.response, reply.authoritative = reply.Connect, True
+            if urls.broker_url:
+                reply.brokerServiceUrl = urls.broker_url
+            if urls.broker_url_tls:
+                reply.brokerServiceUrlTls = urls.broker_url_tls
         self._conn.send(T(type=T.LOOKUP_RESPONSE, lookupTopicResponse=reply))
-
-    def _urls(self, listener_name: str) -> tuple[str, str]:
-        """``(pulsar://..., pulsar+ssl://...)`` a lookup is answered (either may be empty)."""
-        front = self._conn.front
-        if not listener_name:
-            return front.broker_url, front.broker_url_tls
-        listener = front.config.advertised_listeners.get(listener_name)
-        if listener is None:
-            raise ServiceNotReady(f"the broker does not have listener {listener_name[:64]!r}"
-                                  " (advertisedListeners names the ones it has)", listener=listener_name[:64])
-        return listener.broker_url, listener.broker_url_tls
 
     def partitioned_metadata(self, request: cmd.CommandPartitionedTopicMetadata) -> None:
         reply = cmd.CommandPartitionedTopicMetadataResponse(request_id=request.request_id)
@@ -108,8 +93,8 @@ class LookupCommands:
 
     def topics_of_namespace(self, request: cmd.CommandGetTopicsOfNamespace) -> None:
         self._conn.authorize("lookup", request.namespace)  # a refusal is answered with ERROR
-        domains = _MODES.get(request.mode, (PERSISTENT,))
-        topics = [t for t in self._registry.list(request.namespace) if t.split("://", 1)[0] in domains]
+        topics = topic_lookup.namespace_topics(self._registry, request.namespace,
+                                               _MODES.get(request.mode, "PERSISTENT"))
         reply = cmd.CommandGetTopicsOfNamespaceResponse(request_id=request.request_id)
         if request.topics_pattern:
             pattern = safe_pattern(request.topics_pattern)

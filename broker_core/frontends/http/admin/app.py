@@ -21,6 +21,7 @@ from broker_core.config import BrokerConfig
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import MAX_BODY, SECURITY, guard
 from broker_core.frontends.http.admin.cluster_routes import Advertised, ClusterRoutes
+from broker_core.frontends.http.admin.lookup_routes import LookupRoutes
 from broker_core.frontends.http.admin.namespace_routes import NamespaceRoutes
 from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
 from broker_core.frontends.http.admin.subscription_routes import SubscriptionRoutes
@@ -42,7 +43,7 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
     app[MAX_BODY] = max_body_bytes
     groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), NamespaceRoutes(registry),
               PermissionRoutes(registry), SubscriptionRoutes(registry), TopicPolicyRoutes(registry),
-              TopicRoutes(registry))
+              TopicRoutes(registry), LookupRoutes(registry, advertised))
     for group in groups:
         app.add_routes(group.routes())
     return app
