@@ -9,7 +9,8 @@ on the :class:`~broker_core.core.registry.TopicRegistry` and :mod:`broker_core.c
 ``DELETE /{tenant}/{ns}``                    ``?force=true`` deletes its topics first; 204,     tenant admin
                                              409 while it has topics
 ``GET /{tenant}/{ns}``                       Pulsar's Policies (the fields the broker has)      tenant admin
-``GET /{tenant}/{ns}/topics``                its persistent topics                              lookup
+``GET /{tenant}/{ns}/topics``                its topics, ``?mode=PERSISTENT`` (default),        lookup
+                                             ``NON_PERSISTENT`` or ``ALL``
 ``GET|POST|DELETE /{tenant}/{ns}/{policy}``  one policy (table :data:`POLICIES`): GET answers   tenant admin
                                              the value or 204 when unset, POST sets it from the
                                              JSON body, DELETE removes it; 412 for a value out
@@ -24,13 +25,12 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from broker_core.core import topic_admin
+from broker_core.core import topic_admin, topic_lookup
 from broker_core.core.policies import NAMESPACE, RETENTION_SIZE, RETENTION_TIME
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import NAMESPACE as NS, TENANT, namespace_of, needs, tenant_of
-from broker_core.frontends.http.admin.answers import body, boolean, flag, integer, obj, ok
+from broker_core.frontends.http.admin.answers import BadRequest, body, boolean, flag, integer, obj, ok
 from broker_core.security import ADMIN, CONSUME, LOOKUP
-from broker_core.types import PERSISTENT
 
 
 def retention_body(value: Any, field: str) -> dict:
@@ -107,7 +107,12 @@ class NamespaceRoutes:
 
     @needs(LOOKUP, NS)
     async def list_topics(self, request: web.Request) -> web.Response:
-        return ok([t for t in self._registry.list(namespace_of(request)) if t.startswith(PERSISTENT + "://")])
+        """``?mode=PERSISTENT`` (the default), ``NON_PERSISTENT`` or ``ALL``, as the clients' regex
+        subscriptions ask over HTTP (the same listing as the binary GET_TOPICS_OF_NAMESPACE)."""
+        mode = request.query.get("mode", "PERSISTENT")
+        if mode.upper() not in topic_lookup.MODES:
+            raise BadRequest(f"mode: expected one of {', '.join(topic_lookup.MODES)}, got {mode[:64]!r}")
+        return ok(topic_lookup.namespace_topics(self._registry, namespace_of(request), mode))
 
     # ------------------------------------------------------------------ one policy
     @staticmethod
