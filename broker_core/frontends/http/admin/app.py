@@ -24,6 +24,7 @@ from broker_core.frontends.http.admin.cluster_routes import Advertised, ClusterR
 from broker_core.frontends.http.admin.lookup_routes import LookupRoutes
 from broker_core.frontends.http.admin.namespace_routes import NamespaceRoutes
 from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
+from broker_core.frontends.http.admin.schema_routes import SchemaRoutes
 from broker_core.frontends.http.admin.subscription_routes import SubscriptionRoutes
 from broker_core.frontends.http.admin.tenant_routes import TenantRoutes
 from broker_core.frontends.http.admin.topic_policy_routes import TopicPolicyRoutes
@@ -43,7 +44,7 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
     app[MAX_BODY] = max_body_bytes
     groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), NamespaceRoutes(registry),
               PermissionRoutes(registry), SubscriptionRoutes(registry), TopicPolicyRoutes(registry),
-              TopicRoutes(registry), LookupRoutes(registry, advertised))
+              TopicRoutes(registry), LookupRoutes(registry, advertised), SchemaRoutes(registry))
     for group in groups:
         app.add_routes(group.routes())
     return app
