@@ -94,6 +94,9 @@ class BrokerConfig:
     """Keep acknowledged data while the topic holds at most this much (-1: no size limit; 0: none)."""
     retentionCheckIntervalInSeconds: int = 120
     """How often each topic deletes the segments retention no longer needs."""
+    backlogQuotaCheckIntervalInSeconds: int = 60
+    """How often loaded topics are checked against their namespace's ``backlogQuota`` (also when a quota is
+    set, and at each producer's creation)."""
     ttlDurationDefaultInSeconds: int = 0
     """Message TTL when no ``messageTTLInSeconds`` policy applies (0: messages never expire)."""
     messageExpiryCheckIntervalInMinutes: int = 5
@@ -252,6 +255,7 @@ class BrokerConfig:
                      "dispatcherMaxDeliveryBytes", "defaultNumPartitions",
                      "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis",
                      "managedLedgerMaxEntriesPerLedger", "retentionCheckIntervalInSeconds",
+                     "backlogQuotaCheckIntervalInSeconds",
                      "messageExpiryCheckIntervalInMinutes", "metricsServletTimeoutMs",
                      "subscriptionExpiryCheckIntervalInMinutes", "statsUpdateFrequencyInSecs",
                      "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes"):
