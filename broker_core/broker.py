@@ -73,6 +73,24 @@ class Broker:
         return f"pulsar+ssl://{host}:{port}" if port else None
 
     @property
+    def web_url(self) -> str:
+        """``http://host:port`` of the web service port (``webServicePort``: the admin REST API, HTTP lookups,
+        ``/metrics``), what ``pulsar-admin --admin-url`` takes."""
+        if self._service is None:
+            raise RuntimeError("the broker is not running; call start() or use it as a context manager")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self._service.web_port}"
+
+    @property
+    def web_url_tls(self) -> str | None:
+        """``https://host:port`` of ``webServicePortTls``, None without one."""
+        if self._service is None:
+            raise RuntimeError("the broker is not running; call start() or use it as a context manager")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        port = self._service.web_tls_port
+        return f"https://{host}:{port}" if port else None
+
+    @property
     def metrics_port(self) -> int:
         """The bound HTTP port of ``/metrics`` (0 with ``metricsEnabled=False``)."""
         if self._service is None:

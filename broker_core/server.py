@@ -1,7 +1,6 @@
 """The composition root: wires storage, dispatch and the gRPC front end into a running broker."""
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import socket
@@ -16,7 +15,7 @@ from broker_core.net.connection_budget import ConnectionBudget, raise_open_file_
 from broker_core.security.credential_checks import CredentialChecks
 from broker_core.frontends.grpc.server import GrpcServer, max_reply_bytes, max_request_bytes  # noqa: F401 (theirs)
 from broker_core.net.listener import PortListener
-from broker_core.frontends.http.metrics import BrokerCollector, MetricsServer, call_on_loop
+from broker_core.frontends.http.server import WebServer, lazy_app
 from broker_core.net.peers import PeerMap
 from broker_core.core.producers import ProducerNames
 from broker_core.frontends.pulsar.connection import PulsarConnection
@@ -51,15 +50,16 @@ def _bind(bind, host: str, port: int, key: str) -> int:
                                    f"{exc.strerror}", key=key) from None
 
 
-def _server_context(config: BrokerConfig):
-    """The TLS server context of the configured files; ``InvalidConfiguration`` naming the unusable one."""
+def _server_context(config: BrokerConfig, alpn: tuple[str, ...] = ()):
+    """The TLS server context of the configured files (selecting one of ``alpn``, when given);
+    ``InvalidConfiguration`` naming the unusable one."""
     import ssl
 
     from broker_core.net.relay_tls import server_context
 
     try:
         return server_context(config.tlsCertificateFilePath, config.tlsKeyFilePath, config.tlsTrustCertsFilePath,
-                              config.tlsRequireTrustedClientCertOnConnect)
+                              config.tlsRequireTrustedClientCertOnConnect, alpn)
     except (OSError, ssl.SSLError) as exc:
         # the path is the operator's own setting, on the operator's machine: it goes to the broker's log
         raise InvalidConfiguration("cannot load the TLS certificate, key or trust certificates (tlsCertificateFile"
@@ -70,8 +70,10 @@ def _server_context(config: BrokerConfig):
 class BrokerService:
     """A started broker: ``port`` is the bound port (the real one when configured with 0), serving gRPC and
     Pulsar's binary protocol (:mod:`broker_core.net.listener`); ``tls_port`` the same over TLS (0 without
-    ``brokerServicePortTls``); ``metrics_port`` the bound HTTP port of ``/metrics`` (0 when
-    ``metricsEnabled=false``), ``metrics_tls_port`` its HTTPS one (0 without ``webServicePortTls``)."""
+    ``brokerServicePortTls``); ``web_port`` the bound web service port (``webServicePort``: the admin REST
+    API, ``/metrics``, ``/status.html``), ``web_tls_port`` its HTTPS twin (0 without ``webServicePortTls``);
+    ``metrics_port``/``metrics_tls_port`` the same ports when ``/metrics`` is served there, 0 with
+    ``metricsEnabled=false``."""
 
     def __init__(self, data_dir: Path, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.data_dir = Path(data_dir)
@@ -79,9 +81,11 @@ class BrokerService:
         self._clock = clock
         self.port = 0
         self.tls_port = 0
+        self.web_port = 0
+        self.web_tls_port = 0
         self.metrics_port = 0
         self.metrics_tls_port = 0
-        self._metrics: list[MetricsServer] = []
+        self._web: WebServer | None = None
         self._checks: CredentialChecks | None = None
         self._grpc: GrpcServer | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -128,45 +132,46 @@ class BrokerService:
         front = FrontEnd(self.registry, config, names, self.registry.schemas,
                          limits, consumer_ids, self._clock, security=security, checks=checks)
         raise_open_file_limit()  # before the budget reads it: each client connection holds a descriptor
+        budget = ConnectionBudget.from_config(config, self._clock)  # the broker's port and the web port's
         listener = PortListener(grpc_port, lambda identity, admitted: PulsarConnection(front, identity, admitted),
-                                peers, tls, ConnectionBudget.from_config(config, self._clock))
+                                peers, tls, budget)
         self.port = _bind(listener.bind, config.bindAddress, config.brokerServicePort, "brokerServicePort")
         if config.brokerServicePortTls is not None:
             self.tls_port = _bind(listener.bind_tls, config.bindAddress, config.brokerServicePortTls,
                                   "brokerServicePortTls")
         listener.start()
         self._listener, self._front = listener, front
-        if self.config.metricsEnabled:
-            self._start_metrics(asyncio.get_running_loop())
         host = advertised_host(self.config)
         front.broker_url = f"pulsar://{host}:{self.port}"
         front.broker_url_tls = f"pulsar+ssl://{host}:{self.tls_port}" if self.tls_port else ""
-        grpc.advertise(f"pulsar://{host}:{self.port}",
-                       f"http://{host}:{self.metrics_port}" if self.metrics_port else "")
-        log.info("event=broker_started address=%s:%d tls_port=%d data_dir=%s sync_mode=%s metrics_port=%d "
-                 "authentication=%s authorization=%s", self.config.bindAddress, self.port, self.tls_port,
-                 self.data_dir, self.config.journalSyncMode, self.metrics_port,
+        self._start_web(security, budget, host)
+        grpc.advertise(front.broker_url, f"http://{host}:{self.web_port}")
+        log.info("event=broker_started address=%s:%d tls_port=%d data_dir=%s sync_mode=%s web_port=%d "
+                 "web_tls_port=%d metrics=%s authentication=%s authorization=%s", self.config.bindAddress,
+                 self.port, self.tls_port, self.data_dir, self.config.journalSyncMode, self.web_port,
+                 self.web_tls_port, "on" if config.metricsEnabled else "off",
                  ",".join(config.authentication_providers()) if config.authenticationEnabled else "off",
                  "on" if config.authorizationEnabled else "off")
         return self.port
 
-    def _start_metrics(self, loop: asyncio.AbstractEventLoop) -> None:
-        timeout_s = self.config.metricsServletTimeoutMs / 1000.0
-
-        def topic_stats() -> dict:  # runs on the loop, where topics live
-            registry = self.registry
-            return {} if registry is None else {name: t.stats() for name, t in registry.loaded_topics().items()}
-
-        collector = BrokerCollector(lambda: call_on_loop(loop, topic_stats, timeout_s), self.config.clusterName,
-                                    self.config.exposeTopicLevelMetricsInPrometheus)
-        plain = MetricsServer(collector, self.config.bindAddress, self.config.webServicePort)
-        self._metrics.append(plain)
-        self.metrics_port = plain.start()
-        if self.config.webServicePortTls is not None:
-            secure = MetricsServer(collector, self.config.bindAddress, self.config.webServicePortTls,
-                                   _server_context(self.config), port_key="webServicePortTls")
-            self._metrics.append(secure)
-            self.metrics_tls_port = secure.start()
+    def _start_web(self, security: Security, budget: ConnectionBudget, host: str) -> None:
+        """Bind the web service port(s); the application (admin REST API, ``/metrics``, ``/status.html``) is
+        built by their first connection (:mod:`broker_core.frontends.http.server`)."""
+        config, front = self.config, self._front
+        assert self.registry is not None and front is not None
+        secure = config.webServicePortTls is not None
+        self._web = web = WebServer(budget, _server_context(config, ("http/1.1",)) if secure else None,
+                                    float(config.tlsHandshakeTimeoutSeconds))  # set first: stop() closes what bound
+        self.web_port = web.bind(config.bindAddress, config.webServicePort, "webServicePort")
+        if secure:
+            self.web_tls_port = web.bind_tls(config.bindAddress, config.webServicePortTls, "webServicePortTls")
+        if config.metricsEnabled:
+            self.metrics_port, self.metrics_tls_port = self.web_port, self.web_tls_port
+        # the URLs the application gives out (clusters, lookups): the ports as bound
+        web.start(lazy_app(registry=self.registry, security=security, config=config,
+                           web_url=f"http://{host}:{self.web_port}",
+                           web_url_tls=f"https://{host}:{self.web_tls_port}" if self.web_tls_port else None,
+                           broker_url=front.broker_url, broker_url_tls=front.broker_url_tls or None))
 
     async def stop(self, grace: float = 1.0) -> None:
         """Stop accepting, end the streams (after ``grace`` seconds), then flush and sync every topic."""
@@ -174,9 +179,9 @@ class BrokerService:
             await self._grpc.enter_graceful_shutdown()
         if self._checks is not None:
             self._checks.stop()
-        for metrics in self._metrics:
-            await asyncio.get_running_loop().run_in_executor(None, metrics.stop)
-        self._metrics = []
+        if self._web is not None:
+            await self._web.stop()
+            self._web = None
         if self._listener is not None:
             await self._listener.stop_accepting()
         if self._front is not None:

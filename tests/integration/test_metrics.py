@@ -1,6 +1,7 @@
 """Prometheus metrics scraped over HTTP from real brokers (a ``pulsarlike broker`` process and in-process)."""
 from __future__ import annotations
 
+import json
 import re
 import time
 import urllib.error
@@ -106,14 +107,16 @@ def test_namespace_level_metrics_when_topic_level_metrics_are_off(tmp_path):
         assert all("topic" not in s.labels for s in samples["pulsar_storage_size"])
 
 
-def test_status_page_answers_ok_and_other_paths_are_not_found(tmp_path):
+def test_status_page_answers_ok_and_other_paths_are_not_found_with_a_reason(tmp_path):
     with Broker(data_dir=tmp_path) as broker:
         base = broker.metrics_url.rsplit("/", 1)[0]
+        assert base == broker.web_url  # one port: the admin API, the metrics, the status page
         with urllib.request.urlopen(base + "/status.html", timeout=30) as response:
             assert response.read() == b"OK"
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(base + "/admin", timeout=30)
         assert info.value.code == 404
+        assert "/admin is not served here" in json.loads(info.value.read())["reason"]
 
 
 def test_metrics_can_be_turned_off(tmp_path):

@@ -1,15 +1,14 @@
 """Metrics from topic stats: Pulsar's names and labels, the broker's own rates (from the stats, whoever
-scrapes), the namespace-level form, and the stats gathered on the broker's loop with a timeout."""
+scrapes), the namespace-level form, and one scrape's answer encoded as the scraper asks (text, OpenMetrics,
+gzip)."""
 from __future__ import annotations
 
-import asyncio
-import threading
+import gzip
 
-import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker_core.frontends.http.metrics import BrokerCollector, MetricsTimeout, call_on_loop, metric_families
+from broker_core.frontends.http.metrics import BrokerCollector, exposition, metric_families
 
 TOPIC = "persistent://public/default/orders"
 OTHER = "persistent://acme/billing/invoices-partition-1"
@@ -104,84 +103,17 @@ def test_without_topic_level_metrics_series_are_summed_per_namespace():
     assert not any(dict(key).get("topic") for _, key in samples)
 
 
-def test_stats_are_gathered_on_the_loop_thread():
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        assert call_on_loop(loop, threading.current_thread, timeout_s=30) is thread
-        with pytest.raises(ZeroDivisionError):
-            call_on_loop(loop, lambda: 1 // 0, timeout_s=30)
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        loop.close()
+def test_a_scrape_is_prometheus_text_with_the_process_metrics_by_default():
+    body, headers = exposition({TOPIC: topic_stats(msg_in=3)}, "standalone", True)
+    assert headers == {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
+    names = {f.name for f in text_string_to_metric_families(body.decode())}
+    assert {"pulsar_in_messages", "pulsar_topics_count", "process_cpu_seconds"} <= names
 
 
-def test_a_loop_that_does_not_answer_in_time_fails_the_scrape_and_never_runs_it_late():
-    loop = asyncio.new_event_loop()  # never run: as busy as a loop can be
-    ran = []
-    try:
-        with pytest.raises(MetricsTimeout):
-            call_on_loop(loop, lambda: ran.append(1), timeout_s=0.05)
-        loop.call_soon(loop.stop)
-        loop.run_forever()  # runs the queued callback now: it sees the cancelled future and does nothing
-        assert ran == []
-    finally:
-        loop.close()
-
-
-def test_a_closed_loop_fails_the_scrape():
-    loop = asyncio.new_event_loop()
-    loop.close()
-    with pytest.raises(MetricsTimeout, match="stopping"):
-        call_on_loop(loop, dict, timeout_s=1)
-
-
-def test_the_metrics_server_starts_and_answers_without_reverse_dns(monkeypatch):
-    import socket
-    import urllib.request
-
-    from broker_core.frontends.http.metrics import MetricsServer
-
-    def no_resolver(*_args):
-        raise AssertionError("the metrics server looked its address up in DNS")
-    monkeypatch.setattr(socket, "getfqdn", no_resolver)
-    server = MetricsServer(BrokerCollector(dict, "standalone"), "127.0.0.1", 0)
-    port = server.start()
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
-            assert b"pulsar_topics_count" in reply.read()
-    finally:
-        server.stop()
-
-
-def test_the_metrics_server_imports_its_http_server_at_the_first_connection_not_at_start():
-    import subprocess
-    import sys
-
-    script = """
-import sys, urllib.request
-from broker_core.frontends.http.metrics import BrokerCollector, MetricsServer
-server = MetricsServer(BrokerCollector(dict, "standalone"), "127.0.0.1", 0)
-port = server.start()
-before = "wsgiref.simple_server" in sys.modules
-with urllib.request.urlopen(f"http://127.0.0.1:{port}/status.html", timeout=10) as reply:
-    body = reply.read()
-server.stop()
-print(before, body == b"OK", "wsgiref.simple_server" in sys.modules)
-"""
-    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert found.stdout.split() == ["False", "True", "True"], found.stderr
-
-
-def test_a_metrics_server_stopped_before_any_connection_closes_its_port():
-    import socket
-
-    from broker_core.frontends.http.metrics import MetricsServer
-
-    server = MetricsServer(BrokerCollector(dict, "standalone"), "127.0.0.1", 0)
-    port = server.start()
-    server.stop()
-    with pytest.raises(ConnectionRefusedError):
-        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+def test_a_scrape_answers_openmetrics_gzipped_when_asked():
+    body, headers = exposition({TOPIC: topic_stats(msg_in=3)}, "standalone", True,
+                               accept="application/openmetrics-text; version=1.0.0", accept_encoding="gzip")
+    assert headers["Content-Type"].startswith("application/openmetrics-text")
+    assert headers["Content-Encoding"] == "gzip"
+    text = gzip.decompress(body).decode()
+    assert "pulsar_in_messages_total{" in text and text.endswith("# EOF\n")

@@ -1,0 +1,83 @@
+"""What the web service port serves: one aiohttp application, the admin REST API
+(:func:`~broker_core.frontends.http.admin.admin_app`, with its guard: authentication, authorization, errors as
+``{"reason": ...}``) plus the pages Pulsar serves there to anyone (:func:`~broker_core.frontends.http.admin.
+public`): ``GET /metrics`` (Prometheus, unless ``metricsEnabled=false``) and ``GET /status.html`` (``OK``, for
+load balancers; served whatever ``metricsEnabled`` says).
+
+Imported by the web service port's first connection (:mod:`broker_core.frontends.http.server`), never at the
+broker's start: aiohttp and the admin routes are ~100 ms of imports that a client of the broker's own port
+would otherwise wait for.
+
+A scrape takes the topics' stats on the event loop (topics live there; the handler runs there, so it reads
+them directly) and encodes them on a worker thread (:func:`~broker_core.frontends.http.metrics.exposition`),
+waiting at most ``metricsServletTimeoutMs`` for it (503 then).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+
+from broker_core.config import BrokerConfig
+from broker_core.core.registry import TopicRegistry
+from broker_core.frontends.http.admin import Advertised, admin_app, public
+from broker_core.frontends.http.admin.answers import Refused, failure, text
+from broker_core.frontends.http.metrics import MetricsTimeout, exposition
+from broker_core.security import Security
+
+log = logging.getLogger(__name__)
+
+IDLE_TIMEOUT_S = 30.0
+"""An HTTP connection idle this long between requests (or before its first) is closed: it holds a place in
+the connection budget."""
+SHUTDOWN_TIMEOUT_S = 1.0
+"""How long the broker's stop waits for requests in progress before closing their connections."""
+
+
+class PublicPages:
+    """``/metrics`` and ``/status.html``."""
+
+    def __init__(self, registry: TopicRegistry, config: BrokerConfig) -> None:
+        self._registry = registry
+        self._enabled = config.metricsEnabled
+        self._cluster = config.clusterName
+        self._topic_level = config.exposeTopicLevelMetricsInPrometheus
+        self._timeout_s = config.metricsServletTimeoutMs / 1000.0
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.get("/metrics", self.metrics), web.get("/metrics/", self.metrics),
+                web.get("/status.html", self.status)]
+
+    @public
+    async def status(self, request: web.Request) -> web.Response:
+        return text("OK")
+
+    @public
+    async def metrics(self, request: web.Request) -> web.Response:
+        if not self._enabled:
+            raise Refused(404, "metrics are turned off on this broker (metricsEnabled=false)")
+        stats = {name: topic.stats() for name, topic in self._registry.loaded_topics().items()}
+        loop = asyncio.get_running_loop()
+        encoding = loop.run_in_executor(
+            None, exposition, stats, self._cluster, self._topic_level, request.headers.get("Accept", ""),
+            request.headers.get("Accept-Encoding", ""))
+        try:
+            body, headers = await asyncio.wait_for(encoding, self._timeout_s)
+        except (TimeoutError, MetricsTimeout):
+            log.warning("event=metrics_scrape_failed reason=timeout timeout_ms=%d", int(self._timeout_s * 1000))
+            return failure(503, f"the broker did not encode its metrics within {self._timeout_s:g}s "
+                                "(metricsServletTimeoutMs)")
+        return web.Response(body=body, headers=headers)
+
+
+async def start_app(registry: TopicRegistry, security: Security, config: BrokerConfig, *, web_url: str,
+                    broker_url: str, web_url_tls: str | None, broker_url_tls: str | None) -> web.AppRunner:
+    """The application set up and ready to serve: its ``runner.server`` is the protocol factory the web
+    service port hands its accepted connections to; ``runner.cleanup()`` ends them."""
+    app = admin_app(registry, security, config, Advertised(web_url, broker_url, web_url_tls, broker_url_tls))
+    app.add_routes(PublicPages(registry, config).routes())
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=IDLE_TIMEOUT_S,
+                           shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+    await runner.setup()
+    return runner
