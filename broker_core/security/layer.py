@@ -4,8 +4,10 @@
 
 - The gRPC front end (:mod:`broker_core.frontends.grpc.admission`) hands it each call's ``authorization: Bearer
   <token>`` metadata and the connection's :class:`~broker_core.net.peers.ClientIdentity`
-  (:meth:`Security.authenticate_call`): a token goes to the ``token`` provider, else a verified TLS client
-  certificate to the ``tls`` provider, else the client is anonymous.
+  (:meth:`Security.authenticate_call`): a token goes to the ``token`` provider (``Basic base64(user:password)``
+  to the ``basic`` one, :mod:`broker_core.security.basic`), else a verified TLS client certificate to the
+  ``tls`` provider, else the client is anonymous. The HTTP admin API does the same with its ``Authorization``
+  header and its HTTPS client certificate (:mod:`broker_core.frontends.http.admin.access`).
 - The Pulsar binary front end hands it ``CONNECT``'s ``auth_method_name`` and ``auth_data``
   (:meth:`Security.authenticate`).
 - Both then ask :meth:`Security.authorize` (role x action x resource,
@@ -37,6 +39,7 @@ ANONYMOUS = ""
 """The role of every client while authentication is off and ``anonymousUserRole`` is unset."""
 NO_AUTH = "none"
 BEARER = "bearer "
+BASIC = "basic "
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,15 @@ class Security:
                 from broker_core.security.tokens import TokenValidator  # only then: see providers.py
 
                 self.providers[name] = TokenAuthentication(TokenValidator.from_config(config, clock))
+            elif name == "basic":
+                from broker_core.security.basic import BasicAuthentication  # only then, as tokens
+
+                self.providers[name] = BasicAuthentication.from_config(config)
             else:
                 self.providers[name] = TlsAuthentication()
         if self.authentication_enabled and not self.providers:
-            raise InvalidConfiguration("authenticationEnabled=true needs authenticationProviders (token, tls)",
+            raise InvalidConfiguration("authenticationEnabled=true needs authenticationProviders (token, tls, "
+                                       "basic)",
                                        key="authenticationProviders")
         if config.authorizationEnabled and authorizer is None:
             raise InvalidConfiguration("authorizationEnabled=true needs the broker's tenants and policies")
@@ -101,13 +109,18 @@ class Security:
         return Principal(found.role, method, found.expires_at_ms)
 
     def authenticate_call(self, authorization: str | None, identity: ClientIdentity) -> Principal:
-        """A gRPC call's principal from its ``authorization`` metadata (``Bearer <token>``), else its TLS
-        client certificate, else anonymous."""
+        """A gRPC call's or HTTP request's principal from its ``authorization`` metadata or header (``Bearer
+        <token>``, ``Basic base64(user:password)``), else its TLS client certificate, else anonymous."""
         if not self.authentication_enabled:
             return Principal(self.anonymous_role or ANONYMOUS, NO_AUTH)
         if authorization:
-            if not authorization[:len(BEARER)].lower() == BEARER:
-                raise self._refused(identity, "token", "the authorization metadata is not 'Bearer <token>'")
+            scheme = authorization[:max(len(BEARER), len(BASIC))].lower()
+            method = "token" if scheme.startswith(BEARER) else "basic" if scheme.startswith(BASIC) else ""
+            if method not in self.providers:
+                raise self._refused(identity, method or "unknown", "the authorization is not one this broker takes: "
+                                    f"{self._schemes()}")
+            if method == "basic":
+                return self.authenticate("basic", _basic_credentials(authorization[len(BASIC):]), identity)
             return self.authenticate("token", authorization[len(BEARER):].strip().encode("ascii", "replace"),
                                      identity)
         if identity.tls_subject and "tls" in self.providers:
@@ -120,6 +133,12 @@ class Security:
             return True
         provider = self.providers.get(principal.method)
         return provider is None or provider.still_valid(Authenticated(principal.role, principal.expires_at_ms))
+
+    def _schemes(self) -> str:
+        """What an ``authorization`` header or metadata may carry here (for refusals)."""
+        shapes = {"token": "'Bearer <token>'", "basic": "'Basic base64(user:password)'",
+                  "tls": "a TLS client certificate"}
+        return " or ".join(shapes[name] for name in self.providers if name in shapes)
 
     def _anonymous(self, identity: ClientIdentity) -> Principal:
         if self.anonymous_role:
@@ -150,3 +169,15 @@ class Security:
                     f" with --actions {'produce,consume' if action == 'lookup' else action}; without it one may not")
         raise AuthorizationError(f"{who} may not {action} on {resource or 'this broker'}: {hint} do that",
                                  role=principal.role, action=action, resource=resource)
+
+
+def _basic_credentials(encoded: str) -> bytes:
+    """``user:password`` of an ``Authorization: Basic`` value; garbage decodes to nothing, which the ``basic``
+    provider refuses as malformed."""
+    import base64
+    import binascii
+
+    try:
+        return base64.b64decode(encoded.strip(), validate=True) or b":"
+    except (binascii.Error, ValueError):
+        return b":"

@@ -8,7 +8,9 @@ address, verified TLS client certificate's CN). Provider names are Pulsar's meth
 - ``token`` (:class:`TokenAuthentication`): a JWT, see :mod:`broker_core.security.tokens`; the role
   is its ``tokenAuthClaim``, and it expires with the token;
 - ``tls`` (:class:`TlsAuthentication`): the client certificate the TLS listener verified; the role is its
-  common name (CN). A connection without a verified certificate is refused.
+  common name (CN). A connection without a verified certificate is refused;
+- ``basic`` (:class:`~broker_core.security.basic.BasicAuthentication`): ``user:password`` checked against the
+  htpasswd users of ``basicAuthConf``; the role is the user's name.
 """
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ from broker_core.errors import (
     TopicNotFound, TopicTerminated, UnknownError, UnsafePath)
 
 from connector.client.admin import Admin, PeekedMessage
-from connector.client.authentication import Authentication, AuthenticationTLS, AuthenticationToken
+from connector.client.authentication import (Authentication, AuthenticationBasic, AuthenticationTLS,
+                                            AuthenticationToken)
 from connector.client.client import Client
 from connector.client.consumer import Consumer
 from connector.client.enums import (
@@ -25,7 +26,7 @@ from connector.client.producer import Producer
 from connector.client.reader import Reader
 
 __all__ = [
-    "Admin", "Authentication", "AuthenticationTLS", "AuthenticationToken", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId", "PeekedMessage",
+    "Admin", "Authentication", "AuthenticationBasic", "AuthenticationTLS", "AuthenticationToken", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId", "PeekedMessage",
     "ConsumerBatchReceivePolicy", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy",
     "MultiplierRedeliveryBackoff",
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",

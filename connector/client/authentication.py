@@ -1,16 +1,19 @@
-"""Client authentication with pulsar-client's names: ``AuthenticationToken`` and ``AuthenticationTLS``.
+"""Client authentication with pulsar-client's names: ``AuthenticationToken``, ``AuthenticationTLS`` and
+``AuthenticationBasic``.
 
     Client(url, authentication=AuthenticationToken("eyJhbGciOi..."))
     Client(url, authentication=AuthenticationToken(lambda: open("/run/token").read()))   # refreshed
     Client("pulsar+ssl://host:6651", tls_trust_certs_file_path="ca.pem",
            authentication=AuthenticationTLS("client.pem", "client.key"))
+    Client(url, authentication=AuthenticationBasic("alice", "secret"))
 
 A token travels as each gRPC call's ``authorization: Bearer <token>`` metadata (on plain and TLS
 connections alike, as Pulsar's binary protocol sends it in CONNECT). A callable token source is asked on
 every call and every stream opening, so a rotated token is picked up at once; a stream the broker ended
 because its token expired is opened again only when the source gives another token (otherwise the
 ``AuthenticationError`` is final: refusals never spin). ``AuthenticationTLS`` presents a client certificate
-during the TLS handshake; the broker's ``tls`` provider takes its CN as the role.
+during the TLS handshake; the broker's ``tls`` provider takes its CN as the role. ``AuthenticationBasic``
+travels as ``authorization: Basic base64(user:password)`` (the broker's ``basic`` provider, role: the user).
 
 :func:`from_plugin` reads pulsar-admin / pulsar-spark's ``authPluginClassName`` + ``authParams``.
 """
@@ -20,6 +23,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlparse
+
+import base64
 
 from broker_core.errors import InvalidConfiguration
 
@@ -34,6 +39,11 @@ class Authentication:
     def tls_files(self) -> tuple[str, str] | None:
         """(certificate file, private key file) to present in the TLS handshake, or None."""
         return None
+
+    def authorization(self) -> str | None:
+        """The ``authorization`` metadata value to send now (None: none): ``Bearer <token>`` by default."""
+        token = self.token()
+        return f"Bearer {token}" if token else None
 
 
 class AuthenticationToken(Authentication):
@@ -71,6 +81,35 @@ class AuthenticationTLS(Authentication):
         return f"AuthenticationTLS({self.certificate_path!r}, {self.private_key_path!r})"
 
 
+class AuthenticationBasic(Authentication):
+    """A user name and password, checked by the broker's ``basic`` provider (pulsar-client's signature:
+    ``auth_params_string`` is the JSON ``{"username": ..., "password": ..., "method": ...}`` and wins over the
+    other arguments; ``method`` is the method name Pulsar's binary protocol sends, ``basic`` by default --
+    the gRPC port takes the ``Basic`` scheme itself)."""
+
+    def __init__(self, username: str | None = None, password: str | None = None, method: str = "basic",
+                 auth_params_string: str | None = None) -> None:
+        if auth_params_string is not None:
+            values = _json(auth_params_string)
+            username, password = values.get("username"), values.get("password")
+            method = values.get("method") or "basic"
+        if not isinstance(username, str) or not username or ":" in username:
+            raise ValueError("AuthenticationBasic: username must be a non-empty str without ':'")
+        if not isinstance(password, str):
+            raise ValueError("AuthenticationBasic: password must be a str")
+        if not isinstance(method, str) or not method:
+            raise ValueError("AuthenticationBasic: method must be a non-empty str")
+        self.username = username
+        self.method = method
+        self._credentials = base64.b64encode(f"{username}:{password}".encode("utf-8")).decode("ascii")
+
+    def authorization(self) -> str:
+        return f"Basic {self._credentials}"
+
+    def __repr__(self) -> str:  # never the password
+        return f"AuthenticationBasic({self.username!r}, <password>)"
+
+
 class _FileToken(Authentication):
     """A token read from a file on every use (``file:///path``, as Pulsar's token plugin reads it)."""
 
@@ -93,6 +132,7 @@ class _FileToken(Authentication):
 TOKEN_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationToken", "AuthenticationToken", "token")
 TLS_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationTls", "AuthenticationTls", "AuthenticationTLS",
                "tls")
+BASIC_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationBasic", "AuthenticationBasic", "basic")
 
 
 def from_plugin(plugin: str, params: str) -> Authentication | None:
@@ -121,7 +161,15 @@ def from_plugin(plugin: str, params: str) -> Authentication | None:
         if not cert or not key:
             raise InvalidConfiguration("the TLS auth plugin takes authParams tlsCertFile:<path>,tlsKeyFile:<path>")
         return AuthenticationTLS(str(cert).strip(), str(key).strip())
-    raise InvalidConfiguration(f"unknown auth plugin {plugin!r}: use {TOKEN_PLUGINS[0]} or {TLS_PLUGINS[0]}")
+    if plugin in BASIC_PLUGINS:
+        # Pulsar's Java plugin takes JSON {"userId": ..., "password": ...}; the C++/Python one "username".
+        values = _json(params) if params.startswith("{") else {}
+        user = values.get("userId", values.get("username"))
+        if not user or values.get("password") is None:
+            raise InvalidConfiguration('the basic auth plugin takes authParams {"userId": ..., "password": ...}')
+        return AuthenticationBasic(str(user), str(values["password"]))
+    raise InvalidConfiguration(f"unknown auth plugin {plugin!r}: use {TOKEN_PLUGINS[0]}, {TLS_PLUGINS[0]} or "
+                               f"{BASIC_PLUGINS[0]}")
 
 
 def _json(params: str) -> dict[str, Any]:

@@ -57,8 +57,8 @@ class Security:
     def __init__(self, authentication: Authentication | None = None, tls: TlsOptions | None = None) -> None:
         if authentication is not None and not isinstance(authentication, Authentication):
             raise errors.InvalidConfiguration(f"authentication={type(authentication).__name__} is not valid; use "
-                                              "AuthenticationToken(token) or AuthenticationTLS(certificate_path, "
-                                              "private_key_path)")
+                                              "AuthenticationToken(token), AuthenticationBasic(username, password) "
+                                              "or AuthenticationTLS(certificate_path, private_key_path)")
         self.authentication = authentication
         self.tls = tls
         if tls is not None:
@@ -91,9 +91,13 @@ class Security:
     def token(self) -> str | None:
         return self.authentication.token() if self.authentication is not None else None
 
+    def authorization(self) -> str | None:
+        """The ``authorization`` metadata value (``Bearer <token>``, ``Basic ...``), asked from its source now."""
+        return self.authentication.authorization() if self.authentication is not None else None
+
     def metadata(self) -> tuple[tuple[str, str], ...] | None:
-        token = self.token()
-        return (("authorization", f"Bearer {token}"),) if token else None
+        value = self.authorization()
+        return (("authorization", value),) if value else None
 
 
 class Connection:
@@ -244,8 +248,8 @@ class BidiStream:
         self._batch = batch_requests
         self._closing = False
         self._security = connection.security
-        self._token = self._security.token()
-        metadata = (("authorization", f"Bearer {self._token}"),) if self._token else None
+        self._token = self._security.authorization()
+        metadata = (("authorization", self._token),) if self._token else None
         self._call = getattr(connection.stub, method)(self._requests(), wait_for_ready=wait_for_ready,
                                                       metadata=metadata)
         self._thread = threading.Thread(target=self._read, name=f"pulsarlike-{name}", daemon=True)
@@ -307,7 +311,7 @@ class BidiStream:
         if not isinstance(error, errors.AuthenticationError) or self._token is None:
             return error
         try:
-            renewed = self._security.token() != self._token
+            renewed = self._security.authorization() != self._token
         except errors.PulsarLikeError:
             renewed = False
         if not renewed:

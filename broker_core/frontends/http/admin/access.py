@@ -6,8 +6,10 @@ and the resource it acts on, read from the path -- the same action and resource 
 same thing (:mod:`broker_core.frontends.grpc.rpc_access`). :func:`guard` (the app's middleware) then:
 
 1. authenticates the request with the broker's security layer (:meth:`~broker_core.security.Security.
-   authenticate_call`): ``Authorization: Bearer <token>`` when token authentication is on, else anonymous
-   (``anonymousUserRole``); with authentication on and no credentials, 401;
+   authenticate_call`), as the binary and gRPC ports do: ``Authorization: Bearer <token>`` (``token``
+   provider) or ``Authorization: Basic base64(user:password)`` (``basic``), else on HTTPS the verified client
+   certificate's CN (``tls``), else anonymous (``anonymousUserRole``); with authentication on and no
+   credentials, or refused ones, 401;
 2. authorizes the role for the handler's action on its resource (403; 404 when the tenant does not exist, as
    the authorizer says); a handler that declares nothing is for super-users only, so a new endpoint is never
    open by accident; one marked :func:`public` skips both steps;
@@ -27,6 +29,7 @@ from aiohttp import web
 from broker_core.errors import PulsarLikeError
 from broker_core.frontends.http.admin.answers import Refused, failure, status_of
 from broker_core.net.peers import ClientIdentity, peer_name
+from broker_core.net.relay_tls import common_name
 from broker_core.security import SUPER, Security
 from broker_core.types import TopicName
 
@@ -101,12 +104,21 @@ def _peer(request: web.Request) -> str:
     return peer_name(str(found[0]), int(found[1])) if found else "unknown"
 
 
+def _identity(request: web.Request) -> ClientIdentity:
+    """The client as the web service port saw it: its address and, on HTTPS, the CN of the client certificate
+    the TLS handshake verified (``peercert`` is empty when the client sent none or it was not verified)."""
+    transport = request.transport
+    subject = common_name(transport.get_extra_info("peercert")) if transport is not None else None
+    return ClientIdentity(_peer(request), subject)
+
+
 def _check(security: Security, request: web.Request) -> None:
     rule = _rule(request)
     if rule is None:
         return
-    peer = _peer(request)
-    principal = security.authenticate_call(request.headers.get("Authorization"), ClientIdentity(peer))
+    identity = _identity(request)
+    peer = identity.address
+    principal = security.authenticate_call(request.headers.get("Authorization"), identity)
     action, resource = rule
     if action != ANYONE and security.authorization_enabled:
         security.authorize(principal, action, resource(request), peer)
