@@ -12,7 +12,12 @@ Policies: ``deduplicationEnabled`` (bool); ``retention`` (``retentionTimeInMinut
 -1 infinite, 0 none; see :mod:`broker_core.core.retention_rules`); ``messageTTLInSeconds`` (0: no TTL);
 ``maxProducersPerTopic`` and ``maxConsumersPerTopic`` (0: no limit; enforced per topic partition, the
 namespace's and the topic's own under the same names); ``subscriptionExpirationTimeMinutes`` (0: never; see
-:mod:`broker_core.core.subscription_expiry`). A topic-level ``retention`` replaces the
+:mod:`broker_core.core.subscription_expiry`); ``backlogQuota`` (quota type -> ``limitSize``, ``limitTime``,
+``policy``; see :mod:`broker_core.core.backlog_quota`); ``autoTopicCreation`` (Pulsar's
+AutoTopicCreationOverride: ``allowAutoTopicCreation``, ``topicType``, ``defaultNumPartitions``; overrides
+the broker's ``allowAutoTopicCreation*``); ``schemaCompatibilityStrategy`` (one of
+:data:`~broker_core.core.schema_compat.STRATEGIES`; ``UNDEFINED`` is the broker's default, BACKWARD).
+A topic-level ``retention`` replaces the
 namespace's as a whole, as in Pulsar. Negative values (other than retention's -1) are refused.
 
 Permissions (``grant-permission``) are stored beside them under ``permissions`` (role -> sorted actions,
@@ -31,7 +36,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from broker_core.errors import CorruptLog, InvalidConfiguration
+from broker_core.core.backlog_quota import check_quota_map
 from broker_core.core.namespaces import check_namespace_name
+from broker_core.core.schema_compat import STRATEGIES
 from broker_core.storage.atomic import atomic_write
 from broker_core.types import TopicName
 
@@ -68,7 +75,53 @@ def _retention(key: str, value: Any) -> dict[str, int]:
     return {RETENTION_TIME: time_min, RETENTION_SIZE: size_mb}
 
 
+AUTO_TOPIC_CREATION = "autoTopicCreation"
+MAX_AUTO_PARTITIONS = 4096
+"""The most partitions an auto-created partitioned topic has (the registry's limit on partitioned topics)."""
+
+
+def _auto_topic_creation(key: str, value: Any) -> dict[str, Any]:
+    """Pulsar's AutoTopicCreationOverride: ``allowAutoTopicCreation``, ``topicType`` (``non-partitioned`` or
+    ``partitioned``) and, for partitioned topics only, ``defaultNumPartitions`` (1..4096)."""
+    if not isinstance(value, dict) or not {"allowAutoTopicCreation", "topicType"} <= set(value) or not set(
+            value) <= {"allowAutoTopicCreation", "topicType", "defaultNumPartitions"}:
+        raise InvalidConfiguration(f"policy {key} takes {{'allowAutoTopicCreation': bool, 'topicType':"
+                                   f" 'non-partitioned'|'partitioned', 'defaultNumPartitions': int}}, not"
+                                   f" {value!r}"[:300], key=key)
+    allow = _bool(f"{key}.allowAutoTopicCreation", value["allowAutoTopicCreation"])
+    topic_type = value["topicType"]
+    partitions = value.get("defaultNumPartitions")
+    if topic_type == "partitioned":
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or not 0 < partitions <= \
+                MAX_AUTO_PARTITIONS:
+            raise InvalidConfiguration(f"policy {key}: a partitioned topicType needs defaultNumPartitions between"
+                                       f" 1 and {MAX_AUTO_PARTITIONS}, not {partitions!r}"[:200], key=key)
+        return {"allowAutoTopicCreation": allow, "topicType": topic_type, "defaultNumPartitions": partitions}
+    if topic_type != "non-partitioned":
+        raise InvalidConfiguration(f"policy {key}.topicType takes non-partitioned or partitioned, not"
+                                   f" {topic_type!r}"[:200], key=key)
+    if partitions is not None:
+        raise InvalidConfiguration(f"policy {key}: defaultNumPartitions is for a partitioned topicType only"
+                                   " (as Pulsar's override)", key=key)
+    return {"allowAutoTopicCreation": allow, "topicType": topic_type}
+
+
+SCHEMA_STRATEGY = "schemaCompatibilityStrategy"
+
+
+def _strategy(key: str, value: Any) -> str:
+    if value not in STRATEGIES:
+        raise InvalidConfiguration(f"policy {key} takes one of {', '.join(STRATEGIES)}, not {value!r}"[:300],
+                                   key=key)
+    return value
+
+
+BACKLOG_QUOTA = "backlogQuota"
+
 POLICIES: dict[str, Callable[[str, Any], Any]] = {
+    BACKLOG_QUOTA: check_quota_map,
+    AUTO_TOPIC_CREATION: _auto_topic_creation,
+    SCHEMA_STRATEGY: _strategy,
     "deduplicationEnabled": _bool,
     "retention": _retention,
     "messageTTLInSeconds": lambda key, value: _int(key, value, minimum=0),

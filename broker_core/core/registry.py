@@ -33,7 +33,9 @@ from broker_core.core.effective_policies import EffectivePolicies
 from broker_core.core.idle_unloading import IdleUnloader
 from broker_core.core.metadata import PartitionedTopicsStore
 from broker_core.core.namespaces import NamespacesStore, check_namespace_name
-from broker_core.core.policies import NAMESPACE, TOPIC, PoliciesStore
+from broker_core.core.backlog_quota import QuotaChecks
+from broker_core.core.policies import (AUTO_TOPIC_CREATION, BACKLOG_QUOTA, NAMESPACE, SCHEMA_STRATEGY, TOPIC,
+                                       PoliciesStore)
 from broker_core.core.schemas import SchemaRegistry
 from broker_core.core.retention_rules import RetentionPolicy
 from broker_core.core.topic_folders import namespace_folders, stored_topics, topic_folders
@@ -84,9 +86,13 @@ class TopicRegistry:
         self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
         # schema checks and writes run on the executor; a schema is refused where a topic would be
         self.schemas = SchemaRegistry(data_dir / "metadata", clock, executor,
-                                      check_namespace=lambda name: self.namespaces.check_exists(name.namespace_name))
+                                      check_namespace=lambda name: self.namespaces.check_exists(name.namespace_name),
+                                      strategy_of=lambda name: self.policies.resolve(name, SCHEMA_STRATEGY,
+                                                                                     "UNDEFINED"))
         self._topics: dict[str, PersistentTopic | NonPersistentTopic] = {}
         self._unloader = IdleUnloader(self._topics, config, clock)
+        self.quotas = QuotaChecks(self._topics, lambda name: self.policies.resolve(name, BACKLOG_QUOTA, None),
+                                  config, clock)
 
     @property
     def topics_root(self) -> Path:
@@ -131,11 +137,23 @@ class TopicRegistry:
         n = self.partitions_of(name)
         if n or name.partition_index >= 0:
             return n
-        if (self._config.allowAutoTopicCreation and self._config.allowAutoTopicCreationType == "partitioned"
-                and str(name) not in self._topics and not self._exists_on_disk(name)):
-            self.create_partitioned(name, self._config.defaultNumPartitions)
-            return self._config.defaultNumPartitions
+        allowed, topic_type, partitions = self.auto_topic_creation(name)
+        if (allowed and topic_type == "partitioned" and str(name) not in self._topics
+                and not self._exists_on_disk(name)):
+            self.create_partitioned(name, partitions)
+            return partitions
         return 0
+
+    def auto_topic_creation(self, name: TopicName) -> tuple[bool, str, int]:
+        """Whether an unknown topic ``name`` is created at first use, as which type and with how many
+        partitions: its namespace's ``autoTopicCreation`` policy, else the broker's
+        ``allowAutoTopicCreation``, ``allowAutoTopicCreationType`` and ``defaultNumPartitions``."""
+        override = self.policies.resolve(name, AUTO_TOPIC_CREATION, None)
+        config = self._config
+        if override is None:
+            return config.allowAutoTopicCreation, config.allowAutoTopicCreationType, config.defaultNumPartitions
+        return (override["allowAutoTopicCreation"], override["topicType"],
+                override.get("defaultNumPartitions", config.defaultNumPartitions))
 
     def get(self, name: TopicName, *, create: bool) -> PersistentTopic:
         """The topic partition ``name``, loading it from disk or auto-creating it when allowed."""
@@ -155,10 +173,10 @@ class TopicRegistry:
         if n and name.partition_index >= n:
             raise TopicNotFound(f"{name}: partitioned topic {base} has only {n} partitions")
         # a partition of an existing partitioned topic always exists
-        may_create = bool(n) or (create and self._config.allowAutoTopicCreation)
+        auto = bool(n) or not create or self.auto_topic_creation(name)[0]
+        may_create = bool(n) or (create and auto)
         if not may_create and not self._exists_on_disk(name):
-            raise TopicNotFound(f"topic {name} does not exist"
-                                + ("" if self._config.allowAutoTopicCreation else " (allowAutoTopicCreation=false)"))
+            raise TopicNotFound(f"topic {name} does not exist" + ("" if auto else " (allowAutoTopicCreation=false)"))
         from broker_core.core.nonpersistent.topic import NonPersistentTopic
         from broker_core.core.persistent.topic import PersistentTopic
 
@@ -170,6 +188,7 @@ class TopicRegistry:
                                     files=self.files)
             self._effective.apply_retention(topic)
             topic.expire_subscriptions()  # it may have been unloaded, or the broker stopped, for long
+            self.quotas.attach(topic)
         self._effective.apply_limits(topic)
         self._topics[key] = topic
         log.info("event=topic_loaded topic=%s", key)
@@ -207,6 +226,8 @@ class TopicRegistry:
         self.policies.set(scope, name, key, value)
         for topic in self._topics.values():
             self._effective.apply(topic)
+        if key == BACKLOG_QUOTA and value is not None:
+            self.quotas.check(name if scope == NAMESPACE else None)
 
     def get_policies(self, scope: str, name: str) -> dict:
         if scope == NAMESPACE:
@@ -272,6 +293,22 @@ class TopicRegistry:
             await self.schemas.delete(name)  # as Pulsar (its --deleteSchema is ignored: always deleted)
         self.policies.forget_topic(str(name))
 
+    async def truncate(self, name: TopicName) -> int:
+        """Pulsar's truncate of a persistent topic (each partition of a partitioned one): every subscription
+        acknowledges everything and every segment but the active one is removed, whatever the retention;
+        returns the segments removed."""
+        if name.domain != PERSISTENT:
+            raise NotAllowedError(f"{name}: only persistent topics are truncated")
+        partitions = self.partitions_of(name)
+        targets = [name.partition(i) for i in range(partitions)] if partitions else [name]
+        removed = 0
+        for target in targets:
+            if not partitions and str(target) not in self._topics and not self._exists_on_disk(target):
+                raise TopicNotFound(f"topic {name} does not exist")
+            removed += await self.get(target, create=False).truncate()
+        log.info("event=topic_truncate topic=%s segments_removed=%d", name, removed)
+        return removed
+
     def internal_stats(self, name: TopicName) -> dict:
         """``stats-internal`` of a topic partition, or of each partition of a partitioned topic."""
         return _registry_stats().internal_stats(self, name)
@@ -302,8 +339,10 @@ class TopicRegistry:
 
     # ------------------------------------------------------------------ idle topics
     def start_unloading(self) -> None:
-        """Unload idle topics every so often (``brokerTopicIdleUnloadSeconds``; runs on the event loop)."""
+        """Unload idle topics every so often (``brokerTopicIdleUnloadSeconds``) and check backlog quotas
+        (``backlogQuotaCheckIntervalInSeconds``); runs on the event loop."""
         self._unloader.start()
+        self.quotas.start()
 
     def unload_idle(self, max_topics: int = 1000) -> int:
         """Unload persistent topics quiescent for ``brokerTopicIdleUnloadSeconds``; returns how many."""
@@ -331,6 +370,7 @@ class TopicRegistry:
 
     async def close(self) -> None:
         self._unloader.stop()
+        self.quotas.stop()
         for topic in list(self._topics.values()):
             try:
                 await topic.close()

@@ -1,5 +1,7 @@
 """Schema compatibility, Pulsar's default strategy ``BACKWARD``: a consumer using the new schema can read
-data written with the previous one.
+data written with the previous one. A namespace's ``schemaCompatibilityStrategy`` picks another of Pulsar's
+strategies (:func:`strategy_problem`): FORWARD swaps reader and writer, FULL checks both ways, the
+``_TRANSITIVE`` ones check every version, ``ALWAYS_COMPATIBLE`` and ``ALWAYS_INCOMPATIBLE`` check nothing.
 
 Pulsar's Json, Avro and Protobuf schemas all carry an Avro schema definition (JSON text) as their schema
 data, so one Avro check serves the three. It applies Avro's schema-resolution rules with the new schema as
@@ -46,6 +48,43 @@ _KV_PARTS = ("key", "value")
 _PROMOTIONS = {"int": {"long", "float", "double"}, "long": {"float", "double"}, "float": {"double"},
                "string": {"bytes"}, "bytes": {"string"}}
 _MAX_DEPTH = 64
+
+
+STRATEGIES = ("UNDEFINED", "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
+              "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE")
+"""Pulsar's SchemaCompatibilityStrategy names (the ``schemaCompatibilityStrategy`` namespace policy);
+``UNDEFINED`` is the broker's default, :data:`DEFAULT_STRATEGY`."""
+DEFAULT_STRATEGY = "BACKWARD"
+
+
+def is_transitive(strategy: str) -> bool:
+    """Whether ``strategy`` checks a new version against every version, not only the latest."""
+    return strategy.endswith("_TRANSITIVE")
+
+
+def strategy_problem(strategy: str, schema_type: str, old_type: str, old_data: bytes, new_data: bytes,
+                     old_properties: Mapping[str, str] = {}, new_properties: Mapping[str, str] = {}) -> str | None:
+    """Why a new version cannot follow one registered version under ``strategy`` (None: it can).
+    BACKWARD: the new schema reads data of the old; FORWARD: the old reads data of the new; FULL: both
+    (each ``_TRANSITIVE`` the same against every version, which the caller passes one by one).
+    ``ALWAYS_COMPATIBLE`` takes anything, a type change too; ``ALWAYS_INCOMPATIBLE`` no new version."""
+    strategy = DEFAULT_STRATEGY if strategy == "UNDEFINED" else strategy
+    if strategy == "ALWAYS_COMPATIBLE":
+        return None
+    if strategy == "ALWAYS_INCOMPATIBLE":
+        return "the strategy ALWAYS_INCOMPATIBLE takes no new schema version"
+    if old_type != schema_type:
+        return f"the topic's schema is {old_type}, not {schema_type}"
+    base = strategy.removesuffix("_TRANSITIVE")
+    if base in ("BACKWARD", "FULL"):
+        problem = incompatibility(schema_type, old_data, new_data, old_properties, new_properties)
+        if problem:
+            return problem if base == "BACKWARD" else f"backward: {problem}"
+    if base in ("FORWARD", "FULL"):
+        problem = incompatibility(schema_type, new_data, old_data, new_properties, old_properties)
+        if problem:
+            return f"forward (a reader of the old schema): {problem}"
+    return None
 
 
 def incompatibility(schema_type: str, old_data: bytes, new_data: bytes, old_properties: Mapping[str, str] = {},

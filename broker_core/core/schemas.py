@@ -4,7 +4,7 @@ schema evolution), stored and surviving restarts.
 A topic's schema is registered by the first producer or consumer that brings one (``PRODUCER``/``SUBSCRIBE``
 with a schema, ``GET_OR_CREATE_SCHEMA``); a later one gets the version of an identical schema already
 registered, a new version when it is compatible with the latest one (:mod:`.schema_compat`, Pulsar's
-default ``BACKWARD``), or :class:`~broker_core.errors.IncompatibleSchema`. The partitions of a partitioned
+default ``BACKWARD``, or the namespace's ``schemaCompatibilityStrategy``), or :class:`~broker_core.errors.IncompatibleSchema`. The partitions of a partitioned
 topic share their base topic's schema. A version is Pulsar's 8-byte big-endian number, starting at 0;
 clients put it in the ``schema_version`` of the messages they produce (the broker stores it as it comes).
 A schema for a topic of a namespace that does not exist is refused (``NamespaceNotFound``).
@@ -37,7 +37,8 @@ from typing import Callable
 
 from broker_core.clock import Clock
 from broker_core.errors import IncompatibleSchema, InvalidMessage, InvalidSchema
-from broker_core.core.schema_compat import KEY_VALUE, incompatibility, split_key_value
+from broker_core.core.schema_compat import (DEFAULT_STRATEGY, KEY_VALUE, is_transitive, split_key_value,
+                                           strategy_problem)
 from broker_core.storage.paths import namespace_dir
 from broker_core.storage.schema_files import SchemaFiles, SchemaInfo, StoredVersion, digest_of, migrate_legacy
 from broker_core.types import TopicName
@@ -75,10 +76,13 @@ class _TopicSchema:
 
 class SchemaRegistry:
     def __init__(self, metadata: Path, clock: Clock, executor: Executor | None = None,
-                 check_namespace: Callable[[TopicName], None] | None = None) -> None:
+                 check_namespace: Callable[[TopicName], None] | None = None,
+                 strategy_of: Callable[[TopicName], str] | None = None) -> None:
         """``metadata``: the data dir's ``metadata`` folder; ``executor`` runs checks and writes (the
         loop's default one when None); ``check_namespace`` raises ``NamespaceNotFound`` for a topic whose
-        namespace does not exist."""
+        namespace does not exist; ``strategy_of`` is a topic's compatibility strategy (its namespace's
+        ``schemaCompatibilityStrategy``; BACKWARD when None)."""
+        self._strategy_of = strategy_of or (lambda name: DEFAULT_STRATEGY)
         metadata.mkdir(parents=True, exist_ok=True)
         self._files = SchemaFiles(metadata / FOLDER)
         migrate_legacy(metadata, self._files)
@@ -149,26 +153,31 @@ class SchemaRegistry:
                                     " anew", limit=MAX_SCHEMA_VERSIONS)
             version = state.stored[-1].version + 1 if state.stored else 0
             info = SchemaInfo(version, schema_type, data, name, properties, self._clock.now_ms())
+            strategy = self._strategy_of(topic)
             await asyncio.get_running_loop().run_in_executor(
-                self._executor, self._check_and_write, topic, state.latest, info, digest)
+                self._executor, self._check_and_write, topic, state, info, digest, strategy)
             state.stored.append(StoredVersion(version, digest))
             state.latest = info
         log.info("event=schema_registered topic=%s version=%d type=%s bytes=%d", self._key(topic), version,
                  schema_type, len(data))
         return info
 
-    def _check_and_write(self, topic: TopicName, latest: SchemaInfo | None, info: SchemaInfo, digest: str) -> None:
-        """On the executor: the compatibility check (parsing both definitions) and the durable write."""
+    def _check_and_write(self, topic: TopicName, state: _TopicSchema, info: SchemaInfo, digest: str,
+                         strategy: str) -> None:
+        """On the executor: the compatibility check under ``strategy`` (parsing the definitions: the latest
+        version's, or every version's for a transitive strategy, read from their files) and the durable
+        write."""
+        latest = state.latest
         if latest is not None:
-            if latest.schema_type != info.schema_type:
-                problem: str | None = f"the topic's schema is {latest.schema_type}, not {info.schema_type}"
-            else:
-                problem = incompatibility(info.schema_type, latest.data, info.data, latest.properties,
-                                          info.properties)
-            if problem:
-                key = self._key(topic)
-                raise IncompatibleSchema(f"schema of {key} is incompatible with its version {latest.version}"
-                                         f" (BACKWARD): {problem}", topic=key, version=latest.version)
+            older = ([self._files.read(topic, stored) for stored in state.stored[:-1]]
+                     if is_transitive(strategy) else [])
+            for old in [latest, *reversed([o for o in older if o is not None])]:
+                problem = strategy_problem(strategy, info.schema_type, old.schema_type, old.data, info.data,
+                                           old.properties, info.properties)
+                if problem:
+                    key = self._key(topic)
+                    raise IncompatibleSchema(f"schema of {key} is incompatible with its version {old.version}"
+                                             f" ({strategy}): {problem}", topic=key, version=old.version)
         self._files.write(topic, info, digest)
 
     def _writing(self, topic: TopicName) -> "_Writing":

@@ -14,6 +14,9 @@ log, journal and subscriptions, and owns the policies, the timers and the segmen
   ``subscriptionExpiryCheckIntervalInMinutes`` (or ``...InSeconds``) and when the topic is loaded (the rule
   is :mod:`~broker_core.core.subscription_expiry`'s).
 
+- **Truncate** (:meth:`truncate`, the admin API's ``truncate``): every subscription acknowledges everything
+  and every segment but the active one goes, whatever the retention policy.
+
 See docs/retention-and-ttl.md.
 """
 from __future__ import annotations
@@ -177,6 +180,31 @@ class TopicRetention:
             self._removing.add_done_callback(self._removed)
         except RuntimeError:  # no loop: remove here
             self._log.remove_segments(detached)
+        return len(detached)
+
+    async def truncate(self) -> int:
+        """Pulsar's truncate: acknowledge everything confirmed on every subscription (durable and readers'),
+        then detach every segment but the active one whatever the retention policy, and unlink them on the
+        executor (after the removal running, if any: one removal at a time per log). Returns how many
+        segments were removed."""
+        await self.removed()
+        if self._is_closed():
+            return 0
+        confirmed = self._journal.confirmed_end_offset
+        for sub in self._subs.all():
+            if confirmed > 0:
+                sub.expire_through(confirmed - 1)
+        detached = self._log.detach_segments_before(confirmed)
+        for sub in self._subs.all():  # an unconfirmed tail stays; nothing before the new start remains
+            if sub.cursor.mark_delete_offset < self._log.start_offset - 1:
+                sub.expire_through(self._log.start_offset - 1)
+        log.info("event=topic_truncated topic=%s segments=%d start_offset=%d bytes=%d", self.topic,
+                 len(detached), self._log.start_offset, sum(seg.size for seg in detached))
+        if detached:
+            self._removing = asyncio.get_running_loop().run_in_executor(
+                self._executor, self._log.remove_segments, detached)
+            self._removing.add_done_callback(self._removed)
+            await self._removing
         return len(detached)
 
     def _removed(self, future: asyncio.Future) -> None:

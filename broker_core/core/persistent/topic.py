@@ -61,6 +61,10 @@ __all__ = ["Accepted", "PersistentTopic", "check_consumer_limit", "deleted"]
 log = logging.getLogger(__name__)
 
 
+def _admit() -> None:
+    """The default :attr:`PersistentTopic.producer_check`: every producer is admitted."""
+
+
 class PersistentTopic:
     """A persistent topic partition; implements :class:`~broker_core.core.topic_protocol.Topic`."""
 
@@ -87,8 +91,11 @@ class PersistentTopic:
                                         ConfirmedSource(self.log, self.journal), cursor_store, cursors.values(),
                                         self.termination, self._lines, is_closed=is_closed,
                                         on_trimmable=self._request_trim)
+        self.producer_check: Callable[[], None] = _admit
+        """Runs before a producer is admitted, after the termination check (the registry sets it: a backlog
+        quota's refusal, see :mod:`broker_core.core.backlog_quota`)."""
         self._producers = TopicProducers(self.topic, config.maxProducersPerTopic, is_closed,
-                                         refuse=self.termination.refuse)
+                                         refuse=self._refuse_producer)
         self._dedup = DeduplicationSwitch(directory, config.brokerDeduplicationEntriesInterval, self.log)
         self._dedup.set_enabled(deduplication)
         self.last_used_ms = clock.now_ms()
@@ -110,6 +117,10 @@ class PersistentTopic:
 
     def _is_closed(self) -> bool:
         return self.closed
+
+    def _refuse_producer(self) -> None:
+        self.termination.refuse()
+        self.producer_check()
 
     def _request_trim(self) -> None:
         self._retention.request_trim()
@@ -310,6 +321,11 @@ class PersistentTopic:
 
     def expire_messages(self) -> int:
         return self._retention.expire_messages()
+
+    async def truncate(self) -> int:
+        """Pulsar's truncate: every subscription acknowledges everything, then every segment but the active
+        one is removed, whatever the retention policy; returns how many were removed."""
+        return await self._retention.truncate()
 
     def expire_subscriptions(self) -> list[str]:
         return self._retention.expire_subscriptions()

@@ -22,6 +22,7 @@ from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import MAX_BODY, SECURITY, guard
 from broker_core.frontends.http.admin.cluster_routes import Advertised, ClusterRoutes
 from broker_core.frontends.http.admin.lookup_routes import LookupRoutes
+from broker_core.frontends.http.admin.namespace_policy_routes import NamespacePolicyRoutes
 from broker_core.frontends.http.admin.namespace_routes import NamespaceRoutes
 from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
 from broker_core.frontends.http.admin.schema_routes import SchemaRoutes
@@ -42,7 +43,8 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
     app = web.Application(middlewares=[guard], client_max_size=max_body_bytes)
     app[SECURITY] = security
     app[MAX_BODY] = max_body_bytes
-    groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), NamespaceRoutes(registry),
+    groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), NamespacePolicyRoutes(registry),
+              NamespaceRoutes(registry),
               PermissionRoutes(registry), SubscriptionRoutes(registry), TopicPolicyRoutes(registry),
               TopicRoutes(registry), LookupRoutes(registry, advertised), SchemaRoutes(registry))
     for group in groups:
