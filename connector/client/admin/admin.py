@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 
+from connector.client.admin.clusters import ClustersAdmin
 from connector.client.admin.namespaces import NamespacesAdmin
 from connector.client.admin.offsets import OffsetsAdmin
 from connector.client.admin.operations import OperationsAdmin
@@ -24,7 +25,8 @@ from connector.client.connection import Connection, Security
 
 P = ParamSpec("P")
 R = TypeVar("R")
-PARTS = (NamespacesAdmin, TopicsAdmin, OperationsAdmin, OffsetsAdmin, PoliciesAdmin, PermissionsAdmin)
+PARTS = (NamespacesAdmin, TopicsAdmin, OperationsAdmin, OffsetsAdmin, PoliciesAdmin, PermissionsAdmin,
+         ClustersAdmin)
 
 
 def _part(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Admin, P], R]:
@@ -45,15 +47,37 @@ class Admin:
     ``retry_while_unavailable=True``: a call made while the broker cannot be reached or is not ready (it is
     restarting) is tried again with backoff until ``operation_timeout_seconds`` (then ``ConnectError`` or
     ``Timeout``), as the client's lookups are. Meant for idempotent calls (reads, ``acknowledge_up_to``):
-    a create retried after an attempt that did reach the broker reports ``TopicAlreadyExists`` and the like."""
+    a create retried after an attempt that did reach the broker reports ``TopicAlreadyExists`` and the like.
 
-    def __init__(self, service_url: str, operation_timeout_seconds: float = 30,
+    ``admin_url="http://HOST:8080"`` (or ``https://HOST:8443``; as pulsar-admin's ``--admin-url``): the same
+    methods over Pulsar's admin REST API instead (:mod:`connector.client.admin.rest_wire`), so the admin
+    works against a pulsarlike broker's web service port or an Apache Pulsar cluster. A method with no REST
+    equivalent (``acknowledge_up_to``, the offset calls, ``peek_messages``, ``examine_message``) raises
+    :class:`~connector.client.admin.wire.NotSupported` naming it; the cluster, broker and schema methods are
+    served over REST only."""
+
+    def __init__(self, service_url: str | None = None, operation_timeout_seconds: float = 30,
                  connection_timeout_ms: int = 10000, authentication: Authentication | None = None,
                  tls_trust_certs_file_path: str | None = None, tls_allow_insecure_connection: bool = False,
                  tls_validate_hostname: bool = False, tls_certificate_file_path: str | None = None,
-                 tls_private_key_file_path: str | None = None, retry_while_unavailable: bool = False) -> None:
+                 tls_private_key_file_path: str | None = None, retry_while_unavailable: bool = False,
+                 admin_url: str | None = None) -> None:
         """``authentication`` and the ``tls_*`` options as :class:`~connector.Client` takes them (a
-        ``pulsar+ssl://`` URL for the broker's TLS port)."""
+        ``pulsar+ssl://`` URL for the broker's TLS port, an ``https://`` ``admin_url``). One of
+        ``service_url`` and ``admin_url``."""
+        if (service_url is None) == (admin_url is None):
+            raise ValueError("Admin takes a service_url (pulsar://HOST:6650) or an admin_url (http://HOST:8080)")
+        if admin_url is not None:
+            from connector.client.admin.rest import RestTransport
+            from connector.client.admin.rest_wire import RestWire
+            wire = RestWire(RestTransport(admin_url, authentication, operation_timeout_seconds,
+                                          tls_trust_certs_file_path, tls_allow_insecure_connection,
+                                          tls_validate_hostname, tls_certificate_file_path,
+                                          tls_private_key_file_path), retry_while_unavailable)
+            self._connection: Any = wire
+            self._parts = {part.__qualname__: part(wire) for part in PARTS}
+            return
+        assert service_url is not None
         security = Security.of(service_url, authentication, False, tls_trust_certs_file_path,
                                tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path,
                                tls_private_key_file_path)
@@ -171,6 +195,19 @@ class Admin:
     grant_topic_permission = _part(PermissionsAdmin.grant_topic_permission)
     revoke_topic_permission = _part(PermissionsAdmin.revoke_topic_permission)
     get_topic_permissions = _part(PermissionsAdmin.get_topic_permissions)
+
+    # clusters, brokers and schemas (pulsar-admin clusters|brokers|schemas; admin_url only)
+    list_clusters = _part(ClustersAdmin.list_clusters)
+    get_cluster = _part(ClustersAdmin.get_cluster)
+    list_brokers = _part(ClustersAdmin.list_brokers)
+    broker_healthcheck = _part(ClustersAdmin.broker_healthcheck)
+    get_broker_version = _part(ClustersAdmin.get_broker_version)
+    get_leader_broker = _part(ClustersAdmin.get_leader_broker)
+    get_schema = _part(ClustersAdmin.get_schema)
+    get_all_schemas = _part(ClustersAdmin.get_all_schemas)
+    upload_schema = _part(ClustersAdmin.upload_schema)
+    delete_schema = _part(ClustersAdmin.delete_schema)
+    test_schema_compatibility = _part(ClustersAdmin.test_schema_compatibility)
 
 
 class _Retrying:

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from broker_core.protocol import broker_pb2
 
-from connector.client.admin.wire import UnaryWire, topic_name, whole
+from connector.client.admin.wire import NotSupported, UnaryWire, topic_name, whole
 
 
 class OffsetBounds(NamedTuple):
@@ -34,6 +34,10 @@ class OffsetsAdmin:
     def get_offset_bounds(self, topic: str) -> OffsetBounds:
         """The stored offsets of a topic partition (or non-partitioned topic); ``start == end`` when it holds
         no message. ``TopicNotFound`` when it does not exist."""
+        if getattr(self._wire, "transport", None) is not None:  # REST's last message id has no start offset
+            raise NotSupported("get_offset_bounds has no equivalent in Pulsar's admin REST API (the Admin uses"
+                               " admin_url); use Admin(service_url='pulsar://HOST:6650') for it",
+                               method="get_offset_bounds")
         reply = self._wire.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=topic_name(topic)))
         return OffsetBounds(reply.start_offset, max(reply.last_offset + 1, reply.start_offset))
 

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from broker_core.errors import PulsarLikeError
 from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.message_id import MessageId
+
+
+class NotSupported(PulsarLikeError):
+    """An admin call the transport in use cannot serve: a pulsarlike call with no REST equivalent
+    (``acknowledge_up_to``, offsets) over ``Admin(admin_url=...)``, or a REST-only one (clusters, brokers,
+    schemas) over a ``pulsar://`` service URL. ``method`` names it."""
 
 
 class UnaryWire(Protocol):
@@ -17,6 +24,17 @@ class UnaryWire(Protocol):
     def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = ...) -> Any:
         """The reply of the broker's unary ``method``; failures are typed errors."""
         ...
+
+
+def rest_of(wire: Any, method: str) -> Any:
+    """The REST transport under ``wire`` (:class:`~connector.client.admin.rest_wire.RestWire`), for the calls
+    that only the REST API serves; :class:`NotSupported` naming ``method`` over gRPC."""
+    transport = getattr(wire, "transport", None)
+    if transport is None:
+        raise NotSupported(f"{method} is served over Pulsar's admin REST API only: use"
+                           " Admin(admin_url='http://HOST:8080') (pulsarlike admin --admin-url http://HOST:8080)",
+                           method=method)
+    return transport
 
 
 def topic_name(topic: str) -> str:

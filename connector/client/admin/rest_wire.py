@@ -1,0 +1,348 @@
+"""``Admin(admin_url=...)``'s wire: each unary admin call of the gRPC API (what the parts of
+:class:`~connector.client.admin.Admin` send) made with Pulsar's admin REST API instead, its answer returned as
+the gRPC reply the part reads -- so one ``Admin`` administers a pulsarlike broker over gRPC, or over its web
+service port, or an Apache Pulsar cluster, with the same methods.
+
+Calls with no REST equivalent raise :class:`~connector.client.admin.wire.NotSupported` naming them
+(:data:`NOT_SERVED`). Counts that Pulsar's REST answers do not carry (messages skipped, cleared, expired) are
+the subscription's backlog before the call minus after it, from the topic's stats.
+
+A message id given to ``create_subscription``, ``reset_cursor`` or ``expire_messages`` reaches the wire as an
+offset, so it travels as ``{"ledgerId": 0, "entryId": offset}``: what a pulsarlike broker reads (its entry
+id is the offset), not an Apache Pulsar ledger position; use ``earliest``/``latest`` or a time there.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from broker_core import errors
+from broker_core.protocol import broker_pb2
+from broker_core.types import TopicName
+
+from connector.client.admin.rest import RestTransport, path
+from connector.client.admin.wire import NotSupported
+
+LATEST = (1 << 63) - 1
+"""Pulsar's ``MessageId.latest``: ledger and entry ``Long.MAX_VALUE``."""
+DOMAINS = ("persistent", "non-persistent")
+NOT_SERVED = {"AcknowledgeUpTo": "acknowledge_up_to", "OffsetForTimestamp": "offset_for_timestamp",
+              "PeekMessages": "peek_messages", "ExamineMessage": "examine_message"}
+"""gRPC calls with no REST equivalent here -> the Admin method that makes them."""
+
+# the broker's policy keys -> Pulsar's namespace path segment / Policies field, topic path segment
+NAMESPACE_POLICIES = {"retention": ("retention", "retention_policies"),
+                      "messageTTLInSeconds": ("messageTTL", "message_ttl_in_seconds"),
+                      "deduplicationEnabled": ("deduplication", "deduplicationEnabled"),
+                      "subscriptionExpirationTimeMinutes": ("subscriptionExpirationTime",
+                                                            "subscription_expiration_time_minutes"),
+                      "maxProducersPerTopic": ("maxProducersPerTopic", "max_producers_per_topic"),
+                      "maxConsumersPerTopic": ("maxConsumersPerTopic", "max_consumers_per_topic")}
+TOPIC_POLICIES = {"retention": "retention", "messageTTLInSeconds": "messageTTL",
+                  "deduplicationEnabled": "deduplicationEnabled", "maxProducersPerTopic": "maxProducers",
+                  "maxConsumersPerTopic": "maxConsumers"}
+
+
+def topic_path(topic: str, *rest: str) -> str:
+    """``/admin/v2/{domain}/{tenant}/{ns}/{topic}/...``."""
+    t = TopicName.parse(topic)
+    return path("admin", "v2", t.domain, t.tenant, t.namespace, t.local_name, *rest)
+
+
+def namespace_path(namespace: str, *rest: str) -> str:
+    tenant, _, ns = namespace.partition("/")
+    return path("admin", "v2", "namespaces", tenant, ns, *rest)
+
+
+def _message_id(position: broker_pb2.Position) -> dict[str, int]:
+    kind = position.WhichOneof("position")
+    if kind == "earliest" or kind is None:
+        return {"ledgerId": -1, "entryId": -1}
+    if kind == "latest":
+        return {"ledgerId": LATEST, "entryId": LATEST}
+    return {"ledgerId": 0, "entryId": position.offset}
+
+
+def _last_message_id(found: Any) -> broker_pb2.LastMessageId:
+    found = found if isinstance(found, dict) else {}
+    ledger, entry = int(found.get("ledgerId", -1)), int(found.get("entryId", -1))
+    batch = int(found.get("batchIndex", -1))
+    if ledger < 0 or entry < 0:
+        return broker_pb2.LastMessageId(last_offset=-1, batch_index=-1)
+    return broker_pb2.LastMessageId(ledger_id=ledger, entry_id=entry, batch_index=batch,
+                                    last_offset=entry + max(batch, 0))
+
+
+class RestWire:
+    """A :class:`~connector.client.admin.wire.UnaryWire` over :class:`~connector.client.admin.rest.RestTransport`
+    (``transport``, which the REST-only parts use directly)."""
+
+    def __init__(self, transport: RestTransport, retry: bool = False) -> None:
+        self.transport = transport
+        self._retry = retry
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = False) -> Any:
+        if method in NOT_SERVED:
+            raise NotSupported(f"{NOT_SERVED[method]} has no equivalent in Pulsar's admin REST API (the Admin"
+                               " uses admin_url); use Admin(service_url='pulsar://HOST:6650') for it",
+                               method=NOT_SERVED[method])
+        handler: Callable[[Any], Any] | None = getattr(self, "_" + method, None)
+        if handler is None:
+            raise NotSupported(f"{method} is not mapped onto the admin REST API", method=method)
+        self._timeout, self._retrying = timeout_s, retry or self._retry
+        return handler(request)
+
+    def _call(self, method: str, where: str, *args: Any, **kwargs: Any) -> Any:
+        reads = method == "GET"  # only reads are retried: a create retried might have been applied
+        return self.transport.call(method, where, *args, timeout_s=self._timeout,
+                                   retry=self._retrying and reads, **kwargs)
+
+    # ------------------------------------------------------------------ tenants and namespaces
+    def _ListTenants(self, request: Any) -> broker_pb2.NameList:
+        return broker_pb2.NameList(names=self._call("GET", path("admin", "v2", "tenants")) or [])
+
+    def _GetTenant(self, request: broker_pb2.TenantRequest) -> broker_pb2.TenantInfo:
+        info = self._call("GET", path("admin", "v2", "tenants", request.tenant), not_found=errors.TenantNotFound)
+        return broker_pb2.TenantInfo(tenant=request.tenant, admin_roles=info.get("adminRoles") or [],
+                                     allowed_clusters=info.get("allowedClusters") or [])
+
+    def _tenant_body(self, roles: Any, clusters: Any) -> dict[str, list[str]]:
+        # pulsar-admin's default for allowed clusters: every cluster (this broker: its one)
+        return {"adminRoles": list(roles),
+                "allowedClusters": list(clusters) or self._call("GET", path("admin", "v2", "clusters"))}
+
+    def _CreateTenant(self, request: broker_pb2.TenantInfo) -> broker_pb2.Empty:
+        self._call("PUT", path("admin", "v2", "tenants", request.tenant),
+                   self._tenant_body(request.admin_roles, request.allowed_clusters),
+                   conflict=errors.TenantAlreadyExists, refused=errors.InvalidConfiguration)
+        return broker_pb2.Empty()
+
+    def _UpdateTenant(self, request: broker_pb2.UpdateTenantRequest) -> broker_pb2.Empty:
+        info = request.info  # Pulsar replaces the whole TenantInfo: what is not given is kept
+        current = self._GetTenant(broker_pb2.TenantRequest(tenant=info.tenant))
+        roles = info.admin_roles if request.set_admin_roles else current.admin_roles
+        clusters = info.allowed_clusters if request.set_allowed_clusters else current.allowed_clusters
+        self._call("POST", path("admin", "v2", "tenants", info.tenant), self._tenant_body(roles, clusters),
+                   not_found=errors.TenantNotFound, refused=errors.InvalidConfiguration)
+        return broker_pb2.Empty()
+
+    def _DeleteTenant(self, request: broker_pb2.DeleteTenantRequest) -> broker_pb2.Empty:
+        self._call("DELETE", path("admin", "v2", "tenants", request.tenant), query={"force": request.force},
+                   not_found=errors.TenantNotFound, conflict=errors.TenantNotEmpty)
+        return broker_pb2.Empty()
+
+    def _ListNamespaces(self, request: broker_pb2.TenantRequest) -> broker_pb2.NameList:
+        return broker_pb2.NameList(names=self._call("GET", path("admin", "v2", "namespaces", request.tenant),
+                                                    not_found=errors.TenantNotFound) or [])
+
+    def _CreateNamespace(self, request: broker_pb2.NamespaceRequest) -> broker_pb2.Empty:
+        self._call("PUT", namespace_path(request.namespace), not_found=errors.TenantNotFound,
+                   conflict=errors.NamespaceAlreadyExists, refused=errors.InvalidConfiguration)
+        return broker_pb2.Empty()
+
+    def _DeleteNamespace(self, request: broker_pb2.DeleteNamespaceRequest) -> broker_pb2.Empty:
+        self._call("DELETE", namespace_path(request.namespace), query={"force": request.force},
+                   not_found=errors.NamespaceNotFound, conflict=errors.NamespaceNotEmpty)
+        return broker_pb2.Empty()
+
+    # ------------------------------------------------------------------ topics
+    def _partitions(self, topic: str) -> int:
+        return int(self._call("GET", topic_path(topic, "partitions"))["partitions"])
+
+    def _GetPartitionedTopicMetadata(self, request: broker_pb2.TopicRequest) -> broker_pb2.PartitionedTopicMetadata:
+        return broker_pb2.PartitionedTopicMetadata(partitions=self._partitions(request.topic))
+
+    def _CreatePartitionedTopic(self, request: broker_pb2.CreatePartitionedTopicRequest) -> broker_pb2.Empty:
+        self._call("PUT", topic_path(request.topic, "partitions"), request.partitions,
+                   not_found=errors.NamespaceNotFound, conflict=errors.TopicAlreadyExists)
+        return broker_pb2.Empty()
+
+    def _UpdatePartitionedTopic(self, request: broker_pb2.CreatePartitionedTopicRequest) -> broker_pb2.Empty:
+        self._call("POST", topic_path(request.topic, "partitions"), request.partitions)
+        return broker_pb2.Empty()
+
+    def _CreateTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.Empty:
+        self._call("PUT", topic_path(request.topic), not_found=errors.NamespaceNotFound,
+                   conflict=errors.TopicAlreadyExists)
+        return broker_pb2.Empty()
+
+    def _of_domains(self, namespace: str, *rest: str) -> list[str]:
+        tenant, _, ns = namespace.partition("/")
+        found: list[str] = []
+        for domain in DOMAINS:
+            found += self._call("GET", path("admin", "v2", domain, tenant, ns, *rest),
+                                not_found=errors.NamespaceNotFound) or []
+        return found
+
+    def _ListTopics(self, request: broker_pb2.ListTopicsRequest) -> broker_pb2.TopicList:
+        return broker_pb2.TopicList(topics=self._of_domains(request.namespace))
+
+    def _ListPartitionedTopics(self, request: broker_pb2.ListTopicsRequest) -> broker_pb2.TopicList:
+        return broker_pb2.TopicList(topics=self._of_domains(request.namespace, "partitioned"))
+
+    def _DeleteTopic(self, request: broker_pb2.DeleteTopicRequest) -> broker_pb2.Empty:
+        rest = ("partitions",) if self._partitions(request.topic) else ()
+        self._call("DELETE", topic_path(request.topic, *rest), query={"force": request.force})
+        return broker_pb2.Empty()
+
+    def _stats(self, topic: str) -> dict[str, Any]:
+        if self._partitions(topic):
+            return self._call("GET", topic_path(topic, "partitioned-stats"), query={"perPartition": True})
+        return self._call("GET", topic_path(topic, "stats"))
+
+    def _TopicStats(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
+        return broker_pb2.JsonResponse(json=json.dumps(self._stats(request.topic)))
+
+    def _TopicInternalStats(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
+        which = "partitioned-internalStats" if self._partitions(request.topic) else "internalStats"
+        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, which))))
+
+    def _GetLastMessageId(self, request: broker_pb2.TopicRequest) -> broker_pb2.LastMessageId:
+        return _last_message_id(self._call("GET", topic_path(request.topic, "lastMessageId")))
+
+    def _TerminateTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.LastMessageId:
+        return _last_message_id(self._call("POST", topic_path(request.topic, "terminate")))
+
+    def _UnloadTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.Empty:
+        self._call("PUT", topic_path(request.topic, "unload"))
+        return broker_pb2.Empty()
+
+    def _LookupTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.LookupResult:
+        t = TopicName.parse(request.topic)
+        found = self._call("GET", path("lookup", "v2", "topic", t.domain, t.tenant, t.namespace, t.local_name))
+        return broker_pb2.LookupResult(broker_url=found.get("brokerUrl") or "", http_url=found.get("httpUrl") or "")
+
+    # ------------------------------------------------------------------ subscriptions
+    def _ListSubscriptions(self, request: broker_pb2.TopicRequest) -> broker_pb2.NameList:
+        return broker_pb2.NameList(names=self._call("GET", topic_path(request.topic, "subscriptions")) or [])
+
+    def _sub(self, request: Any, *rest: str) -> str:
+        return topic_path(request.topic, "subscription", request.subscription, *rest)
+
+    def _DeleteSubscription(self, request: broker_pb2.UnsubscribeRequest) -> broker_pb2.Empty:
+        self._call("DELETE", self._sub(request), query={"force": request.force},
+                   not_found=errors.SubscriptionNotFound)
+        return broker_pb2.Empty()
+
+    def _CreateSubscription(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+        self._call("PUT", self._sub(request), _message_id(request.position), conflict=errors.NotAllowedError)
+        return broker_pb2.SubscriptionPosition()
+
+    def _ResetCursor(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+        if request.HasField("position"):
+            self._call("POST", self._sub(request, "resetcursor"), _message_id(request.position),
+                       not_found=errors.SubscriptionNotFound)
+        else:
+            self._call("POST", self._sub(request, "resetcursor", str(request.publish_time_ms)),
+                       not_found=errors.SubscriptionNotFound)
+        return broker_pb2.SubscriptionPosition()
+
+    def _backlog(self, topic: str, subscription: str | None) -> int:
+        """Messages not acknowledged yet on ``subscription`` (every durable one when None) of one topic."""
+        subs = self._call("GET", topic_path(topic, "stats")).get("subscriptions") or {}
+        chosen = subs.values() if subscription is None else [subs.get(subscription) or {}]
+        return sum(int(s.get("msgBacklog") or 0) for s in chosen)
+
+    def _counted(self, topic: str, subscription: str | None, act: Callable[[], Any]) -> broker_pb2.SubscriptionPosition:
+        before = self._backlog(topic, subscription)
+        act()
+        return broker_pb2.SubscriptionPosition(acknowledged=max(0, before - self._backlog(topic, subscription)))
+
+    def _SkipMessages(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+        return self._counted(request.topic, request.subscription, lambda: self._call(
+            "POST", self._sub(request, "skip", str(request.count)), not_found=errors.SubscriptionNotFound))
+
+    def _ClearBacklog(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+        return self._counted(request.topic, request.subscription, lambda: self._call(
+            "POST", self._sub(request, "skip_all"), not_found=errors.SubscriptionNotFound))
+
+    def _ExpireMessages(self, request: broker_pb2.ExpireMessagesRequest) -> broker_pb2.SubscriptionPosition:
+        if request.all_subscriptions:
+            where = topic_path(request.topic, "all_subscription", "expireMessages", str(request.expire_time_seconds))
+            return self._counted(request.topic, None, lambda: self._call("POST", where))
+        if request.HasField("position"):
+            act = lambda: self._call("POST", self._sub(request, "expireMessages"),  # noqa: E731
+                                     _message_id(request.position), not_found=errors.SubscriptionNotFound)
+        else:
+            act = lambda: self._call("POST", self._sub(request, "expireMessages",  # noqa: E731
+                                                       str(request.expire_time_seconds)),
+                                     not_found=errors.SubscriptionNotFound)
+        return self._counted(request.topic, request.subscription, act)
+
+    def _ClearNamespaceBacklog(self, request: broker_pb2.NamespaceSubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+        rest = ("clearBacklog", request.subscription) if request.subscription else ("clearBacklog",)
+        topics = self._of_domains(request.namespace)
+        sub = request.subscription or None
+        before = sum(self._backlog(t, sub) for t in topics)
+        self._call("POST", namespace_path(request.namespace, *rest), not_found=errors.NamespaceNotFound)
+        after = sum(self._backlog(t, sub) for t in topics)
+        return broker_pb2.SubscriptionPosition(acknowledged=max(0, before - after))
+
+    def _UnsubscribeNamespace(self, request: broker_pb2.NamespaceSubscriptionRequest) -> broker_pb2.NameList:
+        having = [t for t in self._of_domains(request.namespace)
+                  if request.subscription in (self._call("GET", topic_path(t, "subscriptions")) or [])]
+        if not having:
+            raise errors.SubscriptionNotFound(f"no topic of {request.namespace} has subscription"
+                                              f" {request.subscription!r}", subscription=request.subscription)
+        self._call("POST", namespace_path(request.namespace, "unsubscribe", request.subscription),
+                   not_found=errors.NamespaceNotFound, refused=errors.NotAllowedError)
+        return broker_pb2.NameList(names=having)
+
+    # ------------------------------------------------------------------ policies and permissions
+    def _SetPolicy(self, request: broker_pb2.PolicyRequest) -> broker_pb2.Empty:
+        scope, key = request.scope, request.key
+        value = json.loads(request.value_json) if request.value_json else None
+        query: dict[str, Any] | None = None
+        if scope.topic:
+            if key not in TOPIC_POLICIES:
+                raise NotSupported(f"the topic policy {key} is not mapped onto the admin REST API", method=key)
+            where = topic_path(scope.topic, TOPIC_POLICIES[key])
+            if key == "messageTTLInSeconds" and value is not None:  # as pulsar-admin sends it
+                query, value = {"messageTTL": value}, None
+        else:
+            if key not in NAMESPACE_POLICIES:
+                raise NotSupported(f"the namespace policy {key} is not mapped onto the admin REST API", method=key)
+            where = namespace_path(scope.namespace, NAMESPACE_POLICIES[key][0])
+        if value is None and query is None:
+            self._call("DELETE", where, not_found=errors.NamespaceNotFound if not scope.topic else None,
+                       refused=errors.InvalidConfiguration)
+        elif value is None:
+            self._call("POST", where, query=query, refused=errors.InvalidConfiguration)
+        else:
+            self._call("POST", where, value, not_found=errors.NamespaceNotFound if not scope.topic else None,
+                       refused=errors.InvalidConfiguration)
+        return broker_pb2.Empty()
+
+    def _GetPolicies(self, scope: broker_pb2.PolicyScope) -> broker_pb2.JsonResponse:
+        found: dict[str, Any] = {}
+        if scope.topic:
+            for key, segment in TOPIC_POLICIES.items():
+                value = self._call("GET", topic_path(scope.topic, segment))
+                if value is not None:
+                    found[key] = value
+        else:
+            policies = self._call("GET", namespace_path(scope.namespace), not_found=errors.NamespaceNotFound)
+            for key, (_, field) in NAMESPACE_POLICIES.items():
+                if policies.get(field) is not None:
+                    found[key] = policies[field]
+        return broker_pb2.JsonResponse(json=json.dumps(found))
+
+    def _permissions_path(self, scope: broker_pb2.PolicyScope, *rest: str) -> str:
+        if scope.topic:
+            return topic_path(scope.topic, "permissions", *rest)
+        return namespace_path(scope.namespace, "permissions", *rest)
+
+    def _GrantPermission(self, request: broker_pb2.PermissionRequest) -> broker_pb2.Empty:
+        self._call("POST", self._permissions_path(request.scope, request.role), list(request.actions),
+                   refused=errors.InvalidConfiguration)
+        return broker_pb2.Empty()
+
+    def _RevokePermission(self, request: broker_pb2.PermissionRequest) -> broker_pb2.Empty:
+        self._call("DELETE", self._permissions_path(request.scope, request.role))
+        return broker_pb2.Empty()
+
+    def _GetPermissions(self, scope: broker_pb2.PolicyScope) -> broker_pb2.JsonResponse:
+        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", self._permissions_path(scope)) or {}))
