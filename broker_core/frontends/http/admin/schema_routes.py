@@ -32,7 +32,7 @@ from aiohttp import web
 from broker_core.core.registry import TopicRegistry
 from broker_core.core.schema_compat import KEY_VALUE, KV_LENGTH, incompatibility, split_key_value
 from broker_core.errors import IncompatibleSchema, InvalidSchema, TopicNotFound
-from broker_core.frontends.http.admin.access import TOPIC as TOPIC_RESOURCE, needs
+from broker_core.frontends.http.admin.access import needs
 from broker_core.frontends.http.admin.answers import BadRequest, Refused, body, obj, ok, path_int
 from broker_core.security import ADMIN, LOOKUP
 from broker_core.storage.schema_files import SchemaInfo
