@@ -5,18 +5,24 @@
     pulsarlike admin [--admin-url URL] topics list|create|create-partitioned-topic|update-partitioned-topic|
                                               list-partitioned-topics|delete|stats|partitioned-stats|
                                               stats-internal|subscriptions|create-subscription|unsubscribe|
-                                              skip|clear-backlog|reset-cursor|peek-messages|examine-message|
+                                              skip|clear-backlog|reset-cursor|peek-messages|examine-messages|
                                               expire-messages|last-message-id|terminate|unload|lookup|
                                               set-retention|...
+    pulsarlike admin --admin-url http://HOST:8080 clusters list|get, brokers list|healthcheck|version|
+                                              leader-broker, schemas get|upload|delete|compatibility
 
 Permissions: ``namespaces|topics grant-permission|revoke-permission|permissions``
 (:mod:`connector.cli.admin_permissions`). ``--auth-plugin``, ``--auth-params``, ``--tls-trust-cert-path``,
 ``--tls-allow-insecure`` and ``--tls-enable-hostname-verification`` (before or after the verb,
 :mod:`connector.cli.security_flags`) authenticate to a broker that requires it.
 
-``--admin-url`` (alias ``--service-url``, ``--url``; before or after the verb) is the broker's service URL,
-``pulsar://HOST:PORT``: pulsar-admin talks HTTP to ``http://HOST:8080``, this broker serves its admin calls
-on the same gRPC port as clients. Default: ``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``.
+``--admin-url`` (alias ``--service-url``, ``--url``; before or after the verb) is where the admin calls go:
+``http://HOST:8080`` (``https://HOST:8443``) as pulsar-admin's -- Pulsar's admin REST API, on a pulsarlike
+broker's web service port or an Apache Pulsar cluster (``Admin(admin_url=...)``) -- or a service URL,
+``pulsar://HOST:PORT``, for this broker's gRPC admin calls on the port its clients use. Default:
+``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``. ``clusters``, ``brokers`` and ``schemas``
+(:mod:`connector.cli.admin_rest_groups`) need an HTTP URL; the offset calls and ``peek-messages`` /
+``examine-messages`` need a ``pulsar://`` one (the Admin's ``NotSupported`` says so, exit 1).
 
 Output is pulsar-admin's: lists one name per line, stats and policies as JSON laid out like Jackson's
 pretty printer, nothing for a change that succeeded. Sizes and times are read like pulsar-admin reads
@@ -40,7 +46,7 @@ from connector.cli.args import SuggestingParser
 
 from broker_core.errors import PulsarLikeError
 
-from connector.cli import admin_permissions, output, security_flags
+from connector.cli import admin_permissions, admin_rest_groups, output, security_flags
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
 
@@ -291,13 +297,14 @@ def _operation_verbs(verb: Callable[..., argparse.ArgumentParser],
     verb("last-message-id", lambda a, o: _message_id_json(a.get_last_message_id(o.topic)),
          "The id of a topic partition's last message", "topic")
     verb("lookup", lambda a, o: a.lookup_topic(o.topic), "The service URL of the broker serving a topic", "topic")
-    p = verb("examine-message", lambda a, o: output.peeked([a.examine_message(o.topic, o.initial_position,
-                                                                             o.message_position)]),
-             "Show one stored message, counted from the newest or the oldest", "topic")
-    p.add_argument("-i", "--initialPosition", dest="initial_position", default="latest",
-                   choices=["latest", "earliest"], metavar="POSITION", help="count from latest (default) or earliest")
-    p.add_argument("-m", "--messagePosition", dest="message_position", type=int, default=1,
-                   help="which message, 1 being the newest (or the oldest); default 1")
+    for name, what in (("examine-messages", "Show one stored message, counted from the newest or the oldest"),
+                       ("examine-message", "Deprecated spelling of examine-messages (pulsar-admin's name)")):
+        p = verb(name, _examine if name == "examine-messages" else _examine_deprecated, what, "topic")
+        p.add_argument("-i", "--initialPosition", dest="initial_position", default="latest",
+                       choices=["latest", "earliest"], metavar="POSITION",
+                       help="count from latest (default) or earliest")
+        p.add_argument("-m", "--messagePosition", dest="message_position", type=int, default=1,
+                       help="which message, 1 being the newest (or the oldest); default 1")
     p = sub_verb("expire-messages", _expire, "Acknowledge the messages published more than a time ago, or up to a "
                  "message")
     when = p.add_mutually_exclusive_group(required=True)
@@ -309,6 +316,16 @@ def _operation_verbs(verb: Callable[..., argparse.ArgumentParser],
         o.topic, o.time) and None, "expire-messages -t on every subscription", "topic").add_argument(
         "-t", "--expireTime", dest="time", type=_typed(parse_relative_seconds), required=True,
         help="published more than this long ago (100m, 3h, 2d; a bare number is seconds)")
+
+
+def _examine(admin: Any, o: argparse.Namespace) -> str:
+    return output.peeked([admin.examine_message(o.topic, o.initial_position, o.message_position)])
+
+
+def _examine_deprecated(admin: Any, o: argparse.Namespace) -> str:
+    print("pulsarlike admin: warning: 'topics examine-message' is deprecated; use 'topics examine-messages'"
+          " (pulsar-admin's name)", file=sys.stderr)
+    return _examine(admin, o)
 
 
 def _clear_namespace_backlog(admin: Any, o: argparse.Namespace) -> None:
@@ -325,13 +342,17 @@ def _clear_namespace_backlog(admin: Any, o: argparse.Namespace) -> None:
 # ====================================================================================== parser and main
 GROUPS = {"tenants": ("Operations about tenants", _tenants),
           "namespaces": ("Operations about namespaces", _namespaces),
-          "topics": ("Operations about topics", _topics)}
+          "topics": ("Operations about topics", _topics),
+          "clusters": ("Operations about clusters (--admin-url http://...)", admin_rest_groups.clusters),
+          "brokers": ("Operations about brokers (--admin-url http://...)", admin_rest_groups.brokers),
+          "schemas": ("Operations about schemas (--admin-url http://...)", admin_rest_groups.schemas)}
 
 
 def _url_flag(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(*URL_FLAGS, dest="admin_url", default=default, metavar="URL",
-                        help=f"broker service URL, pulsar://HOST:PORT (pulsar-admin's --admin-url is HTTP; this "
-                             f"broker answers admin calls on its gRPC port). Default: ${URL_ENV} or {DEFAULT_URL}")
+                        help=f"http://HOST:8080 (https://HOST:8443): Pulsar's admin REST API, as pulsar-admin; or "
+                             f"pulsar://HOST:PORT: this broker's gRPC admin calls. Default: ${URL_ENV} or "
+                             f"{DEFAULT_URL}")
 
 
 def build_parser() -> _Parser:
@@ -350,6 +371,7 @@ def build_parser() -> _Parser:
             p = _verbs.add_parser(name, help=what, description=what, allow_abbrev=False)
             if positional:
                 p.add_argument(positional, help={"tenant": "tenant name", "namespace": "tenant/namespace",
+                                                 "cluster": "cluster name",
                                                  "topic": "persistent://tenant/namespace/topic (or a short name)"
                                                  }[positional])
             _url_flag(p, argparse.SUPPRESS)
@@ -387,14 +409,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as done:  # argparse: usage errors exit 2, --help 0
         return int(done.code or 0)
-    if args.admin_url.startswith(("http://", "https://")):
-        print(f"pulsarlike admin: error: {args.admin_url} is an HTTP admin URL; this broker answers admin calls on"
-              f" its service URL, pulsar://HOST:PORT (default {DEFAULT_URL})", file=sys.stderr)
-        return 2
     from connector.client.admin import Admin
 
     try:
-        with Admin(args.admin_url, **security_flags.client_kwargs(args, args.admin_url)) as admin:
+        with _admin(Admin, args) as admin:
             printed = args.run(admin, args)
     except PulsarLikeError as exc:
         print(f"pulsarlike admin: {exc.code}: {exc.message}", file=sys.stderr)
@@ -405,6 +423,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(printed, str) and printed:
         print(printed)
     return 0
+
+
+def _admin(admin_class: Any, args: argparse.Namespace) -> Any:
+    """The REST admin for an http(s) URL (pulsar-admin's --admin-url), else the gRPC one."""
+    url = args.admin_url
+    kwargs = security_flags.client_kwargs(args, url)
+    if not url.startswith(("http://", "https://")):
+        return admin_class(url, **kwargs)
+    if url.startswith("https://"):
+        kwargs.update(tls_trust_certs_file_path=getattr(args, "tls_trust_cert_path", None),
+                      tls_allow_insecure_connection=getattr(args, "tls_allow_insecure", False),
+                      tls_validate_hostname=getattr(args, "tls_hostname_verification", False))
+    return admin_class(admin_url=url, **kwargs)
 
 
 if __name__ == "__main__":

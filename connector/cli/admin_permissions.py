@@ -28,10 +28,10 @@ def add_verbs(verb: Callable[..., argparse.ArgumentParser], level: str, arg: str
     """The three verbs for ``level`` (``namespace`` or ``topic``) whose positional is ``arg``."""
     p = verb("grant-permission", lambda a, o: getattr(a, f"grant_{level}_permission")(
         getattr(o, arg), o.role, o.actions), f"Grant a role actions on a {level}", arg)
-    p.add_argument("--role", required=True, help="the client role (a token's subject, a certificate's CN)")
-    p.add_argument("--actions", type=_actions, required=True, help="comma-separated: produce, consume")
+    p.add_argument("-r", "--role", required=True, help="the client role (a token's subject, a certificate's CN)")
+    p.add_argument("-a", "--actions", type=_actions, required=True, help="comma-separated: produce, consume")
     verb("revoke-permission", lambda a, o: getattr(a, f"revoke_{level}_permission")(getattr(o, arg), o.role),
-         f"Revoke what a role was granted on a {level}", arg).add_argument("--role", required=True,
+         f"Revoke what a role was granted on a {level}", arg).add_argument("-r", "--role", required=True,
                                                                            help="the client role")
     verb("permissions", lambda a, o: _permissions(a, level, getattr(o, arg)),
          f"The roles granted actions on a {level} (JSON)", arg)

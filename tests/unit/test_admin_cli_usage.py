@@ -1,5 +1,5 @@
 """pulsarlike admin's usage errors (no broker needed): unknown groups, verbs and flags name the closest
-match and exit 2; missing options and bad sizes are usage errors; an HTTP admin URL is explained."""
+match and exit 2; missing options and bad sizes are usage errors; an HTTP admin URL means the REST API."""
 import pytest
 
 from connector.cli.admin import build_parser, main
@@ -40,9 +40,14 @@ def test_help_exits_0(capsys):
     assert code == 0 and "peek-messages" in out
 
 
-def test_an_http_admin_url_is_explained(capsys):
-    code, _, err = run(capsys, "--admin-url", "http://localhost:8080", "tenants", "list")
-    assert code == 2 and "pulsar://HOST:PORT" in err
+def test_an_http_admin_url_is_the_rest_api_and_an_unreachable_one_exits_1_naming_it(capsys):
+    code, _, err = run(capsys, "--admin-url", "http://127.0.0.1:1", "tenants", "list")
+    assert code == 1 and "ConnectError: cannot reach the admin API at http://127.0.0.1:1" in err
+
+
+def test_a_rest_only_group_over_a_pulsar_url_says_it_needs_an_http_one(capsys):
+    code, _, err = run(capsys, "--admin-url", "pulsar://127.0.0.1:1", "clusters", "list")
+    assert code == 1 and "NotSupported: list_clusters is served over Pulsar's admin REST API only" in err
 
 
 def test_the_url_option_is_accepted_before_or_after_the_verb():
@@ -71,9 +76,17 @@ def test_every_operator_verb_of_issue_11_exists():
     assert {(g, v) for g, verbs in wanted.items() for v in verbs.split()} <= set(leaves)
 
 
-def test_examine_message_takes_pulsar_admins_flags():
-    parsed = build_parser().parse_args(["topics", "examine-message", "t", "-i", "earliest", "-m", "3"])
+@pytest.mark.parametrize("verb", ["examine-messages", "examine-message"])
+def test_examine_messages_and_its_old_spelling_take_pulsar_admins_flags(verb):
+    parsed = build_parser().parse_args(["topics", verb, "t", "-i", "earliest", "-m", "3"])
     assert (parsed.initial_position, parsed.message_position) == ("earliest", 3)
+
+
+def test_the_groups_and_verbs_of_issue_20_exist():
+    leaves = build_parser().leaves
+    wanted = {"clusters": "list get", "brokers": "list healthcheck version leader-broker",
+              "schemas": "get upload delete compatibility", "topics": "examine-messages"}
+    assert {(g, v) for g, verbs in wanted.items() for v in verbs.split()} <= set(leaves)
 
 
 def test_expire_messages_takes_a_time_or_a_message_id_not_both(capsys):
