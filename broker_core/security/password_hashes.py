@@ -4,15 +4,16 @@ the standard library.
 Pulsar hands ``$apr1$`` hashes to Apache's APR1 MD5 and everything else to commons-codec's ``Crypt.crypt``,
 which reads ``$1$`` (MD5-crypt), ``$5$``/``$6$`` (SHA-256/512-crypt) and 13-character DES crypt. So do we:
 
-=========== ================================== ================================================
-``$apr1$``  ``htpasswd -m`` (Pulsar recommends) MD5-crypt with Apache's magic, pure (hashlib)
-``$1$``     ``openssl passwd -1``               MD5-crypt, pure (hashlib)
-``$5$``     ``openssl passwd -5``               SHA-256-crypt (``rounds=`` too), pure (hashlib)
-``$6$``     ``openssl passwd -6``               SHA-512-crypt (``rounds=`` too), pure (hashlib)
-DES         ``htpasswd -d``                     the C library's ``crypt(3)`` through Python's ``crypt``
-                                                module (a pure DES is not small; Python 3.13 removed the
-                                                module, where such a file is refused at start)
-=========== ================================== ================================================
+=========== ==================================== ===============================================
+``$apr1$``  ``htpasswd -m`` (Pulsar recommends)  MD5-crypt with Apache's magic, pure (hashlib)
+``$1$``     ``openssl passwd -1``                MD5-crypt, pure (hashlib)
+``$5$``     ``openssl passwd -5``                SHA-256-crypt (``rounds=`` too), pure (hashlib)
+``$6$``     ``openssl passwd -6``                SHA-512-crypt (``rounds=`` too), pure (hashlib)
+DES         ``htpasswd -d``                      the C library's ``crypt(3)`` through Python's
+                                                 ``crypt`` module (a pure DES is not small; Python
+                                                 3.13 removed the module, where such a file is
+                                                 refused at start)
+=========== ==================================== ===============================================
 
 Anything else (bcrypt ``$2y$``, ``{SHA}``, plain text) is refused by :func:`scheme_of` with the formats to
 use instead. :func:`verify` compares in constant time (``hmac.compare_digest``).
