@@ -4,7 +4,8 @@ tenants and namespaces they live in (a topic of a namespace that does not exist 
 
 Disk layout under ``data_dir``::
 
-    metadata/partitioned-topics.json          partitioned topics and their partition counts
+    metadata/partitioned-topics.json          partitioned topics and their partition counts (a snapshot
+    metadata/partitioned-topics.*.changes     and the changes since: broker_core.core.metadata_log)
     metadata/namespaces.json                  tenants (with their info) and namespaces
     metadata/policies.json                    namespace and topic policies
     metadata/schemas/<domain>/<tenant>/<namespace>/<topic>/   schema versions (broker_core.storage.schema_files)
@@ -80,7 +81,7 @@ class TopicRegistry:
         self.files = files or FileBudget(config.managedLedgerMaxOpenFiles)
         self._clock = clock
         self.clock = clock
-        self.partitioned = PartitionedTopicsStore(data_dir / "metadata")
+        self.partitioned = PartitionedTopicsStore(data_dir / "metadata", executor)
         self.policies = PoliciesStore(data_dir / "metadata")
         self._effective = EffectivePolicies(self.policies, config)
         self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
@@ -371,6 +372,7 @@ class TopicRegistry:
     async def close(self) -> None:
         self._unloader.stop()
         self.quotas.stop()
+        self.partitioned.close()
         for topic in list(self._topics.values()):
             try:
                 await topic.close()
