@@ -20,7 +20,9 @@ Example::
 """
 from __future__ import annotations
 
+import hashlib
 import os
+from collections import OrderedDict
 from pathlib import Path
 
 from broker_core.config import BrokerConfig
@@ -34,6 +36,13 @@ SETTING = "basicAuthConf"
 DECOY = md5_crypt(b"no such user", b"pulsarli", "$apr1$")
 """Hashed against when the user does not exist: as slow as a real user's APR1 check."""
 REFUSED = "unknown user or wrong password"
+MAX_CREDENTIALS = 512
+"""Longest ``user:password`` checked, in bytes (htpasswd takes passwords of at most 255 characters): a hash's
+cost grows with the password's length (SHA-crypt's 5,000 rounds over a 64 KiB password held the event loop
+about a second), so longer ones are refused unhashed."""
+VERIFIED_CACHE = 1024
+"""Credentials that passed, remembered (by their SHA-256) so that a client presenting them again -- an HTTP
+client does on every request -- costs a dictionary lookup, not 2-8 ms of hashing on the event loop."""
 
 
 def read_conf(value: str) -> str:
@@ -89,6 +98,7 @@ class BasicAuthentication:
 
     def __init__(self, users: dict[str, str]) -> None:
         self._users = dict(users)
+        self._verified: OrderedDict[bytes, str] = OrderedDict()
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> "BasicAuthentication":
@@ -102,6 +112,14 @@ class BasicAuthentication:
             raise AuthenticationError("authentication failed: no user name and password were presented; give "
                                       "the client authentication=AuthenticationBasic(user, password)",
                                       reason="no credentials")
+        if len(credentials) > MAX_CREDENTIALS:
+            raise AuthenticationError(f"authentication failed: user:password longer than {MAX_CREDENTIALS} bytes",
+                                      reason="malformed credentials")
+        key = hashlib.sha256(credentials).digest()
+        known = self._verified.get(key)
+        if known is not None:
+            self._verified.move_to_end(key)
+            return Authenticated(known)
         try:
             text = credentials.decode("utf-8")
         except UnicodeDecodeError:
@@ -116,6 +134,9 @@ class BasicAuthentication:
         matches = verify(password, stored if stored is not None else DECOY)
         if stored is None or not matches:
             raise AuthenticationError(f"authentication failed: {REFUSED}", reason=REFUSED)
+        self._verified[key] = name
+        if len(self._verified) > VERIFIED_CACHE:
+            self._verified.popitem(last=False)
         return Authenticated(name)
 
     def still_valid(self, authenticated: Authenticated) -> bool:

@@ -174,3 +174,23 @@ def test_the_client_sends_basic_credentials_and_never_shows_the_password():
     assert plugin.authorization() == auth.authorization()
     with pytest.raises(ValueError):
         AuthenticationBasic("a:b", "x")
+
+
+def test_credentials_longer_than_htpasswd_allows_are_refused_without_hashing(monkeypatch):
+    import broker_core.security.basic as basic
+
+    users = basic.BasicAuthentication(basic.parse_htpasswd("alice:" + basic.md5_crypt(b"pw", b"saltsalt", "$apr1$")))
+    monkeypatch.setattr(basic, "verify", lambda *a: pytest.fail("a 64 KiB password was hashed"))
+    with pytest.raises(AuthenticationError, match="longer than"):
+        users.authenticate(b"alice:" + b"x" * 65536, ClientIdentity("127.0.0.1"))
+
+
+def test_credentials_that_passed_are_not_hashed_again(monkeypatch):
+    import broker_core.security.basic as basic
+
+    users = basic.BasicAuthentication(basic.parse_htpasswd("alice:" + basic.md5_crypt(b"pw", b"saltsalt", "$apr1$")))
+    assert users.authenticate(b"alice:pw", ClientIdentity("127.0.0.1")).role == "alice"
+    with pytest.raises(AuthenticationError):  # a failure is not remembered as a pass
+        users.authenticate(b"alice:wrong", ClientIdentity("127.0.0.1"))
+    monkeypatch.setattr(basic, "verify", lambda *a: pytest.fail("hashed again"))
+    assert users.authenticate(b"alice:pw", ClientIdentity("127.0.0.1")).role == "alice"
