@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import socket
 import ssl
 import subprocess
@@ -171,3 +172,15 @@ def test_the_web_port_never_looks_names_up_in_dns(tmp_path, monkeypatch):
         assert get(broker.web_url + "/admin/v2/clusters") == (200, ["standalone"])
         status, _metrics = get(broker.web_url + "/metrics")
         assert status == 200
+
+
+def test_requests_that_do_not_parse_are_refused_with_400_and_logged_once_without_a_traceback(tmp_path, caplog):
+    with caplog.at_level(logging.DEBUG), Broker(data_dir=tmp_path) as broker:
+        for _ in range(5):
+            with socket.create_connection(("127.0.0.1", broker._service.web_port), timeout=10) as bad:
+                bad.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n")
+                assert bad.recv(100).startswith(b"HTTP/1.0 400 Bad Request")
+        assert get(broker.web_url + "/status.html") == (200, b"OK")
+    failed = [r for r in caplog.records if "http_request_failed" in r.getMessage()]
+    assert len(failed) == 1 and not failed[0].exc_info
+    assert not [r for r in caplog.records if r.name.startswith("aiohttp") and r.levelno >= logging.WARNING]

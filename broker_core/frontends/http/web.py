@@ -24,6 +24,7 @@ from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin import Advertised, admin_app, public
 from broker_core.frontends.http.admin.answers import Refused, failure, text
 from broker_core.frontends.http.metrics import MetricsTimeout, exposition
+from broker_core.log_limits import LogLimiter
 from broker_core.security import Security
 
 log = logging.getLogger(__name__)
@@ -71,13 +72,32 @@ class PublicPages:
         return web.Response(body=body, headers=headers)
 
 
+class ServerLog:
+    """What aiohttp's HTTP server logs (requests that do not parse, a client gone mid-answer): a client's
+    doing, so one ``event=`` line per interval with its count and no traceback -- a client sending garbage in
+    a loop must not fill the broker's log. (Failures of handlers are the guard middleware's, logged there.)"""
+
+    def __init__(self) -> None:
+        self._limited = LogLimiter(log)
+
+    def exception(self, msg: str, *args: object, exc_info: object = None, **_kw: object) -> None:
+        self._limited.warning("http_request_failed", "event=http_request_failed what=%r error=%r",
+                              msg % args if args else msg, exc_info)
+
+    def warning(self, msg: str, *args: object, **_kw: object) -> None:
+        self._limited.warning("http_server_warning", "event=http_server_warning what=%r", msg % args if args else msg)
+
+    def debug(self, *_args: object, **_kw: object) -> None:
+        pass
+
+
 async def start_app(registry: TopicRegistry, security: Security, config: BrokerConfig, *, web_url: str,
                     broker_url: str, web_url_tls: str | None, broker_url_tls: str | None) -> web.AppRunner:
     """The application set up and ready to serve: its ``runner.server`` is the protocol factory the web
     service port hands its accepted connections to; ``runner.cleanup()`` ends them."""
     app = admin_app(registry, security, config, Advertised(web_url, broker_url, web_url_tls, broker_url_tls))
     app.add_routes(PublicPages(registry, config).routes())
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=IDLE_TIMEOUT_S,
+    runner = web.AppRunner(app, access_log=None, logger=ServerLog(), keepalive_timeout=IDLE_TIMEOUT_S,
                            shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
     return runner
