@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import json
 
-from broker_core.core import topic_admin
+from broker_core.core import topic_admin, topic_lookup
 from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.core.registry import TopicRegistry
-from broker_core.errors import TopicNotFound
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.types import TopicName
 
@@ -97,11 +96,7 @@ class TopicRpcs:
 
     # ================================================================== where it is served, operator calls
     def LookupTopic(self, request: pb.TopicRequest) -> pb.LookupResult:
-        name = TopicName.parse(request.topic)
-        self._registry.lookup_partitions(name)  # a missing namespace (or a disabled domain) is refused
-        if not (self._registry.partitions_of(name) or self._registry.exists(name)
-                or self._registry.config.allowAutoTopicCreation):
-            raise TopicNotFound(f"topic {name} does not exist (allowAutoTopicCreation=false)", topic=str(name))
+        topic_lookup.check_lookup(self._registry, TopicName.parse(request.topic))
         return self.advertised
 
     async def TerminateTopic(self, request: pb.TopicRequest) -> pb.LastMessageId:
