@@ -183,7 +183,7 @@ class BrokerConfig:
     exposeTopicLevelMetricsInPrometheus: bool = True
     """Per-topic and per-subscription series; false: the same metrics summed per namespace."""
     metricsServletTimeoutMs: int = 30000
-    """Longest a scrape waits for the broker's event loop to gather the topics' stats."""
+    """Longest a scrape of ``/metrics`` waits for its answer (the stats encoded on a worker thread); then 503."""
 
     # --- TLS (docs/security.md) ---------------------------------------------------------------------
     brokerServicePortTls: int | None = None
