@@ -184,3 +184,23 @@ def test_requests_that_do_not_parse_are_refused_with_400_and_logged_once_without
     failed = [r for r in caplog.records if "http_request_failed" in r.getMessage()]
     assert len(failed) == 1 and not failed[0].exc_info
     assert not [r for r in caplog.records if r.name.startswith("aiohttp") and r.levelno >= logging.WARNING]
+
+
+def test_a_scrape_not_answered_within_the_metrics_timeout_is_503_and_the_port_serves_on(tmp_path, monkeypatch):
+    import threading
+
+    from broker_core.frontends.http import web
+
+    released = threading.Event()
+
+    def stuck(*_args):  # an encoding that does not finish (until the test lets it)
+        released.wait(30)
+        return b"", {}
+    monkeypatch.setattr(web, "exposition", stuck)
+    try:
+        with Broker(data_dir=tmp_path, metricsServletTimeoutMs=100) as broker:
+            status, body = get(broker.web_url + "/metrics")
+            assert status == 503 and "metricsServletTimeoutMs" in body["reason"]
+            assert get(broker.web_url + "/status.html") == (200, b"OK")
+    finally:
+        released.set()
