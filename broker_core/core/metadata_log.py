@@ -130,7 +130,9 @@ class MapLog:
 
     def _compact(self, document: Any) -> None:
         """Move appends to the next generation, then write ``document`` (the map now) as the snapshot and
-        remove the older change files, on the executor when a loop runs."""
+        remove the older change files, on the executor when a loop runs. ``document`` is encoded here, on
+        the owner's thread: the owner goes on changing the map meanwhile."""
+        data = _encode(document)
         covered = self._generation
         self.close()
         self._generation += 1
@@ -138,13 +140,13 @@ class MapLog:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._write_snapshot(document, covered)
+            self._write_snapshot(data, covered)
             return
-        self._compacting = loop.run_in_executor(self._executor, self._write_snapshot, document, covered)
+        self._compacting = loop.run_in_executor(self._executor, self._write_snapshot, data, covered)
         self._compacting.add_done_callback(self._compacted)
 
-    def _write_snapshot(self, document: Any, covered: int) -> None:
-        atomic_write(self.snapshot_path, json.dumps(document, sort_keys=True, indent=1).encode())
+    def _write_snapshot(self, data: bytes, covered: int) -> None:
+        atomic_write(self.snapshot_path, data)
         for generation, path in self._change_files():
             if generation <= covered:
                 path.unlink(missing_ok=True)
@@ -160,9 +162,13 @@ class MapLog:
         self.close()
         self._generation += 1
         self._lines = 0
-        self._write_snapshot(document, covered)
+        self._write_snapshot(_encode(document), covered)
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _encode(document: Any) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()

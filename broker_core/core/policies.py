@@ -2,7 +2,8 @@
 
 A policy is looked up topic first (the topic itself, then the partitioned topic it is a partition of),
 then its namespace, then the broker config -- as Pulsar resolves topic-level over namespace-level over
-broker-level settings. Stored as one JSON file written atomically::
+broker-level settings. Stored as one JSON snapshot plus a change log of the entries changed since (one line
+per change, :mod:`broker_core.core.metadata_log`); the snapshot::
 
     {"namespaces": {"public/default": {"deduplicationEnabled": true,
                                        "retention": {"retentionTimeInMinutes": 60, "retentionSizeInMB": -1}}},
@@ -31,7 +32,7 @@ Pulsar's: a role may do on a topic what the topic, its partitioned topic and its
 """
 from __future__ import annotations
 
-import json
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,7 +40,7 @@ from broker_core.errors import CorruptLog, InvalidConfiguration
 from broker_core.core.backlog_quota import check_quota_map
 from broker_core.core.namespaces import check_namespace_name
 from broker_core.core.schema_compat import STRATEGIES
-from broker_core.storage.atomic import atomic_write
+from broker_core.core.metadata_log import MapLog
 from broker_core.types import TopicName
 
 
@@ -132,6 +133,8 @@ POLICIES: dict[str, Callable[[str, Any], Any]] = {
 """Known policy names and their validators (the value as JSON decodes it)."""
 
 NAMESPACE, TOPIC = "namespaces", "topics"
+_SEP = "\t"
+"""Between scope and name in a change's key (neither holds a tab)."""
 PERMISSIONS = "permissions"
 ACTIONS = ("produce", "consume")
 """What ``grant-permission`` grants (Pulsar's ``AuthAction``; ``functions``, ``sources``, ``sinks`` and
@@ -152,18 +155,24 @@ def check_actions(actions: Any) -> list[str]:
 
 
 class PoliciesStore:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, executor: Executor | None = None) -> None:
+        """``executor`` writes the snapshot when the change log is compacted (see :mod:`.metadata_log`)."""
         directory.mkdir(parents=True, exist_ok=True)
-        self._path = directory / "policies.json"
+        self._log = MapLog(directory, "policies", executor)
+        self._path = self._log.snapshot_path
         self._data: dict[str, dict[str, dict[str, Any]]] = {NAMESPACE: {}, TOPIC: {}}
-        if self._path.exists():
-            try:
-                loaded = json.loads(self._path.read_bytes())
-                for scope in (NAMESPACE, TOPIC):
-                    self._data[scope] = {str(k): dict(v) for k, v in loaded.get(scope, {}).items()}
-            except (ValueError, AttributeError, TypeError) as exc:
-                raise CorruptLog(f"cannot read {self._path}: {exc}", path=str(self._path),
-                                 position=0) from None
+        loaded, changes = self._log.load()
+        try:
+            for scope in (NAMESPACE, TOPIC):
+                self._data[scope] = {str(k): dict(v) for k, v in (loaded or {}).get(scope, {}).items()}
+            for key, entry in changes:
+                scope, name = key.split(_SEP, 1)
+                if entry is None:
+                    self._data[scope].pop(name, None)
+                else:
+                    self._data[scope][name] = dict(entry)
+        except (ValueError, AttributeError, TypeError, KeyError) as exc:
+            raise CorruptLog(f"cannot read {self._path}: {exc!r}", path=str(self._path), position=0) from None
 
     @staticmethod
     def scope_key(scope: str, name: str) -> str:
@@ -190,7 +199,7 @@ class PoliciesStore:
                 entries.pop(name, None)
         else:
             entries.setdefault(name, {})[key] = POLICIES[key](key, value)
-        self._save()
+        self._save(scope, name)
 
     def get(self, scope: str, name: str) -> dict[str, Any]:
         """The policies set on a namespace or topic (its permissions are read with :meth:`permissions`)."""
@@ -205,9 +214,10 @@ class PoliciesStore:
         if not isinstance(role, str) or not role.strip():
             raise InvalidConfiguration(f"role must be a non-empty string, not {role!r}")
         granted = check_actions(actions)
-        entry = self._data[scope].setdefault(self.scope_key(scope, name), {})
+        key = self.scope_key(scope, name)
+        entry = self._data[scope].setdefault(key, {})
         entry.setdefault(PERMISSIONS, {})[role.strip()] = granted
-        self._save()
+        self._save(scope, key)
 
     def revoke(self, scope: str, name: str, role: str) -> None:
         """Remove what ``role`` was granted on the namespace or topic (nothing granted: nothing to do)."""
@@ -219,7 +229,7 @@ class PoliciesStore:
             del entry[PERMISSIONS]
         if not entry:
             self._data[scope].pop(key, None)
-        self._save()
+        self._save(scope, key)
 
     def permissions(self, scope: str, name: str) -> dict[str, list[str]]:
         """Role -> actions granted on exactly this namespace or topic."""
@@ -249,20 +259,28 @@ class PoliciesStore:
 
     def forget_topic(self, topic: str) -> None:
         if self._data[TOPIC].pop(topic, None) is not None:
-            self._save()
+            self._save(TOPIC, topic)
 
     def forget_namespace(self, namespace: str) -> None:
         """Drop the namespace's policies and those of every topic in it (the namespace is deleted)."""
         topics = [t for t in self._data[TOPIC] if TopicName.parse(t).namespace_name == namespace]
-        if self._data[NAMESPACE].pop(namespace, None) is None and not topics:
-            return
+        if self._data[NAMESPACE].pop(namespace, None) is not None:
+            self._save(NAMESPACE, namespace)
         for t in topics:
             del self._data[TOPIC][t]
-        self._save()
+            self._save(TOPIC, t)
 
     def namespaces(self) -> list[str]:
         """Namespaces that have policies (adopted as existing by an older data folder)."""
         return list(self._data[NAMESPACE])
 
-    def _save(self) -> None:
-        atomic_write(self._path, json.dumps(self._data, sort_keys=True, indent=1).encode())
+    def _save(self, scope: str, name: str) -> None:
+        """Record the entry of ``name`` as it is now (gone: removed): one appended line, synced."""
+        self._log.put(f"{scope}{_SEP}{name}", self._data[scope].get(name), sum(map(len, self._data.values())),
+                      self._snapshot)
+
+    def _snapshot(self) -> dict:
+        return self._data  # encoded at once by the change log, on this thread
+
+    def close(self) -> None:
+        self._log.close()

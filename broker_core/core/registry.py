@@ -7,7 +7,8 @@ Disk layout under ``data_dir``::
     metadata/partitioned-topics.json          partitioned topics and their partition counts (a snapshot
     metadata/partitioned-topics.*.changes     and the changes since: broker_core.core.metadata_log)
     metadata/namespaces.json                  tenants (with their info) and namespaces
-    metadata/policies.json                    namespace and topic policies
+    metadata/policies.json                    namespace and topic policies (a snapshot and
+    metadata/policies.*.changes               the changes since, as partitioned topics')
     metadata/schemas/<domain>/<tenant>/<namespace>/<topic>/   schema versions (broker_core.storage.schema_files)
     topics/<domain>/<tenant>/<namespace>/<topic>/   one folder per topic partition: segments + cursors/
 
@@ -82,7 +83,7 @@ class TopicRegistry:
         self._clock = clock
         self.clock = clock
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata", executor)
-        self.policies = PoliciesStore(data_dir / "metadata")
+        self.policies = PoliciesStore(data_dir / "metadata", executor)
         self._effective = EffectivePolicies(self.policies, config)
         self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
         # schema checks and writes run on the executor; a schema is refused where a topic would be
@@ -373,6 +374,7 @@ class TopicRegistry:
         self._unloader.stop()
         self.quotas.stop()
         self.partitioned.close()
+        self.policies.close()
         for topic in list(self._topics.values()):
             try:
                 await topic.close()

@@ -102,3 +102,22 @@ def test_a_crash_between_the_snapshot_and_removing_old_changes_loses_nothing(tmp
     for path, data in old.items():  # ...but as if the crash came before their removal
         path.write_bytes(data)
     assert PartitionedTopicsStore(tmp_path).topics() == store.topics()
+
+
+def test_policies_are_kept_the_same_way_and_survive_a_restart_and_a_compaction(tmp_path):
+    from broker_core.core.policies import NAMESPACE, TOPIC, PoliciesStore
+
+    store = PoliciesStore(tmp_path)
+    store._log._compact_after = 5
+    for i in range(8):
+        store.set(TOPIC, name(i), "messageTTLInSeconds", i + 1)
+    store.grant(NAMESPACE, "public/default", "billing", ["consume"])
+    store.forget_topic(name(0))
+    store.set(TOPIC, name(1), "messageTTLInSeconds", None)
+    before = sum(f.stat().st_size for f in tmp_path.glob("policies.*.changes"))
+    store.set(TOPIC, name(2), "maxProducersPerTopic", 3)
+    assert sum(f.stat().st_size for f in tmp_path.glob("policies.*.changes")) - before < 200
+    again = PoliciesStore(tmp_path)
+    assert again.get(TOPIC, name(2)) == {"messageTTLInSeconds": 3, "maxProducersPerTopic": 3}
+    assert again.get(TOPIC, name(0)) == {} and again.get(TOPIC, name(1)) == {}
+    assert again.permissions(NAMESPACE, "public/default") == {"billing": ["consume"]}
