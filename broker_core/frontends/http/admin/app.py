@@ -22,6 +22,7 @@ from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import MAX_BODY, SECURITY, guard
 from broker_core.frontends.http.admin.cluster_routes import Advertised, ClusterRoutes
 from broker_core.frontends.http.admin.lookup_routes import LookupRoutes
+from broker_core.frontends.http.admin.message_routes import MessageRoutes
 from broker_core.frontends.http.admin.namespace_policy_routes import NamespacePolicyRoutes
 from broker_core.frontends.http.admin.namespace_routes import NamespaceRoutes
 from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
@@ -46,7 +47,8 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
     groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), NamespacePolicyRoutes(registry),
               NamespaceRoutes(registry),
               PermissionRoutes(registry), SubscriptionRoutes(registry), TopicPolicyRoutes(registry),
-              TopicRoutes(registry), LookupRoutes(registry, advertised), SchemaRoutes(registry))
+              TopicRoutes(registry), LookupRoutes(registry, advertised), SchemaRoutes(registry),
+              MessageRoutes(registry))
     for group in groups:
         app.add_routes(group.routes())
     return app
