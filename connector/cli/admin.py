@@ -21,8 +21,8 @@ Permissions: ``namespaces|topics grant-permission|revoke-permission|permissions`
 broker's web service port or an Apache Pulsar cluster (``Admin(admin_url=...)``) -- or a service URL,
 ``pulsar://HOST:PORT``, for this broker's gRPC admin calls on the port its clients use. Default:
 ``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``. ``clusters``, ``brokers`` and ``schemas``
-(:mod:`connector.cli.admin_rest_groups`) need an HTTP URL; the offset calls and ``peek-messages`` /
-``examine-messages`` need a ``pulsar://`` one (the Admin's ``NotSupported`` says so, exit 1).
+(:mod:`connector.cli.admin_rest_groups`) need an HTTP URL (over ``pulsar://`` the Admin's ``NotSupported``
+says so, exit 1).
 
 Output is pulsar-admin's: lists one name per line, stats and policies as JSON laid out like Jackson's
 pretty printer, nothing for a change that succeeded. Sizes and times are read like pulsar-admin reads

@@ -1,6 +1,6 @@
 """``pulsarlike admin --admin-url http://HOST:PORT`` against a real ``pulsarlike broker`` process's web service
 port: the CLI over Pulsar's admin REST API, as pulsar-admin is used -- tenants, namespaces, topics, clusters,
-brokers, schemas -- with pulsar-admin's output and exit codes (1 and ``Code: reason`` for a refusal)."""
+brokers, schemas, peeked messages -- with pulsar-admin's output and exit codes (1 and ``Code: reason`` for a refusal)."""
 from __future__ import annotations
 
 import json
@@ -107,10 +107,18 @@ def test_a_schema_file_that_is_not_json_is_a_usage_error(capsys, broker, tmp_pat
     assert "is not JSON" in cli(capsys, broker, "schemas", "upload", "t", "-f", str(bad), code=2)
 
 
-def test_a_call_rest_cannot_serve_exits_1_naming_it(capsys, broker):
-    cli(capsys, broker, "topics", "create", "persistent://public/default/peeked")
-    err = cli(capsys, broker, "topics", "peek-messages", "persistent://public/default/peeked", "-s", "s", code=1)
-    assert "NotSupported: peek_messages" in err
+def test_peek_and_examine_messages_over_http(capsys, broker):
+    topic = "persistent://public/default/peeked"
+    cli(capsys, broker, "topics", "create", topic)
+    cli(capsys, broker, "topics", "create-subscription", topic, "-s", "s", "-m", "earliest")
+    with Client(broker.service_url) as client:
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(2):
+            producer.send(b"hello-%d" % i, properties={"n": str(i)})
+        producer.close()
+    peeked = json.loads(cli(capsys, broker, "topics", "peek-messages", topic, "-s", "s", "-n", "2", "--json"))
+    assert [m["properties"] for m in peeked] == [{"n": "0"}, {"n": "1"}]
+    assert "hello-1" in cli(capsys, broker, "topics", "examine-messages", topic, "-i", "latest", "-m", "1")
 
 
 def test_the_cli_process_speaks_http_with_pulsar_admins_url_flag(broker):

@@ -52,7 +52,7 @@ class Admin:
     ``admin_url="http://HOST:8080"`` (or ``https://HOST:8443``; as pulsar-admin's ``--admin-url``): the same
     methods over Pulsar's admin REST API instead (:mod:`connector.client.admin.rest_wire`), so the admin
     works against a pulsarlike broker's web service port or an Apache Pulsar cluster. A method with no REST
-    equivalent (``acknowledge_up_to``, the offset calls, ``peek_messages``, ``examine_message``) raises
+    equivalent (``acknowledge_up_to``, ``get_offset_bounds``, ``offset_for_timestamp``) raises
     :class:`~connector.client.admin.wire.NotSupported` naming it; the cluster, broker and schema methods are
     served over REST only."""
 

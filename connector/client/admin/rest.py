@@ -19,6 +19,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from email.message import Message
 from typing import Any
 
 from broker_core import errors
@@ -97,6 +98,17 @@ class RestTransport:
         not JSON; None for 204). ``not_found`` / ``conflict`` / ``refused``: the error a 404 / 409 / 412
         means for this call. ``retry``: tried again while the server is unreachable or answers 503, until the
         timeout."""
+        raw, headers = self.fetch(method, where, body, query=query, not_found=not_found, conflict=conflict,
+                                  refused=refused, timeout_s=timeout_s, retry=retry)
+        return _decoded(raw, headers.get("Content-Type", ""))
+
+    def fetch(self, method: str, where: str, body: Any = _NO_BODY, *, query: dict[str, Any] | None = None,
+              not_found: type[errors.PulsarLikeError] | None = None,
+              conflict: type[errors.PulsarLikeError] | None = None,
+              refused: type[errors.PulsarLikeError] | None = None, timeout_s: float | None = None,
+              retry: bool = False) -> tuple[bytes, Message]:
+        """:meth:`call`'s answer undecoded: (body, headers) -- for answers whose headers carry data (a peeked
+        message's ``X-Pulsar-*``)."""
         url = self.base + where
         if query:
             url += "?" + urllib.parse.urlencode({k: _query_value(v) for k, v in query.items()})
@@ -124,7 +136,7 @@ class RestTransport:
         request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=timeout, context=self._context) as reply:
-                return _decoded(reply.read(), reply.headers.get("Content-Type", ""))
+                return reply.read(), reply.headers
         except urllib.error.HTTPError as failed:
             with failed:
                 raise _error(method, url, failed.code, failed.read(), failed.headers.get("Content-Type", ""),

@@ -4,7 +4,9 @@ the gRPC reply the part reads -- so one ``Admin`` administers a pulsarlike broke
 service port, or an Apache Pulsar cluster, with the same methods.
 
 Calls with no REST equivalent raise :class:`~connector.client.admin.wire.NotSupported` naming them
-(:data:`NOT_SERVED`). Counts that Pulsar's REST answers do not carry (messages skipped, cleared, expired) are
+(:data:`NOT_SERVED`). Peeked and examined messages come as Pulsar sends them (a payload and ``X-Pulsar-*``
+headers, :mod:`connector.client.admin.rest_messages`); Pulsar counts ``examine``'s position in entries and
+answers a whole batch, so ``examine_message`` on a batched topic shows the batch's first message. Counts that Pulsar's REST answers do not carry (messages skipped, cleared, expired) are
 the subscription's backlog before the call minus after it, from the topic's stats.
 
 A message id given to ``create_subscription``, ``reset_cursor`` or ``expire_messages`` reaches the wire as an
@@ -21,13 +23,13 @@ from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.admin.rest import RestTransport, path
+from connector.client.admin.rest_messages import delivered_entry
 from connector.client.admin.wire import NotSupported
 
 LATEST = (1 << 63) - 1
 """Pulsar's ``MessageId.latest``: ledger and entry ``Long.MAX_VALUE``."""
 DOMAINS = ("persistent", "non-persistent")
-NOT_SERVED = {"AcknowledgeUpTo": "acknowledge_up_to", "OffsetForTimestamp": "offset_for_timestamp",
-              "PeekMessages": "peek_messages", "ExamineMessage": "examine_message"}
+NOT_SERVED = {"AcknowledgeUpTo": "acknowledge_up_to", "OffsetForTimestamp": "offset_for_timestamp"}
 """gRPC calls with no REST equivalent here -> the Admin method that makes them."""
 
 # the broker's policy keys -> Pulsar's namespace path segment / Policies field, topic path segment
@@ -290,6 +292,33 @@ class RestWire:
         self._call("POST", namespace_path(request.namespace, "unsubscribe", request.subscription),
                    not_found=errors.NamespaceNotFound, refused=errors.NotAllowedError)
         return broker_pb2.NameList(names=having)
+
+    # ------------------------------------------------------------------ stored messages
+    def _PeekMessages(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.PeekedEntries:
+        """Entries 1, 2 ... of the subscription until they hold ``count`` messages (or there are no more)."""
+        found = broker_pb2.PeekedEntries()
+        messages = 0
+        while messages < request.count:
+            where = self._sub(request, "position", str(len(found.entries) + 1))
+            try:
+                raw, headers = self.transport.fetch("GET", where, not_found=errors.SubscriptionNotFound,
+                                                    timeout_s=self._timeout)
+            except errors.PulsarLikeError as exc:
+                if getattr(exc, "status", None) == 404 and "Message not found" in exc.message:
+                    break  # past the last
+                raise
+            entry = delivered_entry(raw, headers)
+            found.entries.append(entry)
+            messages += entry.num_messages
+        found.count = min(messages, request.count)
+        return found
+
+    def _ExamineMessage(self, request: broker_pb2.ExamineMessageRequest) -> broker_pb2.PeekedEntries:
+        raw, headers = self.transport.fetch(
+            "GET", topic_path(request.topic, "examinemessage"), timeout_s=self._timeout,
+            query={"initialPosition": "latest" if request.latest else "earliest",
+                   "messagePosition": request.position})
+        return broker_pb2.PeekedEntries(entries=[delivered_entry(raw, headers)], count=1)
 
     # ------------------------------------------------------------------ policies and permissions
     def _SetPolicy(self, request: broker_pb2.PolicyRequest) -> broker_pb2.Empty:
