@@ -167,18 +167,46 @@ class SchemaRegistry:
         """On the executor: the compatibility check under ``strategy`` (parsing the definitions: the latest
         version's, or every version's for a transitive strategy, read from their files) and the durable
         write."""
-        latest = state.latest
-        if latest is not None:
-            older = ([self._files.read(topic, stored) for stored in state.stored[:-1]]
-                     if is_transitive(strategy) else [])
-            for old in [latest, *reversed([o for o in older if o is not None])]:
-                problem = strategy_problem(strategy, info.schema_type, old.schema_type, old.data, info.data,
-                                           old.properties, info.properties)
-                if problem:
-                    key = self._key(topic)
-                    raise IncompatibleSchema(f"schema of {key} is incompatible with its version {old.version}"
-                                             f" ({strategy}): {problem}", topic=key, version=old.version)
+        found = self._problem(topic, state, info, strategy)
+        if found:
+            key = self._key(topic)
+            version, problem = found
+            raise IncompatibleSchema(f"schema of {key} is incompatible with its version {version}"
+                                     f" ({strategy}): {problem}", topic=key, version=version)
         self._files.write(topic, info, digest)
+
+    def _problem(self, topic: TopicName, state: _TopicSchema, info: SchemaInfo,
+                 strategy: str) -> tuple[int, str] | None:
+        """(the version refusing it, why) when ``info`` cannot be the topic's next version, else None."""
+        latest = state.latest
+        if latest is None:
+            return None
+        older = ([self._files.read(topic, stored) for stored in state.stored[:-1]]
+                 if is_transitive(strategy) else [])
+        for old in [latest, *reversed([o for o in older if o is not None])]:
+            problem = strategy_problem(strategy, info.schema_type, old.schema_type, old.data, info.data,
+                                       old.properties, info.properties)
+            if problem:
+                return old.version, problem
+        return None
+
+    def strategy(self, topic: TopicName) -> str:
+        """The compatibility strategy a new version of ``topic``'s schema is checked under."""
+        return self._strategy_of(topic)
+
+    async def compatibility(self, topic: TopicName, schema_type: str, data: bytes,
+                            properties: dict[str, str] | None = None) -> str | None:
+        """Why this schema could not be registered on ``topic`` now (None: it could), checked as
+        :meth:`get_or_create` checks it (on the executor), nothing written (REST's ``compatibility``)."""
+        self._check_namespace(topic)
+        _check_definition(schema_type, data)
+        state = self._topic(topic)
+        if self._identical(topic, state, digest_of(schema_type, data)) is not None:
+            return None
+        info = SchemaInfo(-1, schema_type, bytes(data), "", dict(properties or {}))
+        found = await asyncio.get_running_loop().run_in_executor(
+            self._executor, self._problem, topic, state, info, self._strategy_of(topic))
+        return None if found is None else f"incompatible with version {found[0]}: {found[1]}"
 
     def _writing(self, topic: TopicName) -> "_Writing":
         return _Writing(self, self._key(topic), self._topic(topic, keep=True))

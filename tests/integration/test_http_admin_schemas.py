@@ -57,11 +57,23 @@ def test_a_compatible_schema_is_a_new_version_and_each_version_stays_readable(ht
 def test_an_incompatible_schema_is_refused_409_and_the_check_says_so_first(http, path):
     http.post(path + "/schema", avro(USER_V1))
     check = http.post(path + "/compatibility", avro(USER_BAD))
-    assert check.body == {"compatibility": False, "schemaCompatibilityStrategy": "BACKWARD"}
+    assert (check.body["compatibility"], check.body["schemaCompatibilityStrategy"]) == (False, "BACKWARD")
+    assert "email" in check.body["reason"]
     assert http.post(path + "/compatibility", avro(USER_V2)).body["compatibility"] is True
     refused = http.post(path + "/schema", avro(USER_BAD))
     assert refused.status == 409 and "email" in refused.reason
     assert http.get(path + "/schema").body["version"] == 0
+
+
+def test_the_check_and_the_upload_follow_the_namespaces_strategy(http):
+    http.put("/admin/v2/tenants/strict")
+    http.put("/admin/v2/namespaces/strict/ns")
+    assert http.post("/admin/v2/namespaces/strict/ns/schemaCompatibilityStrategy", "ALWAYS_COMPATIBLE").status == 204
+    path = "/admin/v2/schemas/strict/ns/t"
+    http.post(path + "/schema", avro(USER_V1))
+    check = http.post(path + "/compatibility", avro(USER_BAD))
+    assert check.body == {"compatibility": True, "schemaCompatibilityStrategy": "ALWAYS_COMPATIBLE"}
+    assert http.post(path + "/schema", avro(USER_BAD)).body == {"version": {"version": 1}}
 
 
 def test_a_topic_without_a_schema_is_404_and_any_schema_is_compatible_with_it(http, path):

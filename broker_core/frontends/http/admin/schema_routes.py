@@ -1,6 +1,7 @@
 """``/admin/v2/schemas``: a topic's schema -- the latest version, one version, all of them, a new version
 uploaded, the schema deleted, a compatibility check -- over the broker's schema registry
-(:mod:`broker_core.core.schemas`, checked by :mod:`broker_core.core.schema_compat`: BACKWARD), the one the
+(:mod:`broker_core.core.schemas`, checked by :mod:`broker_core.core.schema_compat` under the namespace's
+``schemaCompatibilityStrategy``, BACKWARD by default), the one the
 binary protocol's producers and consumers register with. Prefix ``/admin/v2/schemas/{tenant}/{ns}/{topic}``
 (a persistent topic, as Pulsar's path; a partition's schema is its partitioned topic's):
 
@@ -14,7 +15,8 @@ binary protocol's producers and consumers register with. Prefix ``/admin/v2/sche
                            409 incompatible, 422 a malformed definition
 ``DELETE /schema``         every version; ``{"version": N}`` (the latest deleted); 404 without  tenant admin
 ``POST /compatibility``    PostSchemaPayload: ``{"compatibility": bool,                          lookup
-                           "schemaCompatibilityStrategy": "BACKWARD"}``
+                           "schemaCompatibilityStrategy": ...}`` (the namespace's, checked as
+                           a registration would be)
 =========================  ==================================================================  =============
 
 ``type`` is Java's ``SchemaType`` name (``AVRO``, ``JSON``, ``STRING``, ``KEY_VALUE`` ...); ``data`` /
@@ -23,14 +25,13 @@ definition, as Pulsar shows it; its parts' types are in ``properties`` (``key.sc
 """
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 from aiohttp import web
 
 from broker_core.core.registry import TopicRegistry
-from broker_core.core.schema_compat import KEY_VALUE, KV_LENGTH, incompatibility, split_key_value
+from broker_core.core.schema_compat import DEFAULT_STRATEGY, KEY_VALUE, KV_LENGTH, split_key_value
 from broker_core.errors import IncompatibleSchema, InvalidSchema, TopicNotFound
 from broker_core.frontends.http.admin.access import needs
 from broker_core.frontends.http.admin.answers import BadRequest, Refused, body, obj, ok, path_int
@@ -39,8 +40,6 @@ from broker_core.storage.schema_files import SchemaInfo
 from broker_core.types import PERSISTENT, TopicName
 
 SCHEMA_PATH = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
-STRATEGY = "BACKWARD"
-"""The one compatibility strategy the registry applies (Pulsar's default)."""
 
 # Java's SchemaType names <-> the binary protocol's Schema.Type names (what the registry stores)
 _JAVA = {"None": "NONE", "String": "STRING", "Json": "JSON", "Protobuf": "PROTOBUF", "Avro": "AVRO",
@@ -181,16 +180,18 @@ class SchemaRoutes:
 
     @needs(LOOKUP, SCHEMA_TOPIC)
     async def compatibility(self, request: web.Request) -> web.Response:
+        """Checked as a registration is (the namespace's strategy, transitive ones against every version);
+        ``reason`` (not Pulsar's) says why when it is not compatible."""
         name = schema_topic(request)
         schema_type, data, properties = await payload(request)
         self._registry.namespaces.check_exists(name.namespace_name)
-        latest = self._schemas.latest(name)
-        if latest is None:
-            problem = None
-        elif latest.schema_type != schema_type:
-            problem = f"the topic's schema is {_JAVA.get(latest.schema_type)}"
-        else:
-            # parsing two definitions (up to the body limit each) is the executor's, as the registry's check
-            problem = await asyncio.get_running_loop().run_in_executor(
-                None, incompatibility, schema_type, latest.data, data, latest.properties, properties)
-        return ok({"compatibility": problem is None, "schemaCompatibilityStrategy": STRATEGY})
+        try:
+            problem = await self._schemas.compatibility(name, schema_type, data, properties)
+        except InvalidSchema as exc:
+            raise Refused(422, exc.message) from None
+        strategy = self._schemas.strategy(name)
+        answer = {"compatibility": problem is None,
+                  "schemaCompatibilityStrategy": DEFAULT_STRATEGY if strategy == "UNDEFINED" else strategy}
+        if problem:
+            answer["reason"] = problem
+        return ok(answer)
