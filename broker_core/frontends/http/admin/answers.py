@@ -101,6 +101,8 @@ async def body(request: web.Request, field: str, default: Any = _MISSING) -> Any
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"{field}: the body is not valid JSON ({exc})") from None
+    except RecursionError:  # "[[[[..." within the size limit: the decoder recurses once per level
+        raise BadRequest(f"{field}: the body's JSON is nested too deeply") from None
 
 
 def integer(value: Any, field: str) -> int:
