@@ -3,17 +3,19 @@ a port of its own), with the same methods and the same typed errors as over gRPC
 serve say so by name."""
 from __future__ import annotations
 
+import subprocess
 import uuid
 
 import pytest
 
 from broker_core import errors
 from broker_core.security.tokens import create_token, generate_secret_key
-from connector import AuthenticationToken, Client
+from connector import AuthenticationBasic, AuthenticationTLS, AuthenticationToken, Client
 from connector.client.admin import Admin, NotSupported
 from connector.client.message_id import MessageId
 from tests.integration.test_http_admin_server import admin_http
-from tests.security_certs import secret_setting
+from tests.brokers import BrokerProcess
+from tests.security_certs import as_args, make_tls, secret_setting
 
 
 @pytest.fixture(scope="module")
@@ -239,3 +241,46 @@ def test_tokens_travel_as_bearer_and_refusals_are_typed(tmp_path):
                 eve.list_tenants()
         with Admin(admin_url=secured.base, authentication=AuthenticationToken(create_token(secret, "root"))) as root:
             assert "public" in root.list_tenants()
+
+
+def test_basic_credentials_travel_as_basic(tmp_path):
+    hashed = subprocess.run(["openssl", "passwd", "-apr1", "r00t"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    users = tmp_path / ".htpasswd"
+    users.write_text(f"root:{hashed}\n")
+    config = {"authenticationEnabled": "true", "authenticationProviders": "basic", "authorizationEnabled": "true",
+              "superUserRoles": "root", "basicAuthConf": f"file://{users}"}
+    with admin_http(tmp_path / "data", **config) as secured:
+        with Admin(admin_url=secured.base, authentication=AuthenticationBasic("root", "wrong")) as wrong:
+            with pytest.raises(errors.AuthenticationError):
+                wrong.list_tenants()
+        with Admin(admin_url=secured.base, authentication=AuthenticationBasic("root", "r00t")) as root:
+            assert "public" in root.list_tenants()
+
+
+def test_https_with_a_client_certificate(tmp_path):
+    tls = make_tls(tmp_path / "tls")
+    settings = {**tls.broker_settings(), "webServicePort": "0", "webServicePortTls": "0",
+                "authenticationEnabled": "true", "authenticationProviders": "tls", "authorizationEnabled": "true",
+                "superUserRoles": "root"}
+    process = BrokerProcess(tmp_path / "data", *as_args(settings)).start()
+    try:
+        web_tls = ""
+        while not web_tls:
+            line = process.proc.stdout.readline().strip()
+            assert line, "the broker printed no web service ports"
+            if line.startswith("pulsarlike metrics on https://"):
+                web_tls = line.rsplit(" ", 1)[1].removesuffix("/metrics").replace("127.0.0.1", "localhost")
+        certificate = AuthenticationTLS(*tls.client("root"))
+        with Admin(admin_url=web_tls, authentication=certificate, tls_trust_certs_file_path=tls.ca,
+                   tls_validate_hostname=True) as root:
+            assert "public" in root.list_tenants()
+        with Admin(admin_url=web_tls, authentication=AuthenticationTLS(*tls.client("eve")),
+                   tls_trust_certs_file_path=tls.ca) as eve:
+            with pytest.raises(errors.AuthorizationError):
+                eve.list_tenants()
+        with Admin(admin_url=web_tls, operation_timeout_seconds=5) as untrusting:  # no CA given: refused
+            with pytest.raises(errors.ConnectError):
+                untrusting.list_tenants()
+    finally:
+        process.stop()
