@@ -234,6 +234,8 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
         "--per-partition", action="store_true", help="each partition's stats too")
     verb("stats-internal", lambda a, o: output.pulsar_json(a.topic_internal_stats(o.topic)),
          "Segments (ledgers) and cursors of a topic", "topic")
+    verb("partitioned-stats-internal", lambda a, o: output.pulsar_json(a.topic_internal_stats(o.topic)),
+         "Segments (ledgers) and cursors of each partition of a partitioned topic", "topic")
     verb("subscriptions", lambda a, o: output.lines(a.list_subscriptions(o.topic)), "A topic's subscriptions",
          "topic")
 

@@ -85,7 +85,8 @@ def test_examine_messages_and_its_old_spelling_take_pulsar_admins_flags(verb):
 def test_the_groups_and_verbs_of_issue_20_exist():
     leaves = build_parser().leaves
     wanted = {"clusters": "list get", "brokers": "list healthcheck version leader-broker",
-              "schemas": "get upload delete compatibility", "topics": "examine-messages"}
+              "schemas": "get upload delete compatibility",
+              "topics": "examine-messages partitioned-stats-internal"}
     assert {(g, v) for g, verbs in wanted.items() for v in verbs.split()} <= set(leaves)
 
 
