@@ -46,7 +46,7 @@ class BrokerUrls:
 def check_lookup(registry: TopicRegistry, name: TopicName) -> None:
     """Refuse a lookup of ``name`` as Pulsar does (see the module docstring); returns when it is admitted."""
     registry.lookup_partitions(name)  # a missing namespace (or a disabled domain) is refused here
-    if registry.config.allowAutoTopicCreation or registry.exists(name):
+    if registry.auto_topic_creation(name)[0] or registry.exists(name):  # the namespace's override first
         return
     if registry.partitions_of(name) or (name.partition_index >= 0 and registry.partitions_of(name.partitioned_base)):
         return

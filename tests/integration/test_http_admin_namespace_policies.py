@@ -213,3 +213,17 @@ def test_truncating_a_partitioned_topic_truncates_each_partition(http, ns, offic
 
 def test_truncating_a_missing_topic_is_404(http, ns):
     assert http.delete(f"/admin/v2/persistent/{ns}/missing/truncate").status == 404
+
+
+def test_a_namespace_may_allow_auto_creation_where_the_broker_does_not(tmp_path):
+    with admin_http(tmp_path, allowAutoTopicCreation=False) as strict:
+        client = pulsar.Client(strict.broker.service_url, operation_timeout_seconds=10,
+                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        try:
+            with pytest.raises(pulsar.TopicNotFound):
+                client.create_producer("persistent://public/default/refused")
+            assert strict.post("/admin/v2/namespaces/public/default/autoTopicCreation",
+                               {"allowAutoTopicCreation": True, "topicType": "non-partitioned"}).status == 204
+            client.create_producer("persistent://public/default/allowed").send(b"x")
+        finally:
+            client.close()
