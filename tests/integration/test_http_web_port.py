@@ -204,3 +204,22 @@ def test_a_scrape_not_answered_within_the_metrics_timeout_is_503_and_the_port_se
             assert get(broker.web_url + "/status.html") == (200, b"OK")
     finally:
         released.set()
+
+
+def test_the_official_client_given_the_web_port_as_its_service_url_produces_and_consumes(tmp_path):
+    pulsar = pytest.importorskip("pulsar")
+    with Broker(data_dir=tmp_path) as broker:
+        client = pulsar.Client(broker.web_url, operation_timeout_seconds=10)  # HTTP lookup, then the binary port
+        try:
+            consumer = client.subscribe("persistent://public/default/over-http", "s")
+            producer = client.create_producer("persistent://public/default/over-http")
+            for i in range(5):
+                producer.send(b"m%d" % i)
+            got = []
+            for _ in range(5):
+                msg = consumer.receive(timeout_millis=10_000)
+                got.append(msg.data())
+                consumer.acknowledge(msg)
+            assert got == [b"m%d" % i for i in range(5)]
+        finally:
+            client.close()
