@@ -176,7 +176,7 @@ class Position(_message.Message):
     def __init__(self, offset: _Optional[int] = ..., earliest: _Optional[bool] = ..., latest: _Optional[bool] = ...) -> None: ...
 
 class Subscribe(_message.Message):
-    __slots__ = ("topic", "subscription", "sub_type", "consumer_name", "initial_position", "priority_level", "durable", "start", "start_inclusive", "partition_index", "multi_topic", "key_shared", "initial_permits")
+    __slots__ = ("topic", "subscription", "sub_type", "consumer_name", "initial_position", "priority_level", "durable", "start", "start_inclusive", "partition_index", "multi_topic", "key_shared", "initial_permits", "read_compacted")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SUB_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -190,6 +190,7 @@ class Subscribe(_message.Message):
     MULTI_TOPIC_FIELD_NUMBER: _ClassVar[int]
     KEY_SHARED_FIELD_NUMBER: _ClassVar[int]
     INITIAL_PERMITS_FIELD_NUMBER: _ClassVar[int]
+    READ_COMPACTED_FIELD_NUMBER: _ClassVar[int]
     topic: str
     subscription: str
     sub_type: SubscriptionType
@@ -203,7 +204,8 @@ class Subscribe(_message.Message):
     multi_topic: bool
     key_shared: KeySharedMeta
     initial_permits: int
-    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., sub_type: _Optional[_Union[SubscriptionType, str]] = ..., consumer_name: _Optional[str] = ..., initial_position: _Optional[_Union[InitialPosition, str]] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start: _Optional[_Union[Position, _Mapping]] = ..., start_inclusive: _Optional[bool] = ..., partition_index: _Optional[int] = ..., multi_topic: _Optional[bool] = ..., key_shared: _Optional[_Union[KeySharedMeta, _Mapping]] = ..., initial_permits: _Optional[int] = ...) -> None: ...
+    read_compacted: bool
+    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., sub_type: _Optional[_Union[SubscriptionType, str]] = ..., consumer_name: _Optional[str] = ..., initial_position: _Optional[_Union[InitialPosition, str]] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start: _Optional[_Union[Position, _Mapping]] = ..., start_inclusive: _Optional[bool] = ..., partition_index: _Optional[int] = ..., multi_topic: _Optional[bool] = ..., key_shared: _Optional[_Union[KeySharedMeta, _Mapping]] = ..., initial_permits: _Optional[int] = ..., read_compacted: _Optional[bool] = ...) -> None: ...
 
 class HashRange(_message.Message):
     __slots__ = ("start", "end")
@@ -604,3 +606,11 @@ class NamespaceSubscriptionRequest(_message.Message):
     namespace: str
     subscription: str
     def __init__(self, namespace: _Optional[str] = ..., subscription: _Optional[str] = ...) -> None: ...
+
+class CompactionStatusReply(_message.Message):
+    __slots__ = ("status", "last_error")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    status: str
+    last_error: str
+    def __init__(self, status: _Optional[str] = ..., last_error: _Optional[str] = ...) -> None: ...

@@ -239,6 +239,16 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
                 _registered_method=True)
+        self.Compact = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/Compact',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.CompactionStatus = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/CompactionStatus',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.CompactionStatusReply.FromString,
+                _registered_method=True)
 
 
 class PulsarLikeServicer:
@@ -497,6 +507,19 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Compact(self, request, context):
+        """Topic compaction (issue 21): start one run on every partition (ALREADY_EXISTS while one runs), and its status.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompactionStatus(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PulsarLikeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -704,6 +727,16 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     servicer.GetPermissions,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'Compact': grpc.unary_unary_rpc_method_handler(
+                    servicer.Compact,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'CompactionStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompactionStatus,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.CompactionStatusReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1813,6 +1846,60 @@ class PulsarLike:
             '/pulsarlike.v1.PulsarLike/GetPermissions',
             broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Compact(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/Compact',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompactionStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/CompactionStatus',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.CompactionStatusReply.FromString,
             options,
             channel_credentials,
             insecure,
