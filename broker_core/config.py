@@ -97,6 +97,13 @@ class BrokerConfig:
     backlogQuotaCheckIntervalInSeconds: int = 60
     """How often loaded topics are checked against their namespace's ``backlogQuota`` (also when a quota is
     set, and at each producer's creation)."""
+    brokerServiceCompactionMonitorIntervalInSeconds: int = 60
+    """How often each loaded persistent topic checks its ``compactionThreshold`` (Pulsar's default, 60)."""
+    brokerServiceCompactionThresholdInBytes: int = 0
+    """Compact a topic automatically once its backlog not yet compacted exceeds this many bytes, unless a
+    namespace or topic ``compactionThreshold`` policy says otherwise (0: never)."""
+    topicCompactionRetainNullKey: bool = False
+    """Keep the messages without a key in the compacted ledger (Pulsar 3.2+'s default: dropped)."""
     ttlDurationDefaultInSeconds: int = 0
     """Message TTL when no ``messageTTLInSeconds`` policy applies (0: messages never expire)."""
     messageExpiryCheckIntervalInMinutes: int = 5
@@ -255,7 +262,7 @@ class BrokerConfig:
                      "dispatcherMaxDeliveryBytes", "defaultNumPartitions",
                      "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis",
                      "managedLedgerMaxEntriesPerLedger", "retentionCheckIntervalInSeconds",
-                     "backlogQuotaCheckIntervalInSeconds",
+                     "backlogQuotaCheckIntervalInSeconds", "brokerServiceCompactionMonitorIntervalInSeconds",
                      "messageExpiryCheckIntervalInMinutes", "metricsServletTimeoutMs",
                      "subscriptionExpiryCheckIntervalInMinutes", "statsUpdateFrequencyInSecs",
                      "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes"):
@@ -270,7 +277,7 @@ class BrokerConfig:
                      "brokerTopicIdleUnloadSeconds", "brokerMaxConnections",
                      "brokerMaxConnectionsPerIp", "maxStreamsPerConnection", "maxConcurrentLookupRequest",
                      "maxConcurrentRequestsPerConnection", "keepAliveIntervalSeconds",
-                     "tokenAllowedClockSkewSeconds"):
+                     "tokenAllowedClockSkewSeconds", "brokerServiceCompactionThresholdInBytes"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
         for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):
