@@ -115,6 +115,10 @@ class NotAllowedError(PulsarLikeError):
     pass
 
 
+class CompactionAlreadyRunning(NotAllowedError):
+    """A compaction was asked for while one runs on the topic (Pulsar's 409 "Compaction already in progress")."""
+
+
 class AuthenticationError(PulsarLikeError):
     """The broker does not know who the client is: no credentials where they are required, or credentials
     it refuses (an expired, tampered or garbage token, a token for another audience, a client certificate
