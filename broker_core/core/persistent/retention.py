@@ -45,10 +45,12 @@ class TopicRetention:
     """Runs retention and expiry on ``managed_log`` for ``subscriptions``: ``retention``,
     ``message_ttl_seconds`` and ``subscription_expiration_minutes`` are the effective policies (the registry
     sets them), ``msg_expired`` counts expired messages per subscription (``totalMsgExpired``). ``executor``
-    unlinks removed segments; ``is_closed`` tells whether the topic is closing."""
+    unlinks removed segments; ``is_closed`` tells whether the topic is closing; ``held_from`` the first offset
+    compaction holds as a durable cursor would (Pulsar's ``__compaction`` cursor; None: none held)."""
 
     def __init__(self, topic: str, config: BrokerConfig, clock: Clock, managed_log: ManagedLog, journal: Journal,
-                 subscriptions: TopicSubscriptions, executor: Executor, *, is_closed: Callable[[], bool]) -> None:
+                 subscriptions: TopicSubscriptions, executor: Executor, *, is_closed: Callable[[], bool],
+                 held_from: Callable[[], int | None] = lambda: None) -> None:
         self.topic = topic
         self._config = config
         self._clock = clock
@@ -57,6 +59,7 @@ class TopicRetention:
         self._subs = subscriptions
         self._executor = executor
         self._is_closed = is_closed
+        self._held_from = held_from
         self.retention = RetentionPolicy(config.defaultRetentionTimeInMinutes, config.defaultRetentionSizeInMB)
         self.message_ttl_seconds = config.ttlDurationDefaultInSeconds
         self.msg_expired: dict[str, int] = {}  # subscription -> messages expired (totalMsgExpired)
@@ -163,6 +166,9 @@ class TopicRetention:
         confirmed = self._journal.confirmed_end_offset
         consumed_end = consumed_end_offset(
             (sub.cursor.mark_delete_offset for sub in self._subs.subscriptions.values() if sub.durable), confirmed)
+        held = self._held_from()
+        if held is not None:  # not compacted yet: kept as the __compaction cursor's backlog
+            consumed_end = min(consumed_end, held)
         view = self._log.retention_view()
         count = segments_to_delete(view, min(consumed_end, confirmed), self.retention, self._clock.now_ms())
         if not count:

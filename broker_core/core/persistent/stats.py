@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from broker_core.core.rates import average_size
 
 if TYPE_CHECKING:
+    from broker_core.core.persistent.compaction_runs import CompactionRecord
     from broker_core.core.persistent.dedup import DeduplicationSwitch
     from broker_core.core.persistent.publishing import Publisher
     from broker_core.core.persistent.retention import TopicRetention
@@ -24,7 +25,8 @@ class TopicStats:
 
     def __init__(self, managed_log: "ManagedLog", journal: "Journal", subscriptions: "TopicSubscriptions",
                  retention: "TopicRetention", publisher: "Publisher", producers: "TopicProducers",
-                 dedup: "DeduplicationSwitch", termination: "Termination") -> None:
+                 dedup: "DeduplicationSwitch", termination: "Termination",
+                 compaction: "CompactionRecord | None" = None) -> None:
         self._log = managed_log
         self._journal = journal
         self._subs = subscriptions
@@ -33,6 +35,7 @@ class TopicStats:
         self._producers = producers
         self._dedup = dedup
         self._termination = termination
+        self._compaction = compaction
 
     def raw(self) -> dict[str, Any]:
         """The stats without rates."""
@@ -59,6 +62,7 @@ class TopicStats:
             "firstOffset": self._log.start_offset,
             "lastOffset": self._journal.confirmed_end_offset - 1,
             "terminated": self._termination.terminated,
+            **({"compaction": self._compaction.stats()} if self._compaction is not None else {}),
         }
 
 

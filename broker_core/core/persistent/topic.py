@@ -18,7 +18,10 @@ topic implements :class:`~broker_core.core.topic_protocol.Topic` by delegating t
   the segments retention no longer needs (:meth:`PersistentTopic.trim`) and unlinks their files on a worker
   thread, one removal at a time;
 - :class:`~broker_core.core.persistent.operations.TopicOperations`: termination, ending every session;
-- :class:`~broker_core.core.persistent.stats.TopicStats`: Pulsar's topic stats.
+- :class:`~broker_core.core.persistent.stats.TopicStats`: Pulsar's topic stats;
+- :class:`~broker_core.core.persistent.compaction_runs.TopicCompaction`: compaction runs (admin or
+  ``compactionThreshold``) off the event loop, the current compacted ledger (:attr:`PersistentTopic.compacted`)
+  and the raw messages retention keeps for it.
 """
 from __future__ import annotations
 
@@ -32,13 +35,15 @@ from broker_core.config import BrokerConfig
 from broker_core.errors import PulsarLikeError
 from broker_core.log_limits import LogLimiter
 from broker_core.core.access import AccessMode, ProducerAccess
+from broker_core.core.persistent.compaction import CompactedLedger
+from broker_core.core.persistent.compaction_runs import TopicCompaction
 from broker_core.core.persistent.dedup import Deduplication, DeduplicationSwitch
 from broker_core.core.persistent.operations import TopicOperations
 from broker_core.core.persistent.positions import ConfirmedSource, TopicPositions
 from broker_core.core.persistent.publishing import Publisher
 from broker_core.core.persistent.recovery import open_log
 from broker_core.core.persistent.retention import TopicRetention
-from broker_core.core.persistent.stats import TopicStats
+from broker_core.core.persistent.stats import TopicStats, bytes_from
 from broker_core.core.persistent.subscriptions import TopicSubscriptions, call_later
 from broker_core.core.producers import ProducerInfo, TopicProducers
 from broker_core.core.rates import TopicRates
@@ -105,15 +110,20 @@ class PersistentTopic:
         self._publisher = Publisher(self.topic, config, clock, self.log, self.journal, self.termination,
                                     self.writes, self._dedup, self._lines, is_closed=is_closed,
                                     on_segment_rolled=self._request_trim)
+        self.compaction = TopicCompaction(
+            self.topic, directory, config, clock, lambda start, end: self.log.read(start, 1000, 4 << 20, end),
+            lambda: self.journal.confirmed_end_offset, lambda offset: bytes_from(self.log, offset),
+            self._slowest_durable, is_closed)
         self._retention = TopicRetention(self.topic, config, clock, self.log, self.journal, self._subs, executor,
-                                         is_closed=is_closed)
+                                         is_closed=is_closed, held_from=self.compaction.held_from)
         self._operations = TopicOperations(self.topic, self.log, self.journal, self.termination, self._producers,
                                            self._subs)
         self._stats = TopicStats(self.log, self.journal, self._subs, self._retention, self._publisher,
-                                 self._producers, self._dedup, self.termination)
+                                 self._producers, self._dedup, self.termination, self.compaction.record)
         self.rates = TopicRates(clock)
         """Rates over the last stats interval (see :mod:`broker_core.core.rates`)."""
         self._retention.start_checks()
+        self.compaction.start_checks()
 
     def _is_closed(self) -> bool:
         return self.closed
@@ -121,6 +131,15 @@ class PersistentTopic:
     def _refuse_producer(self) -> None:
         self.termination.refuse()
         self.producer_check()
+
+    def _slowest_durable(self) -> int | None:
+        marks = [sub.cursor.mark_delete_offset for sub in self._subs.subscriptions.values() if sub.durable]
+        return min(marks) + 1 if marks else None
+
+    @property
+    def compacted(self) -> CompactedLedger | None:
+        """The current compacted ledger (None: never compacted); replaced whole after each run."""
+        return self.compaction.compacted
 
     def _request_trim(self) -> None:
         self._retention.request_trim()
@@ -354,7 +373,7 @@ class PersistentTopic:
         """No clients (waiting producers included), no fsync waited for, no segment removal running: the
         topic may be unloaded now (:meth:`unload`), and reloaded from disk on its next use."""
         return (not self.closed and not self.has_clients and not self.access.waiting and self.journal.idle
-                and not self._retention.removing)
+                and not self._retention.removing and not self.compaction.running)
 
     def unload(self) -> bool:
         """Close a quiescent topic at once (False, and nothing done, when it is not quiescent): cursors
@@ -373,6 +392,7 @@ class PersistentTopic:
             await self._retention.removed()
         except OSError as exc:  # already logged; the files come back on restart and go again
             log.debug("event=segment_remove_failed topic=%s error=%r", self.topic, exc)
+        await self.compaction.stopped()  # it stops at its next read: the topic is closed
         await self.journal.close()
         self._release_storage()
 
@@ -381,6 +401,7 @@ class PersistentTopic:
         self.writes.close()
         self._subs.stop_flushing()
         self._retention.stop()
+        self.compaction.stop()
 
     def _release_storage(self) -> None:
         self._subs.save()
@@ -391,6 +412,7 @@ class PersistentTopic:
             except OSError as exc:
                 log.error("event=dedup_snapshot_failed topic=%s error=%r", self.topic, exc)
         self._subs.close()
+        self.compaction.close()
         self.log.close()
         self._lines.flush()
 

@@ -1,0 +1,225 @@
+"""The files of a topic partition's compacted ledger (Pulsar's compacted ledger, see
+:mod:`broker_core.core.persistent.compaction`), and :class:`CompactedLedger`, the read side.
+
+In the topic's folder, ``compacted/``::
+
+    HORIZON                      JSON {"horizon", "file", "entries", "bytes"}: the one current state
+    <horizon, 20 digits>-<token>.ledger
+                                 records, in offset order: header (offset u64, publish time i64,
+                                 ledger id u64, messages u32, length u32, CRC32C u32) then the entry bytes
+
+A run writes its ledger to ``.<token>.tmp`` (fsync), renames it to its ``.ledger`` name (fsync the folder),
+then replaces ``HORIZON`` atomically (:func:`~broker_core.storage.atomic.atomic_write`), and only then
+removes the previous ledger. A SIGKILL anywhere before the ``HORIZON`` replace leaves the previous state;
+:func:`load` removes what such a run left (temp files, a ledger ``HORIZON`` does not name).
+
+A ledger is immutable once made; readers read it with ``os.pread`` on any thread. A ledger replaced by a
+newer one stays readable (its file is open) until its last reader lets it go.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import os
+import struct
+import weakref
+from array import array
+from pathlib import Path
+from typing import BinaryIO
+
+import google_crc32c
+
+from broker_core.errors import CorruptLog
+from broker_core.storage.atomic import atomic_write, fsync_directory
+from broker_core.storage.stored_entry import StoredEntry
+
+log = logging.getLogger(__name__)
+
+FOLDER = "compacted"
+POINTER = "HORIZON"
+RECORD = struct.Struct(">QqQIII")
+"""offset, publish time, ledger id, messages, length, CRC32C of the entry bytes."""
+
+
+class CompactedLedger:
+    """One topic partition's latest compacted state (immutable once made).
+
+    Raw message offsets below :attr:`horizon` are compacted (read here); those at or above it are read raw.
+    Each kept message is one entry carrying its original offset, so offsets have gaps.
+    """
+
+    def __init__(self, path: Path | None, horizon: int, offsets: array, positions: array, size: int) -> None:
+        self.path = path
+        self.horizon = horizon
+        self._offsets = offsets
+        self._positions = positions
+        self.size_bytes = size
+        self._fd = os.open(path, os.O_RDONLY) if path is not None else -1
+        if self._fd >= 0:
+            self._closer = weakref.finalize(self, os.close, self._fd)
+
+    @classmethod
+    def empty(cls, horizon: int = 0) -> "CompactedLedger":
+        return cls(None, horizon, array("q"), array("q"), 0)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def last_offset(self) -> int:
+        """Offset of the last kept message, -1 when empty."""
+        return self._offsets[-1] if self._offsets else -1
+
+    def read(self, start_offset: int, max_entries: int, max_bytes: int) -> list[StoredEntry]:
+        """Compacted entries whose offset is >= ``start_offset``, in offset order: at most ``max_entries``,
+        stopping before ``max_bytes`` of data is exceeded (at least one entry when there is one)."""
+        out: list[StoredEntry] = []
+        total = 0
+        i = bisect.bisect_left(self._offsets, start_offset)
+        while i < len(self._offsets) and len(out) < max_entries:
+            entry = self._record(i)
+            if out and total + len(entry.data) > max_bytes:
+                break
+            out.append(entry)
+            total += len(entry.data)
+            i += 1
+        return out
+
+    def entry_at_or_after(self, offset: int) -> StoredEntry | None:
+        found = self.read(offset, 1, 1)
+        return found[0] if found else None
+
+    def _record(self, i: int) -> StoredEntry:
+        position = self._positions[i]
+        head = os.pread(self._fd, RECORD.size, position)
+        offset, publish_time, ledger_id, count, length, crc = RECORD.unpack(head)
+        data = os.pread(self._fd, length, position + RECORD.size)
+        if len(data) != length or google_crc32c.value(data) != crc:
+            raise CorruptLog(f"the compacted ledger of this topic is damaged at offset {offset}; compact the"
+                             " topic again", offset=offset)
+        return StoredEntry(offset, count, publish_time, ledger_id, data)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._closer()
+
+
+class LedgerWriter:
+    """Writes one new compacted ledger into ``folder``: :meth:`add` records in offset order, then
+    :meth:`commit` (durable and current) or :meth:`abort` (nothing left behind)."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self._token = os.urandom(4).hex()
+        self._tmp = folder / f".{self._token}.tmp"
+        self._file: BinaryIO = open(self._tmp, "wb")
+        self._offsets = array("q")
+        self._positions = array("q")
+        self._size = 0
+
+    def add(self, entry: StoredEntry) -> None:
+        if self._offsets and entry.offset <= self._offsets[-1]:
+            raise ValueError(f"compacted entries go in offset order: {entry.offset} after {self._offsets[-1]}")
+        self._offsets.append(entry.offset)
+        self._positions.append(self._size)
+        head = RECORD.pack(entry.offset, entry.publish_time, entry.ledger_id, entry.num_messages, len(entry.data),
+                           google_crc32c.value(entry.data))
+        self._file.write(head)
+        self._file.write(entry.data)
+        self._size += len(head) + len(entry.data)
+
+    @property
+    def entries(self) -> int:
+        return len(self._offsets)
+
+    def commit(self, horizon: int) -> CompactedLedger:
+        """Make the ledger durable, then current (``HORIZON`` replaced); the previous ledger's file goes."""
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        path = self.folder / f"{horizon:020d}-{self._token}.ledger"
+        os.replace(self._tmp, path)
+        fsync_directory(self.folder)
+        crash_point("before_horizon")
+        previous = _current_name(self.folder)
+        atomic_write(self.folder / POINTER, json.dumps(
+            {"horizon": horizon, "file": path.name, "entries": len(self._offsets), "bytes": self._size}).encode())
+        if previous and previous != path.name:
+            (self.folder / previous).unlink(missing_ok=True)  # open readers keep reading it until they let go
+        return CompactedLedger(path, horizon, self._offsets, self._positions, self._size)
+
+    def abort(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def _current_name(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / POINTER).read_bytes())["file"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def load(folder: Path) -> CompactedLedger | None:
+    """The current compacted ledger in ``folder`` (None: never compacted, or its state is unreadable, which
+    is logged: reads fall back to the raw log and the next run starts over). Leftovers of a killed run go."""
+    if not folder.is_dir():
+        return None
+    try:
+        pointer = json.loads((folder / POINTER).read_bytes())
+        name, horizon, size = str(pointer["file"]), int(pointer["horizon"]), int(pointer["bytes"])
+    except FileNotFoundError:
+        pointer = name = None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.error("event=compacted_ledger_unreadable folder=%s error=%r", folder, exc)
+        pointer = name = None
+    for path in folder.iterdir():  # a killed run's temp file, or ledger renamed but never made current
+        if path.name != POINTER and path.name != name and (path.suffix in (".tmp", ".ledger")):
+            path.unlink(missing_ok=True)
+            log.info("event=compaction_leftover_removed file=%s", path)
+    if name is None:
+        return None
+    path = folder / name
+    try:
+        offsets, positions = _scan(path, size)
+    except (OSError, CorruptLog) as exc:
+        log.error("event=compacted_ledger_unreadable folder=%s error=%r", folder, exc)
+        return None
+    return CompactedLedger(path, horizon, offsets, positions, size)
+
+
+def _scan(path: Path, size: int) -> tuple[array, array]:
+    """The offsets and record positions of a ledger file (headers only; entries are checked when read)."""
+    offsets, positions = array("q"), array("q")
+    with open(path, "rb") as f:
+        actual = os.fstat(f.fileno()).st_size
+        if actual != size:
+            raise CorruptLog(f"{path.name}: {actual} bytes, HORIZON says {size}")
+        position = 0
+        while position < size:
+            f.seek(position)
+            head = f.read(RECORD.size)
+            if len(head) != RECORD.size:
+                raise CorruptLog(f"{path.name}: torn record at byte {position}")
+            offset, _, _, _, length, _ = RECORD.unpack(head)
+            offsets.append(offset)
+            positions.append(position)
+            position += RECORD.size + length
+        if position != size:
+            raise CorruptLog(f"{path.name}: records overrun the file")
+    return offsets, positions
+
+
+_CRASH_AT = os.environ.get("PULSARLIKE_CRASH_AT_COMPACTION") or ""
+
+
+def crash_point(name: str) -> None:
+    """Test-only (tests/crash): ``PULSARLIKE_CRASH_AT_COMPACTION=<name>`` (read once at import) SIGKILLs the
+    process when a compaction reaches the point ``name`` (``mid_write``: half the ledger written, not synced;
+    ``before_horizon``: the new ledger durable but not yet current)."""
+    if _CRASH_AT == name:
+        import signal
+        os.kill(os.getpid(), signal.SIGKILL)
