@@ -15,6 +15,12 @@ over ``TransportCnx``. What both need once lives here:
 - end-of-topic watching on a terminated topic;
 - events made while subscribing (the first dispatch round) held until the front end has answered the
   subscribe (:meth:`ConsumerEvents.subscribed`), dropped when subscribing fails;
+- compacted reads (``read_compacted``, Pulsar's ``readCompacted``): persistent topics and Exclusive/Failover
+  subscriptions only (``NotAllowedError`` otherwise, as Pulsar's broker answers); the subscription reads
+  a :class:`~dispatch.compacted.CompactedSource` and the session's :attr:`ConsumerSession.positions` is a
+  :class:`~broker_core.core.compacted_view.CompactedView`, so start positions, seeks and the last message
+  id are the compacted view's. Acknowledging closes the gaps the compaction left after the mark-delete
+  point, so a compacted consumer acknowledging one message at a time leaves no backlog behind it;
 - seek in Pulsar's order: the subscription's consumers are closed first (when the front end's clients
   subscribe again after a seek), the cursor is reset, then the seek is answered; what the consumers held
   is forgotten with the reset, so replays carry redelivery count 0.
@@ -29,7 +35,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Protocol
 
 from broker_core.core.backpressure import PermitGate
-from broker_core.errors import InvalidMessage
+from broker_core.core.compacted_view import CompactedView
+from broker_core.errors import InvalidMessage, NotAllowedError
 from dispatch.consumer import Consumer, Delivery
 from dispatch.key_shared import AUTO_SPLIT, STICKY, KeySharedPolicy
 from dispatch.selectors.sticky import MAX_STICKY_RANGES
@@ -87,8 +94,9 @@ class Start:
     def published(publish_time_ms: int) -> "Start":
         return Start("time", publish_time_ms)
 
-    def offset(self, topic: "Topic") -> int:
-        """The offset on ``topic`` of the first message to deliver (an offset is clamped to its end)."""
+    def offset(self, topic: "Topic | CompactedView") -> int:
+        """The offset on ``topic`` (or its compacted view) of the first message to deliver (an offset is
+        clamped to its end)."""
         where = self.where
         if where == "earliest":
             return topic.start_offset
@@ -98,11 +106,27 @@ class Start:
             return topic.offset_for_timestamp(self.value)
         if where == "last":
             # as a Pulsar reader at latest with start_message_id_inclusive: the last message comes first
+            if isinstance(topic, CompactedView):
+                return topic.last_offset()
             return max(topic.start_offset, topic.confirmed_end_offset - 1)
         return topic.confirmed_end_offset
 
 
 EARLIEST, LATEST, LAST_MESSAGE = Start("earliest"), Start("latest"), Start("last")
+
+COMPACTED_SUB_TYPES = (SubType.EXCLUSIVE, SubType.FAILOVER)
+"""The subscription types a compacted reader may use (one active consumer: Pulsar's rule)."""
+
+
+def check_read_compacted(topic: "Topic", sub_type: SubType) -> None:
+    """``NotAllowedError`` unless ``topic`` and ``sub_type`` allow compacted reads (Pulsar's broker answers
+    NotAllowed with the same reason; its clients refuse before asking)."""
+    if sub_type not in COMPACTED_SUB_TYPES:
+        raise NotAllowedError("readCompacted only allowed on failover or exclusive subscriptions;"
+                              f" subscribe as Exclusive or Failover, or without read_compacted ({sub_type})")
+    if not topic.persistent:
+        raise NotAllowedError(f"readCompacted only allowed on persistent topics: {topic.topic} is"
+                              " non-persistent and is never compacted; subscribe without read_compacted")
 
 
 def key_shared_policy(sticky: bool, allow_out_of_order_delivery: bool,
@@ -133,6 +157,10 @@ class ConsumerSession:
         self.peers = peers
         self._later = later
         self.topic: Any = None
+        self.positions: Any = None
+        """Where messages are for this consumer: the topic, or its :class:`CompactedView` when reading
+        compacted (front ends resolve seeks and the last message id with it)."""
+        self.read_compacted = False
         self.sub: Any = None
         self.consumer: Optional[Consumer] = None
         self.gate: Optional[PermitGate] = None
@@ -144,13 +172,18 @@ class ConsumerSession:
     # ------------------------------------------------------------------ subscribe
     def subscribe(self, topic: "Topic", subscription: str, sub_type: SubType, start: Start, *, consumer_id: int,
                   consumer_name: str, durable: bool = True, priority_level: int = 0, multi_topic: bool = False,
-                  key_shared: Optional[KeySharedPolicy] = None, permits: int = 0) -> Any:
+                  key_shared: Optional[KeySharedPolicy] = None, permits: int = 0, read_compacted: bool = False) -> Any:
         """Join ``subscription`` on ``topic`` (a new one starts at ``start``); returns the subscription.
         ``events.subscribed()`` runs before anything dispatched meanwhile is reported. On failure nothing
-        is reported and the session holds nothing."""
+        is reported and the session holds nothing. ``read_compacted``: read the compacted view (see the
+        module's doc)."""
         if not subscription:
             raise InvalidMessage("subscription name must not be empty")
+        if read_compacted:
+            check_read_compacted(topic, sub_type)
         self.topic = topic
+        self.read_compacted = read_compacted
+        self.positions = positions = CompactedView(topic) if read_compacted else topic
         self._held = []
         consumer = Consumer(consumer_id, consumer_name, self._deliver, priority_level=priority_level,
                             multi_topic=multi_topic,
@@ -164,8 +197,9 @@ class ConsumerSession:
         self._ends = ends = topic.termination
         ends.watch(consumer, self._reached_end)
         try:
+            extra = {"read_compacted": True} if read_compacted else {}
             self.sub = sub = topic.subscribe(subscription, sub_type, consumer, durable=durable,
-                                             start_offset=start.offset(topic))
+                                             start_offset=start.offset(positions), **extra)
         except BaseException:
             ends.forget(consumer)
             self._held = None
@@ -178,8 +212,9 @@ class ConsumerSession:
         self.events.subscribed()
         for report, args in held:
             report(*args)
-        log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s peer=%s", topic.topic,
-                 subscription[:LOGGED_NAME], consumer_name[:LOGGED_NAME], sub_type, self.peer)
+        log.info("event=consumer_subscribed topic=%s subscription=%s consumer=%s type=%s peer=%s"
+                 " read_compacted=%s", topic.topic, subscription[:LOGGED_NAME], consumer_name[:LOGGED_NAME],
+                 sub_type, self.peer, read_compacted)
         if ends.terminated:
             topic.check_end_of_topic()
         return sub
@@ -234,6 +269,8 @@ class ConsumerSession:
     def acknowledge(self, ranges: list[tuple[int, int]]) -> None:
         """Acknowledge the messages of each ``[start, end)`` offset range."""
         self.sub.acknowledge(self.consumer, ranges)
+        if self.read_compacted:
+            self._ack_compaction_gaps()
 
     def acknowledge_cumulative(self, offset: int) -> None:
         """Acknowledge every message up to ``offset``, wherever it falls (inside an entry too: a client's id
@@ -242,6 +279,29 @@ class ConsumerSession:
         if self.topic.persistent and offset <= sub.cursor.mark_delete_offset:
             return
         sub.acknowledge_cumulative(self.consumer, offset)
+        if self.read_compacted:
+            self._ack_compaction_gaps()
+
+    def _ack_compaction_gaps(self) -> None:
+        """Acknowledge the offsets the compacted view skips right after the mark-delete point (messages a
+        compacted reader never receives), so the mark-delete point moves on to the next kept message; one
+        step per gap closed."""
+        sub, ledger = self.sub, self.positions.ledger
+        if ledger is None or not self.topic.persistent:
+            return
+        cursor = sub.cursor
+        horizon = ledger.horizon
+        at = cursor.next_unacked(cursor.mark_delete_offset + 1)
+        closed = 0
+        while at < horizon:
+            kept = ledger.entry_at_or_after(at)
+            if kept is not None and kept.offset <= at:
+                break  # a kept message not acknowledged yet
+            gap_end = horizon if kept is None else min(kept.offset, horizon)
+            closed += cursor.ack(at, gap_end)
+            at = cursor.next_unacked(gap_end)
+        if closed and sub.on_cursor_changed is not None:
+            sub.on_cursor_changed()
 
     def redeliver(self, ranges: Optional[list[tuple[int, int]]] = None) -> None:
         """Send again what this consumer holds unacknowledged in ``ranges`` (None: all of it)."""

@@ -3,7 +3,8 @@
 cursors stored in the topic's :class:`~broker_core.storage.cursor_store.CursorStore`, saved
 ``managedLedgerCursorFlushIntervalMs`` after they change) and readers' non-durable ones, which go with their
 last consumer. Durable subscriptions can be handled without a consumer too (create, acknowledge up to,
-activity for subscription expiration)."""
+activity for subscription expiration). A consumer reading compacted (``read_compacted``) has its subscription
+read a :class:`~dispatch.compacted.CompactedSource` over the topic's ``compacted`` ledger and the log."""
 from __future__ import annotations
 
 import asyncio
@@ -19,8 +20,10 @@ from broker_core.core.termination import Termination
 from broker_core.core.topic_rules import check_consumer_limit
 from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.cursor_store import CursorStore
+from dispatch.compacted import CompactedLedger, CompactedSource
 from dispatch.consumer import Consumer
 from dispatch.shared import DelayedDelivery
+from dispatch.source import EntrySource
 from dispatch.subscription import Subscription
 from dispatch.types import SubType
 
@@ -90,14 +93,20 @@ class TopicSubscriptions:
 
     # ------------------------------------------------------------------ consumers
     def subscribe(self, subscription: str, sub_type: SubType, consumer: Consumer, *, durable: bool,
-                  start_offset: int) -> Subscription:
+                  start_offset: int,
+                  compacted: Callable[[], CompactedLedger | None] | None = None) -> Subscription:
         """Attach ``consumer``; a new subscription starts so that ``start_offset`` is the first message
-        delivered (existing durable subscriptions keep their cursor)."""
+        delivered (existing durable subscriptions keep their cursor). ``compacted`` (the topic's current
+        compacted ledger) makes the subscription read the compacted view; the consumer that finds the
+        subscription without consumers decides which view it reads (Pulsar decides per active consumer)."""
         check_consumer_limit(self.topic, self.max_consumers, sum(len(s.consumers) for s in self.all()))
         subs = self.subscriptions if durable else self.readers
         sub = subs.get(subscription)
+        source = CompactedSource(self._source, compacted) if compacted is not None else self._source
         if sub is None:
-            sub = self._create(subscription, start_offset, durable)
+            sub = self._create(subscription, start_offset, durable, source)
+        elif not sub.consumers:
+            sub.source = source
         try:
             sub.add_consumer(consumer, sub_type)
         except PulsarLikeError:
@@ -108,14 +117,16 @@ class TopicSubscriptions:
             self.touch(subscription)
         return sub
 
-    def _create(self, name: str, start_offset: int, durable: bool) -> Subscription:
-        start_offset = max(start_offset, self._source.start_offset)
+    def _create(self, name: str, start_offset: int, durable: bool, source: EntrySource | None = None) -> Subscription:
+        source = source or self._source
+        start_offset = max(start_offset, source.start_offset)
         cursor = ManagedCursor(name, mark_delete_offset=start_offset - 1)
         if durable:
             self.activity.touch(cursor)
             self.activity.stamp(cursor)
             self._cursor_store.save(cursor)
         sub = self._new_subscription(cursor, durable)
+        sub.source = source
         (self.subscriptions if durable else self.readers)[name] = sub
         return sub
 

@@ -275,8 +275,10 @@ class PersistentTopic:
         return self._subs.all()
 
     def subscribe(self, subscription: str, sub_type: SubType, consumer: Consumer, *, durable: bool,
-                  start_offset: int) -> Subscription:
-        return self._subs.subscribe(subscription, sub_type, consumer, durable=durable, start_offset=start_offset)
+                  start_offset: int, read_compacted: bool = False) -> Subscription:
+        compacted = (lambda: self.compacted) if read_compacted else None
+        return self._subs.subscribe(subscription, sub_type, consumer, durable=durable, start_offset=start_offset,
+                                    compacted=compacted)
 
     def consumer_left(self, sub: Subscription, consumer: Consumer, *, keep_reader: bool = False) -> None:
         self._subs.consumer_left(sub, consumer, keep_reader=keep_reader)

@@ -1,7 +1,7 @@
 """The gRPC ``Consume`` stream: one consumer's session, protobuf in and out.
 
-The first request subscribes (type, start position, Key_Shared policy, permits); then flow, ack, seek,
-redeliver, unsubscribe and close until the stream ends. The session itself is the core's
+The first request subscribes (type, start position, Key_Shared policy, permits, ``read_compacted``); then
+flow, ack, seek, redeliver, unsubscribe and close until the stream ends. The session itself is the core's
 :class:`~broker_core.core.consumer_session.ConsumerSession`; this module translates requests into its calls
 and its events into ``ConsumeResponse`` messages on the stream's outbox.
 """
@@ -107,7 +107,8 @@ class ConsumeStreams:
             session.subscribe(topic, req.subscription, _SUB_TYPES[req.sub_type], _start(req),
                               consumer_id=next(self._consumer_ids), consumer_name=name, durable=req.durable,
                               priority_level=req.priority_level, multi_topic=req.multi_topic,
-                              key_shared=_key_shared_policy(req), permits=req.initial_permits)
+                              key_shared=_key_shared_policy(req), permits=req.initial_permits,
+                              read_compacted=req.read_compacted)
             async for request in while_read(requests, out):
                 if not self._consume_request(request, session, out):
                     break
@@ -144,7 +145,8 @@ class ConsumeStreams:
                     else:
                         target = _position(seek.position)
                     # the stream stays: the client drops deliveries until seek_done, then grants permits again
-                    session.seek(target.offset(session.topic), lambda: out.put(done), close_consumers=False)
+                    # a compacted reader's earliest and publish times are the compacted view's
+                    session.seek(target.offset(session.positions), lambda: out.put(done), close_consumers=False)
                 except PulsarLikeError as exc:
                     out.put(pb.ConsumeResponse(seek_done=pb.SeekDone(seek_id=seek.seek_id,
                                                                      error=error_to_proto(exc))))

@@ -82,9 +82,6 @@ class ConsumerCommands:
             return
         if request.consumer_id in self._registering:
             raise ConsumerBusy(f"consumer {request.consumer_id} is already being created on this connection")
-        if request.read_compacted:
-            raise NotAllowedError("read_compacted is not supported: this broker does not compact topics;"
-                                  " subscribe without it (every message is delivered)")
         if request.replicate_subscription_state:
             raise NotAllowedError("replicated subscriptions are not supported: this broker has no"
                                   " geo-replication; subscribe without replicate_subscription_state")
@@ -129,7 +126,7 @@ class ConsumerCommands:
                               consumer_id=next(front.consumer_ids),
                               consumer_name=request.consumer_name or f"consumer-{request.consumer_id}",
                               durable=request.durable, priority_level=request.priority_level,
-                              key_shared=_key_shared_policy(request))
+                              key_shared=_key_shared_policy(request), read_compacted=request.read_compacted)
         except BaseException:
             front.limits.release(conn.peer, stream=True)
             raise
@@ -209,7 +206,7 @@ class ConsumerCommands:
     # ------------------------------------------------------------------ SEEK, UNSUBSCRIBE, CLOSE_CONSUMER
     def seek(self, request: cmd.CommandSeek) -> None:
         consumer = self._session(request.consumer_id)
-        topic = consumer.topic
+        topic = consumer.session.positions  # a compacted reader's earliest and times are the compacted view's
         if request.HasField("message_publish_time"):
             offset = topic.offset_for_timestamp(request.message_publish_time)
         elif request.HasField("message_id"):
@@ -269,10 +266,10 @@ class ConsumerCommands:
         one write. A reader's subscription answers its position too, as Pulsar's non-durable cursor does:
         the client's ``has_message_available()`` compares it with the last id (a reader started at latest
         with ``start_message_id_inclusive`` has the last message available)."""
-        topic = session.topic
+        topic = session.session.positions  # a compacted reader's last message is the compacted view's
         cursor = getattr(session.sub, "cursor", None)
         mark_delete = cursor.mark_delete_offset if cursor is not None else -1
-        key = (topic.confirmed_end_offset, mark_delete)
+        key = (topic.confirmed_end_offset, mark_delete, topic.ledger if session.session.read_compacted else None)
         if session.last_ids is not None and session.last_ids[0] == key:
             return session.last_ids[1]
         last = topic.last_message_id()

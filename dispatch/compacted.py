@@ -1,0 +1,90 @@
+"""A partition's compacted view as dispatch reads it (Pulsar's ``readCompacted``).
+
+Below the compaction horizon a compacted reader sees the compacted ledger -- the latest message of each
+key, each carrying its original offset, so offsets have gaps -- and from the horizon on the raw log::
+
+    raw log:        0:k1=a  1:k2=b  2:k1=c  3:k2=<tombstone>  4:k3=d | 5:k1=e  6:k2=f   (horizon 5)
+    compacted view:                 2:k1=c                    4:k3=d | 5:k1=e  6:k2=f
+
+Offsets are the same in both views, so a cursor, an acknowledgment or a seek means the same message in
+either, and a later compaction may swap the ledger while a reader is mid-way: the reader's next read
+starts at its next offset in whatever ledger is current then. Every message it has not read yet of a key
+still alive is there (the newer ledger keeps, for each key, the latest message below a horizon at least as
+high, and that message is at or after the reader's position unless the reader already had it) and nothing
+comes twice (offsets only grow).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional, Protocol
+
+if TYPE_CHECKING:
+    from broker_core.storage.stored_entry import StoredEntry
+    from dispatch.source import EntrySource
+
+
+class CompactedLedger(Protocol):
+    """What a compaction run leaves (``broker_core.core.persistent.compaction.CompactedLedger``)."""
+
+    horizon: int
+    """Raw offsets below it are compacted; from it on they are read raw."""
+
+    def read(self, start_offset: int, max_entries: int, max_bytes: int) -> "list[StoredEntry]":
+        """Kept entries whose offset is >= ``start_offset``, in offset order."""
+
+    def entry_at_or_after(self, offset: int) -> "Optional[StoredEntry]": ...
+
+    @property
+    def last_offset(self) -> int:
+        """Offset of the last kept message, -1 when none is."""
+
+
+class CompactedSource:
+    """An :class:`~dispatch.source.EntrySource` over ``ledger()`` (the partition's current compacted ledger,
+    None before its first compaction) and ``raw``, the partition's log (see the module's doc)."""
+
+    def __init__(self, raw: "EntrySource", ledger: Callable[[], Optional[CompactedLedger]]) -> None:
+        self.raw = raw
+        self._ledger = ledger
+
+    @property
+    def ledger(self) -> Optional[CompactedLedger]:
+        return self._ledger()
+
+    @property
+    def start_offset(self) -> int:
+        """The first offset of the view: the first kept message, else the horizon or the raw log's start.
+        Retention trims the raw log only: kept messages older than its start stay readable."""
+        raw_start = self.raw.start_offset
+        ledger = self._ledger()
+        if ledger is None:
+            return raw_start
+        first = ledger.entry_at_or_after(0)
+        if first is not None and first.offset < ledger.horizon:
+            return first.offset
+        return max(raw_start, ledger.horizon)
+
+    @property
+    def end_offset(self) -> int:
+        return self.raw.end_offset
+
+    @property
+    def durable_end_offset(self) -> int:
+        return self.raw.durable_end_offset
+
+    def read(self, start_offset: int, max_entries: int, max_bytes: int,
+             end_offset: int | None = None) -> "list[StoredEntry]":
+        """Kept entries from ``start_offset`` while below the horizon, else raw entries from
+        ``max(start_offset, horizon)``; never past ``end_offset`` (default: the durable end). One read
+        never mixes the two: the next read goes on where this one stopped."""
+        end = self.raw.durable_end_offset if end_offset is None else end_offset
+        ledger = self._ledger()  # once per read: a swap between two reads is seen whole
+        if ledger is not None and start_offset < ledger.horizon:
+            kept = [e for e in ledger.read(start_offset, max_entries, max_bytes) if e.offset < end]
+            if kept:
+                return kept
+            start_offset = ledger.horizon  # nothing kept from here up to the horizon
+        return self.raw.read(start_offset, max_entries, max_bytes, end)
+
+    def __repr__(self) -> str:
+        ledger = self._ledger()
+        return f"CompactedSource(horizon={ledger.horizon if ledger is not None else None})"
