@@ -24,9 +24,10 @@ from connector.client.policies import (
     ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, MultiplierRedeliveryBackoff)
 from connector.client.producer import Producer
 from connector.client.reader import Reader
+from connector.client.table_view import TableView
 
 __all__ = [
-    "Admin", "Authentication", "AuthenticationBasic", "AuthenticationTLS", "AuthenticationToken", "Client", "Consumer", "Producer", "Reader", "Message", "MessageId", "PeekedMessage",
+    "Admin", "Authentication", "AuthenticationBasic", "AuthenticationTLS", "AuthenticationToken", "Client", "Consumer", "Producer", "Reader", "TableView", "Message", "MessageId", "PeekedMessage",
     "ConsumerBatchReceivePolicy", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy",
     "MultiplierRedeliveryBackoff",
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",
