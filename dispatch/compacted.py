@@ -45,6 +45,9 @@ class CompactedSource:
     def __init__(self, raw: "EntrySource", ledger: Callable[[], Optional[CompactedLedger]]) -> None:
         self.raw = raw
         self._ledger = ledger
+        self._first: tuple[object, int | None] = (None, None)
+        """(ledger, offset of its first kept message): dispatch asks ``start_offset`` every round, and a
+        kept message is a file read."""
 
     @property
     def ledger(self) -> Optional[CompactedLedger]:
@@ -58,10 +61,12 @@ class CompactedSource:
         ledger = self._ledger()
         if ledger is None:
             return raw_start
-        first = ledger.entry_at_or_after(0)
-        if first is not None and first.offset < ledger.horizon:
-            return first.offset
-        return max(raw_start, ledger.horizon)
+        cached, first = self._first
+        if cached is not ledger:
+            entry = ledger.entry_at_or_after(0)
+            first = entry.offset if entry is not None and entry.offset < ledger.horizon else None
+            self._first = (ledger, first)
+        return first if first is not None else max(raw_start, ledger.horizon)
 
     @property
     def end_offset(self) -> int:
