@@ -18,7 +18,8 @@ namespace's and the topic's own under the same names); ``subscriptionExpirationT
 AutoTopicCreationOverride: ``allowAutoTopicCreation``, ``topicType``, ``defaultNumPartitions``; overrides
 the broker's ``allowAutoTopicCreation*``); ``schemaCompatibilityStrategy`` (one of
 :data:`~broker_core.core.schema_compat.STRATEGIES`; ``UNDEFINED`` is the broker's default, BACKWARD).
-A topic-level ``retention`` replaces the
+``compactionThreshold`` (bytes of backlog not yet compacted above which the topic is compacted, 0: never;
+see :mod:`broker_core.core.persistent.compaction_runs`). A topic-level ``retention`` replaces the
 namespace's as a whole, as in Pulsar. Negative values (other than retention's -1) are refused.
 
 Permissions (``grant-permission``) are stored beside them under ``permissions`` (role -> sorted actions,
@@ -129,6 +130,7 @@ POLICIES: dict[str, Callable[[str, Any], Any]] = {
     "maxProducersPerTopic": lambda key, value: _int(key, value, minimum=0),
     "maxConsumersPerTopic": lambda key, value: _int(key, value, minimum=0),
     "subscriptionExpirationTimeMinutes": lambda key, value: _int(key, value, minimum=0),
+    "compactionThreshold": lambda key, value: _int(key, value, minimum=0),
 }
 """Known policy names and their validators (the value as JSON decodes it)."""
 
