@@ -39,6 +39,8 @@ class EffectivePolicies:
     def apply_retention(self, topic: PersistentTopic) -> None:
         topic.set_retention_policies(self.retention_policy(topic.name), self.message_ttl_seconds(topic.name))
         topic.subscription_expiration_minutes = self.subscription_expiration_minutes(topic.name)
+        topic.compaction.threshold = int(self._policies.resolve(
+            topic.name, "compactionThreshold", self._config.brokerServiceCompactionThresholdInBytes))
 
     def apply_limits(self, topic: PersistentTopic | NonPersistentTopic) -> None:
         topic.max_producers = int(self._policies.resolve(topic.name, "maxProducersPerTopic",

@@ -55,6 +55,8 @@ class CompactionResult:
     """messages read (the previous ledger's and the raw ones)"""
     kept: int
     """messages in the new ledger"""
+    read_bytes: int = 0
+    """bytes of the entries phase one read"""
 
     @property
     def removed(self) -> int:
@@ -138,6 +140,7 @@ class _Latest:
         self.pending: dict[str, list[int]] = {}  # chunked messages being read, by uuid
         self.producing: dict[str, str] = {}  # producer -> uuid of its chunked message being read
         self.read = 0
+        self.read_bytes = 0
 
     def add(self, message: _Message) -> None:
         if message.chunk is not None:
@@ -196,6 +199,7 @@ def _phase_one(previous: CompactedLedger | None, read_raw: ReadRaw, end: int, re
                stopping: Callable[[], bool]) -> _Latest:
     state = _Latest(retain_null_key)
     for entry in _entries(previous, read_raw, end, stopping):
+        state.read_bytes += len(entry.data)
         for message in _messages(entry):
             if message.offset < end:
                 state.add(message)
@@ -276,7 +280,7 @@ def compact(folder: Path, previous: CompactedLedger | None, read_raw: ReadRaw, e
         writer.abort()
         raise
     chunk_entries = sum(len(offsets) - 1 for offsets in [*state.groups.values(), *state.keyless_groups])
-    return CompactionResult(ledger, state.read, writer.entries - chunk_entries)
+    return CompactionResult(ledger, state.read, writer.entries - chunk_entries, state.read_bytes)
 
 
 def describe(error: BaseException) -> str:

@@ -54,13 +54,29 @@ class CompactionRecord:
         self.succeed = 0
         self.failed = 0
         self.duration_total_ms = 0
+        self.read_bytes = 0
+        self.written_bytes = 0
+        self.ledger: CompactedLedger | None = None
 
-    def stats(self) -> dict[str, int]:
-        """The ``compaction`` section of Pulsar's topic stats."""
-        return {"lastCompactionRemovedEventCount": self.last_removed,
-                "lastCompactionSucceedTimestamp": self.last_succeed_ms,
-                "lastCompactionFailedTimestamp": self.last_failed_ms,
-                "lastCompactionDurationTimeInMills": self.last_duration_ms}
+    def stats(self) -> dict[str, int | float]:
+        """The ``compaction`` section of Pulsar's topic stats (its four fields), then the figures of Pulsar's
+        ``pulsar_compaction_*`` metrics since the topic loaded (absent until a first run or a compacted ledger,
+        as Pulsar exports them only for topics with a compaction record)."""
+        out: dict[str, int | float] = {
+            "lastCompactionRemovedEventCount": self.last_removed,
+            "lastCompactionSucceedTimestamp": self.last_succeed_ms,
+            "lastCompactionFailedTimestamp": self.last_failed_ms,
+            "lastCompactionDurationTimeInMills": self.last_duration_ms}
+        if self.succeed or self.failed or self.ledger is not None:
+            seconds = self.duration_total_ms / 1000
+            out.update({
+                "removedEventCount": self.removed_total, "succeedCount": self.succeed, "failedCount": self.failed,
+                "durationTimeInMills": self.duration_total_ms,
+                "readThroughput": self.read_bytes / seconds if seconds else 0.0,
+                "writeThroughput": self.written_bytes / seconds if seconds else 0.0,
+                "compactedEntriesCount": len(self.ledger) if self.ledger is not None else 0,
+                "compactedEntriesSize": self.ledger.size_bytes if self.ledger is not None else 0})
+        return out
 
 
 class TopicCompaction:
@@ -87,6 +103,7 @@ class TopicCompaction:
         self.status = NOT_RUN
         self.last_error = ""
         self.record = CompactionRecord()
+        self.record.ledger = self.compacted
         self.threshold = 0
         """Compact automatically above this many bytes of backlog not yet compacted (0: off)."""
         self._run: asyncio.Future | None = None
@@ -145,6 +162,9 @@ class TopicCompaction:
         if error is None:
             result: CompactionResult = future.result()
             old, self.compacted = self.compacted, result.ledger
+            record.ledger = result.ledger
+            record.read_bytes += result.read_bytes
+            record.written_bytes += result.ledger.size_bytes
             self.status = SUCCESS
             record.last_removed, record.last_succeed_ms = result.removed, now
             record.removed_total += result.removed

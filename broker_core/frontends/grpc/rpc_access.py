@@ -51,6 +51,8 @@ RULES: dict[str, tuple[Any, Resource]] = {
     "DeleteTopic": (ADMIN, _TOPIC),
     "TerminateTopic": (ADMIN, _TOPIC),
     "UnloadTopic": (ADMIN, _TOPIC),
+    "Compact": (ADMIN, _TOPIC),  # Pulsar's TopicOperation.COMPACT: the tenant's admins
+    "CompactionStatus": (ADMIN, _TOPIC),
     # subscriptions (Pulsar: the consume permission)
     "OffsetForTimestamp": (CONSUME, _TOPIC),
     "ListSubscriptions": (CONSUME, _TOPIC),

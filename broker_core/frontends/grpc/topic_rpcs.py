@@ -1,6 +1,6 @@
 """Topic calls of the ``PulsarLike`` service: create, list, delete, metadata, stats, lookup, last message id,
 offset of a time, and the operator calls (``pulsarlike admin topics update-partitioned-topic|terminate|
-unload|examine-message|last-message-id|lookup|list-partitioned-topics``): protobuf in and out, the work done
+unload|examine-message|last-message-id|lookup|list-partitioned-topics|compact|compaction-status``): protobuf in and out, the work done
 by :class:`~broker_core.core.registry.TopicRegistry` and :mod:`broker_core.core.topic_admin`.
 
 A component of :class:`~broker_core.frontends.grpc.servicer.BrokerServicer`: each method serves the RPC of its
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from broker_core.core import topic_admin, topic_lookup
+from broker_core.core import compaction_admin, topic_admin, topic_lookup
 from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.core.registry import TopicRegistry
 from broker_core.protocol import broker_pb2 as pb
@@ -105,3 +105,11 @@ class TopicRpcs:
     async def UnloadTopic(self, request: pb.TopicRequest) -> pb.Empty:
         await topic_admin.unload(self._registry, TopicName.parse(request.topic))
         return pb.Empty()
+
+    def Compact(self, request: pb.TopicRequest) -> pb.Empty:
+        compaction_admin.trigger(self._registry, TopicName.parse(request.topic))
+        return pb.Empty()
+
+    def CompactionStatus(self, request: pb.TopicRequest) -> pb.CompactionStatusReply:
+        state, error = compaction_admin.status(self._registry, TopicName.parse(request.topic))
+        return pb.CompactionStatusReply(status=state, last_error=error)

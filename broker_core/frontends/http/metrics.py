@@ -56,6 +56,19 @@ TOPIC_RATES = (
     ("pulsar_rate_out", "Messages dispatched per second.", "msgRateOut"),
     ("pulsar_throughput_out", "Bytes dispatched per second.", "msgThroughputOut"),
 )
+# (metric name, help, field of the stats' ``compaction`` section): Pulsar's compaction gauges, of the topics
+# compacted since they loaded or holding a compacted ledger
+COMPACTION_GAUGES = (
+    ("pulsar_compaction_removed_event_count", "Messages compaction removed (runs since the topic loaded).",
+     "removedEventCount"),
+    ("pulsar_compaction_succeed_count", "Compaction runs that succeeded.", "succeedCount"),
+    ("pulsar_compaction_failed_count", "Compaction runs that failed.", "failedCount"),
+    ("pulsar_compaction_duration_time_in_mills", "Time spent compacting, in ms.", "durationTimeInMills"),
+    ("pulsar_compaction_read_throughput", "Bytes read per second while compacting.", "readThroughput"),
+    ("pulsar_compaction_write_throughput", "Bytes written per second while compacting.", "writeThroughput"),
+    ("pulsar_compaction_compacted_entries_count", "Entries in the compacted ledger.", "compactedEntriesCount"),
+    ("pulsar_compaction_compacted_entries_size", "Bytes of the compacted ledger.", "compactedEntriesSize"),
+)
 SUBSCRIPTION_GAUGES = (
     ("pulsar_subscription_back_log", "Messages of the subscription not yet acknowledged.", "msgBacklog"),
     ("pulsar_subscription_unacked_messages", "Messages delivered to consumers and not yet acknowledged.",
@@ -104,6 +117,10 @@ def metric_families(stats: Mapping[str, Mapping[str, Any]], cluster: str,
                 total[i] += value
             continue
         _add_topic_series(gauge, counter, (cluster, namespace, topic), values)
+        compaction: Mapping[str, Any] = topic_stats.get("compaction") or {}
+        if "succeedCount" in compaction:
+            for name, doc, field in COMPACTION_GAUGES:
+                gauge(name, doc, TOPIC_LABELS).add_metric((cluster, namespace, topic), float(compaction[field]))
         for sub_name in sorted(subs):
             sub = subs[sub_name]
             labels = (cluster, namespace, topic, sub_name)

@@ -21,6 +21,7 @@ from broker_core.config import BrokerConfig
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import MAX_BODY, SECURITY, guard
 from broker_core.frontends.http.admin.cluster_routes import Advertised, ClusterRoutes
+from broker_core.frontends.http.admin.compaction_routes import CompactionRoutes
 from broker_core.frontends.http.admin.lookup_routes import LookupRoutes
 from broker_core.frontends.http.admin.message_routes import MessageRoutes
 from broker_core.frontends.http.admin.namespace_policy_routes import NamespacePolicyRoutes
@@ -48,7 +49,7 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
               NamespaceRoutes(registry),
               PermissionRoutes(registry), SubscriptionRoutes(registry), TopicPolicyRoutes(registry),
               TopicRoutes(registry), LookupRoutes(registry, advertised), SchemaRoutes(registry),
-              MessageRoutes(registry))
+              MessageRoutes(registry), CompactionRoutes(registry))
     for group in groups:
         app.add_routes(group.routes())
     return app

@@ -48,6 +48,7 @@ POLICIES: dict[str, tuple[str, Callable[[Any, str], Any], str]] = {
                                    "subscription_expiration_time_minutes"),
     "maxProducersPerTopic": ("maxProducersPerTopic", integer, "max_producers_per_topic"),
     "maxConsumersPerTopic": ("maxConsumersPerTopic", integer, "max_consumers_per_topic"),
+    "compactionThreshold": ("compactionThreshold", integer, "compaction_threshold"),
 }
 """Path segment -> (the broker's policy key, the body's type check, the field in Pulsar's Policies)."""
 

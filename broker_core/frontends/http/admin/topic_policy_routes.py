@@ -10,6 +10,7 @@ Path                             Policy                      Value
 ``/deduplicationEnabled``        ``deduplicationEnabled``    ``true``/``false`` body
 ``/maxProducers``                ``maxProducersPerTopic``    integer body
 ``/maxConsumers``                ``maxConsumersPerTopic``    integer body
+``/compactionThreshold``         ``compactionThreshold``     integer body (bytes)
 ===============================  ==========================  ==================================================
 
 ``GET`` answers the topic's own value (204 when unset; reading needs ``lookup``, as the gRPC call), ``POST``
@@ -39,6 +40,7 @@ POLICIES: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "deduplicationEnabled": ("deduplicationEnabled", boolean),
     "maxProducers": ("maxProducersPerTopic", integer),
     "maxConsumers": ("maxConsumersPerTopic", integer),
+    "compactionThreshold": ("compactionThreshold", integer),
 }
 """Path segment -> (the broker's policy key, the value's type check)."""
 
