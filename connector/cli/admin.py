@@ -7,7 +7,7 @@
                                               stats-internal|subscriptions|create-subscription|unsubscribe|
                                               skip|clear-backlog|reset-cursor|peek-messages|examine-messages|
                                               expire-messages|last-message-id|terminate|unload|lookup|
-                                              set-retention|...
+                                              compact|compaction-status|set-retention|...
     pulsarlike admin --admin-url http://HOST:8080 clusters list|get, brokers list|healthcheck|version|
                                               leader-broker, schemas get|upload|delete|compatibility
 
@@ -290,12 +290,30 @@ def _expire(admin: Any, o: argparse.Namespace) -> None:
         admin.expire_messages(o.topic, o.subscription, expire_time_seconds=o.time)
 
 
+def _compaction_status(admin: Any, o: argparse.Namespace) -> str:
+    """pulsar-admin's answer; ``-w`` waits while it runs; a failed compaction exits 1."""
+    status = admin.compaction_status(o.topic)
+    while o.wait_complete and status["status"] == "RUNNING":
+        time.sleep(1)  # pulsar-admin polls once a second too
+        status = admin.compaction_status(o.topic)
+    state = status["status"]
+    if state == "ERROR":
+        raise SystemExit(f"Error in compaction: {status['lastError']}")
+    return {"NOT_RUN": f"Compaction has not been run for {o.topic} since broker startup",
+            "RUNNING": "Compaction is currently running", "SUCCESS": "Compaction was a success"}.get(state, state)
+
+
 def _operation_verbs(verb: Callable[..., argparse.ArgumentParser],
                      sub_verb: Callable[..., argparse.ArgumentParser]) -> None:
     verb("terminate", lambda a, o: f"Topic successfully terminated at {_message_id_text(a.terminate_topic(o.topic))}",
          "Terminate a topic: no more messages, ever (its consumers see the end of the topic)", "topic")
     verb("unload", lambda a, o: a.unload_topic(o.topic), "Unload a topic now; its producers and consumers are "
          "disconnected", "topic")
+    verb("compact", lambda a, o: a.trigger_compaction(o.topic) or f"Topic compaction requested for {o.topic}",
+         "Compact a topic: keep the latest message of each key for compacted readers", "topic")
+    p = verb("compaction-status", _compaction_status, "The status of a topic's last compaction", "topic")
+    p.add_argument("-w", "--wait-complete", dest="wait_complete", action="store_true",
+                   help="wait while the compaction runs")
     verb("last-message-id", lambda a, o: _message_id_json(a.get_last_message_id(o.topic)),
          "The id of a topic partition's last message", "topic")
     verb("lookup", lambda a, o: a.lookup_topic(o.topic), "The service URL of the broker serving a topic", "topic")

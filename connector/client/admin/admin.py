@@ -139,6 +139,8 @@ class Admin:
     # operator calls (topics terminate|unload|examine-message|lookup|expire-messages, namespaces clear-backlog)
     terminate_topic = _part(OperationsAdmin.terminate_topic)
     unload_topic = _part(OperationsAdmin.unload_topic)
+    trigger_compaction = _part(OperationsAdmin.trigger_compaction)
+    compaction_status = _part(OperationsAdmin.compaction_status)
     get_last_message_id = _part(OperationsAdmin.get_last_message_id)
     examine_message = _part(OperationsAdmin.examine_message)
     lookup_topic = _part(OperationsAdmin.lookup_topic)

@@ -1,5 +1,5 @@
 """Operator calls of :class:`~connector.client.admin.Admin` on topics and namespaces (``pulsar-admin topics
-terminate|unload|examine-message|last-message-id|lookup|expire-messages``, ``namespaces
+terminate|unload|compact|compaction-status|examine-message|last-message-id|lookup|expire-messages``, ``namespaces
 clear-backlog|unsubscribe``)."""
 from __future__ import annotations
 
@@ -42,6 +42,18 @@ class OperationsAdmin:
         it is loaded again on its next use. Its producers' and consumers' sessions end with
         ``ServiceNotReady``, and they reconnect by themselves (as Pulsar's clients do): the topic loads again."""
         self._wire.unary("UnloadTopic", broker_pb2.TopicRequest(topic=topic_name(topic)))
+
+    def trigger_compaction(self, topic: str) -> None:
+        """Start compacting a topic (each partition of a partitioned one) in the background: the latest
+        message of each key is kept for readers with ``is_read_compacted``. ``CompactionAlreadyRunning``
+        while a compaction runs; :meth:`compaction_status` tells when it is done."""
+        self._wire.unary("Compact", broker_pb2.TopicRequest(topic=topic_name(topic)))
+
+    def compaction_status(self, topic: str) -> dict[str, str]:
+        """Pulsar's ``LongRunningProcessStatus`` of the topic's last compaction:
+        ``{"status": "NOT_RUN"|"RUNNING"|"SUCCESS"|"ERROR", "lastError": "..."}``."""
+        reply = self._wire.unary("CompactionStatus", broker_pb2.TopicRequest(topic=topic_name(topic)))
+        return {"status": reply.status, "lastError": reply.last_error}
 
     def get_last_message_id(self, topic: str) -> MessageId:
         """The id of the last stored message of a topic partition (``-1:-1`` when it has none)."""

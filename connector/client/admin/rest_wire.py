@@ -212,6 +212,14 @@ class RestWire:
         self._call("PUT", topic_path(request.topic, "unload"))
         return broker_pb2.Empty()
 
+    def _Compact(self, request: broker_pb2.TopicRequest) -> broker_pb2.Empty:
+        self._call("PUT", topic_path(request.topic, "compaction"), conflict=errors.CompactionAlreadyRunning)
+        return broker_pb2.Empty()
+
+    def _CompactionStatus(self, request: broker_pb2.TopicRequest) -> broker_pb2.CompactionStatusReply:
+        found = self._call("GET", topic_path(request.topic, "compaction")) or {}
+        return broker_pb2.CompactionStatusReply(status=found.get("status") or "", last_error=found.get("lastError") or "")
+
     def _LookupTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.LookupResult:
         t = TopicName.parse(request.topic)
         found = self._call("GET", path("lookup", "v2", "topic", t.domain, t.tenant, t.namespace, t.local_name))
