@@ -124,7 +124,8 @@ def internal_stats(topic: PersistentTopic) -> dict:
     """Pulsar's ``PersistentTopicInternalStats`` over this broker's storage: ``ledgers`` are the log's
     segments (``ledgerId`` = base offset, with ``firstOffset``/``lastOffset``), ``cursors`` the durable
     subscriptions (``markDeleteOffset``, ``individuallyDeletedMessages`` as Pulsar writes its ranges --
-    ``(a..b]`` = offsets a+1 through b acknowledged -- but over message offsets)."""
+    ``(a..b]`` = offsets a+1 through b acknowledged -- but over message offsets), ``compactedLedger`` the
+    compacted state."""
     segments = topic.segments()
     end = topic.confirmed_end_offset
     try:
@@ -147,7 +148,18 @@ def internal_stats(topic: PersistentTopic) -> dict:
                      "firstOffset": s["firstOffset"], "lastOffset": s["lastOffset"],
                      **({"damaged": s["damaged"]} if "damaged" in s else {})} for s in segments],
         "cursors": {name: _cursor_stats(sub, end) for name, sub in sorted(topic.subscriptions.items())},
+        "compactedLedger": _compacted_ledger(topic),
     }
+
+
+def _compacted_ledger(topic: PersistentTopic) -> dict:
+    """Pulsar's ``compactedLedger`` (all -1 when never compacted); ``ledgerId`` is the compaction horizon (raw
+    offsets below it are read compacted), also given as ``horizon``."""
+    ledger = topic.compacted
+    if ledger is None:
+        return {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False}
+    return {"ledgerId": ledger.horizon, "entries": len(ledger), "size": ledger.size_bytes, "offloaded": False,
+            "horizon": ledger.horizon}
 
 
 def _cursor_stats(sub: Subscription, end: int) -> dict:
