@@ -60,6 +60,16 @@ class CompactedView:
             return max(topic.start_offset, topic.confirmed_end_offset - 1)
         return ledger.last_offset if ledger.last_offset >= 0 else topic.confirmed_end_offset
 
+    def acknowledged_offset(self, mark_delete_offset: int) -> int:
+        """The message a client compares with the last message id for a mark-delete offset: past the view's
+        last message, that message (what lies between was compacted away). A reader started at latest has
+        the raw end's last offset as its mark-delete point; pulsar-client's ``has_message_available`` with
+        ``start_message_id_inclusive`` needs it not to be past the view's last message."""
+        ledger = self.topic.compacted
+        if ledger is None or self._has_raw_tail(ledger) or ledger.last_offset < 0:
+            return mark_delete_offset
+        return min(mark_delete_offset, ledger.last_offset)
+
     def last_message_id(self) -> Optional[MessageId]:
         """The id of the view's last message, None when it has none (every key deleted, no raw tail)."""
         topic, ledger = self.topic, self.topic.compacted

@@ -277,6 +277,8 @@ class ConsumerCommands:
                    else message_id(last.ledger_id, last.entry_id, session.partition, last.batch_index))
         position = None
         if mark_delete >= 0:
+            if session.session.read_compacted:
+                mark_delete = topic.acknowledged_offset(mark_delete)
             entry = topic.entry_containing(mark_delete)
             if entry is not None:
                 index = mark_delete - entry.offset if entry.num_messages > 1 else -1

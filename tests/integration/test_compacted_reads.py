@@ -1,0 +1,230 @@
+"""Compacted reads (Pulsar's readCompacted) on a broker process, after a compaction asked for through the
+admin: the official pulsar-client (binary protocol) and our client (gRPC) get the latest value per key below
+the compaction horizon, then every raw message after it; Shared/Key_Shared and non-persistent topics are
+refused; seek, has_message_available and get_last_message_id follow the compacted view."""
+from __future__ import annotations
+
+import uuid
+
+import grpc
+import pulsar
+import pytest
+
+from broker_core.protocol import broker_pb2, broker_pb2_grpc
+from broker_core.protocol import pulsar_commands_pb2 as cmd
+from connector import Client, InvalidConfiguration, MessageId, NotAllowedError, Timeout
+from connector.client.enums import ConsumerType, InitialPosition
+from tests.brokers import BrokerProcess
+from tests.pulsar_wire import RawPulsar
+from tests.waiting import wait_until
+
+T = cmd.BaseCommand
+QUIET = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+
+
+@pytest.fixture(scope="module")
+def broker_proc(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("compacted-reads-broker")).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def official(broker_proc):
+    client = pulsar.Client(broker_proc.service_url, operation_timeout_seconds=10, logger=QUIET)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def ours(broker_proc):
+    client = Client(broker_proc.service_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def topic():
+    return f"persistent://public/default/compacted-{uuid.uuid4().hex[:12]}"
+
+
+def compact(broker_proc: BrokerProcess, topic: str) -> None:
+    """Compact ``topic`` through the admin's Compact RPC and wait until the run succeeded."""
+    with grpc.insecure_channel(broker_proc.address) as channel:
+        stub = broker_pb2_grpc.PulsarLikeStub(channel)
+        stub.Compact(broker_pb2.TopicRequest(topic=topic), timeout=10)
+        status = wait_until(lambda: stub.CompactionStatus(broker_pb2.TopicRequest(topic=topic), timeout=10).status
+                            in ("SUCCESS", "ERROR") and stub.CompactionStatus(
+                                broker_pb2.TopicRequest(topic=topic), timeout=10))
+        assert status and status.status == "SUCCESS", status
+
+
+def publish(client: pulsar.Client, topic: str, messages: list[tuple[str, bytes]]) -> list[pulsar.MessageId]:
+    producer = client.create_producer(topic, batching_enabled=False)
+    ids = [producer.send(value, partition_key=key) for key, value in messages]
+    producer.close()
+    return ids
+
+
+HISTORY = [("a", b"a1"), ("b", b"b1"), ("a", b"a2"), ("c", b"c1"), ("b", b""), ("c", b"c2")]
+"""Compacted: a=a2 (2), c=c2 (5); b was deleted by a tombstone."""
+TAIL = [("a", b"a3"), ("a", b"a4")]
+"""Published after the compaction: read raw, both."""
+
+
+def read_all(read, timeout_ms: int = 500) -> list[tuple[str, bytes]]:
+    out = []
+    while True:
+        try:
+            msg = read(timeout_ms)
+        except (pulsar.Timeout, Timeout):
+            return out
+        out.append((msg.partition_key(), msg.data()))
+
+
+def compacted_topic(official: pulsar.Client, broker_proc: BrokerProcess, topic: str, tail=TAIL) -> None:
+    publish(official, topic, HISTORY)
+    compact(broker_proc, topic)
+    if tail:
+        publish(official, topic, tail)
+
+
+EXPECTED = [("a", b"a2"), ("c", b"c2"), ("a", b"a3"), ("a", b"a4")]
+
+
+def test_an_official_compacted_reader_gets_the_latest_value_per_key_then_the_raw_tail(official, broker_proc, topic):
+    compacted_topic(official, broker_proc, topic)
+    reader = official.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    assert read_all(reader.read_next) == EXPECTED
+    raw = official.create_reader(topic, pulsar.MessageId.earliest)
+    assert len(read_all(raw.read_next)) == len(HISTORY) + len(TAIL)  # the raw topic is unchanged
+
+
+def test_an_official_compacted_consumer_gets_the_latest_value_per_key_then_the_raw_tail(official, broker_proc,
+                                                                                         topic):
+    compacted_topic(official, broker_proc, topic)
+    consumer = official.subscribe(topic, "compacted-sub", consumer_type=pulsar.ConsumerType.Failover,
+                                  initial_position=pulsar.InitialPosition.Earliest, is_read_compacted=True)
+    got = []
+    for _ in range(len(EXPECTED)):
+        msg = consumer.receive(5000)
+        got.append((msg.partition_key(), msg.data()))
+        consumer.acknowledge(msg)
+    assert got == EXPECTED
+    with pytest.raises(pulsar.Timeout):
+        consumer.receive(300)
+
+
+def test_a_compacted_consumer_acknowledging_each_message_leaves_no_backlog(official, broker_proc, topic):
+    compacted_topic(official, broker_proc, topic)
+    consumer = official.subscribe(topic, "acked", initial_position=pulsar.InitialPosition.Earliest,
+                                  is_read_compacted=True)
+    for _ in EXPECTED:
+        consumer.acknowledge(consumer.receive(5000))
+    admin = Client(broker_proc.service_url)
+    try:
+        from connector import Admin
+        with Admin(broker_proc.service_url) as topics:
+            assert wait_until(lambda: topics.topic_stats(topic)["subscriptions"]["acked"]["msgBacklog"] == 0)
+    finally:
+        admin.close()
+
+
+@pytest.mark.parametrize("sub_type", [cmd.CommandSubscribe.Shared, cmd.CommandSubscribe.Key_Shared])
+def test_the_broker_refuses_compacted_reads_on_shared_subscription_types(broker_proc, topic, sub_type):
+    with RawPulsar(broker_proc.address) as raw:
+        raw.connect()
+        answer = raw.subscribe(topic, "s", subType=sub_type, read_compacted=True)
+    assert answer.type == T.ERROR
+    assert answer.error.error == cmd.NotAllowedError
+    assert "readCompacted only allowed on failover or exclusive subscriptions" in answer.error.message
+
+
+def test_the_official_client_refuses_compacted_shared_consumers_before_asking(official, topic):
+    with pytest.raises(pulsar.InvalidConfiguration):
+        official.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared, is_read_compacted=True)
+
+
+def test_a_compacted_reader_of_a_non_persistent_topic_is_refused(official):
+    with pytest.raises(pulsar.NotAllowedError):
+        official.create_reader(f"non-persistent://public/default/np-{uuid.uuid4().hex[:8]}",
+                               pulsar.MessageId.earliest, is_read_compacted=True)
+
+
+def test_the_last_message_id_of_a_view_whose_newest_messages_were_compacted_away(official, broker_proc, topic):
+    ids = publish(official, topic, [("a", b"a1"), ("b", b"b1"), ("b", b"")])
+    compact(broker_proc, topic)
+    reader = official.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    assert reader.has_message_available()
+    assert reader.read_next(5000).data() == b"a1"
+    assert not reader.has_message_available()  # b's tombstone (the raw last message) is not in the view
+    consumer = official.subscribe(topic, "last", is_read_compacted=True)
+    assert str(consumer.get_last_message_id()) == str(ids[0])
+    raw = official.subscribe(topic, "raw")
+    assert str(raw.get_last_message_id()) == str(ids[2])
+
+
+def test_has_message_available_sees_the_raw_tail_past_the_horizon(official, broker_proc, topic):
+    compacted_topic(official, broker_proc, topic, tail=[("b", b"")])
+    reader = official.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    got = []
+    while reader.has_message_available():
+        msg = reader.read_next(5000)
+        got.append((msg.partition_key(), msg.data()))
+    assert got == [("a", b"a2"), ("c", b"c2"), ("b", b"")]  # a tombstone past the horizon is read raw
+
+
+def test_seeks_of_a_compacted_reader_follow_the_compacted_view(official, broker_proc, topic):
+    compacted_topic(official, broker_proc, topic)
+    reader = official.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    first = reader.read_next(5000)
+    assert read_all(reader.read_next) == EXPECTED[1:]
+    reader.seek(pulsar.MessageId.earliest)
+    assert read_all(reader.read_next) == EXPECTED
+    reader.seek(first.publish_timestamp())  # a publish time: the first kept message at or after it
+    assert read_all(reader.read_next)[0] == EXPECTED[0]
+
+
+def test_a_compacted_reader_at_latest_inclusive_starts_at_the_last_message_of_the_view(official, broker_proc, topic):
+    publish(official, topic, [("a", b"a1"), ("b", b"b1"), ("b", b"")])
+    compact(broker_proc, topic)
+    reader = official.create_reader(topic, pulsar.MessageId.latest, is_read_compacted=True,
+                                    start_message_id_inclusive=True)
+    assert reader.has_message_available()  # pulsar-client seeks to the last message id here
+    assert reader.read_next(5000).data() == b"a1"
+    assert not reader.has_message_available()
+
+
+# ------------------------------------------------------------------ our client (gRPC)
+def test_our_compacted_reader_gets_the_latest_value_per_key_then_the_raw_tail(ours, official, broker_proc, topic):
+    compacted_topic(official, broker_proc, topic)
+    reader = ours.create_reader(topic, MessageId.earliest, is_read_compacted=True)
+    assert read_all(reader.read_next) == EXPECTED
+
+
+def test_our_compacted_consumer_gets_the_latest_value_per_key_then_the_raw_tail(ours, official, broker_proc,
+                                                                                topic):
+    compacted_topic(official, broker_proc, topic)
+    consumer = ours.subscribe(topic, "ours", initial_position=InitialPosition.Earliest, is_read_compacted=True)
+    assert read_all(consumer.receive) == EXPECTED
+
+
+@pytest.mark.parametrize("consumer_type", [ConsumerType.Shared, ConsumerType.KeyShared])
+def test_our_client_refuses_compacted_shared_consumers_as_pulsar_client(ours, topic, consumer_type):
+    with pytest.raises(InvalidConfiguration, match="exclusive or failover persistent"):
+        ours.subscribe(topic, "s", consumer_type=consumer_type, is_read_compacted=True)
+
+
+def test_our_compacted_reader_of_a_non_persistent_topic_is_refused_by_the_broker(ours):
+    with pytest.raises(NotAllowedError, match="persistent topics"):
+        reader = ours.create_reader(f"non-persistent://public/default/np-{uuid.uuid4().hex[:8]}",
+                                    MessageId.earliest, is_read_compacted=True)
+        reader.read_next(2000)
+
+
+def test_our_compacted_reader_knows_when_the_view_is_read(ours, official, broker_proc, topic):
+    publish(official, topic, [("a", b"a1"), ("b", b"b1"), ("b", b"")])
+    compact(broker_proc, topic)
+    reader = ours.create_reader(topic, MessageId.earliest, is_read_compacted=True)
+    assert reader.read_next(5000).data() == b"a1"
+    assert not reader.has_message_available()
