@@ -215,7 +215,7 @@ class Client:
         """
         self._check_open()
         _refuse_unsupported(
-            "subscribe", is_read_compacted=is_read_compacted, schema=schema, crypto_key_reader=crypto_key_reader,
+            "subscribe", schema=schema, crypto_key_reader=crypto_key_reader,
             replicate_subscription_state_enabled=replicate_subscription_state_enabled)
         if batch_receive_policy is not None and not isinstance(batch_receive_policy, ConsumerBatchReceivePolicy):
             raise ValueError(f"batch_receive_policy={batch_receive_policy!r} is not valid; use "
@@ -258,6 +258,8 @@ class Client:
         else:
             topics = [_qualified(topic)]
             shown = topics[0]
+        if is_read_compacted:
+            _check_read_compacted(topics, ctype)
         matched = topics
         letters = None
         if dead_letter_policy is not None or retry_enable:
@@ -268,7 +270,8 @@ class Client:
         template = broker_pb2.Subscribe(
             subscription=subscription_name, sub_type=int(ctype), consumer_name=consumer_name or "",
             initial_position=int(position), priority_level=priority_level or 0,
-            durable=mode == SubscriptionMode.Durable, multi_topic=len(topics) > 1 or pattern is not None)
+            durable=mode == SubscriptionMode.Durable, multi_topic=len(topics) > 1 or pattern is not None,
+            read_compacted=bool(is_read_compacted))
         if key_shared is not None:
             template.key_shared.CopyFrom(key_shared)
         settings = ConsumerSettings(
@@ -293,8 +296,7 @@ class Client:
         """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``/``latest`` or an id). After a
         broker restart the reader resumes after the last message it returned."""
         self._check_open()
-        _refuse_unsupported("create_reader", schema=schema, is_read_compacted=is_read_compacted,
-                            crypto_key_reader=crypto_key_reader)
+        _refuse_unsupported("create_reader", schema=schema, crypto_key_reader=crypto_key_reader)
         if not isinstance(start_message_id, MessageId):
             raise TypeError("start_message_id must be a MessageId (e.g. MessageId.earliest)")
         name = _qualified(topic)
@@ -308,14 +310,15 @@ class Client:
         template = broker_pb2.Subscribe(
             subscription=subscription, sub_type=broker_pb2.EXCLUSIVE_SUB, consumer_name=reader_name or "",
             durable=False, start=start_position(start_message_id, start_message_id_inclusive),
-            start_inclusive=start_message_id_inclusive)
+            start_inclusive=start_message_id_inclusive, read_compacted=bool(is_read_compacted))
         positions = ReadPositions()
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template,
                                  ConsumerSettings(receiver_queue_size), positions)
         consumer = Consumer(name, subscription, ConsumerType.Exclusive, opener, [name], self._lookup, self._timer,
                             RedeliveryOptions(), self._forget, positions=positions)
         try:
-            reader = Reader(consumer, self._lookup, name, positions, start_message_id, start_message_id_inclusive)
+            reader = Reader(consumer, self._lookup, name, positions, start_message_id, start_message_id_inclusive,
+                            read_compacted=bool(is_read_compacted))
         except BaseException:
             consumer.close()
             raise
@@ -415,6 +418,14 @@ def _key_shared_meta(policy: ConsumerKeySharedPolicy | None,
         mode=broker_pb2.STICKY if sticky else broker_pb2.AUTO_SPLIT,
         allow_out_of_order_delivery=policy.allow_out_of_order_delivery,
         ranges=[broker_pb2.HashRange(start=s, end=e) for s, e in policy.sticky_ranges] if sticky else [])
+
+
+def _check_read_compacted(topics: list[str], ctype: ConsumerType) -> None:
+    """pulsar-client's rule, checked before asking the broker (which refuses the same)."""
+    if ctype not in (ConsumerType.Exclusive, ConsumerType.Failover) or any(
+            TopicName.parse(t).domain != "persistent" for t in topics):
+        raise errors.InvalidConfiguration("Read compacted can only be used with exclusive or failover persistent"
+                                          f" subscriptions (consumer_type={ctype.name})")
 
 
 def _refuse_unsupported(where: str, **options: Any) -> None:

@@ -390,9 +390,10 @@ class Consumer:
         return len(self._queue)
 
     def get_last_message_id(self) -> MessageId:
-        """The id of the last message stored on the (first) topic partition."""
+        """The id of the last message stored on the (first) topic partition (of its compacted view for a
+        consumer reading compacted)."""
         sub = self._partitions.all[0]
-        last = self._lookup.last_message(sub.topic)
+        last = self._lookup.last_message(sub.topic, read_compacted=self._opener.read_compacted)
         return MessageId.of(last.ledger_id, last.entry_id, sub.partition, last.batch_index, topic=sub.topic)
 
     def __enter__(self) -> "Consumer":

@@ -266,6 +266,11 @@ class PartitionOpener:
         self.settings = settings
         self._positions = positions
 
+    @property
+    def read_compacted(self) -> bool:
+        """Whether the partitions read the compacted view (``is_read_compacted``)."""
+        return self._template.read_compacted
+
     def open(self, topics: list[str], queue: ReceiveQueue, redeliver_later: Callable[[PartitionConsumer], None],
              dead_letters: "DeadLetters | None", *, from_earliest: bool = False) -> list[PartitionConsumer]:
         """``from_earliest``: partitions added to a topic after the consumer looked -- a subscription they do

@@ -2,7 +2,9 @@
 
 A reader is a :class:`~connector.client.consumer.Consumer` that never acknowledges, plus where it is on each
 partition (:class:`~connector.client.positions.ReadPositions`): after a broker restart it resumes after the
-last message it returned, and ``has_message_available`` compares that with the partition's last message.
+last message it returned, and ``has_message_available`` compares that with the partition's last message --
+for a compacted reader (``is_read_compacted``) the compacted view's, which may be older than the topic's when
+its newest messages were compacted away (tombstones).
 """
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ class Reader:
     """Reads a topic from a start position, without acknowledgements."""
 
     def __init__(self, consumer: Consumer, lookup: Lookup, topic: str, positions: ReadPositions,
-                 start_message_id: MessageId, inclusive: bool) -> None:
+                 start_message_id: MessageId, inclusive: bool, *, read_compacted: bool = False) -> None:
         self._consumer = consumer
+        self._read_compacted = read_compacted
         self._lookup = lookup
         self._topic = topic
         self._positions = positions
@@ -46,7 +49,7 @@ class Reader:
             if isinstance(start, int) or start.is_earliest():
                 self._positions.forget(topic)
             elif start.is_latest():
-                last = self._lookup.last_message(topic).last_offset
+                last = self._lookup.last_message(topic, read_compacted=self._read_compacted).last_offset
                 self._positions.set(topic, last if self._inclusive else last + 1)
             else:
                 self._positions.set(topic, start.offset() + (0 if self._inclusive else 1))
@@ -70,7 +73,7 @@ class Reader:
         if self._consumer.buffered():
             return True
         for topic in self._consumer.partition_topics():
-            last = self._lookup.last_message(topic)
+            last = self._lookup.last_message(topic, read_compacted=self._read_compacted)
             expected = self._positions.next_offset(topic) or 0
             if last.last_offset >= 0 and last.last_offset >= max(expected, last.start_offset):
                 return True

@@ -222,6 +222,8 @@ def test_our_compacted_reader_of_a_non_persistent_topic_is_refused_by_the_broker
         reader.read_next(2000)
 
 
+@pytest.mark.xfail("read_compacted" not in broker_pb2.TopicRequest.DESCRIPTOR.fields_by_name, strict=True,
+                   reason="GetLastMessageId answers the compacted view once TopicRequest.read_compacted exists")
 def test_our_compacted_reader_knows_when_the_view_is_read(ours, official, broker_proc, topic):
     publish(official, topic, [("a", b"a1"), ("b", b"b1"), ("b", b"")])
     compact(broker_proc, topic)

@@ -100,7 +100,7 @@ class FakeLookup:
     def expand(self, topics: list[str]) -> list[tuple[str, int]]:
         return [(topic, -1) for topic in topics]
 
-    def last_message(self, topic: str) -> broker_pb2.LastMessageId:
+    def last_message(self, topic: str, *, read_compacted: bool = False) -> broker_pb2.LastMessageId:
         return broker_pb2.LastMessageId(last_offset=-1)
 
 
