@@ -14,7 +14,7 @@ from broker_core.clock import SYSTEM_CLOCK
 from broker_core.config import BrokerConfig
 from broker_core.core.producers import ProducerNames
 from broker_core.core.registry import TopicRegistry
-from broker_core.errors import TopicNotFound
+from broker_core.errors import InvalidMessage, TopicNotFound
 from broker_core.frontends.grpc import handlers, rpc_access
 from broker_core.frontends.grpc.admin_rpcs import AdminRpcs
 from broker_core.frontends.grpc.servicer import BrokerServicer
@@ -128,3 +128,11 @@ def test_an_unexpected_error_becomes_a_generic_error_with_an_id_and_no_server_de
     code, details, trailers = context.aborted
     assert "internal broker error" in details and "/srv" not in details
     assert "UnknownError" in trailers.values()
+
+
+def test_a_policy_value_nested_deeper_than_the_json_parser_goes_is_a_typed_refusal(servicer):
+    admin = next(c for c in servicer.components if isinstance(c, AdminRpcs))
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(InvalidMessage, match="nested too deeply"):
+        admin.SetPolicy(pb.PolicyRequest(scope=pb.PolicyScope(namespace="public/default"), key="messageTTL",
+                                         value_json=deep))

@@ -100,7 +100,9 @@ class AdminRpcs:
         try:
             value = json.loads(request.value_json) if request.value_json else None
         except ValueError:
-            raise InvalidMessage(f"policy {request.key}: value {request.value_json!r} is not JSON") from None
+            raise InvalidMessage(f"policy {request.key}: value {request.value_json[:200]!r} is not JSON") from None
+        except RecursionError:  # nested deeper than the parser goes: no policy is
+            raise InvalidMessage(f"policy {request.key}: value nested too deeply") from None
         self._registry.set_policy(scope, name, request.key, value)
         return pb.Empty()
 
