@@ -227,3 +227,18 @@ def test_a_namespace_may_allow_auto_creation_where_the_broker_does_not(tmp_path)
             client.create_producer("persistent://public/default/allowed").send(b"x")
         finally:
             client.close()
+
+
+def test_the_namespace_policies_answer_carries_the_quota_auto_creation_and_schema_strategy(http, ns):
+    base = f"/admin/v2/namespaces/{ns}"
+    policies = http.get(base).body
+    assert (policies["backlog_quota_map"], policies["autoTopicCreationOverride"],
+            policies["schema_compatibility_strategy"]) == ({}, None, "UNDEFINED")
+    http.post(f"{base}/backlogQuota", {"limitSize": 2048, "limitTime": -1, "policy": "producer_exception"})
+    http.post(f"{base}/autoTopicCreation", {"allowAutoTopicCreation": True, "topicType": "non-partitioned"})
+    http.put(f"{base}/schemaCompatibilityStrategy", "FULL")
+    policies = http.get(base).body
+    assert policies["backlog_quota_map"] == {"destination_storage": {
+        "limit": 2048, "limitSize": 2048, "limitTime": -1, "policy": "producer_exception"}}
+    assert policies["autoTopicCreationOverride"] == {"allowAutoTopicCreation": True, "topicType": "non-partitioned"}
+    assert policies["schema_compatibility_strategy"] == "FULL"

@@ -26,7 +26,9 @@ from typing import Any, Callable
 from aiohttp import web
 
 from broker_core.core import topic_admin, topic_lookup
-from broker_core.core.policies import NAMESPACE, RETENTION_SIZE, RETENTION_TIME
+from broker_core.core.backlog_quota import as_pulsar
+from broker_core.core.policies import (AUTO_TOPIC_CREATION, BACKLOG_QUOTA, NAMESPACE, RETENTION_SIZE, RETENTION_TIME,
+                                       SCHEMA_STRATEGY)
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import NAMESPACE as NS, TENANT, namespace_of, needs, tenant_of
 from broker_core.frontends.http.admin.answers import BadRequest, body, boolean, flag, integer, obj, ok
@@ -104,6 +106,11 @@ class NamespaceRoutes:
         }
         for key, _, field in POLICIES.values():
             policies[field] = stored.get(key)
+        # the policies with routes of their own (namespace_policy_routes), under Pulsar's Policies field names
+        policies["backlog_quota_map"] = {kind: as_pulsar(quota) for kind, quota in
+                                         (stored.get(BACKLOG_QUOTA) or {}).items()}
+        policies["autoTopicCreationOverride"] = stored.get(AUTO_TOPIC_CREATION)
+        policies["schema_compatibility_strategy"] = stored.get(SCHEMA_STRATEGY) or "UNDEFINED"
         return ok(policies)
 
     @needs(LOOKUP, NS)
