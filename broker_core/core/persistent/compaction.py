@@ -22,6 +22,7 @@ then the horizon: a SIGKILL leaves the previous state). :func:`compact` is pure 
 """
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -108,15 +109,16 @@ def _messages(entry: StoredEntry) -> Iterator[_Message]:
                    metadata if chunked else None)
 
 
-def _entries(previous: CompactedLedger | None, read_raw: ReadRaw, end: int,
-             stopping: Callable[[], bool]) -> Iterator[StoredEntry]:
-    """What Pulsar's ``__compaction`` reader reads: the previous ledger, then the raw log from its horizon."""
-    position = 0
+def _entries(previous: CompactedLedger | None, read_raw: ReadRaw, end: int, stopping: Callable[[], bool],
+             start: int = 0) -> Iterator[StoredEntry]:
+    """What Pulsar's ``__compaction`` reader reads: the previous ledger, then the raw log from its horizon
+    (from the entry holding ``start`` on)."""
+    position = start
     if previous is not None:
-        while batch := previous.read(position, READ_ENTRIES, READ_BYTES):
+        while position < previous.horizon and (batch := previous.read(position, READ_ENTRIES, READ_BYTES)):
             yield from batch
             position = batch[-1].end_offset
-        position = previous.horizon
+        position = max(position, previous.horizon)
     while position < end:
         if stopping():
             raise CompactionStopped("the topic closed during compaction; the previous compacted state stays")
@@ -141,6 +143,7 @@ class _Latest:
         self.producing: dict[str, str] = {}  # producer -> uuid of its chunked message being read
         self.read = 0
         self.read_bytes = 0
+        self.keyless = 0
 
     def add(self, message: _Message) -> None:
         if message.chunk is not None:
@@ -149,6 +152,8 @@ class _Latest:
         self.read += 1
         if message.key is not None:
             self._set(message.key, None if message.empty else message.offset)
+        else:
+            self.keyless += 1
 
     def _set(self, key: str, offset: int | None) -> None:
         old = self.latest.pop(key, None) if offset is None else self.latest.get(key)
@@ -179,6 +184,7 @@ class _Latest:
             del self.producing[meta.producer_name]
         self.read += 1
         if message.key is None:
+            self.keyless += 1
             if self.retain_null_key:
                 self.keyless_groups.append(offsets)
             return
@@ -266,11 +272,18 @@ def compact(folder: Path, previous: CompactedLedger | None, read_raw: ReadRaw, e
     if previous is not None and horizon < previous.horizon:
         horizon = previous.horizon
     chunks = state.kept_chunks()
+    # only the entries holding a kept message are decoded again (most hold none: phase two is mostly reading)
+    kept_offsets = sorted({*state.latest.values(), *chunks})
+    every_entry = state.retain_null_key and state.keyless > 0
     writer = LedgerWriter(folder)
     try:
-        for entry in _entries(previous, read_raw, horizon, stopping):
+        first = 0 if every_entry or not kept_offsets else kept_offsets[0]
+        for entry in _entries(previous, read_raw, horizon, stopping, first):
             if entry.offset >= horizon:
                 break
+            i = bisect.bisect_left(kept_offsets, entry.offset)
+            if not every_entry and (i == len(kept_offsets) or kept_offsets[i] >= entry.end_offset):
+                continue
             for kept in _kept_entries(entry, state, chunks, horizon):
                 writer.add(kept)
             if writer.entries > len(state.latest) // 2:  # half written (the test crash point)
