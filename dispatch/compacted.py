@@ -7,8 +7,13 @@ key, each carrying its original offset, so offsets have gaps -- and from the hor
     compacted view:                 2:k1=c                    4:k3=d | 5:k1=e  6:k2=f
 
 Offsets are the same in both views, so a cursor, an acknowledgment or a seek means the same message in
-either, and a later compaction may swap the ledger while a reader is mid-way: the reader's next read
-starts at its next offset in whatever ledger is current then. Every message it has not read yet of a key
+either. The offsets a read passes over below the horizon (compacted away: 0, 1 and 3 above) are reported to
+``on_skipped(start, end)``, and the subscription acknowledges them: a compacted reader never receives them,
+so they count in no backlog and do not hold its mark-delete point back (a consumer acknowledging each
+message it gets leaves nothing behind; a terminated topic's end is reached).
+
+A later compaction may swap the ledger while a reader is mid-way: the reader's next read starts at its
+next offset in whatever ledger is current then. Every message it has not read yet of a key
 still alive is there (the newer ledger keeps, for each key, the latest message below a horizon at least as
 high, and that message is at or after the reader's position unless the reader already had it) and nothing
 comes twice (offsets only grow).
@@ -42,9 +47,12 @@ class CompactedSource:
     """An :class:`~dispatch.source.EntrySource` over ``ledger()`` (the partition's current compacted ledger,
     None before its first compaction) and ``raw``, the partition's log (see the module's doc)."""
 
-    def __init__(self, raw: "EntrySource", ledger: Callable[[], Optional[CompactedLedger]]) -> None:
+    def __init__(self, raw: "EntrySource", ledger: Callable[[], Optional[CompactedLedger]],
+                 on_skipped: Optional[Callable[[int, int], None]] = None) -> None:
         self.raw = raw
         self._ledger = ledger
+        self.on_skipped = on_skipped
+        """Called with each ``[start, end)`` range of compacted-away offsets a read passed over."""
         self._first: tuple[object, int | None] = (None, None)
         """(ledger, offset of its first kept message): dispatch asks ``start_offset`` every round, and a
         kept message is a file read."""
@@ -84,11 +92,24 @@ class CompactedSource:
         end = self.raw.durable_end_offset if end_offset is None else end_offset
         ledger = self._ledger()  # once per read: a swap between two reads is seen whole
         if ledger is not None and start_offset < ledger.horizon:
-            kept = [e for e in ledger.read(start_offset, max_entries, max_bytes) if e.offset < end]
+            found = ledger.read(start_offset, max_entries, max_bytes)
+            if self.on_skipped is not None:
+                self._skipped(start_offset, found, ledger.horizon)
+            kept = [e for e in found if e.offset < end]
             if kept:
                 return kept
             start_offset = ledger.horizon  # nothing kept from here up to the horizon
         return self.raw.read(start_offset, max_entries, max_bytes, end)
+
+    def _skipped(self, start_offset: int, found: "list[StoredEntry]", horizon: int) -> None:
+        """Report the gaps before and between ``found`` (the one after the last is the next read's)."""
+        at = start_offset
+        for entry in found:
+            if entry.offset > at:
+                self.on_skipped(at, min(entry.offset, horizon))
+            at = max(at, entry.end_offset)
+        if not found and at < horizon:
+            self.on_skipped(at, horizon)
 
     def __repr__(self) -> str:
         ledger = self._ledger()

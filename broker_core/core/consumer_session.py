@@ -19,8 +19,7 @@ over ``TransportCnx``. What both need once lives here:
   subscriptions only (``NotAllowedError`` otherwise, as Pulsar's broker answers); the subscription reads
   a :class:`~dispatch.compacted.CompactedSource` and the session's :attr:`ConsumerSession.positions` is a
   :class:`~broker_core.core.compacted_view.CompactedView`, so start positions, seeks and the last message
-  id are the compacted view's. Acknowledging closes the gaps the compaction left after the mark-delete
-  point, so a compacted consumer acknowledging one message at a time leaves no backlog behind it;
+  id are the compacted view's;
 - seek in Pulsar's order: the subscription's consumers are closed first (when the front end's clients
   subscribe again after a seek), the cursor is reset, then the seek is answered; what the consumers held
   is forgotten with the reset, so replays carry redelivery count 0.
@@ -269,8 +268,6 @@ class ConsumerSession:
     def acknowledge(self, ranges: list[tuple[int, int]]) -> None:
         """Acknowledge the messages of each ``[start, end)`` offset range."""
         self.sub.acknowledge(self.consumer, ranges)
-        if self.read_compacted:
-            self._ack_compaction_gaps()
 
     def acknowledge_cumulative(self, offset: int) -> None:
         """Acknowledge every message up to ``offset``, wherever it falls (inside an entry too: a client's id
@@ -279,29 +276,6 @@ class ConsumerSession:
         if self.topic.persistent and offset <= sub.cursor.mark_delete_offset:
             return
         sub.acknowledge_cumulative(self.consumer, offset)
-        if self.read_compacted:
-            self._ack_compaction_gaps()
-
-    def _ack_compaction_gaps(self) -> None:
-        """Acknowledge the offsets the compacted view skips right after the mark-delete point (messages a
-        compacted reader never receives), so the mark-delete point moves on to the next kept message; one
-        step per gap closed."""
-        sub, ledger = self.sub, self.positions.ledger
-        if ledger is None or not self.topic.persistent:
-            return
-        cursor = sub.cursor
-        horizon = ledger.horizon
-        at = cursor.next_unacked(cursor.mark_delete_offset + 1)
-        closed = 0
-        while at < horizon:
-            kept = ledger.entry_at_or_after(at)
-            if kept is not None and kept.offset <= at:
-                break  # a kept message not acknowledged yet
-            gap_end = horizon if kept is None else min(kept.offset, horizon)
-            closed += cursor.ack(at, gap_end)
-            at = cursor.next_unacked(gap_end)
-        if closed and sub.on_cursor_changed is not None:
-            sub.on_cursor_changed()
 
     def redeliver(self, ranges: Optional[list[tuple[int, int]]] = None) -> None:
         """Send again what this consumer holds unacknowledged in ``ranges`` (None: all of it)."""

@@ -268,3 +268,27 @@ def test_our_compacted_reader_seeks_in_the_compacted_view(ours, official, broker
     assert read_all(reader.read_next) == EXPECTED
     reader.seek(MessageId.earliest)
     assert read_all(reader.read_next) == EXPECTED
+
+
+def test_our_compacted_reader_reaches_the_end_of_a_terminated_topic(ours, official, broker_proc, topic):
+    from connector import Admin
+
+    publish(official, topic, [("a", b"a1"), ("b", b"b1"), ("a", b"a2"), ("b", b"")])  # a tombstone last
+    compact(broker_proc, topic)
+    with Admin(broker_proc.service_url) as admin:
+        admin.terminate_topic(topic)
+    reader = ours.create_reader(topic, MessageId.earliest, is_read_compacted=True)
+    assert read_all(reader.read_next) == [("a", b"a2")]
+    assert wait_until(reader.has_reached_end_of_topic)  # the compacted-away 3 does not keep it waiting
+
+
+def test_a_compacted_consumer_restarted_mid_way_goes_on_after_what_it_acknowledged(official, broker_proc, topic):
+    compacted_topic(official, broker_proc, topic)
+    consumer = official.subscribe(topic, "resume", initial_position=pulsar.InitialPosition.Earliest,
+                                  is_read_compacted=True, receiver_queue_size=1)
+    consumer.acknowledge(consumer.receive(5000))
+    consumer.close()
+    publish(official, topic, [("c", b"c3")])
+    compact(broker_proc, topic)  # a new ledger: c's latest moved past the subscription's position
+    consumer = official.subscribe(topic, "resume", is_read_compacted=True)
+    assert read_all(consumer.receive) == [("a", b"a4"), ("c", b"c3")]

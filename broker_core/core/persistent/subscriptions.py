@@ -106,7 +106,7 @@ class TopicSubscriptions:
         if sub is None:
             sub = self._create(subscription, start_offset, durable, source)
         elif not sub.consumers:
-            sub.source = source
+            self._read_from(sub, source)
         try:
             sub.add_consumer(consumer, sub_type)
         except PulsarLikeError:
@@ -126,9 +126,19 @@ class TopicSubscriptions:
             self.activity.stamp(cursor)
             self._cursor_store.save(cursor)
         sub = self._new_subscription(cursor, durable)
-        sub.source = source
+        self._read_from(sub, source)
         (self.subscriptions if durable else self.readers)[name] = sub
         return sub
+
+    def _read_from(self, sub: Subscription, source: EntrySource) -> None:
+        sub.source = source
+        if isinstance(source, CompactedSource):
+            source.on_skipped = lambda start, end: self._compacted_away(sub, start, end)
+
+    def _compacted_away(self, sub: Subscription, start: int, end: int) -> None:
+        """Offsets a compacted read passed over: never delivered to this subscription, so acknowledged."""
+        if sub.cursor.ack(start, end) and sub.durable:
+            self.cursor_changed(sub.name)
 
     def consumer_left(self, sub: Subscription, consumer: Consumer, *, keep_reader: bool = False) -> None:
         sub.remove_consumer(consumer)
