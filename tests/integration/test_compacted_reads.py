@@ -121,13 +121,10 @@ def test_a_compacted_consumer_acknowledging_each_message_leaves_no_backlog(offic
                                   is_read_compacted=True)
     for _ in EXPECTED:
         consumer.acknowledge(consumer.receive(5000))
-    admin = Client(broker_proc.service_url)
-    try:
-        from connector import Admin
-        with Admin(broker_proc.service_url) as topics:
-            assert wait_until(lambda: topics.topic_stats(topic)["subscriptions"]["acked"]["msgBacklog"] == 0)
-    finally:
-        admin.close()
+    from connector import Admin
+
+    with Admin(broker_proc.service_url) as admin:
+        assert wait_until(lambda: admin.topic_stats(topic)["subscriptions"]["acked"]["msgBacklog"] == 0)
 
 
 @pytest.mark.parametrize("sub_type", [cmd.CommandSubscribe.Shared, cmd.CommandSubscribe.Key_Shared])
