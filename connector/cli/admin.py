@@ -196,6 +196,15 @@ def _policy_verbs(verb: Callable[..., argparse.ArgumentParser], level: str, arg:
         verb(f"get-{suffix}", shown("get_" + method), f"The {level}'s max {what} (null: not set)", arg)
         verb(f"remove-{suffix}", call("remove_" + method), f"Remove the {level}'s max {what}", arg)
 
+    p = verb("set-compaction-threshold", call("set_{level}_compaction_threshold", lambda o: o.threshold),
+             f"Compact the {level}'s topics once their backlog not yet compacted exceeds this size (0: never)", arg)
+    p.add_argument("-t", "--threshold", type=_typed(parse_size), required=True,
+                   help="bytes (10M, 16G, 3T; a bare number is bytes); 0: never")
+    verb("get-compaction-threshold", shown("get_{level}_compaction_threshold"),
+         f"The {level}'s compaction threshold in bytes (null: not set)", arg)
+    verb("remove-compaction-threshold", call("remove_{level}_compaction_threshold"),
+         f"Remove the {level}'s compaction threshold", arg)
+
 
 # ====================================================================================== topics
 def _reset_cursor(admin: Any, o: argparse.Namespace) -> None:

@@ -165,3 +165,27 @@ def test_retention_keeps_what_is_not_compacted_yet_as_pulsars_compaction_cursor_
         # ... but never what it has not compacted yet
         assert first <= horizon
         assert admin.topic_stats(topic)["lastOffset"] == 29
+
+
+@pytest.mark.parametrize("over", ["grpc", "rest"])
+def test_the_cli_compacts_sets_the_threshold_and_tells_the_status(capsys, broker, client, name, over):
+    from connector.cli.admin import main
+
+    url = ["--admin-url", broker.http if over == "rest" else broker.service_url]
+
+    def cli(*args: str) -> str:
+        assert main(["admin", *url, *args]) == 0
+        return capsys.readouterr().out.strip()
+
+    topic = f"persistent://public/default/{name}"
+    send_updates(client, topic)
+    assert cli("topics", "compaction-status", topic) == f"Compaction has not been run for {topic} since broker startup"
+    assert cli("topics", "compact", topic) == f"Topic compaction requested for {topic}"
+    assert cli("topics", "compaction-status", "-w", topic) == "Compaction was a success"
+    cli("topics", "set-compaction-threshold", topic, "-t", "10M")
+    assert cli("topics", "get-compaction-threshold", topic) == str(10 << 20)
+    cli("topics", "remove-compaction-threshold", topic)
+    assert cli("topics", "get-compaction-threshold", topic) == "null"
+    cli("namespaces", "set-compaction-threshold", "public/default", "-t", "0")
+    assert cli("namespaces", "get-compaction-threshold", "public/default") == "0"
+    cli("namespaces", "remove-compaction-threshold", "public/default")

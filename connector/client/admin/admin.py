@@ -187,6 +187,12 @@ class Admin:
     set_topic_max_consumers = _part(PoliciesAdmin.set_topic_max_consumers)
     get_topic_max_consumers = _part(PoliciesAdmin.get_topic_max_consumers)
     remove_topic_max_consumers = _part(PoliciesAdmin.remove_topic_max_consumers)
+    set_namespace_compaction_threshold = _part(PoliciesAdmin.set_namespace_compaction_threshold)
+    get_namespace_compaction_threshold = _part(PoliciesAdmin.get_namespace_compaction_threshold)
+    remove_namespace_compaction_threshold = _part(PoliciesAdmin.remove_namespace_compaction_threshold)
+    set_topic_compaction_threshold = _part(PoliciesAdmin.set_topic_compaction_threshold)
+    get_topic_compaction_threshold = _part(PoliciesAdmin.get_topic_compaction_threshold)
+    remove_topic_compaction_threshold = _part(PoliciesAdmin.remove_topic_compaction_threshold)
     namespace_policies = _part(PoliciesAdmin.namespace_policies)
     topic_policies = _part(PoliciesAdmin.topic_policies)
 

@@ -1,5 +1,5 @@
 """Namespace and topic policies of :class:`~connector.client.admin.Admin`: deduplication, retention,
-message TTL, max producers / consumers per topic (``pulsar-admin namespaces|topics set-...``). Each
+message TTL, max producers / consumers per topic, compaction threshold (``pulsar-admin namespaces|topics set-...``). Each
 ``get_*`` returns what is set at that level only (None when nothing is); the broker validates values and
 refuses bad ones with ``InvalidConfiguration`` naming the field."""
 from __future__ import annotations
@@ -14,6 +14,7 @@ from connector.client.admin.wire import UnaryWire, topic_name, whole
 DEDUPLICATION, RETENTION, TTL = "deduplicationEnabled", "retention", "messageTTLInSeconds"
 MAX_PRODUCERS, MAX_CONSUMERS = "maxProducersPerTopic", "maxConsumersPerTopic"
 SUBSCRIPTION_EXPIRATION = "subscriptionExpirationTimeMinutes"
+COMPACTION_THRESHOLD = "compactionThreshold"
 
 
 def _ns(namespace: str) -> broker_pb2.PolicyScope:
@@ -153,6 +154,27 @@ class PoliciesAdmin:
 
     def remove_topic_max_consumers(self, topic: str) -> None:
         self._put(_topic(topic), MAX_CONSUMERS, None)
+
+    def set_namespace_compaction_threshold(self, namespace: str, threshold_bytes: int) -> None:
+        """Compact each topic of the namespace once its backlog not yet compacted exceeds this many bytes
+        (checked every ``brokerServiceCompactionMonitorIntervalInSeconds``; 0: never)."""
+        self._put(_ns(namespace), COMPACTION_THRESHOLD, whole("threshold_bytes", threshold_bytes))
+
+    def get_namespace_compaction_threshold(self, namespace: str) -> int | None:
+        return self.namespace_policies(namespace).get(COMPACTION_THRESHOLD)
+
+    def remove_namespace_compaction_threshold(self, namespace: str) -> None:
+        self._put(_ns(namespace), COMPACTION_THRESHOLD, None)
+
+    def set_topic_compaction_threshold(self, topic: str, threshold_bytes: int) -> None:
+        """The topic's own threshold (each partition of a partitioned topic); replaces the namespace's."""
+        self._put(_topic(topic), COMPACTION_THRESHOLD, whole("threshold_bytes", threshold_bytes))
+
+    def get_topic_compaction_threshold(self, topic: str) -> int | None:
+        return self.topic_policies(topic).get(COMPACTION_THRESHOLD)
+
+    def remove_topic_compaction_threshold(self, topic: str) -> None:
+        self._put(_topic(topic), COMPACTION_THRESHOLD, None)
 
     # --- all of them ---------------------------------------------------------------------------------
     def namespace_policies(self, namespace: str) -> dict[str, Any]:

@@ -39,10 +39,11 @@ NAMESPACE_POLICIES = {"retention": ("retention", "retention_policies"),
                       "subscriptionExpirationTimeMinutes": ("subscriptionExpirationTime",
                                                             "subscription_expiration_time_minutes"),
                       "maxProducersPerTopic": ("maxProducersPerTopic", "max_producers_per_topic"),
-                      "maxConsumersPerTopic": ("maxConsumersPerTopic", "max_consumers_per_topic")}
+                      "maxConsumersPerTopic": ("maxConsumersPerTopic", "max_consumers_per_topic"),
+                      "compactionThreshold": ("compactionThreshold", "compaction_threshold")}
 TOPIC_POLICIES = {"retention": "retention", "messageTTLInSeconds": "messageTTL",
                   "deduplicationEnabled": "deduplicationEnabled", "maxProducersPerTopic": "maxProducers",
-                  "maxConsumersPerTopic": "maxConsumers"}
+                  "maxConsumersPerTopic": "maxConsumers", "compactionThreshold": "compactionThreshold"}
 
 
 def topic_path(topic: str, *rest: str) -> str:
