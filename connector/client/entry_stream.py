@@ -28,14 +28,15 @@ __all__ = ["PartitionStream", "PermitWindow", "StreamEvents", "open_entry_stream
 
 def open_entry_stream(connection: Connection, timer: TimerThread, topic: str, partition: int, start_offset: int,
                       permits: int, events: StreamEvents, resume: Callable[[], int | None] | None = None,
-                      subscription: str | None = None) -> PartitionStream:
+                      subscription: str | None = None, read_compacted: bool = False) -> PartitionStream:
     """A reader stream on ``topic`` (the partition's full name, e.g. ``persistent://t/ns/x-partition-1``;
     ``partition`` its index, -1 for a non-partitioned topic) from ``start_offset``, with at most ``permits``
     messages in flight. Not opened yet: call ``open()`` (it raises what the broker refuses, e.g.
     ``TopicNotFound``), and ``close()`` when done. ``subscription`` names the reader (a fresh name by
-    default)."""
+    default). ``read_compacted``: the partition's compacted view below its compaction horizon (Pulsar's
+    ``readCompacted``: offsets have gaps there), raw messages from it."""
     subscribe = broker_pb2.Subscribe(
         topic=topic, subscription=subscription or f"reader-{uuid.uuid4().hex[:12]}",
         sub_type=broker_pb2.EXCLUSIVE_SUB, durable=False, start=broker_pb2.Position(offset=start_offset),
-        start_inclusive=True, partition_index=partition)
+        start_inclusive=True, partition_index=partition, read_compacted=read_compacted)
     return PartitionStream(connection, timer, subscribe, permits, events, resume)

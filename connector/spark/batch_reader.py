@@ -8,6 +8,9 @@ a retention policy keeps only its active segment once segments roll (Pulsar's se
 may be gone; ``failOnDataLoss`` decides whether that fails the read (false: the read starts at the first
 stored message, the gap logged once).
 
+With ``readCompacted`` the read is a snapshot of each partition's compacted view: the latest value per key,
+one Spark partition per topic partition (:mod:`connector.spark.compacted`).
+
 A topic named by ``topic``/``topics`` that does not exist fails the read with ``TopicNotFound`` (an empty
 result would hide a misspelt name); a ``topicsPattern`` that matches nothing reads nothing.
 """
@@ -21,6 +24,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from broker_core import errors
 
+from connector.spark.compacted import compaction_stamp
 from connector.spark.source_admin import Bounds, SourceAdmin
 from connector.spark.offsets import Offsets, TopicPartition
 from connector.spark.options import SourceOptions
@@ -34,6 +38,7 @@ log = logging.getLogger(__name__)
 class PulsarLikeBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
+        self._stamps: dict[TopicPartition, int] = {}
 
     def plan(self) -> tuple[Offsets, Offsets]:
         """(start, end) per topic partition."""
@@ -52,6 +57,8 @@ class PulsarLikeBatchReader(DataSourceReader):
                 start = {tp: calls.subscription_position(tp, opts.subscription_name) for tp in bounds}
             elif opts.starting == "offsets":
                 start = resolve_user_offsets("startingOffsets", opts.starting_offsets_map(), bounds, True)
+            elif opts.read_compacted:
+                start = {tp: 0 for tp in bounds}  # kept messages may be older than the raw log's start
             else:
                 start = {tp: b.start for tp, b in bounds.items()}
             if opts.ending == "time":
@@ -67,7 +74,10 @@ class PulsarLikeBatchReader(DataSourceReader):
                     raise OffsetOutOfRange(
                         f"{tp.topic} partition {tp.partition}: startingOffsets {start[tp]} is after endingOffsets "
                         f"{end[tp]}; make the start <= the end")
-            for tp, first, stored in lost_ranges(start, bounds):
+            if opts.read_compacted:
+                # The snapshot's ranges, and each partition's last compaction to tell a changed view by.
+                self._stamps = {tp: compaction_stamp(calls.stats(tp)) for tp in bounds}
+            for tp, first, stored in ([] if opts.read_compacted else lost_ranges(start, bounds)):
                 last = min(stored, end[tp]) - 1
                 if first > last:
                     continue
@@ -80,12 +90,17 @@ class PulsarLikeBatchReader(DataSourceReader):
                             "(failOnDataLoss=false)", tp.topic, tp.partition, first, last, message)
         finally:
             calls.close()
-        if not opts.fail_on_data_loss:
+        if not opts.fail_on_data_loss and not opts.read_compacted:
             start = {tp: min(offset, end[tp]) for tp, offset in skip_lost(start, bounds).items()}
         return start, end
 
     def partitions(self) -> Sequence[InputPartition]:
         start, end = self.plan()
+        if self.options.read_compacted:
+            # One range per partition: the snapshot reduces all of a partition's rows (connector.spark.compacted).
+            return [RangePartition(tp.topic, tp.partition, start[tp], end[tp], compacted=True, snapshot=True,
+                                   compaction_stamp=self._stamps.get(tp, 0))
+                    for tp in sorted(end) if tp in start and end[tp] > start[tp]]
         return plan_ranges(start, end, self.options.max_messages_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -30,7 +30,7 @@ DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 
 COMMON = ("service.url", "topic", "topics", "topicsPattern", "startingOffsets", "startingTime",
-          "failOnDataLoss", "subscriptionName", "pollTimeoutMs", "maxMessagesPerPartition")
+          "failOnDataLoss", "subscriptionName", "pollTimeoutMs", "maxMessagesPerPartition", "readCompacted")
 STREAM_ONLY = ("maxMessagesPerTrigger", "minMessagesPerTrigger", "maxTriggerDelay", "maxBytesPerTrigger")
 BATCH_ONLY = ("endingOffsets", "endingTime")
 SOURCE_OPTIONS = COMMON + STREAM_ONLY + BATCH_ONLY
@@ -104,6 +104,9 @@ class SourceOptions:
     """Option ``subscriptionName``; empty when not given (a stream then creates one per query)."""
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
     max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
+    read_compacted: bool = False
+    """Option ``readCompacted``: read each partition's compacted view (Pulsar's compacted reader). A batch read
+    is then a snapshot: the latest value per key (see :mod:`connector.spark.compacted`)."""
     security: ClientSecurity = ClientSecurity()
     """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
 
@@ -154,6 +157,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         max_trigger_delay_ms=_duration_ms(given, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS),
         max_bytes_per_trigger=_positive_int(given, "maxBytesPerTrigger"),
         fail_on_data_loss=_bool(given, "failOnDataLoss", True),
+        read_compacted=_bool(given, "readCompacted", False),
         subscription_name=_subscription_name(given, starting),
         poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
         max_messages_per_partition=(_positive_int(given, "maxMessagesPerPartition")

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import logging
 import queue
+import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
@@ -44,7 +45,9 @@ from connector.client.connection import Connection
 from connector.client.entry_stream import PermitWindow, open_entry_stream
 from connector.client.timer import TimerThread
 from connector.spark.arrow_batches import BatchBuilder
+from connector.client.lookup import Lookup
 from connector.spark.auth_options import ClientSecurity
+from connector.spark.compacted import compacted_since, latest_per_key
 from connector.spark.source_admin import SourceConnectError
 from connector.spark.offsets import TopicPartition
 from connector.spark.planning import why_lost
@@ -75,6 +78,12 @@ class RangePartition(InputPartition):
     end: int
     subscription: str = ""
     """The stream's durable subscription (empty for a batch read), to explain a data loss."""
+    compacted: bool = False
+    """Read the partition's compacted view (option ``readCompacted``; :mod:`connector.spark.compacted`)."""
+    snapshot: bool = False
+    """Reduce the rows to the latest value per key (a batch read with ``readCompacted``)."""
+    compaction_stamp: int = 0
+    """The partition's last compaction when the snapshot was planned (``lastCompactionSucceedTimestamp``)."""
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -82,9 +91,10 @@ class RangePartition(InputPartition):
 
 
 def split_range(tp: TopicPartition, start: int, end: int, max_messages: int, subscription: str = "",
-                ) -> list[RangePartition]:
-    """``[start, end)`` as consecutive Spark partitions of at most ``max_messages`` messages each."""
-    return [RangePartition(tp.topic, tp.partition, lo, min(lo + max_messages, end), subscription)
+                compacted: bool = False) -> list[RangePartition]:
+    """``[start, end)`` as consecutive Spark partitions of at most ``max_messages`` offsets each (a compacted
+    view's offsets have gaps: a range is the same offsets, whatever it holds)."""
+    return [RangePartition(tp.topic, tp.partition, lo, min(lo + max_messages, end), subscription, compacted)
             for lo in range(start, end, max_messages)]
 
 
@@ -105,6 +115,8 @@ class RangeReader:
         self.lost = 0
         """Messages of the range found deleted and skipped (failOnDataLoss=false)."""
         self._admin: Admin | None = None
+        self._compacted = part.compacted
+        """Reading the compacted view (False for a snapshot whose view changed since planning: raw)."""
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         part = self.part
@@ -115,7 +127,10 @@ class RangeReader:
         try:
             start, end = self._plan(admin)
             if start < end:
-                yield from self._read(connection, start, end)
+                rows = self._read(connection, start, end)
+                if part.snapshot:
+                    rows = latest_per_key(rows, self.rows_per_batch)
+                yield from rows
         except errors.ConnectError as exc:
             # Not a timeout: the broker refused or dropped the connection (or never answered the connect).
             raise SourceConnectError(
@@ -139,6 +154,20 @@ class RangeReader:
                       "deleted and re-created?)")
             self._lose(max(part.start, stored_end), part.end, reason)
         start = part.start
+        if part.snapshot and compacted_since(part.compaction_stamp, self._stats()):
+            # The view may now lack keys updated after the snapshot's end: the raw messages give the same
+            # snapshot as planned, or the read fails (never a different snapshot).
+            log.info("event=snapshot_reads_raw topic=%s reason=compacted_since_planning", self.tp)
+            self._compacted = False
+            if first_stored > start:
+                raise DataLossError(
+                    f"{self.tp.topic} partition {self.tp.partition} was compacted again after this snapshot "
+                    f"(readCompacted) was planned, and retention deleted its raw messages {start}.."
+                    f"{first_stored - 1} that would give the planned snapshot; run the read again",
+                    topic=self.tp.topic, partition=self.tp.partition, start=start, end=first_stored)
+        if self._compacted:
+            # Below the raw log's first stored offset the compacted view holds the kept messages.
+            return start, min(part.end, stored_end)
         if first_stored > start:
             self._lose(start, min(first_stored, part.end), f"retention deleted them (the first stored offset is "
                                                            f"{first_stored})", deleted=True)
@@ -167,6 +196,10 @@ class RangeReader:
                 pass  # the explanation is a courtesy; the loss is reported either way
         return why_lost(stats, self.part.subscription or None)
 
+    def _stats(self) -> dict[str, Any] | None:
+        assert self._admin is not None
+        return self._admin.topic_stats(self.tp.internal_name)
+
     # --- 2-4. the reader subscription -----------------------------------------------------------------
     def _read(self, connection: Connection, start: int, end: int) -> Iterator[pa.RecordBatch]:
         tp = self.tp
@@ -179,12 +212,16 @@ class RangeReader:
         stream = open_entry_stream(connection, timer, tp.internal_name, tp.partition, start,
                                    min(PERMITS_WINDOW, end - start + 1), deliveries,
                                    resume=lambda: _resume_offset(self._position, chunks),
-                                   subscription=f"spark-range-{uuid.uuid4().hex[:12]}")
+                                   subscription=f"spark-range-{uuid.uuid4().hex[:12]}",
+                                   read_compacted=self._compacted)
+        view_end = _ViewEnd(Lookup(connection), tp.internal_name, end) if self._compacted else None
         try:
             stream.open()
-            while self._position < end or len(chunks):
+            while self._position < (end if view_end is None else view_end.end) or len(chunks):
                 try:
-                    delivered, window = self._next(deliveries, end)
+                    delivered, window = self._next(deliveries, end, view_end)
+                except _ViewDone:
+                    break
                 except RangeReadTimeout:
                     if self._position < end:
                         raise
@@ -203,9 +240,13 @@ class RangeReader:
             stream.close()
             timer.stop()
 
-    def _next(self, deliveries: "_Deliveries", end: int) -> tuple[Sequence[Any], PermitWindow]:
+    def _next(self, deliveries: "_Deliveries", end: int,
+              view_end: "_ViewEnd | None" = None) -> tuple[Sequence[Any], PermitWindow]:
         try:
-            item = deliveries.get(self.poll_timeout_s)
+            if view_end is None:
+                item = deliveries.get(self.poll_timeout_s)
+            else:
+                item = view_end.wait(deliveries, self.poll_timeout_s, lambda: self._position)
         except queue.Empty:
             raise RangeReadTimeout(
                 f"no message from {self.tp} within pollTimeoutMs={self.poll_timeout_ms} while reading "
@@ -222,7 +263,7 @@ class RangeReader:
         count = max(1, entry.num_messages)
         if first + count <= position and not len(chunks):
             return position  # wholly before the wanted offset (a batch we started inside, re-sent)
-        if first > position and position < end:
+        if first > position and position < end and not self._compacted:  # the compacted view has gaps
             self._lose(position, min(first, end), "retention deleted them while the range was read", deleted=True)
         try:
             metadata, payload, _ = entries.open_entry(entry.data)
@@ -301,6 +342,42 @@ class _Deliveries:
 
     def on_end_of_topic(self) -> None:
         pass
+
+
+class _ViewDone(Exception):
+    """The compacted view holds nothing more of the range."""
+
+
+class _ViewEnd:
+    """Where a compacted read of ``[start, end)`` ends: past the view's last message, when that comes before
+    ``end`` (the messages after it were compacted away: tombstones). Asked again whenever the stream is quiet,
+    since a compaction run may remove the message the read waits for."""
+
+    QUIET_S = 0.5
+
+    def __init__(self, lookup: Lookup, topic: str, end: int) -> None:
+        self._lookup = lookup
+        self._topic = topic
+        self._range_end = end
+        self.end = self._ask()
+
+    def _ask(self) -> int:
+        last = self._lookup.last_message(self._topic, read_compacted=True).last_offset
+        return min(self._range_end, last + 1)
+
+    def wait(self, deliveries: "_Deliveries", timeout_s: float, position: Callable[[], int]) -> Any:
+        """The next delivery; ``_ViewDone`` once the view has nothing at or after ``position()`` in the range,
+        ``queue.Empty`` after ``timeout_s`` without either."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return deliveries.get(min(self.QUIET_S, max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                self.end = self._ask()
+                if position() >= self.end:
+                    raise _ViewDone() from None
+                if time.monotonic() >= deadline:
+                    raise
 
 
 def _resume_offset(position: int, chunks: entries.ChunkedRange) -> int:

@@ -87,7 +87,7 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         opts = self.options
         bounds = self._calls.bounds(self._calls.discover(opts.spec))
         if opts.starting == "earliest":
-            start = {tp: b.start for tp, b in bounds.items()}
+            start = {tp: self._first(b) for tp, b in bounds.items()}
         elif opts.starting == "latest":
             start = {tp: b.end for tp, b in bounds.items()}
         elif opts.starting == "subscription":
@@ -156,13 +156,13 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         latest = {tp: begin[tp] for tp in begin}  # a partition gone: stays where it was
         latest.update({tp: b.end for tp, b in bounds.items()})
         self._latest = latest
-        readable = begin if opts.fail_on_data_loss else skip_lost(begin, bounds)
+        readable = begin if opts.fail_on_data_loss or opts.read_compacted else skip_lost(begin, bounds)
         cap = latest if self._target is None else {
             tp: min(end, self._target.get(tp, begin.get(tp, end))) for tp, end in latest.items()}
         ceiling = {tp: max(readable[tp], cap[tp]) for tp in begin}
         end = self._admit(readable, ceiling, limit, bounds)
         # New partitions are recorded at their first stored offset first; the next batch reads them.
-        fresh = {tp: bounds[tp].start for tp in sorted(bounds) if tp not in begin}
+        fresh = {tp: self._first(bounds[tp]) for tp in sorted(bounds) if tp not in begin}
         if fresh:
             self._acknowledge(fresh)
             end.update(fresh)
@@ -190,7 +190,14 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def reportLatestOffset(self) -> dict | None:
         return self._encode(self._latest) if self._latest else None
 
+    def _first(self, bounds: Bounds) -> int:
+        """Where a partition is read from at earliest: its first stored offset, or 0 for a compacted read (the
+        compacted view keeps messages older than the raw log's start)."""
+        return 0 if self.options.read_compacted else bounds.start
+
     def _check_loss(self, begin: Offsets, bounds: dict[TopicPartition, Bounds]) -> None:
+        if self.options.read_compacted:
+            return  # below the raw log's start the compacted view holds the kept messages
         for tp, first, stored in lost_ranges(begin, bounds):
             message = (f"messages {first}..{stored - 1} of {tp.topic} partition {tp.partition} were deleted "
                        "by retention before the query read them")
@@ -234,7 +241,7 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         begin = self._decode(start)
         readable = {tp: max(offset, self._readable_from.get(tp, offset)) for tp, offset in begin.items()}
         return plan_ranges(readable, self._decode(end), self.options.max_messages_per_partition,
-                           self._subscription or "")
+                           self._subscription or "", compacted=self.options.read_compacted)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RangePartition):
@@ -252,10 +259,10 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
 
 def plan_ranges(start: Offsets, end: Offsets, max_per_partition: int, subscription: str = "",
-                ) -> list[RangePartition]:
+                compacted: bool = False) -> list[RangePartition]:
     """Spark partitions for ``start -> end``; partitions only in ``end`` (just discovered) read nothing."""
     ranges: list[RangePartition] = []
     for tp in sorted(end):
         if tp in start and end[tp] > start[tp]:
-            ranges.extend(split_range(tp, start[tp], end[tp], max_per_partition, subscription))
+            ranges.extend(split_range(tp, start[tp], end[tp], max_per_partition, subscription, compacted))
     return ranges
