@@ -152,7 +152,8 @@ def test_pulsars_compaction_metrics_are_exported_for_a_compacted_topic(admin, br
 
 
 def test_retention_keeps_what_is_not_compacted_yet_as_pulsars_compaction_cursor_does(broker_process, tmp_path):
-    process = broker_process("--set", "managedLedgerMaxEntriesPerLedger=5", "--set", "retentionCheckIntervalInSeconds=1")
+    process = broker_process("--set", "managedLedgerMaxEntriesPerLedger=5",
+                             "--set", "retentionCheckIntervalInSeconds=1")
     topic = "persistent://public/default/held"
     with Client(process.service_url) as client, Admin(process.service_url) as admin:
         send_updates(client, topic, keys=5, rounds=2)  # offsets 0..9: two full segments

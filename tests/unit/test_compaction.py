@@ -23,8 +23,8 @@ class Topic:
 
     def _meta(self, **fields) -> pulsar_api_pb2.MessageMetadata:
         self.sequence += 1
-        return pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=self.sequence, publish_time=1000 + self.sequence,
-                                              **fields)
+        return pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=self.sequence,
+                                              publish_time=1000 + self.sequence, **fields)
 
     def send(self, key: str | None, value: bytes, **fields) -> int:
         meta = self._meta(**fields) if key is None else self._meta(partition_key=key, **fields)

@@ -161,7 +161,7 @@ class TopicCompaction:
         error = future.exception() if not future.cancelled() else asyncio.CancelledError()
         if error is None:
             result: CompactionResult = future.result()
-            old, self.compacted = self.compacted, result.ledger
+            self.compacted = result.ledger  # the previous one stays readable by whoever still holds it
             record.ledger = result.ledger
             record.read_bytes += result.read_bytes
             record.written_bytes += result.ledger.size_bytes
@@ -172,7 +172,6 @@ class TopicCompaction:
             log.info("event=compaction_done topic=%s horizon=%d read=%d kept=%d removed=%d duration_ms=%d",
                      self.topic, result.ledger.horizon, result.read, result.kept, result.removed,
                      record.last_duration_ms)
-            del old  # its file stays readable by whoever still holds it
         else:
             self.status, self.last_error = ERROR, describe(error)
             record.last_failed_ms = now
