@@ -63,8 +63,10 @@ class CompactedSource:
 
     @property
     def start_offset(self) -> int:
-        """The first offset of the view: the first kept message, else the horizon or the raw log's start.
-        Retention trims the raw log only: kept messages older than its start stay readable."""
+        """Where reading starts: the raw log's start, or the first kept message when retention trimmed the
+        raw log past it (kept messages stay readable). Not the view's first message (that is
+        :class:`~broker_core.core.compacted_view.CompactedView`'s): a read from the raw start passes over
+        what was compacted away before the first kept message, and reports it."""
         raw_start = self.raw.start_offset
         ledger = self._ledger()
         if ledger is None:
@@ -74,7 +76,7 @@ class CompactedSource:
             entry = ledger.entry_at_or_after(0)
             first = entry.offset if entry is not None and entry.offset < ledger.horizon else None
             self._first = (ledger, first)
-        return first if first is not None else max(raw_start, ledger.horizon)
+        return min(raw_start, first if first is not None else ledger.horizon)
 
     @property
     def end_offset(self) -> int:
