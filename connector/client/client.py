@@ -340,13 +340,8 @@ class Client:
             raise ValueError(f"subscription_name={subscription_name!r} is not valid; use a non-empty str or None")
         if TopicName.parse(_qualified(topic)).domain != "persistent":
             raise errors.NotAllowedError(f"a table view reads a compacted topic; {topic} is non-persistent")
-        try:
-            reader = self.create_reader(topic, MessageId.earliest, reader_name=subscription_name,
-                                        is_read_compacted=True)
-        except errors.InvalidConfiguration:
-            # A client without compacted readers (issue 21 lands them): the raw topic from the earliest
-            # message gives the same table, only read slower.
-            reader = self.create_reader(topic, MessageId.earliest, reader_name=subscription_name)
+        reader = self.create_reader(topic, MessageId.earliest, reader_name=subscription_name,
+                                    is_read_compacted=True)
         view = TableView(reader, _qualified(topic), subscription_name,
                          catch_up_timeout_ms=int(self._connection.operation_timeout_s * 1000))
         try:
