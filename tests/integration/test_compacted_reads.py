@@ -137,6 +137,17 @@ def test_the_broker_refuses_compacted_reads_on_shared_subscription_types(broker_
     assert "readCompacted only allowed on failover or exclusive subscriptions" in answer.error.message
 
 
+@pytest.mark.parametrize("sub_type", [broker_pb2.SHARED_SUB, broker_pb2.KEY_SHARED_SUB])
+def test_the_grpc_front_end_refuses_compacted_reads_on_shared_subscription_types(broker_proc, topic, sub_type):
+    with grpc.insecure_channel(broker_proc.address) as channel:
+        replies = list(broker_pb2_grpc.PulsarLikeStub(channel).Consume(iter([broker_pb2.ConsumeRequest(
+            subscribe=broker_pb2.Subscribe(topic=topic, subscription="s", sub_type=sub_type, read_compacted=True,
+                                           durable=True))]), timeout=10))
+    assert [r.WhichOneof("response") for r in replies] == ["error"]
+    assert replies[0].error.code == "NotAllowedError"
+    assert "readCompacted only allowed on failover or exclusive subscriptions" in replies[0].error.message
+
+
 def test_the_official_client_refuses_compacted_shared_consumers_before_asking(official, topic):
     with pytest.raises(pulsar.InvalidConfiguration):
         official.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared, is_read_compacted=True)
