@@ -206,3 +206,15 @@ def test_memory_grows_with_keys_not_messages(topic):
         tracemalloc.stop()
     assert result.kept == 50 and result.read == 20000
     assert peak_many_rounds < 2 * peak_few_rounds  # 10x the messages, same keys: about the same memory
+
+
+def test_a_batch_the_broker_cannot_read_counts_as_one_message_of_its_key_kept_whole(topic):
+    meta = topic._meta(num_messages_in_batch=3, partition_key="e")  # e.g. encrypted: its payload is opaque
+    sealed = topic.log.append(codec.encode_entry(meta, b"\xff" * 40), 3, meta.publish_time).offset
+    topic.send("a", b"a1")
+    ledger = topic.compact().ledger
+    whole = ledger.entry_at_or_after(0)
+    assert (whole.offset, whole.num_messages) == (sealed, 3) and ledger.last_offset == sealed + 3
+    topic.send("e", b"newer")
+    assert ledger.horizon == sealed + 4
+    assert [e.offset for e in topic.compact(ledger).ledger.read(0, 10, 1 << 20)] == [sealed + 3, sealed + 4]

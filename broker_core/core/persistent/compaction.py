@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker_core.errors import AlreadyClosed, PulsarLikeError
+from broker_core.errors import AlreadyClosed, InvalidMessage, PulsarLikeError
 from broker_core.protocol import codec, pulsar_api_pb2
 from broker_core.protocol.entry import payload_of
 from broker_core.storage.compacted import FOLDER, CompactedLedger, LedgerWriter, crash_point, load
@@ -94,12 +94,22 @@ def _key(metadata) -> str | None:
     return metadata.partition_key
 
 
+def _split(metadata: pulsar_api_pb2.MessageMetadata, payload: memoryview):
+    """A batch's (metadata, payloads), or None when the broker cannot read it (an encrypted batch): Pulsar's
+    compactor then treats the batch as one message, of the entry's key, kept whole or not at all."""
+    try:
+        return codec.split_batch(payload_of(metadata, payload), metadata.num_messages_in_batch)
+    except InvalidMessage:
+        return None
+
+
 def _messages(entry: StoredEntry) -> Iterator[_Message]:
     _, metadata, payload = _decode(entry)
     if metadata.HasField("marker_type"):  # broker markers (transactions, replication) are never compacted
         return
-    if _is_batch(metadata):
-        metas, _ = codec.split_batch(payload_of(metadata, payload), metadata.num_messages_in_batch)
+    split = _split(metadata, payload) if _is_batch(metadata) else None
+    if split is not None:
+        metas, _ = split
         for i, single in enumerate(metas):
             if not single.compacted_out:
                 yield _Message(entry.offset + i, _key(single), single.payload_size == 0 or single.null_value)
@@ -239,7 +249,8 @@ def _kept_entries(entry: StoredEntry, state: _Latest, chunks: set[int], horizon:
     broker_time, metadata, payload = _decode(entry)
     if metadata.HasField("marker_type"):
         return
-    if not _is_batch(metadata):
+    split = _split(metadata, payload) if _is_batch(metadata) else None
+    if split is None:
         if metadata.HasField("chunk_id") and metadata.num_chunks_from_msg > 1:
             if entry.offset in chunks:
                 yield entry
@@ -248,7 +259,7 @@ def _kept_entries(entry: StoredEntry, state: _Latest, chunks: set[int], horizon:
         if (state.latest.get(key) == entry.offset) if key is not None else state.retain_null_key:
             yield entry
         return
-    metas, payloads = codec.split_batch(payload_of(metadata, payload), metadata.num_messages_in_batch)
+    metas, payloads = split
     for i, single in enumerate(metas):
         offset = entry.offset + i
         if offset >= horizon or single.compacted_out:
