@@ -372,10 +372,12 @@ class ConsumeResponse(_message.Message):
     def __init__(self, subscribed: _Optional[_Union[Subscribed, _Mapping]] = ..., deliveries: _Optional[_Union[Deliveries, _Mapping]] = ..., active_change: _Optional[_Union[ActiveConsumerChange, _Mapping]] = ..., seek_done: _Optional[_Union[SeekDone, _Mapping]] = ..., unsubscribed: _Optional[_Union[UnsubscribeDone, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., warning: _Optional[_Union[Error, _Mapping]] = ..., end_of_topic: _Optional[_Union[ReachedEndOfTopic, _Mapping]] = ...) -> None: ...
 
 class TopicRequest(_message.Message):
-    __slots__ = ("topic",)
+    __slots__ = ("topic", "read_compacted")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
+    READ_COMPACTED_FIELD_NUMBER: _ClassVar[int]
     topic: str
-    def __init__(self, topic: _Optional[str] = ...) -> None: ...
+    read_compacted: bool
+    def __init__(self, topic: _Optional[str] = ..., read_compacted: _Optional[bool] = ...) -> None: ...
 
 class CreatePartitionedTopicRequest(_message.Message):
     __slots__ = ("topic", "partitions")

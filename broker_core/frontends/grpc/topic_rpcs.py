@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from broker_core.core import compaction_admin, topic_admin, topic_lookup
+from broker_core.core.compacted_view import CompactedView
 from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.core.registry import TopicRegistry
 from broker_core.protocol import broker_pb2 as pb
@@ -29,12 +30,14 @@ def position_offset(topic: PersistentTopic, position: pb.Position) -> int:
     return topic.confirmed_end_offset
 
 
-def last_message_id(topic: PersistentTopic) -> pb.LastMessageId:
+def last_message_id(topic: PersistentTopic | CompactedView) -> pb.LastMessageId:
+    """The last message id of a topic, or of its compacted view (whose last message may be older than the
+    raw end: the last offset is the message's own)."""
     last = topic.last_message_id()
     if last is None:
         return pb.LastMessageId(last_offset=-1, start_offset=topic.start_offset)
     return pb.LastMessageId(ledger_id=last.ledger_id, entry_id=last.entry_id, batch_index=last.batch_index,
-                            last_offset=topic.confirmed_end_offset - 1, start_offset=topic.start_offset)
+                            last_offset=last.entry_id + max(last.batch_index, 0), start_offset=topic.start_offset)
 
 
 class TopicRpcs:
@@ -79,7 +82,10 @@ class TopicRpcs:
         return pb.JsonResponse(json=json.dumps(self._registry.internal_stats(TopicName.parse(request.topic))))
 
     def GetLastMessageId(self, request: pb.TopicRequest) -> pb.LastMessageId:
-        return last_message_id(self._registry.get(TopicName.parse(request.topic), create=False))
+        """``read_compacted``: the last message of the compacted view (a compacted reader's), as Pulsar answers
+        a consumer reading compacted."""
+        topic = self._registry.get(TopicName.parse(request.topic), create=False)
+        return last_message_id(CompactedView(topic) if request.read_compacted and topic.persistent else topic)
 
     def OffsetForTimestamp(self, request: pb.TimestampRequest) -> pb.SubscriptionPosition:
         topic = self._registry.get(TopicName.parse(request.topic), create=False)
