@@ -49,8 +49,10 @@ class CompactedLedger:
     Each kept message is one entry carrying its original offset, so offsets have gaps.
     """
 
-    def __init__(self, path: Path | None, horizon: int, offsets: array, positions: array, size: int) -> None:
+    def __init__(self, path: Path | None, horizon: int, offsets: array, positions: array, size: int,
+                 last_end: int = 0) -> None:
         self.path = path
+        self._last_end = last_end  # end offset of the last entry (an unreadable batch is kept as one entry)
         self.horizon = horizon
         self._offsets = offsets
         self._positions = positions
@@ -69,7 +71,7 @@ class CompactedLedger:
     @property
     def last_offset(self) -> int:
         """Offset of the last kept message, -1 when empty."""
-        return self._offsets[-1] if self._offsets else -1
+        return self._last_end - 1 if self._offsets else -1
 
     def read(self, start_offset: int, max_entries: int, max_bytes: int) -> list[StoredEntry]:
         """Compacted entries whose offset is >= ``start_offset``, in offset order: at most ``max_entries``,
@@ -118,12 +120,14 @@ class LedgerWriter:
         self._offsets = array("q")
         self._positions = array("q")
         self._size = 0
+        self._last_end = 0
 
     def add(self, entry: StoredEntry) -> None:
         if self._offsets and entry.offset <= self._offsets[-1]:
             raise ValueError(f"compacted entries go in offset order: {entry.offset} after {self._offsets[-1]}")
         self._offsets.append(entry.offset)
         self._positions.append(self._size)
+        self._last_end = entry.end_offset
         head = RECORD.pack(entry.offset, entry.publish_time, entry.ledger_id, entry.num_messages, len(entry.data),
                            google_crc32c.value(entry.data))
         self._file.write(head)
@@ -148,7 +152,7 @@ class LedgerWriter:
             {"horizon": horizon, "file": path.name, "entries": len(self._offsets), "bytes": self._size}).encode())
         if previous and previous != path.name:
             (self.folder / previous).unlink(missing_ok=True)  # open readers keep reading it until they let go
-        return CompactedLedger(path, horizon, self._offsets, self._positions, self._size)
+        return CompactedLedger(path, horizon, self._offsets, self._positions, self._size, self._last_end)
 
     def abort(self) -> None:
         if not self._file.closed:
@@ -184,16 +188,17 @@ def load(folder: Path) -> CompactedLedger | None:
         return None
     path = folder / name
     try:
-        offsets, positions = _scan(path, size)
+        offsets, positions, last_end = _scan(path, size)
     except (OSError, CorruptLog) as exc:
         log.error("event=compacted_ledger_unreadable folder=%s error=%r", folder, exc)
         return None
-    return CompactedLedger(path, horizon, offsets, positions, size)
+    return CompactedLedger(path, horizon, offsets, positions, size, last_end)
 
 
-def _scan(path: Path, size: int) -> tuple[array, array]:
+def _scan(path: Path, size: int) -> tuple[array, array, int]:
     """The offsets and record positions of a ledger file (headers only; entries are checked when read)."""
     offsets, positions = array("q"), array("q")
+    last_end = 0
     with open(path, "rb", buffering=1 << 20) as f:  # relative seeks within the buffer make no system call
         actual = os.fstat(f.fileno()).st_size
         if actual != size:
@@ -203,14 +208,15 @@ def _scan(path: Path, size: int) -> tuple[array, array]:
             head = f.read(RECORD.size)
             if len(head) != RECORD.size:
                 raise CorruptLog(f"{path.name}: torn record at byte {position}")
-            offset, _, _, _, length, _ = RECORD.unpack(head)
+            offset, _, _, count, length, _ = RECORD.unpack(head)
+            last_end = offset + count
             offsets.append(offset)
             positions.append(position)
             position += RECORD.size + length
             f.seek(length, os.SEEK_CUR)
         if position != size:
             raise CorruptLog(f"{path.name}: records overrun the file")
-    return offsets, positions
+    return offsets, positions, last_end
 
 
 _CRASH_AT = os.environ.get("PULSARLIKE_CRASH_AT_COMPACTION") or ""

@@ -215,6 +215,19 @@ def test_a_batch_the_broker_cannot_read_counts_as_one_message_of_its_key_kept_wh
     ledger = topic.compact().ledger
     whole = ledger.entry_at_or_after(0)
     assert (whole.offset, whole.num_messages) == (sealed, 3) and ledger.last_offset == sealed + 3
+    assert load(topic.folder / FOLDER).last_offset == sealed + 3
     topic.send("e", b"newer")
     assert ledger.horizon == sealed + 4
-    assert [e.offset for e in topic.compact(ledger).ledger.read(0, 10, 1 << 20)] == [sealed + 3, sealed + 4]
+    second = topic.compact(ledger).ledger
+    assert [e.offset for e in second.read(0, 10, 1 << 20)] == [sealed + 3, sealed + 4]
+    topic.send("x", b"")  # a tombstone for a key never seen
+    topic.send("a", b"")
+    topic.send("e", b"")
+    assert topic.compact(second).ledger.last_offset == -1
+
+
+def test_the_last_offset_of_a_kept_batch_the_broker_cannot_read_is_its_last_message(topic):
+    meta = topic._meta(num_messages_in_batch=3, partition_key="e")
+    sealed = topic.log.append(codec.encode_entry(meta, b"\xff" * 40), 3, meta.publish_time).offset
+    assert topic.compact().ledger.last_offset == sealed + 2
+    assert load(topic.folder / FOLDER).last_offset == sealed + 2
