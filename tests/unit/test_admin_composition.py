@@ -126,8 +126,9 @@ class RecordingWire:
 
 
 def test_admin_keeps_every_public_method_it_had_before():
+    # methods are added as the API grows (REST schemas, clusters, compaction); none of these may go away
     public = {name for name in dir(Admin) if not name.startswith("_") and name != "on_connection"}
-    assert public == set(API_BEFORE)
+    assert set(API_BEFORE) <= public, f"gone: {sorted(set(API_BEFORE) - public)}"
 
 
 @pytest.mark.parametrize("name", sorted(API_BEFORE))
