@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -68,16 +69,31 @@ def test_our_table_view_follows_new_messages_and_tells_its_listeners(ours, topic
     view.close()
 
 
-def test_our_table_view_reads_every_partition_of_a_partitioned_topic(ours, broker_proc, topic):
+@pytest.mark.parametrize("which", ["ours", "official"])
+def test_a_table_view_reads_every_partition_of_a_compacted_partitioned_topic(which, ours, broker_proc, topic):
     with Admin(broker_proc.service_url) as admin:
         admin.create_partitioned_topic(topic, 3)
-    _publish(ours, topic, [(f"k{i % 20}", f"v{i}".encode()) for i in range(100)])
-    view = ours.create_table_view(topic)
-    assert len(view) == 20
-    assert {k: view.get(k) for k in ("k0", "k19")} == {"k0": b"v80", "k19": b"v99"}
-    _publish(ours, topic, [(f"k{i}", b"") for i in range(10)])
-    assert wait_until(lambda: len(view) == 10), len(view)
-    view.close()
+        _publish(ours, topic, [(f"k{i % 20}", f"v{i}".encode()) for i in range(100)])
+        _compact(admin, topic)
+    _publish(ours, topic, [("k0", b"v100")])  # after the horizon
+    client = _client(which, broker_proc)
+    try:
+        view = client.create_table_view(topic)
+        assert len(view) == 20
+        assert {k: view.get(k) for k in ("k0", "k1", "k19")} == {"k0": b"v100", "k1": b"v81", "k19": b"v99"}
+        _publish(ours, topic, [(f"k{i}", b"") for i in range(10)])
+        assert wait_until(lambda: len(view) == 10), len(view)
+        view.close()
+    finally:
+        client.close()
+
+
+def _client(which: str, broker_proc: BrokerProcess) -> Any:
+    if which == "ours":
+        return Client(broker_proc.service_url, operation_timeout_seconds=10)
+    pulsar = pytest.importorskip("pulsar")
+    return pulsar.Client(broker_proc.service_url, operation_timeout_seconds=10,
+                         logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
 
 
 def _compact(admin: Admin, topic: str) -> None:
@@ -95,12 +111,7 @@ def test_a_table_view_of_a_compacted_topic_ending_in_a_tombstone_is_created_at_o
     with Admin(broker_proc.service_url) as admin:
         _compact(admin, topic)
     _publish(ours, topic, [("e", b"e1"), ("e", b"")])  # and a raw tail ending in a tombstone too
-    if which == "ours":
-        client = Client(broker_proc.service_url, operation_timeout_seconds=10)
-    else:
-        pulsar = pytest.importorskip("pulsar")
-        client = pulsar.Client(broker_proc.service_url, operation_timeout_seconds=10,
-                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    client = _client(which, broker_proc)
     try:
         started = time.monotonic()
         view = client.create_table_view(topic)

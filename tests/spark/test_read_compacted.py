@@ -104,6 +104,20 @@ def test_a_stream_reads_the_compacted_view_then_every_new_message(spark, source,
     assert [r["__offset"] for r in rows] == [2, 6, 7, 8, 9]
 
 
+def test_the_snapshot_reduction_keeps_each_keys_last_message_unless_it_is_a_tombstone():
+    import pyarrow as pa
+
+    from connector.spark.compacted import latest_per_key
+    from connector.spark.schema import ARROW_SCHEMA
+
+    rows = [("a", b"1"), (None, b"x"), ("b", b"1"), ("a", b"2"), ("b", None), ("c", b"1"), ("c", b"")]
+    batch = pa.RecordBatch.from_pylist(
+        [{"__key": k, "value": v, "__offset": i} for i, (k, v) in enumerate(rows)], schema=ARROW_SCHEMA)
+    (out,) = latest_per_key([batch.slice(0, 3), batch.slice(3)], rows_per_batch=100)
+    assert out.to_pydict()["__key"] == ["a"] and out.to_pydict()["__offset"] == [3]
+    assert list(latest_per_key([], rows_per_batch=100)) == []
+
+
 def test_read_compacted_must_be_true_or_false(broker):
     with pytest.raises(ValueError, match="readCompacted"):
         parse_source_options({"service.url": broker.service_url, "topic": "t", "readCompacted": "yes"},
