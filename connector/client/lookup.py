@@ -11,11 +11,6 @@ from broker_core.types import TopicName
 from connector.client.connection import Connection
 
 
-_COMPACTED_LAST = "read_compacted" in broker_pb2.TopicRequest.DESCRIPTOR.fields_by_name
-"""Whether GetLastMessageId can ask for a compacted view's last message (TopicRequest.read_compacted is being
-added to broker.proto; until then a compacted reader compares with the raw last message)."""
-
-
 class Lookup:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
@@ -44,9 +39,7 @@ class Lookup:
     def last_message(self, topic: str, *, read_compacted: bool = False) -> broker_pb2.LastMessageId:
         """The last stored message and the first stored offset of a topic partition (``read_compacted``: of
         its compacted view, as a compacted reader receives them)."""
-        request = broker_pb2.TopicRequest(topic=topic)
-        if read_compacted and _COMPACTED_LAST:
-            request.read_compacted = True
+        request = broker_pb2.TopicRequest(topic=topic, read_compacted=read_compacted)
         return self._connection.unary("GetLastMessageId", request, retry=True)
 
     def ensure_subscription(self, topic: str, subscription: str) -> None:

@@ -230,8 +230,6 @@ def test_our_compacted_reader_of_a_non_persistent_topic_is_refused_by_the_broker
         reader.read_next(2000)
 
 
-@pytest.mark.xfail("read_compacted" not in broker_pb2.TopicRequest.DESCRIPTOR.fields_by_name, strict=True,
-                   reason="GetLastMessageId answers the compacted view once TopicRequest.read_compacted exists")
 def test_our_compacted_reader_knows_when_the_view_is_read(ours, official, broker_proc, topic):
     publish(official, topic, [("a", b"a1"), ("b", b"b1"), ("b", b"")])
     compact(broker_proc, topic)
@@ -300,3 +298,11 @@ def test_a_compacted_consumer_restarted_mid_way_goes_on_after_what_it_acknowledg
     compact(broker_proc, topic)  # a new ledger: c's latest moved past the subscription's position
     consumer = official.subscribe(topic, "resume", is_read_compacted=True)
     assert read_all(consumer.receive) == [("a", b"a4"), ("c", b"c3")]
+
+
+def test_our_compacted_consumers_last_message_id_is_the_compacted_views(ours, official, broker_proc, topic):
+    publish(official, topic, [("a", b"a1"), ("b", b"b1"), ("b", b"")])
+    compact(broker_proc, topic)
+    compacted = ours.subscribe(topic, "last", is_read_compacted=True)
+    assert compacted.get_last_message_id().offset() == 0
+    assert ours.subscribe(topic, "raw").get_last_message_id().offset() == 2
