@@ -56,6 +56,15 @@ def test_a_snapshot_after_compaction_and_with_messages_after_the_horizon(source,
     assert table == {"c": "c2", "d": "d2", "e": "e1"}
 
 
+def test_a_snapshot_of_a_compacted_topic_ending_in_tombstones_ends_without_waiting(source, client, admin, topic):
+    """The compacted view ends before the topic (its last messages were compacted away): the read must not
+    wait for offsets that will never be delivered (it would fail at pollTimeoutMs)."""
+    publish(client, topic, HISTORY + [("d", None), ("c", None)])
+    compact(admin, topic)
+    table, _ = snapshot(source, topic, pollTimeoutMs=10_000)
+    assert table == {"a": "a2"}
+
+
 def test_a_snapshot_of_a_partitioned_topic_covers_every_partition(source, client, admin, topic):
     admin.create_partitioned_topic(topic, 3)
     publish(client, topic, [(f"k{i % 30}", f"v{i}") for i in range(150)])
