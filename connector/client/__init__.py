@@ -1,11 +1,12 @@
 """pulsarlike's Python client; the names mirror ``pulsar-client``."""
 from broker_core.errors import (
-    AlreadyClosed, AuthenticationError, AuthorizationError, BrokerPersistenceError, ChecksumError, ConnectError,
-    ConsumerAssignError, ConsumerBusy,
+    AlreadyClosed, AuthenticationError, AuthorizationError, BrokerPersistenceError, ChecksumError,
+    CompactionAlreadyRunning, ConnectError, ConsumerAssignError, ConsumerBusy,
     CorruptLog, CumulativeAcknowledgementNotAllowedError, DataDirLocked, IncompatibleSchema, InvalidConfiguration,
     InvalidMessage, InvalidSchema, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
     NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, PersistenceError, ProducerBusy,
-    ProducerFenced, ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound,
+    ProducerBlockedQuotaExceededError, ProducerBlockedQuotaExceededException, ProducerFenced,
+    ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound,
     TenantAlreadyExists, TenantNotEmpty, TenantNotFound, Timeout, TooManyRequests, TopicAlreadyExists,
     TopicNotFound, TopicTerminated, UnknownError, UnsafePath)
 
@@ -35,11 +36,11 @@ __all__ = [
     "SubscriptionMode",
     "PulsarException", "AlreadyClosed", "AuthenticationError", "AuthorizationError", "BrokerPersistenceError",
     "PersistenceError", "ChecksumError",
-    "ConnectError", "ConsumerAssignError",
+    "CompactionAlreadyRunning", "ConnectError", "ConsumerAssignError",
     "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "DataDirLocked", "IncompatibleSchema", "InvalidSchema",
     "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",
     "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",
-    "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",
+    "ProducerBlockedQuotaExceededError", "ProducerBlockedQuotaExceededException", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",
     "SubscriptionNotFound", "TenantAlreadyExists", "TenantNotEmpty", "TenantNotFound", "Timeout",
     "TooManyRequests", "TopicAlreadyExists", "TopicNotFound", "TopicTerminated", "UnknownError", "UnsafePath",
 ]

@@ -12,7 +12,8 @@ from broker_core.errors import (
     AlreadyClosed, AuthenticationError, AuthorizationError, BrokerPersistenceError, ChecksumError, ConnectError,
     ConsumerAssignError, ConsumerBusy,
     CumulativeAcknowledgementNotAllowedError, IncompatibleSchema, InvalidConfiguration, InvalidMessage,
-    InvalidTopicName, MessageTooBig, NotAllowedError, NotConnected, ProducerBusy, ProducerFenced,
+    InvalidTopicName, MessageTooBig, NotAllowedError, NotConnected, ProducerBlockedQuotaExceededError,
+    ProducerBlockedQuotaExceededException, ProducerBusy, ProducerFenced,
     ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound, Timeout, TooManyRequests,
     TopicNotFound, TopicTerminated, UnknownError)
 
@@ -54,14 +55,6 @@ class InvalidUrl(_NeverRaised):
 
 
 class OperationNotSupported(_NeverRaised):
-    pass
-
-
-class ProducerBlockedQuotaExceededError(_NeverRaised):
-    pass
-
-
-class ProducerBlockedQuotaExceededException(_NeverRaised):
     pass
 
 
