@@ -35,6 +35,12 @@ class InvalidConfiguration(PulsarLikeError):
     """A wrong option or configuration value."""
 
 
+class NotSupported(InvalidConfiguration):
+    """A pulsar-client feature (an option, a class, a method) that pulsarlike does not have: refused by name
+    instead of being ignored. A subclass of :class:`InvalidConfiguration`, which the client raised for these
+    before the name existed."""
+
+
 class InvalidTopicName(PulsarLikeError):
     """A topic name that does not parse; ``reason`` says why."""
 
