@@ -69,6 +69,11 @@ class PartitionConsumer:
         self._queue = queue
         self._dead_letters = dead_letters
         self.max_received_offset = -1
+        self._resume = resume
+        self.start_floor = subscribe.start.offset if subscribe.start.WhichOneof("position") == "offset" else -1
+        """The first offset the application may get: the broker delivers whole entries, so a start (or seek)
+        inside a batch gets the batch's earlier messages too, which are dropped here (pulsar-client does the
+        same with the batch index of its start id)."""
         self._chunks = ChunkAssembly(
             self.topic, timer, settings.max_pending_chunked_message,
             settings.auto_ack_oldest_chunked_message_on_queue_full,
@@ -96,6 +101,9 @@ class PartitionConsumer:
 
     def on_reconnected(self) -> None:
         self._chunks.clear()
+        resumed = self._resume() if self._resume is not None else None
+        if resumed is not None:  # resubscribed at it: the messages before it in its batch were handed out
+            self.start_floor = resumed
 
     def on_failed(self, error: errors.PulsarLikeError) -> None:
         self._queue.wake()
@@ -132,6 +140,9 @@ class PartitionConsumer:
             if last > self.max_received_offset:
                 self.max_received_offset = last
             kept = entry_codec.kept_indexes(entry.ack_set, num)
+            floor = self.start_floor - entry.entry_id
+            if floor > 0:  # the start is inside this batch: its members before it are not delivered
+                kept = [i for i in (range(num) if kept is None else kept) if i >= floor]
             if kept is None:
                 out.extend(map(Message, payloads, metas, itertools.repeat(info, num), range(num)))
             else:
@@ -226,6 +237,8 @@ class PartitionConsumer:
 
     # --- seek and lifecycle -------------------------------------------------------------------------------
     def start_seek(self, target: MessageId | int) -> None:
+        specific = isinstance(target, MessageId) and not (target.is_earliest() or target.is_latest())
+        self.start_floor = target.offset() if specific else -1
         self.stream.start_seek(target)
         self._chunks.clear()  # buffered chunks are from before the seek
 
