@@ -13,6 +13,7 @@ COPY dispatch/ dispatch/
 COPY connector/ connector/
 COPY jobs/ jobs/
 COPY pyspark_pulsarlike/ pyspark_pulsarlike/
+COPY pulsarlike/ pulsarlike/
 COPY docker/gen_keys.py docker/gen_keys.py
 RUN pip install --no-cache-dir . \
     && groupadd --system --gid 10001 pulsarlike \

@@ -20,6 +20,7 @@ COPY dispatch/ dispatch/
 COPY connector/ connector/
 COPY jobs/ jobs/
 COPY pyspark_pulsarlike/ pyspark_pulsarlike/
+COPY pulsarlike/ pulsarlike/
 # the project itself with its spark extra: setup.cfg bounds the versions (hadolint reads ".[spark]" as a name)
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir ".[spark]" \

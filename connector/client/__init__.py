@@ -4,7 +4,7 @@ from broker_core.errors import (
     CompactionAlreadyRunning, ConnectError, ConsumerAssignError, ConsumerBusy,
     CorruptLog, CumulativeAcknowledgementNotAllowedError, DataDirLocked, IncompatibleSchema, InvalidConfiguration,
     InvalidMessage, InvalidSchema, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
-    NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, PersistenceError, ProducerBusy,
+    NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, NotSupported, PersistenceError, ProducerBusy,
     ProducerBlockedQuotaExceededError, ProducerBlockedQuotaExceededException, ProducerFenced,
     ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound,
     TenantAlreadyExists, TenantNotEmpty, TenantNotFound, Timeout, TooManyRequests, TopicAlreadyExists,
@@ -19,18 +19,20 @@ from connector.client.enums import (
     BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition, KeySharedMode,
     PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode, Result, SubscriptionMode)
 from connector.client.exceptions import PulsarException
+from connector.client.loggers import ConsoleLogger, FileLogger, LoggerLevel
 from connector.client.message import Message
 from connector.client.message_id import MessageId
 from connector.client.policies import (
     ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, MultiplierRedeliveryBackoff)
 from connector.client.producer import Producer
 from connector.client.reader import Reader
+from connector.client.service_info import ServiceInfo
 from connector.client.table_view import TableView
 
 __all__ = [
     "Admin", "Authentication", "AuthenticationBasic", "AuthenticationTLS", "AuthenticationToken", "Client", "Consumer", "Producer", "Reader", "TableView", "Message", "MessageId", "PeekedMessage",
     "ConsumerBatchReceivePolicy", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy",
-    "MultiplierRedeliveryBackoff",
+    "MultiplierRedeliveryBackoff", "ConsoleLogger", "FileLogger", "LoggerLevel", "ServiceInfo",
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",
     "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode", "Result",
     "SubscriptionMode",
@@ -40,7 +42,7 @@ __all__ = [
     "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "DataDirLocked", "IncompatibleSchema", "InvalidSchema",
     "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",
     "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",
-    "ProducerBlockedQuotaExceededError", "ProducerBlockedQuotaExceededException", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",
+    "NotSupported", "ProducerBlockedQuotaExceededError", "ProducerBlockedQuotaExceededException", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",
     "SubscriptionNotFound", "TenantAlreadyExists", "TenantNotEmpty", "TenantNotFound", "Timeout",
     "TooManyRequests", "TopicAlreadyExists", "TopicNotFound", "TopicTerminated", "UnknownError", "UnsafePath",
 ]

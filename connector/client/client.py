@@ -23,6 +23,7 @@ from connector.client.enums import (
     ACCESS_MODE_TO_WIRE, BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
     KeySharedMode, PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode, SubscriptionMode,
     check_enum)
+from connector.client.loggers import LogRoute
 from connector.client.lookup import Lookup
 from connector.client.message_id import MessageId
 from connector.client.partition_consumer import ConsumerSettings, PartitionOpener
@@ -38,6 +39,7 @@ from connector.client.producer_conf import ProducerConf, check_sequence_id
 from connector.client.reader import Reader, start_position
 from connector.client.redelivery import MIN_ACK_TIMEOUT_MS, MIN_TICK_MS
 from connector.client.routing import Router
+from connector.client.service_info import ServiceInfo
 from connector.client.table_view import TableView
 from connector.client.timer import TimerThread
 
@@ -61,15 +63,15 @@ class Client:
                  partitions_update_interval_seconds: float = DEFAULT_INTERVAL_S) -> None:
         """``authentication``: ``AuthenticationToken(token or function)`` or ``AuthenticationTLS(cert, key)``;
         a ``pulsar+ssl://`` URL (or ``use_tls``) connects to the broker's TLS port, with the ``tls_*`` options
-        of pulsar-client (docs/security.md). Arguments pulsarlike cannot honour raise ``InvalidConfiguration``
-        instead of being ignored: ``logger``, ``log_conf_file_path`` (pulsarlike logs through the standard
-        ``logging`` module: configure the ``connector`` logger) and ``listener_name``.
+        of pulsar-client (docs/security.md). ``logger``: a ``logging.Logger``, ``ConsoleLogger`` or ``FileLogger``
+        (:mod:`connector.client.loggers`); without it the client logs under the ``connector`` logger. Arguments
+        pulsarlike cannot honour raise ``NotSupported`` naming them instead of being ignored:
+        ``log_conf_file_path`` (a log4cxx file of the C++ core) and ``listener_name``.
 
         ``partitions_update_interval_seconds`` (the C++ client's ``partitionsUpdateInterval``, which
         pulsar-client's Python API does not expose; 0 turns it off): how often producers and consumers of
         partitioned topics look for partitions added to them (:mod:`connector.client.partition_updates`)."""
-        _refuse_unsupported("Client", logger=logger, log_conf_file_path=log_conf_file_path,
-                            listener_name=listener_name)
+        _refuse_unsupported("Client", log_conf_file_path=log_conf_file_path, listener_name=listener_name)
         if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
             raise ValueError("operation_timeout_seconds and connection_timeout_ms must be > 0")
         interval = partitions_update_interval_seconds
@@ -79,8 +81,15 @@ class Client:
         security = Security.of(service_url, authentication, use_tls, tls_trust_certs_file_path,
                                tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path,
                                tls_private_key_file_path)
-        self._connection = Connection(service_url, float(operation_timeout_seconds),
-                                      connection_timeout_ms / 1000.0, security)
+        self._service_info = ServiceInfo(service_url, authentication, tls_trust_certs_file_path)
+        self._log_route = LogRoute.of(logger)
+        try:
+            self._connection = Connection(service_url, float(operation_timeout_seconds),
+                                          connection_timeout_ms / 1000.0, security)
+        except BaseException:
+            if self._log_route is not None:
+                self._log_route.close()
+            raise
         self._lookup = Lookup(self._connection)
         self._timer = TimerThread()
         self._lock = threading.Lock()
@@ -126,7 +135,8 @@ class Client:
             raise errors.InvalidConfiguration(f"chunking_enabled=True needs a persistent topic; {name} "
                                               "is non-persistent")
         if encryption_key is not None or crypto_key_reader is not None:
-            raise errors.InvalidConfiguration("end-to-end encryption is not supported by pulsarlike")
+            raise errors.NotSupported("create_producer: encryption_key, crypto_key_reader: end-to-end encryption "
+                                      "is not supported by pulsarlike")
         if initial_sequence_id is not None:
             check_sequence_id("initial_sequence_id", initial_sequence_id)
         for option, value in (("send_timeout_millis", send_timeout_millis),
@@ -351,6 +361,11 @@ class Client:
             raise
 
     # --- lookups --------------------------------------------------------------------------------------
+    def get_service_info(self) -> ServiceInfo:
+        """The endpoint this client uses (pulsar-client 3.13's, which changes under ``AutoClusterFailover``;
+        pulsarlike's never changes)."""
+        return self._service_info
+
     def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition topics of ``topic`` (itself when not partitioned)."""
         return [t for t, _ in self._lookup.expand([_qualified(topic)])]
@@ -387,6 +402,8 @@ class Client:
                 log.exception("closing %r failed", child)
         self._timer.stop()
         self._connection.close()
+        if self._log_route is not None:
+            self._log_route.close()
 
     def shutdown(self) -> None:
         self.close()
@@ -424,10 +441,11 @@ def _check_read_compacted(topics: list[str], ctype: ConsumerType) -> None:
 
 
 def _refuse_unsupported(where: str, **options: Any) -> None:
-    """An option that pulsarlike does not implement fails loudly instead of being ignored."""
+    """An option that pulsarlike does not implement fails loudly (``NotSupported``, an
+    ``InvalidConfiguration``) instead of being ignored."""
     used = sorted(name for name, value in options.items() if value)
     if used:
-        raise errors.InvalidConfiguration(f"{where}: {', '.join(used)}: not supported by pulsarlike yet; leave "
+        raise errors.NotSupported(f"{where}: {', '.join(used)}: not supported by pulsarlike yet; leave "
                                           f"{'it' if len(used) == 1 else 'them'} unset")
 
 

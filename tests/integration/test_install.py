@@ -22,7 +22,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("broker_core", "dispatch", "connector", "jobs", "pyspark_pulsarlike")
+PACKAGES = ("broker_core", "dispatch", "connector", "jobs", "pyspark_pulsarlike", "pulsarlike")
 SKIPPED = shutil.ignore_patterns(".venv", ".git", "tests", "bench", "build", "dist", "*.egg-info", "__pycache__",
                                  ".pytest_cache", "data", ".bench")
 

@@ -1,5 +1,6 @@
-"""Spark executors run the client only: importing ``connector`` (or ``connector.spark``) loads none of the
-broker's storage, service or dispatch modules. Checked in a fresh interpreter."""
+"""Spark executors run the client only: importing ``connector`` (or ``connector.spark``, or the public
+``pulsarlike`` package) loads none of the broker's storage, service or dispatch modules. Checked in a fresh
+interpreter."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,8 @@ SERVER_PACKAGES = ("broker_core.storage", "broker_core.core", "broker_core.front
                    "broker_core.security", "broker_core.server", "dispatch")
 
 
-@pytest.mark.parametrize("module", ["connector", "connector.exceptions", "connector.spark"])
+@pytest.mark.parametrize("module", ["connector", "connector.exceptions", "connector.spark",
+                                    "pulsarlike", "pulsarlike.schema"])
 def test_importing_the_client_loads_no_broker_module(module):
     code = (f"import json, sys; import {module}; "
             f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('broker_core', 'dispatch'))))")

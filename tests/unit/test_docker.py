@@ -215,7 +215,7 @@ def test_the_package_builds_from_exactly_the_files_the_broker_image_copies(tmp_p
     wheel = next((tmp_path / "wheels").glob("pulsarlike-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ("broker_core/cli.py", "broker_core/protocol/broker.proto", "broker_core/frontends/http/metrics.py",
-                   "connector/cli/client.py", "dispatch/subscription.py"):
+                   "connector/cli/client.py", "dispatch/subscription.py", "pulsarlike/__init__.py"):
         assert needed in names, needed
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "pulsarlike = broker_core.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

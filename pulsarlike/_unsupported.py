@@ -1,0 +1,58 @@
+"""pulsar-client names that pulsarlike does not serve: each is defined, so that ``import pulsarlike as pulsar``
+and code that only mentions it keep working, and using it raises :class:`~broker_core.errors.NotSupported`
+naming it (never a silent no-op). :data:`REFUSED` lists them with the reason, for the docs and the coverage
+test."""
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from broker_core.errors import NotSupported
+
+REFUSED: dict[str, str] = {}
+"""Name (as pulsar-client spells it, ``schema.`` prefixed for ``pulsar.schema``) -> why it is not served."""
+
+
+def refuse(name: str, why: str) -> NoReturn:
+    raise NotSupported(f"{name}: not supported by pulsarlike yet ({why})")
+
+
+def unsupported_class(name: str, why: str, module: str = "pulsarlike") -> type:
+    """A class named ``name`` whose construction (and subclassing) raises ``NotSupported``."""
+    qualified = name if module == "pulsarlike" else f"{module.rsplit('.', 1)[-1]}.{name}"
+    REFUSED[qualified] = why
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        refuse(qualified, why)
+
+    def __init_subclass__(cls: type, **kwargs: Any) -> None:
+        refuse(qualified, why)
+
+    return type(name, (), {"__init__": __init__, "__init_subclass__": classmethod(__init_subclass__),
+                           "__module__": module, "__doc__": f"Not served by pulsarlike: {why}."})
+
+
+_AUTH = "pulsarlike's broker authenticates tokens, TLS certificates and basic credentials; use " \
+        "AuthenticationToken, AuthenticationTLS or AuthenticationBasic"
+_CRYPTO = "end-to-end encryption is not implemented"
+_LOW_LEVEL = "a pulsar-client internal (its C++ binding); use {} instead"
+_FUNCTIONS = "Pulsar Functions are not part of pulsarlike"
+
+AuthenticationAthenz = unsupported_class("AuthenticationAthenz", _AUTH)
+AuthenticationOauth2 = unsupported_class("AuthenticationOauth2", _AUTH)
+AutoClusterFailover = unsupported_class(
+    "AutoClusterFailover", "pulsarlike is one broker: there is no cluster to fail over to")
+ServiceInfoProvider = unsupported_class(
+    "ServiceInfoProvider", "pulsarlike is one broker: a client's service URL is fixed at construction")
+CryptoKeyReader = unsupported_class("CryptoKeyReader", _CRYPTO)
+EncryptionKey = unsupported_class("EncryptionKey", _CRYPTO)
+EncryptionContext = unsupported_class("EncryptionContext", _CRYPTO)
+MessageBatch = unsupported_class(
+    "MessageBatch", "parsing a raw batched payload by hand; consumers and readers split batches themselves")
+BatchReceivePolicy = unsupported_class("BatchReceivePolicy", _LOW_LEVEL.format("ConsumerBatchReceivePolicy"))
+DeadLetterPolicyBuilder = unsupported_class("DeadLetterPolicyBuilder", _LOW_LEVEL.format("ConsumerDeadLetterPolicy"))
+KeySharedPolicy = unsupported_class("KeySharedPolicy", _LOW_LEVEL.format("ConsumerKeySharedPolicy"))
+Function = unsupported_class("Function", _FUNCTIONS, "pulsarlike.functions")
+Context = unsupported_class("Context", _FUNCTIONS, "pulsarlike.functions")
+SerDe = unsupported_class("SerDe", _FUNCTIONS, "pulsarlike.functions")
+IdentitySerDe = unsupported_class("IdentitySerDe", _FUNCTIONS, "pulsarlike.functions")
+PickleSerDe = unsupported_class("PickleSerDe", _FUNCTIONS, "pulsarlike.functions")
