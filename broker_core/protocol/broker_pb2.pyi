@@ -616,3 +616,49 @@ class CompactionStatusReply(_message.Message):
     status: str
     last_error: str
     def __init__(self, status: _Optional[str] = ..., last_error: _Optional[str] = ...) -> None: ...
+
+class SchemaRequest(_message.Message):
+    __slots__ = ("topic", "type", "data", "name", "properties", "version", "check_only")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CHECK_ONLY_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    type: str
+    data: bytes
+    name: str
+    properties: _containers.ScalarMap[str, str]
+    version: int
+    check_only: bool
+    def __init__(self, topic: _Optional[str] = ..., type: _Optional[str] = ..., data: _Optional[bytes] = ..., name: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ..., version: _Optional[int] = ..., check_only: _Optional[bool] = ...) -> None: ...
+
+class SchemaReply(_message.Message):
+    __slots__ = ("version", "type", "data", "name", "properties")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    type: str
+    data: bytes
+    name: str
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, version: _Optional[int] = ..., type: _Optional[str] = ..., data: _Optional[bytes] = ..., name: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...

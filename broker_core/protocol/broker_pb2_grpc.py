@@ -249,6 +249,16 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.CompactionStatusReply.FromString,
                 _registered_method=True)
+        self.GetOrCreateSchema = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetOrCreateSchema',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaReply.FromString,
+                _registered_method=True)
+        self.GetSchema = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetSchema',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaReply.FromString,
+                _registered_method=True)
 
 
 class PulsarLikeServicer:
@@ -520,6 +530,20 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetOrCreateSchema(self, request, context):
+        """Typed schemas of the client (issue 22): register (or find, or check) a producer's or consumer's schema,
+        and read a version back to decode the messages written with it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSchema(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PulsarLikeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -737,6 +761,16 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     servicer.CompactionStatus,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.CompactionStatusReply.SerializeToString,
+            ),
+            'GetOrCreateSchema': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetOrCreateSchema,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaReply.SerializeToString,
+            ),
+            'GetSchema': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSchema,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1900,6 +1934,60 @@ class PulsarLike:
             '/pulsarlike.v1.PulsarLike/CompactionStatus',
             broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.CompactionStatusReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetOrCreateSchema(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetOrCreateSchema',
+            broker__core_dot_protocol_dot_broker__pb2.SchemaRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SchemaReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSchema(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetSchema',
+            broker__core_dot_protocol_dot_broker__pb2.SchemaRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SchemaReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -53,6 +53,9 @@ RULES: dict[str, tuple[Any, Resource]] = {
     "UnloadTopic": (ADMIN, _TOPIC),
     "Compact": (ADMIN, _TOPIC),  # Pulsar's TopicOperation.COMPACT: the tenant's admins
     "CompactionStatus": (ADMIN, _TOPIC),
+    # schemas (Pulsar: GET_OR_CREATE_SCHEMA is a producer's, a consumer's check its own; GET_SCHEMA a lookup)
+    "GetOrCreateSchema": (lambda request: CONSUME if request.check_only else PRODUCE, _TOPIC),
+    "GetSchema": (LOOKUP, _TOPIC),
     # subscriptions (Pulsar: the consume permission)
     "OffsetForTimestamp": (CONSUME, _TOPIC),
     "ListSubscriptions": (CONSUME, _TOPIC),
