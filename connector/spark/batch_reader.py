@@ -108,7 +108,8 @@ class PulsarLikeBatchReader(DataSourceReader):
             return iter(())  # Spark reads one placeholder partition when planning found none
         opts = self.options
         return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss,
-                           security=opts.security).batches()
+                           security=opts.security,
+                           permits_window=opts.pulsar_spark.receiver_queue_size).batches()
 
 
 def _check_topics_exist(discovered: list[TopicPartition], bounds: dict[TopicPartition, Bounds]) -> None:

@@ -22,6 +22,7 @@ from broker_core.types import TopicName
 from connector.client.connection import parse_service_url
 from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
 from connector.spark.offsets import Offsets, TopicPartition, parse_user_offsets
+from connector.spark.pulsar_spark_options import PulsarSparkOptions, split_pulsar_spark
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,10 @@ _CANONICAL = {name.lower(): name for name in SOURCE_OPTIONS}
 KAFKA_ALIASES = {"maxOffsetsPerTrigger": "maxMessagesPerTrigger", "minOffsetsPerTrigger": "minMessagesPerTrigger",
                  "subscribe": "topics", "subscribePattern": "topicsPattern"}
 """Spark's Kafka source names of options that mean the same here (offsets are message offsets here too)."""
-_ALIASES = {alias.lower(): name for alias, name in KAFKA_ALIASES.items()}
+PULSAR_SPARK_ALIASES = {"predefinedSubscription": "subscriptionName"}
+"""StreamNative pulsar-spark's names of options that mean the same here (its other options:
+:mod:`connector.spark.pulsar_spark_options`)."""
+_ALIASES = {alias.lower(): name for alias, name in {**KAFKA_ALIASES, **PULSAR_SPARK_ALIASES}.items()}
 _KAFKA_ONLY = {
     "kafka.bootstrap.servers": "set service.url to the broker's pulsar://host:port instead",
     "assign": "name the topic with topic/topics and the offsets with JSON startingOffsets instead",
@@ -109,6 +113,8 @@ class SourceOptions:
     is then a snapshot: the latest value per key (see :mod:`connector.spark.compacted`)."""
     security: ClientSecurity = ClientSecurity()
     """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
+    pulsar_spark: PulsarSparkOptions = PulsarSparkOptions()
+    """pulsar-spark's ``admin.url``, ``subscriptionPrefix``, ``pulsar.reader.*`` (its module)."""
 
     def starting_offsets_map(self) -> Offsets:
         return dict(self.starting_offsets)
@@ -120,6 +126,7 @@ class SourceOptions:
 def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     """Validate and parse a read's options (``streaming``: ``readStream`` rather than ``read``)."""
     options, security = split_security(options, "source")
+    options, pulsar_spark = split_pulsar_spark(options)
     given = _canonical_names(options)
     if streaming:
         for name in BATCH_ONLY:
@@ -162,14 +169,14 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
         max_messages_per_partition=(_positive_int(given, "maxMessagesPerPartition")
                                     or DEFAULT_MAX_MESSAGES_PER_PARTITION),
-        security=security)
+        security=security, pulsar_spark=pulsar_spark)
 
 
-def new_subscription_name() -> str:
-    """A fresh query's own subscription: ``spark-pulsarlike-`` + 16 random hex digits. Random, so two
-    queries on the same topics never share one (one's acknowledgements would let retention delete what the
-    other has not read); the checkpoint carries it, so the query's restarts keep it."""
-    return "spark-pulsarlike-" + secrets.token_hex(8)
+def new_subscription_name(prefix: str = "spark-pulsarlike") -> str:
+    """A fresh query's own subscription: ``spark-pulsarlike-`` (option ``subscriptionPrefix``) + 16 random
+    hex digits. Random, so two queries on the same topics never share one (one's acknowledgements would let
+    retention delete what the other has not read); the checkpoint carries it, so the query's restarts keep it."""
+    return f"{prefix}-" + secrets.token_hex(8)
 
 
 def legacy_subscription_name(spec: TopicSpec) -> str:
@@ -180,7 +187,11 @@ def legacy_subscription_name(spec: TopicSpec) -> str:
     return "spark-pulsarlike-" + hashlib.sha256(what.encode()).hexdigest()[:16]
 
 
-def closest_option(name: str, known: tuple[str, ...] = SOURCE_OPTIONS) -> str | None:
+PULSAR_SPARK_NAMES = ("admin.url", "predefinedSubscription", "subscriptionPrefix", "pulsar.client.*",
+                      "pulsar.reader.*")
+
+
+def closest_option(name: str, known: tuple[str, ...] = SOURCE_OPTIONS + PULSAR_SPARK_NAMES[:3]) -> str | None:
     lowered = {k.lower(): k for k in known}
     match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
     return lowered[match[0]] if match else None
@@ -203,7 +214,8 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
             raise ValueError(f"unknown option {key!r} for the pulsarlike source"
                              + (f"; did you mean {hint!r}?" if hint else "")
                              + " Known options: " + ", ".join(SOURCE_OPTIONS + SECURITY_OPTIONS)
-                             + " (and the Kafka source's " + ", ".join(KAFKA_ALIASES) + ")")
+                             + " (and the Kafka source's " + ", ".join(KAFKA_ALIASES) + "; pulsar-spark's "
+                             + ", ".join(PULSAR_SPARK_NAMES) + ")")
         if name in written:
             raise ValueError(f"options {written[name]} and {key} name the same option ({name}); set only one")
         written[name] = key

@@ -103,8 +103,10 @@ class RangeReader:
 
     def __init__(self, service_url: str, part: RangePartition, poll_timeout_ms: int,
                  fail_on_data_loss: bool, rows_per_batch: int = ROWS_PER_BATCH,
-                 security: ClientSecurity | None = None) -> None:
+                 security: ClientSecurity | None = None, permits_window: int | None = None) -> None:
         self.service_url = service_url
+        self.permits_window = permits_window or PERMITS_WINDOW
+        """Flow permits of the range's stream (option ``pulsar.reader.receiverQueueSize``)."""
         self.security = security or ClientSecurity()
         self.part = part
         self.tp = part.topic_partition
@@ -210,7 +212,7 @@ class RangeReader:
         self._position = start  # the next offset wanted
         timer = TimerThread(name="pulsarlike-spark-range-timer")
         stream = open_entry_stream(connection, timer, tp.internal_name, tp.partition, start,
-                                   min(PERMITS_WINDOW, end - start + 1), deliveries,
+                                   min(self.permits_window, end - start + 1), deliveries,
                                    resume=lambda: _resume_offset(self._position, chunks),
                                    subscription=f"spark-range-{uuid.uuid4().hex[:12]}",
                                    read_compacted=self._compacted)

@@ -98,7 +98,7 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                      for tp in bounds}
         else:
             start = resolve_user_offsets("startingOffsets", opts.starting_offsets_map(), bounds, True)
-        self._subscription = opts.subscription_name or new_subscription_name()
+        self._subscription = opts.subscription_name or new_subscription_name(opts.pulsar_spark.subscription_prefix)
         self._acknowledge(start)  # creates the subscription there, so retention keeps what the query reads
         log.info("event=query_started topics=%s start=%s subscription=%s", opts.spec.describe(),
                  off.dumps(start), self._subscription)
@@ -248,7 +248,8 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             return iter(())  # Spark reads one placeholder partition when planning found none
         opts = self.options
         return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss,
-                           security=opts.security).batches()
+                           security=opts.security,
+                           permits_window=opts.pulsar_spark.receiver_queue_size).batches()
 
     def stop(self) -> None:
         try:
