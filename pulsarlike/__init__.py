@@ -19,8 +19,9 @@ from pulsarlike import exceptions, functions, schema, tableview
 from pulsarlike._unsupported import (
     AuthenticationAthenz, AuthenticationOauth2, AutoClusterFailover, BatchReceivePolicy, Context, CryptoKeyReader,
     DeadLetterPolicyBuilder, EncryptionContext, EncryptionKey, Function, IdentitySerDe, KeySharedPolicy,
-    MessageBatch, PickleSerDe, SerDe, ServiceInfoProvider)
+    PickleSerDe, SerDe, ServiceInfoProvider)
 from pulsarlike.enums import ConsumerCryptoFailureAction
+from pulsarlike.message_batch import MessageBatch
 from pulsarlike.schema import BytesSchema
 
 __version__ = "0.1.0"

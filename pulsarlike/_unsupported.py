@@ -46,8 +46,6 @@ ServiceInfoProvider = unsupported_class(
 CryptoKeyReader = unsupported_class("CryptoKeyReader", _CRYPTO)
 EncryptionKey = unsupported_class("EncryptionKey", _CRYPTO)
 EncryptionContext = unsupported_class("EncryptionContext", _CRYPTO)
-MessageBatch = unsupported_class(
-    "MessageBatch", "parsing a raw batched payload by hand; consumers and readers split batches themselves")
 BatchReceivePolicy = unsupported_class("BatchReceivePolicy", _LOW_LEVEL.format("ConsumerBatchReceivePolicy"))
 DeadLetterPolicyBuilder = unsupported_class("DeadLetterPolicyBuilder", _LOW_LEVEL.format("ConsumerDeadLetterPolicy"))
 KeySharedPolicy = unsupported_class("KeySharedPolicy", _LOW_LEVEL.format("ConsumerKeySharedPolicy"))

@@ -39,6 +39,7 @@ from connector.client.producer_conf import ProducerConf, check_sequence_id
 from connector.client.reader import Reader, start_position
 from connector.client.redelivery import MIN_ACK_TIMEOUT_MS, MIN_TICK_MS
 from connector.client.routing import Router
+from connector.client.schema.binding import SchemaBinding, bind
 from connector.client.service_info import ServiceInfo
 from connector.client.table_view import TableView
 from connector.client.timer import TimerThread
@@ -120,7 +121,7 @@ class Client:
         broker cannot be reached (a restart), sends wait to be sent again and fail only at
         ``send_timeout_millis``."""
         self._check_open()
-        _refuse_unsupported("create_producer", schema=schema)
+        binding = bind(schema, self._connection)
         compression = check_enum("compression_type", compression_type, CompressionType)
         routing = check_enum("message_routing_mode", message_routing_mode, PartitionsRoutingMode)
         batching = check_enum("batching_type", batching_type, BatchingType)
@@ -169,20 +170,27 @@ class Client:
                 assigned = producers[0].producer_name if producers else None
                 producers.append(PartitionProducer(self._connection, self._timer, partition_topic,
                                                    index, conf, assigned))
+            # registered once the producers are open: the topic exists then (the registry wants it to)
+            version = binding.register(name) if binding is not None else b""
+            for producer in producers:
+                producer.use_schema_version(version)
         except BaseException:
             for producer in producers:
                 producer.close(timeout_s=1)
             raise
         if not num:
-            return self._adopt(Producer(name, producers, router, send_timeout_millis, self._forget))
+            return self._adopt(_typed(Producer(name, producers, router, send_timeout_millis, self._forget),
+                                      binding))
         parsed, producer_name = TopicName.parse(name), producers[0].producer_name
 
         def open_partition(index: int) -> PartitionProducer:
-            return PartitionProducer(self._connection, self._timer, str(parsed.partition(index)), index, conf,
-                                     producer_name)
-        return self._adopt(Producer(name, producers, router, send_timeout_millis, self._forget,
-                                    count_partitions=lambda: self._lookup.partitions(name),
-                                    open_partition=open_partition))
+            opened = PartitionProducer(self._connection, self._timer, str(parsed.partition(index)), index, conf,
+                                       producer_name)
+            opened.use_schema_version(version)
+            return opened
+        return self._adopt(_typed(Producer(name, producers, router, send_timeout_millis, self._forget,
+                                           count_partitions=lambda: self._lookup.partitions(name),
+                                           open_partition=open_partition), binding))
 
     # --- consumers ------------------------------------------------------------------------------------
     def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str,
@@ -225,8 +233,10 @@ class Client:
         """
         self._check_open()
         _refuse_unsupported(
-            "subscribe", schema=schema, crypto_key_reader=crypto_key_reader,
-            replicate_subscription_state_enabled=replicate_subscription_state_enabled)
+            "subscribe", crypto_key_reader=crypto_key_reader,
+            replicate_subscription_state_enabled=replicate_subscription_state_enabled,
+            crypto_failure_action=_acts_on_encryption(crypto_failure_action))
+        binding = bind(schema, self._connection)
         if batch_receive_policy is not None and not isinstance(batch_receive_policy, ConsumerBatchReceivePolicy):
             raise ValueError(f"batch_receive_policy={batch_receive_policy!r} is not valid; use "
                              "ConsumerBatchReceivePolicy(max_num_message, max_num_bytes, timeout_ms)")
@@ -286,7 +296,8 @@ class Client:
             template.key_shared.CopyFrom(key_shared)
         settings = ConsumerSettings(
             receiver_queue_size, not batch_index_ack_enabled, max_pending_chunked_message,
-            bool(auto_ack_oldest_chunked_message_on_queue_full), expire_time_of_incomplete_chunked_message_ms)
+            bool(auto_ack_oldest_chunked_message_on_queue_full), expire_time_of_incomplete_chunked_message_ms,
+            values=binding)
         # A non-durable subscription resumes after a reconnection where the application is.
         positions = ReadPositions() if mode == SubscriptionMode.NonDurable else None
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template, settings, positions)
@@ -295,6 +306,7 @@ class Client:
                             message_listener=message_listener, batch_receive_policy=batch_receive_policy,
                             positions=positions, pattern=pattern, pattern_topics=matched,
                             pattern_auto_discovery_period=pattern_auto_discovery_period)
+        _check_consumer_schema(consumer, binding, matched)
         return self._adopt(consumer)
 
     def create_reader(self, topic: str, start_message_id: MessageId, schema: Any = None,
@@ -306,7 +318,9 @@ class Client:
         """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``/``latest`` or an id). After a
         broker restart the reader resumes after the last message it returned."""
         self._check_open()
-        _refuse_unsupported("create_reader", schema=schema, crypto_key_reader=crypto_key_reader)
+        _refuse_unsupported("create_reader", crypto_key_reader=crypto_key_reader,
+                            crypto_failure_action=_acts_on_encryption(crypto_failure_action))
+        binding = bind(schema, self._connection)
         if not isinstance(start_message_id, MessageId):
             raise TypeError("start_message_id must be a MessageId (e.g. MessageId.earliest)")
         name = _qualified(topic)
@@ -323,9 +337,10 @@ class Client:
             start_inclusive=start_message_id_inclusive, read_compacted=bool(is_read_compacted))
         positions = ReadPositions()
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template,
-                                 ConsumerSettings(receiver_queue_size), positions)
+                                 ConsumerSettings(receiver_queue_size, values=binding), positions)
         consumer = Consumer(name, subscription, ConsumerType.Exclusive, opener, [name], self._lookup, self._timer,
                             RedeliveryOptions(), self._forget, positions=positions)
+        _check_consumer_schema(consumer, binding, [name])
         try:
             reader = Reader(consumer, self._lookup, name, positions, start_message_id, start_message_id_inclusive,
                             read_compacted=bool(is_read_compacted))
@@ -440,6 +455,25 @@ def _check_read_compacted(topics: list[str], ctype: ConsumerType) -> None:
                                           f" subscriptions (consumer_type={ctype.name})")
 
 
+def _typed(producer: Producer, binding: SchemaBinding | None) -> Producer:
+    """The producer sending values of its schema (bytes as they are without one)."""
+    producer.schema = binding
+    return producer
+
+
+def _check_consumer_schema(consumer: Consumer, binding: SchemaBinding | None, topics: list[str]) -> None:
+    """A consumer's or reader's schema checked against each topic's (registered on a topic without one), once
+    subscribed (the topics exist then); the consumer is closed when the registry refuses it."""
+    if binding is None:
+        return
+    try:
+        for topic in topics:
+            binding.register(topic, consumer=True)
+    except BaseException:
+        consumer.close()
+        raise
+
+
 def _refuse_unsupported(where: str, **options: Any) -> None:
     """An option that pulsarlike does not implement fails loudly (``NotSupported``, an
     ``InvalidConfiguration``) instead of being ignored."""
@@ -447,6 +481,15 @@ def _refuse_unsupported(where: str, **options: Any) -> None:
     if used:
         raise errors.NotSupported(f"{where}: {', '.join(used)}: not supported by pulsarlike yet; leave "
                                           f"{'it' if len(used) == 1 else 'them'} unset")
+
+
+def _acts_on_encryption(action: Any) -> bool:
+    """Whether ``crypto_failure_action`` asks for anything but ``FAIL`` (0, pulsar-client's default): the other
+    actions are about encrypted messages, which pulsarlike does not decrypt."""
+    try:
+        return action is not None and int(action) != 0
+    except (TypeError, ValueError):
+        return True
 
 
 def _qualified(topic: str) -> str:
