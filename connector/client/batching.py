@@ -47,6 +47,9 @@ class PendingEntry:
 class BatchContainer:
     """Messages of the next entry. Not thread-safe: the producer holds its lock around every call."""
 
+    schema_version = b""
+    """The registry's version of the producer's schema, stamped on every entry (none without a schema)."""
+
     def __init__(self, max_messages: int, max_bytes: int,
                  compression: int = pulsar_api_pb2.NONE) -> None:
         self.max_messages = max(1, max_messages)
@@ -142,6 +145,8 @@ class BatchContainer:
                     meta.partition_key = batch_key[0]
                 if batch_key[1] is not None:
                     meta.ordering_key = batch_key[1]
+        if self.schema_version:
+            meta.schema_version = self.schema_version
         if self.compression != pulsar_api_pb2.NONE:
             meta.compression = self.compression  # type: ignore[assignment]
             meta.uncompressed_size = len(payload)

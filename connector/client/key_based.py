@@ -65,6 +65,14 @@ class KeyBasedBatchContainer:
         return self.count
 
     @property
+    def schema_version(self) -> bytes:
+        return self._builder.schema_version
+
+    @schema_version.setter
+    def schema_version(self, version: bytes) -> None:
+        self._builder.schema_version = version
+
+    @property
     def keys(self) -> list[Any]:
         """The open batches' keys, in the order they opened (ordering keys are bytes, keys str)."""
         return list(self._batches)

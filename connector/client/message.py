@@ -6,7 +6,7 @@ What taking a buffered message does (return a permit, skip it, raise its decode 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from broker_core.errors import MessageDecodeError
 from broker_core.protocol import codec, pulsar_api_pb2
@@ -73,9 +73,13 @@ class Message:
         """The payload."""
         return self._content
 
-    def value(self) -> bytes:
-        """The payload (no schema: the same as :meth:`data`)."""
-        return self._content
+    def value(self) -> Any:
+        """The payload decoded by the consumer's schema, with the version its producer wrote it with (no schema:
+        the same as :meth:`data`)."""
+        values = getattr(self._entry.sub, "values", None)
+        if values is None:
+            return self._content
+        return values.decode(self._content, self._entry.metadata.schema_version, self._entry.topic)
 
     def properties(self) -> dict[str, str]:
         single = self._single

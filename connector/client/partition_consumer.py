@@ -16,7 +16,7 @@ import functools
 import itertools
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2, pulsar_api_pb2
@@ -52,6 +52,8 @@ class ConsumerSettings:
     max_pending_chunked_message: int = 10
     auto_ack_oldest_chunked_message_on_queue_full: bool = False
     expire_time_of_incomplete_chunked_message_ms: int = 60000
+    values: Any = None
+    """The consumer's schema binding (:mod:`connector.client.schema.binding`): ``msg.value()`` decodes with it."""
 
 
 class PartitionConsumer:
@@ -66,6 +68,7 @@ class PartitionConsumer:
         self.topic = subscribe.topic
         self.partition = subscribe.partition_index
         self._settings = settings
+        self.values = settings.values
         self._queue = queue
         self._dead_letters = dead_letters
         self.max_received_offset = -1

@@ -124,6 +124,11 @@ class PartitionProducer:
             lock.release()
         self.add(content, callback, None, None, None, None, 0, None, False)
 
+    def use_schema_version(self, version: bytes) -> None:
+        """Stamp ``version`` (the registry's, of the producer's schema) on every message from now on."""
+        with self._lock:
+            self._container.schema_version = version
+
     def add(self, content: bytes, callback: Any, properties: Mapping[str, str] | None,
             partition_key: str | None, ordering_key: bytes | None, sequence_id: int | None,
             event_timestamp: int, deliver_at: int | None, flush: bool) -> bool:
@@ -189,6 +194,8 @@ class PartitionProducer:
                 meta = chunking_producer.message_metadata(
                     self.producer_name, sequence_id, int(time.time() * 1000), compression,
                     len(content), properties, partition_key, ordering_key, event_timestamp, deliver_at)
+                if self._container.schema_version:
+                    meta.schema_version = self._container.schema_version
                 datas = chunking_producer.build_entries(meta, payload, self.max_message_size)
                 chunked = ChunkedSend(callback)
                 self._pending_messages += 1

@@ -50,6 +50,10 @@ class OutgoingMessage:
 class Producer:
     """Sends messages to a topic (all partitions of a partitioned topic)."""
 
+    schema: Any = None
+    """The producer's schema binding (:mod:`connector.client.schema.binding`): what ``send`` encodes values
+    with; None: contents are bytes, sent as they are."""
+
     def __init__(self, topic: str, partitions: list[PartitionProducer], router: Router, send_timeout_ms: int,
                  on_close: Callable[["Producer"], None] = lambda producer: None, *,
                  count_partitions: Callable[[], int] | None = None,
@@ -122,6 +126,8 @@ class Producer:
         """Send one message and wait for its receipt (flushing the open batch at once). While the broker
         cannot be reached the message waits to be sent again, until ``send_timeout_millis`` (``Timeout``)."""
         _refuse_replication(replication_clusters)
+        if self.schema is not None:
+            content = self.schema.encode(content)
         waiter = SyncWaiter()
         self._add(content, waiter, properties, partition_key, ordering_key, sequence_id,
                   event_timestamp, deliver_at, deliver_after, flush=True)
@@ -150,6 +156,8 @@ class Producer:
         """
         if replication_clusters is not None:
             _refuse_replication(replication_clusters)
+        if self.schema is not None:
+            content = self.schema.encode(content)
         single = self._single  # None when partitioned or closed
         if single is not None and type(content) is bytes and ordering_key is None \
                 and deliver_after is None:  # the common case, kept short

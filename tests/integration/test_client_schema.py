@@ -1,0 +1,156 @@
+"""Typed schemas in our client against a broker process: JSON and Avro records go between pulsar-client
+(binary protocol) and our client (gRPC) both ways, registered once in the broker's registry; a compatible
+evolution gets a new version that both versions' messages are read with, an incompatible one is refused with
+IncompatibleSchema; StringSchema; no schema is bytes as before."""
+from __future__ import annotations
+
+import uuid
+
+import pulsar
+import pytest
+
+from connector import Client, IncompatibleSchema, MessageId
+from connector.client import schema as ours
+from tests.brokers import BrokerProcess
+
+
+@pytest.fixture(scope="module")
+def broker_proc(tmp_path_factory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("schema-broker")).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def client(broker_proc):
+    c = Client(broker_proc.service_url)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def official(broker_proc):
+    c = pulsar.Client(broker_proc.service_url, operation_timeout_seconds=10)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def topic():
+    return f"persistent://public/default/schema-{uuid.uuid4().hex[:12]}"
+
+
+class Inner(ours.Record):
+    n = ours.Integer(required=True)
+
+
+class Order(ours.Record):
+    item = ours.String(required=True)
+    qty = ours.Long()
+    tags = ours.Array(ours.String())
+    inner = Inner()
+
+
+class OfficialInner(pulsar.schema.Record):
+    n = pulsar.schema.Integer(required=True)
+
+
+class OfficialOrder(pulsar.schema.Record):
+    item = pulsar.schema.String(required=True)
+    qty = pulsar.schema.Long()
+    tags = pulsar.schema.Array(pulsar.schema.String())
+    inner = OfficialInner()
+
+
+# the record names must match (the definitions are compared by name): the official classes are renamed
+OfficialInner.__name__, OfficialOrder.__name__ = "Inner", "Order"
+
+KINDS = {"json": (ours.JsonSchema, pulsar.schema.JsonSchema), "avro": (ours.AvroSchema, pulsar.schema.AvroSchema)}
+
+
+def _read(consumer, count):
+    out = []
+    for _ in range(count):
+        msg = consumer.receive(timeout_millis=10000)
+        consumer.acknowledge(msg)
+        out.append(msg.value())
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_records_sent_by_our_client_are_read_by_pulsar_client(client, official, topic, kind):
+    mine, theirs = KINDS[kind]
+    producer = client.create_producer(topic, schema=mine(Order))
+    consumer = official.subscribe(topic, "s", schema=theirs(OfficialOrder),
+                                  initial_position=pulsar.InitialPosition.Earliest)
+    producer.send(Order(item="book", qty=2, tags=["a"], inner=Inner(n=7)))
+    [got] = _read(consumer, 1)
+    assert (got.item, got.qty, got.tags, got.inner.n) == ("book", 2, ["a"], 7)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_records_sent_by_pulsar_client_are_read_by_our_client(client, official, topic, kind):
+    mine, theirs = KINDS[kind]
+    producer = official.create_producer(topic, schema=theirs(OfficialOrder))
+    consumer = client.subscribe(topic, "s", schema=mine(Order), initial_position=pulsar.InitialPosition.Earliest)
+    producer.send(OfficialOrder(item="pen", qty=3, tags=[], inner=OfficialInner(n=1)))
+    [got] = _read(consumer, 1)
+    assert isinstance(got, Order)
+    assert (got.item, got.qty, got.tags, got.inner.n) == ("pen", 3, [], 1)
+    # both clients registered the same definition: one version, stamped on the message by either
+    reader = client.create_reader(topic, MessageId.earliest, schema=mine(Order))
+    assert reader.read_next(10000).schema_version() == (0).to_bytes(8, "big")
+
+
+class V1(ours.Record):
+    a = ours.Integer(required=True)
+
+
+class V2(ours.Record):
+    a = ours.Integer(required=True)
+    b = ours.String(default="added", required_default=True)
+
+
+class V3(ours.Record):
+    a = ours.String(required=True)
+
+
+for _cls in (V2, V3):
+    _cls.__name__ = "V1"  # one record evolving under its name
+
+
+def test_a_compatible_evolution_gets_a_new_version_and_old_messages_read_with_their_own(client, topic):
+    old = client.create_producer(topic, schema=ours.AvroSchema(V1))
+    old.send(V1(a=1))
+    new = client.create_producer(topic, schema=ours.AvroSchema(V2))
+    new.send(V2(a=2, b="two"))
+    reader = client.create_reader(topic, MessageId.earliest, schema=ours.AvroSchema(V2))
+    first, second = reader.read_next(10000), reader.read_next(10000)
+    assert (first.schema_version(), second.schema_version()) == ((0).to_bytes(8, "big"), (1).to_bytes(8, "big"))
+    assert [(v.a, v.b) for v in (first.value(), second.value())] == [(1, "added"), (2, "two")]
+
+
+def test_an_incompatible_evolution_is_refused_with_incompatible_schema(client, topic):
+    client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
+    with pytest.raises(IncompatibleSchema):
+        client.create_producer(topic, schema=ours.AvroSchema(V3))
+    with pytest.raises(IncompatibleSchema):
+        client.subscribe(topic, "s", schema=ours.AvroSchema(V3))
+
+
+def test_string_schema_between_both_clients(client, official, topic):
+    client.create_producer(topic, schema=ours.StringSchema()).send("héllo")
+    official.create_producer(topic, schema=pulsar.schema.StringSchema()).send("wörld")
+    reader = client.create_reader(topic, MessageId.earliest, schema=ours.StringSchema())
+    assert [reader.read_next(10000).value() for _ in range(2)] == ["héllo", "wörld"]
+    theirs = official.create_reader(topic, pulsar.MessageId.earliest, schema=pulsar.schema.StringSchema())
+    assert [theirs.read_next(10000).value() for _ in range(2)] == ["héllo", "wörld"]
+
+
+def test_without_a_schema_values_are_bytes_and_nothing_is_registered(client, topic):
+    client.create_producer(topic).send(b"raw")
+    reader = client.create_reader(topic, MessageId.earliest)
+    msg = reader.read_next(10000)
+    assert msg.value() == b"raw" and msg.schema_version() == b""
+    # the topic has no schema: any typed producer may register the first one
+    client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
