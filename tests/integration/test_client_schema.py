@@ -154,3 +154,11 @@ def test_without_a_schema_values_are_bytes_and_nothing_is_registered(client, top
     assert msg.value() == b"raw" and msg.schema_version() == b""
     # the topic has no schema: any typed producer may register the first one
     client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
+
+
+def test_our_client_takes_pulsar_client_s_own_schema_objects(client, topic):
+    producer = client.create_producer(topic, schema=pulsar.schema.AvroSchema(OfficialOrder))
+    producer.send(OfficialOrder(item="cup", qty=1, tags=["x"], inner=OfficialInner(n=2)))
+    reader = client.create_reader(topic, MessageId.earliest, schema=ours.AvroSchema(Order))
+    got = reader.read_next(10000).value()
+    assert (got.item, got.qty, got.tags, got.inner.n) == ("cup", 1, ["x"], 2)
