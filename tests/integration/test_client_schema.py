@@ -162,3 +162,21 @@ def test_our_client_takes_pulsar_client_s_own_schema_objects(client, topic):
     reader = client.create_reader(topic, MessageId.earliest, schema=ours.AvroSchema(Order))
     got = reader.read_next(10000).value()
     assert (got.item, got.qty, got.tags, got.inner.n) == ("cup", 1, ["x"], 2)
+
+
+def test_the_namespace_s_compatibility_strategy_decides(client, broker_proc):
+    from broker_core.protocol import broker_pb2
+
+    from connector import Admin
+
+    namespace = f"public/strict-{uuid.uuid4().hex[:8]}"
+    admin = Admin(broker_proc.service_url)
+    admin.create_namespace(namespace)
+    admin.close()
+    client._connection.unary("SetPolicy", broker_pb2.PolicyRequest(
+        scope=broker_pb2.PolicyScope(namespace=namespace), key="schemaCompatibilityStrategy",
+        value_json='"ALWAYS_INCOMPATIBLE"'))
+    topic = f"persistent://{namespace}/evolving"
+    client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
+    with pytest.raises(IncompatibleSchema, match="ALWAYS_INCOMPATIBLE"):
+        client.create_producer(topic, schema=ours.AvroSchema(V2))  # compatible under the default BACKWARD
