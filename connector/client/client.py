@@ -358,14 +358,13 @@ class Client:
         kept up to date (:mod:`connector.client.table_view`). ``subscription_name`` names its reader (a
         random one by default), as pulsar-client's."""
         self._check_open()
-        _refuse_unsupported("create_table_view", schema=schema)
         if not isinstance(topic, str):
             raise TypeError(f"topic must be a str, not {type(topic).__name__}")
         if subscription_name is not None and (not isinstance(subscription_name, str) or not subscription_name):
             raise ValueError(f"subscription_name={subscription_name!r} is not valid; use a non-empty str or None")
         if TopicName.parse(_qualified(topic)).domain != "persistent":
             raise errors.NotAllowedError(f"a table view reads a compacted topic; {topic} is non-persistent")
-        reader = self.create_reader(topic, MessageId.earliest, reader_name=subscription_name,
+        reader = self.create_reader(topic, MessageId.earliest, schema=schema, reader_name=subscription_name,
                                     is_read_compacted=True)
         view = TableView(reader, _qualified(topic), subscription_name,
                          catch_up_timeout_ms=int(self._connection.operation_timeout_s * 1000))

@@ -112,10 +112,11 @@ class TableView:
     def _apply(self, msg: Message) -> None:
         if not msg.has_partition_key():
             return  # a keyless message is no row of the table (Pulsar's table view skips it too)
-        key, value = msg.partition_key(), msg.data()
+        key, raw = msg.partition_key(), msg.data()
+        value = msg.value() if raw else raw  # decoded by the view's schema (an empty payload: a tombstone)
         with self._dispatch:
             with self._data_lock:
-                if value:
+                if raw:
                     self._data[key] = value
                 else:  # a tombstone
                     self._data.pop(key, None)
@@ -126,8 +127,9 @@ class TableView:
                     log.exception("event=table_view_listener_failed topic=%s key=%s", self._topic, key)
 
     # --- the table ----------------------------------------------------------------------------------------
-    def get(self, key: str) -> bytes | None:
-        """The latest value of ``key``, or None when the key is absent (never set, or removed by a tombstone)."""
+    def get(self, key: str) -> Any:
+        """The latest value of ``key`` (decoded by the view's ``schema=``; bytes without one), or None when the key
+        is absent (never set, or removed by a tombstone)."""
         with self._data_lock:
             return self._data.get(key)
 

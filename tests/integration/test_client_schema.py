@@ -180,3 +180,12 @@ def test_the_namespace_s_compatibility_strategy_decides(client, broker_proc):
     client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
     with pytest.raises(IncompatibleSchema, match="ALWAYS_INCOMPATIBLE"):
         client.create_producer(topic, schema=ours.AvroSchema(V2))  # compatible under the default BACKWARD
+
+
+def test_a_table_view_holds_the_values_its_schema_decodes(client, topic):
+    producer = client.create_producer(topic, schema=ours.JsonSchema(V1))
+    producer.send(V1(a=1), partition_key="k")
+    producer.send(V1(a=2), partition_key="k")
+    view = client.create_table_view(topic, schema=ours.JsonSchema(V1))
+    assert view.get("k") == V1(a=2)
+    view.close()
