@@ -9,7 +9,7 @@ import uuid
 import pulsar
 import pytest
 
-from connector import Client, IncompatibleSchema, MessageId
+from connector import BatchingType, Client, IncompatibleSchema, MessageId
 from connector.client import schema as ours
 from tests.brokers import BrokerProcess
 
@@ -189,3 +189,17 @@ def test_a_table_view_holds_the_values_its_schema_decodes(client, topic):
     view = client.create_table_view(topic, schema=ours.JsonSchema(V1))
     assert view.get("k") == V1(a=2)
     view.close()
+
+
+@pytest.mark.parametrize("options", [
+    {"batching_enabled": True}, {"batching_enabled": True, "batching_type": BatchingType.KeyBased},
+    {"chunking_enabled": True}], ids=["batched", "key-based", "chunked"])
+def test_every_entry_a_producer_builds_carries_its_schema_version(client, topic, options):
+    producer = client.create_producer(topic, schema=ours.StringSchema(), **options)
+    for text in ("a", "b"):
+        producer.send_async(text, None, partition_key=text)
+    producer.send("x" * (6 << 20) if "chunking_enabled" in options else "c")
+    reader = client.create_reader(topic, MessageId.earliest, schema=ours.StringSchema())
+    messages = [reader.read_next(10000) for _ in range(3)]
+    assert {m.schema_version() for m in messages} == {(0).to_bytes(8, "big")}
+    assert [m.value()[:1] for m in messages] == ["a", "b", "c" if "chunking_enabled" not in options else "x"]
