@@ -38,6 +38,8 @@ class BatchBuilder:
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
         self.partition = partition
+        self.built_versions: list[int] = []
+        """The writer schema version of each row of the last :meth:`build` (-1: written without)."""
         self._clear()
 
     def _clear(self) -> None:
@@ -55,6 +57,7 @@ class BatchBuilder:
         self._seq: list[int] = []
         self._publish_runs: list[tuple[int, int]] = []
         self._producer_runs: list[tuple[str, int]] = []
+        self._version_runs: list[tuple[bytes, int]] = []
 
     def add(self, entry: DecodedEntry, lo: int, hi: int, offset: int | None = None,
             message_id: bytes | None = None) -> None:
@@ -71,6 +74,7 @@ class BatchBuilder:
         self._offsets.extend(range(first, first + count))
         self._publish_runs.append((meta.publish_time, count))
         self._producer_runs.append((meta.producer_name, count))
+        self._version_runs.append((meta.schema_version, count))
         metas = entry.metas
         if not entry.batched:
             self._values.append(None if meta.null_value else entry.payloads[0])
@@ -113,8 +117,10 @@ class BatchBuilder:
             self._seq.append(m.sequence_id if m.sequence_id is not None else base_seq + i)
 
     def build(self) -> pa.RecordBatch:
-        """A record batch of everything collected; the builder is empty afterwards."""
+        """A record batch of everything collected; the builder is empty afterwards (:attr:`built_versions`
+        holds its rows' schema versions)."""
         n = self.rows
+        self.built_versions = _versions_from_runs(self._version_runs)
         columns = [
             pa.array(self._values, pa.binary()),
             pa.array(self._keys, pa.string()) if self._any_key else pa.nulls(n, pa.string()),
@@ -130,6 +136,14 @@ class BatchBuilder:
         ]
         self._clear()
         return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+
+
+def _versions_from_runs(runs: list[tuple[bytes, int]]) -> list[int]:
+    """Each row's writer schema version (-1: none), from Pulsar's 8-byte big-endian ``schema_version``."""
+    out: list[int] = []
+    for version, count in runs:
+        out.extend(itertools.repeat(int.from_bytes(version, "big", signed=True) if version else -1, count))
+    return out
 
 
 def _timestamps(ms: list[Any]) -> pa.Array:

@@ -23,6 +23,7 @@ from connector.client.connection import parse_service_url
 from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
 from connector.spark.offsets import Offsets, TopicPartition, parse_user_offsets
 from connector.spark.pulsar_spark_options import PulsarSparkOptions, split_pulsar_spark
+from connector.spark.typed_values import BYTES, TopicSchema
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,8 @@ class SourceOptions:
     """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
     pulsar_spark: PulsarSparkOptions = PulsarSparkOptions()
     """pulsar-spark's ``admin.url``, ``subscriptionPrefix``, ``pulsar.reader.*`` (its module)."""
+    topic_schema: TopicSchema = BYTES
+    """The topics' schema in the registry, found when the read is set up (:mod:`connector.spark.source`)."""
 
     def starting_offsets_map(self) -> Offsets:
         return dict(self.starting_offsets)

@@ -27,6 +27,7 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
 """
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import time
@@ -51,6 +52,7 @@ from connector.spark.compacted import compacted_since, latest_per_key
 from connector.spark.source_admin import SourceConnectError
 from connector.spark.offsets import TopicPartition
 from connector.spark.planning import why_lost
+from connector.spark.typed_values import BYTES, TopicSchema, TypedValues, fetch_topic_schema
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +105,12 @@ class RangeReader:
 
     def __init__(self, service_url: str, part: RangePartition, poll_timeout_ms: int,
                  fail_on_data_loss: bool, rows_per_batch: int = ROWS_PER_BATCH,
-                 security: ClientSecurity | None = None, permits_window: int | None = None) -> None:
+                 security: ClientSecurity | None = None, permits_window: int | None = None,
+                 topic_schema: TopicSchema = BYTES) -> None:
         self.service_url = service_url
+        self.topic_schema = topic_schema
+        """The topics' schema (typed columns when it has some: :mod:`connector.spark.typed_values`)."""
+        self._built_versions: list[int] = []
         self.permits_window = permits_window or PERMITS_WINDOW
         """Flow permits of the range's stream (option ``pulsar.reader.receiverQueueSize``)."""
         self.security = security or ClientSecurity()
@@ -130,8 +136,16 @@ class RangeReader:
             start, end = self._plan(admin)
             if start < end:
                 rows = self._read(connection, start, end)
+                typed = TypedValues(self.topic_schema, functools.partial(
+                    fetch_topic_schema, connection.unary, self.tp.topic)) if self.topic_schema.typed else None
                 if part.snapshot:
-                    rows = latest_per_key(rows, self.rows_per_batch)
+                    versions: dict[int, int] = {}
+                    rows = latest_per_key(self._noting_versions(rows, versions, typed), self.rows_per_batch)
+                    if typed is not None:
+                        rows = (typed.convert(b, [versions.get(o, -1) for o in b.column("__offset").to_pylist()])
+                                for b in rows)
+                elif typed is not None:
+                    rows = (typed.convert(batch, self._built_versions) for batch in rows)
                 yield from rows
         except errors.ConnectError as exc:
             # Not a timeout: the broker refused or dropped the connection (or never answered the connect).
@@ -141,6 +155,14 @@ class RangeReader:
         finally:
             self._admin = None
             admin.close()
+
+    def _noting_versions(self, rows: Iterator[pa.RecordBatch], versions: dict[int, int],
+                         typed: TypedValues | None) -> Iterator[pa.RecordBatch]:
+        """``rows``, noting each row's writer schema version by offset (a snapshot reorders rows)."""
+        for batch in rows:
+            if typed is not None and any(v >= 0 for v in self._built_versions):
+                versions.update(zip(batch.column("__offset").to_pylist(), self._built_versions))
+            yield batch
 
     # --- 1. bounds and data loss ----------------------------------------------------------------------
     def _plan(self, admin: Admin) -> tuple[int, int]:
@@ -234,13 +256,18 @@ class RangeReader:
                     taken += max(1, entry.num_messages)
                     self._position = self._take(entry, self._position, end, builder, chunks)
                     if builder.rows >= self.rows_per_batch:
-                        yield builder.build()
+                        yield self._built(builder)
                 window.took(taken)
             if builder.rows:
-                yield builder.build()
+                yield self._built(builder)
         finally:
             stream.close()
             timer.stop()
+
+    def _built(self, builder: BatchBuilder) -> pa.RecordBatch:
+        batch = builder.build()
+        self._built_versions = builder.built_versions  # the rows' writer schema versions, for typed columns
+        return batch
 
     def _next(self, deliveries: "_Deliveries", end: int,
               view_end: "_ViewEnd | None" = None) -> tuple[Sequence[Any], PermitWindow]:

@@ -71,10 +71,21 @@ def spark_schema() -> "StructType":
     return StructType([StructField(name, types[name], True) for name in COLUMNS])
 
 
-def check_requested_schema(schema: "StructType") -> None:
+def spark_schema_of(arrow: pa.Schema) -> "StructType":
+    """The Spark schema whose Arrow form is ``arrow`` (a topic with a schema: typed columns, see
+    :mod:`connector.spark.typed_values`)."""
+    if arrow.equals(ARROW_SCHEMA):
+        return spark_schema()
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(arrow)
+
+
+def check_requested_schema(schema: "StructType", expected: "StructType | None" = None) -> None:
     """A user-specified schema must be the source's own (the source cannot produce any other)."""
-    expected = spark_schema()
+    expected = expected or spark_schema()
     if schema is not None and schema.simpleString() != expected.simpleString():
         raise ValueError(
-            "the pulsarlike source has a fixed schema; do not call .schema(...) on the reader, or pass "
-            f"exactly {expected.simpleString()} (got {schema.simpleString()})")
+            "the pulsarlike source's schema is the topic's (its registered schema's fields, or value as bytes); "
+            "do not call .schema(...) on the reader, or pass exactly "
+            f"{expected.simpleString()} (got {schema.simpleString()}; was the topic's schema changed meanwhile?)")

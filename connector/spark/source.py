@@ -5,7 +5,8 @@ Name
     ``df.writeStream``. No registration call is needed: Spark registers ``DefaultSource`` of the top-level
     module ``pyspark_pulsarlike`` by itself (or call ``spark.dataSource.register(PulsarLikeDataSource)``).
 Schema
-    Fixed; see :mod:`connector.spark.schema`.
+    :mod:`connector.spark.schema`; for a topic with a JSON, Avro or primitive schema in the broker's registry,
+    typed columns (:mod:`connector.spark.typed_values`), found once when the read is set up.
 Options
     See ``docs/spark.md`` and :mod:`connector.spark.options` (reads) / :mod:`connector.spark.writer`
     (writes). Unknown options are refused, naming the closest known one.
@@ -23,13 +24,19 @@ Examples
 """
 from __future__ import annotations
 
+import dataclasses
+import logging
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
-from connector.spark.options import parse_source_options
-from connector.spark.schema import check_requested_schema, spark_schema
+from connector.spark.options import SourceOptions, parse_source_options
+from connector.spark.schema import check_requested_schema, spark_schema_of
+from connector.spark.source_admin import SourceAdmin, SourceConnectError
+from connector.spark.typed_values import TopicSchema, arrow_schema
+
+log = logging.getLogger(__name__)
 
 
 class PulsarLikeDataSource(DataSource):
@@ -38,19 +45,31 @@ class PulsarLikeDataSource(DataSource):
         return "pulsarlike"
 
     def schema(self) -> StructType:
-        return spark_schema()
+        try:
+            opts = parse_source_options(self.options, streaming=False)
+        except ValueError:
+            try:
+                opts = parse_source_options(self.options, streaming=True)
+            except ValueError:
+                opts = None  # reader()/streamReader() raise it, naming the option
+        found = TopicSchema("BYTES")
+        if opts is not None:
+            try:
+                found = _topic_schema(opts)
+            except SourceConnectError as exc:
+                # the read fails when it starts (reader() asks again), as it always has, with this error
+                log.warning("event=topic_schema_unknown reason=%r: the broker cannot be reached", exc.message)
+        return spark_schema_of(arrow_schema(found))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from connector.spark.batch_reader import PulsarLikeBatchReader
 
-        check_requested_schema(schema)
-        return PulsarLikeBatchReader(parse_source_options(self.options, streaming=False))
+        return PulsarLikeBatchReader(_typed(parse_source_options(self.options, streaming=False), schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from connector.spark.stream_reader import PulsarLikeStreamReader
 
-        check_requested_schema(schema)
-        return PulsarLikeStreamReader(parse_source_options(self.options, streaming=True))
+        return PulsarLikeStreamReader(_typed(parse_source_options(self.options, streaming=True), schema))
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
         from connector.spark.writer import PulsarLikeBatchWriter
@@ -61,3 +80,19 @@ class PulsarLikeDataSource(DataSource):
         from connector.spark.writer import PulsarLikeStreamWriter
 
         return PulsarLikeStreamWriter(dict(self.options), schema, overwrite)
+
+
+def _topic_schema(opts: SourceOptions) -> TopicSchema:
+    """The schema the topics read share in the broker's registry (asked on the driver)."""
+    calls = SourceAdmin(opts.service_url, opts.poll_timeout_ms, opts.security)
+    try:
+        return calls.topic_schema(opts.spec)
+    finally:
+        calls.close()
+
+
+def _typed(opts: SourceOptions, schema: StructType) -> SourceOptions:
+    """``opts`` with the topics' schema, checked against the one Spark was given (``schema()``'s or the user's)."""
+    found = _topic_schema(opts)
+    check_requested_schema(schema, spark_schema_of(arrow_schema(found)))
+    return dataclasses.replace(opts, topic_schema=found)

@@ -21,6 +21,7 @@ from connector.client.message_id import MessageId
 from connector.spark.auth_options import ClientSecurity
 from connector.spark.offsets import TopicPartition
 from connector.spark.options import TopicSpec
+from connector.spark.typed_values import TopicSchema, common_schema, fetch_topic_schema
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,15 @@ class SourceAdmin:
         if first is None or last is None or last < first:
             return 0.0
         return stats.get("storageSize", 0) / (last - first + 1)
+
+    @_reported
+    def topic_schema(self, spec: TopicSpec) -> TopicSchema:
+        """The schema the topics read share in the broker's registry (:mod:`connector.spark.typed_values`);
+        bytes when none has one (or none exists yet)."""
+        topics = sorted({tp.topic for tp in self.discover(spec)}) or list(spec.topics)
+        # the gRPC admin has no schema call of its own: the registry's GetSchema over the admin's connection
+        unary = self.admin._connection.unary
+        return common_schema({topic: fetch_topic_schema(unary, topic) for topic in topics})
 
     # --- the source's durable subscription ------------------------------------------------------------
     @_reported

@@ -249,7 +249,8 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         opts = self.options
         return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss,
                            security=opts.security,
-                           permits_window=opts.pulsar_spark.receiver_queue_size).batches()
+                           permits_window=opts.pulsar_spark.receiver_queue_size,
+                           topic_schema=opts.topic_schema).batches()
 
     def stop(self) -> None:
         try:
