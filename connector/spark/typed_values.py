@@ -210,16 +210,25 @@ class TypedValues:
 
         reader = self._reader
         out: list[Any] = []
+        # One stream over all the payloads is over twice as fast as one per message; Avro values are
+        # self-delimiting, and each must end exactly where its payload does (else it is not that schema's).
+        stream = io.BytesIO(b"".join(p for p in payloads if p is not None))
+        tell = stream.tell
+        end = 0
         for row, (payload, version) in enumerate(zip(payloads, versions)):
             if payload is None:
                 out.append(None)
                 continue
             writer = self._writer(version, row)
+            end += len(payload)
             try:
-                out.append(schemaless_reader(io.BytesIO(payload), writer, reader if writer is not reader else None))
+                out.append(schemaless_reader(stream, writer, reader if writer is not reader else None))
             except Exception as exc:  # fastavro raises several kinds (EOFError, SchemaResolutionError, ...)
                 raise _RowError(row, f"an Avro value does not decode with schema version {version} "
                                      f"(read as version {self.topic_schema.version}): {str(exc)[:300]}") from None
+            if tell() != end:
+                raise _RowError(row, f"an Avro value of schema version {version} does not span its whole "
+                                     f"payload ({len(payload)} bytes): it was not written with that schema")
         return out
 
     def _writer(self, version: int, row: int) -> Any:

@@ -131,3 +131,54 @@ def test_topics_with_different_schemas_read_together_are_refused_clearly(source,
     write(official, other, StringSchema(), ["s"])
     with pytest.raises(Exception, match="different schemas"):
         source(stream=False, topics=f"{topic},{other}").load().collect()
+
+
+# --- the decoding itself, without Spark ------------------------------------------------------------------
+def byte_batch(payloads, topic="persistent://public/default/t"):
+    import pyarrow as pa
+
+    from connector.spark.schema import ARROW_SCHEMA
+
+    n = len(payloads)
+    columns = [pa.array(payloads, pa.binary()), pa.nulls(n, pa.string()), pa.array([topic] * n),
+               pa.array([-1] * n, pa.int32()), pa.array(range(40, 40 + n), pa.int64())]
+    columns += [pa.nulls(n, f.type) for f in list(ARROW_SCHEMA)[5:]]
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+
+
+def avro_values():
+    from connector.spark.typed_values import TopicSchema, TypedValues
+
+    schema = AvroSchema(Order)
+    return schema, TypedValues(TopicSchema("AVRO", schema.schema_info().schema(), 0))
+
+
+def test_avro_values_decode_into_columns_and_a_null_value_into_a_null_row():
+    schema, typed = avro_values()
+    out = typed.convert(byte_batch([schema.encode(o) for o in orders(2)] + [None]), [0, 0, 0])
+    assert out.column("id").to_pylist() == [0, 1, None]
+    assert out.column("address").to_pylist()[1] == {"city": "city1", "zip": 1001}
+    assert out.column("__offset").to_pylist() == [40, 41, 42]
+
+
+@pytest.mark.parametrize("damage", [lambda b: b[:-3], lambda b: b + b"\x00\x00"])
+def test_an_avro_value_that_is_not_the_schemas_fails_naming_its_offset(damage):
+    from connector.spark.typed_values import TypedValueError
+
+    schema, typed = avro_values()
+    good = [schema.encode(o) for o in orders(3)]
+    with pytest.raises(TypedValueError, match=r"partition -1 offset 41: an Avro value"):
+        typed.convert(byte_batch([good[0], damage(good[1]), good[2]]), [0, 0, 0])
+
+
+def test_schemas_that_cannot_be_columns_are_refused_clearly():
+    import json
+
+    from connector.spark.typed_values import UnsupportedSchema, record_fields
+
+    union = {"type": "record", "name": "R", "fields": [{"name": "x", "type": ["null", "int", "string"]}]}
+    with pytest.raises(UnsupportedSchema, match="several non-null types"):
+        record_fields(json.dumps(union))
+    clash = {"type": "record", "name": "R", "fields": [{"name": "__key", "type": "string"}]}
+    with pytest.raises(UnsupportedSchema, match="__key clash"):
+        record_fields(json.dumps(clash))
