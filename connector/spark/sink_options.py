@@ -202,6 +202,8 @@ class SinkColumns:
     """A timestamp column (microseconds in Arrow); False: a long of milliseconds."""
     properties: int = -1
     partition: int = -1
+    record: Any = None
+    """A typed write (no value column; the topic's record schema): ``sink_records.RecordColumns``."""
 
 
 def plan_columns(schema: "StructType", options: SinkOptions) -> SinkColumns:

@@ -36,13 +36,21 @@ def rows_of(batch: Any, columns: SinkColumns, first_row: int, partition_id: int)
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    value = batch.column(columns.value)
+    if columns.record is not None:  # a typed write: the record columns, encoded
+        from connector.spark.sink_records import encode_records
+        try:
+            encoded = encode_records(batch, columns.record)
+        except ValueError as exc:
+            raise SinkDataError(f"{exc} (counting from row {first_row} of Spark partition {partition_id})") from None
+        value = pa.array(encoded, pa.binary())
+    else:
+        value = batch.column(columns.value)
     if value.null_count:
         row = first_row + pc.index(value.is_null(), True).as_py()
         raise SinkDataError(f"column value is null in row {row} of Spark partition {partition_id}; the sink "
                             "cannot send a null payload: filter such rows out (df.where('value IS NOT NULL')) "
                             "or coalesce them")
-    if columns.value_is_string:
+    if columns.value_is_string and columns.record is None:
         value = value.cast(pa.binary())
     rows = Rows(values=value.to_pylist(), longest=pc.max(pc.binary_length(value)).as_py() or 0)
     if columns.key >= 0:

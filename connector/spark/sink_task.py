@@ -36,6 +36,7 @@ from broker_core.types import TopicName
 from connector.spark.sink_options import ROWS_PER_TASK, SinkColumns, SinkOptions
 from connector.spark.sink_receipts import Receipts, big_payload, sparse_stride
 from connector.spark.sink_rows import Rows, SinkDataError, rows_of
+from connector.spark.sink_records import PreEncoded
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +346,8 @@ class TaskWriter:
             batching_max_allowed_size_in_bytes=options.batching_max_bytes,
             batching_max_publish_delay_ms=PUBLISH_DELAY_MS,
             max_pending_messages=options.max_pending_messages, block_if_queue_full=True,
-            send_timeout_millis=options.send_timeout_ms)
+            send_timeout_millis=options.send_timeout_ms,
+            schema=PreEncoded(self.columns.record.topic_schema) if self.columns.record is not None else None)
         stored = producer.last_sequence_id() if name is not None else -1
         if initial is not None and stored == initial:
             stored = -1  # the producer reports max(broker's id, initial): nothing above the initial id

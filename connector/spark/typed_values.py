@@ -67,6 +67,7 @@ class TopicSchema:
     kind: str
     definition: str = ""
     version: int = -1
+    name: str = ""
 
     @property
     def typed(self) -> bool:
@@ -76,8 +77,8 @@ class TopicSchema:
 BYTES = TopicSchema("BYTES")
 
 
-def of_registry(kind: str, data: bytes, version: int) -> TopicSchema:
-    return TopicSchema(kind.upper(), data.decode("utf-8", "replace"), version)
+def of_registry(kind: str, data: bytes, version: int, name: str = "") -> TopicSchema:
+    return TopicSchema(kind.upper(), data.decode("utf-8", "replace"), version, name)
 
 
 # --- Avro definition -> Arrow types ---------------------------------------------------------------------
@@ -280,16 +281,17 @@ class TypedValues:
 
 
 # --- the registry ----------------------------------------------------------------------------------------
-def fetch_topic_schema(unary: Callable[..., Any], topic: str, version: int = -1) -> TopicSchema | None:
+def fetch_topic_schema(unary: Callable[..., Any], topic: str, version: int = -1,
+                       retry: bool = True) -> TopicSchema | None:
     """The topic's schema in the broker's registry (the latest, or ``version``) over ``unary`` (a
     ``Connection.unary``); None when it has none."""
     from broker_core.protocol import broker_pb2
 
     try:
-        reply = unary("GetSchema", broker_pb2.SchemaRequest(topic=topic, version=version), retry=True)
+        reply = unary("GetSchema", broker_pb2.SchemaRequest(topic=topic, version=version), retry=retry)
     except errors.TopicNotFound:
         return None
-    return of_registry(reply.type, reply.data, reply.version)
+    return of_registry(reply.type, reply.data, reply.version, reply.name)
 
 
 def common_schema(found: dict[str, "TopicSchema | None"]) -> TopicSchema:

@@ -46,6 +46,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from connector.spark.sink_options import MAX_BATCH_ID, parse_sink_options, plan_columns
+from connector.spark.sink_records import plan_record_columns, topic_record_schema
 from connector.spark.sink_task import TaskIdentity, TaskWriter
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,9 @@ class _SinkWriter:
             raise ValueError(f"the pulsarlike sink only appends (a topic cannot be truncated by a write): use "
                              f"{fix}; to start over, delete the topic first (Admin.delete_topic)")
         self.options = parse_sink_options(options, self.streaming)
-        self.columns = plan_columns(schema, self.options)
+        typed = None if "value" in {f.name.lower() for f in schema.fields} else topic_record_schema(self.options)
+        self.columns = plan_columns(schema, self.options) if typed is None else \
+            plan_record_columns(schema, self.options, typed)
 
     def write_partition(self, batches: Iterator[Any], partition_id: int, batch_id: int,
                         sink: str) -> SinkCommitMessage:

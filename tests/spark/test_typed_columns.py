@@ -182,3 +182,35 @@ def test_schemas_that_cannot_be_columns_are_refused_clearly():
     clash = {"type": "record", "name": "R", "fields": [{"name": "__key", "type": "string"}]}
     with pytest.raises(UnsupportedSchema, match="__key clash"):
         record_fields(json.dumps(clash))
+
+
+# --- the sink's typed write ------------------------------------------------------------------------------
+@pytest.mark.parametrize("schema_class", [AvroSchema, JsonSchema])
+def test_a_dataframe_is_written_as_records_of_the_topics_schema(spark, broker, official, topic, schema_class):
+    write(official, topic, schema_class(Order), orders(1))  # the topic and its schema, as an app makes them
+    consumer = official.subscribe(topic, "check", schema=schema_class(Order),
+                                  initial_position=pulsar.InitialPosition.Earliest)
+    df = spark.createDataFrame(
+        [(10, "ann", 2.5, ["a"], {"x": 1}, ("Paris", 75001), "k10"), (11, None, None, None, None, None, "k11")],
+        "id long, customer string, amount double, tags array<string>, counts map<string,int>, "
+        "address struct<city:string,zip:int>, __key string")
+    (df.write.format("pulsarlike").option("service.url", broker.service_url).option("topic", topic)
+     .mode("append").save())
+    got = [consumer.receive(10_000) for _ in range(3)]
+    assert got[0].value().id == 0
+    ann, blank = sorted(got[1:], key=lambda m: m.value().id)
+    assert (ann.value().customer, ann.value().amount, ann.value().tags) == ("ann", 2.5, ["a"])
+    assert ann.value().counts == {"x": 1} and ann.value().address.city == "Paris"
+    assert ann.partition_key() == "k10"
+    assert blank.value().id == 11 and blank.value().customer is None
+    # and Spark reads them back as the same columns
+    back = spark.read.format("pulsarlike").option("service.url", broker.service_url).option("topic", topic).load()
+    assert sorted(r["id"] for r in back.collect()) == [0, 10, 11]
+
+
+def test_a_column_the_record_does_not_have_is_refused_before_anything_is_written(spark, broker, official, topic):
+    write(official, topic, AvroSchema(Order), orders(1))
+    df = spark.createDataFrame([(1, "x")], "id long, colour string")
+    with pytest.raises(Exception, match="colour are not fields of"):
+        (df.write.format("pulsarlike").option("service.url", broker.service_url).option("topic", topic)
+         .mode("append").save())
