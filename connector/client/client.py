@@ -6,6 +6,7 @@ lookup.Lookup`; every producer and consumer gets what it uses in its constructor
 """
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -333,7 +334,9 @@ class Client:
         subscription = reader_name or f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}"
         template = broker_pb2.Subscribe(
             subscription=subscription, sub_type=broker_pb2.EXCLUSIVE_SUB, consumer_name=reader_name or "",
-            durable=False, start=start_position(start_message_id, start_message_id_inclusive),
+            durable=False, start=start_position(start_message_id, start_message_id_inclusive,
+                                                None if len(targets) > 1 else functools.partial(
+                                                    self._last_offset, name, bool(is_read_compacted))),
             start_inclusive=start_message_id_inclusive, read_compacted=bool(is_read_compacted))
         positions = ReadPositions()
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template,
@@ -383,6 +386,13 @@ class Client:
     def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition topics of ``topic`` (itself when not partitioned)."""
         return [t for t, _ in self._lookup.expand([_qualified(topic)])]
+
+    def _last_offset(self, topic: str, read_compacted: bool) -> int:
+        """The topic partition's last stored offset (of its compacted view), -1 when none or no topic yet."""
+        try:
+            return self._lookup.last_message(topic, read_compacted=read_compacted).last_offset
+        except errors.TopicNotFound:
+            return -1
 
     # --- lifecycle ------------------------------------------------------------------------------------
     def _check_open(self) -> None:

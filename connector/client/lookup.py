@@ -42,6 +42,15 @@ class Lookup:
         request = broker_pb2.TopicRequest(topic=topic, read_compacted=read_compacted)
         return self._connection.unary("GetLastMessageId", request, retry=True)
 
+    def schema(self, topic: str, version: int = -1, retry: bool = True) -> broker_pb2.SchemaReply | None:
+        """The topic's schema in the broker's registry (the latest, or ``version``): ``type`` (Pulsar's
+        ``Schema.Type`` name), ``data`` (the definition), ``version``, ``name``; None when it has none."""
+        try:
+            return self._connection.unary("GetSchema", broker_pb2.SchemaRequest(topic=topic, version=version),
+                                          retry=retry)
+        except errors.TopicNotFound:
+            return None
+
     def ensure_subscription(self, topic: str, subscription: str) -> None:
         """Create the durable subscription ``subscription`` at the end of ``topic`` (and the topic) unless it
         exists: with the admin calls, not a consumer that would attach and take permits."""

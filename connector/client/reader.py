@@ -8,7 +8,7 @@ its newest messages were compacted away (tombstones).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2
@@ -20,13 +20,17 @@ from connector.client.message_id import MessageId
 from connector.client.positions import ReadPositions
 
 
-def start_position(start_message_id: MessageId, inclusive: bool) -> broker_pb2.Position:
+def start_position(start_message_id: MessageId, inclusive: bool,
+                   last_offset: Callable[[], int] | None = None) -> broker_pb2.Position:
     """The wire ``Position`` of a reader start: earliest, latest, or the message's offset
-    (+1 unless inclusive)."""
+    (+1 unless inclusive). Latest inclusive is the last message's offset when ``last_offset`` finds one:
+    the broker starts at the entry holding it, and the partition consumer drops the batch's earlier
+    messages (pulsar-client reads only the last message)."""
     if start_message_id.is_earliest():
         return broker_pb2.Position(earliest=True)
     if start_message_id.is_latest():
-        return broker_pb2.Position(latest=True)
+        last = last_offset() if inclusive and last_offset is not None else -1
+        return broker_pb2.Position(offset=last) if last >= 0 else broker_pb2.Position(latest=True)
     return broker_pb2.Position(offset=start_message_id.offset() + (0 if inclusive else 1))
 
 

@@ -137,7 +137,7 @@ class RangeReader:
             if start < end:
                 rows = self._read(connection, start, end)
                 typed = TypedValues(self.topic_schema, functools.partial(
-                    fetch_topic_schema, connection.unary, self.tp.topic)) if self.topic_schema.typed else None
+                    fetch_topic_schema, Lookup(connection), self.tp.topic)) if self.topic_schema.typed else None
                 if part.snapshot:
                     versions: dict[int, int] = {}
                     rows = latest_per_key(self._noting_versions(rows, versions, typed), self.rows_per_batch)

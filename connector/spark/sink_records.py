@@ -39,6 +39,7 @@ def topic_record_schema(options: SinkOptions) -> TopicSchema | None:
     if options.topic is None:
         return None
     from connector.client.connection import Connection
+    from connector.client.lookup import Lookup
 
     timeout_s = options.operation_timeout_ms / 1000.0
     # a short connect deadline: an unreachable broker must not hold a write that needs no schema (it has no
@@ -46,7 +47,7 @@ def topic_record_schema(options: SinkOptions) -> TopicSchema | None:
     connection = Connection(options.service_url, timeout_s, min(timeout_s, LOOKUP_CONNECT_S),
                             options.security.connection_security(options.service_url))
     try:
-        found = fetch_topic_schema(connection.unary, options.topic, retry=False)
+        found = fetch_topic_schema(Lookup(connection), options.topic, retry=False)
     except (errors.ConnectError, errors.Timeout) as exc:
         # one attempt: without the schema the write needs a value column, and says so; the tasks would
         # fail on the same unreachable broker anyway

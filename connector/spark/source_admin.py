@@ -17,6 +17,7 @@ from broker_core import errors
 from broker_core.types import TopicName
 
 from connector.client.admin import Admin, OffsetBounds
+from connector.client.lookup import Lookup
 from connector.client.message_id import MessageId
 from connector.spark.auth_options import ClientSecurity
 from connector.spark.offsets import TopicPartition
@@ -133,9 +134,9 @@ class SourceAdmin:
         """The schema the topics read share in the broker's registry (:mod:`connector.spark.typed_values`);
         bytes when none has one (or none exists yet)."""
         topics = sorted({tp.topic for tp in self.discover(spec)}) or list(spec.topics)
-        # the gRPC admin has no schema call of its own: the registry's GetSchema over the admin's connection
-        unary = self.admin._connection.unary
-        return common_schema({topic: fetch_topic_schema(unary, topic) for topic in topics})
+        # the gRPC admin has no schema call of its own: the client's lookup of it, over the admin's connection
+        lookup = Lookup(self.admin._connection)
+        return common_schema({topic: fetch_topic_schema(lookup, topic) for topic in topics})
 
     # --- the source's durable subscription ------------------------------------------------------------
     @_reported

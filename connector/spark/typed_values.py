@@ -281,17 +281,11 @@ class TypedValues:
 
 
 # --- the registry ----------------------------------------------------------------------------------------
-def fetch_topic_schema(unary: Callable[..., Any], topic: str, version: int = -1,
-                       retry: bool = True) -> TopicSchema | None:
-    """The topic's schema in the broker's registry (the latest, or ``version``) over ``unary`` (a
-    ``Connection.unary``); None when it has none."""
-    from broker_core.protocol import broker_pb2
-
-    try:
-        reply = unary("GetSchema", broker_pb2.SchemaRequest(topic=topic, version=version), retry=retry)
-    except errors.TopicNotFound:
-        return None
-    return of_registry(reply.type, reply.data, reply.version, reply.name)
+def fetch_topic_schema(lookup: Any, topic: str, version: int = -1, retry: bool = True) -> TopicSchema | None:
+    """The topic's schema in the broker's registry (the latest, or ``version``) through the client's
+    ``Lookup``; None when it has none."""
+    reply = lookup.schema(topic, version, retry=retry)
+    return None if reply is None else of_registry(reply.type, reply.data, reply.version, reply.name)
 
 
 def common_schema(found: dict[str, "TopicSchema | None"]) -> TopicSchema:

@@ -123,3 +123,16 @@ def test_our_reader_resumed_after_a_broker_restart_inside_a_batch_repeats_nothin
         assert rest == list(range(300, BATCH))
     finally:
         client.close()
+
+
+def test_our_reader_at_latest_inclusive_reads_only_the_last_message_of_the_last_batch(batched):
+    from connector import Client, MessageId
+
+    proc, topic, _ = batched
+    client = Client(proc.service_url)
+    try:
+        reader = client.create_reader(topic, MessageId.latest, start_message_id_inclusive=True)
+        assert first_read(reader) == MESSAGES - 1  # pulsar-client's meaning: the last message, not its batch
+        assert not reader.has_message_available()
+    finally:
+        client.close()
