@@ -14,6 +14,10 @@ imports client code): ``pulsarlike admin ...`` (like ``pulsar-admin``), ``pulsar
 ``pulsar tokens``) and ``pulsarlike job NAME ...`` (the Spark jobs). Each module has ``main(argv) -> int``. ``pulsarlike --help`` lists them all from
 :data:`COMMANDS` (no tool module is imported for it).
 
+``pulsarlike --version`` prints the installed package's version. Output cut short by its reader (``pulsarlike
+admin topics list public/default | head -1``) ends the command quietly with status 141 (128 + SIGPIPE, as a
+shell reports a program killed by it), not with a traceback.
+
 pulsar-client's global form works too: ``pulsarlike --url URL produce ...`` (``--url``/``--service-url``
 before the command) is the command with ``--url URL`` after it.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
@@ -51,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
                "`pulsarlike --url pulsar://HOST:PORT produce ...`, is accepted too.")
     parser.add_argument("--url", "--service-url", dest="url", metavar="URL",
                         help="broker service URL for the client commands (pulsar-client's global form)")
+    parser.add_argument("--version", "-V", action="version", version=f"pulsarlike {version()}",
+                        help="print the version of pulsarlike and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     broker = commands.add_parser("broker", help=COMMANDS["broker"])
     for name, what in COMMANDS.items():
@@ -129,8 +136,42 @@ def _global_url(argv: list[str]) -> list[str]:
     return argv
 
 
+BROKEN_PIPE_STATUS = 141
+"""The exit status when stdout's reader went away (128 + SIGPIPE, what a shell shows for ``cat`` killed by it)."""
+
+
+def version() -> str:
+    """The installed ``pulsarlike`` distribution's version (from its metadata: no client module is loaded)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("pulsarlike")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = _global_url(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv in (["--version"], ["-V"]):
+        print(f"pulsarlike {version()}")
+        return 0
+    try:
+        try:
+            return _main(argv)
+        finally:  # what is still buffered goes out now, while a closed pipe can be told from other errors
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader (``| head -1``) has what it wanted; what is still buffered for stdout would raise again
+        # when the interpreter flushes it at exit, so stdout now goes nowhere
+        import os
+
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE_STATUS
+
+
+def _main(argv: list[str]) -> int:
+    argv = _global_url(argv)
     if argv and argv[0] in TOOLS:
         import importlib
 

@@ -41,3 +41,47 @@ def test_the_global_url_goes_to_the_tool_after_its_command(argv):
 def test_a_global_url_before_broker_is_refused(capsys):
     assert cli.main(["--url", "pulsar://h:1", "broker", "--data-dir", "x"]) == 2
     assert "client commands" in capsys.readouterr().err
+
+
+def test_version_prints_the_package_version(capsys):
+    from importlib import metadata
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"pulsarlike {metadata.version('pulsarlike')}\n"
+
+
+def test_version_is_in_the_help():
+    done = subprocess.run([sys.executable, "-m", "broker_core.cli", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert "--version" in done.stdout
+
+
+def _closed_pipe() -> int:
+    """The write end of a pipe whose reader has gone (as ``| head -1``'s, once it has its line)."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+def test_output_into_a_closed_pipe_ends_quietly_with_the_sigpipe_status():
+    import os
+
+    write = _closed_pipe()
+    try:  # a command that prints its result (a key) and needs no broker
+        done = subprocess.run([sys.executable, "-m", "broker_core.cli", "tokens", "create-secret-key", "--base64"],
+                              stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert done.returncode == cli.BROKEN_PIPE_STATUS
+    assert done.stderr == ""  # no traceback, no "Exception ignored" at exit
+
+
+def test_a_closed_pipe_in_process_returns_the_sigpipe_status(monkeypatch):
+    import os
+
+    with os.fdopen(_closed_pipe(), "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        assert cli.main(["admin", "--help"]) == cli.BROKEN_PIPE_STATUS
