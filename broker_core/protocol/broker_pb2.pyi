@@ -662,3 +662,19 @@ class SchemaReply(_message.Message):
     name: str
     properties: _containers.ScalarMap[str, str]
     def __init__(self, version: _Optional[int] = ..., type: _Optional[str] = ..., data: _Optional[bytes] = ..., name: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class SchemaAdminRequest(_message.Message):
+    __slots__ = ("topic", "version", "payload")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    version: int
+    payload: str
+    def __init__(self, topic: _Optional[str] = ..., version: _Optional[int] = ..., payload: _Optional[str] = ...) -> None: ...
+
+class SchemaAdminReply(_message.Message):
+    __slots__ = ("answer",)
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    answer: str
+    def __init__(self, answer: _Optional[str] = ...) -> None: ...

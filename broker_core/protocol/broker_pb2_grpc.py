@@ -259,6 +259,26 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaReply.FromString,
                 _registered_method=True)
+        self.GetSchemaAdmin = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetSchemaAdmin',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+                _registered_method=True)
+        self.UploadSchema = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/UploadSchema',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+                _registered_method=True)
+        self.DeleteSchema = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/DeleteSchema',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+                _registered_method=True)
+        self.CheckSchemaCompatibility = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/CheckSchemaCompatibility',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+                _registered_method=True)
 
 
 class PulsarLikeServicer:
@@ -544,6 +564,30 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetSchemaAdmin(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UploadSchema(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSchema(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckSchemaCompatibility(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PulsarLikeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -771,6 +815,26 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     servicer.GetSchema,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaReply.SerializeToString,
+            ),
+            'GetSchemaAdmin': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSchemaAdmin,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.SerializeToString,
+            ),
+            'UploadSchema': grpc.unary_unary_rpc_method_handler(
+                    servicer.UploadSchema,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.SerializeToString,
+            ),
+            'DeleteSchema': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSchema,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.SerializeToString,
+            ),
+            'CheckSchemaCompatibility': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckSchemaCompatibility,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1988,6 +2052,114 @@ class PulsarLike:
             '/pulsarlike.v1.PulsarLike/GetSchema',
             broker__core_dot_protocol_dot_broker__pb2.SchemaRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.SchemaReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSchemaAdmin(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetSchemaAdmin',
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UploadSchema(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/UploadSchema',
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSchema(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/DeleteSchema',
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckSchemaCompatibility(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/CheckSchemaCompatibility',
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -56,6 +56,11 @@ RULES: dict[str, tuple[Any, Resource]] = {
     # schemas (Pulsar: GET_OR_CREATE_SCHEMA is a producer's, a consumer's check its own; GET_SCHEMA a lookup)
     "GetOrCreateSchema": (lambda request: CONSUME if request.check_only else PRODUCE, _TOPIC),
     "GetSchema": (LOOKUP, _TOPIC),
+    # schema admin (pulsar-admin schemas: as the REST API's routes)
+    "GetSchemaAdmin": (LOOKUP, _TOPIC),
+    "UploadSchema": (ADMIN, _TOPIC),
+    "DeleteSchema": (ADMIN, _TOPIC),
+    "CheckSchemaCompatibility": (LOOKUP, _TOPIC),
     # subscriptions (Pulsar: the consume permission)
     "OffsetForTimestamp": (CONSUME, _TOPIC),
     "ListSubscriptions": (CONSUME, _TOPIC),

@@ -91,7 +91,13 @@ def _part_data(value: Any, field: str) -> bytes:
 
 async def payload(request: web.Request) -> tuple[str, bytes, dict[str, str]]:
     """(stored type, definition, properties) of a PostSchemaPayload body; 400 naming the field."""
-    found = obj(await body(request, "PostSchemaPayload"), "PostSchemaPayload")
+    return definition(await body(request, "PostSchemaPayload"))
+
+
+def definition(found: Any) -> tuple[str, bytes, dict[str, str]]:
+    """(stored type, definition, properties) of a parsed PostSchemaPayload (also the gRPC schema admin's:
+    :mod:`broker_core.frontends.grpc.schema_rpcs`); :class:`BadRequest` naming the field."""
+    found = obj(found, "PostSchemaPayload")
     java = found.get("type")
     if not isinstance(java, str) or java.upper() not in _STORED:
         raise BadRequest(f"type: expected one of {', '.join(sorted(_STORED))}, got {json.dumps(java)[:64]}")
@@ -189,9 +195,13 @@ class SchemaRoutes:
             problem = await self._schemas.compatibility(name, schema_type, data, properties)
         except InvalidSchema as exc:
             raise Refused(422, exc.message) from None
-        strategy = self._schemas.strategy(name)
-        answer = {"compatibility": problem is None,
-                  "schemaCompatibilityStrategy": DEFAULT_STRATEGY if strategy == "UNDEFINED" else strategy}
-        if problem:
-            answer["reason"] = problem
-        return ok(answer)
+        return ok(compatibility_answer(problem, self._schemas.strategy(name)))
+
+
+def compatibility_answer(problem: str | None, strategy: str) -> dict[str, Any]:
+    """The compatibility check's answer: ``problem`` (None: compatible) under the namespace's ``strategy``."""
+    answer: dict[str, Any] = {"compatibility": problem is None,
+                              "schemaCompatibilityStrategy": DEFAULT_STRATEGY if strategy == "UNDEFINED" else strategy}
+    if problem:
+        answer["reason"] = problem
+    return answer
