@@ -9,7 +9,8 @@
                                               expire-messages|last-message-id|terminate|unload|lookup|
                                               compact|compaction-status|set-retention|...
     pulsarlike admin --admin-url http://HOST:8080 clusters list|get, brokers list|healthcheck|version|
-                                              leader-broker, schemas get|upload|delete|compatibility
+                                              leader-broker
+    pulsarlike admin [--admin-url URL] schemas get|upload|delete|compatibility
 
 Permissions: ``namespaces|topics grant-permission|revoke-permission|permissions``
 (:mod:`connector.cli.admin_permissions`). ``--auth-plugin``, ``--auth-params``, ``--tls-trust-cert-path``,
@@ -20,9 +21,9 @@ Permissions: ``namespaces|topics grant-permission|revoke-permission|permissions`
 ``http://HOST:8080`` (``https://HOST:8443``) as pulsar-admin's -- Pulsar's admin REST API, on a pulsarlike
 broker's web service port or an Apache Pulsar cluster (``Admin(admin_url=...)``) -- or a service URL,
 ``pulsar://HOST:PORT``, for this broker's gRPC admin calls on the port its clients use. Default:
-``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``. ``clusters``, ``brokers`` and ``schemas``
+``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``. ``clusters`` and ``brokers``
 (:mod:`connector.cli.admin_rest_groups`) need an HTTP URL (over ``pulsar://`` the Admin's ``NotSupported``
-says so, exit 1).
+says so, exit 1); ``schemas`` works over both.
 
 Output is pulsar-admin's: lists one name per line, stats and policies as JSON laid out like Jackson's
 pretty printer, nothing for a change that succeeded. Sizes and times are read like pulsar-admin reads
@@ -374,7 +375,7 @@ GROUPS = {"tenants": ("Operations about tenants", _tenants),
           "topics": ("Operations about topics", _topics),
           "clusters": ("Operations about clusters (--admin-url http://...)", admin_rest_groups.clusters),
           "brokers": ("Operations about brokers (--admin-url http://...)", admin_rest_groups.brokers),
-          "schemas": ("Operations about schemas (--admin-url http://...)", admin_rest_groups.schemas)}
+          "schemas": ("Operations about schemas", admin_rest_groups.schemas)}
 
 
 def _url_flag(parser: argparse.ArgumentParser, default: Any) -> None:

@@ -1,5 +1,6 @@
 """``pulsarlike admin clusters|brokers|schemas``, as pulsar-admin's, over the admin REST API
-(``--admin-url http://HOST:8080``; with a ``pulsar://`` URL they say so and exit 1):
+(``--admin-url http://HOST:8080``; with a ``pulsar://`` URL clusters and brokers say so and exit 1, schemas
+go over the broker's gRPC schema admin calls, with the same output):
 
     pulsarlike admin --admin-url http://localhost:8080 clusters list
     pulsarlike admin --admin-url http://localhost:8080 clusters get standalone

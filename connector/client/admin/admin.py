@@ -53,8 +53,8 @@ class Admin:
     methods over Pulsar's admin REST API instead (:mod:`connector.client.admin.rest_wire`), so the admin
     works against a pulsarlike broker's web service port or an Apache Pulsar cluster. A method with no REST
     equivalent (``acknowledge_up_to``, ``get_offset_bounds``, ``offset_for_timestamp``) raises
-    :class:`~connector.client.admin.wire.NotSupported` naming it; the cluster, broker and schema methods are
-    served over REST only."""
+    :class:`~connector.client.admin.wire.NotSupported` naming it; the cluster and broker methods are served
+    over REST only. The schema methods answer the same over both."""
 
     def __init__(self, service_url: str | None = None, operation_timeout_seconds: float = 30,
                  connection_timeout_ms: int = 10000, authentication: Authentication | None = None,
@@ -204,7 +204,7 @@ class Admin:
     revoke_topic_permission = _part(PermissionsAdmin.revoke_topic_permission)
     get_topic_permissions = _part(PermissionsAdmin.get_topic_permissions)
 
-    # clusters, brokers and schemas (pulsar-admin clusters|brokers|schemas; admin_url only)
+    # clusters and brokers (admin_url only) and schemas (pulsar-admin clusters|brokers|schemas)
     list_clusters = _part(ClustersAdmin.list_clusters)
     get_cluster = _part(ClustersAdmin.get_cluster)
     list_brokers = _part(ClustersAdmin.list_brokers)

@@ -13,8 +13,8 @@ from connector.client.message_id import MessageId
 
 class NotSupported(PulsarLikeError):
     """An admin call the transport in use cannot serve: a pulsarlike call with no REST equivalent
-    (``acknowledge_up_to``, offsets) over ``Admin(admin_url=...)``, or a REST-only one (clusters, brokers,
-    schemas) over a ``pulsar://`` service URL. ``method`` names it."""
+    (``acknowledge_up_to``, offsets) over ``Admin(admin_url=...)``, or a REST-only one (clusters, brokers)
+    over a ``pulsar://`` service URL. ``method`` names it."""
 
 
 class UnaryWire(Protocol):
