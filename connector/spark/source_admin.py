@@ -17,12 +17,11 @@ from broker_core import errors
 from broker_core.types import TopicName
 
 from connector.client.admin import Admin, OffsetBounds
-from connector.client.lookup import Lookup
 from connector.client.message_id import MessageId
 from connector.spark.auth_options import ClientSecurity
 from connector.spark.offsets import TopicPartition
 from connector.spark.options import TopicSpec
-from connector.spark.typed_values import TopicSchema, common_schema, fetch_topic_schema
+from connector.spark.typed_values import TopicSchema, common_schema, of_registry
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +133,15 @@ class SourceAdmin:
         """The schema the topics read share in the broker's registry (:mod:`connector.spark.typed_values`);
         bytes when none has one (or none exists yet)."""
         topics = sorted({tp.topic for tp in self.discover(spec)}) or list(spec.topics)
-        # the gRPC admin has no schema call of its own: the client's lookup of it, over the admin's connection
-        lookup = Lookup(self.admin._connection)
-        return common_schema({topic: fetch_topic_schema(lookup, topic) for topic in topics})
+        found: dict[str, TopicSchema | None] = {}
+        for topic in topics:
+            try:
+                shown = self.admin.get_schema(topic)  # Pulsar's GetSchemaResponse: type as Java's SchemaType
+            except errors.TopicNotFound:  # none (or no namespace) yet
+                found[topic] = None
+                continue
+            found[topic] = of_registry(shown["type"], shown["data"].encode(), shown["version"])
+        return common_schema(found)
 
     # --- the source's durable subscription ------------------------------------------------------------
     @_reported
