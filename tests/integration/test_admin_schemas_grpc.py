@@ -9,9 +9,12 @@ import uuid
 import pytest
 
 from broker_core import errors
+from broker_core.security.tokens import create_token, generate_secret_key
+from connector import AuthenticationToken
 from connector.cli.admin import main
 from connector.client.admin import Admin
 from tests.integration.test_http_admin_server import admin_http
+from tests.security_certs import secret_setting
 
 V1 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"}]}
 V2 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"},
@@ -111,3 +114,25 @@ def test_the_cli_schemas_group_works_over_pulsar_urls_with_the_rest_output(capsy
     assert "IncompatibleSchema" in cli(capsys, pulsar, "schemas", "upload", topic, "-f", str(retyped), code=1)
     assert cli(capsys, pulsar, "schemas", "delete", topic) == ""
     assert "TopicNotFound" in cli(capsys, pulsar, "schemas", "get", topic, code=1)
+
+
+def test_reading_and_checking_need_lookup_while_uploading_and_deleting_need_the_tenants_admin(tmp_path):
+    secret = generate_secret_key()
+    config = {"authenticationEnabled": "true", "authenticationProviders": "token", "authorizationEnabled": "true",
+              "superUserRoles": "root", "tokenSecretKey": secret_setting(secret)}
+    topic = "persistent://public/default/guarded"
+    with admin_http(tmp_path / "data", **config) as secured:
+        url = secured.broker.service_url
+        with Admin(url, authentication=AuthenticationToken(create_token(secret, "root"))) as root:
+            root.grant_namespace_permission("public/default", "app", ["produce", "consume"])
+            root.upload_schema(topic, "AVRO", V1)
+            with Admin(url, authentication=AuthenticationToken(create_token(secret, "app"))) as app:
+                assert app.get_schema(topic) == root.get_schema(topic)
+                assert app.test_schema_compatibility(topic, "AVRO", V2)["compatibility"] is True
+                for change in (lambda: app.upload_schema(topic, "AVRO", V2), lambda: app.delete_schema(topic)):
+                    with pytest.raises(errors.AuthorizationError):
+                        change()
+            with Admin(url, authentication=AuthenticationToken(create_token(secret, "eve"))) as eve:
+                with pytest.raises(errors.AuthorizationError):
+                    eve.get_schema(topic)
+            assert root.get_schema(topic)["version"] == 0
