@@ -25,6 +25,9 @@ class FakeMessage:
     def data(self) -> bytes:
         return self._value
 
+    def value(self) -> bytes:  # a message read without a schema: its bytes
+        return self._value
+
 
 class ScriptedReader:
     """``existing`` messages are there when the view starts; ``publish`` adds later ones."""
