@@ -64,19 +64,22 @@ def listening_ports(pid: int) -> set[int]:
 
 def test_a_broker_serving_only_pulsar_clients_never_starts_its_grpc_server(broker_process):
     proc = broker_process("--set", "metricsEnabled=false")
+    at_start = listening_ports(proc.proc.pid)  # the public port and the web service port (the admin API)
+    assert proc.port in at_start and len(at_start) == 2
     with RawPulsar(proc.address) as raw:
         assert raw.connect().type == T.CONNECTED
         assert raw.producer("persistent://public/default/no-grpc").type == T.PRODUCER_SUCCESS
-    assert listening_ports(proc.proc.pid) == {proc.port}, "only the public port: no private gRPC port"
+    assert listening_ports(proc.proc.pid) == at_start, "no private gRPC port"
 
 
 def test_the_first_grpc_client_starts_the_grpc_server_and_is_served_on_its_first_try(broker_process):
     proc = broker_process("--set", "metricsEnabled=false")
-    assert listening_ports(proc.proc.pid) == {proc.port}
+    at_start = listening_ports(proc.proc.pid)  # the public port and the web service port (the admin API)
+    assert proc.port in at_start and len(at_start) == 2
     assert health(proc.address) == "SERVING"
-    assert len(listening_ports(proc.proc.pid) - {proc.port}) == 1, "the private gRPC port, once"
+    assert len(listening_ports(proc.proc.pid) - at_start) == 1, "the private gRPC port, once"
     assert health(proc.address) == "SERVING"
-    assert len(listening_ports(proc.proc.pid)) == 2
+    assert len(listening_ports(proc.proc.pid)) == 3
 
 
 def test_a_connect_and_a_producer_sent_in_one_write_are_both_answered(broker_process):
