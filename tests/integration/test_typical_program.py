@@ -55,6 +55,7 @@ def typical_program(pulsar: ModuleType, url: str) -> dict[str, Any]:
                                     batch_receive_policy=pulsar.ConsumerBatchReceivePolicy(10, -1, 200))
         nacking = client.subscribe(topic, "nacks", schema=JsonSchema(Order), consumer_type=pulsar.ConsumerType.Shared,
                                    negative_ack_redelivery_delay_ms=100)
+        raw = client.subscribe(topic, "raw")  # no schema= : pulsar-client's default BytesSchema
         dlq_topic = f"{topic}-dlq"
         dlq = client.subscribe(dlq_topic, "ops", initial_position=pulsar.InitialPosition.Earliest)
         dead = client.subscribe(topic, "dead", schema=JsonSchema(Order), consumer_type=pulsar.ConsumerType.Shared,
@@ -75,6 +76,16 @@ def typical_program(pulsar: ModuleType, url: str) -> dict[str, Any]:
         wait_until(lambda: batched.extend(fields(msg) for msg in batching.batch_receive())
                    or len(batched) >= len(orders), timeout_s=RECEIVE_TIMEOUT_MS / 1000)
         observed["batch_receive"] = batched
+
+        as_bytes = []
+        for _ in orders:
+            msg = raw.receive(RECEIVE_TIMEOUT_MS)
+            as_bytes.append({"record": json.loads(msg.data()), "key": msg.partition_key()})
+            raw.acknowledge(msg)
+        observed["bytes_by_default"] = as_bytes
+
+        batching.seek(pulsar.MessageId.earliest)  # back to the first record, on the same subscription
+        observed["seek"] = fields(batching.receive(RECEIVE_TIMEOUT_MS))
 
         first = nacking.receive(RECEIVE_TIMEOUT_MS)
         nacking.negative_acknowledge(first)
@@ -102,6 +113,14 @@ def typical_program(pulsar: ModuleType, url: str) -> dict[str, Any]:
         while reader.has_message_available():
             read.append(fields(reader.read_next(RECEIVE_TIMEOUT_MS)))
         observed["reader"] = read
+
+        notes = client.create_producer(f"{topic}-notes", schema=pulsar.schema.StringSchema())
+        notes_reader = client.create_reader(f"{topic}-notes", pulsar.MessageId.earliest,
+                                            schema=pulsar.schema.StringSchema())
+        notes.send("shipped", properties={"order_id": "3"}, event_timestamp=1_700_000_000_000)
+        note = notes_reader.read_next(RECEIVE_TIMEOUT_MS)
+        observed["string_schema"] = {"value": note.value(), "properties": note.properties(),
+                                     "event_time": note.event_timestamp()}
     finally:
         client.close()
     return observed
@@ -117,6 +136,7 @@ def test_the_typical_program_observes_the_same_with_pulsarlike_as_with_pulsar_cl
     assert official["listener"] == expected_records  # the program itself does what it says
     assert official["reader"] == expected_records
     assert official["negative_ack"]["redelivery_count"] == 1
+    assert official["seek"] == expected_records[0]
     assert [letter["record"] for letter in official["dead_letters"]] == expected_records
     for step in official:
         assert ours.get(step) == official[step], step
