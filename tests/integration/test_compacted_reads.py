@@ -12,14 +12,13 @@ import pytest
 
 from broker_core.protocol import broker_pb2, broker_pb2_grpc
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from connector import Client, InvalidConfiguration, MessageId, NotAllowedError, Timeout
+from connector import InvalidConfiguration, MessageId, NotAllowedError, Timeout
 from connector.client.enums import ConsumerType, InitialPosition
 from tests.brokers import BrokerProcess
 from tests.pulsar_wire import RawPulsar
 from tests.waiting import wait_until
 
 T = cmd.BaseCommand
-QUIET = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
 
 
 @pytest.fixture(scope="module")
@@ -27,20 +26,6 @@ def broker_proc(tmp_path_factory):
     proc = BrokerProcess(tmp_path_factory.mktemp("compacted-reads-broker")).start()
     yield proc
     proc.stop()
-
-
-@pytest.fixture
-def official(broker_proc):
-    client = pulsar.Client(broker_proc.service_url, operation_timeout_seconds=10, logger=QUIET)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def ours(broker_proc):
-    client = Client(broker_proc.service_url)
-    yield client
-    client.close()
 
 
 @pytest.fixture

@@ -30,22 +30,6 @@ def broker_proc(tmp_path_factory):
 
 
 @pytest.fixture
-def official(broker_proc):
-    client = pulsar.Client(broker_proc.service_url, operation_timeout_seconds=10, logger=QUIET)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def ours(broker_proc):
-    from connector import Client
-
-    client = Client(broker_proc.service_url)
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def admin(broker_proc):
     from connector import Admin
 

@@ -22,13 +22,6 @@ def broker_proc(tmp_path_factory):
 
 
 @pytest.fixture
-def ours(broker_proc):
-    client = Client(broker_proc.service_url)
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def topic():
     return f"persistent://public/default/tv-{uuid.uuid4().hex[:12]}"
 
