@@ -83,8 +83,6 @@ class BrokerService:
         self.tls_port = 0
         self.web_port = 0
         self.web_tls_port = 0
-        self.metrics_port = 0
-        self.metrics_tls_port = 0
         self._web: WebServer | None = None
         self._checks: CredentialChecks | None = None
         self._grpc: GrpcServer | None = None
@@ -154,6 +152,14 @@ class BrokerService:
                  "on" if config.authorizationEnabled else "off")
         return self.port
 
+    @property
+    def metrics_port(self) -> int:
+        return self.web_port if self.config.metricsEnabled else 0
+
+    @property
+    def metrics_tls_port(self) -> int:
+        return self.web_tls_port if self.config.metricsEnabled else 0
+
     def _start_web(self, security: Security, budget: ConnectionBudget, host: str) -> None:
         """Bind the web service port(s); the application (admin REST API, ``/metrics``, ``/status.html``) is
         built by their first connection (:mod:`broker_core.frontends.http.server`)."""
@@ -165,8 +171,6 @@ class BrokerService:
         self.web_port = web.bind(config.bindAddress, config.webServicePort, "webServicePort")
         if secure:
             self.web_tls_port = web.bind_tls(config.bindAddress, config.webServicePortTls, "webServicePortTls")
-        if config.metricsEnabled:
-            self.metrics_port, self.metrics_tls_port = self.web_port, self.web_tls_port
         # the URLs the application gives out (clusters, lookups): the ports as bound
         web.start(lazy_app(registry=self.registry, security=security, config=config,
                            web_url=f"http://{host}:{self.web_port}",
