@@ -1,4 +1,4 @@
-"""The gRPC channel to one broker: service URL parsing, readiness, unary calls, bidirectional streams.
+"""The gRPC transport (:class:`~connector.client.transport.Transport`): the channel to one broker: service URL parsing, readiness, unary calls, bidirectional streams.
 
 Streams are fed from a queue by a request iterator (gRPC pulls it on its own thread); a daemon thread
 per stream reads the responses. The channel itself reconnects after a broker restart (gRPC's own backoff,
@@ -29,6 +29,7 @@ from broker_core.protocol.status import CODE_KEY, error_from_rpc
 from connector.client.authentication import Authentication
 from connector.client.reconnect import INITIAL_BACKOFF_S, MAX_BACKOFF_S, retry_until
 from connector.client.tls import TlsOptions, check, secure_channel
+from connector.client.transport import DENSE
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,7 @@ class Connection:
         self._lock = threading.Lock()
         self.closed = threading.Event()
         """Set by :meth:`close`: waits between retries end at once."""
+        self.positions = DENSE
         if self.security.tls is None or (self.security.tls.validate_hostname and not self.security.tls.allow_insecure):
             self._open_channel()  # no network needed: gRPC connects on first use
 
