@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+from tests.pulsar_lite import pulsar_lite_broker  # noqa: F401  (pulsar-lite for modules that ask for it)
+
 
 @pytest.fixture
 def topic():

@@ -12,6 +12,8 @@ import uuid
 
 import pytest
 
+from tests.pulsar_lite import pulsar_lite_broker  # noqa: F401  (pulsar-lite for modules that ask for it)
+
 
 # Settings measured on the 2-core test machine: small driver heap, no UI, loopback only.
 SPARK_CONF = {
