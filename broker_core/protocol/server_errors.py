@@ -54,3 +54,41 @@ def server_error(exc: errors.PulsarLikeError) -> int:
         if code is not None:
             return code
     return cmd.UnknownError
+
+
+# The reverse, for the client's binary transport: the error a client raises for a code a broker answered.
+# Several errors share a code (NotAllowedError, ServiceNotReady ...): a code gives back its most general one.
+_ERRORS: dict[int, type[errors.PulsarLikeError]] = {
+    cmd.UnknownError: errors.UnknownError,
+    cmd.MetadataError: errors.PersistenceError,
+    cmd.PersistenceError: errors.PersistenceError,
+    cmd.AuthenticationError: errors.AuthenticationError,
+    cmd.AuthorizationError: errors.AuthorizationError,
+    cmd.ConsumerBusy: errors.ConsumerBusy,
+    cmd.ServiceNotReady: errors.ServiceNotReady,
+    cmd.ProducerBlockedQuotaExceededError: errors.ProducerBlockedQuotaExceededError,
+    cmd.ProducerBlockedQuotaExceededException: errors.ProducerBlockedQuotaExceededException,
+    cmd.ChecksumError: errors.ChecksumError,
+    cmd.UnsupportedVersionError: errors.NotSupported,
+    cmd.TopicNotFound: errors.TopicNotFound,
+    cmd.SubscriptionNotFound: errors.SubscriptionNotFound,
+    cmd.ConsumerNotFound: errors.NotConnected,
+    cmd.TooManyRequests: errors.TooManyRequests,
+    cmd.TopicTerminatedError: errors.TopicTerminated,
+    cmd.ProducerBusy: errors.ProducerBusy,
+    cmd.InvalidTopicName: errors.InvalidTopicName,
+    cmd.IncompatibleSchema: errors.IncompatibleSchema,
+    cmd.ConsumerAssignError: errors.ConsumerAssignError,
+    cmd.NotAllowedError: errors.NotAllowedError,
+    cmd.ProducerFenced: errors.ProducerFenced,
+}
+
+
+def error_of(code: int, message: str = "") -> errors.PulsarLikeError:
+    """The typed error for a ``ServerError`` code a broker answered with ``message`` (a code without an
+    error of its own -- the transaction ones -- is ``UnknownError`` naming it)."""
+    cls = _ERRORS.get(code)
+    if cls is None:
+        name = ServerError.Name(code) if code in ServerError.values() else str(code)
+        return errors.UnknownError(f"{name}: {message}" if message else name, server_error=name)
+    return cls(message or ServerError.Name(code))
