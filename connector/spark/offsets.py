@@ -19,6 +19,10 @@ Spark compares offsets as JSON strings, so every dict this module builds has its
 (string) order at every level and plain ``int`` values: ``json.dumps`` of it is the same with or without
 ``sort_keys``. Users write the bare map in ``startingOffsets``/``endingOffsets``, where a topic may be a
 short name and an offset may also be ``-2`` (earliest) or ``-1`` (latest), as in Spark's Kafka source.
+
+On a broker without dense offsets (Apache Pulsar, pulsar-lite) a partition's value is a message id instead
+(:mod:`connector.spark.message_id_offsets`: a JSON object ``{"batch": B, "entry": E, "ledger": L}``, the
+boundary after that message); users may also give pulsar-spark's byte array of a serialized ``MessageId``.
 """
 from __future__ import annotations
 
@@ -27,6 +31,9 @@ from typing import Any, Mapping, NamedTuple
 
 from broker_core.errors import InvalidTopicName
 from broker_core.types import TopicName
+
+from connector.spark import message_id_offsets as ids
+from connector.spark.message_id_offsets import IdOffset
 
 EARLIEST = -2
 """In a user's JSON offsets: the partition's first stored message."""
@@ -53,24 +60,35 @@ class TopicPartition(NamedTuple):
         return self.internal_name
 
 
-Offsets = dict[TopicPartition, int]
+Offset = int | IdOffset
+"""A dense offset (pulsarlike), or a message id boundary (a broker without dense offsets)."""
+Offsets = dict[TopicPartition, Any]
+"""Per partition: an ``int`` (dense) or an :class:`IdOffset`; one query's are all of one kind."""
 
 
-def to_json_dict(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
-    """The canonical nested dict (sorted keys at both levels, int values)."""
-    nested: dict[str, dict[str, int]] = {}
+def _json_value(offset: Offset) -> Any:
+    return offset.to_json() if isinstance(offset, IdOffset) else int(offset)
+
+
+def _offset_of(value: Any) -> Offset:
+    return ids.from_json(value) if ids.is_id_value(value) else int(value)
+
+
+def to_json_dict(offsets: Mapping[TopicPartition, Offset]) -> dict[str, dict[str, Any]]:
+    """The canonical nested dict (sorted keys at every level, int values or id objects)."""
+    nested: dict[str, dict[str, Any]] = {}
     for tp, offset in offsets.items():
-        nested.setdefault(tp.topic, {})[str(tp.partition)] = int(offset)
+        nested.setdefault(tp.topic, {})[str(tp.partition)] = _json_value(offset)
     return {topic: {p: nested[topic][p] for p in sorted(nested[topic])} for topic in sorted(nested)}
 
 
-def dumps(offsets: Mapping[TopicPartition, int]) -> str:
+def dumps(offsets: Mapping[TopicPartition, Offset]) -> str:
     return json.dumps(to_json_dict(offsets))
 
 
 def from_json_dict(nested: Mapping[str, Mapping[str, Any]]) -> Offsets:
     """The offsets of a dict Spark hands back (one this module built)."""
-    return {TopicPartition(topic, int(p)): int(offset)
+    return {TopicPartition(topic, int(p)): _offset_of(offset)
             for topic, parts in nested.items() for p, offset in parts.items()}
 
 
@@ -82,7 +100,7 @@ class SourceOffset(NamedTuple):
     """The query's durable subscription; None in a checkpoint written before it was carried."""
 
 
-def encode_source_offset(offsets: Mapping[TopicPartition, int], subscription: str) -> dict[str, Any]:
+def encode_source_offset(offsets: Mapping[TopicPartition, Offset], subscription: str) -> dict[str, Any]:
     """The canonical dict Spark stores (see the module docstring)."""
     return {"offsets": to_json_dict(offsets), "subscription": subscription}
 
@@ -101,7 +119,8 @@ def parse_user_offsets(option: str, text: str, allow_earliest: bool = True) -> O
     Raises ``ValueError`` naming ``option`` and showing the expected shape.
     """
     example = ('{"persistent://public/default/my-topic": {"0": 42, "1": -2}} (partition "-1" for a '
-               'non-partitioned topic; -2 = earliest, -1 = latest)')
+               'non-partitioned topic; -2 = earliest, -1 = latest; on a broker without dense offsets a message '
+               'id {"ledger": L, "entry": E, "batch": B} or pulsar-spark\'s byte array of a serialized MessageId)')
 
     def bad(reason: str) -> ValueError:
         return ValueError(f"option {option}: {reason}; expected 'earliest', 'latest' or JSON like {example}")
@@ -130,6 +149,13 @@ def parse_user_offsets(option: str, text: str, allow_earliest: bool = True) -> O
                 raise bad(f"partition {key!r} of {topic!r} is not an integer") from None
             if partition < -1:
                 raise bad(f"partition {key!r} of {topic!r} is negative (-1 is the non-partitioned topic)")
+            if ids.is_id_value(offset):
+                try:
+                    offsets[TopicPartition(str(name), partition)] = ids.from_json(
+                        offset, f"offset of {topic!r} partition {key}")
+                except ValueError as exc:
+                    raise bad(str(exc)) from None
+                continue
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
                 raise bad(f"offset {offset!r} of {topic!r} partition {key} is not an integer >= -2")
             if offset == EARLIEST and not allow_earliest:

@@ -61,17 +61,26 @@ def admit(start: Offsets, latest: Offsets, max_messages: int | None, max_bytes: 
     end = dict(latest)
     if cap >= total:
         return end
-    shares = {tp: n * cap // total for tp, n in waiting.items()}
-    left = cap - sum(shares.values())
-    for tp, n in waiting.items():
-        if left <= 0:
-            break
-        if shares[tp] < n:
-            shares[tp] += 1
-            left -= 1
-    for tp, share in shares.items():
+    for tp, share in share_out(waiting, cap).items():
         end[tp] = start[tp] + share
     return end
+
+
+def share_out(waiting: Mapping[TopicPartition, int], cap: int) -> dict[TopicPartition, int]:
+    """``cap`` messages shared among partitions in proportion to what each has ``waiting`` (never more than
+    it has); remainders go to the partitions in sorted order, so the shares add up to ``min(cap, total)``."""
+    total = sum(waiting.values())
+    if cap >= total:
+        return dict(waiting)
+    shares = {tp: waiting[tp] * cap // total for tp in sorted(waiting)}
+    left = cap - sum(shares.values())
+    for tp in sorted(waiting):
+        if left <= 0:
+            break
+        if shares[tp] < waiting[tp]:
+            shares[tp] += 1
+            left -= 1
+    return shares
 
 
 def lost_ranges(start: Offsets, bounds: Mapping[TopicPartition, Bounds]) -> list[tuple[TopicPartition, int, int]]:
