@@ -1,6 +1,7 @@
 """``pulsar.schema``: typed schemas (``Record`` and its fields, ``StringSchema``, ``BytesSchema``,
-``JsonSchema``, ``AvroSchema``), served by :mod:`connector.client.schema`. A name of pulsar-client's
-``pulsar.schema`` that is not served yet is still defined here, and using it raises ``NotSupported`` naming it.
+``JsonSchema``, ``AvroSchema``, ``ProtobufNativeSchema``), served by :mod:`connector.client.schema`. A name of
+pulsar-client's ``pulsar.schema`` that is not served yet is still defined here, and using it raises
+``NotSupported`` naming it.
 """
 from __future__ import annotations
 

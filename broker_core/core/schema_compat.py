@@ -25,8 +25,8 @@ type changed is incompatible; an Avro-family part follows the rules above.
 
 Other schema types (String, the numeric types, Bytes) are compatible with themselves; a schema of another
 type is never compatible (Pulsar refuses a type change under ``BACKWARD``, the caller checks it).
-ProtobufNative, which Pulsar checks with a descriptor checker this broker does not have, is accepted, as
-Pulsar's ``AlwaysCompatible``.
+ProtobufNative schemas (a KeyValue part too) keep their root message's name, as Pulsar's default
+ProtobufNative checker asks; their fields are not compared (:mod:`.schema_protobuf_native`).
 
 Example: writer ``{"type":"record","name":"U","fields":[{"name":"a","type":"int"}]}``; a reader adding
 ``{"name":"b","type":"string"}`` is incompatible (no default), adding ``{"name":"b","type":"string",
@@ -37,6 +37,8 @@ from __future__ import annotations
 import json
 import struct
 from typing import Any, Mapping
+
+from broker_core.core import schema_protobuf_native as protobuf_native
 
 AVRO_TYPES = frozenset({"Json", "Avro", "Protobuf"})
 """Types whose schema data is an Avro definition (the names of Pulsar's ``Schema.Type``)."""
@@ -94,6 +96,8 @@ def incompatibility(schema_type: str, old_data: bytes, new_data: bytes, old_prop
     KeyValue schemas only (their parts' types)."""
     if schema_type == KEY_VALUE:
         return _key_value(old_data, new_data, old_properties, new_properties)
+    if schema_type == protobuf_native.TYPE:
+        return protobuf_native.root_change(old_data, new_data)
     return _definition(schema_type in AVRO_TYPES, old_data, new_data)
 
 
@@ -135,7 +139,8 @@ def _key_value(old_data: bytes, new_data: bytes, old_properties: Mapping[str, st
         new_type = str(new_properties.get(f"{part}.schema.type", "BYTES")).upper()
         if old_type != new_type:
             return f"{part} schema: type changed from {old_type} to {new_type}"
-        problem = _definition(new_type in _AVRO_UPPER, old_part, new_part)
+        problem = (protobuf_native.root_change(old_part, new_part) if new_type == protobuf_native.KEY_VALUE_PART_TYPE
+                   else _definition(new_type in _AVRO_UPPER, old_part, new_part))
         if problem:
             return f"{part} schema: {problem}"
     return None

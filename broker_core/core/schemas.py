@@ -15,6 +15,8 @@ Bounds (:class:`~broker_core.errors.InvalidSchema` names the one hit):
   bounded by the frame size (``maxMessageSize``, 5 MB); this broker keeps each topic's latest definition in
   memory and parses two of them for every new version, so it takes less: real Avro, JSON and Protobuf
   definitions are a few KiB, the largest generated ones tens of KiB;
+- ProtobufNative data is Pulsar's ``ProtobufNativeSchemaData`` naming a message its descriptors declare
+  (:mod:`.schema_protobuf_native`);
 - a topic has at most :data:`MAX_SCHEMA_VERSIONS` versions (1,000), which bounds its folder (1,000 files,
   at most 1.4 GB with base64) and its digests in memory; a schema evolving every day for years fits.
 
@@ -37,6 +39,7 @@ from typing import Callable
 
 from broker_core.clock import Clock
 from broker_core.errors import IncompatibleSchema, InvalidMessage, InvalidSchema
+from broker_core.core import schema_protobuf_native as protobuf_native
 from broker_core.core.schema_compat import (DEFAULT_STRATEGY, KEY_VALUE, is_transitive, split_key_value,
                                            strategy_problem)
 from broker_core.storage.paths import namespace_dir
@@ -255,6 +258,8 @@ def _check_definition(schema_type: str, data: bytes) -> None:
     if len(data) > MAX_SCHEMA_BYTES:
         raise InvalidSchema(f"a schema definition of {len(data)} bytes exceeds the {MAX_SCHEMA_BYTES} bytes the"
                             " broker registers", size=len(data), limit=MAX_SCHEMA_BYTES)
+    if schema_type == protobuf_native.TYPE:
+        protobuf_native.root_message(data)
     if schema_type == KEY_VALUE and split_key_value(data) is None:
         raise InvalidSchema("the KeyValue schema data is not a key and a value schema, each after its length"
                             " (Pulsar's KeyValue layout)")

@@ -136,6 +136,12 @@ def test_the_schema_module_has_every_name_of_pulsar_schema():
     assert set(pulsarlike.schema.PULSAR_SCHEMA_NAMES) <= set(dir(pulsar.schema))
 
 
+def test_every_name_of_pulsar_schema_is_served_protobuf_native_included():
+    have, total = measured()["pulsar.schema names"]
+    assert (have, total) == (19, 19)
+    assert not [name for name in REFUSED if name.startswith("schema.")]
+
+
 @pytest.mark.parametrize("cls", CLASSES)
 def test_the_methods_of_pulsar_clients_classes_are_there(cls):
     missing = [m for m in public_methods(getattr(pulsar, cls)) if not hasattr(getattr(pulsarlike, cls), m)]
