@@ -1,8 +1,9 @@
 """``Client`` (pulsar-client's API): the entry point that creates producers, consumers and readers.
 
-The client is the composition root of its children: one connection (:class:`~connector.client.connection.
-Connection`, which gRPC reconnects after a broker restart), one timer thread, one :class:`~connector.client.
-lookup.Lookup`; every producer and consumer gets what it uses in its constructor.
+The client is the composition root of its children: one transport (:mod:`connector.client.transport_choice`:
+gRPC's :class:`~connector.client.connection.Connection` or Pulsar's binary protocol, each reconnecting after a
+broker restart), one timer thread, one :class:`~connector.client.lookup.Lookup`; every producer and consumer
+gets what it uses in its constructor.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from broker_core import errors
 from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
-from connector.client.connection import Connection, Security
+from connector.client.connection import Security
 from connector.client.consumer import Consumer
 from connector.client.dead_letter import LetterOptions
 from connector.client.enums import (
@@ -44,6 +45,7 @@ from connector.client.schema.binding import SchemaBinding, bind
 from connector.client.service_info import ServiceInfo
 from connector.client.table_view import TableView
 from connector.client.timer import TimerThread
+from connector.client.transport_choice import check_transport, open_transport
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,8 @@ class Client:
                  logger: Any = None, connection_timeout_ms: int = 10000,
                  listener_name: str | None = None, tls_private_key_file_path: str | None = None,
                  tls_certificate_file_path: str | None = None,
-                 partitions_update_interval_seconds: float = DEFAULT_INTERVAL_S) -> None:
+                 partitions_update_interval_seconds: float = DEFAULT_INTERVAL_S,
+                 transport: str = "auto") -> None:
         """``authentication``: ``AuthenticationToken(token or function)`` or ``AuthenticationTLS(cert, key)``;
         a ``pulsar+ssl://`` URL (or ``use_tls``) connects to the broker's TLS port, with the ``tls_*`` options
         of pulsar-client (docs/security.md). ``logger``: a ``logging.Logger``, ``ConsoleLogger`` or ``FileLogger``
@@ -72,7 +75,12 @@ class Client:
 
         ``partitions_update_interval_seconds`` (the C++ client's ``partitionsUpdateInterval``, which
         pulsar-client's Python API does not expose; 0 turns it off): how often producers and consumers of
-        partitioned topics look for partitions added to them (:mod:`connector.client.partition_updates`)."""
+        partitioned topics look for partitions added to them (:mod:`connector.client.partition_updates`).
+
+        ``transport`` (pulsarlike's own option): ``"grpc"`` (pulsarlike's gRPC service), ``"binary"`` (Pulsar's
+        binary protocol, any Pulsar broker) or ``"auto"``: at first use, one binary ``CONNECT`` tells whose
+        broker it is; against pulsarlike the faster transport, against any other broker the binary protocol
+        (:mod:`connector.client.transport_choice`). Every public API behaves the same over both."""
         _refuse_unsupported("Client", log_conf_file_path=log_conf_file_path, listener_name=listener_name)
         if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
             raise ValueError("operation_timeout_seconds and connection_timeout_ms must be > 0")
@@ -80,14 +88,15 @@ class Client:
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval >= 0:
             raise ValueError(f"partitions_update_interval_seconds={interval!r} is not valid; use seconds >= 0 "
                              "(0: off)")
+        check_transport(transport)
         security = Security.of(service_url, authentication, use_tls, tls_trust_certs_file_path,
                                tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path,
                                tls_private_key_file_path)
         self._service_info = ServiceInfo(service_url, authentication, tls_trust_certs_file_path)
         self._log_route = LogRoute.of(logger)
         try:
-            self._connection = Connection(service_url, float(operation_timeout_seconds),
-                                          connection_timeout_ms / 1000.0, security)
+            self._connection = open_transport(transport, service_url, float(operation_timeout_seconds),
+                                              connection_timeout_ms / 1000.0, security)
         except BaseException:
             if self._log_route is not None:
                 self._log_route.close()

@@ -1,0 +1,162 @@
+"""Which transport a :class:`~connector.client.client.Client` uses: ``Client(..., transport="auto")``.
+
+- ``"grpc"``: :class:`~connector.client.connection.Connection`, pulsarlike's own gRPC service (pulsarlike only).
+- ``"binary"``: :class:`~connector.client.binary.transport.BinaryTransport`, Pulsar's binary protocol (any
+  Pulsar broker, pulsarlike's binary front end included).
+- ``"auto"`` (the default): :class:`AutoTransport` finds out which broker it talks to at first use -- one
+  binary ``CONNECT``, whose ``CONNECTED.server_version`` names pulsarlike or not -- and then uses, against
+  pulsarlike, the transport :data:`FASTER_ON_PULSARLIKE` names (measured with bench/client_latency.py; the
+  figures are in bench/README.md), against any other broker the binary protocol (the only one it speaks).
+  The probe's connection is kept when the binary transport is chosen, so it costs nothing then; building
+  the ``Client`` does no network I/O either way.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from broker_core import errors
+
+from connector.client.connection import Connection, Security, parse_service_url
+from connector.client.reconnect import retry_until
+from connector.client.transport import Transport, TransportStream
+
+log = logging.getLogger(__name__)
+
+TRANSPORTS = ("auto", "grpc", "binary")
+
+FASTER_ON_PULSARLIKE = "grpc"
+"""The transport ``auto`` uses against pulsarlike: the faster one for a client's work (bench/client_latency.py:
+e2e latency and produce/consume throughput, same broker process, same run; bench/README.md has the figures)."""
+
+
+def check_transport(transport: Any) -> str:
+    """``transport`` if it names a transport, else an ``InvalidConfiguration`` naming the valid values."""
+    if not isinstance(transport, str) or transport not in TRANSPORTS:
+        raise errors.InvalidConfiguration(
+            f"transport={transport!r} is not valid; use one of {', '.join(repr(t) for t in TRANSPORTS)} "
+            "('auto': the faster one against pulsarlike, Pulsar's binary protocol against any other broker)")
+    return transport
+
+
+def _binary(service_url: str, operation_timeout_s: float, connection_timeout_s: float,
+            security: Security) -> Transport:
+    from connector.client.binary.transport import BinaryTransport
+
+    return BinaryTransport(service_url, operation_timeout_s, connection_timeout_s, security)
+
+
+def open_transport(transport: str, service_url: str, operation_timeout_s: float, connection_timeout_s: float,
+                   security: Security) -> Transport:
+    """The transport ``transport`` (checked by :func:`check_transport`) names; none connects yet."""
+    if transport == "grpc":
+        return Connection(service_url, operation_timeout_s, connection_timeout_s, security)
+    if transport == "binary":
+        return _binary(service_url, operation_timeout_s, connection_timeout_s, security)
+    return AutoTransport(service_url, operation_timeout_s, connection_timeout_s, security)
+
+
+class AutoTransport:
+    """A :class:`~connector.client.transport.Transport` that picks gRPC or binary at first use (module doc).
+
+    Until then it answers what needs no broker (``target``, the timeouts, ``security``, ``closed``); the first
+    call that needs one (``ensure_ready``, ``unary``, ``stream``, or reading ``positions``) connects over the
+    binary protocol and decides. A failed first connection decides nothing: the next use tries again."""
+
+    def __init__(self, service_url: str, operation_timeout_s: float, connection_timeout_s: float,
+                 security: Security, binary: Callable[..., Transport] = _binary,
+                 grpc: Callable[..., Transport] = Connection, prefer: str = FASTER_ON_PULSARLIKE) -> None:
+        self._service_url = service_url
+        self._binary_factory, self._grpc_factory, self._prefer = binary, grpc, prefer
+        self.target = parse_service_url(service_url)  # a wrong URL fails in Client(), as with "grpc"
+        self.operation_timeout_s = operation_timeout_s
+        self.connection_timeout_s = connection_timeout_s
+        self.security = security
+        self.closed = threading.Event()
+        self.chosen: str | None = None
+        """``"grpc"`` or ``"binary"`` once decided."""
+        self._transport: Transport | None = None
+        self._lock = threading.Lock()
+
+    # --- the decision ---------------------------------------------------------------------------------
+    def resolve(self) -> Transport:
+        """The chosen transport, connecting (``connection_timeout_s``) to decide on the first call."""
+        transport = self._transport
+        if transport is not None:
+            return transport
+        with self._lock:
+            if self._transport is not None:
+                return self._transport
+            if self.closed.is_set():
+                raise errors.AlreadyClosed("the client is closed")
+            self._transport = self._decide()
+            return self._transport
+
+    def _decide(self) -> Transport:
+        args = (self._service_url, self.operation_timeout_s, self.connection_timeout_s, self.security)
+        try:
+            binary = self._binary_factory(*args)
+        except ImportError as exc:  # a build without the binary transport: pulsarlike over gRPC only
+            log.warning("event=transport_chosen transport=grpc cause=%r", exc)
+            self.chosen = "grpc"
+            return self._grpc(args)
+        try:
+            binary.ensure_ready()  # one CONNECT; its CONNECTED says whose broker it is (positions.dense)
+            pulsarlike = bool(binary.positions.dense)
+        except BaseException:
+            binary.close()
+            raise
+        chosen = self._prefer if pulsarlike else "binary"
+        log.info("event=transport_chosen transport=%s broker=%s target=%s", chosen,
+                 "pulsarlike" if pulsarlike else "pulsar", self.target)
+        self.chosen = chosen
+        if chosen == "binary":
+            return binary
+        binary.close()
+        return self._grpc(args)
+
+    def _grpc(self, args: tuple[Any, ...]) -> Transport:
+        grpc = self._grpc_factory(*args)
+        grpc.closed = self.closed  # one "closed" for the waits of both
+        return grpc
+
+    def __getattr__(self, name: str) -> Any:
+        # Attributes of the chosen transport (``positions``, and whatever a transport adds), copied onto
+        # this object once read, so a hot path reads a plain attribute afterwards.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = getattr(self.resolve(), name)
+        if name == "positions":
+            self.__dict__[name] = value
+        return value
+
+    # --- the Transport API ----------------------------------------------------------------------------
+    def ensure_ready(self) -> None:
+        if self.closed.is_set():
+            raise errors.AlreadyClosed("the client is closed")
+        self.resolve().ensure_ready()
+
+    def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = False) -> Any:
+        if self._transport is None and retry:
+            # The first use may be while the broker restarts: deciding is retried as the call would be.
+            deadline = time.monotonic() + (timeout_s or self.operation_timeout_s)
+            retry_until(deadline, self.resolve, self.closed)
+        return self.resolve().unary(method, request, timeout_s, retry)
+
+    def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
+               on_end: Callable[[errors.PulsarLikeError | None], None],
+               batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream",
+               reconnecting: bool = False) -> TransportStream:
+        if self.closed.is_set():
+            raise errors.AlreadyClosed("the client is closed")
+        return self.resolve().stream(method, first_request, on_response, on_end, batch_requests, name,
+                                     reconnecting)
+
+    def close(self) -> None:
+        self.closed.set()
+        with self._lock:
+            transport = self._transport
+        if transport is not None:
+            transport.close()
