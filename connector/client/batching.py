@@ -14,6 +14,8 @@ from typing import Any, Callable, Mapping
 from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
 from broker_core.protocol.compression import compress_payload
 
+from connector.client.key_bytes import b64_key_header, is_b64
+
 FRAME_OVERHEAD = 8
 """Bytes of a SingleMessageMetadata frame beyond the payload, for size accounting only."""
 PLAIN_LIMIT = 4096
@@ -103,8 +105,12 @@ class BatchContainer:
             header = PLAIN_HEADERS[size]  # payload only: a table lookup
         else:
             explicit = None if sequence_id == self.first_sequence_id + n else sequence_id
-            header = codec.single_message_header(size, partition_key, ordering_key, properties,
-                                                 event_timestamp, explicit)
+            if is_b64(partition_key):
+                header = b64_key_header(size, partition_key, ordering_key, properties, event_timestamp,
+                                        explicit)
+            else:
+                header = codec.single_message_header(size, partition_key, ordering_key, properties,
+                                                     event_timestamp, explicit)
         self.parts.append(header)
         self.parts.append(content)
         self.callbacks.append(callback)
@@ -130,6 +136,8 @@ class BatchContainer:
                                        for k, v in properties.items())
             if key is not None:
                 meta.partition_key = key
+                if is_b64(key):
+                    meta.partition_key_b64_encoded = True
             if ordering_key is not None:
                 meta.ordering_key = ordering_key
             if event_ts:
@@ -143,6 +151,8 @@ class BatchContainer:
             if batch_key is not None:
                 if batch_key[0] is not None:
                     meta.partition_key = batch_key[0]
+                    if is_b64(batch_key[0]):
+                        meta.partition_key_b64_encoded = True
                 if batch_key[1] is not None:
                     meta.ordering_key = batch_key[1]
         if self.schema_version:

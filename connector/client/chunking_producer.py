@@ -29,6 +29,8 @@ from typing import Mapping
 from broker_core import errors
 from broker_core.protocol import codec, pulsar_api_pb2
 
+from connector.client.key_bytes import is_b64
+
 
 def chunk_uuid(producer_name: str, sequence_id: int) -> str:
     """The id every chunk of one message carries (Pulsar's format)."""
@@ -46,6 +48,8 @@ def message_metadata(producer_name: str, sequence_id: int, publish_time_ms: int,
         meta.properties.extend(pulsar_api_pb2.KeyValue(key=k, value=v) for k, v in properties.items())
     if partition_key is not None:
         meta.partition_key = partition_key
+        if is_b64(partition_key):
+            meta.partition_key_b64_encoded = True
     if ordering_key is not None:
         meta.ordering_key = ordering_key
     if event_timestamp:

@@ -4,7 +4,9 @@
 the same pipeline as the client's consumers, message ids as ``MessageId.serialize()`` writes them) and keeps,
 column by column, the messages whose offsets fall in the range the caller asks for; :meth:`BatchBuilder.build`
 turns what it holds into one ``pyarrow.RecordBatch`` whose schema is
-:data:`connector.spark.schema.ARROW_SCHEMA`.
+:data:`connector.spark.schema.ARROW_SCHEMA` (``__key`` binary: a key flagged ``partition_key_b64_encoded``
+decoded, any other key's UTF-8 bytes; or, with ``key_type="string"``, the keys as stored:
+:data:`~connector.spark.schema.ARROW_SCHEMA_STRING_KEY`).
 
 Cost model: a batch of payload-only messages (what most producers write) is split by the codec in a few
 C-level calls and its per-message columns (key, properties, event time) are filled without looking at each
@@ -27,7 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from connector.client.entries import DecodedEntry
-from connector.spark.schema import ARROW_SCHEMA, PROPERTIES, TIMESTAMP
+from connector.client.key_bytes import key_bytes
+from connector.spark.schema import ARROW_SCHEMA, ARROW_SCHEMA_STRING_KEY, PROPERTIES, TIMESTAMP
 
 _I32 = pa.int32()
 
@@ -35,9 +38,11 @@ _I32 = pa.int32()
 class BatchBuilder:
     """Columns of the rows collected so far for one topic partition."""
 
-    def __init__(self, topic: str, partition: int) -> None:
+    def __init__(self, topic: str, partition: int, key_type: str = "binary") -> None:
         self.topic = topic
         self.partition = partition
+        self.key_type = key_type
+        """Option ``keyType``: ``binary`` (the keys' bytes) or ``string`` (the keys as stored)."""
         self.built_versions: list[int] = []
         """The writer schema version of each row of the last :meth:`build` (-1: written without)."""
         self._clear()
@@ -49,6 +54,8 @@ class BatchBuilder:
         self._values: list[Any] = []
         self._keys: list[Any] = []
         self._any_key = False
+        self._b64_rows: list[int] = []
+        """Rows whose key is flagged ``partition_key_b64_encoded`` (rare: keys sent as bytes)."""
         self._ids: list[bytes] = []
         self._event_ms: list[Any] = []
         self._any_event = False
@@ -79,6 +86,8 @@ class BatchBuilder:
         if not entry.batched:
             self._values.append(None if meta.null_value else entry.payloads[0])
             key = meta.partition_key if meta.HasField("partition_key") else None
+            if key is not None and meta.partition_key_b64_encoded:
+                self._b64_rows.append(len(self._keys))
             self._keys.append(key)
             self._any_key = self._any_key or key is not None
             self._event_ms.append(meta.event_time or None)
@@ -107,6 +116,8 @@ class BatchBuilder:
             m = metas[i]
             if m.null_value:
                 self._values[len(self._values) - (hi - i)] = None
+            if m.partition_key_b64_encoded and m.partition_key is not None:
+                self._b64_rows.append(len(self._keys))
             self._keys.append(m.partition_key)
             self._any_key = self._any_key or m.partition_key is not None
             event = m.event_time or entry_event
@@ -123,7 +134,7 @@ class BatchBuilder:
         self.built_versions = _versions_from_runs(self._version_runs)
         columns = [
             pa.array(self._values, pa.binary()),
-            pa.array(self._keys, pa.string()) if self._any_key else pa.nulls(n, pa.string()),
+            self._key_column(n),
             pa.repeat(pa.scalar(self.topic, pa.string()), n),
             pa.repeat(pa.scalar(self.partition, _I32), n),
             pa.array(self._offsets, pa.int64()),
@@ -135,7 +146,20 @@ class BatchBuilder:
             pa.array(self._seq, pa.int64()),
         ]
         self._clear()
-        return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+        return pa.RecordBatch.from_arrays(
+            columns, schema=ARROW_SCHEMA_STRING_KEY if self.key_type == "string" else ARROW_SCHEMA)
+
+    def _key_column(self, n: int) -> pa.Array:
+        if self.key_type == "string":
+            return pa.array(self._keys, pa.string()) if self._any_key else pa.nulls(n, pa.string())
+        if not self._any_key:
+            return pa.nulls(n, pa.binary())
+        if not self._b64_rows:
+            return pa.array(self._keys, pa.string()).cast(pa.binary())  # UTF-8 bytes, no copy
+        keys: list[Any] = [None if k is None else k.encode("utf-8") for k in self._keys]
+        for row in self._b64_rows:
+            keys[row] = key_bytes(self._keys[row], True)
+        return pa.array(keys, pa.binary())
 
 
 def _versions_from_runs(runs: list[tuple[bytes, int]]) -> list[int]:

@@ -27,8 +27,6 @@ from typing import Any, Iterable, Iterator, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connector.spark.schema import ARROW_SCHEMA
-
 STAMP = "lastCompactionSucceedTimestamp"
 """The field of a partition's ``compaction`` stats that changes when a compaction run completes."""
 
@@ -46,13 +44,16 @@ def compacted_since(planned_stamp: int, stats: Mapping[str, Any] | None) -> bool
 def latest_per_key(batches: Iterable[pa.RecordBatch], rows_per_batch: int) -> Iterator[pa.RecordBatch]:
     """The rows of one partition, in offset order, reduced to the last message of each key; keys whose last
     message is a tombstone and keyless messages are left out (see the module docstring)."""
-    table = pa.Table.from_batches(list(batches), schema=ARROW_SCHEMA)
+    held = list(batches)
+    if not held:
+        return
+    table = pa.Table.from_batches(held)  # __key binary or string (option keyType): either is a dict key
     if not table.num_rows:
         return
     keys = table.column("__key").to_pylist()
     sizes = pc.fill_null(pc.binary_length(table.column("value")), 0).to_pylist()
     keep = [False] * len(keys)
-    seen: set[str] = set()
+    seen: set[bytes | str] = set()
     for i in range(len(keys) - 1, -1, -1):
         key = keys[i]
         if key is None or key in seen:

@@ -23,6 +23,7 @@ from connector.client.connection import parse_service_url
 from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
 from connector.spark.offsets import Offsets, TopicPartition, parse_user_offsets
 from connector.spark.pulsar_spark_options import PulsarSparkOptions, split_pulsar_spark
+from connector.spark.schema import KEY_TYPES
 from connector.spark.typed_values import BYTES, TopicSchema
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,8 @@ DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 
 COMMON = ("service.url", "topic", "topics", "topicsPattern", "startingOffsets", "startingTime",
-          "failOnDataLoss", "subscriptionName", "pollTimeoutMs", "maxMessagesPerPartition", "readCompacted")
+          "failOnDataLoss", "subscriptionName", "pollTimeoutMs", "maxMessagesPerPartition", "readCompacted",
+          "keyType")
 STREAM_ONLY = ("maxMessagesPerTrigger", "minMessagesPerTrigger", "maxTriggerDelay", "maxBytesPerTrigger")
 BATCH_ONLY = ("endingOffsets", "endingTime")
 SOURCE_OPTIONS = COMMON + STREAM_ONLY + BATCH_ONLY
@@ -112,6 +114,9 @@ class SourceOptions:
     read_compacted: bool = False
     """Option ``readCompacted``: read each partition's compacted view (Pulsar's compacted reader). A batch read
     is then a snapshot: the latest value per key (see :mod:`connector.spark.compacted`)."""
+    key_type: str = "binary"
+    """Option ``keyType``: ``__key`` as the key's bytes (``binary``, pulsar-spark's type) or as stored
+    (``string``, pulsarlike 0.1's column: the alias for programs written against it)."""
     security: ClientSecurity = ClientSecurity()
     """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
     pulsar_spark: PulsarSparkOptions = PulsarSparkOptions()
@@ -167,7 +172,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         max_trigger_delay_ms=_duration_ms(given, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS),
         max_bytes_per_trigger=_positive_int(given, "maxBytesPerTrigger"),
         fail_on_data_loss=_bool(given, "failOnDataLoss", True),
-        read_compacted=_bool(given, "readCompacted", False),
+        read_compacted=_bool(given, "readCompacted", False), key_type=_key_type(given),
         subscription_name=_subscription_name(given, starting),
         poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
         max_messages_per_partition=(_positive_int(given, "maxMessagesPerPartition")
@@ -235,6 +240,15 @@ def _subscription_name(given: Mapping[str, str], starting: str) -> str:
         raise ValueError("option startingOffsets=subscription needs option subscriptionName: the "
                          "subscription whose position the query starts from")
     return name
+
+
+def _key_type(given: Mapping[str, str]) -> str:
+    value = str(given.get("keyType", "binary")).strip().lower()
+    if value not in KEY_TYPES:
+        raise ValueError(f"option keyType={given['keyType']!r} is not valid; use 'binary' (the default: __key "
+                         "holds the key's bytes, as in pulsar-spark) or 'string' (pulsarlike 0.1's string "
+                         "column)")
+    return value
 
 
 def _required(given: Mapping[str, str], name: str, what: str) -> str:

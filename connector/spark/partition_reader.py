@@ -106,8 +106,10 @@ class RangeReader:
     def __init__(self, service_url: str, part: RangePartition, poll_timeout_ms: int,
                  fail_on_data_loss: bool, rows_per_batch: int = ROWS_PER_BATCH,
                  security: ClientSecurity | None = None, permits_window: int | None = None,
-                 topic_schema: TopicSchema = BYTES) -> None:
+                 topic_schema: TopicSchema = BYTES, key_type: str = "binary") -> None:
         self.service_url = service_url
+        self.key_type = key_type
+        """Option ``keyType``: the type of ``__key`` (:class:`~connector.spark.arrow_batches.BatchBuilder`)."""
         self.topic_schema = topic_schema
         """The topics' schema (typed columns when it has some: :mod:`connector.spark.typed_values`)."""
         self._built_versions: list[int] = []
@@ -230,7 +232,7 @@ class RangeReader:
         deliveries = _Deliveries()
         # Only messages whose first chunk is in the range are reassembled (the range owns them); none expires.
         chunks = entries.ChunkedRange(label=f"{tp}: ")
-        builder = BatchBuilder(tp.topic, tp.partition)
+        builder = BatchBuilder(tp.topic, tp.partition, self.key_type)
         self._position = start  # the next offset wanted
         timer = TimerThread(name="pulsarlike-spark-range-timer")
         stream = open_entry_stream(connection, timer, tp.internal_name, tp.partition, start,

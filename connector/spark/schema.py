@@ -5,7 +5,7 @@ schema its ``read()`` yields record batches in.
 column                      Spark type             what
 ==========================  =====================  ==========================================================
 ``value``                   binary                 the payload (null for a message sent with a null value)
-``__key``                   string                 the partition key, null when the message has none
+``__key``                   binary                 the key's bytes (as Java's ``getKeyBytes()``), null: no key
 ``__topic``                 string                 the topic, fully qualified, without ``-partition-<i>``
 ``__partition``             int                    the partition index, -1 for a non-partitioned topic
 ``__offset``                long                   the message's dense offset in its topic partition
@@ -16,6 +16,11 @@ column                      Spark type             what
 ``__producerName``          string                 the producer's name
 ``__sequenceId``            long                   the producer's sequence id of the message
 ==========================  =====================  ==========================================================
+
+``__key`` is binary, as in StreamNative's pulsar-spark: a key flagged ``partition_key_b64_encoded`` (sent as
+bytes, e.g. Java's ``keyBytes``) is its decoded bytes, any other key its UTF-8 bytes. Option ``keyType=string``
+(:data:`KEY_TYPES`) gives pulsarlike 0.1's string column instead: the key as stored (base64 text for a
+flagged key). ARCHITECTURE §8 still says string; the binary default follows pulsar-spark (docs/spark.md).
 
 Every column is nullable. The Arrow schema is exactly what Spark converts the Spark schema to with UTC
 timestamps (``to_arrow_schema(SPARK_SCHEMA, timezone="UTC")``; a test pins it), which is what a Python data
@@ -34,7 +39,10 @@ if TYPE_CHECKING:
 COLUMNS = ("value", "__key", "__topic", "__partition", "__offset", "__messageId", "__publishTime",
            "__eventTime", "__messageProperties", "__producerName", "__sequenceId")
 
-SCHEMA_DDL = ("value BINARY, __key STRING, __topic STRING, __partition INT, __offset BIGINT, "
+KEY_TYPES = ("binary", "string")
+"""Values of the source's option ``keyType``: the type of ``__key`` (binary by default)."""
+
+SCHEMA_DDL = ("value BINARY, __key BINARY, __topic STRING, __partition INT, __offset BIGINT, "
               "__messageId BINARY, __publishTime TIMESTAMP, __eventTime TIMESTAMP, "
               "__messageProperties MAP<STRING, STRING>, __producerName STRING, __sequenceId BIGINT")
 """The schema as DDL (what ``DataSource.schema()`` returns)."""
@@ -44,7 +52,7 @@ PROPERTIES = pa.map_(pa.string(), pa.string())
 
 ARROW_SCHEMA = pa.schema([
     pa.field("value", pa.binary()),
-    pa.field("__key", pa.string()),
+    pa.field("__key", pa.binary()),
     pa.field("__topic", pa.string()),
     pa.field("__partition", pa.int32()),
     pa.field("__offset", pa.int64()),
@@ -56,15 +64,25 @@ ARROW_SCHEMA = pa.schema([
     pa.field("__sequenceId", pa.int64()),
 ])
 assert tuple(ARROW_SCHEMA.names) == COLUMNS
+KEY_INDEX = ARROW_SCHEMA.get_field_index("__key")
+ARROW_SCHEMA_STRING_KEY = ARROW_SCHEMA.set(KEY_INDEX, pa.field("__key", pa.string()))
+"""The Arrow schema with option ``keyType=string``."""
 
 
-def spark_schema() -> "StructType":
-    """The Spark schema (imports pyspark)."""
+def with_key_type(schema: pa.Schema, key_type: str) -> pa.Schema:
+    """``schema`` (the source's rows, typed or not) with ``__key`` of ``key_type``."""
+    index = schema.get_field_index("__key")
+    return schema.set(index, pa.field("__key", pa.string() if key_type == "string" else pa.binary()))
+
+
+def spark_schema(key_type: str = "binary") -> "StructType":
+    """The Spark schema (imports pyspark); ``key_type``: option ``keyType``."""
     from pyspark.sql.types import (
         BinaryType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType)
 
     types: dict[str, Any] = {
-        "value": BinaryType(), "__key": StringType(), "__topic": StringType(), "__partition": IntegerType(),
+        "value": BinaryType(), "__key": StringType() if key_type == "string" else BinaryType(),
+        "__topic": StringType(), "__partition": IntegerType(),
         "__offset": LongType(), "__messageId": BinaryType(), "__publishTime": TimestampType(),
         "__eventTime": TimestampType(), "__messageProperties": MapType(StringType(), StringType(), True),
         "__producerName": StringType(), "__sequenceId": LongType()}
@@ -76,6 +94,8 @@ def spark_schema_of(arrow: pa.Schema) -> "StructType":
     :mod:`connector.spark.typed_values`)."""
     if arrow.equals(ARROW_SCHEMA):
         return spark_schema()
+    if arrow.equals(ARROW_SCHEMA_STRING_KEY):
+        return spark_schema("string")
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(arrow)

@@ -9,7 +9,10 @@ one, and a source-only option (``startingOffsets``, ...) says it is one.
 column                      Spark type                  what the sink does with it
 ==========================  ==========================  ================================================
 ``value`` (required)        binary or string            the payload (a string is sent as UTF-8); never null
-``__key``                   string                      the partition key (routing, Key_Shared); null: none
+``__key``                   binary or string            the key (routing, Key_Shared); null: none. Binary:
+                                                        sent as bytes (base64 text flagged
+                                                        ``partition_key_b64_encoded``, Java's ``keyBytes``);
+                                                        string: the key as it is
 ``__topic``                 string                      the row's topic when option ``topic`` is unset
 ``__eventTime``             timestamp or long (ms)      the event time; null: none
 ``__messageProperties``     map<string,string>          the properties (entries with a null value dropped)
@@ -243,7 +246,8 @@ def plan_columns(schema: "StructType", options: SinkOptions) -> SinkColumns:
 
     value, value_type = check("value", (T.BinaryType, T.StringType), "binary or string",
                               "e.g. col('value').cast('string') or to_json(...)")
-    key, _ = check("__key", (T.StringType,), "string", "e.g. col('__key').cast('string')")
+    key, _ = check("__key", (T.BinaryType, T.StringType), "binary or string",
+                   "e.g. col('__key').cast('string')")
     topic, _ = check("__topic", (T.StringType,), "string (a topic name)", "e.g. col('__topic').cast('string')")
     event_time, time_type = check("__eventTime", (T.TimestampType, T.TimestampNTZType, T.LongType),
                                   "timestamp or long (milliseconds since the epoch)",

@@ -24,6 +24,7 @@ class Rows:
     longest: int
     """The largest payload, in bytes."""
     keys: list[str | None] | None = None
+    """Partition keys (a binary ``__key``'s as :class:`~connector.client.key_bytes.B64Key`)."""
     topics: list[str | None] | None = None
     partitions: list[int | None] | None = None
     times: list[int | None] | None = None
@@ -54,7 +55,7 @@ def rows_of(batch: Any, columns: SinkColumns, first_row: int, partition_id: int)
         value = value.cast(pa.binary())
     rows = Rows(values=value.to_pylist(), longest=pc.max(pc.binary_length(value)).as_py() or 0)
     if columns.key >= 0:
-        rows.keys = batch.column(columns.key).to_pylist()
+        rows.keys = _keys(batch.column(columns.key))
     if columns.topic >= 0:
         rows.topics = batch.column(columns.topic).to_pylist()
     if columns.partition >= 0:
@@ -65,6 +66,19 @@ def rows_of(batch: Any, columns: SinkColumns, first_row: int, partition_id: int)
     if columns.properties >= 0:
         rows.properties = _properties(batch.column(columns.properties))
     return rows
+
+
+def _keys(column: Any) -> list[str | None]:
+    """``__key`` as partition keys: a string as it is; bytes as Java's ``keyBytes`` sends them (their base64
+    text, flagged ``partition_key_b64_encoded``: :class:`~connector.client.key_bytes.B64Key`)."""
+    import pyarrow as pa
+
+    if not (pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+        return column.to_pylist()
+    from connector.client.key_bytes import B64Key
+
+    of = B64Key.of
+    return [None if key is None else of(key) for key in column.to_pylist()]
 
 
 def _event_times(column: Any, is_timestamp: bool, partition_id: int) -> list[int | None]:

@@ -59,7 +59,7 @@ class PulsarLikeDataSource(DataSource):
             except SourceConnectError as exc:
                 # the read fails when it starts (reader() asks again), as it always has, with this error
                 log.warning("event=topic_schema_unknown reason=%r: the broker cannot be reached", exc.message)
-        return spark_schema_of(arrow_schema(found))
+        return spark_schema_of(arrow_schema(found, opts.key_type if opts is not None else "binary"))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from connector.spark.batch_reader import PulsarLikeBatchReader
@@ -94,5 +94,5 @@ def _topic_schema(opts: SourceOptions) -> TopicSchema:
 def _typed(opts: SourceOptions, schema: StructType) -> SourceOptions:
     """``opts`` with the topics' schema, checked against the one Spark was given (``schema()``'s or the user's)."""
     found = _topic_schema(opts)
-    check_requested_schema(schema, spark_schema_of(arrow_schema(found)))
+    check_requested_schema(schema, spark_schema_of(arrow_schema(found, opts.key_type)))
     return dataclasses.replace(opts, topic_schema=found)

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from broker_core import errors
 
-from connector.spark.schema import ARROW_SCHEMA, TIMESTAMP
+from connector.spark.schema import ARROW_SCHEMA, TIMESTAMP, with_key_type
 
 RECORD_TYPES = ("AVRO", "JSON")
 PRIMITIVES: dict[str, tuple[pa.DataType, str | None]] = {
@@ -145,13 +145,16 @@ def _arrow_type(avro: Any, names: dict[str, pa.DataType], logical: bool) -> pa.D
 
 
 # --- the source's Arrow schema for a topic schema ---------------------------------------------------------
-def arrow_schema(topic_schema: TopicSchema) -> pa.Schema:
-    """The rows' Arrow schema: typed value columns, then the metadata columns."""
+def arrow_schema(topic_schema: TopicSchema, key_type: str = "binary") -> pa.Schema:
+    """The rows' Arrow schema: typed value columns, then the metadata columns (``__key`` of ``key_type``,
+    option ``keyType``)."""
     if topic_schema.kind in RECORD_TYPES:
-        return pa.schema(record_fields(topic_schema.definition, topic_schema.kind) + list(METADATA))
-    if topic_schema.kind in PRIMITIVES:
-        return pa.schema([pa.field("value", PRIMITIVES[topic_schema.kind][0])] + list(METADATA))
-    return ARROW_SCHEMA
+        found = pa.schema(record_fields(topic_schema.definition, topic_schema.kind) + list(METADATA))
+    elif topic_schema.kind in PRIMITIVES:
+        found = pa.schema([pa.field("value", PRIMITIVES[topic_schema.kind][0])] + list(METADATA))
+    else:
+        found = ARROW_SCHEMA
+    return found if key_type == "binary" else with_key_type(found, key_type)
 
 
 # --- decoding ------------------------------------------------------------------------------------------
@@ -186,9 +189,11 @@ class TypedValues:
             return batch
         payloads = batch.column(0).to_pylist()
         meta = [batch.column(i) for i in range(1, batch.num_columns)]
+        # the metadata columns as the batch has them (__key binary or string: option keyType)
+        schema = pa.schema(list(self._schema)[:len(self._schema) - len(METADATA)] + list(batch.schema)[1:])
         try:
             if kind in PRIMITIVES:
-                return pa.RecordBatch.from_arrays([self._primitive(payloads)] + meta, schema=self._schema)
+                return pa.RecordBatch.from_arrays([self._primitive(payloads)] + meta, schema=schema)
             records = self._avro_records(payloads, versions) if kind == "AVRO" else self._json_records(payloads)
             value_fields = self._schema.names[:len(self._schema) - len(METADATA)]
             struct_type = pa.struct([self._schema.field(n) for n in value_fields])
@@ -197,7 +202,7 @@ class TypedValues:
             raise self._failure(batch, exc.row, exc.reason) from None
         except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, struct.error) as exc:
             raise self._failure(batch, -1, f"a value does not fit the schema's columns ({exc})") from None
-        return pa.RecordBatch.from_arrays(list(columns) + meta, schema=self._schema)
+        return pa.RecordBatch.from_arrays(list(columns) + meta, schema=schema)
 
     def _primitive(self, payloads: list[bytes | None]) -> pa.Array:
         arrow_type, fmt = PRIMITIVES[self.topic_schema.kind]

@@ -37,7 +37,7 @@ def compact(admin, topic):
 
 def snapshot(source, topic, **options):
     rows = source(stream=False, topic=topic, readCompacted="true", **options).load().collect()
-    return {r["__key"]: r["value"].decode() for r in rows}, rows
+    return {r["__key"].decode(): r["value"].decode() for r in rows}, rows
 
 
 def test_a_snapshot_of_a_topic_never_compacted_is_the_latest_value_per_key(source, client, topic):
@@ -45,7 +45,7 @@ def test_a_snapshot_of_a_topic_never_compacted_is_the_latest_value_per_key(sourc
     table, rows = snapshot(source, topic)
     assert table == TABLE
     assert len(rows) == 3
-    assert {r["__key"]: r["__offset"] for r in rows} == {"a": 2, "c": 7, "d": 6}  # each key's last message
+    assert {r["__key"]: r["__offset"] for r in rows} == {b"a": 2, b"c": 7, b"d": 6}  # each key's last message
 
 
 def test_a_snapshot_after_compaction_and_with_messages_after_the_horizon(source, client, admin, topic):
@@ -95,7 +95,7 @@ def test_a_planned_snapshot_reads_the_same_rows_after_another_compaction(client,
     publish(client, topic, [("a", "a3"), ("c", None), ("d", "d2")])  # after the planned end
     compact(admin, topic)  # the view now lacks a2, c2 and d1
     assert read() == first
-    assert {r["__key"]: r["value"] for r in first} == {k: v.encode() for k, v in TABLE.items()}
+    assert {r["__key"]: r["value"] for r in first} == {k.encode(): v.encode() for k, v in TABLE.items()}
 
 
 def test_a_stream_reads_the_compacted_view_then_every_new_message(spark, source, client, admin, topic, tmp_path):
@@ -107,7 +107,7 @@ def test_a_stream_reads_the_compacted_view_then_every_new_message(spark, source,
              .writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path))
              .trigger(availableNow=True).start())
     query.awaitTermination(120)
-    rows = spark.sql(f"SELECT __key, value, __offset FROM {name} ORDER BY __offset").collect()
+    rows = spark.sql(f"SELECT CAST(__key AS STRING) AS __key, value, __offset FROM {name} ORDER BY __offset").collect()
     assert [(r["__key"], r["value"].decode()) for r in rows] == [
         ("a", "a2"), ("d", "d1"), ("c", "c2"), ("a", "a3"), ("a", "")]
     assert [r["__offset"] for r in rows] == [2, 6, 7, 8, 9]
@@ -119,11 +119,11 @@ def test_the_snapshot_reduction_keeps_each_keys_last_message_unless_it_is_a_tomb
     from connector.spark.compacted import latest_per_key
     from connector.spark.schema import ARROW_SCHEMA
 
-    rows = [("a", b"1"), (None, b"x"), ("b", b"1"), ("a", b"2"), ("b", None), ("c", b"1"), ("c", b"")]
+    rows = [(b"a", b"1"), (None, b"x"), (b"b", b"1"), (b"a", b"2"), (b"b", None), (b"c", b"1"), (b"c", b"")]
     batch = pa.RecordBatch.from_pylist(
         [{"__key": k, "value": v, "__offset": i} for i, (k, v) in enumerate(rows)], schema=ARROW_SCHEMA)
     (out,) = latest_per_key([batch.slice(0, 3), batch.slice(3)], rows_per_batch=100)
-    assert out.to_pydict()["__key"] == ["a"] and out.to_pydict()["__offset"] == [3]
+    assert out.to_pydict()["__key"] == [b"a"] and out.to_pydict()["__offset"] == [3]
     assert list(latest_per_key([], rows_per_batch=100)) == []
 
 

@@ -86,7 +86,7 @@ def test_missing_value_column_says_how_to_make_one():
 
 
 @pytest.mark.parametrize("column, kind, needed", [
-    ("value", "int", "binary or string"), ("__key", "int", "string"), ("__topic", "binary", "string"),
+    ("value", "int", "binary or string"), ("__key", "int", "binary or string"), ("__topic", "binary", "string"),
     ("__eventTime", "double", "timestamp or long"), ("__messageProperties", "map<string,int>",
                                                       "map<string,string>"),
     ("__messageProperties", "array<string>", "map<string,string>"), ("__partition", "string", "an integer"),

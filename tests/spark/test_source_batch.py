@@ -24,7 +24,7 @@ def test_a_batch_read_returns_every_message_with_its_metadata(source, client, to
     producer.close()
     rows = rows_of(source(stream=False, topic=topic).load())
     assert [r["value"] for r in rows] == [f"v{i}".encode() for i in range(6)]
-    assert [r["__key"] for r in rows] == [None, "k1", None, "k3", None, "k5"]
+    assert [r["__key"] for r in rows] == [None, b"k1", None, b"k3", None, b"k5"]  # the key's bytes
     assert [r["__messageProperties"] for r in rows] == [{"n": "0"}, {}, {}, {"n": "3"}, {}, {}]
     assert [r["__offset"] for r in rows] == list(range(6))
     assert [MessageId.deserialize(r["__messageId"]) for r in rows] == ids

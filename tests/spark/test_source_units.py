@@ -225,7 +225,7 @@ def test_a_batch_entry_becomes_rows_with_the_clients_message_ids():
     rows = builder.build().to_pylist()
     assert [r["value"] for r in rows] == [b"b", b"c"]
     assert [r["__offset"] for r in rows] == [21, 22]
-    assert [r["__key"] for r in rows] == ["k", None]
+    assert [r["__key"] for r in rows] == [b"k", None]
     assert [r["__messageProperties"] for r in rows] == [[], [("x", "1")]]
     assert [r["__sequenceId"] for r in rows] == [41, 42]
     assert rows[1]["__eventTime"] is not None and rows[0]["__eventTime"] is None
