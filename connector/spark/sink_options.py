@@ -22,7 +22,9 @@ column                      Spark type                  what the sink does with 
 
 Any other column is ignored -- so rows read from the ``pulsarlike`` source (with ``__offset``,
 ``__messageId``, ... which the broker assigns) can be written as they are -- except an unknown column whose
-name starts with ``__``, which is refused as a likely typo.
+name starts with ``__``, which is refused as a likely typo. Typed writes (no ``value`` column, or option
+``topicSchema``) take the columns not starting with ``__`` as a record's fields instead
+(:mod:`connector.spark.sink_records`, :mod:`connector.spark.sink_schema`).
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ from connector.client.enums import CompressionType
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-SINK_OPTIONS = ("service.url", "topic", "effectivelyOnce", "writeId", "compressionType",
+SINK_OPTIONS = ("service.url", "topic", "topicSchema", "effectivelyOnce", "writeId", "compressionType",
                 "batchingMaxMessages", "batchingMaxBytes", "maxPendingMessages", "sendTimeoutMs",
                 "operationTimeoutMs")
 _CANONICAL = {name.lower(): name for name in SINK_OPTIONS}
@@ -49,6 +51,9 @@ SPARK_OPTIONS = ("checkpointLocation",)
 SOURCE_ONLY = ("topics", "topicsPattern", "startingOffsets", "endingOffsets", "startingTime", "endingTime",
                "failOnDataLoss", "subscriptionName", "pollTimeoutMs", "maxMessagesPerTrigger",
                "minMessagesPerTrigger", "maxTriggerDelay", "maxBytesPerTrigger", "maxMessagesPerPartition")
+
+TOPIC_SCHEMAS = ("AVRO", "JSON")
+"""Values of option ``topicSchema``: the kinds of record schema the sink derives from a DataFrame."""
 
 MAX_BATCH_ID = (1 << 31) - 1
 """Sequence ids are ``batch_id * 2**32 + row_index`` and must stay below 2**63."""
@@ -70,6 +75,9 @@ class SinkOptions:
     """``service.url``: ``pulsar://host:port`` of the broker (required)."""
     topic: str | None
     """``topic``, fully qualified; when set it wins over a ``__topic`` column (as Spark's Kafka sink)."""
+    topic_schema: str | None = None
+    """``topicSchema`` (``AVRO`` or ``JSON``, upper-cased): derive a record schema from the DataFrame's
+    columns, register it, and write records of it (:mod:`connector.spark.sink_schema`). None: as before."""
     effectively_once: bool = True
     """``effectivelyOnce`` (default true): stable producer names, sequence ids from (batch id, row
     position), broker deduplication on the target topics. false: at-least-once, plain producers."""
@@ -111,12 +119,17 @@ def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptio
         if not write_id.strip():
             raise ValueError("option writeId is empty; give a stable name for this write (e.g. "
                              "'backfill-2024-05-01') or leave it unset")
+    topic_schema = given.get("topicSchema")
+    if topic_schema is not None and topic_schema.strip().upper() not in TOPIC_SCHEMAS:
+        raise ValueError(f"option topicSchema={topic_schema!r} is not valid; use avro or json (a record schema "
+                         "derived from the DataFrame's columns), or leave it unset")
     compression = given.get("compressionType", "NONE")
     if compression.lower() not in _COMPRESSION:
         raise ValueError(f"option compressionType={compression!r} is not valid; use one of NONE, LZ4, "
                          "ZLIB, ZSTD, SNAPPY")
     parsed = SinkOptions(
         service_url=given["service.url"].strip(), topic=topic,
+        topic_schema=None if topic_schema is None else topic_schema.strip().upper(),
         effectively_once=_boolean(given, "effectivelyOnce", True), write_id=write_id,
         compression_type=_COMPRESSION[compression.lower()],
         batching_max_messages=_integer(given, "batchingMaxMessages", 1000, 1),
