@@ -30,11 +30,13 @@ def test_admin_reports_the_partition_count(admin, partitioned):
     assert admin.get_partitioned_topic_metadata(partitioned) == {"partitions": PARTITIONS}
 
 
+@pytest.mark.transports
 def test_client_lists_partition_topics(client, partitioned):
     assert client.get_topic_partitions(partitioned) == [
         f"{partitioned}-partition-{i}" for i in range(PARTITIONS)]
 
 
+@pytest.mark.transports
 def test_keyed_messages_go_to_java_string_hash_partition(client, partitioned):
     producer = client.create_producer(partitioned)
     for key in ["hello", "a", "b", "user-42"]:
@@ -59,6 +61,7 @@ def test_custom_router_picks_the_partition(client, partitioned):
     assert [producer.send(b"%d" % i).partition() for i in range(4)] == [0, 1, 2, 0]
 
 
+@pytest.mark.transports
 def test_partitioned_round_trip_with_acks_per_partition(client, partitioned):
     consumer = client.subscribe(partitioned, "sub", initial_position=InitialPosition.Earliest)
     producer = client.create_producer(partitioned, batching_max_publish_delay_ms=50)
@@ -85,6 +88,7 @@ def test_messages_of_one_key_keep_their_order(client, partitioned):
     assert [int(m.data()) for m in _drain(consumer)] == list(range(30))
 
 
+@pytest.mark.transports
 def test_multi_topic_consumer_receives_from_every_topic(client, topic):
     other = topic + "-other"
     consumer = client.subscribe([topic, other], "sub", initial_position=InitialPosition.Earliest)
@@ -96,6 +100,7 @@ def test_multi_topic_consumer_receives_from_every_topic(client, topic):
         consumer.acknowledge(m)
 
 
+@pytest.mark.transports
 def test_reader_on_partitioned_topic_from_earliest(client, partitioned):
     producer = client.create_producer(partitioned)
     for i in range(6):

@@ -17,6 +17,7 @@ def _subscribe(client, topic, name="sub", **kwargs):
     return client.subscribe(topic, name, **kwargs)
 
 
+@pytest.mark.transports
 def test_sent_message_is_received_with_its_metadata(client, topic):
     consumer = _subscribe(client, topic)
     producer = client.create_producer(topic, producer_name="prod-1")
@@ -34,6 +35,7 @@ def test_sent_message_is_received_with_its_metadata(client, topic):
     assert msg.message_id() == msg_id
 
 
+@pytest.mark.transports
 def test_sync_sends_return_increasing_unbatched_message_ids(client, topic):
     producer = client.create_producer(topic)
     ids = [producer.send(b"m%d" % i) for i in range(5)]
@@ -43,6 +45,7 @@ def test_sync_sends_return_increasing_unbatched_message_ids(client, topic):
     assert producer.last_sequence_id() == 4
 
 
+@pytest.mark.transports
 def test_async_sends_are_batched_and_callbacks_get_ids_in_order(client, topic):
     producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=100,
                                       batching_max_publish_delay_ms=1000)
@@ -123,6 +126,7 @@ def test_send_after_close_raises_already_closed(client, topic):
         producer.send(b"x")
 
 
+@pytest.mark.transports
 def test_acknowledged_messages_are_not_redelivered_to_the_next_consumer(client, admin, topic):
     producer = client.create_producer(topic)
     for i in range(10):
@@ -136,6 +140,7 @@ def test_acknowledged_messages_are_not_redelivered_to_the_next_consumer(client, 
     assert sorted(consumer.receive(5000).data() for _ in range(4)) == [b"m6", b"m7", b"m8", b"m9"]
 
 
+@pytest.mark.transports
 def test_cumulative_ack_acknowledges_everything_before(client, topic):
     producer = client.create_producer(topic)
     for i in range(10):
@@ -148,6 +153,7 @@ def test_cumulative_ack_acknowledges_everything_before(client, topic):
     assert consumer.receive(5000).data() == b"m7"
 
 
+@pytest.mark.transports
 def test_individual_acks_are_grouped_then_sent(client, admin, topic):
     producer = client.create_producer(topic)
     for i in range(5):
@@ -158,11 +164,12 @@ def test_individual_acks_are_grouped_then_sent(client, admin, topic):
     assert wait_for_backlog(admin, topic, "sub", 0) == 0  # the grouped ack reaches the broker
 
 
-def test_oversized_message_raises_message_too_big_from_send_and_send_async(tmp_path):
+@pytest.mark.transports
+def test_oversized_message_raises_message_too_big_from_send_and_send_async(tmp_path, transport):
     from broker_core import Broker
     from connector import Client
     with Broker(data_dir=tmp_path, port=0, maxMessageSize=1024) as broker, \
-            Client(broker.service_url) as client:
+            Client(broker.service_url, transport=transport) as client:
         producer = client.create_producer("big")
         with pytest.raises(MessageTooBig) as info:
             producer.send(b"x" * 2000)
@@ -201,6 +208,7 @@ def test_message_listener_gets_messages_on_its_thread(client, topic):
     assert done.wait(5) and got == [b"m0", b"m1", b"m2"]
 
 
+@pytest.mark.transports
 def test_seek_to_earliest_replays_and_drops_what_was_buffered(client, topic):
     producer = client.create_producer(topic)
     for i in range(5):
@@ -213,6 +221,7 @@ def test_seek_to_earliest_replays_and_drops_what_was_buffered(client, topic):
         consumer.receive(200)
 
 
+@pytest.mark.transports
 def test_seek_to_message_id_and_to_timestamp(client, topic):
     producer = client.create_producer(topic)
     ids = [producer.send(b"m%d" % i) for i in range(5)]
@@ -223,6 +232,7 @@ def test_seek_to_message_id_and_to_timestamp(client, topic):
     assert consumer.receive(5000).data() == b"m0"
 
 
+@pytest.mark.transports
 def test_many_messages_flow_beyond_the_receiver_queue(client, topic):
     producer = client.create_producer(topic, block_if_queue_full=True)
     for i in range(3000):
@@ -232,6 +242,7 @@ def test_many_messages_flow_beyond_the_receiver_queue(client, topic):
     assert [int(consumer.receive(5000).data()) for _ in range(3000)] == list(range(3000))
 
 
+@pytest.mark.transports
 def test_redeliver_unacknowledged_messages_delivers_them_again(client, topic):
     producer = client.create_producer(topic)
     for i in range(3):
@@ -244,6 +255,7 @@ def test_redeliver_unacknowledged_messages_delivers_them_again(client, topic):
     assert again == [b"m1", b"m2"]
 
 
+@pytest.mark.transports
 def test_unsubscribe_removes_the_subscription(client, admin, topic):
     consumer = _subscribe(client, topic, "gone")
     consumer.unsubscribe()

@@ -21,21 +21,25 @@ def _read_all(reader, timeout_ms=300):
             return out
 
 
+@pytest.mark.transports
 def test_reader_from_earliest_reads_everything(client, topic, ids):
     reader = client.create_reader(topic, MessageId.earliest)
     assert _read_all(reader) == [b"m%d" % i for i in range(5)]
 
 
+@pytest.mark.transports
 def test_reader_from_a_message_id_starts_after_it(client, topic, ids):
     reader = client.create_reader(topic, ids[2])
     assert _read_all(reader) == [b"m3", b"m4"]
 
 
+@pytest.mark.transports
 def test_reader_from_a_message_id_inclusive_starts_at_it(client, topic, ids):
     reader = client.create_reader(topic, ids[2], start_message_id_inclusive=True)
     assert _read_all(reader) == [b"m2", b"m3", b"m4"]
 
 
+@pytest.mark.transports
 def test_reader_from_latest_reads_only_new_messages(client, topic, ids):
     reader = client.create_reader(topic, MessageId.latest)
     assert not reader.has_message_available()
@@ -43,6 +47,7 @@ def test_reader_from_latest_reads_only_new_messages(client, topic, ids):
     assert reader.read_next(5000).data() == b"new"
 
 
+@pytest.mark.transports
 def test_has_message_available_until_the_end_of_the_topic(client, topic, ids):
     reader = client.create_reader(topic, MessageId.earliest)
     read = []
@@ -51,6 +56,7 @@ def test_has_message_available_until_the_end_of_the_topic(client, topic, ids):
     assert read == [b"m%d" % i for i in range(5)]
 
 
+@pytest.mark.transports
 def test_reader_seek_rewinds(client, topic, ids):
     reader = client.create_reader(topic, MessageId.earliest)
     assert _read_all(reader) == [b"m%d" % i for i in range(5)]
@@ -60,12 +66,14 @@ def test_reader_seek_rewinds(client, topic, ids):
     assert _read_all(reader) == [b"m1", b"m2", b"m3", b"m4"]
 
 
+@pytest.mark.transports
 def test_readers_do_not_disturb_each_other(client, topic, ids):
     first = client.create_reader(topic, MessageId.earliest)
     second = client.create_reader(topic, MessageId.earliest)
     assert first.read_next(5000).data() == second.read_next(5000).data() == b"m0"
 
 
+@pytest.mark.transports
 def test_reader_on_an_empty_topic_has_no_message(client, topic):
     reader = client.create_reader(topic, MessageId.earliest)
     assert not reader.has_message_available()

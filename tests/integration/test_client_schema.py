@@ -1,5 +1,5 @@
 """Typed schemas in our client against a broker process: JSON and Avro records go between pulsar-client
-(binary protocol) and our client (gRPC) both ways, registered once in the broker's registry; a compatible
+(binary protocol) and our client (gRPC and binary) both ways, registered once in the broker's registry; a compatible
 evolution gets a new version that both versions' messages are read with, an incompatible one is refused with
 IncompatibleSchema; StringSchema; no schema is bytes as before."""
 from __future__ import annotations
@@ -22,8 +22,8 @@ def broker_proc(tmp_path_factory):
 
 
 @pytest.fixture
-def client(broker_proc):
-    c = Client(broker_proc.service_url)
+def client(broker_proc, transport):
+    c = Client(broker_proc.service_url, transport=transport)
     yield c
     c.close()
 
@@ -77,6 +77,7 @@ def _read(consumer, count):
     return out
 
 
+@pytest.mark.transports
 @pytest.mark.parametrize("kind", KINDS)
 def test_records_sent_by_our_client_are_read_by_pulsar_client(client, official, topic, kind):
     mine, theirs = KINDS[kind]
@@ -88,6 +89,7 @@ def test_records_sent_by_our_client_are_read_by_pulsar_client(client, official, 
     assert (got.item, got.qty, got.tags, got.inner.n) == ("book", 2, ["a"], 7)
 
 
+@pytest.mark.transports
 @pytest.mark.parametrize("kind", KINDS)
 def test_records_sent_by_pulsar_client_are_read_by_our_client(client, official, topic, kind):
     mine, theirs = KINDS[kind]
@@ -119,6 +121,7 @@ for _cls in (V2, V3):
     _cls.__name__ = "V1"  # one record evolving under its name
 
 
+@pytest.mark.transports
 def test_a_compatible_evolution_gets_a_new_version_and_old_messages_read_with_their_own(client, topic):
     old = client.create_producer(topic, schema=ours.AvroSchema(V1))
     old.send(V1(a=1))
@@ -130,6 +133,7 @@ def test_a_compatible_evolution_gets_a_new_version_and_old_messages_read_with_th
     assert [(v.a, v.b) for v in (first.value(), second.value())] == [(1, "added"), (2, "two")]
 
 
+@pytest.mark.transports
 def test_an_incompatible_evolution_is_refused_with_incompatible_schema(client, topic):
     client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
     with pytest.raises(IncompatibleSchema):
@@ -138,6 +142,7 @@ def test_an_incompatible_evolution_is_refused_with_incompatible_schema(client, t
         client.subscribe(topic, "s", schema=ours.AvroSchema(V3))
 
 
+@pytest.mark.transports
 def test_string_schema_between_both_clients(client, official, topic):
     client.create_producer(topic, schema=ours.StringSchema()).send("héllo")
     official.create_producer(topic, schema=pulsar.schema.StringSchema()).send("wörld")
@@ -164,24 +169,25 @@ def test_our_client_takes_pulsar_client_s_own_schema_objects(client, topic):
     assert (got.item, got.qty, got.tags, got.inner.n) == ("cup", 1, ["x"], 2)
 
 
+@pytest.mark.transports
 def test_the_namespace_s_compatibility_strategy_decides(client, broker_proc):
     from broker_core.protocol import broker_pb2
 
     from connector import Admin
 
     namespace = f"public/strict-{uuid.uuid4().hex[:8]}"
-    admin = Admin(broker_proc.service_url)
-    admin.create_namespace(namespace)
-    admin.close()
-    client._connection.unary("SetPolicy", broker_pb2.PolicyRequest(
-        scope=broker_pb2.PolicyScope(namespace=namespace), key="schemaCompatibilityStrategy",
-        value_json='"ALWAYS_INCOMPATIBLE"'))
+    with Admin(broker_proc.service_url) as admin:  # the admin speaks gRPC whatever the client's transport
+        admin.create_namespace(namespace)
+        admin._connection.unary("SetPolicy", broker_pb2.PolicyRequest(
+            scope=broker_pb2.PolicyScope(namespace=namespace), key="schemaCompatibilityStrategy",
+            value_json='"ALWAYS_INCOMPATIBLE"'))
     topic = f"persistent://{namespace}/evolving"
     client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
     with pytest.raises(IncompatibleSchema, match="ALWAYS_INCOMPATIBLE"):
         client.create_producer(topic, schema=ours.AvroSchema(V2))  # compatible under the default BACKWARD
 
 
+@pytest.mark.transports
 def test_a_table_view_holds_the_values_its_schema_decodes(client, topic):
     producer = client.create_producer(topic, schema=ours.JsonSchema(V1))
     producer.send(V1(a=1), partition_key="k")
@@ -194,6 +200,7 @@ def test_a_table_view_holds_the_values_its_schema_decodes(client, topic):
 @pytest.mark.parametrize("options", [
     {"batching_enabled": True}, {"batching_enabled": True, "batching_type": BatchingType.KeyBased},
     {"chunking_enabled": True}], ids=["batched", "key-based", "chunked"])
+@pytest.mark.transports
 def test_every_entry_a_producer_builds_carries_its_schema_version(client, topic, options):
     producer = client.create_producer(topic, schema=ours.StringSchema(), **options)
     for text in ("a", "b"):

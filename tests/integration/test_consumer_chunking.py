@@ -62,6 +62,7 @@ def wait_for_backlog(admin, topic, expected, sub="sub", timeout_s=10.0):
     return waiting.wait_for_backlog(admin, topic, sub, expected, timeout_s)
 
 
+@pytest.mark.transports
 def test_consecutive_chunks_with_regular_messages_around_them_are_received_in_order(broker, client, topic):
     m1 = chunks("producer-1", 1, b"M1 is a large message" * 10, 3)
     offsets = produce_raw(broker, topic, [plain("producer-1", 0, b"before"), *m1,
@@ -72,6 +73,7 @@ def test_consecutive_chunks_with_regular_messages_around_them_are_received_in_or
     assert received[1].message_id().entry_id() == offsets[3]  # the last chunk's id
 
 
+@pytest.mark.transports
 def test_interwoven_chunks_of_two_producers_are_reassembled_per_message(broker, client, topic):
     m1 = chunks("producer-1", 0, b"message one from producer 1", 3, properties=[
         pulsar_api_pb2.KeyValue(key="from", value="p1")], partition_key="k1", event_time=11)
@@ -90,6 +92,7 @@ def test_interwoven_chunks_of_two_producers_are_reassembled_per_message(broker, 
         consumer.receive(200)
 
 
+@pytest.mark.transports
 def test_acknowledging_a_chunked_message_acknowledges_every_chunk(broker, client, admin, topic):
     m1 = chunks("producer-1", 0, b"x" * 100, 4)
     m2 = chunks("producer-2", 0, b"y" * 100, 3)
@@ -103,6 +106,7 @@ def test_acknowledging_a_chunked_message_acknowledges_every_chunk(broker, client
     assert wait_for_backlog(admin, topic, 0) == 0
 
 
+@pytest.mark.transports
 def test_cumulative_ack_of_a_chunked_message_acknowledges_up_to_its_last_chunk(broker, client, admin,
                                                                               topic):
     produce_raw(broker, topic, [*chunks("p", 0, b"z" * 90, 3), plain("p", 1, b"next")])
@@ -122,6 +126,7 @@ def test_compressed_chunked_message_is_decompressed_after_reassembly(broker, cli
     assert subscribe(client, topic).receive(5000).data() == original
 
 
+@pytest.mark.transports
 def test_message_of_more_chunks_than_the_receiver_queue_is_received(broker, client, topic):
     payload = bytes(range(256)) * 8
     produce_raw(broker, topic, [*chunks("p", 0, payload, 32), plain("p", 1, b"after")])
@@ -181,10 +186,11 @@ def small_broker(tmp_path_factory):
         yield running
 
 
+@pytest.mark.transports
 @pytest.mark.parametrize("compression", [CompressionType.NONE, CompressionType.LZ4])
-def test_message_sent_by_a_chunking_producer_round_trips(small_broker, topic, compression):
+def test_message_sent_by_a_chunking_producer_round_trips(small_broker, topic, compression, transport):
     payload = b"".join(b"record %06d;" % i for i in range(2000))  # 26 KB, 26+ chunks of <= 1 KB
-    with Client(small_broker.service_url) as client:
+    with Client(small_broker.service_url, transport=transport) as client:
         consumer = subscribe(client, topic, receiver_queue_size=10)
         producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False,
                                           compression_type=compression)
@@ -198,9 +204,10 @@ def test_message_sent_by_a_chunking_producer_round_trips(small_broker, topic, co
             assert wait_for_backlog(admin, topic, 0) == 0
 
 
-def test_messages_of_two_chunking_producers_sent_at_once_are_each_reassembled(small_broker, topic):
+@pytest.mark.transports
+def test_messages_of_two_chunking_producers_sent_at_once_are_each_reassembled(small_broker, topic, transport):
     payloads = {name: name.encode() * 3000 for name in ("first", "second")}
-    with Client(small_broker.service_url) as client:
+    with Client(small_broker.service_url, transport=transport) as client:
         consumer = subscribe(client, topic)
         producers = {name: client.create_producer(topic, producer_name=name, chunking_enabled=True,
                                                   batching_enabled=False) for name in payloads}

@@ -52,6 +52,7 @@ def _wait_backlog_empty(admin, topic, subscription):
     return wait_for_backlog(admin, topic, subscription, 0, timeout_s=5)
 
 
+@pytest.mark.transports
 def test_dlq_after_max_redeliveries_with_the_default_name(client, admin, topic):
     dlq = client.subscribe(f"{topic}-orders-DLQ", "inspect", initial_position=InitialPosition.Earliest)
     consumer = _consumer(client, topic, "orders", dead_letter_policy=ConsumerDeadLetterPolicy(2))
@@ -82,6 +83,7 @@ def test_initial_subscription_keeps_every_dead_letter(client, topic):
     assert [late.receive(timeout_millis=5000).data() for _ in range(2)] == [b"x", b"y"]
 
 
+@pytest.mark.transports
 def test_a_batch_goes_to_the_dlq_whole(client, admin, topic):
     dlq = client.subscribe(f"{topic}-sub-DLQ", "inspect", initial_position=InitialPosition.Earliest)
     consumer = _consumer(client, topic, dead_letter_policy=ConsumerDeadLetterPolicy(1))
@@ -121,6 +123,7 @@ def test_a_message_redelivered_beyond_the_max_goes_straight_to_the_dlq(client, t
 
 # --- retry letter topic -------------------------------------------------------------------------------
 
+@pytest.mark.transports
 def test_reconsume_later_goes_through_the_retry_topic_then_to_the_dlq(client, admin, topic):
     dlq = client.subscribe(f"{topic}-billing-DLQ", "inspect", initial_position=InitialPosition.Earliest)
     consumer = _consumer(client, topic, "billing", retry_enable=True,
@@ -175,6 +178,7 @@ def test_reconsume_later_refuses_a_negative_delay(client, topic):
         consumer.reconsume_later(consumer.receive(timeout_millis=5000), -1)
 
 
+@pytest.mark.transports
 def test_letter_topics_of_a_partitioned_topic_are_named_after_it(client, admin, topic):
     admin.create_partitioned_topic(topic, 2)
     dlq = client.subscribe(f"{topic}-sub-DLQ", "inspect", initial_position=InitialPosition.Earliest)

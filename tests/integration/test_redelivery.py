@@ -39,6 +39,7 @@ def _shared(client, topic, name="s", **options):
 
 # --- negative acks ------------------------------------------------------------------------------------
 
+@pytest.mark.transports
 def test_shared_nack_redelivers_only_that_message_and_redelivery_count_counts(client, topic):
     consumer = _shared(client, topic)
     _send(client, topic, [b"m%d" % i for i in range(5)])
@@ -67,6 +68,7 @@ def test_nack_waits_for_the_redelivery_delay(client, topic):
     assert again.data() == b"x" and time.monotonic() - nacked_at >= 0.6
 
 
+@pytest.mark.transports
 def test_exclusive_nack_rewinds_to_the_first_unacknowledged_message(client, topic):
     consumer = client.subscribe(topic, "ex", initial_position=InitialPosition.Earliest,
                                 negative_ack_redelivery_delay_ms=NACK_MS)
@@ -93,6 +95,7 @@ def test_nack_backoff_delays_grow_with_the_redelivery_count(client, topic):
     assert gaps[0] >= 0.15 and gaps[1] >= 0.3 and gaps[2] >= 0.6, gaps
 
 
+@pytest.mark.transports
 def test_buffered_messages_of_a_nacked_batch_are_dropped_not_delivered_twice(client, topic):
     consumer = _shared(client, topic)
     _send(client, topic, [b"m%d" % i for i in range(5)], batched=True)  # one entry of 5 messages
@@ -106,6 +109,7 @@ def test_buffered_messages_of_a_nacked_batch_are_dropped_not_delivered_twice(cli
     assert {m.redelivery_count() for m in got} == {1}
 
 
+@pytest.mark.transports
 def test_redeliver_unacknowledged_messages_works_on_shared(client, topic):
     consumer = _shared(client, topic)
     _send(client, topic, [b"a", b"b", b"c"])
@@ -118,6 +122,7 @@ def test_redeliver_unacknowledged_messages_works_on_shared(client, topic):
 
 # --- ack timeout --------------------------------------------------------------------------------------
 
+@pytest.mark.transports
 def test_unacknowledged_messages_come_again_after_the_ack_timeout(client, topic):
     consumer = _shared(client, topic, unacked_messages_timeout_ms=1000, ack_timeout_tick_time_ms=100)
     _send(client, topic, [b"acked", b"forgotten"])
@@ -173,15 +178,17 @@ def _ack_two_nack_one(consumer):
     return sorted(m.data() for m in _drain(consumer, wait_ms=700))
 
 
-def test_batch_index_ack_redelivers_only_the_unacknowledged_messages(batch_index_broker, topic):
-    with Client(batch_index_broker.service_url) as client:
+@pytest.mark.transports
+def test_batch_index_ack_redelivers_only_the_unacknowledged_messages(batch_index_broker, topic, transport):
+    with Client(batch_index_broker.service_url, transport=transport) as client:
         consumer = _shared(client, topic, batch_index_ack_enabled=True)
         _send(client, topic, [b"m%d" % i for i in range(4)], batched=True)
         assert _ack_two_nack_one(consumer) == [b"m2", b"m3"]
 
 
-def test_without_batch_index_ack_on_the_consumer_the_whole_batch_comes_again(batch_index_broker, topic):
-    with Client(batch_index_broker.service_url) as client:
+@pytest.mark.transports
+def test_without_batch_index_ack_on_the_consumer_the_whole_batch_comes_again(batch_index_broker, topic, transport):
+    with Client(batch_index_broker.service_url, transport=transport) as client:
         consumer = _shared(client, topic)  # batch_index_ack_enabled=False: acks held until the batch is done
         _send(client, topic, [b"m%d" % i for i in range(4)], batched=True)
         assert _ack_two_nack_one(consumer) == [b"m0", b"m1", b"m2", b"m3"]
@@ -193,6 +200,7 @@ def test_without_batch_index_ack_on_the_broker_the_whole_batch_comes_again(clien
     assert _ack_two_nack_one(consumer) == [b"m0", b"m1", b"m2", b"m3"]
 
 
+@pytest.mark.transports
 def test_held_batch_acks_acknowledge_the_batch_once_every_message_is_acked(client, admin, topic):
     consumer = _shared(client, topic)
     _send(client, topic, [b"m%d" % i for i in range(3)], batched=True)

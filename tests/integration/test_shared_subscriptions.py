@@ -15,6 +15,7 @@ def drain(consumer, limit_ms=500):
             return out
 
 
+@pytest.mark.transports
 def test_shared_consumers_split_the_messages_and_each_message_goes_to_one(client, topic):
     a = client.subscribe(topic, "shared", consumer_type=ConsumerType.Shared, receiver_queue_size=10)
     b = client.subscribe(topic, "shared", consumer_type=ConsumerType.Shared, receiver_queue_size=10)
@@ -33,6 +34,7 @@ def test_shared_consumers_split_the_messages_and_each_message_goes_to_one(client
     assert payloads_a | payloads_b == {b"m%d" % i for i in range(40)}
 
 
+@pytest.mark.transports
 def test_a_closing_shared_consumers_unacked_messages_go_to_the_others(client, topic):
     a = client.subscribe(topic, "shared", consumer_type=ConsumerType.Shared, receiver_queue_size=5)
     producer = client.create_producer(topic, batching_enabled=False)
@@ -61,6 +63,7 @@ def test_cumulative_ack_is_rejected_on_shared_and_key_shared(client, topic):
         consumer.close()
 
 
+@pytest.mark.transports
 def test_key_shared_delivers_each_key_to_one_consumer_in_order(client, topic):
     a = client.subscribe(topic, "ks", consumer_type=ConsumerType.KeyShared)
     b = client.subscribe(topic, "ks", consumer_type=ConsumerType.KeyShared)

@@ -24,18 +24,21 @@ def _drain(consumer, timeout_millis=300):
             return received
 
 
+@pytest.mark.transports
 def test_second_exclusive_consumer_is_rejected_with_consumer_busy(client, topic):
     client.subscribe(topic, "sub", consumer_type=ConsumerType.Exclusive)
     with pytest.raises(ConsumerBusy):
         client.subscribe(topic, "sub", consumer_type=ConsumerType.Exclusive)
 
 
+@pytest.mark.transports
 def test_consumer_of_another_type_is_rejected_while_the_subscription_is_in_use(client, topic):
     client.subscribe(topic, "sub", consumer_type=ConsumerType.Failover)
     with pytest.raises(ConsumerBusy):
         client.subscribe(topic, "sub", consumer_type=ConsumerType.Exclusive)
 
 
+@pytest.mark.transports
 def test_failover_on_non_partitioned_topic_first_subscriber_is_active_and_standby_takes_over(client, topic):
     a = client.subscribe(topic, "fo", consumer_type=ConsumerType.Failover, consumer_name="A",
                          initial_position=InitialPosition.Earliest)
@@ -53,6 +56,7 @@ def test_failover_on_non_partitioned_topic_first_subscriber_is_active_and_standb
     assert got_b == [f"m-{i}".encode() for i in range(4, 8)]
 
 
+@pytest.mark.transports
 def test_failover_partitions_go_to_highest_priority_consumers_sorted_by_name(client, admin, topic):
     admin.create_partitioned_topic(topic, 4)
     consumers = {}
@@ -76,6 +80,7 @@ def _java_hash(text: str) -> int:
     return h & 0x7FFFFFFF
 
 
+@pytest.mark.transports
 def test_receiver_queue_size_bounds_what_the_broker_sends(client, admin, topic):
     consumer = client.subscribe(topic, "q", receiver_queue_size=10, initial_position=InitialPosition.Earliest)
     _produce(client, topic, 50, batching_enabled=False)
@@ -144,9 +149,10 @@ def test_oversized_message_is_rejected_and_nothing_is_lost(tmp_path):
             client.close()
 
 
-def test_subscribe_to_missing_topic_without_auto_creation_is_topic_not_found(tmp_path):
+@pytest.mark.transports
+def test_subscribe_to_missing_topic_without_auto_creation_is_topic_not_found(tmp_path, transport):
     with Broker(data_dir=tmp_path, port=0, allowAutoTopicCreation=False) as broker:
-        client = Client(broker.service_url)
+        client = Client(broker.service_url, transport=transport)
         try:
             with pytest.raises(TopicNotFound):
                 client.subscribe("never-created", "s")
@@ -156,9 +162,10 @@ def test_subscribe_to_missing_topic_without_auto_creation_is_topic_not_found(tmp
             client.close()
 
 
-def test_durable_subscription_and_partitioned_metadata_survive_broker_restart(tmp_path):
+@pytest.mark.transports
+def test_durable_subscription_and_partitioned_metadata_survive_broker_restart(tmp_path, transport):
     with Broker(data_dir=tmp_path, port=0) as broker:
-        client, admin = Client(broker.service_url), Admin(broker.service_url)
+        client, admin = Client(broker.service_url, transport=transport), Admin(broker.service_url)
         admin.create_partitioned_topic("parted", 3)
         consumer = client.subscribe("durable", "keep", initial_position=InitialPosition.Earliest)
         _produce(client, "durable", 10)
@@ -168,7 +175,7 @@ def test_durable_subscription_and_partitioned_metadata_survive_broker_restart(tm
         client.close()
         admin.close()
     with Broker(data_dir=tmp_path, port=0) as broker:
-        client, admin = Client(broker.service_url), Admin(broker.service_url)
+        client, admin = Client(broker.service_url, transport=transport), Admin(broker.service_url)
         try:
             assert admin.get_partitioned_topic_metadata("parted") == {"partitions": 3}
             consumer = client.subscribe("durable", "keep", initial_position=InitialPosition.Latest)
