@@ -42,6 +42,7 @@ from typing import Callable, Protocol
 from broker_core import errors
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 
+from connector.client.authentication import Authentication, AuthenticationBasic
 from connector.client.binary import wire
 from connector.client.tls import TlsOptions
 
@@ -79,18 +80,16 @@ class FrameHandler(Protocol):
         """Once, when the connection ends."""
 
 
-def auth_data(authentication: object) -> tuple[str, bytes] | None:
+def auth_data(authentication: Authentication | None) -> tuple[str, bytes] | None:
     """``(auth_method_name, auth_data)`` for CONNECT and AUTH_RESPONSE, asked from the source now (None:
     anonymous). A TLS client certificate is presented in the handshake: its method name says so."""
     if authentication is None:
         return None
-    method = getattr(authentication, "method", None)
-    authorization = authentication.authorization()  # type: ignore[attr-defined]
-    if isinstance(method, str) and isinstance(authorization, str) and authorization.startswith("Basic "):
-        return method, base64.b64decode(authorization[len("Basic "):])  # the broker takes user:password
-    if authentication.tls_files() is not None:  # type: ignore[attr-defined]
+    if isinstance(authentication, AuthenticationBasic):  # the broker's basic provider takes user:password
+        return authentication.method, base64.b64decode(authentication.authorization()[len("Basic "):])
+    if authentication.tls_files() is not None:
         return "tls", b""
-    token = authentication.token()  # type: ignore[attr-defined]
+    token = authentication.token()
     return ("token", token.encode()) if token else None
 
 
@@ -487,8 +486,8 @@ class PulsarConnection:
             log.info("event=binary_auth_challenge address=%s", self.address)
             try:
                 self.send(self._auth_response())
-            except errors.PulsarLikeError as exc:
-                self._lost(exc)
+            except Exception as exc:  # the token source failed: the broker will disconnect; say why now
+                self._lost(errors.AuthenticationError(f"cannot answer the broker's AUTH_CHALLENGE: {exc!r}"))
             return
         else:
             handler = None
