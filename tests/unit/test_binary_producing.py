@@ -65,6 +65,10 @@ class FakeTransport:
     def __init__(self, conn: FakeConnection | None = None, failure: errors.PulsarLikeError | None = None) -> None:
         self.conn = conn or FakeConnection()
         self.failure = failure
+        self.forgotten: list[str] = []
+
+    def forget(self, topic):
+        self.forgotten.append(topic)
 
     def connection_for(self, topic, timeout_s):
         if self.failure is not None:
@@ -273,6 +277,7 @@ def test_close_producer_from_the_broker_is_a_lost_stream_and_the_reopening_has_a
     answer_producer(transport.conn, "named")
     frame_to(transport.conn, T(type=T.CLOSE_PRODUCER, close_producer=cmd.CommandCloseProducer(producer_id=1)))
     assert [type(e) for e in rec.ends] == [errors.ConnectError]
+    assert transport.forgotten == [TOPIC]  # it may be served by another broker now: looked up again
     started("named", transport=transport)
     assert transport.conn.requests[-1][0].producer.epoch == 1
 

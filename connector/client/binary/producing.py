@@ -46,6 +46,7 @@ from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.codec.entries import decode_entry
 from broker_core.protocol.server_errors import error_of
 from broker_core.protocol.status import error_to_proto
+from broker_core.types import TopicName
 
 from connector.client.batching import PendingEntry
 
@@ -204,6 +205,8 @@ class ProduceAdapter:
 
     def _on_producer_answer(self, answer: cmd.BaseCommand | None, error: errors.PulsarLikeError | None) -> None:
         if error is not None or answer is None:
+            if isinstance(error, errors.ServiceNotReady):  # e.g. the topic is being unloaded or moved
+                self._transport.forget(self.topic)
             self._end(error or errors.ConnectError(f"no answer to PRODUCER on {self.topic}"))
             return
         success = answer.producer_success
@@ -283,10 +286,11 @@ class ProduceAdapter:
             self._send_error(command.send_error)
         elif kind == T.CLOSE_PRODUCER:
             log.info("event=producer_closed_by_broker topic=%s producer=%s", self.topic, self.producer_name)
-            self._lost(errors.ConnectError(f"the broker closed the producer on {self.topic}; reconnecting"))
+            self._lost(errors.ConnectError(f"the broker closed the producer on {self.topic}; reconnecting"),
+                       moved=True)
         elif kind == T.TOPIC_MIGRATED:
             self._lost(errors.ConnectError(f"{self.topic} moved to {command.topicMigrated.brokerServiceUrl}; "
-                                           "reconnecting"))
+                                           "reconnecting"), moved=True)
 
     def _send_error(self, failure: cmd.CommandSendError) -> None:
         error = error_of(failure.error, failure.message)
@@ -308,7 +312,9 @@ class ProduceAdapter:
         else:
             self._lost(errors.ConnectError(f"the connection to the broker of {self.topic} was lost: {error}"))
 
-    def _lost(self, error: errors.PulsarLikeError) -> None:
+    def _lost(self, error: errors.PulsarLikeError, moved: bool = False) -> None:
+        if moved:  # the topic may be served elsewhere now: the reopening looks it up again
+            self._transport.forget(self.topic)
         if self._opened and not self._closing:
             _bump_epoch(self._epoch_key())
         self._end(None if self._closing else error)
@@ -332,29 +338,37 @@ class ProduceAdapter:
             log.exception("event=producer_on_end_failed topic=%s", self.topic)
 
 
-def register_schema(connection: Any, topic: str, schema_type: str, definition: bytes, name: str,
-                    timeout_s: float) -> int:
-    """Register a schema on ``topic`` (a partition's name for a partitioned topic) the way every Pulsar broker
-    does it: a producer that carries it (``GET_OR_CREATE_SCHEMA`` is not answered by all of them; pulsar-lite
-    0.2.0 never answers). Returns the version the broker gave, or -1 when it gives none (it keeps no
-    registry); the broker's refusal (``IncompatibleSchema`` ...) is raised."""
-    producer_id = connection.next_producer_id()
-    request = T(type=T.PRODUCER)
-    producer = request.producer
+def register_schema(transport: Any, request: broker_pb2.SchemaRequest, timeout_s: float) -> int:
+    """Register ``request``'s schema on its topic the way every Pulsar broker takes one: with a producer that
+    carries it (``GET_OR_CREATE_SCHEMA`` is not answered by all brokers: pulsar-lite 0.2.0 never answers it).
+    A partitioned topic's schema goes through its partition 0 (the registry keys schemas by the base name).
+    Returns the version the broker gave, or -1 when it gave none (a broker without a registry); a refusal
+    (``IncompatibleSchema`` ...) is raised. The producer is refused (``ProducerFenced``) while an exclusive
+    producer holds the topic."""
+    topic = request.topic
+    metadata = transport.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=topic), timeout_s)
+    if metadata.partitions > 0:
+        topic = str(TopicName.parse(topic).partition(0))
+    conn = transport.connection_for(topic, timeout_s)
+    producer_id = conn.next_producer_id()
+    command = T(type=T.PRODUCER)
+    producer = command.producer
     producer.topic = topic
     producer.producer_id = producer_id
-    producer.request_id = connection.next_request_id()
+    producer.request_id = conn.next_request_id()
     producer.user_provided_producer_name = False
-    producer.schema.name = name
-    producer.schema.type = cmd.Schema.Type.Value(schema_type)
-    producer.schema.schema_data = definition
-    answer = connection.request(request, timeout_s)
+    schema = producer.schema
+    schema.name = request.name
+    schema.type = cmd.Schema.Type.Value(request.type)
+    schema.schema_data = request.data
+    for key, value in request.properties.items():
+        schema.properties.add(key=key, value=value)
+    answer = conn.request(command, timeout_s)
     close = T(type=T.CLOSE_PRODUCER)
     close.close_producer.producer_id = producer_id
-    close.close_producer.request_id = connection.next_request_id()
-    connection.request_async(close, lambda answer, error: None)
-    version = answer.producer_success.schema_version
-    return schema_version_number(version)
+    close.close_producer.request_id = conn.next_request_id()
+    conn.request_async(close, lambda answer, error: None)
+    return schema_version_number(answer.producer_success.schema_version)
 
 
 def schema_version_number(version: bytes) -> int:
