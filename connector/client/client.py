@@ -45,6 +45,7 @@ from connector.client.schema.binding import SchemaBinding, bind
 from connector.client.service_info import ServiceInfo
 from connector.client.table_view import TableView
 from connector.client.timer import TimerThread
+from connector.client.transport import DENSE
 from connector.client.transport_choice import check_transport, open_transport
 
 log = logging.getLogger(__name__)
@@ -341,11 +342,14 @@ class Client:
                 "a reader on a partitioned topic starts at MessageId.earliest or MessageId.latest; "
                 "read one partition topic to start at a message id")
         subscription = reader_name or f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}"
+        # a message id becomes a position the transport's way (another broker's ids are not offsets)
+        numbering = self._connection.positions if specific else DENSE
         template = broker_pb2.Subscribe(
             subscription=subscription, sub_type=broker_pb2.EXCLUSIVE_SUB, consumer_name=reader_name or "",
             durable=False, start=start_position(start_message_id, start_message_id_inclusive,
                                                 None if len(targets) > 1 else functools.partial(
-                                                    self._last_offset, name, bool(is_read_compacted))),
+                                                    self._last_offset, name, bool(is_read_compacted)),
+                                                numbering),
             start_inclusive=start_message_id_inclusive, read_compacted=bool(is_read_compacted))
         positions = ReadPositions()
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template,
@@ -355,7 +359,7 @@ class Client:
         _check_consumer_schema(consumer, binding, [name])
         try:
             reader = Reader(consumer, self._lookup, name, positions, start_message_id, start_message_id_inclusive,
-                            read_compacted=bool(is_read_compacted))
+                            read_compacted=bool(is_read_compacted), numbering=self._connection.positions)
         except BaseException:
             consumer.close()
             raise

@@ -32,6 +32,7 @@ from connector.client.message_id import MessageId
 from connector.client.permits import PermitWindow
 from connector.client.reconnect import Attempt, Redial, retriable, retriable_on_reconnect, retry_until
 from connector.client.timer import TimerThread
+from connector.client.transport import DENSE, Positions
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,9 @@ class StreamEvents(Protocol):
         """The topic is terminated and every message of it was delivered."""
 
 
-def seek_request(seek_id: int, target: MessageId | int) -> broker_pb2.ConsumeRequest:
-    """A Seek to a message id (earliest, latest or a message's offset) or a publish time in ms."""
+def seek_request(seek_id: int, target: MessageId | int, positions: Positions = DENSE) -> broker_pb2.ConsumeRequest:
+    """A Seek to a message id (earliest, latest or a message's position: ``positions`` numbers it; the binary
+    transport sends a broker without dense offsets the real id the position packs) or a publish time in ms."""
     seek = broker_pb2.Seek(seek_id=seek_id)
     if isinstance(target, MessageId):
         if target.is_earliest():
@@ -67,7 +69,7 @@ def seek_request(seek_id: int, target: MessageId | int) -> broker_pb2.ConsumeReq
         elif target.is_latest():
             seek.position.latest = True
         else:
-            seek.position.offset = target.offset()
+            seek.position.offset = positions.position(target)
     else:
         seek.publish_time_ms = int(target)
     return broker_pb2.ConsumeRequest(seek=seek)
@@ -312,7 +314,7 @@ class PartitionStream:
         with self._lock:
             self.check_usable()
             self._seek_id += 1
-            request = seek_request(self._seek_id, target)
+            request = seek_request(self._seek_id, target, self._connection.positions)
             self._seek_done.clear()
             self._seek_error = None
             self._seeking = self._seek_id

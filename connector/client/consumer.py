@@ -190,8 +190,9 @@ class Consumer:
             message = message.message_id()
         if not isinstance(message, MessageId):
             raise TypeError(f"expected a Message or MessageId, not {type(message).__name__}")
-        return (self._partitions.of_message_id(message), message.entry_id(), message.batch_index(),
-                message.batch_size())
+        sub = self._partitions.of_message_id(message)
+        index = message.batch_index()  # the entry's first position: the message's, less its index
+        return sub, sub.positions.position(message) - max(index, 0), index, message.batch_size()
 
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (acks are grouped for a few ms into one request; the acks of a batch's

@@ -137,12 +137,14 @@ class Message:
             return self._id
         except AttributeError:
             e = self._entry
-            mid = self._id = MessageId.of(e.ledger_id, e.entry_id, e.partition, self._index,
-                                          e.num_messages if e.batched else 0, e.topic)
+            # the transport's numbering: pulsarlike's (ledger, first offset), another broker's real ids
+            mid = self._id = e.sub.positions.message_id(e.ledger_id, e.entry_id, e.partition, self._index,
+                                                        e.num_messages if e.batched else 0, e.topic)
             return mid
 
     def offset(self) -> int:
-        """The message's dense offset in its topic partition."""
+        """The message's position in its topic partition: its dense offset on pulsarlike (on another broker
+        the client's packed ``(ledger, entry, batch index)``: :mod:`connector.client.binary.positions`)."""
         return self._entry.entry_id + max(self._index, 0)
 
     def topic_name(self) -> str:

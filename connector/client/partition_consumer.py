@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from connector.client.dead_letter import DeadLetters
     from connector.client.lookup import Lookup
     from connector.client.positions import ReadPositions
+    from connector.client.transport import Positions
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class PartitionConsumer:
                  dead_letters: "DeadLetters | None" = None, resume: Callable[[], int | None] | None = None) -> None:
         self.topic = subscribe.topic
         self.partition = subscribe.partition_index
+        self._connection = connection
         self._settings = settings
         self.values = settings.values
         self._queue = queue
@@ -197,7 +199,7 @@ class PartitionConsumer:
             window.took(num - 1)
         if offsets[-1] > self.max_received_offset:
             self.max_received_offset = offsets[-1]
-        mid = MessageId.of(entry.ledger_id, entry.entry_id, self.partition, topic=self.topic)
+        mid = self.positions.message_id(entry.ledger_id, entry.entry_id, self.partition, topic=self.topic)
         error = decode_error(mid, self.topic, offsets, exc.message)
         log.warning("event=undecodable_entry topic=%s entry_id=%d reason=%s", self.topic, entry.entry_id,
                     exc.message)
@@ -241,12 +243,17 @@ class PartitionConsumer:
     # --- seek and lifecycle -------------------------------------------------------------------------------
     def start_seek(self, target: MessageId | int) -> None:
         specific = isinstance(target, MessageId) and not (target.is_earliest() or target.is_latest())
-        self.start_floor = target.offset() if specific else -1
+        self.start_floor = self.positions.position(target) if specific else -1  # type: ignore[arg-type]
         self.stream.start_seek(target)
         self._chunks.clear()  # buffered chunks are from before the seek
 
     def finish_seek(self, timeout_s: float) -> None:
         self.stream.finish_seek(timeout_s)
+
+    @property
+    def positions(self) -> Positions:
+        """How positions and message ids relate on this partition's transport."""
+        return self._connection.positions
 
     @property
     def consumer_name(self) -> str:

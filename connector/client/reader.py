@@ -18,28 +18,32 @@ from connector.client.lookup import Lookup
 from connector.client.message import Message
 from connector.client.message_id import MessageId
 from connector.client.positions import ReadPositions
+from connector.client.transport import DENSE, Positions
 
 
 def start_position(start_message_id: MessageId, inclusive: bool,
-                   last_offset: Callable[[], int] | None = None) -> broker_pb2.Position:
-    """The wire ``Position`` of a reader start: earliest, latest, or the message's offset
-    (+1 unless inclusive). Latest inclusive is the last message's offset when ``last_offset`` finds one:
-    the broker starts at the entry holding it, and the partition consumer drops the batch's earlier
-    messages (pulsar-client reads only the last message)."""
+                   last_offset: Callable[[], int] | None = None, numbering: Positions = DENSE) -> broker_pb2.Position:
+    """The wire ``Position`` of a reader start: earliest, latest, or the message's position (``numbering``:
+    the transport's; +1 unless inclusive). Latest inclusive is the last message's position when
+    ``last_offset`` finds one: the broker starts at the entry holding it, and the partition consumer drops
+    the batch's earlier messages (pulsar-client reads only the last message)."""
     if start_message_id.is_earliest():
         return broker_pb2.Position(earliest=True)
     if start_message_id.is_latest():
         last = last_offset() if inclusive and last_offset is not None else -1
         return broker_pb2.Position(offset=last) if last >= 0 else broker_pb2.Position(latest=True)
-    return broker_pb2.Position(offset=start_message_id.offset() + (0 if inclusive else 1))
+    return broker_pb2.Position(offset=numbering.position(start_message_id) + (0 if inclusive else 1))
 
 
 class Reader:
     """Reads a topic from a start position, without acknowledgements."""
 
     def __init__(self, consumer: Consumer, lookup: Lookup, topic: str, positions: ReadPositions,
-                 start_message_id: MessageId, inclusive: bool, *, read_compacted: bool = False) -> None:
+                 start_message_id: MessageId, inclusive: bool, *, read_compacted: bool = False,
+                 numbering: Positions = DENSE) -> None:
         self._consumer = consumer
+        self._numbering = numbering
+        """The transport's positions (the message ids of another broker are not offsets)."""
         self._read_compacted = read_compacted
         self._lookup = lookup
         self._topic = topic
@@ -56,7 +60,7 @@ class Reader:
                 last = self._lookup.last_message(topic, read_compacted=self._read_compacted).last_offset
                 self._positions.set(topic, last if self._inclusive else last + 1)
             else:
-                self._positions.set(topic, start.offset() + (0 if self._inclusive else 1))
+                self._positions.set(topic, self._numbering.position(start) + (0 if self._inclusive else 1))
 
     def topic(self) -> str:
         return self._topic
@@ -92,7 +96,7 @@ class Reader:
         self._consumer.seek(messageid)
         if isinstance(messageid, MessageId) and not (messageid.is_earliest() or messageid.is_latest()):
             for topic in self._consumer.partition_topics():
-                self._positions.set(topic, messageid.offset())
+                self._positions.set(topic, self._numbering.position(messageid))
         else:
             self._set_start(messageid)
 

@@ -14,6 +14,7 @@ from connector.client.enums import ConsumerType
 from connector.client.partition_consumer import ConsumerSettings, PartitionConsumer, PartitionOpener
 from connector.client.policies import RedeliveryOptions
 from connector.client.positions import ReadPositions
+from connector.client.transport import DENSE
 
 TOPIC = "persistent://public/default/t"
 
@@ -52,6 +53,7 @@ class FakeStream:
 class FakeConnection:
     operation_timeout_s = 5.0
     connection_timeout_s = 5.0
+    positions = DENSE
 
     def __init__(self) -> None:
         self.closed = threading.Event()
