@@ -45,6 +45,7 @@ MAX_REDIRECTS = 20
 """Pulsar's clients give up after this many lookup redirects (a loop between misconfigured brokers)."""
 SCHEMA_VERSION = struct.Struct(">q")
 U64 = 1 << 64
+_NO_MESSAGES = "Topic has no messages"
 
 
 def _signed(value: int) -> int:
@@ -288,8 +289,14 @@ class BinaryTransport:
                 consumer_id=consumer_id, request_id=conn.next_request_id())), deadline).getLastMessageIdResponse
 
         # force_topic_creation off: a topic that does not exist is TopicNotFound, as over gRPC
-        answer = self._with_consumer(request.topic, deadline, self._reader_subscription(
-            read_compacted=request.read_compacted, force_topic_creation=False), ask)
+        try:
+            answer = self._with_consumer(request.topic, deadline, self._reader_subscription(
+                read_compacted=request.read_compacted, force_topic_creation=False), ask)
+        except errors.UnknownError as exc:
+            if _NO_MESSAGES not in exc.message:
+                raise
+            # pulsar-lite answers an empty topic with this error instead of Pulsar's (ledger, -1)
+            return pb.LastMessageId(last_offset=-1)
         return last_message_reply(answer, partition, self.positions)
 
     def _create_topic(self, request: pb.TopicRequest, deadline: float) -> pb.Empty:
