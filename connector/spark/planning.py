@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from connector.spark.source_admin import Bounds
+from connector.spark.message_id_offsets import IdOffset
 from connector.spark.offsets import EARLIEST, LATEST, Offsets, TopicPartition
 
 
@@ -31,6 +32,10 @@ def resolve_user_offsets(option: str, given: Offsets, bounds: Mapping[TopicParti
     out: Offsets = {}
     for tp, b in bounds.items():
         value = given.get(tp, EARLIEST if default_earliest else LATEST)
+        if isinstance(value, IdOffset):
+            # pulsarlike's message ids name dense offsets: the boundary after message (entry + batch index);
+            # batch -1 names an unbatched message (pulsar-spark's ids of one)
+            value = value.entry + max(value.batch, 0) + 1
         if value == EARLIEST:
             value = b.start
         elif value == LATEST:

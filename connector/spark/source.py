@@ -55,7 +55,7 @@ class PulsarLikeDataSource(DataSource):
         found = TopicSchema("BYTES")
         if opts is not None:
             try:
-                found = _topic_schema(opts)
+                found = _topic_schema(opts) if _dense(opts) else found
             except SourceConnectError as exc:
                 # the read fails when it starts (reader() asks again), as it always has, with this error
                 log.warning("event=topic_schema_unknown reason=%r: the broker cannot be reached", exc.message)
@@ -64,12 +64,22 @@ class PulsarLikeDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         from connector.spark.batch_reader import PulsarLikeBatchReader
 
-        return PulsarLikeBatchReader(_typed(parse_source_options(self.options, streaming=False), schema))
+        opts = parse_source_options(self.options, streaming=False)
+        if not _dense(opts):
+            from connector.spark.id_batch_reader import MessageIdBatchReader
+
+            return MessageIdBatchReader(_bytes_only(opts, schema))
+        return PulsarLikeBatchReader(_typed(opts, schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from connector.spark.stream_reader import PulsarLikeStreamReader
 
-        return PulsarLikeStreamReader(_typed(parse_source_options(self.options, streaming=True), schema))
+        opts = parse_source_options(self.options, streaming=True)
+        if not _dense(opts):
+            from connector.spark.id_stream_reader import MessageIdStreamReader
+
+            return MessageIdStreamReader(_bytes_only(opts, schema))
+        return PulsarLikeStreamReader(_typed(opts, schema))
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
         from connector.spark.writer import PulsarLikeBatchWriter
@@ -89,6 +99,26 @@ def _topic_schema(opts: SourceOptions) -> TopicSchema:
         return calls.topic_schema(opts.spec)
     finally:
         calls.close()
+
+
+def _dense(opts: SourceOptions) -> bool:
+    """Whether the broker has dense offsets (pulsarlike: the source as always), or numbers messages by id
+    (another Pulsar broker: :mod:`connector.spark.any_broker`); one binary CONNECT decides."""
+    from broker_core import errors
+
+    from connector.spark.any_broker import dense_offsets
+    from connector.spark.source_admin import connect_error
+
+    try:
+        return dense_offsets(opts.service_url, opts.poll_timeout_ms, opts.security)
+    except (errors.ConnectError, errors.Timeout) as exc:
+        raise connect_error(opts.service_url, opts.poll_timeout_ms, "CONNECT", exc) from None
+
+
+def _bytes_only(opts: SourceOptions, schema: StructType) -> SourceOptions:
+    """A broker without dense offsets: ``value`` as bytes (typed columns need pulsarlike's schema lookups)."""
+    check_requested_schema(schema, spark_schema_of(arrow_schema(TopicSchema("BYTES"), opts.key_type)))
+    return opts
 
 
 def _typed(opts: SourceOptions, schema: StructType) -> SourceOptions:

@@ -1,0 +1,209 @@
+"""The source on a broker without dense offsets (Apache Pulsar, pulsar-lite): which broker it is, and the
+driver's broker calls there, through the client's public API over Pulsar's binary protocol.
+
+pulsarlike numbers a partition's messages densely, and its gRPC service answers the admin calls the source
+makes (offset bounds, a subscription created at an offset, acknowledge-up-to): :mod:`connector.spark.
+source_admin`. Another broker has neither, so there the source uses what any Pulsar client has:
+
+- topic partitions: ``Client.get_topic_partitions`` (PARTITIONED_METADATA);
+- a partition's last message id: ``Consumer.get_last_message_id`` (GET_LAST_MESSAGE_ID) on the query's
+  durable subscription, or for a batch read on a short-lived probe subscription that is removed after;
+- the query's durable subscription: a Failover consumer per partition kept open on the driver (a receive
+  queue of one message: it never takes messages), created at the start's message id (created at earliest, then
+  acknowledged cumulatively up to the start), and acknowledged cumulatively up to each committed end. It pins
+  retention as on pulsarlike: the broker keeps every message the query has not committed.
+
+No REST admin call is needed (so ``admin.url`` is not either). Not available there (a clear ``NotSupported``
+when asked): ``topicsPattern``, ``startingOffsets=subscription``, ``startingTime``/``endingTime``,
+``readCompacted`` and typed columns of registered schemas (the read is ``value`` as bytes); data lost to
+retention is not detected (message ids have gaps), which the query's subscription prevents.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Callable
+
+from broker_core import errors
+
+from connector.spark.auth_options import ClientSecurity
+from connector.spark.message_id_offsets import EARLIEST, IdOffset, of_message_id
+from connector.spark.offsets import TopicPartition
+from connector.spark.options import SourceOptions, TopicSpec
+
+log = logging.getLogger(__name__)
+
+SUBSCRIPTION_QUEUE = 1
+"""Receive queue of the query's subscription consumers: they only acknowledge; a message is prefetched at most."""
+
+
+def dense_offsets(service_url: str, timeout_ms: int, security: ClientSecurity) -> bool:
+    """Whether the broker numbers messages densely (pulsarlike): one binary CONNECT decides, as a client's
+    ``transport="auto"`` does (:mod:`connector.client.transport_choice`)."""
+    from connector.client.transport_choice import open_transport
+
+    timeout_s = timeout_ms / 1000.0
+    transport = open_transport("auto", service_url, timeout_s, timeout_s, security.connection_security(service_url))
+    try:
+        return bool(transport.positions.dense)
+    finally:
+        transport.close()
+
+
+def open_client(service_url: str, timeout_ms: int, security: ClientSecurity) -> Any:
+    """Our client over Pulsar's binary protocol (the only one another broker speaks)."""
+    from connector.client import Client
+
+    return Client(service_url, operation_timeout_seconds=timeout_ms / 1000.0, connection_timeout_ms=timeout_ms,
+                  transport="binary", **security.client_kwargs(service_url))
+
+
+def client_kit() -> Any:
+    """The module of our client's public names (``MessageId``, ``ConsumerType``, ``InitialPosition``)."""
+    import connector.client
+
+    return connector.client
+
+
+def check_supported(opts: SourceOptions) -> None:
+    """Options a broker without dense offsets cannot honour: ``NotSupported`` naming them and why."""
+    refused = []
+    if opts.spec.pattern is not None:
+        refused.append("topicsPattern (list the topics with topic/topics)")
+    if opts.starting in ("subscription", "time"):
+        refused.append(f"startingOffsets={opts.starting} / startingTime")
+    if getattr(opts, "ending", None) == "time":
+        refused.append("endingTime")
+    if opts.read_compacted:
+        refused.append("readCompacted")
+    if refused:
+        raise errors.NotSupported(
+            f"on a broker without dense offsets (not pulsarlike) the source cannot honour {', '.join(refused)}: "
+            "it reads by message id through the binary protocol only (docs/spark.md, 'Offsets on any broker')")
+
+
+class IdSourceCalls:
+    """The driver's calls on a broker without dense offsets (module docstring). Picklable: the client opens
+    on first use. ``client_factory`` and ``kit`` (the module holding ``MessageId``, ``ConsumerType`` and
+    ``InitialPosition``; ``connector.client`` by default) let tests use pulsar-client instead."""
+
+    def __init__(self, service_url: str, timeout_ms: int, security: ClientSecurity | None = None,
+                 client_factory: Callable[[], Any] | None = None, kit: Any = None) -> None:
+        self.service_url = service_url
+        self.timeout_ms = timeout_ms
+        self.security = security or ClientSecurity()
+        self._client_factory = client_factory
+        self.kit = kit or client_kit()
+        self._client: Any = None
+        self._consumers: dict[tuple[TopicPartition, str], Any] = {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.kit = client_kit()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(_client=None, _consumers={}, _client_factory=None, kit=None)
+        return state
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            factory = self._client_factory or (lambda: open_client(self.service_url, self.timeout_ms, self.security))
+            self._client = factory()
+        return self._client
+
+    def message_id(self, tp: TopicPartition, offset: IdOffset) -> Any:
+        """The client's ``MessageId`` of a boundary (``earliest`` for :data:`EARLIEST`)."""
+        kind = self.kit.MessageId
+        if offset.is_earliest:
+            return kind.earliest
+        return kind(max(tp.partition, -1), offset.ledger, offset.entry, offset.batch)
+
+    # --- topics ---------------------------------------------------------------------------------------
+    def discover(self, spec: TopicSpec) -> list[TopicPartition]:
+        """The partitions of the topics the spec names (a topic not created yet is read as non-partitioned)."""
+        found: set[TopicPartition] = set()
+        for topic in spec.topics:
+            names = self.client.get_topic_partitions(topic)
+            if len(names) == 1 and names[0] == topic:
+                found.add(TopicPartition(topic, -1))
+            else:
+                found.update(TopicPartition(topic, int(n.rsplit("-partition-", 1)[1])) for n in names)
+        return sorted(found)
+
+    def last_ids(self, partitions: list[TopicPartition], subscription: str | None = None) -> dict[TopicPartition, IdOffset]:
+        """Each partition's last message id (:data:`EARLIEST` when it holds none): on the query's subscription
+        consumer, else on a probe subscription removed right after."""
+        out: dict[TopicPartition, IdOffset] = {}
+        for tp in partitions:
+            if subscription is not None:
+                out[tp] = _last_of(self.consumer(tp, subscription))
+                continue
+            probe = self.client.subscribe(tp.internal_name, f"spark-probe-{uuid.uuid4().hex[:12]}",
+                                          receiver_queue_size=SUBSCRIPTION_QUEUE, **self._failover())
+            try:
+                out[tp] = _last_of(probe)
+            finally:
+                try:
+                    probe.unsubscribe()
+                except Exception as exc:  # the probe holds nothing; a broker that keeps it is told in the log
+                    log.warning("event=probe_unsubscribe_failed partition=%s error=%r", tp, exc)
+                    probe.close()
+        return out
+
+    # --- the query's durable subscription -------------------------------------------------------------
+    def consumer(self, tp: TopicPartition, subscription: str, start: IdOffset = EARLIEST) -> Any:
+        """The subscription's consumer on ``tp`` (subscribed once; a new subscription starts after ``start``)."""
+        key = (tp, subscription)
+        found = self._consumers.get(key)
+        if found is None:
+            found = self.client.subscribe(tp.internal_name, subscription, receiver_queue_size=SUBSCRIPTION_QUEUE,
+                                          **self._failover(initial_earliest=True))
+            self._consumers[key] = found
+            if not start.is_earliest:
+                self.acknowledge(tp, subscription, start)
+        return found
+
+    def acknowledge(self, tp: TopicPartition, subscription: str, upto: IdOffset) -> None:
+        """Acknowledge every whole entry up to ``upto`` (the broker never moves back): a boundary inside a
+        batched entry acknowledges up to the entry before it, since a broker without batch-index acks would
+        acknowledge the whole entry, uncommitted messages too (they are read again from the checkpoint)."""
+        ackable = upto if upto.batch < 0 else IdOffset(upto.ledger, upto.entry - 1, -1)
+        if ackable.is_earliest or ackable.entry < 0:
+            return
+        self.consumer(tp, subscription).acknowledge_cumulative(self.message_id(tp, ackable))
+
+    def _failover(self, initial_earliest: bool = False) -> dict[str, Any]:
+        # Failover, not Exclusive: a restarted query's driver may subscribe before the old one's is gone.
+        kwargs: dict[str, Any] = {"consumer_type": self.kit.ConsumerType.Failover}
+        if initial_earliest:
+            kwargs["initial_position"] = self.kit.InitialPosition.Earliest
+        return kwargs
+
+    def close(self) -> None:
+        for consumer in self._consumers.values():
+            try:
+                consumer.close()
+            except Exception as exc:
+                log.info("event=subscription_consumer_close_failed error=%r", exc)
+        self._consumers.clear()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _last_of(consumer: Any) -> IdOffset:
+    """The consumer's topic's last message id; :data:`EARLIEST` for a topic with none (a broker that answers
+    an empty topic with an error, as pulsar-lite 0.2 does, is asked nothing more)."""
+    try:
+        last = consumer.get_last_message_id()
+    except Exception as exc:
+        # pulsarlike's typed UnknownError, or pulsar-client's (tests) of that name
+        if not isinstance(exc, errors.UnknownError) and type(exc).__name__ != "UnknownError":
+            raise
+        log.info("event=last_message_id_unknown topic=%s error=%r: read as empty", consumer.topic(), exc)
+        return EARLIEST
+    if last.entry_id() < 0 or last.ledger_id() < 0:
+        return EARLIEST
+    return of_message_id(last)

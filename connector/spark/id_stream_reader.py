@@ -1,0 +1,226 @@
+"""``spark.readStream.format("pulsarlike")`` on a broker without dense offsets (Apache Pulsar, pulsar-lite).
+
+The same life cycle as :mod:`connector.spark.stream_reader` (pulsarlike), with message id offsets
+(:mod:`connector.spark.message_id_offsets`) and the broker calls of :mod:`connector.spark.any_broker`:
+
+- ``initialOffset()``: the start per partition (``earliest``: before the first message; ``latest``: the last
+  message id; JSON: a message id per partition, -2/-1), and the query's durable subscription is created there.
+- ``latestOffset(start, limit)``: each partition's last message id (GET_LAST_MESSAGE_ID on the subscription's
+  consumer), cut by the read limit (:mod:`connector.spark.id_admission`: counted, exact); the start -- what Spark
+  committed -- is acknowledged. New partitions are recorded before their first message, then read.
+- ``partitions(start, end)``: one Spark partition per topic partition with messages (:mod:`connector.spark.
+  id_ranges`); ``commit(end)`` acknowledges up to ``end``; ``stop()`` the last end known committed.
+
+The checkpoint holds the message ids and the subscription, so a restarted query reads exactly the messages
+after its last committed batch, each once.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow)
+
+from broker_core import errors
+
+from connector.spark import offsets as off
+from connector.spark.any_broker import IdSourceCalls, check_supported
+from connector.spark.id_admission import admit_by_counting
+from connector.spark.id_ranges import IdRangePartition, IdRangeReader, plan_id_ranges, skim
+from connector.spark.message_id_offsets import EARLIEST, IdOffset, holds_messages
+from connector.spark.offsets import EARLIEST as EARLIEST_CODE, LATEST as LATEST_CODE, Offsets, TopicPartition
+from connector.spark.options import SourceOptions, new_subscription_name
+
+log = logging.getLogger(__name__)
+
+
+def resolve_id_offsets(option: str, given: Offsets, last: dict[TopicPartition, IdOffset],
+                       default_earliest: bool) -> dict[TopicPartition, IdOffset]:
+    """Message id offsets for every partition in ``last`` from a user's JSON (-2/-1 become before the first
+    message / the last message id); a dense offset cannot be honoured here (``ValueError`` naming it)."""
+    missing = sorted(str(tp) for tp in given if tp not in last)
+    if missing:
+        raise ValueError(f"option {option} names {', '.join(missing)}, which does not exist; name existing "
+                         "partitions (partition -1 for a non-partitioned topic)")
+    out: dict[TopicPartition, IdOffset] = {}
+    for tp in sorted(last):
+        value = given.get(tp, EARLIEST_CODE if default_earliest else LATEST_CODE)
+        if isinstance(value, IdOffset):
+            out[tp] = value
+        elif value == EARLIEST_CODE:
+            out[tp] = EARLIEST
+        elif value == LATEST_CODE:
+            out[tp] = last[tp]
+        else:
+            raise ValueError(
+                f"option {option}: offset {value} of {tp.topic} partition {tp.partition} is a dense offset, which "
+                "this broker (not pulsarlike) does not have; give a message id {\"ledger\": L, \"entry\": E, "
+                "\"batch\": B}, -2 (earliest) or -1 (latest)")
+    return out
+
+
+def later(a: IdOffset, b: IdOffset) -> IdOffset:
+    return b if holds_messages(a, b) else a
+
+
+class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic,
+                 calls: IdSourceCalls | None = None) -> None:
+        check_supported(options)
+        self.options = options
+        self._clock = clock
+        self._calls = calls or IdSourceCalls(options.service_url, options.poll_timeout_ms, options.security)
+        self._subscription: str | None = options.subscription_name or None
+        self._initial: dict | None = None
+        self._latest: dict[TopicPartition, IdOffset] = {}
+        self._target: dict[TopicPartition, IdOffset] | None = None
+        self._committed: dict[TopicPartition, IdOffset] = {}
+        self._last_admit_s = clock()
+
+    @property
+    def subscription(self) -> str | None:
+        return self._subscription
+
+    # --- offsets --------------------------------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        if self._initial is None:
+            self._initial = self._start()
+        return self._initial
+
+    def _start(self) -> dict:
+        opts = self.options
+        self._subscription = opts.subscription_name or new_subscription_name(opts.pulsar_spark.subscription_prefix)
+        partitions = self._calls.discover(opts.spec)
+        if opts.starting == "earliest":
+            start = {tp: EARLIEST for tp in partitions}
+        else:
+            last = self._calls.last_ids(partitions, self._subscription)
+            start = dict(last) if opts.starting == "latest" else resolve_id_offsets(
+                "startingOffsets", opts.starting_offsets_map(), last, True)
+        for tp, offset in start.items():  # the subscription is created there: retention keeps what is read
+            self._calls.consumer(tp, self._subscription, offset)
+        log.info("event=query_started topics=%s start=%s subscription=%s offsets=message_id",
+                 opts.spec.describe(), off.dumps(start), self._subscription)
+        return off.encode_source_offset(start, self._subscription)
+
+    def _decode(self, stored: dict) -> dict[TopicPartition, IdOffset]:
+        decoded = off.decode_source_offset(stored)
+        if self._subscription is None:
+            self._subscription = decoded.subscription
+        dense = sorted(str(tp) for tp, value in decoded.offsets.items() if not isinstance(value, IdOffset))
+        if dense:
+            raise errors.NotSupported(
+                f"the checkpoint holds dense offsets for {', '.join(dense)} (written against pulsarlike), but "
+                "this broker numbers messages by id; start the query with a new checkpoint location")
+        return decoded.offsets
+
+    def _encode(self, offsets: dict[TopicPartition, IdOffset]) -> dict:
+        assert self._subscription is not None
+        return off.encode_source_offset(offsets, self._subscription)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        opts = self.options
+        if opts.max_messages_per_trigger is not None:
+            return ReadMaxRows(opts.max_messages_per_trigger)
+        if opts.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(opts.max_bytes_per_trigger)
+        if opts.min_messages_per_trigger is not None:
+            return ReadMinRows(opts.min_messages_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        partitions = self._calls.discover(self.options.spec)
+        self._target = self._calls.last_ids(partitions, self._subscription)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        begin = self._decode(start)
+        sub = self._subscription or ""
+        known = set(self._calls.discover(self.options.spec)) | set(begin)
+        if self._target is not None:
+            known &= set(self._target) | set(begin)
+        for tp in sorted(begin):
+            self._calls.consumer(tp, sub, begin[tp])
+        self._committed.update(begin)
+        self._acknowledge(begin)
+        last = self._calls.last_ids(sorted(tp for tp in known if tp in begin), sub)
+        latest = {tp: later(begin[tp], last.get(tp, begin[tp])) for tp in begin}
+        self._latest = latest
+        ceiling = latest if self._target is None else {
+            tp: later(begin[tp], min(latest[tp], self._target.get(tp, latest[tp]), key=lambda o: o.key))
+            for tp in latest}
+        end = self._admit(begin, ceiling, limit)
+        fresh = {tp: EARLIEST for tp in sorted(known) if tp not in begin}
+        for tp in fresh:
+            self._calls.consumer(tp, sub, EARLIEST)
+        if fresh:
+            end.update(fresh)
+            log.info("event=partitions_added partitions=%s", ",".join(map(str, fresh)))
+        if end != begin:
+            self._last_admit_s = self._clock()
+        return self._encode(end)
+
+    def _admit(self, begin: dict[TopicPartition, IdOffset], ceiling: dict[TopicPartition, IdOffset],
+               limit: ReadLimit) -> dict[TopicPartition, IdOffset]:
+        opts = self.options
+        if isinstance(limit, ReadAllAvailable):
+            return dict(ceiling)
+        if opts.min_messages_per_trigger is not None and self._target is None and \
+                (self._clock() - self._last_admit_s) * 1000 < opts.max_trigger_delay_ms:
+            waiting = 0
+            for tp in sorted(begin):
+                if waiting < opts.min_messages_per_trigger and holds_messages(begin[tp], ceiling[tp]):
+                    reader = self._reader(tp, begin[tp])
+                    try:
+                        waiting += skim(reader, begin[tp], ceiling[tp], opts.poll_timeout_ms, str(tp),
+                                        opts.min_messages_per_trigger - waiting).messages
+                    finally:
+                        reader.close()
+            if waiting < opts.min_messages_per_trigger:
+                return dict(begin)  # wait for more (minMessagesPerTrigger) until maxTriggerDelay passes
+        return admit_by_counting(begin, ceiling, self._reader, opts.poll_timeout_ms,
+                                 opts.max_messages_per_trigger, opts.max_bytes_per_trigger)
+
+    def _reader(self, tp: TopicPartition, after: IdOffset) -> Any:
+        return self._calls.client.create_reader(tp.internal_name, self._calls.message_id(tp, after),
+                                                start_message_id_inclusive=False)
+
+    def reportLatestOffset(self) -> dict | None:
+        return self._encode(self._latest) if self._latest else None
+
+    # --- the durable subscription ---------------------------------------------------------------------
+    def _acknowledge(self, upto: dict[TopicPartition, IdOffset]) -> None:
+        for tp, offset in sorted(upto.items()):
+            try:
+                self._calls.acknowledge(tp, self._subscription or "", offset)
+            except errors.PulsarLikeError as exc:
+                # The checkpoint already holds the commit; the next trigger acknowledges again.
+                log.warning("event=ack_failed partition=%s offset=%s subscription=%s error=%s", tp, offset,
+                            self._subscription, exc)
+
+    def commit(self, end: dict) -> None:
+        committed = self._decode(end)
+        self._committed.update(committed)
+        self._acknowledge(committed)
+
+    # --- planning and reading -------------------------------------------------------------------------
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        return plan_id_ranges(self._decode(start), self._decode(end), self._subscription or "")
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, IdRangePartition):
+            return iter(())
+        opts = self.options
+        return IdRangeReader(opts.service_url, partition, opts.poll_timeout_ms, security=opts.security,
+                             permits_window=opts.pulsar_spark.receiver_queue_size,
+                             key_type=opts.key_type).batches()
+
+    def stop(self) -> None:
+        try:
+            if self._committed and self._subscription is not None:
+                self._acknowledge(self._committed)
+        finally:
+            self._calls.close()
