@@ -139,6 +139,12 @@ def test_basic_credentials_travel_as_user_colon_password(brokers):
     assert (connect.auth_method_name, connect.auth_data) == ("basic", b"alice:s3cret")
 
 
+def test_a_connection_through_a_proxy_names_the_broker_in_connect(brokers):
+    broker = brokers()
+    PulsarConnection(broker.address, Security(), 5, proxy_to_broker_url="b1:6650").close()
+    assert broker.received[0].connect.proxy_to_broker_url == "b1:6650"
+
+
 def test_a_refused_connect_raises_the_brokers_typed_error(brokers):
     def refuse(broker, command):
         broker.send(T(type=T.ERROR, error=cmd.CommandError(request_id=0, error=cmd.AuthenticationError,
