@@ -11,7 +11,7 @@ import pytest
 from broker_core import errors
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.security.tokens import create_token, generate_secret_key
-from connector import Admin, AuthenticationToken, Client
+from connector import Admin, AuthenticationTLS, AuthenticationToken, Client
 from connector.client.binary.transport import BinaryTransport
 from connector.client.connection import Connection, Security
 from connector.client.tls import TlsOptions
@@ -131,7 +131,7 @@ def secured(tmp_path_factory):
     folder = tmp_path_factory.mktemp("binary-secured")
     tls = make_tls(folder / "tls")
     settings = {**tls.broker_settings(), "brokerServicePortTls": "0", "authenticationEnabled": "true",
-                "authenticationProviders": "token", "tokenSecretKey": secret_setting(SECRET)}
+                "authenticationProviders": "token,tls", "tokenSecretKey": secret_setting(SECRET)}
     process = BrokerProcess(folder / "data", *as_args(settings)).start()
     line = process.proc.stdout.readline().strip()
     assert line.startswith("pulsarlike broker TLS on pulsar+ssl://"), line
@@ -166,6 +166,22 @@ def test_tls_connects_with_the_ca_and_refuses_a_broker_it_does_not_trust(secured
     with pytest.raises(errors.ConnectError, match="not trusted"):
         untrusted.ensure_ready()
     untrusted.close()
+
+
+def test_a_client_certificate_authenticates_over_tls(secured):
+    _, tls_url, tls = secured
+    cert, key = tls.client("carol")
+    transport = BinaryTransport(tls_url, 5, 5, Security(AuthenticationTLS(cert, key), TlsOptions(
+        trust_certs_file=tls.ca, cert_file=cert, key_file=key)))
+    try:
+        assert transport.service_connection().is_pulsarlike
+        assert transport.unary("GetPartitionedTopicMetadata", pb.TopicRequest(topic=_topic())).partitions == 0
+    finally:
+        transport.close()
+    without = BinaryTransport(tls_url, 5, 5, Security(tls=TlsOptions(trust_certs_file=tls.ca)))
+    with pytest.raises(errors.AuthenticationError):
+        without.ensure_ready()
+    without.close()
 
 
 # ---------------------------------------------------------------- a broker restart
