@@ -1,12 +1,8 @@
 """One binary protocol connection to one broker: :class:`PulsarConnection`.
 
-Opening (on the caller's thread, bounded by ``connection_timeout_s``): TCP (``TCP_NODELAY``), TLS when the
-:class:`~connector.client.connection.Security` says so (CA file, insecure, host name check, client
-certificate: :class:`~connector.client.tls.TlsOptions`), then ``CONNECT`` (client version
-``pulsarlike-python``, protocol version :data:`PROTOCOL_VERSION`, credentials: ``token``, ``basic`` or
-``tls``) -> ``CONNECTED`` (server version, protocol version, ``maxMessageSize``). An ``AUTH_CHALLENGE`` --
-during the opening or later, when the broker's check finds the credentials expired -- is answered with
-fresh ones, asked from the authentication's source then.
+Opening, on the caller's thread within ``connection_timeout_s``: TCP, TLS, ``CONNECT`` -> ``CONNECTED``
+(:mod:`connector.client.binary.handshake`). An ``AUTH_CHALLENGE`` later (the broker found the credentials
+expired) is answered with fresh ones, asked from the authentication's source then.
 
 Then one I/O thread per connection reads frames and dispatches them:
 
@@ -28,7 +24,6 @@ stay in order). A TLS socket is written by the I/O thread only (one thread per T
 """
 from __future__ import annotations
 
-import base64
 import collections
 import itertools
 import logging
@@ -42,19 +37,14 @@ from typing import Callable, Protocol
 from broker_core import errors
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 
-from connector.client.authentication import Authentication, AuthenticationBasic
 from connector.client.binary import wire
-from connector.client.tls import TlsOptions
+from connector.client.binary.handshake import READ_SIZE, auth_response, open_connection
 
 log = logging.getLogger(__name__)
 
 T = cmd.BaseCommand
-CLIENT_VERSION = "pulsarlike-python"
-PROTOCOL_VERSION = 21
-"""What Pulsar's current clients announce; a broker answers ``min(ours, its)`` (pulsarlike: 20)."""
 KEEPALIVE_S = 30.0
 """Pulsar's clients' ``keepAliveIntervalSeconds``."""
-_READ_SIZE = 256 * 1024
 
 _ANSWER_FIELDS = {
     T.SUCCESS: "success", T.ERROR: "error", T.PRODUCER_SUCCESS: "producer_success",
@@ -78,34 +68,6 @@ class FrameHandler(Protocol):
 
     def on_connection_lost(self, error: errors.PulsarLikeError) -> None:
         """Once, when the connection ends."""
-
-
-def auth_data(authentication: Authentication | None) -> tuple[str, bytes] | None:
-    """``(auth_method_name, auth_data)`` for CONNECT and AUTH_RESPONSE, asked from the source now (None:
-    anonymous). A TLS client certificate is presented in the handshake: its method name says so."""
-    if authentication is None:
-        return None
-    if isinstance(authentication, AuthenticationBasic):  # the broker's basic provider takes user:password
-        return authentication.method, base64.b64decode(authentication.authorization()[len("Basic "):])
-    if authentication.tls_files() is not None:
-        return "tls", b""
-    token = authentication.token()
-    return ("token", token.encode()) if token else None
-
-
-def tls_context(options: TlsOptions) -> ssl.SSLContext:
-    """An ``ssl`` context doing what ``options`` say (the gRPC transport's rules, :mod:`connector.client.tls`)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = bool(options.validate_hostname and not options.allow_insecure)
-    if options.allow_insecure:
-        context.verify_mode = ssl.CERT_NONE
-    elif options.trust_certs_file:
-        context.load_verify_locations(cafile=options.trust_certs_file)
-    else:
-        context.load_default_certs()
-    if options.cert_file and options.key_file:
-        context.load_cert_chain(options.cert_file, options.key_file)
-    return context
 
 
 class _Waiter:
@@ -145,10 +107,16 @@ class PulsarConnection:
         self._lost_listeners: list[Callable[[errors.PulsarLikeError], None]] = []
         self._wlock = threading.Lock()  # the socket's writes and the queue of what it did not take yet
         self._pending: collections.deque[memoryview] = collections.deque()
-        self._reader = wire.FrameReader(wire.max_frame(wire.DEFAULT_MAX_MESSAGE_SIZE))
         self._received = True
         self._ping_outstanding = False
-        self._sock = self._open(address, connection_timeout_s, proxy_to_broker_url)
+        opened = open_connection(address, security, connection_timeout_s, proxy_to_broker_url)
+        self._sock, self._reader, self._early = opened.sock, opened.reader, opened.early
+        self.server_version = opened.connected.server_version
+        self.protocol_version = opened.connected.protocol_version
+        self.max_message_size = opened.max_message_size
+        self.is_pulsarlike = self.server_version.startswith("pulsarlike")
+        log.debug("event=binary_connected address=%s server_version=%s protocol_version=%d", address,
+                  self.server_version, self.protocol_version)
         self._tls = isinstance(self._sock, ssl.SSLSocket)
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -156,97 +124,6 @@ class PulsarConnection:
         self._sock.setblocking(False)
         self._thread = threading.Thread(target=self._run, name=f"pulsar-conn-{address}", daemon=True)
         self._thread.start()
-
-    # ------------------------------------------------------------------ opening
-    def _open(self, address: str, timeout_s: float, proxy_to_broker_url: str | None) -> socket.socket:
-        host, _, port = address.rpartition(":")
-        host = host.strip("[]")
-        deadline = time.monotonic() + timeout_s
-        tls = getattr(self._security, "tls", None)
-        try:
-            sock = socket.create_connection((host, int(port)), timeout=timeout_s)
-        except OSError as exc:
-            raise errors.ConnectError(f"cannot connect to the broker at {address}: {exc.strerror or exc}; is it "
-                                      "running?", target=address) from None
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if tls is not None:
-                sock = self._handshake(sock, host, tls, address)
-            self._connect(sock, deadline, proxy_to_broker_url)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-
-    @staticmethod
-    def _handshake(sock: socket.socket, host: str, tls: TlsOptions, address: str) -> ssl.SSLSocket:
-        try:
-            return tls_context(tls).wrap_socket(sock, server_hostname=host)
-        except ssl.SSLCertVerificationError as exc:
-            raise errors.ConnectError(f"the broker's certificate at {address} is not trusted ({exc.verify_message})"
-                                      ": give tls_trust_certs_file_path the CA that signed it", target=address) from None
-        except (OSError, ssl.SSLError) as exc:
-            raise errors.ConnectError(f"TLS handshake with the broker at {address} failed: {exc}; is it a TLS port "
-                                      "(brokerServicePortTls)?", target=address) from None
-
-    def _connect(self, sock: socket.socket, deadline: float, proxy_to_broker_url: str | None) -> None:
-        connect = cmd.CommandConnect(client_version=CLIENT_VERSION, protocol_version=PROTOCOL_VERSION,
-                                     feature_flags=cmd.FeatureFlags(supports_auth_refresh=True))
-        credentials = auth_data(getattr(self._security, "authentication", None))
-        if credentials is not None:
-            connect.auth_method_name, connect.auth_data = credentials
-        if proxy_to_broker_url:
-            connect.proxy_to_broker_url = proxy_to_broker_url
-        sock.sendall(wire.encode(T(type=T.CONNECT, connect=connect)))
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise errors.ConnectError(f"the broker at {self.address} did not answer CONNECT in time",
-                                          target=self.address)
-            sock.settimeout(remaining)
-            try:
-                data = sock.recv(_READ_SIZE)
-            except socket.timeout:
-                continue
-            except OSError as exc:
-                raise errors.ConnectError(f"the connection to the broker at {self.address} failed while "
-                                          f"connecting: {exc}", target=self.address) from None
-            if not data:
-                raise errors.ConnectError(f"the broker at {self.address} closed the connection during CONNECT",
-                                          target=self.address)
-            try:
-                frames = list(self._reader.feed(data))
-            except wire.FrameError as exc:
-                raise errors.ConnectError(f"the broker at {self.address} answered CONNECT with a bad frame "
-                                          f"({exc.reason}): is it a Pulsar binary port?", target=self.address) from None
-            for i, (command, payload) in enumerate(frames):
-                if command.type == T.CONNECTED:
-                    self._connected(command.connected)
-                    self._early = frames[i + 1:]
-                    return
-                if command.type == T.ERROR:
-                    raise wire.answer_error(command)  # type: ignore[misc]
-                if command.type == T.AUTH_CHALLENGE:
-                    sock.sendall(wire.encode(self._auth_response()))
-                elif command.type == T.PING:
-                    sock.sendall(wire.encode(T(type=T.PONG, pong=cmd.CommandPong())))
-
-    def _connected(self, connected: cmd.CommandConnected) -> None:
-        self.server_version = connected.server_version
-        self.protocol_version = connected.protocol_version
-        if connected.HasField("max_message_size") and connected.max_message_size > 0:
-            self.max_message_size = connected.max_message_size
-        self.is_pulsarlike = self.server_version.startswith("pulsarlike")
-        self._reader.limit(wire.max_frame(self.max_message_size), "the broker's maxMessageSize plus framing")
-        log.debug("event=binary_connected address=%s server_version=%s protocol_version=%d", self.address,
-                  self.server_version, self.protocol_version)
-
-    def _auth_response(self) -> cmd.BaseCommand:
-        response = cmd.CommandAuthResponse(client_version=CLIENT_VERSION, protocol_version=PROTOCOL_VERSION)
-        credentials = auth_data(getattr(self._security, "authentication", None))
-        if credentials is not None:
-            response.response.auth_method_name, response.response.auth_data = credentials
-        return T(type=T.AUTH_RESPONSE, authResponse=response)
 
     # ------------------------------------------------------------------ ids
     def next_request_id(self) -> int:
@@ -433,7 +310,7 @@ class PulsarConnection:
         """Read and dispatch what is there; False when the connection ended."""
         while True:
             try:
-                data = self._sock.recv(_READ_SIZE)
+                data = self._sock.recv(READ_SIZE)
             except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 return True
             if not data:
@@ -485,7 +362,7 @@ class PulsarConnection:
         elif kind == T.AUTH_CHALLENGE:
             log.info("event=binary_auth_challenge address=%s", self.address)
             try:
-                self.send(self._auth_response())
+                self.send(auth_response(self._security))
             except Exception as exc:  # the token source failed: the broker will disconnect; say why now
                 self._lost(errors.AuthenticationError(f"cannot answer the broker's AUTH_CHALLENGE: {exc!r}"))
             return
