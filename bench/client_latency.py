@@ -1,0 +1,225 @@
+"""Our client over each transport against the official client (issue 23's benchmark): latency and throughput.
+
+Run it with ``python bench/client_latency.py [--messages N] [--size B] [--latency-messages N] [--warmup N]
+[--latency-rate R] [--only grpc,binary,official,lite] [--profile] [--json]``.
+
+One pulsarlike broker process (``journalSyncMode`` default, as bench/throughput.py starts it) serves, one after
+the other on their own topics: our ``connector.Client`` with ``transport="grpc"``, the same with
+``transport="binary"``, and the official ``pulsar-client`` (C++ core, binary protocol). Then pulsar-lite (started
+as bench/pulsar_lite_compare.py starts it) serves our client over the binary transport. For each:
+
+- **e2e latency**: sync ``send`` of one ``--size`` message at a time (batching off) at ``--latency-rate``
+  msg/s while a thread ``receive``-s (cumulative ack per message); the time from just before ``send`` to
+  ``receive`` returning, p50 and p99 over ``--latency-messages`` messages after ``--warmup`` unmeasured ones.
+- **produce**: ``send_async`` of ``--messages`` messages with batching on (1,000 per batch,
+  ``block_if_queue_full``), then ``flush``; msg/s.
+- **consume**: ``receive`` of those messages from the earliest, ``acknowledge_cumulative`` every 1,000; msg/s.
+
+Targets (issue 23): our e2e p50 <= 0.5 ms against pulsarlike and no worse than the official client's through the
+same broker; binary throughput >= 0.9x gRPC (produce and consume). ``--profile`` runs the binary latency
+workload once more under cProfile (every thread, ``threading.setprofile``) and prints the functions with the
+most own time. Nothing is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import pulsar  # noqa: E402
+
+import throughput  # noqa: E402  (broker start/stop, our produce/consume workloads)
+from connector import Client, InitialPosition  # noqa: E402
+from pulsar_protocol import official_consume, official_produce  # noqa: E402
+
+WHO = ("grpc", "binary", "official", "lite")
+LABELS = {"grpc": "ours, gRPC", "binary": "ours, binary", "official": "pulsar-client",
+          "lite": "ours, binary -> pulsar-lite"}
+
+
+def latency(producer: Any, consumer: Any, n: int, warmup: int, size: int, rate: float) -> tuple[float, float]:
+    """(p50, p99) in ms of ``n`` sync sends after ``warmup`` ones (module doc); either client's API."""
+    total = warmup + n
+    sent, received = [0] * total, [0] * total
+    done = threading.Event()
+
+    def receive_all() -> None:
+        for _ in range(total):
+            msg = consumer.receive(30_000)
+            received[int.from_bytes(msg.data()[:8], "big")] = time.perf_counter_ns()
+            consumer.acknowledge_cumulative(msg)
+        done.set()
+
+    receiver = threading.Thread(target=receive_all, daemon=True)
+    receiver.start()
+    padding = b"x" * max(0, size - 8)
+    interval, next_at = 1.0 / rate, time.perf_counter()
+    for seq in range(total):
+        next_at += interval
+        sent[seq] = time.perf_counter_ns()
+        producer.send(seq.to_bytes(8, "big") + padding)
+        pause = next_at - time.perf_counter()
+        if pause > 0:
+            time.sleep(pause)
+    done.wait(60)
+    measured = sorted((r - s) / 1e6 for s, r in list(zip(sent, received))[warmup:] if r)
+    if len(measured) < n:
+        print(f"  WARNING: only {len(measured)}/{n} latency messages received")
+    if not measured:
+        return float("nan"), float("nan")
+    return measured[len(measured) // 2], measured[min(len(measured) - 1, int(len(measured) * 0.99))]
+
+
+NAN = float("nan")
+
+
+def measured(what: str, workload: Any, *args: Any) -> Any:
+    """``workload(*args)``, or NaN(s) and the error printed: one failing workload does not end the run."""
+    try:
+        return workload(*args)
+    except Exception as exc:  # a benchmark reports, it does not stop at the first failure
+        print(f"  {what} FAILED: {type(exc).__name__}: {str(exc)[:300]}")
+        return (NAN, NAN) if workload is latency or workload is ours_latency else NAN
+
+
+def ours_latency(client: Client, prefix: str, args: argparse.Namespace) -> tuple[float, float]:
+    consumer = client.subscribe(f"{prefix}-latency", "bench-latency", initial_position=InitialPosition.Earliest)
+    producer = client.create_producer(f"{prefix}-latency")
+    try:
+        return latency(producer, consumer, args.latency_messages, args.warmup, args.size, args.latency_rate)
+    finally:
+        producer.close()
+        consumer.close()
+
+
+def run_ours(url: str, transport: str, args: argparse.Namespace, prefix: str) -> dict[str, float]:
+    payload = b"x" * args.size
+    with Client(url, transport=transport) as client:
+        p50, p99 = measured(f"{prefix} latency", ours_latency, client, prefix, args)
+        produce = measured(f"{prefix} produce", throughput.bench_produce, client, f"{prefix}-tput", args.messages,
+                           payload)
+        consume = measured(f"{prefix} consume", throughput.bench_consume, client, f"{prefix}-tput", args.messages)
+    return {"p50_ms": p50, "p99_ms": p99, "produce_msg_s": produce, "consume_msg_s": consume}
+
+
+def run_official(url: str, args: argparse.Namespace) -> dict[str, float]:
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        consumer = client.subscribe("official-latency", "bench-latency",
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer("official-latency", batching_enabled=False)
+        p50, p99 = latency(producer, consumer, args.latency_messages, args.warmup, args.size, args.latency_rate)
+        producer.close()
+        consumer.close()
+        produce = official_produce(client, "official-tput", args.messages, b"x" * args.size)
+        consume = official_consume(client, "official-tput", args.messages)
+    finally:
+        client.close()
+    return {"p50_ms": p50, "p99_ms": p99, "produce_msg_s": produce, "consume_msg_s": consume}
+
+
+def profile_binary(url: str, args: argparse.Namespace) -> None:
+    """The binary latency workload under cProfile in every thread; prints the top functions by own time."""
+    profiles: list[cProfile.Profile] = []
+    lock = threading.Lock()
+
+    def per_thread(frame: Any, event: str, arg: Any) -> None:  # installs a profiler in each new thread
+        profile = cProfile.Profile()
+        with lock:
+            profiles.append(profile)
+        sys.setprofile(None)  # this thread's hook; threading's stays for the threads started later
+        profile.enable()
+
+    main = cProfile.Profile()
+    threading.setprofile(per_thread)
+    main.enable()
+    try:
+        with Client(url, transport="binary") as client:
+            consumer = client.subscribe("profile-latency", "p", initial_position=InitialPosition.Earliest)
+            producer = client.create_producer("profile-latency")
+            latency(producer, consumer, args.latency_messages, args.warmup, args.size, args.latency_rate)
+    finally:
+        main.disable()
+        threading.setprofile(None)
+    for profile in profiles:
+        profile.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(main, stream=out)
+    for profile in profiles:
+        stats.add(profile)
+    stats.sort_stats("tottime").print_stats(30)
+    print(f"cProfile, binary latency workload ({args.warmup + args.latency_messages} messages, every thread):")
+    print(out.getvalue())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--latency-messages", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--latency-rate", type=float, default=500.0)
+    parser.add_argument("--only", default=",".join(WHO), help="a comma-separated subset of " + ",".join(WHO))
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    chosen = [w for w in args.only.split(",") if w]
+    unknown = set(chosen) - set(WHO)
+    if unknown:
+        parser.error(f"--only: unknown {sorted(unknown)}; use some of {','.join(WHO)}")
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="pulsarlike-bench-") as tmp:
+        proc, url = throughput.start_broker(tmp, [])
+        try:
+            for who in ("grpc", "binary", "official"):
+                if who in chosen:
+                    results[who] = run_official(url, args) if who == "official" else run_ours(url, who, args, who)
+            if args.profile:
+                profile_binary(url, args)
+        finally:
+            throughput.stop(proc)
+        if "lite" in chosen:
+            from pulsar_lite_compare import LITE, start_serving
+
+            lite, port = start_serving(LITE, tmp)
+            try:
+                results["lite"] = run_ours(f"pulsar://127.0.0.1:{port}", "binary", args, "lite")
+            finally:
+                throughput.stop(lite)
+    report(results, args)
+    if args.json:
+        print(json.dumps(results, sort_keys=True))
+
+
+def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+    print(f"{args.messages:,} messages of {args.size} B (throughput); {args.latency_messages:,} sync sends at "
+          f"{args.latency_rate:g}/s after {args.warmup} warm-up (latency)")
+    print(f"  {'client':30} {'e2e p50 ms':>10} {'p99 ms':>8} {'produce msg/s':>14} {'consume msg/s':>14}")
+    for who, r in results.items():
+        print(f"  {LABELS[who]:30} {r['p50_ms']:>10.3f} {r['p99_ms']:>8.3f} {r['produce_msg_s']:>14,.0f} "
+              f"{r['consume_msg_s']:>14,.0f}")
+    binary, grpc, official = results.get("binary"), results.get("grpc"), results.get("official")
+    if binary is not None:
+        print(f"our binary e2e p50 {binary['p50_ms']:.3f} ms (target <= 0.5 ms)"
+              + (f"; official {official['p50_ms']:.3f} ms: ours/official {binary['p50_ms'] / official['p50_ms']:.2f}x"
+                 " (target <= 1.0x)" if official is not None else ""))
+    if binary is not None and grpc is not None:
+        print(f"binary / gRPC: produce {binary['produce_msg_s'] / grpc['produce_msg_s']:.2f}x, consume "
+              f"{binary['consume_msg_s'] / grpc['consume_msg_s']:.2f}x (target >= 0.9x); e2e p50 "
+              f"{binary['p50_ms'] / grpc['p50_ms']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
