@@ -6,12 +6,13 @@ makes (offset bounds, a subscription created at an offset, acknowledge-up-to): :
 source_admin`. Another broker has neither, so there the source uses what any Pulsar client has:
 
 - topic partitions: ``Client.get_topic_partitions`` (PARTITIONED_METADATA);
-- a partition's last message id: ``Consumer.get_last_message_id`` (GET_LAST_MESSAGE_ID) on the query's
-  durable subscription, or for a batch read on a short-lived probe subscription that is removed after;
-- the query's durable subscription: a Failover consumer per partition kept open on the driver (a receive
-  queue of one message: it never takes messages), created at the start's message id (created at earliest, then
-  acknowledged cumulatively up to the start), and acknowledged cumulatively up to each committed end. It pins
-  retention as on pulsarlike: the broker keeps every message the query has not committed.
+- a partition's last message id: GET_LAST_MESSAGE_ID on the query's durable subscription, or for a batch
+  read on a short-lived non-durable reader;
+- the query's durable subscription: per partition a consumer held open on the driver that never takes a
+  message (:mod:`connector.spark.binary_subscription`), created at the start's message id (subscribed at
+  earliest, then acknowledged cumulatively up to the start), and acknowledged cumulatively up to each
+  committed end (whole entries). It pins retention as on pulsarlike: the broker keeps every message the
+  query has not committed.
 
 No REST admin call is needed (so ``admin.url`` is not either). Not available there (a clear ``NotSupported``
 when asked): ``topicsPattern``, ``startingOffsets=subscription``, ``startingTime``/``endingTime``,
@@ -26,6 +27,8 @@ from typing import Any, Callable
 
 from broker_core import errors
 
+from broker_core.types import TopicName
+
 from connector.spark.auth_options import ClientSecurity
 from connector.spark.message_id_offsets import EARLIEST, IdOffset, of_message_id
 from connector.spark.offsets import TopicPartition
@@ -34,7 +37,7 @@ from connector.spark.options import SourceOptions, TopicSpec
 log = logging.getLogger(__name__)
 
 SUBSCRIPTION_QUEUE = 1
-"""Receive queue of the query's subscription consumers: they only acknowledge; a message is prefetched at most."""
+"""Receive queue of a test client's subscription consumers (they only acknowledge)."""
 
 
 def dense_offsets(service_url: str, timeout_ms: int, security: ClientSecurity) -> bool:
@@ -95,7 +98,8 @@ class IdSourceCalls:
         self._client_factory = client_factory
         self.kit = kit or client_kit()
         self._client: Any = None
-        self._consumers: dict[tuple[TopicPartition, str], Any] = {}
+        self._subscriptions: Any = None
+        self._held: set[tuple[TopicPartition, str]] = set()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -103,7 +107,7 @@ class IdSourceCalls:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_client=None, _consumers={}, _client_factory=None, kit=None)
+        state.update(_client=None, _subscriptions=None, _held=set(), _client_factory=None, kit=None)
         return state
 
     @property
@@ -112,6 +116,23 @@ class IdSourceCalls:
             factory = self._client_factory or (lambda: open_client(self.service_url, self.timeout_ms, self.security))
             self._client = factory()
         return self._client
+
+    @property
+    def subscriptions(self) -> Any:
+        """Where the query's subscription is held: :class:`~connector.spark.binary_subscription.
+        BinarySubscriptions`, or a test client's consumers (:class:`ClientSubscriptions`)."""
+        if self._subscriptions is None:
+            if self._client_factory is not None:
+                self._subscriptions = ClientSubscriptions(self.client, self.kit)
+            else:
+                from connector.client.binary.transport import BinaryTransport
+                from connector.spark.binary_subscription import BinarySubscriptions
+
+                timeout_s = self.timeout_ms / 1000.0
+                transport = BinaryTransport(self.service_url, timeout_s, timeout_s,
+                                            self.security.connection_security(self.service_url))
+                self._subscriptions = BinarySubscriptions(transport, timeout_s)
+        return self._subscriptions
 
     def message_id(self, tp: TopicPartition, offset: IdOffset) -> Any:
         """The client's ``MessageId`` of a boundary (``earliest`` for :data:`EARLIEST`)."""
@@ -133,37 +154,25 @@ class IdSourceCalls:
         return sorted(found)
 
     def last_ids(self, partitions: list[TopicPartition], subscription: str | None = None) -> dict[TopicPartition, IdOffset]:
-        """Each partition's last message id (:data:`EARLIEST` when it holds none): on the query's subscription
-        consumer, else on a probe subscription removed right after."""
+        """Each partition's last message id (:data:`EARLIEST` when it holds none), asked on the query's
+        subscription (a batch read: on a short-lived reader)."""
         out: dict[TopicPartition, IdOffset] = {}
         for tp in partitions:
             if subscription is not None:
-                out[tp] = _last_of(self.consumer(tp, subscription))
-                continue
-            probe = self.client.subscribe(tp.internal_name, f"spark-probe-{uuid.uuid4().hex[:12]}",
-                                          receiver_queue_size=SUBSCRIPTION_QUEUE, **self._failover())
-            try:
-                out[tp] = _last_of(probe)
-            finally:
-                try:
-                    probe.unsubscribe()
-                except Exception as exc:  # the probe holds nothing; a broker that keeps it is told in the log
-                    log.warning("event=probe_unsubscribe_failed partition=%s error=%r", tp, exc)
-                    probe.close()
+                self.hold(tp, subscription)
+            out[tp] = self.subscriptions.last_id(tp.internal_name, subscription)
         return out
 
     # --- the query's durable subscription -------------------------------------------------------------
-    def consumer(self, tp: TopicPartition, subscription: str, start: IdOffset = EARLIEST) -> Any:
-        """The subscription's consumer on ``tp`` (subscribed once; a new subscription starts after ``start``)."""
+    def hold(self, tp: TopicPartition, subscription: str, start: IdOffset = EARLIEST) -> None:
+        """Hold the subscription on ``tp`` (once); a subscription new to the broker starts after ``start``
+        (acknowledging up to an older position moves nothing: the broker never moves it back)."""
         key = (tp, subscription)
-        found = self._consumers.get(key)
-        if found is None:
-            found = self.client.subscribe(tp.internal_name, subscription, receiver_queue_size=SUBSCRIPTION_QUEUE,
-                                          **self._failover(initial_earliest=True))
-            self._consumers[key] = found
-            if not start.is_earliest:
-                self.acknowledge(tp, subscription, start)
-        return found
+        if key in self._held:
+            return
+        self.subscriptions.open(tp.internal_name, subscription)
+        self._held.add(key)
+        self.acknowledge(tp, subscription, start)
 
     def acknowledge(self, tp: TopicPartition, subscription: str, upto: IdOffset) -> None:
         """Acknowledge every whole entry up to ``upto`` (the broker never moves back): a boundary inside a
@@ -172,25 +181,55 @@ class IdSourceCalls:
         ackable = upto if upto.batch < 0 else IdOffset(upto.ledger, upto.entry - 1, -1)
         if ackable.is_earliest or ackable.entry < 0:
             return
-        self.consumer(tp, subscription).acknowledge_cumulative(self.message_id(tp, ackable))
-
-    def _failover(self, initial_earliest: bool = False) -> dict[str, Any]:
-        # Failover, not Exclusive: a restarted query's driver may subscribe before the old one's is gone.
-        kwargs: dict[str, Any] = {"consumer_type": self.kit.ConsumerType.Failover}
-        if initial_earliest:
-            kwargs["initial_position"] = self.kit.InitialPosition.Earliest
-        return kwargs
+        self.subscriptions.acknowledge(tp.internal_name, subscription, ackable)
 
     def close(self) -> None:
-        for consumer in self._consumers.values():
-            try:
-                consumer.close()
-            except Exception as exc:
-                log.info("event=subscription_consumer_close_failed error=%r", exc)
-        self._consumers.clear()
+        self._held.clear()
+        if self._subscriptions is not None:
+            self._subscriptions.close()
+            self._subscriptions = None
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+class ClientSubscriptions:
+    """The query's subscription held by a client's consumers (pulsar-client's API: it acknowledges
+    cumulatively up to any id); the interface of :class:`~connector.spark.binary_subscription.
+    BinarySubscriptions`."""
+
+    def __init__(self, client: Any, kit: Any) -> None:
+        self.client = client
+        self.kit = kit
+        self._consumers: dict[tuple[str, str], Any] = {}
+
+    def open(self, topic: str, subscription: str) -> Any:
+        found = self._consumers.get((topic, subscription))
+        if found is None:
+            found = self._consumers[(topic, subscription)] = self.client.subscribe(
+                topic, subscription, receiver_queue_size=SUBSCRIPTION_QUEUE,
+                consumer_type=self.kit.ConsumerType.Failover, initial_position=self.kit.InitialPosition.Earliest)
+        return found
+
+    def acknowledge(self, topic: str, subscription: str, upto: IdOffset) -> None:
+        partition = TopicName.parse(topic).partition_index
+        self.open(topic, subscription).acknowledge_cumulative(
+            self.kit.MessageId(partition, upto.ledger, upto.entry, upto.batch))
+
+    def last_id(self, topic: str, subscription: str | None) -> IdOffset:
+        if subscription is not None:
+            return _last_of(self.open(topic, subscription))
+        probe = self.client.subscribe(topic, f"spark-probe-{uuid.uuid4().hex[:12]}",
+                                      receiver_queue_size=SUBSCRIPTION_QUEUE)
+        try:
+            return _last_of(probe)
+        finally:
+            probe.unsubscribe()
+
+    def close(self) -> None:
+        for consumer in self._consumers.values():
+            consumer.close()
+        self._consumers.clear()
 
 
 def _last_of(consumer: Any) -> IdOffset:

@@ -102,7 +102,7 @@ class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             start = dict(last) if opts.starting == "latest" else resolve_id_offsets(
                 "startingOffsets", opts.starting_offsets_map(), last, True)
         for tp, offset in start.items():  # the subscription is created there: retention keeps what is read
-            self._calls.consumer(tp, self._subscription, offset)
+            self._calls.hold(tp, self._subscription, offset)
         log.info("event=query_started topics=%s start=%s subscription=%s offsets=message_id",
                  opts.spec.describe(), off.dumps(start), self._subscription)
         return off.encode_source_offset(start, self._subscription)
@@ -143,7 +143,7 @@ class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self._target is not None:
             known &= set(self._target) | set(begin)
         for tp in sorted(begin):
-            self._calls.consumer(tp, sub, begin[tp])
+            self._calls.hold(tp, sub, begin[tp])
         self._committed.update(begin)
         self._acknowledge(begin)
         last = self._calls.last_ids(sorted(tp for tp in known if tp in begin), sub)
@@ -155,7 +155,7 @@ class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         end = self._admit(begin, ceiling, limit)
         fresh = {tp: EARLIEST for tp in sorted(known) if tp not in begin}
         for tp in fresh:
-            self._calls.consumer(tp, sub, EARLIEST)
+            self._calls.hold(tp, sub, EARLIEST)
         if fresh:
             end.update(fresh)
             log.info("event=partitions_added partitions=%s", ",".join(map(str, fresh)))

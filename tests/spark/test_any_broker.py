@@ -116,3 +116,27 @@ def test_the_querys_subscription_is_created_at_the_start_and_acknowledged_up_to_
         assert consumer.receive(5000).data() == b"m3"  # the subscription holds what is not committed
     finally:
         consumer.close()
+
+
+def test_the_driver_holds_the_query_subscription_with_binary_commands_without_taking_messages(pulsar_lite_broker,
+                                                                                              official):
+    topic = _topic()
+    tp = TopicPartition(topic, -1)
+    producer = official.create_producer(topic, batching_enabled=False)
+    ids = [producer.send(f"m{i}".encode()) for i in range(6)]
+    producer.close()
+    calls = IdSourceCalls(pulsar_lite_broker.service_url, 5000)  # production: our binary transport
+    try:
+        after = [IdOffset(m.ledger_id(), m.entry_id(), -1) for m in ids]
+        assert calls.last_ids([tp]) == calls.last_ids([tp], "q") == {tp: after[-1]}
+        calls.hold(tp, "q", after[1])  # created after m1
+        calls.acknowledge(tp, "q", after[2])  # a commit up to m2
+        empty = TopicPartition(_topic(), -1)
+        assert calls.last_ids([empty], "q") == {empty: EARLIEST}
+    finally:
+        calls.close()
+    consumer = official.subscribe(topic, "q", consumer_type=pulsar.ConsumerType.Failover)
+    try:
+        assert consumer.receive(5000).data() == b"m3"
+    finally:
+        consumer.close()
