@@ -224,3 +224,17 @@ def test_pulsar_lite_is_reached_with_packed_positions_and_its_real_ids(pulsar_li
         transport.unary("CreateSubscription", pb.SubscriptionRequest(topic=topic, subscription="s"))
     finally:
         transport.close()
+
+
+def test_what_pulsar_lite_leaves_unanswered_is_answered_at_once(pulsar_lite_broker):
+    topic = _topic()
+    transport = BinaryTransport(pulsar_lite_broker.service_url, 30, 5)
+    try:
+        with pytest.raises(errors.TopicNotFound, match="GET_SCHEMA"):
+            transport.unary("GetSchema", pb.SchemaRequest(topic=topic, version=-1))
+        with pytest.raises(errors.NotSupported, match="GET_TOPICS_OF_NAMESPACE"):
+            transport.unary("ListTopics", pb.ListTopicsRequest(namespace="public/default"))
+        reply = transport.unary("GetOrCreateSchema", pb.SchemaRequest(topic=topic, type="String", name="s"))
+        assert (reply.type, reply.version) == ("String", -1)  # registered by a producer carrying it: no registry
+    finally:
+        transport.close()

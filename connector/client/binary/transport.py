@@ -214,6 +214,10 @@ class BinaryTransport:
     def _list_topics(self, request: pb.ListTopicsRequest, deadline: float) -> pb.TopicList:
         # the gRPC server lists both domains (persistent and non-persistent): mode ALL
         conn = self.service_connection()
+        if _unanswered(conn, T.GET_TOPICS_OF_NAMESPACE):
+            raise errors.NotSupported(f"the broker at {conn.address} ({conn.server_version}) does not list a "
+                                      "namespace's topics (GET_TOPICS_OF_NAMESPACE): name the topics instead of a "
+                                      "pattern", namespace=request.namespace)
         answer = self._request(conn, T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=cmd.CommandGetTopicsOfNamespace(
             request_id=conn.next_request_id(), namespace=request.namespace,
             mode=cmd.CommandGetTopicsOfNamespace.ALL)), deadline)
@@ -227,6 +231,10 @@ class BinaryTransport:
 
     def _get_schema(self, request: pb.SchemaRequest, deadline: float) -> pb.SchemaReply:
         conn = self.service_connection()
+        if _unanswered(conn, T.GET_SCHEMA):
+            raise errors.TopicNotFound(f"topic {request.topic} has no schema the broker at {conn.address} "
+                                       f"({conn.server_version}) gives (it does not answer GET_SCHEMA)",
+                                       topic=request.topic)
         get = cmd.CommandGetSchema(request_id=conn.next_request_id(), topic=request.topic)
         if request.version >= 0:
             get.schema_version = SCHEMA_VERSION.pack(request.version)
@@ -248,6 +256,13 @@ class BinaryTransport:
             except errors.TopicNotFound:
                 pass
         conn = self.connection_for(request.topic, max(deadline - time.monotonic(), 0.001))
+        if not conn.is_pulsarlike:
+            # every Pulsar broker registers the schema a producer carries; not all answer GET_OR_CREATE_SCHEMA
+            from connector.client.binary.producing import register_schema
+            version = register_schema(self, request, max(_remaining(deadline), 0.001))
+            reply = pb.SchemaReply(type=request.type, data=request.data, name=request.name, version=version)
+            reply.properties.update(request.properties)
+            return reply
         schema = cmd.Schema(name=request.name, schema_data=request.data, type=cmd.Schema.Type.Value(request.type))
         for key, value in request.properties.items():
             schema.properties.add(key=key, value=value)
@@ -389,6 +404,15 @@ def last_message_reply(answer: cmd.CommandGetLastMessageIdResponse, partition: i
     position = positions.position(MessageId.of(ledger, entry, partition, batch_index))
     return pb.LastMessageId(ledger_id=ledger, entry_id=entry, batch_index=batch_index, last_offset=position,
                             start_offset=start)
+
+
+_UNANSWERED = {"Pulsar-Lite": {T.GET_SCHEMA, T.GET_OR_CREATE_SCHEMA, T.GET_TOPICS_OF_NAMESPACE}}
+"""Brokers (by ``CONNECTED.server_version`` prefix) known to leave these commands unanswered: asking would
+only wait out the operation timeout (pulsar-lite 0.2.0 keeps no schemas and lists no namespaces)."""
+
+
+def _unanswered(conn: PulsarConnection, kind: int) -> bool:
+    return any(conn.server_version.startswith(prefix) and kind in kinds for prefix, kinds in _UNANSWERED.items())
 
 
 def _schema_reply(schema: cmd.Schema, version: bytes) -> pb.SchemaReply:
