@@ -134,8 +134,8 @@ def infer_format(paths: Sequence[str]) -> str:
 def to_messages(df: Any, columns: MessageColumns, where: str = "the input") -> Any:
     """The sink's columns from input rows: ``value`` (binary or string; structs, arrays and maps as JSON,
     anything else as a string; with ``value_format`` ``json`` the whole row as a JSON object), ``__key``
-    (string), ``__eventTime`` (timestamp or ms), and ``__messageProperties`` (column name -> value as a
-    string; nulls left out). JobInputError naming a column the input lacks."""
+    (a binary column as it is, sent as the key's bytes; anything else as a string), ``__eventTime``
+    (timestamp or ms), and ``__messageProperties`` (column name -> value as a string; nulls left out). JobInputError naming a column the input lacks."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -169,7 +169,8 @@ def to_messages(df: Any, columns: MessageColumns, where: str = "the input") -> A
         selected = [(col(value) if isinstance(value.dataType, (T.BinaryType, T.StringType)) else as_text(value))
                     .alias("value")]
     if columns.key:
-        selected.append(as_text(find(columns.key, "--key-column")).alias("__key"))
+        key = find(columns.key, "--key-column")
+        selected.append((col(key) if isinstance(key.dataType, T.BinaryType) else as_text(key)).alias("__key"))
     if columns.event_time:
         field = find(columns.event_time, "--event-time-column")
         kind = field.dataType

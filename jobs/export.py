@@ -7,7 +7,10 @@
 
 Rows are the pulsarlike source's (``value``, ``__key``, ``__topic``, ``__partition``, ``__offset``,
 ``__messageId``, ``__publishTime``, ``__eventTime``, ``__messageProperties``, ``__producerName``,
-``__sequenceId``) plus ``publish_date``, the UTC date of ``__publishTime``, which partitions the output
+``__sequenceId``) plus ``publish_date``, the UTC date of ``__publishTime``, which partitions the output.
+``__key`` is read with ``keyType=string`` (the key as stored, pulsarlike 0.1's column, while the source's
+default is binary): every run's files keep one schema, so an export folder started before stays one
+dataset, and a backfill of the files sends the same keys again
 (``DIR/publish_date=2024-05-01/run-<id>-part-....parquet``). T is milliseconds since the epoch or ISO-8601
 (``2024-05-01``, ``2024-05-01T12:00:00Z``; no zone means UTC).
 
@@ -329,7 +332,7 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
         rows = (session.read.format("pulsarlike").option("service.url", args.service_url).options(**spark_options()).option("topic", topic)
                 .option("startingOffsets", dumps(plan.start)).option("endingOffsets", dumps(plan.end))
                 .option("failOnDataLoss", "false" if args.allow_data_loss else "true")
-                .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).load())
+                .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).option("keyType", "string").load())
         progress = Progress(session, enabled=not args.no_progress)
         with progress.track(f"export {args.topic}", plan.messages) as totals:
             with_publish_date(rows).write.partitionBy(DATE_COLUMN).mode("overwrite").parquet(staging)

@@ -12,7 +12,8 @@ columns is true (``__key = 'a'``, ``__messageProperties['reason'] = 'timeout'``,
 client that dead-lettered it) with its payload, key, event time and properties, minus the properties the
 dead letter hop added (``REAL_TOPIC``, ``ORIGIN_MESSAGE_ID``, and a retry hop's ``RECONSUMETIMES``,
 ``DELAY_TIME``); the broker gives it a new publish time, producer name and sequence id. Ordering keys are
-not kept (the source does not read them).
+not kept (the source does not read them). The DLQ is read with ``keyType=string`` so that ``__key`` (in
+``--filter`` too) is the key as stored and each message goes back with exactly that key.
 
 One run, in order:
 
@@ -284,7 +285,7 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
         source = (session.read.format("pulsarlike").option("service.url", args.service_url).options(**spark_options()).option("topic", dlq)
                   .option("startingOffsets", dumps({tp: p.start for tp, p in plans.items()}))
                   .option("endingOffsets", dumps({tp: p.end for tp, p in plans.items()}))
-                  .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).load())
+                  .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).option("keyType", "string").load())
         source = without_acked(source, plans)
         try:
             selected = source.where(args.filter) if args.filter else source

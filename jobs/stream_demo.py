@@ -85,7 +85,7 @@ def windows(events: Any) -> Any:
     from pyspark.sql import functions as F
 
     reading_schema = "sensor STRING, seq BIGINT, celsius DOUBLE"
-    parsed = events.select(F.col("__key").alias("sensor"), F.col("__eventTime").alias("event_time"),
+    parsed = events.select(F.col("__key").cast("string").alias("sensor"), F.col("__eventTime").alias("event_time"),
                            F.from_json(F.col("value").cast("string"), reading_schema).alias("r"))
     # The heartbeat ("{}": no celsius) is dropped by a filter on an aggregate: Spark would push a filter on
     # the sensor below the watermark, which would then never see the heartbeat's event time.

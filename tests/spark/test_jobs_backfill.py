@@ -77,6 +77,19 @@ def test_backfill_sends_keys_event_times_and_properties(spark, broker, client, t
     assert first.properties() == {"unit": "C", "seq": "0"}
 
 
+def test_backfill_sends_a_binary_key_column_as_the_keys_bytes(spark, broker, client, source, topic, tmp_path):
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"value": ["a", "b"], "k": pa.array([b"\xff\x00", b"s1"], pa.binary())}),
+                   tmp_path / "in" / "part-0.parquet")
+
+    assert run(spark, broker, str(tmp_path / "in" / "*.parquet"), "--topic", topic, "--key-column", "k") == 0
+
+    stored = sorted(read_all(client, topic), key=lambda m: m.data())
+    assert [m.partition_key() for m in stored] == ["/wA=", "czE="]  # Java's keyBytes: base64, flagged
+    keys = source(stream=False, topic=topic).load().orderBy("__offset").collect()
+    assert sorted(r["__key"] for r in keys) == [b"s1", b"\xff\x00"]
+
+
 def test_backfill_of_new_files_writes_them_and_an_unchanged_rerun_adds_nothing(spark, broker, client, topic,
                                                                                 tmp_path):
     write_inputs(tmp_path / "in", "json", parts=1)

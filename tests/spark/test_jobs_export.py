@@ -111,6 +111,10 @@ def test_export_of_a_partitioned_topic_by_offsets_and_time(spark, broker, admin,
     assert {d for _, d, _ in exported(spark, by_time)} == {"2024-05-02"}
     assert len(exported(spark, by_offsets)) == 2
     assert manifest(by_offsets)["endOffsets"] == {topic: {"0": 1, "1": 1}}
+    # keys as stored (keyType=string): one schema for every run's files, and a backfill sends them again
+    keys = spark.read.parquet(str(by_time)).select("__key")
+    assert keys.schema["__key"].dataType.simpleString() == "string"
+    assert {r["__key"] for r in keys.collect()} == {f"k{i}" for i in range(4)}
 
 
 def test_export_removes_the_files_of_a_run_that_crashed_before_its_manifest(spark, broker, admin, produce,
