@@ -110,8 +110,9 @@ def brokers():
 
 def _success(broker: FakeBroker, command: cmd.BaseCommand) -> None:
     if command.type == T.PARTITIONED_METADATA:
-        broker.send(T(type=T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=cmd.CommandPartitionedTopicMetadataResponse(
-            request_id=command.partitionMetadata.request_id, partitions=3)))
+        broker.send(T(type=T.PARTITIONED_METADATA_RESPONSE,
+                      partitionMetadataResponse=cmd.CommandPartitionedTopicMetadataResponse(
+                          request_id=command.partitionMetadata.request_id, partitions=3)))
     elif command.type == T.LOOKUP:
         broker.send(T(type=T.ERROR, error=cmd.CommandError(request_id=command.lookupTopic.request_id,
                                                            error=cmd.TopicNotFound, message="no such topic")))
@@ -171,9 +172,11 @@ def test_requests_get_the_answers_with_their_request_id_and_errors_typed(brokers
             topic="t", request_id=rid)), 5)
         assert answer.partitionMetadataResponse.partitions == 3
         with pytest.raises(errors.TopicNotFound, match="no such topic"):
-            conn.request(T(type=T.LOOKUP, lookupTopic=cmd.CommandLookupTopic(topic="t", request_id=conn.next_request_id())), 5)
+            conn.request(T(type=T.LOOKUP, lookupTopic=cmd.CommandLookupTopic(
+                topic="t", request_id=conn.next_request_id())), 5)
         with pytest.raises(errors.Timeout, match="did not answer GET_SCHEMA"):
-            conn.request(T(type=T.GET_SCHEMA, getSchema=cmd.CommandGetSchema(topic="t", request_id=conn.next_request_id())), 0.05)
+            conn.request(T(type=T.GET_SCHEMA, getSchema=cmd.CommandGetSchema(
+                topic="t", request_id=conn.next_request_id())), 0.05)
     finally:
         conn.close()
 
@@ -187,8 +190,8 @@ def test_producer_and_consumer_frames_reach_their_handlers_and_pings_are_answere
     conn.register_consumer(2, other)
     try:
         broker.send(T(type=T.SEND_RECEIPT, send_receipt=cmd.CommandSendReceipt(producer_id=1, sequence_id=4)))
-        broker.send(T(type=T.MESSAGE, message=cmd.CommandMessage(consumer_id=1, message_id={"ledgerId": 1, "entryId": 2})),
-                    b"\x00\x00\x00\x00body")
+        message = cmd.CommandMessage(consumer_id=1, message_id={"ledgerId": 1, "entryId": 2})
+        broker.send(T(type=T.MESSAGE, message=message), b"\x00\x00\x00\x00body")
         broker.send(T(type=T.PING, ping=cmd.CommandPing()))
         assert wait_until(lambda: producer.frames and consumer.frames and T.PONG in broker.kinds())
         assert producer.frames[0][0].send_receipt.sequence_id == 4

@@ -101,8 +101,9 @@ def test_answers_carry_their_typed_errors_and_successful_answers_none():
     assert isinstance(wire.answer_error(lookup), errors.ServiceNotReady)
     lookup.lookupTopicResponse.response = cmd.CommandLookupTopicResponse.Connect
     assert wire.answer_error(lookup) is None
-    meta = T(type=T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=cmd.CommandPartitionedTopicMetadataResponse(
-        request_id=1, response=cmd.CommandPartitionedTopicMetadataResponse.Failed, error=cmd.AuthorizationError))
+    Meta = cmd.CommandPartitionedTopicMetadataResponse
+    meta = T(type=T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=Meta(
+        request_id=1, response=Meta.Failed, error=cmd.AuthorizationError))
     assert isinstance(wire.answer_error(meta), errors.AuthorizationError)
     schema = T(type=T.GET_SCHEMA_RESPONSE, getSchemaResponse=cmd.CommandGetSchemaResponse(
         request_id=1, error_code=cmd.TopicNotFound, error_message="no schema"))

@@ -10,29 +10,24 @@ Pulsar's binary protocol, to pulsarlike's binary front end or to any Pulsar brok
   service URL (a Pulsar proxy) and ``CONNECT`` names the broker (``proxy_to_broker_url``). The answer is
   cached per topic until its connection ends (or :meth:`~BinaryTransport.forget` is told the broker moved it).
 - Unary calls (:meth:`BinaryTransport.unary`): the client core's calls (``broker_pb2`` requests and replies,
-  as the gRPC server answers them) carried by Pulsar's commands: see :data:`CALLS`. Anything else (Admin's
-  calls) is ``NotSupported``: over another broker, Admin is its REST API (``admin.url``).
+  as the gRPC server answers them) carried by Pulsar's commands: :mod:`connector.client.binary.unary`. Anything
+  else (Admin's calls) is ``NotSupported``: over another broker, Admin is its REST API (``admin.url``).
 - Streams (:meth:`BinaryTransport.stream`): ``Produce`` and ``Consume`` go to the adapters of
   :mod:`connector.client.binary.producing` and :mod:`connector.client.binary.consuming`.
 """
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 import time
-import uuid
 from typing import Any, Callable
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2 as pb
-from broker_core.protocol import pulsar_api_pb2 as api
 from broker_core.protocol import pulsar_commands_pb2 as cmd
-from broker_core.types import TopicName
 
 from connector.client.binary.connection import PulsarConnection
+from connector.client.binary.unary import CALLS, _left
 from connector.client.connection import Security, is_tls_url, parse_service_url
-from connector.client.message_id import MessageId
 from connector.client.reconnect import retry_until
 from connector.client.tls import TlsOptions
 from connector.client.transport import DENSE, Positions
@@ -43,13 +38,6 @@ T = cmd.BaseCommand
 Lookup = cmd.CommandLookupTopicResponse
 MAX_REDIRECTS = 20
 """Pulsar's clients give up after this many lookup redirects (a loop between misconfigured brokers)."""
-SCHEMA_VERSION = struct.Struct(">q")
-U64 = 1 << 64
-_NO_MESSAGES = "Topic has no messages"
-
-
-def _signed(value: int) -> int:
-    return value - U64 if value >= 1 << 63 else value
 
 
 class BinaryTransport:
@@ -202,145 +190,6 @@ class BinaryTransport:
             return call(self, request, deadline)
         return retry_until(deadline, attempt, self.closed)
 
-    def _request(self, conn: PulsarConnection, command: cmd.BaseCommand, deadline: float) -> cmd.BaseCommand:
-        return conn.request(command, _left(deadline, T.Type.Name(command.type)))
-
-    def _partitioned_metadata(self, request: pb.TopicRequest, deadline: float) -> pb.PartitionedTopicMetadata:
-        conn = self.service_connection()
-        answer = self._request(conn, T(type=T.PARTITIONED_METADATA, partitionMetadata=cmd.CommandPartitionedTopicMetadata(
-            topic=request.topic, request_id=conn.next_request_id())), deadline)
-        return pb.PartitionedTopicMetadata(partitions=answer.partitionMetadataResponse.partitions)
-
-    def _list_topics(self, request: pb.ListTopicsRequest, deadline: float) -> pb.TopicList:
-        # the gRPC server lists both domains (persistent and non-persistent): mode ALL
-        conn = self.service_connection()
-        if _unanswered(conn, T.GET_TOPICS_OF_NAMESPACE):
-            raise errors.NotSupported(f"the broker at {conn.address} ({conn.server_version}) does not list a "
-                                      "namespace's topics (GET_TOPICS_OF_NAMESPACE): name the topics instead of a "
-                                      "pattern", namespace=request.namespace)
-        answer = self._request(conn, T(type=T.GET_TOPICS_OF_NAMESPACE, getTopicsOfNamespace=cmd.CommandGetTopicsOfNamespace(
-            request_id=conn.next_request_id(), namespace=request.namespace,
-            mode=cmd.CommandGetTopicsOfNamespace.ALL)), deadline)
-        return pb.TopicList(topics=sorted(answer.getTopicsOfNamespaceResponse.topics))
-
-    def _lookup_topic(self, request: pb.TopicRequest, deadline: float) -> pb.LookupResult:
-        TopicName.parse(request.topic)  # a bad name is refused here, as the gRPC server does
-        conn = self.connection_for(request.topic, max(deadline - time.monotonic(), 0.001))
-        scheme = "pulsar+ssl" if self.security.tls is not None else "pulsar"
-        return pb.LookupResult(broker_url=f"{scheme}://{conn.address}")
-
-    def _get_schema(self, request: pb.SchemaRequest, deadline: float) -> pb.SchemaReply:
-        conn = self.service_connection()
-        if _unanswered(conn, T.GET_SCHEMA):
-            raise errors.TopicNotFound(f"topic {request.topic} has no schema the broker at {conn.address} "
-                                       f"({conn.server_version}) gives (it does not answer GET_SCHEMA)",
-                                       topic=request.topic)
-        get = cmd.CommandGetSchema(request_id=conn.next_request_id(), topic=request.topic)
-        if request.version >= 0:
-            get.schema_version = SCHEMA_VERSION.pack(request.version)
-        answer = self._request(conn, T(type=T.GET_SCHEMA, getSchema=get), deadline).getSchemaResponse
-        if not answer.HasField("schema"):
-            raise errors.TopicNotFound(f"topic {request.topic} has no schema", topic=request.topic)
-        return _schema_reply(answer.schema, answer.schema_version)
-
-    def _get_or_create_schema(self, request: pb.SchemaRequest, deadline: float) -> pb.SchemaReply:
-        if request.type not in cmd.Schema.Type.keys():
-            raise errors.InvalidMessage(f"schema type {request.type!r} is not one of Pulsar's: "
-                                        f"{', '.join(cmd.Schema.Type.keys())}")
-        if request.check_only:
-            # A consumer's schema: Pulsar's brokers check it when the consumer subscribes with it; here it is
-            # registered only on a topic without a schema (as the gRPC server does), else left to SUBSCRIBE.
-            try:
-                self._get_schema(pb.SchemaRequest(topic=request.topic, version=-1), deadline)
-                return pb.SchemaReply(version=-1, type=request.type)
-            except errors.TopicNotFound:
-                pass
-        conn = self.connection_for(request.topic, max(deadline - time.monotonic(), 0.001))
-        if not conn.is_pulsarlike:
-            # every Pulsar broker registers the schema a producer carries; not all answer GET_OR_CREATE_SCHEMA
-            from connector.client.binary.producing import register_schema
-            version = register_schema(self, request, max(_remaining(deadline), 0.001))
-            reply = pb.SchemaReply(type=request.type, data=request.data, name=request.name, version=version)
-            reply.properties.update(request.properties)
-            return reply
-        schema = cmd.Schema(name=request.name, schema_data=request.data, type=cmd.Schema.Type.Value(request.type))
-        for key, value in request.properties.items():
-            schema.properties.add(key=key, value=value)
-        answer = self._request(conn, T(type=T.GET_OR_CREATE_SCHEMA, getOrCreateSchema=cmd.CommandGetOrCreateSchema(
-            request_id=conn.next_request_id(), topic=request.topic, schema=schema)), deadline)
-        reply = pb.SchemaReply(type=request.type, data=request.data, name=request.name)
-        reply.properties.update(request.properties)
-        reply.version = _version(answer.getOrCreateSchemaResponse.schema_version)
-        return reply
-
-    def _with_consumer(self, topic: str, deadline: float, subscribe: cmd.CommandSubscribe,
-                       then: Callable[[PulsarConnection, int], Any] | None = None) -> Any:
-        """Open a consumer with ``subscribe`` (no permits: nothing is delivered), run ``then(conn,
-        consumer_id)``, close it."""
-        conn = self.connection_for(topic, max(deadline - time.monotonic(), 0.001))
-        consumer_id = conn.next_consumer_id()
-        subscribe.topic, subscribe.consumer_id, subscribe.request_id = topic, consumer_id, conn.next_request_id()
-        self._request(conn, T(type=T.SUBSCRIBE, subscribe=subscribe), deadline)
-        try:
-            return then(conn, consumer_id) if then is not None else None
-        finally:
-            try:
-                conn.request(T(type=T.CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
-                    consumer_id=consumer_id, request_id=conn.next_request_id())), max(_remaining(deadline), 1.0))
-            except errors.PulsarLikeError as exc:  # the broker drops it with the connection anyway
-                log.debug("event=temporary_consumer_close_failed topic=%s error=%r", topic, exc)
-
-    def _reader_subscription(self, **fields: Any) -> cmd.CommandSubscribe:
-        return cmd.CommandSubscribe(subscription=f"__pulsarlike-{uuid.uuid4().hex[:12]}",
-                                    subType=cmd.CommandSubscribe.Exclusive, durable=False,
-                                    start_message_id=api.MessageIdData(ledgerId=U64 - 1, entryId=U64 - 1),
-                                    initialPosition=cmd.CommandSubscribe.Earliest, **fields)
-
-    def _last_message_id(self, request: pb.TopicRequest, deadline: float) -> pb.LastMessageId:
-        partition = TopicName.parse(request.topic).partition_index
-
-        def ask(conn: PulsarConnection, consumer_id: int) -> cmd.CommandGetLastMessageIdResponse:
-            return self._request(conn, T(type=T.GET_LAST_MESSAGE_ID, getLastMessageId=cmd.CommandGetLastMessageId(
-                consumer_id=consumer_id, request_id=conn.next_request_id())), deadline).getLastMessageIdResponse
-
-        # force_topic_creation off: a topic that does not exist is TopicNotFound, as over gRPC
-        try:
-            answer = self._with_consumer(request.topic, deadline, self._reader_subscription(
-                read_compacted=request.read_compacted, force_topic_creation=False), ask)
-        except errors.UnknownError as exc:
-            if _NO_MESSAGES not in exc.message:
-                raise
-            # pulsar-lite answers an empty topic with this error instead of Pulsar's (ledger, -1)
-            return pb.LastMessageId(last_offset=-1)
-        return last_message_reply(answer, partition, self.positions)
-
-    def _create_topic(self, request: pb.TopicRequest, deadline: float) -> pb.Empty:
-        # Pulsar's binary protocol has no "create": a consumer attaching creates the topic on a broker that
-        # auto-creates topics (pulsarlike and Pulsar's default). A broker that does not refuses with
-        # TopicNotFound: the REST API creates it there.
-        try:
-            self._with_consumer(request.topic, deadline, self._reader_subscription(force_topic_creation=True))
-        except errors.TopicNotFound:
-            raise errors.NotSupported(f"the broker does not create {request.topic} on use (topic auto-creation "
-                                      "is off): create it with the broker's REST API (admin.url)",
-                                      topic=request.topic) from None
-        return pb.Empty()
-
-    def _create_subscription(self, request: pb.SubscriptionRequest, deadline: float) -> pb.SubscriptionPosition:
-        which = request.position.WhichOneof("position") if request.HasField("position") else "latest"
-        if which == "offset":
-            raise errors.NotSupported("CreateSubscription at an offset is not carried by the binary protocol: "
-                                      "create it at the earliest or latest message, then seek")
-        subscribe = cmd.CommandSubscribe(subscription=request.subscription, subType=cmd.CommandSubscribe.Shared,
-                                         durable=True, initialPosition=cmd.CommandSubscribe.Earliest
-                                         if which == "earliest" else cmd.CommandSubscribe.Latest)
-        try:
-            self._with_consumer(request.topic, deadline, subscribe)
-        except (errors.ConsumerBusy, errors.ConsumerAssignError) as exc:  # another type's consumers hold it
-            raise errors.NotAllowedError(f"subscription {request.subscription} of {request.topic} already exists "
-                                         f"({exc.message})", topic=request.topic) from None
-        return pb.SubscriptionPosition()
-
     # ------------------------------------------------------------------ streams
     def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
                on_end: Callable[[errors.PulsarLikeError | None], None],
@@ -370,68 +219,3 @@ class BinaryTransport:
             connections, self._pool, self._topics = list(self._pool.values()), {}, {}
         for conn in connections:
             conn.close()
-
-
-CALLS: dict[str, Callable[[BinaryTransport, Any, float], Any]] = {
-    "GetPartitionedTopicMetadata": BinaryTransport._partitioned_metadata,   # PARTITIONED_METADATA
-    "ListTopics": BinaryTransport._list_topics,                            # GET_TOPICS_OF_NAMESPACE (mode ALL)
-    "GetSchema": BinaryTransport._get_schema,                              # GET_SCHEMA
-    "GetOrCreateSchema": BinaryTransport._get_or_create_schema,            # GET_OR_CREATE_SCHEMA
-    "GetLastMessageId": BinaryTransport._last_message_id,                  # reader + GET_LAST_MESSAGE_ID
-    "CreateTopic": BinaryTransport._create_topic,                          # a consumer attaching creates it
-    "CreateSubscription": BinaryTransport._create_subscription,            # durable SUBSCRIBE + CLOSE_CONSUMER
-    "LookupTopic": BinaryTransport._lookup_topic,                          # LOOKUP
-}
-"""The unary calls the client core makes, and how each is carried."""
-
-
-def last_message_reply(answer: cmd.CommandGetLastMessageIdResponse, partition: int,
-                       positions: Positions) -> pb.LastMessageId:
-    """GET_LAST_MESSAGE_ID's answer as the gRPC server's ``LastMessageId``: the broker's real ids, the last
-    message's position (``positions``), -1 when the topic holds none; ``start_offset``: the position after
-    the reader's mark-delete point when the broker says it (else 0)."""
-    last = answer.last_message_id
-    ledger, entry = _signed(last.ledgerId), _signed(last.entryId)
-    start = 0
-    if answer.HasField("consumer_mark_delete_position"):
-        mark = answer.consumer_mark_delete_position
-        if _signed(mark.ledgerId) >= 0 and _signed(mark.entryId) >= 0:
-            start = positions.position(MessageId.of(mark.ledgerId, mark.entryId, partition,
-                                                    _signed(mark.batch_index) if mark.HasField("batch_index") else -1)) + 1
-    if ledger < 0 or entry < 0:
-        return pb.LastMessageId(last_offset=-1, start_offset=start)
-    batch_index = last.batch_index if last.HasField("batch_index") else -1
-    position = positions.position(MessageId.of(ledger, entry, partition, batch_index))
-    return pb.LastMessageId(ledger_id=ledger, entry_id=entry, batch_index=batch_index, last_offset=position,
-                            start_offset=start)
-
-
-_UNANSWERED = {"Pulsar-Lite": {T.GET_SCHEMA, T.GET_OR_CREATE_SCHEMA, T.GET_TOPICS_OF_NAMESPACE}}
-"""Brokers (by ``CONNECTED.server_version`` prefix) known to leave these commands unanswered: asking would
-only wait out the operation timeout (pulsar-lite 0.2.0 keeps no schemas and lists no namespaces)."""
-
-
-def _unanswered(conn: PulsarConnection, kind: int) -> bool:
-    return any(conn.server_version.startswith(prefix) and kind in kinds for prefix, kinds in _UNANSWERED.items())
-
-
-def _schema_reply(schema: cmd.Schema, version: bytes) -> pb.SchemaReply:
-    reply = pb.SchemaReply(version=_version(version), type=cmd.Schema.Type.Name(schema.type), data=schema.schema_data,
-                           name=schema.name)
-    reply.properties.update({p.key: p.value for p in schema.properties})
-    return reply
-
-
-def _version(data: bytes) -> int:
-    return SCHEMA_VERSION.unpack(data)[0] if len(data) == SCHEMA_VERSION.size else -1
-
-
-def _remaining(deadline: float) -> float:
-    return deadline - time.monotonic()
-
-
-def _left(deadline: float, what: str) -> float:
-    left = _remaining(deadline)
-    if left <= 0:
-        raise errors.Timeout(f"{what}: the operation timeout passed")
-    return left
