@@ -9,7 +9,9 @@ driver (``SinkSchemaError``); a value that does not fit its field fails the task
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
+import datetime
 import io
 import json
 import logging
@@ -32,6 +34,9 @@ class RecordColumns:
     topic_schema: TopicSchema
     indices: tuple[int, ...]
     names: tuple[str, ...]
+    derived: bool = False
+    """The schema was derived from the DataFrame (option ``topicSchema``): JSON writes dates, timestamps and
+    binary as its definition says (days, microseconds, base64; :mod:`connector.spark.sink_schema`)."""
 
 
 def topic_record_schema(options: SinkOptions) -> TopicSchema | None:
@@ -120,7 +125,8 @@ def encode_records(batch: Any, record: RecordColumns) -> list[bytes]:
         types = {n: c.type for n, c in zip(record.names, columns)}
         rows = [{k: (_plain(v, types[k]) if k in maps else v) for k, v in row.items()} for row in rows]
     if record.topic_schema.kind == "JSON":
-        return [json.dumps(row, default=str).encode() for row in rows]
+        default = _derived_json if record.derived else str
+        return [json.dumps(row, default=default).encode() for row in rows]
     from fastavro import parse_schema, schemaless_writer
 
     parsed = parse_schema(json.loads(record.topic_schema.definition))
@@ -133,6 +139,23 @@ def encode_records(batch: Any, record: RecordColumns) -> list[bytes]:
             raise ValueError(f"row {n} does not fit the topic's Avro schema: {str(exc)[:300]}") from None
         out.append(buffer.getvalue())
     return out
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_MICROSECOND = datetime.timedelta(microseconds=1)
+
+
+def _derived_json(value: Any) -> Any:
+    """A value ``json`` cannot write, as a derived definition types it: a timestamp as microseconds since the
+    epoch (a zoneless one read as UTC), a date as days since the epoch, binary as base64."""
+    if isinstance(value, datetime.datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.timezone.utc)
+        return (aware - _EPOCH) // _MICROSECOND
+    if isinstance(value, datetime.date):
+        return (value - _EPOCH.date()).days
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"a {type(value).__name__} value has no JSON form")
 
 
 def _has_map(arrow_type: Any) -> bool:

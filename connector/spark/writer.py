@@ -7,10 +7,14 @@ Name
 Schema
     ``value`` (binary or string, required); optional ``__key``, ``__topic``, ``__eventTime``,
     ``__messageProperties``, ``__partition``; see :mod:`connector.spark.sink_options`. Other columns are
-    ignored, so rows read from the source can be written as they are.
+    ignored, so rows read from the source can be written as they are. Typed writes: without a ``value``
+    column, the columns are the fields of the topic's Avro/JSON record schema
+    (:mod:`connector.spark.sink_records`); with option ``topicSchema``, of a record schema derived from
+    the DataFrame and registered for the topic (:mod:`connector.spark.sink_schema`).
 
 Options
-    ``service.url`` (required), ``topic`` (else a ``__topic`` column), ``effectivelyOnce`` (default true),
+    ``service.url`` (required), ``topic`` (else a ``__topic`` column), ``topicSchema`` (``avro`` or
+    ``json``: derive and register a record schema), ``effectivelyOnce`` (default true),
     ``writeId`` (batch writes), ``compressionType``, ``batchingMaxMessages``, ``batchingMaxBytes``,
     ``maxPendingMessages``, ``sendTimeoutMs``, ``operationTimeoutMs``.
 
@@ -47,6 +51,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 
 from connector.spark.sink_options import MAX_BATCH_ID, parse_sink_options, plan_columns
 from connector.spark.sink_records import plan_record_columns, topic_record_schema
+from connector.spark.sink_schema import check_compatible, derived_topic_schema, plan_derived_columns
 from connector.spark.sink_task import TaskIdentity, TaskWriter
 
 log = logging.getLogger(__name__)
@@ -103,6 +108,11 @@ class _SinkWriter:
             raise ValueError(f"the pulsarlike sink only appends (a topic cannot be truncated by a write): use "
                              f"{fix}; to start over, delete the topic first (Admin.delete_topic)")
         self.options = parse_sink_options(options, self.streaming)
+        if self.options.topic_schema is not None:  # a record schema made from the DataFrame's columns
+            derived = derived_topic_schema(schema, self.options.topic_schema)
+            self.columns = plan_derived_columns(schema, self.options, derived)
+            check_compatible(self.options, derived)
+            return
         typed = None if "value" in {f.name.lower() for f in schema.fields} else topic_record_schema(self.options)
         self.columns = plan_columns(schema, self.options) if typed is None else \
             plan_record_columns(schema, self.options, typed)
