@@ -373,3 +373,57 @@ def test_calls_the_binary_protocol_does_not_carry_name_the_rest_api():
 
 def test_the_keepalive_default_is_pulsars():
     assert connection_module.KEEPALIVE_S == 30.0
+
+
+def test_concurrent_requests_each_get_their_own_answer(brokers):
+    def answer(broker, command):
+        request = command.partitionMetadata
+        broker.send(T(type=T.PARTITIONED_METADATA_RESPONSE,
+                      partitionMetadataResponse=cmd.CommandPartitionedTopicMetadataResponse(
+                          request_id=request.request_id, partitions=int(request.topic))))
+    broker = brokers(answer=answer)
+    conn = PulsarConnection(broker.address, Security(), 5)
+    results: dict[int, int] = {}
+
+    def ask(n: int) -> None:
+        for i in range(50):
+            topic = n * 1000 + i
+            got = conn.request(T(type=T.PARTITIONED_METADATA, partitionMetadata=cmd.CommandPartitionedTopicMetadata(
+                topic=str(topic), request_id=conn.next_request_id())), 5)
+            results[topic] = got.partitionMetadataResponse.partitions
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert len(results) == 400 and all(k == v for k, v in results.items())
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------- TLS options, last message ids
+def test_tls_options_say_what_is_verified():
+    from connector.client.binary.handshake import tls_context
+    from connector.client.tls import TlsOptions
+    import ssl
+
+    assert tls_context(TlsOptions()).verify_mode == ssl.CERT_REQUIRED
+    assert not tls_context(TlsOptions()).check_hostname  # pulsar-client's default: the chain, not the name
+    assert tls_context(TlsOptions(validate_hostname=True)).check_hostname
+    insecure = tls_context(TlsOptions(allow_insecure=True, validate_hostname=True))
+    assert insecure.verify_mode == ssl.CERT_NONE and not insecure.check_hostname
+
+
+def test_a_last_message_id_becomes_the_grpc_reply_with_its_position():
+    from connector.client.binary.unary import last_message_reply
+    from connector.client.transport import DENSE
+
+    Reply = cmd.CommandGetLastMessageIdResponse
+    empty = Reply(request_id=1, last_message_id={"ledgerId": (1 << 64) - 1, "entryId": (1 << 64) - 1})
+    assert last_message_reply(empty, -1, DENSE).last_offset == -1
+    batch = Reply(request_id=1, last_message_id={"ledgerId": 0, "entryId": 10, "batch_index": 2},
+                  consumer_mark_delete_position={"ledgerId": 0, "entryId": 4})
+    reply = last_message_reply(batch, -1, DENSE)
+    assert (reply.ledger_id, reply.entry_id, reply.batch_index, reply.last_offset, reply.start_offset) == \
+        (0, 10, 2, 12, 5)
