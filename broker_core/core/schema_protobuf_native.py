@@ -16,7 +16,6 @@ any new version, ``ALWAYS_INCOMPATIBLE`` none (:mod:`.schema_compat`).
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 
 from google.protobuf import descriptor_pb2
@@ -58,7 +57,7 @@ def root_message(data: bytes) -> str:
     try:
         files = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(fields["fileDescriptorSet"],
                                                                              validate=True))
-    except (binascii.Error, DecodeError):
+    except (ValueError, DecodeError):  # binascii.Error is a ValueError; so is a non-ASCII text
         raise InvalidSchema("ProtobufNative schema data: fileDescriptorSet is not a base64 "
                             "google.protobuf.FileDescriptorSet") from None
     root, file_name = fields["rootMessageTypeName"], fields["rootFileDescriptorName"]

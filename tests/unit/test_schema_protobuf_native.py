@@ -47,6 +47,7 @@ def test_the_root_message_is_read_from_the_data():
     (b"[]", "needs the strings"),
     (changed(rootMessageTypeName=7), "needs the strings"),
     (changed(fileDescriptorSet="%%%"), "not a base64"),
+    (changed(fileDescriptorSet="é"), "not a base64"),
     (changed(fileDescriptorSet=base64.b64encode(b"\xff\xff").decode()), "not a base64"),
     (changed(rootFileDescriptorName="shop/none.proto"), "has no file 'shop/none.proto'"),
     (changed(rootMessageTypeName="shop.Money"), "declares no message 'shop.Money'"),
