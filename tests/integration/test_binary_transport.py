@@ -57,14 +57,16 @@ def test_the_first_connection_says_the_broker_is_pulsarlike_and_positions_are_de
 
 def test_partitioned_metadata_lists_and_lookups_answer_as_over_grpc(both, broker_proc):
     topic, partitioned = _topic(), _topic()
+    fleeting = _topic().replace("persistent://", "non-persistent://")
     with Admin(broker_proc.service_url) as admin:
         admin.create_topic(topic)
+        admin.create_topic(fleeting)
         admin.create_partitioned_topic(partitioned, 3)
     for name in (topic, partitioned):
         grpc_reply, binary_reply = _same(both, "GetPartitionedTopicMetadata", pb.TopicRequest(topic=name))
         assert binary_reply == grpc_reply
     grpc_reply, binary_reply = _same(both, "ListTopics", pb.ListTopicsRequest(namespace="public/default"))
-    assert binary_reply == grpc_reply and topic in binary_reply.topics
+    assert binary_reply == grpc_reply and {topic, fleeting} <= set(binary_reply.topics)
     grpc_reply, binary_reply = _same(both, "LookupTopic", pb.TopicRequest(topic=topic))
     assert binary_reply.broker_url == grpc_reply.broker_url
 
