@@ -203,6 +203,26 @@ def test_producer_and_consumer_frames_reach_their_handlers_and_pings_are_answere
         conn.close()
 
 
+def test_a_handler_asking_synchronously_on_the_io_thread_is_told_to_ask_asynchronously(brokers):
+    broker = brokers()
+    conn = PulsarConnection(broker.address, Security(), 5)
+    seen: list[Exception] = []
+
+    class Asking(Handler):
+        def on_frame(self, command, payload):
+            try:
+                conn.request(T(type=T.GET_SCHEMA, getSchema=cmd.CommandGetSchema(topic="t", request_id=1)), 5)
+            except errors.PulsarLikeError as exc:
+                seen.append(exc)
+    conn.register_producer(1, Asking())
+    try:
+        broker.send(T(type=T.SEND_RECEIPT, send_receipt=cmd.CommandSendReceipt(producer_id=1, sequence_id=1)))
+        assert wait_until(lambda: seen, timeout_s=3)
+        assert "request_async" in str(seen[0])
+    finally:
+        conn.close()
+
+
 def test_sends_arrive_in_order_even_when_the_socket_cannot_take_them_at_once(brokers):
     broker = brokers()
     conn = PulsarConnection(broker.address, Security(), 5)

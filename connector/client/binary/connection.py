@@ -198,6 +198,9 @@ class PulsarConnection:
     # ------------------------------------------------------------------ requests
     def request(self, command: cmd.BaseCommand, timeout_s: float) -> cmd.BaseCommand:
         """Send ``command`` (it carries its ``request_id``) and wait for its answer; see the module docstring."""
+        if threading.current_thread() is self._thread:  # the answer would wait for this very thread
+            raise errors.UnknownError(f"{T.Type.Name(command.type)}: request() called on the connection's own I/O "
+                                      "thread (a frame handler) would wait forever; use request_async()")
         waiter = _Waiter()
         request_id = self.request_async(command, waiter)
         if not waiter.event.wait(timeout_s):
