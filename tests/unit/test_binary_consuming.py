@@ -182,6 +182,15 @@ def test_an_unreadable_entry_counts_as_one_message_for_the_core_to_report():
     assert num_messages(entry(4)) == 4
 
 
+def test_the_batch_count_is_found_among_any_metadata_fields():
+    meta = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=2**40, publish_time=1, partition_key="k",
+                                          event_time=5, uuid="u-1", num_chunks_from_msg=1, highest_sequence_id=9)
+    meta.properties.add(key="a", value="b")
+    assert num_messages(encode_entry(meta, b"x")) == 1
+    meta.num_messages_in_batch = 300  # a two-byte varint
+    assert num_messages(broker_entry_prefix(1, 2) + encode_entry(meta, b"x")) == 300
+
+
 def test_packed_positions_number_the_entries_of_another_broker():
     positions = PackedPositions()
     stream = Stream(subscribe(), positions).start()

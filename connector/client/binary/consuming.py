@@ -50,6 +50,7 @@ from broker_core import errors
 from broker_core.protocol import broker_pb2, pulsar_api_pb2
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.codec.entries import ENTRY_HEADER, MAGIC_CRC32C, split_broker_entry
+from broker_core.protocol.codec.varint import read_varint
 from broker_core.protocol.status import error_to_proto
 
 from connector.client.binary.positions import EntryMemory, WireIds
@@ -66,7 +67,7 @@ _U64 = 1 << 64
 _LATEST = (1 << 63) - 1
 _EARLIEST_ID = pulsar_api_pb2.MessageIdData(ledgerId=_U64 - 1, entryId=_U64 - 1)
 _LATEST_ID = pulsar_api_pb2.MessageIdData(ledgerId=_LATEST, entryId=_LATEST)
-_Metadata = pulsar_api_pb2.MessageMetadata
+ConsumeResponse = broker_pb2.ConsumeResponse
 _BROKER_MAGIC = b"\x0e\x02"
 _CRC_MAGIC = b"\x0e\x01"
 _MAGIC_AND_CRC = struct.Struct(">HI")
@@ -96,18 +97,46 @@ def stored_bytes(payload: memoryview) -> bytes:
 
 def num_messages(payload: bytes | memoryview) -> int:
     """The messages of a MESSAGE's entry (``num_messages_in_batch``, 1 when unbatched or unreadable: the
-    core's decoding then says what is wrong with it)."""
+    core's decoding then says what is wrong with it). The metadata's fields are walked, not parsed into a
+    message: this runs once per entry on the connection's I/O thread, and the core parses it afterwards."""
     try:
-        start = split_broker_entry(payload)[2]
+        start = split_broker_entry(payload)[2] if payload[:2] == _BROKER_MAGIC else 0
         magic, _, meta_size = ENTRY_HEADER.unpack_from(payload, start)
         if magic != MAGIC_CRC32C:
             return 1
-        meta_start = start + ENTRY_HEADER.size
-        metadata = _Metadata()
-        metadata.ParseFromString(bytes(payload[meta_start:meta_start + meta_size]))
+        pos = start + ENTRY_HEADER.size
+        return _batch_count(payload, pos, min(pos + meta_size, len(payload)))
     except Exception:  # noqa: BLE001 -- any damage: the core's decoding reports it
         return 1
-    return metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
+
+
+_NUM_MESSAGES_TAG = (11 << 3) | 0  # MessageMetadata.num_messages_in_batch, a varint
+
+
+def _batch_count(buf: bytes | memoryview, pos: int, end: int) -> int:
+    while pos < end:
+        tag = buf[pos]
+        if tag & 0x80:
+            tag, pos = read_varint(buf, pos)
+        else:
+            pos += 1
+        kind = tag & 7
+        if kind == 0:
+            if tag == _NUM_MESSAGES_TAG:
+                return read_varint(buf, pos)[0]
+            while buf[pos] & 0x80:
+                pos += 1
+            pos += 1
+        elif kind == 2:
+            length, pos = read_varint(buf, pos)
+            pos += length
+        elif kind == 1:
+            pos += 8
+        elif kind == 5:
+            pos += 4
+        else:
+            return 1
+    return 1
 
 
 def _signed(value: int) -> int:
@@ -434,10 +463,11 @@ class ConsumeAdapter:
                 self._flow(size)
                 return
             self._floor = -1
-        response = broker_pb2.ConsumeResponse()
-        response.deliveries.entries.add(data=data, ledger_id=mid.ledgerId, entry_id=first,
-                                        num_messages=size, redelivery_count=message.redelivery_count,
-                                        ack_set=message.ack_set)
+        response = ConsumeResponse()
+        delivered = response.deliveries.entries.add(data=data, ledger_id=mid.ledgerId, entry_id=first,
+                                                    num_messages=size, redelivery_count=message.redelivery_count)
+        if message.ack_set:
+            delivered.ack_set.extend(message.ack_set)
         self._emit(response)
 
     def on_connection_lost(self, error: errors.PulsarLikeError) -> None:
