@@ -173,6 +173,8 @@ class ConsumeAdapter:
         """The seek in flight: (seek id, its position or None for earliest, latest or a time, the start id
         of a reader's resubscription)."""
         self._seek_closed = False
+        self._io_thread = 0
+        """The connection's I/O thread (known once the subscription is answered on it)."""
 
     # --- TransportStream ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -207,7 +209,7 @@ class ConsumeAdapter:
             done = threading.Event()
             conn.request_async(T(type=CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
                 consumer_id=consumer_id, request_id=conn.next_request_id())), lambda *_: done.set())
-            if live and wait_s > 0:
+            if live and wait_s > 0 and threading.get_ident() != self._io_thread:  # the answer comes on it
                 done.wait(wait_s)
             conn.unregister_consumer(consumer_id)
         self._end(None)
@@ -283,6 +285,7 @@ class ConsumeAdapter:
     def _subscribed(self, consumer_id: int, permits: int, answer: cmd.BaseCommand | None,
                     error: errors.PulsarLikeError | None) -> None:
         conn = self._conn
+        self._io_thread = threading.get_ident()
         if error is not None:
             conn.unregister_consumer(consumer_id)
             self._end(error)
