@@ -92,9 +92,18 @@ class Worker(threading.Thread):
         assert not self.is_alive() and self.error is None, self.error
 
 
-def test_sync_sends_lose_no_acknowledged_message_and_store_none_twice(broker_process, stop_signal, reconnections):
+# Over the binary transport too (its own reconnection path: a lost PulsarConnection, a new lookup), with the
+# harder of the two stops only, to keep the suite's time.
+ON_BOTH_TRANSPORTS = pytest.mark.parametrize("stop_signal, transport", [
+    (signal.SIGTERM, "grpc"), (signal.SIGKILL, "grpc"), (signal.SIGKILL, "binary")],
+    ids=["sigterm-grpc", "sigkill-grpc", "sigkill-binary"])
+
+
+@ON_BOTH_TRANSPORTS
+def test_sync_sends_lose_no_acknowledged_message_and_store_none_twice(broker_process, stop_signal, reconnections,
+                                                                      transport):
     broker = broker_process(*SETTINGS, restartable=True)
-    with Client(broker.service_url) as client:
+    with Client(broker.service_url, transport=transport) as client:
         producer = client.create_producer(TOPIC, producer_name="sync", send_timeout_millis=60_000)
         sender = Worker(lambda i: producer.send(b"m-%d" % i))
         sender.start()
@@ -123,11 +132,12 @@ def test_send_async_callbacks_all_complete_ok_and_nothing_is_stored_twice(broker
     assert _read_back(broker.service_url) == list(range(sender.done))
 
 
+@ON_BOTH_TRANSPORTS
 def test_a_consumer_receiving_and_acking_gets_every_acknowledged_message(broker_process, stop_signal,
-                                                                         reconnections):
+                                                                         reconnections, transport):
     broker = broker_process(*SETTINGS, restartable=True)
     received: set[int] = set()
-    with Client(broker.service_url) as client:
+    with Client(broker.service_url, transport=transport) as client:
         consumer = client.subscribe(TOPIC, "work", consumer_type=ConsumerType.Shared,
                                     initial_position=InitialPosition.Earliest)
         producer = client.create_producer(TOPIC, producer_name="feed", send_timeout_millis=60_000)
@@ -151,10 +161,11 @@ def test_a_consumer_receiving_and_acking_gets_every_acknowledged_message(broker_
     assert reconnections() >= 2 * RESTARTS  # the producer's and the consumer's
 
 
-def test_a_reader_resumes_after_the_last_message_it_returned(broker_process, stop_signal, reconnections):
+@ON_BOTH_TRANSPORTS
+def test_a_reader_resumes_after_the_last_message_it_returned(broker_process, stop_signal, reconnections, transport):
     broker = broker_process(*SETTINGS, restartable=True)
     read: list[int] = []
-    with Client(broker.service_url) as client:
+    with Client(broker.service_url, transport=transport) as client:
         producer = client.create_producer(TOPIC, producer_name="feed", send_timeout_millis=60_000)
         reader = client.create_reader(TOPIC, MessageId.earliest, receiver_queue_size=50)
         sender = Worker(lambda i: producer.send(b"m-%d" % i))

@@ -16,9 +16,8 @@ import pytest
 
 from tests.pulsar_lite import pulsar_lite_broker  # noqa: F401  (pulsar-lite for modules that ask for it)
 
-# The binary variant is switched on once the binary transport (connector/client/binary/) carries the client's
-# suite; PULSARLIKE_TEST_TRANSPORTS=grpc,binary runs it meanwhile.
-TRANSPORTS = tuple(os.environ.get("PULSARLIKE_TEST_TRANSPORTS", "grpc").split(","))
+# PULSARLIKE_TEST_TRANSPORTS=grpc (or binary) runs the marked tests over one transport only.
+TRANSPORTS = tuple(os.environ.get("PULSARLIKE_TEST_TRANSPORTS", "grpc,binary").split(","))
 
 
 def pytest_generate_tests(metafunc):
