@@ -14,6 +14,8 @@ as bench/pulsar_lite_compare.py starts it) serves our client over the binary tra
 - **produce**: ``send_async`` of ``--messages`` messages with batching on (1,000 per batch,
   ``block_if_queue_full``), then ``flush``; msg/s.
 - **consume**: ``receive`` of those messages from the earliest, ``acknowledge_cumulative`` every 1,000; msg/s.
+- **CPU µs per message** of produce and consume, of this process (the client) and of the broker process: on a
+  shared machine msg/s moves with the load; CPU per message much less.
 
 Targets (issue 23): our e2e p50 <= 0.5 ms against pulsarlike and no worse than the official client's through the
 same broker; binary throughput >= 0.9x gRPC (produce and consume). ``--profile`` runs the binary latency
@@ -42,7 +44,7 @@ import pulsar  # noqa: E402
 
 import throughput  # noqa: E402  (broker start/stop, our produce/consume workloads)
 from connector import Client, InitialPosition  # noqa: E402
-from pulsar_protocol import official_consume, official_produce  # noqa: E402
+from pulsar_protocol import CpuSplit, official_consume, official_produce  # noqa: E402
 
 WHO = ("grpc", "binary", "official", "lite")
 LABELS = {"grpc": "ours, gRPC", "binary": "ours, binary", "official": "pulsar-client",
@@ -104,30 +106,40 @@ def ours_latency(client: Client, prefix: str, args: argparse.Namespace) -> tuple
         consumer.close()
 
 
-def run_ours(url: str, transport: str, args: argparse.Namespace, prefix: str) -> dict[str, float]:
-    payload = b"x" * args.size
+def with_cpu(results: dict[str, float], what: str, pid: int, n: int, workload: Any, *args: Any) -> None:
+    """``results[what + "_msg_s"]`` from ``workload(*args)``, and the CPU µs per message it cost this process
+    (the client) and the broker process: figures that the machine's load moves less than msg/s."""
+    with CpuSplit(pid) as cpu:
+        results[f"{what}_msg_s"] = measured(what, workload, *args)
+    results[f"{what}_client_us"], results[f"{what}_broker_us"] = cpu.client / n * 1e6, cpu.broker / n * 1e6
+
+
+def run_ours(url: str, pid: int, transport: str, args: argparse.Namespace, prefix: str) -> dict[str, float]:
+    payload, r = b"x" * args.size, {}
     with Client(url, transport=transport) as client:
-        p50, p99 = measured(f"{prefix} latency", ours_latency, client, prefix, args)
-        produce = measured(f"{prefix} produce", throughput.bench_produce, client, f"{prefix}-tput", args.messages,
-                           payload)
-        consume = measured(f"{prefix} consume", throughput.bench_consume, client, f"{prefix}-tput", args.messages)
-    return {"p50_ms": p50, "p99_ms": p99, "produce_msg_s": produce, "consume_msg_s": consume}
+        r["p50_ms"], r["p99_ms"] = measured(f"{prefix} latency", ours_latency, client, prefix, args)
+        with_cpu(r, "produce", pid, args.messages, throughput.bench_produce, client, f"{prefix}-tput", args.messages,
+                 payload)
+        with_cpu(r, "consume", pid, args.messages, throughput.bench_consume, client, f"{prefix}-tput", args.messages)
+    return r
 
 
-def run_official(url: str, args: argparse.Namespace) -> dict[str, float]:
-    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+def run_official(url: str, pid: int, args: argparse.Namespace) -> dict[str, float]:
+    client, r = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)), {}
     try:
         consumer = client.subscribe("official-latency", "bench-latency",
                                     initial_position=pulsar.InitialPosition.Earliest)
         producer = client.create_producer("official-latency", batching_enabled=False)
-        p50, p99 = latency(producer, consumer, args.latency_messages, args.warmup, args.size, args.latency_rate)
+        r["p50_ms"], r["p99_ms"] = latency(producer, consumer, args.latency_messages, args.warmup, args.size,
+                                           args.latency_rate)
         producer.close()
         consumer.close()
-        produce = official_produce(client, "official-tput", args.messages, b"x" * args.size)
-        consume = official_consume(client, "official-tput", args.messages)
+        with_cpu(r, "produce", pid, args.messages, official_produce, client, "official-tput", args.messages,
+                 b"x" * args.size)
+        with_cpu(r, "consume", pid, args.messages, official_consume, client, "official-tput", args.messages)
     finally:
         client.close()
-    return {"p50_ms": p50, "p99_ms": p99, "produce_msg_s": produce, "consume_msg_s": consume}
+    return r
 
 
 def profile_binary(url: str, args: argparse.Namespace) -> None:
@@ -185,7 +197,8 @@ def main() -> None:
         try:
             for who in ("grpc", "binary", "official"):
                 if who in chosen:
-                    results[who] = run_official(url, args) if who == "official" else run_ours(url, who, args, who)
+                    results[who] = (run_official(url, proc.pid, args) if who == "official"
+                                    else run_ours(url, proc.pid, who, args, who))
             if args.profile:
                 profile_binary(url, args)
         finally:
@@ -195,7 +208,7 @@ def main() -> None:
 
             lite, port = start_serving(LITE, tmp)
             try:
-                results["lite"] = run_ours(f"pulsar://127.0.0.1:{port}", "binary", args, "lite")
+                results["lite"] = run_ours(f"pulsar://127.0.0.1:{port}", lite.pid, "binary", args, "lite")
             finally:
                 throughput.stop(lite)
     report(results, args)
@@ -206,10 +219,12 @@ def main() -> None:
 def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
     print(f"{args.messages:,} messages of {args.size} B (throughput); {args.latency_messages:,} sync sends at "
           f"{args.latency_rate:g}/s after {args.warmup} warm-up (latency)")
-    print(f"  {'client':30} {'e2e p50 ms':>10} {'p99 ms':>8} {'produce msg/s':>14} {'consume msg/s':>14}")
+    print(f"  {'client':30} {'e2e p50 ms':>10} {'p99 ms':>8} {'produce msg/s':>14} {'consume msg/s':>14}"
+          f"   CPU µs/msg client/broker: produce, consume")
     for who, r in results.items():
         print(f"  {LABELS[who]:30} {r['p50_ms']:>10.3f} {r['p99_ms']:>8.3f} {r['produce_msg_s']:>14,.0f} "
-              f"{r['consume_msg_s']:>14,.0f}")
+              f"{r['consume_msg_s']:>14,.0f}   {r['produce_client_us']:.2f}/{r['produce_broker_us']:.2f}, "
+              f"{r['consume_client_us']:.2f}/{r['consume_broker_us']:.2f}")
     binary, grpc, official = results.get("binary"), results.get("grpc"), results.get("official")
     if binary is not None:
         print(f"our binary e2e p50 {binary['p50_ms']:.3f} ms (target <= 0.5 ms)"
