@@ -159,9 +159,9 @@ def test_dense_ids_name_offsets_as_our_broker_reads_them():
     ids = wire(DENSE)
     batch = ids.delivered(7, 100, 3)  # segment 7, offsets 100..102
     assert batch == 100
-    assert triples(ids.individual([(100, 103)])) == [(7, 100, -1, None)]
+    assert triples(ids.individual([(100, 103)])) == [(0, 100, -1, None)]
     assert triples(ids.individual([(101, 102)])) == [(0, 101, -1, None)]  # inside an entry: that message alone
-    assert triples(ids.individual([(100, 101)])) == [(7, 100, -1, 0b110)]
+    assert triples(ids.individual([(100, 101)])) == [(0, 100, -1, 0b110)]
     assert triples([ids.cumulative(100)]) == [(0, 100, 0, None)]  # its first message, not the whole entry
     assert triples([ids.start(101)]) == [(0, 101, -1, None)]
 
@@ -171,12 +171,14 @@ def test_an_absurd_range_names_a_bounded_number_of_ids():
     assert len(ids.individual([(0, 1 << 31)])) == 10_000
 
 
-def test_the_memory_of_delivered_entries_is_bounded():
+def test_the_memory_of_delivered_entries_is_bounded_per_topic():
     memory = EntryMemory(limit=3)
+    sizes, other = memory.of(TOPIC), memory.of(TOPIC + "-2")
     for entry in range(5):
-        memory.add(TOPIC, entry, 0, entry, 1)
-    assert len(memory) == 3
-    assert memory.get(TOPIC, 0) is None and memory.get(TOPIC, 4) == (0, 4, 1)
+        memory.add(sizes, entry, 2)
+    memory.add(other, 0, 1)
+    assert len(memory) == 4
+    assert sizes.get(0) is None and sizes.get(4) == 2 and memory.of(TOPIC) is sizes
 
 
 def test_packing_is_thread_safe_about_the_base():

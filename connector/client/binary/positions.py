@@ -139,8 +139,9 @@ class PackedPositions:
 
 # ----------------------------------------------------------------------------------------------------------
 # Positions -> the message ids of Pulsar commands (ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES, SEEK, SUBSCRIBE).
-ENTRIES_REMEMBERED = 200_000
-"""Delivered entries whose size a transport remembers (for acks made after a reconnection, on a new stream)."""
+ENTRIES_REMEMBERED = 50_000
+"""Delivered entries whose size is remembered per topic partition (about 100 bytes each), for the acks and
+redeliveries of entries delivered on an earlier stream (before a reconnection); older ones are forgotten."""
 IDS_PER_REQUEST_MAX = 10_000
 """Most message ids one ACK or redelivery names; the rest of an absurd range is left (delivered again)."""
 _U64 = 1 << 64
@@ -148,28 +149,31 @@ MessageIdData = pulsar_api_pb2.MessageIdData
 
 
 class EntryMemory:
-    """``(topic, first position) -> (ledger, entry, size)`` of delivered entries, bounded (the oldest is
+    """``topic -> {first position: size}`` of delivered entries, at most ``limit`` per topic (the oldest is
     forgotten first). Shared by the streams of one transport, so a stream reopened after a reconnection still
     knows the entries the previous one delivered."""
 
     def __init__(self, limit: int = ENTRIES_REMEMBERED) -> None:
         self._limit = limit
-        self._entries: dict[tuple[str, int], tuple[int, int, int]] = {}
+        self._topics: dict[str, dict[int, int]] = {}
 
-    def add(self, topic: str, first: int, ledger: int, entry: int, size: int) -> None:
-        entries = self._entries
-        entries[(topic, first)] = (ledger, entry, size)
-        if len(entries) > self._limit:
+    def of(self, topic: str) -> dict[int, int]:
+        """The sizes of ``topic``'s entries by first position (add with :meth:`add`)."""
+        sizes = self._topics.get(topic)
+        if sizes is None:
+            sizes = self._topics.setdefault(topic, {})
+        return sizes
+
+    def add(self, sizes: dict[int, int], first: int, size: int) -> None:
+        sizes[first] = size
+        if len(sizes) > self._limit:
             try:
-                del entries[next(iter(entries))]
+                del sizes[next(iter(sizes))]
             except (StopIteration, KeyError, RuntimeError):  # another thread got there first
                 pass
 
-    def get(self, topic: str, first: int) -> tuple[int, int, int] | None:
-        return self._entries.get((topic, first))
-
     def __len__(self) -> int:
-        return len(self._entries)
+        return sum(map(len, list(self._topics.values())))
 
 
 def _id(ledger: int, entry: int, partition: int, batch_index: int = -1) -> MessageIdData:
@@ -183,8 +187,9 @@ class WireIds:
     """The message ids of one topic partition's commands, from the core's positions (``positions``: DENSE
     or :class:`PackedPositions`), knowing the delivered entries ``memory`` holds.
 
-    - **dense** (pulsarlike): an id's entry id is an offset; our broker reads an id pointing inside an entry
-      as the message at that offset, so a message of an entry that is not remembered is named alone.
+    - **dense** (pulsarlike): an id's entry id is an offset (its ledger id 0: our broker reads the entry id
+      alone); our broker reads an id pointing inside an entry as the message at that offset, so a message of
+      an entry that is not remembered is named alone.
     - **packed**: ``entry_of`` gives the real ``(ledger, entry, batch index)``.
 
     A range that covers a whole entry becomes the entry's id; one that covers part of a batch, the entry's id
@@ -195,6 +200,7 @@ class WireIds:
     def __init__(self, positions: Positions, memory: EntryMemory, topic: str, partition: int) -> None:
         self.positions = positions
         self.dense = positions.dense
+        self._sizes = memory.of(topic)
         self._memory = memory
         self._topic = topic
         self._partition = partition
@@ -207,7 +213,7 @@ class WireIds:
             positions: PackedPositions = self.positions  # type: ignore[assignment]
             positions.check_batch_size(ledger, entry, size)
             first = positions.pack(ledger, entry, 0)
-        self._memory.add(self._topic, first, ledger, entry, size)
+        self._memory.add(self._sizes, first, size)
         return first
 
     def start(self, position: int) -> MessageIdData:
@@ -221,27 +227,25 @@ class WireIds:
         """``(ledger, entry, first index, end index, entry size or None)`` per entry the ranges touch; a
         dense position of an entry not remembered is its own segment ``(0, offset, 0, 1, None)``."""
         budget = IDS_PER_REQUEST_MAX
-        get = self._memory.get
+        get = self._sizes.get
         topic = self._topic
         for start, end in ranges:
             pos = start
             while pos < end and budget > 0:
                 budget -= 1
                 if self.dense:
-                    known = get(topic, pos)
-                    if known is None:
+                    size = get(pos)
+                    if size is None:
                         yield 0, pos, 0, 1, None
                         pos += 1
                         continue
-                    ledger, entry, size = known
                     stop = min(end, pos + size)
-                    yield ledger, entry, 0, stop - pos, size
+                    yield 0, pos, 0, stop - pos, size
                     pos = stop
                     continue
                 ledger, entry, index = self.positions.entry_of(pos)  # type: ignore[attr-defined]
                 first = pos - index
-                known = get(topic, first)
-                size = known[2] if known is not None else None
+                size = get(first)
                 stop = min(end, first + ENTRY_STRIDE)
                 last = index + stop - pos
                 yield ledger, entry, index, last if size is None else min(last, size), size
@@ -283,8 +287,7 @@ class WireIds:
         if self.dense:  # batch index 0: our broker reads (entry, 0) as the entry's first message, not all of it
             return _id(0, position, self._partition, 0)
         ledger, entry, index = self.positions.entry_of(position)  # type: ignore[attr-defined]
-        known = self._memory.get(self._topic, position - index)
-        size = known[2] if known is not None else (1 if index == 0 else None)
+        size = self._sizes.get(position - index, 1 if index == 0 else None)
         if size is not None and index >= size - 1:
             return _id(ledger, entry, self._partition)
         return _id(ledger, entry - 1, self._partition)  # inside a batch: the entries before it
