@@ -13,6 +13,7 @@ from broker_core.protocol import codec, pulsar_api_pb2
 
 from connector.client.message_id import MessageId
 from connector.client.permits import Discarded, Taker
+from connector.client.transport import DENSE
 
 if TYPE_CHECKING:
     from connector.client.partition_consumer import PartitionConsumer
@@ -138,8 +139,9 @@ class Message:
         except AttributeError:
             e = self._entry
             # the transport's numbering: pulsarlike's (ledger, first offset), another broker's real ids
-            mid = self._id = e.sub.positions.message_id(e.ledger_id, e.entry_id, e.partition, self._index,
-                                                        e.num_messages if e.batched else 0, e.topic)
+            sub = e.sub  # None: a MessageBatch's message, whose entry names the real ids
+            mid = self._id = (DENSE if sub is None else sub.positions).message_id(
+                e.ledger_id, e.entry_id, e.partition, self._index, e.num_messages if e.batched else 0, e.topic)
             return mid
 
     def offset(self) -> int:
