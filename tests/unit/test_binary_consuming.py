@@ -346,4 +346,5 @@ def test_an_id_beyond_packed_positions_ends_the_stream_with_a_clear_error():
     stream = Stream(subscribe(), PackedPositions(base_ledger=LEDGER)).start()
     stream.deliver(LEDGER + (1 << 30), 0, entry(1))
     assert isinstance(stream.ends[0], errors.NotSupported)
+    assert len(stream.conn.of(T.CLOSE_CONSUMER)) == 1 and stream.kinds() == ["subscribed"]
 

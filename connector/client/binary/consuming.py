@@ -457,7 +457,10 @@ class ConsumeAdapter:
         try:
             first = self._ids.delivered(_signed(mid.ledgerId), _signed(mid.entryId), size)
         except errors.PulsarLikeError as exc:  # beyond what positions can name: this stream cannot go on
-            self._conn.unregister_consumer(message.consumer_id)
+            conn = self._conn
+            conn.request_async(T(type=CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
+                consumer_id=message.consumer_id, request_id=conn.next_request_id())), lambda *_: None)
+            conn.unregister_consumer(message.consumer_id)
             self._end(exc)
             return
         floor = self._floor
