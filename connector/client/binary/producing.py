@@ -33,6 +33,9 @@ terminated) fails that entry only, as over gRPC.
 reconnecting producer) is not the answer yet: the producer is ready at the second ``PRODUCER_SUCCESS`` of the
 same request. A producer reopened after it was lost carries a higher ``epoch``, so the broker can tell it
 from another producer that wants the same name.
+
+:func:`register_schema` registers a schema the way every Pulsar broker takes one -- a producer carrying it --
+for brokers that do not answer ``GET_OR_CREATE_SCHEMA`` (pulsar-lite).
 """
 from __future__ import annotations
 
@@ -130,7 +133,8 @@ class ProduceAdapter:
                 return
             with self._lock:
                 if not self._live:
-                    self._held.append(request)  # opening, or the opened answer is being handled
+                    if not self._ended:  # ended: the core sends it again on its next stream
+                        self._held.append(request)  # opening, or the opened answer is being handled
                     return
             self._conn.send(self._frame(request), request.data)
             return
