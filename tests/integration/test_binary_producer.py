@@ -28,9 +28,8 @@ def broker_proc(tmp_path_factory):
 @pytest.fixture(params=["pulsarlike", "pulsar-lite"])
 def any_broker(request):
     """The service URL of our broker's process, then of pulsar-lite."""
-    if request.param == "pulsarlike":
-        return request.getfixturevalue("broker_proc").service_url
-    return request.getfixturevalue("pulsar_lite_broker").service_url
+    fixture = "broker_proc" if request.param == "pulsarlike" else "pulsar_lite_broker"
+    return request.getfixturevalue(fixture).service_url
 
 
 @pytest.fixture
@@ -188,13 +187,16 @@ class OfficialReading(pulsar.schema.Record):
 OfficialReading.__name__ = "Reading"  # the definitions are compared by record name
 
 
-def test_an_avro_record_is_read_by_the_official_client(broker_proc, topic):
-    any_broker = broker_proc.service_url
+def test_an_avro_record_is_read_by_the_official_client(any_broker, topic, request):
     with Client(any_broker, transport="binary") as client:
         producer = client.create_producer(topic, schema=ours.AvroSchema(Reading))
         producer.send(Reading(name="t1", value=21.5))
         producer.close()
-    [record] = read_all(any_broker, topic, 1, schema=pulsar.schema.AvroSchema(OfficialReading))
+    official = pulsar.schema.AvroSchema(OfficialReading)
+    if request.node.callspec.params["any_broker"] == "pulsarlike":
+        [record] = read_all(any_broker, topic, 1, schema=official)
+    else:  # pulsar-lite never answers the official consumer's GET_SCHEMA (10 s): its bytes, decoded
+        [record] = [official.decode(data) for data in read_all(any_broker, topic, 1)]
     assert (record.name, record.value) == ("t1", 21.5)
 
 
