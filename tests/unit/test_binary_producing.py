@@ -282,6 +282,16 @@ def test_close_producer_from_the_broker_is_a_lost_stream_and_the_reopening_has_a
     assert transport.conn.requests[-1][0].producer.epoch == 1
 
 
+def test_a_reopened_producer_whose_name_the_broker_chose_says_the_name_is_not_the_users():
+    _, transport, rec = started()
+    answer_producer(transport.conn, "standalone-0-7")
+    transport.conn.producers[1].on_connection_lost(errors.ConnectError("socket closed"))
+    started("standalone-0-7", transport=transport)
+    producer = transport.conn.requests[-1][0].producer
+    assert (producer.producer_name, producer.epoch, producer.user_provided_producer_name) == \
+        ("standalone-0-7", 1, False)
+
+
 def test_a_lost_connection_ends_the_stream_once():
     adapter, conn, rec = opened()
     adapter.on_connection_lost(errors.ConnectError("socket closed"))

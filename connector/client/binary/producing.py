@@ -67,15 +67,17 @@ RESEND_CODES = frozenset({cmd.ChecksumError, cmd.ServiceNotReady, cmd.Persistenc
 """SEND_ERROR codes a reconnection and resend get past (see the module docstring)."""
 MAX_EPOCHS = 4096
 
-_epochs: dict[tuple[int, str, str], int] = {}
+_epochs: dict[tuple[int, str, str], tuple[int, bool]] = {}
 """By (transport, topic, producer name): the epoch of the next opening of a producer that was lost (absent:
-0, a new producer). Dropped when the producer closes."""
+0, a new producer), and whether the broker generated its name (its reopenings say it is not the user's, as
+Pulsar's clients do). Dropped when the producer closes."""
 _epochs_lock = threading.Lock()
 
 
-def _bump_epoch(key: tuple[int, str, str]) -> None:
+def _bump_epoch(key: tuple[int, str, str], generated: bool) -> None:
     with _epochs_lock:
-        _epochs[key] = _epochs.get(key, 0) + 1
+        epoch, was_generated = _epochs.get(key, (0, generated))
+        _epochs[key] = (epoch + 1, was_generated)
         if len(_epochs) > MAX_EPOCHS:  # producers lost and never closed: forget the oldest
             del _epochs[next(iter(_epochs))]
 
@@ -199,8 +201,9 @@ class ProduceAdapter:
         producer.producer_access_mode = ACCESS_MODES.get(self._open.access_mode, cmd.Shared)
         if self.producer_name:
             producer.producer_name = self.producer_name
-            producer.user_provided_producer_name = True
-            producer.epoch = _epochs.get(self._epoch_key(), 0)
+            epoch, generated = _epochs.get(self._epoch_key(), (0, False))
+            producer.user_provided_producer_name = not generated
+            producer.epoch = epoch
         else:
             producer.user_provided_producer_name = False
         for key, value in self._open.properties.items():
@@ -320,7 +323,7 @@ class ProduceAdapter:
         if moved:  # the topic may be served elsewhere now: the reopening looks it up again
             self._transport.forget(self.topic)
         if self._opened and not self._closing:
-            _bump_epoch(self._epoch_key())
+            _bump_epoch(self._epoch_key(), generated=not self._open.producer_name)
         self._end(None if self._closing else error)
 
     # --- the end --------------------------------------------------------------------------------------
