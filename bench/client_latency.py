@@ -1,7 +1,7 @@
 """Our client over each transport against the official client (issue 23's benchmark): latency and throughput.
 
 Run it with ``python bench/client_latency.py [--messages N] [--size B] [--latency-messages N] [--warmup N]
-[--latency-rate R] [--only grpc,binary,official,lite] [--profile] [--json]``.
+[--latency-rate R] [--only grpc,binary,official,lite] [--rounds N] [--profile] [--json]``.
 
 One pulsarlike broker process (``journalSyncMode`` default, as bench/throughput.py starts it) serves, one after
 the other on their own topics: our ``connector.Client`` with ``transport="grpc"``, the same with
@@ -18,7 +18,8 @@ as bench/pulsar_lite_compare.py starts it) serves our client over the binary tra
   shared machine msg/s moves with the load; CPU per message much less.
 
 Targets (issue 23): our e2e p50 <= 0.5 ms against pulsarlike and no worse than the official client's through the
-same broker; binary throughput >= 0.9x gRPC (produce and consume). ``--profile`` runs the binary latency
+same broker; binary throughput >= 0.9x gRPC (produce and consume). ``--rounds N`` interleaves N runs of each client
+(pulsar-lite's after, on its own process) and prints the medians: on this shared machine single runs vary ~2x. ``--profile`` runs the binary latency
 workload once more under cProfile (every thread, ``threading.setprofile``) and prints the functions with the
 most own time. Nothing is asserted.
 """
@@ -29,6 +30,7 @@ import cProfile
 import io
 import json
 import pstats
+import statistics
 import sys
 import tempfile
 import threading
@@ -124,19 +126,19 @@ def run_ours(url: str, pid: int, transport: str, args: argparse.Namespace, prefi
     return r
 
 
-def run_official(url: str, pid: int, args: argparse.Namespace) -> dict[str, float]:
+def run_official(url: str, pid: int, args: argparse.Namespace, prefix: str = "official") -> dict[str, float]:
     client, r = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)), {}
     try:
-        consumer = client.subscribe("official-latency", "bench-latency",
+        consumer = client.subscribe(f"{prefix}-latency", "bench-latency",
                                     initial_position=pulsar.InitialPosition.Earliest)
-        producer = client.create_producer("official-latency", batching_enabled=False)
+        producer = client.create_producer(f"{prefix}-latency", batching_enabled=False)
         r["p50_ms"], r["p99_ms"] = latency(producer, consumer, args.latency_messages, args.warmup, args.size,
                                            args.latency_rate)
         producer.close()
         consumer.close()
-        with_cpu(r, "produce", pid, args.messages, official_produce, client, "official-tput", args.messages,
+        with_cpu(r, "produce", pid, args.messages, official_produce, client, f"{prefix}-tput", args.messages,
                  b"x" * args.size)
-        with_cpu(r, "consume", pid, args.messages, official_consume, client, "official-tput", args.messages)
+        with_cpu(r, "consume", pid, args.messages, official_consume, client, f"{prefix}-tput", args.messages)
     finally:
         client.close()
     return r
@@ -184,6 +186,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--latency-rate", type=float, default=500.0)
     parser.add_argument("--only", default=",".join(WHO), help="a comma-separated subset of " + ",".join(WHO))
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved runs of each client; medians printed")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -191,14 +194,16 @@ def main() -> None:
     unknown = set(chosen) - set(WHO)
     if unknown:
         parser.error(f"--only: unknown {sorted(unknown)}; use some of {','.join(WHO)}")
-    results: dict[str, dict[str, float]] = {}
+    runs: dict[str, list[dict[str, float]]] = {who: [] for who in chosen}
     with tempfile.TemporaryDirectory(prefix="pulsarlike-bench-") as tmp:
         proc, url = throughput.start_broker(tmp, [])
         try:
-            for who in ("grpc", "binary", "official"):
-                if who in chosen:
-                    results[who] = (run_official(url, proc.pid, args) if who == "official"
-                                    else run_ours(url, proc.pid, who, args, who))
+            for round_ in range(args.rounds):  # interleaved: each client meets the same load as the others
+                for who in ("grpc", "binary", "official"):
+                    if who in chosen:
+                        prefix = f"{who}-{round_}"
+                        runs[who].append(run_official(url, proc.pid, args, prefix) if who == "official"
+                                         else run_ours(url, proc.pid, who, args, prefix))
             if args.profile:
                 profile_binary(url, args)
         finally:
@@ -208,9 +213,12 @@ def main() -> None:
 
             lite, port = start_serving(LITE, tmp)
             try:
-                results["lite"] = run_ours(f"pulsar://127.0.0.1:{port}", lite.pid, "binary", args, "lite")
+                for round_ in range(args.rounds):
+                    runs["lite"].append(run_ours(f"pulsar://127.0.0.1:{port}", lite.pid, "binary", args,
+                                                 f"lite-{round_}"))
             finally:
                 throughput.stop(lite)
+    results = {who: {key: statistics.median(r[key] for r in rs) for key in rs[0]} for who, rs in runs.items() if rs}
     report(results, args)
     if args.json:
         print(json.dumps(results, sort_keys=True))
@@ -218,7 +226,7 @@ def main() -> None:
 
 def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
     print(f"{args.messages:,} messages of {args.size} B (throughput); {args.latency_messages:,} sync sends at "
-          f"{args.latency_rate:g}/s after {args.warmup} warm-up (latency)")
+          f"{args.latency_rate:g}/s after {args.warmup} warm-up (latency); medians of {args.rounds} round(s)")
     print(f"  {'client':30} {'e2e p50 ms':>10} {'p99 ms':>8} {'produce msg/s':>14} {'consume msg/s':>14}"
           f"   CPU µs/msg client/broker: produce, consume")
     for who, r in results.items():
