@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from typing import Any, Callable
 
 from broker_core import errors
@@ -67,19 +68,28 @@ RESEND_CODES = frozenset({cmd.ChecksumError, cmd.ServiceNotReady, cmd.Persistenc
 """SEND_ERROR codes a reconnection and resend get past (see the module docstring)."""
 MAX_EPOCHS = 4096
 
-_epochs: dict[tuple[int, str, str], tuple[int, bool]] = {}
-"""By (transport, topic, producer name): the epoch of the next opening of a producer that was lost (absent:
+_epochs: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], tuple[int, bool]]] = weakref.WeakKeyDictionary()
+"""By transport, then by (topic, producer name): the epoch of the next opening of a producer that was lost (absent:
 0, a new producer), and whether the broker generated its name (its reopenings say it is not the user's, as
 Pulsar's clients do). Dropped when the producer closes."""
 _epochs_lock = threading.Lock()
 
 
-def _bump_epoch(key: tuple[int, str, str], generated: bool) -> None:
+def _epochs_of(transport: Any) -> dict[tuple[str, str], tuple[int, bool]]:
     with _epochs_lock:
-        epoch, was_generated = _epochs.get(key, (0, generated))
-        _epochs[key] = (epoch + 1, was_generated)
-        if len(_epochs) > MAX_EPOCHS:  # producers lost and never closed: forget the oldest
-            del _epochs[next(iter(_epochs))]
+        found = _epochs.get(transport)
+        if found is None:
+            found = _epochs[transport] = {}
+        return found
+
+
+def _bump_epoch(transport: Any, key: tuple[str, str], generated: bool) -> None:
+    epochs = _epochs_of(transport)
+    with _epochs_lock:
+        epoch, was_generated = epochs.get(key, (0, generated))
+        epochs[key] = (epoch + 1, was_generated)
+        if len(epochs) > MAX_EPOCHS:  # producers lost and never closed: forget the oldest
+            del epochs[next(iter(epochs))]
 
 
 def _is_chunk(data: bytes) -> bool:
@@ -165,8 +175,9 @@ class ProduceAdapter:
             self._send_close(conn, None)
         if opened and wait_s > 0:
             self._closed_answer.wait(wait_s)
+        epochs = _epochs_of(self._transport)
         with _epochs_lock:
-            _epochs.pop(self._epoch_key(), None)
+            epochs.pop(self._epoch_key(), None)
         self._end(None)
 
     # --- opening (a worker thread, then the connection's) -----------------------------------------------
@@ -201,7 +212,7 @@ class ProduceAdapter:
         producer.producer_access_mode = ACCESS_MODES.get(self._open.access_mode, cmd.Shared)
         if self.producer_name:
             producer.producer_name = self.producer_name
-            epoch, generated = _epochs.get(self._epoch_key(), (0, False))
+            epoch, generated = _epochs_of(transport).get(self._epoch_key(), (0, False))
             producer.user_provided_producer_name = not generated
             producer.epoch = epoch
         else:
@@ -323,12 +334,12 @@ class ProduceAdapter:
         if moved:  # the topic may be served elsewhere now: the reopening looks it up again
             self._transport.forget(self.topic)
         if self._opened and not self._closing:
-            _bump_epoch(self._epoch_key(), generated=not self._open.producer_name)
+            _bump_epoch(self._transport, self._epoch_key(), generated=not self._open.producer_name)
         self._end(None if self._closing else error)
 
     # --- the end --------------------------------------------------------------------------------------
-    def _epoch_key(self) -> tuple[int, str, str]:
-        return (id(self._transport), self.topic, self.producer_name)
+    def _epoch_key(self) -> tuple[str, str]:
+        return (self.topic, self.producer_name)
 
     def _end(self, error: errors.PulsarLikeError | None) -> None:
         with self._lock:
