@@ -27,7 +27,7 @@ from pyspark.sql.datasource import InputPartition
 from broker_core import errors
 
 from connector.spark.auth_options import ClientSecurity
-from connector.spark.message_id_offsets import IdOffset, holds_messages, is_after, is_within, of_message_id
+from connector.spark.message_id_offsets import _WHOLE, IdOffset, holds_messages, of_message_id
 from connector.spark.offsets import TopicPartition
 from connector.spark.partition_reader import ROWS_PER_BATCH, RangeReadTimeout
 from connector.spark.typed_values import BYTES, arrow_schema
@@ -58,10 +58,13 @@ def plan_id_ranges(start: dict[TopicPartition, Any], end: dict[TopicPartition, A
             for tp in sorted(end) if tp in start and holds_messages(start[tp], end[tp])]
 
 
-def walk(reader: Any, start: IdOffset, end: IdOffset, timeout_ms: int, where: str) -> Iterator[Any]:
-    """The messages ``start < id <= end`` of ``reader`` (started after ``start``), each once, in order."""
-    taken = start
-    while holds_messages(taken, end):
+def walk(reader: Any, start: IdOffset, end: IdOffset, timeout_ms: int, where: str) -> Iterator[tuple[Any, Any]]:
+    """``(message, its id)`` of the messages ``start < id <= end`` of ``reader`` (started after ``start``),
+    each once, in order."""
+    taken = start.key
+    last = end.key
+    end_entry = (end.ledger, end.entry) if end.batch < 0 else None
+    while taken < last:
         try:
             message = reader.read_next(timeout_ms)
         except Exception as exc:
@@ -72,15 +75,19 @@ def walk(reader: Any, start: IdOffset, end: IdOffset, timeout_ms: int, where: st
                     "broker") from None
             raise
         mid = message.message_id()
-        if not is_after(mid, taken):
+        batch = mid.batch_index()
+        key = (mid.ledger_id(), mid.entry_id(), batch if batch >= 0 else _WHOLE)
+        if key <= taken:
             continue  # delivered again, or before the start inside the entry the reader started in
-        if not is_within(mid, end):
+        if key > last:
             break
-        yield message
-        taken = of_message_id(mid)
-        if taken.batch >= 0 and end.batch < 0 and (taken.ledger, taken.entry) == (end.ledger, end.entry) \
-                and not reader.has_message_available():
-            break  # the last message of the end's entry (its batch size unknown): nothing follows it
+        yield message, mid
+        taken = key
+        if batch >= 0 and end_entry is not None and key[:2] == end_entry:
+            size_of = getattr(mid, "batch_size", None)
+            size = size_of() if size_of is not None else 0
+            if batch == size - 1 or (not size and not reader.has_message_available()):
+                break  # the last message of the end's entry: the range is complete
 
 
 class Skimmed(NamedTuple):
@@ -97,13 +104,13 @@ def skim(reader: Any, start: IdOffset, end: IdOffset, timeout_ms: int, where: st
     """Count the messages of ``start -> end`` up to ``max_messages`` (and about ``max_bytes`` of payload, at
     least one message); where the count stopped."""
     reached, count, size = start, 0, 0
-    for message in walk(reader, start, end, timeout_ms, where):
+    for message, mid in walk(reader, start, end, timeout_ms, where):
         if (max_messages is not None and count >= max_messages) or \
                 (max_bytes is not None and count and size + len(message.data()) > max_bytes):
             return Skimmed(reached, count, size, False)
         count += 1
         size += len(message.data())
-        reached = of_message_id(message.message_id())
+        reached = of_message_id(mid)
     return Skimmed(reached, count, size, True)
 
 
@@ -136,8 +143,8 @@ class IdRangeReader:
                                                 receiver_queue_size=self.permits_window,
                                                 start_message_id_inclusive=False)
             rows = _Rows(tp, self.schema)
-            for message in walk(reader, start, end, self.poll_timeout_ms, str(tp)):
-                rows.add(message)
+            for message, mid in walk(reader, start, end, self.poll_timeout_ms, str(tp)):
+                rows.add(message, mid)
                 if rows.count >= self.rows_per_batch:
                     yield rows.build()
             if rows.count:
@@ -160,28 +167,29 @@ class _Rows:
         self.count = 0
         self._columns: dict[str, list[Any]] = {name: [] for name in self.schema.names}
 
-    def add(self, message: Any) -> None:
+    def add(self, message: Any, mid: Any) -> None:
         c = self._columns
         has_null = getattr(message, "has_null_value", None)
-        c["value"].append(None if callable(has_null) and has_null() else message.data())
+        c["value"].append(None if has_null is not None and has_null() else message.data())
         key = message.partition_key() or None
         c["__key"].append(key.encode() if key is not None and self._binary_key else key)
-        c["__topic"].append(self.tp.topic)
-        c["__partition"].append(self.tp.partition)
-        c["__offset"].append(None)  # no dense offsets on this broker: __messageId names the message
-        c["__messageId"].append(message.message_id().serialize())
+        c["__messageId"].append(mid.serialize())
         c["__publishTime"].append(message.publish_timestamp() * 1000)
         event = message.event_timestamp()
         c["__eventTime"].append(event * 1000 if event else None)
-        c["__messageProperties"].append(list(message.properties().items()))
+        props = message.properties()
+        c["__messageProperties"].append(list(props.items()) if props else [])
         name = getattr(message, "producer_name", None)
-        c["__producerName"].append(name() if callable(name) else None)
+        c["__producerName"].append(name() if name is not None else None)
         sequence = getattr(message, "sequence_id", None)
-        c["__sequenceId"].append(sequence() if callable(sequence) else None)
+        c["__sequenceId"].append(sequence() if sequence is not None else None)
         self.count += 1
 
     def build(self) -> pa.RecordBatch:
-        arrays = [pa.array(self._columns[f.name], type=f.type) for f in self.schema]
+        c, n = self._columns, self.count
+        # the same for every row of the range: __offset is null (no dense offsets on this broker)
+        c["__topic"], c["__partition"], c["__offset"] = [self.tp.topic] * n, [self.tp.partition] * n, [None] * n
+        arrays = [pa.array(c[f.name], type=f.type) for f in self.schema]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         self._clear()
         return batch
