@@ -80,3 +80,34 @@ def test_a_read_limit_is_shared_in_proportion_to_what_each_partition_has_waiting
     assert share_out({a: 5, b: 5, c: 5}, 10) == {a: 4, b: 3, c: 3}
     assert share_out({a: 3, b: 0}, 10) == {a: 3, b: 0}
     assert from_json({"ledger": 1, "entry": 2, "batch": 3}) == IdOffset(1, 2, 3)
+
+
+def test_on_pulsarlike_a_users_message_id_starts_after_the_message_it_names():
+    from connector.spark.planning import resolve_user_offsets
+    from connector.spark.source_admin import Bounds
+
+    tp = TopicPartition(ORDERS, 0)
+    given = {tp: IdOffset(0, 40, 2)}  # pulsarlike's id of offset 42 (entry at 40, batch index 2)
+    assert resolve_user_offsets("startingOffsets", given, {tp: Bounds(0, 100)}, True) == {tp: 43}
+
+
+def test_a_dense_offset_given_for_a_broker_without_them_is_refused_naming_it():
+    from connector.spark.id_stream_reader import resolve_id_offsets
+
+    tp = TopicPartition(ORDERS, 0)
+    last = {tp: IdOffset(3, 9, -1), TopicPartition(ORDERS, 1): IdOffset(3, 4, -1)}
+    resolved = resolve_id_offsets("startingOffsets", {tp: off.LATEST}, last, True)
+    assert resolved == {tp: IdOffset(3, 9, -1), TopicPartition(ORDERS, 1): EARLIEST}
+    with pytest.raises(ValueError, match="offset 7 of .*orders partition 0 is a dense offset"):
+        resolve_id_offsets("startingOffsets", {tp: 7}, last, True)
+
+
+def test_options_a_broker_without_dense_offsets_cannot_honour_are_refused_naming_them():
+    from broker_core.errors import NotSupported
+    from connector.spark.any_broker import check_supported
+    from connector.spark.options import parse_source_options
+
+    opts = parse_source_options({"service.url": "pulsar://127.0.0.1:6650", "topicsPattern": "orders-.*",
+                                 "readCompacted": "true"}, streaming=True)
+    with pytest.raises(NotSupported, match="topicsPattern .*readCompacted"):
+        check_supported(opts)
