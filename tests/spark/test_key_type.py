@@ -154,3 +154,18 @@ def test_the_sink_writes_binary_and_string_keys_that_clients_read_back(spark, br
         [base64.b64encode(RAW).decode(), base64.b64encode(b"k2").decode(), "k3", "k3"])
     assert sorted(m.partition_key() for m in read_all(client, topic)) == sorted(m.partition_key() for m in seen)
     assert sorted(keys_by_offset(source(stream=False, topic=topic).load())) == sorted([RAW, b"k2", b"k3", b"k3"])
+
+
+@pytest.mark.spark
+def test_a_stream_gives_the_key_type_asked_for(spark, source, client, topic, tmp_path):
+    producer = client.create_producer(topic)
+    producer.send(b"a", partition_key="k1")
+    producer.close()
+    name = f"keys_{topic.rsplit('-', 1)[-1]}"
+    query = (source(topic=topic, startingOffsets="earliest", keyType="string").load()
+             .writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    rows = spark.sql(f"SELECT __key FROM {name}")
+    assert rows.schema["__key"].dataType.simpleString() == "string"
+    assert [r["__key"] for r in rows.collect()] == ["k1"]
