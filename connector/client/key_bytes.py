@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Mapping
+from typing import Any, Mapping
 
 from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol.codec.entries import U32
@@ -61,3 +61,14 @@ def b64_key_header(payload_size: int, partition_key: str, ordering_key: bytes | 
         meta.sequence_id = sequence_id
     data = meta.SerializeToString()
     return U32.pack(len(data)) + data
+
+
+def message_key_bytes(message: Any) -> bytes | None:
+    """A received message's key as bytes (None: it has none), as Java's ``getKeyBytes()`` gives it. pulsar-client's
+    Python ``Message`` has no such accessor, so neither has ours; readers that need the bytes (the Spark source
+    reading through the client) call this."""
+    if not message.has_partition_key():
+        return None
+    single = message._single
+    meta = single if single is not None else message._entry.metadata
+    return key_bytes(message.partition_key(), bool(meta.partition_key_b64_encoded))

@@ -9,7 +9,7 @@ import pytest
 
 from broker_core.protocol import codec, pulsar_api_pb2
 from connector.client.entries import decode as split
-from connector.client.key_bytes import B64Key, b64_key_header, key_bytes
+from connector.client.key_bytes import B64Key, b64_key_header, key_bytes, message_key_bytes
 from connector.spark.arrow_batches import BatchBuilder
 from connector.spark.options import parse_source_options
 from connector.spark.schema import ARROW_SCHEMA, ARROW_SCHEMA_STRING_KEY, spark_schema
@@ -95,6 +95,20 @@ def test_the_sink_sends_a_binary_key_as_key_bytes_and_a_string_key_as_it_is():
 
 
 # --- through Spark and a broker ----------------------------------------------------------------------------
+@pytest.mark.parametrize("batched", [False, True])
+def test_our_client_reads_the_key_as_stored_and_its_bytes_as_java_would(client, topic, batched):
+    producer = client.create_producer(topic, batching_enabled=batched)
+    for key in (B64Key.of(RAW), "k1", None):
+        producer.send_async(b"v", None, partition_key=key)
+    producer.flush()
+    consumer = client.subscribe(topic, "keys", initial_position=pulsar.InitialPosition.Earliest)
+    got = [consumer.receive(10_000) for _ in range(3)]
+    consumer.close()
+    producer.close()
+    assert [m.partition_key() for m in got] == [base64.b64encode(RAW).decode(), "k1", ""]  # as pulsar-client
+    assert [message_key_bytes(m) for m in got] == [RAW, b"k1", None]
+
+
 @pytest.fixture
 def official(broker):
     client = pulsar.Client(broker.service_url, operation_timeout_seconds=10,
