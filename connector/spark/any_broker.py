@@ -9,7 +9,7 @@ source_admin`. Another broker has neither, so there the source uses what any Pul
 - a partition's last message id: GET_LAST_MESSAGE_ID on the query's durable subscription, or for a batch
   read on a short-lived non-durable reader;
 - the query's durable subscription: per partition a consumer held open on the driver that never takes a
-  message (:mod:`connector.spark.binary_subscription`), created at the start's message id (subscribed at
+  message (:mod:`connector.client.binary.held_subscriptions`), created at the start's message id (subscribed at
   earliest, then acknowledged cumulatively up to the start), and acknowledged cumulatively up to each
   committed end (whole entries). It pins retention as on pulsarlike: the broker keeps every message the
   query has not committed.
@@ -119,19 +119,13 @@ class IdSourceCalls:
 
     @property
     def subscriptions(self) -> Any:
-        """Where the query's subscription is held: :class:`~connector.spark.binary_subscription.
-        BinarySubscriptions`, or a test client's consumers (:class:`ClientSubscriptions`)."""
+        """Where the query's subscription is held: :class:`BinarySubscriptions`, or a test client's consumers
+        (:class:`ClientSubscriptions`)."""
         if self._subscriptions is None:
             if self._client_factory is not None:
                 self._subscriptions = ClientSubscriptions(self.client, self.kit)
             else:
-                from connector.client.binary.transport import BinaryTransport
-                from connector.spark.binary_subscription import BinarySubscriptions
-
-                timeout_s = self.timeout_ms / 1000.0
-                transport = BinaryTransport(self.service_url, timeout_s, timeout_s,
-                                            self.security.connection_security(self.service_url))
-                self._subscriptions = BinarySubscriptions(transport, timeout_s)
+                self._subscriptions = BinarySubscriptions(self.service_url, self.timeout_ms, self.security)
         return self._subscriptions
 
     def message_id(self, tp: TopicPartition, offset: IdOffset) -> Any:
@@ -193,10 +187,38 @@ class IdSourceCalls:
             self._client = None
 
 
+class BinarySubscriptions:
+    """The query's subscription held with binary commands, by consumers that take no message
+    (:mod:`connector.client.binary.held_subscriptions`), on a transport of its own."""
+
+    def __init__(self, service_url: str, timeout_ms: int, security: ClientSecurity) -> None:
+        from connector.client.binary.held_subscriptions import HeldSubscriptions
+        from connector.client.binary.transport import BinaryTransport
+
+        timeout_s = timeout_ms / 1000.0
+        self._transport = BinaryTransport(service_url, timeout_s, timeout_s, security.connection_security(service_url))
+        self._held = HeldSubscriptions(self._transport, timeout_s)
+
+    def open(self, topic: str, subscription: str) -> None:
+        self._held.open(topic, subscription)
+
+    def acknowledge(self, topic: str, subscription: str, upto: IdOffset) -> None:
+        self._held.acknowledge(topic, subscription, upto.ledger, upto.entry)
+
+    def last_id(self, topic: str, subscription: str | None) -> IdOffset:
+        last = self._held.last_id(topic, subscription)
+        return EARLIEST if last is None else IdOffset(*last)
+
+    def close(self) -> None:
+        try:
+            self._held.close()
+        finally:
+            self._transport.close()
+
+
 class ClientSubscriptions:
     """The query's subscription held by a client's consumers (pulsar-client's API: it acknowledges
-    cumulatively up to any id); the interface of :class:`~connector.spark.binary_subscription.
-    BinarySubscriptions`."""
+    cumulatively up to any id); the interface of :class:`BinarySubscriptions`."""
 
     def __init__(self, client: Any, kit: Any) -> None:
         self.client = client

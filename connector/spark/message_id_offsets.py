@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from broker_core.protocol.entry import parse_message_id
+from connector.client.message_id import MessageId
 
 _WHOLE = 1 << 62
 """Sort key of batch index -1 (the whole entry): after every index of the entry."""
@@ -75,10 +75,10 @@ def from_json(value: Any, where: str = "offset") -> IdOffset:
         if any(isinstance(b, bool) or not isinstance(b, int) or not -128 <= b <= 255 for b in value):
             raise ValueError(f"{where}: {value!r} is not the byte array of a serialized MessageId")
         try:
-            ledger, entry, _partition, batch, _size = parse_message_id(bytes(b & 0xFF for b in value))
+            mid = MessageId.deserialize(bytes(b & 0xFF for b in value))
         except ValueError as exc:
             raise ValueError(f"{where}: the bytes are not a serialized MessageId ({exc})") from None
-        return IdOffset(ledger, entry, batch)
+        return IdOffset(mid.ledger_id(), mid.entry_id(), mid.batch_index())
     raise ValueError(f"{where}: {value!r} is not a message id")
 
 

@@ -1,17 +1,17 @@
-"""The query's durable subscription on a broker without dense offsets, held with Pulsar's binary commands.
+"""Durable subscriptions held without taking messages, with Pulsar's binary commands (the Spark source's
+per-query subscription on a broker without dense offsets: :mod:`connector.spark.any_broker`).
 
-A Spark query's subscription only pins retention and records the committed position; it never takes a
-message (the executors read with readers). So the driver holds, per partition, one consumer that is
-subscribed (``SUBSCRIBE``: durable, Failover, created at the earliest message) but never given permits (no
-``FLOW``: the broker delivers nothing), and moves it with ``ACK`` (cumulative) to each committed message id.
-A client consumer would not do: pulsarlike's client acknowledges cumulatively only up to what it received,
-as a consumer should, and the query's consumer receives nothing.
+Such a subscription only pins retention and records a committed position; it never takes a message (Spark's
+executors read with readers). So it is held, per topic partition, by one consumer that is subscribed
+(``SUBSCRIBE``: durable, Failover, created at the earliest message) but never given permits (no ``FLOW``: the
+broker delivers nothing), and moved with ``ACK`` (cumulative) to each committed message id. A client consumer
+would not do: it acknowledges cumulatively only up to what it received, as a consumer should.
 
-- ``last_id``: ``GET_LAST_MESSAGE_ID`` on that consumer; for a batch read (no subscription) the transport's
+- ``last_id``: ``GET_LAST_MESSAGE_ID`` on that consumer; without a subscription, the transport's
   ``GetLastMessageId`` (a short-lived non-durable reader).
 - A consumer whose connection ended is subscribed again on next use (the broker kept the subscription and its
   position; an acknowledgment lost with the connection is sent again at the next commit).
-- Failover, not Exclusive: a restarted query's driver may subscribe before the broker has seen the old one go.
+- Failover, not Exclusive: a restarted Spark driver may subscribe before the broker has seen the old one go.
 """
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import pulsar_api_pb2 as api
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 
-from connector.spark.message_id_offsets import EARLIEST, IdOffset
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,11 @@ class _Held:
         self.lost = True
 
 
-class BinarySubscriptions:
+LastId = tuple[int, int, int] | None
+"""``(ledger, entry, batch index)`` of a topic's last message (batch -1: the whole entry); None when it has none."""
+
+
+class HeldSubscriptions:
     """Per (topic partition, subscription): a durable consumer without permits (module docstring)."""
 
     def __init__(self, transport: Any, timeout_s: float) -> None:
@@ -86,23 +89,23 @@ class BinarySubscriptions:
                 conn.unregister_consumer(held.consumer_id)
                 raise
             self._held[key] = held
-            log.info("event=query_subscription_held topic=%s subscription=%s", topic, subscription)
+            log.info("event=subscription_held topic=%s subscription=%s", topic, subscription)
             return held
 
-    def acknowledge(self, topic: str, subscription: str, upto: IdOffset) -> None:
-        """Cumulative ``ACK`` of the whole entry ``upto`` names (callers pass entry boundaries)."""
+    def acknowledge(self, topic: str, subscription: str, ledger: int, entry: int) -> None:
+        """Cumulative ``ACK`` of everything up to and including the entry ``(ledger, entry)``."""
         held = self.open(topic, subscription)
         held.conn.send(T(type=T.ACK, ack=cmd.CommandAck(
             consumer_id=held.consumer_id, ack_type=cmd.CommandAck.Cumulative,
-            message_id=[api.MessageIdData(ledgerId=_unsigned(upto.ledger), entryId=_unsigned(upto.entry))])))
+            message_id=[api.MessageIdData(ledgerId=_unsigned(ledger), entryId=_unsigned(entry))])))
 
-    def last_id(self, topic: str, subscription: str | None) -> IdOffset:
-        """The topic's last message id (:data:`EARLIEST` when it holds none)."""
+    def last_id(self, topic: str, subscription: str | None) -> LastId:
+        """The topic's last message id (None when it holds none)."""
         if subscription is None:
             reply = self.transport.unary("GetLastMessageId", pb.TopicRequest(topic=topic), self.timeout_s)
             if reply.last_offset < 0:
-                return EARLIEST
-            return IdOffset(reply.ledger_id, reply.entry_id, reply.batch_index)
+                return None
+            return reply.ledger_id, reply.entry_id, reply.batch_index
         held = self.open(topic, subscription)
         try:
             answer = held.conn.request(T(type=T.GET_LAST_MESSAGE_ID, getLastMessageId=cmd.CommandGetLastMessageId(
@@ -110,12 +113,12 @@ class BinarySubscriptions:
         except errors.UnknownError as exc:
             if "no messages" not in exc.message.lower():
                 raise
-            return EARLIEST  # pulsar-lite's answer for an empty topic (Pulsar's: entry -1)
+            return None  # pulsar-lite's answer for an empty topic (Pulsar's: entry -1)
         last = answer.getLastMessageIdResponse.last_message_id
         ledger, entry = _signed(last.ledgerId), _signed(last.entryId)
         if ledger < 0 or entry < 0:
-            return EARLIEST
-        return IdOffset(ledger, entry, _signed(last.batch_index) if last.HasField("batch_index") else -1)
+            return None
+        return ledger, entry, _signed(last.batch_index) if last.HasField("batch_index") else -1
 
     def close(self) -> None:
         with self._lock:
@@ -127,6 +130,6 @@ class BinarySubscriptions:
                 one.conn.request(T(type=T.CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
                     consumer_id=one.consumer_id, request_id=one.conn.next_request_id())), self.timeout_s)
             except errors.PulsarLikeError as exc:  # the broker drops it with the connection anyway
-                log.info("event=query_subscription_close_failed error=%r", exc)
+                log.info("event=held_subscription_close_failed error=%r", exc)
             finally:
                 one.conn.unregister_consumer(one.consumer_id)
