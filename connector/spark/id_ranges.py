@@ -3,7 +3,8 @@ the messages with ``start < id <= end`` (:mod:`connector.spark.message_id_offset
 starts after ``start`` (exclusive) and stops with ``end`` (inclusive).
 
 - Rows: the same columns as on pulsarlike (:mod:`connector.spark.schema`), ``value`` as bytes; ``__offset`` is
-  null (the broker has no dense offsets: ``__messageId`` names the message), ``__key`` the key's UTF-8 bytes.
+  null (the broker has no dense offsets: ``__messageId`` names the message); ``__key`` as option ``keyType``
+  says (the key's bytes by default, a key sent as bytes decoded).
 - Exactness: a replayed range yields the same rows. Messages at or before the last one taken are skipped
   (a broker may deliver some twice: pulsar-lite 0.2 does to a reader of many unbatched messages), and so are
   messages at or before ``start`` within a batched entry the reader starts inside.
@@ -26,6 +27,8 @@ from pyspark.sql.datasource import InputPartition
 
 from broker_core import errors
 
+from connector.client.key_bytes import message_key_bytes
+from connector.client.message import Message
 from connector.spark.auth_options import ClientSecurity
 from connector.spark.message_id_offsets import _WHOLE, IdOffset, holds_messages, of_message_id
 from connector.spark.offsets import TopicPartition
@@ -171,8 +174,12 @@ class _Rows:
         c = self._columns
         has_null = getattr(message, "has_null_value", None)
         c["value"].append(None if has_null is not None and has_null() else message.data())
-        key = message.partition_key() or None
-        c["__key"].append(key.encode() if key is not None and self._binary_key else key)
+        if not self._binary_key:
+            c["__key"].append(message.partition_key() or None)
+        elif isinstance(message, Message):  # a key sent as bytes (flagged base64) is its bytes
+            c["__key"].append(message_key_bytes(message))
+        else:  # a test's pulsar-client message
+            c["__key"].append(message.partition_key().encode() or None)
         c["__messageId"].append(mid.serialize())
         c["__publishTime"].append(message.publish_timestamp() * 1000)
         event = message.event_timestamp()

@@ -172,9 +172,13 @@ def test_a_spark_batch_read_of_pulsar_lite_reads_every_message_once(spark, pulsa
                                                                     ours_reads_lite):
     topic = _topic()
     _produce(official, topic, [f"b{i}" for i in range(10)], batched=True)
-    _produce(official, topic, [f"u{i}" for i in range(3)], batched=False)
+    producer = official.create_producer(topic, batching_enabled=False)
+    for i in range(3):
+        producer.send(f"u{i}".encode(), partition_key=f"k{i}")
+    producer.close()
     rows = _lite_source(spark, pulsar_lite_broker, topic, stream=False).select(
-        "value", "__offset", "__messageId").collect()
+        "value", "__key", "__offset", "__messageId").collect()
+    assert sorted(bytes(r["__key"]) for r in rows if r["__key"] is not None) == [b"k0", b"k1", b"k2"]
     assert sorted(bytes(r.value) for r in rows) == sorted([f"b{i}".encode() for i in range(10)] +
                                                          [f"u{i}".encode() for i in range(3)])
     assert {r["__offset"] for r in rows} == {None}  # no dense offsets there: __messageId names each message
