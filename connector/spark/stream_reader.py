@@ -108,6 +108,11 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         """The offsets of an offset Spark hands back; the first one names the subscription of a restarted
         query (the option, when given, wins over the checkpoint)."""
         decoded = off.decode_source_offset(stored)
+        ids = sorted(str(tp) for tp, value in decoded.offsets.items() if not isinstance(value, int))
+        if ids:
+            raise errors.NotSupported(
+                f"the checkpoint holds message id offsets for {', '.join(ids)} (written against a broker without "
+                "dense offsets), but this broker is pulsarlike; start the query with a new checkpoint location")
         if self._subscription is None:
             if decoded.subscription is not None:
                 self._subscription = decoded.subscription

@@ -111,3 +111,18 @@ def test_options_a_broker_without_dense_offsets_cannot_honour_are_refused_naming
                                  "readCompacted": "true"}, streaming=True)
     with pytest.raises(NotSupported, match="topicsPattern .*readCompacted"):
         check_supported(opts)
+
+
+def test_a_checkpoint_of_the_other_kind_of_broker_is_refused_asking_for_a_new_checkpoint():
+    from broker_core.errors import NotSupported
+    from connector.spark.id_stream_reader import MessageIdStreamReader
+    from connector.spark.options import parse_source_options
+    from connector.spark.stream_reader import PulsarLikeStreamReader
+
+    opts = parse_source_options({"service.url": "pulsar://127.0.0.1:6650", "topic": "orders"}, streaming=True)
+    with_ids = off.encode_source_offset({TopicPartition(ORDERS, -1): IdOffset(3, 4, -1)}, "s")
+    dense = off.encode_source_offset({TopicPartition(ORDERS, -1): 12}, "s")
+    with pytest.raises(NotSupported, match="message id offsets .*new checkpoint location"):
+        PulsarLikeStreamReader(opts, calls=object()).commit(with_ids)
+    with pytest.raises(NotSupported, match="dense offsets .*new checkpoint location"):
+        MessageIdStreamReader(opts, calls=object()).commit(dense)
