@@ -69,7 +69,9 @@ def rows_of(batch: Any, columns: SinkColumns, first_row: int, partition_id: int)
 
 
 def _keys(column: Any) -> list[str | None]:
-    """``__key`` as partition keys: a string as it is; bytes as Java's ``keyBytes`` sends them (their base64
+    """``__key`` as partition keys: a string as it is. Bytes that are UTF-8 text go as that text (Java's
+    ``getKeyBytes()`` gives the same bytes back, and a source-to-sink copy keeps every key exactly as
+    pulsar-client's ``partition_key()`` saw it); other bytes as Java's ``keyBytes`` sends them (their base64
     text, flagged ``partition_key_b64_encoded``: :class:`~connector.client.key_bytes.B64Key`)."""
     import pyarrow as pa
 
@@ -78,7 +80,17 @@ def _keys(column: Any) -> list[str | None]:
     from connector.client.key_bytes import B64Key
 
     of = B64Key.of
-    return [None if key is None else of(key) for key in column.to_pylist()]
+    out: list[str | None] = []
+    append = out.append
+    for key in column.to_pylist():
+        if key is None:
+            append(None)
+            continue
+        try:
+            append(key.decode("utf-8"))
+        except UnicodeDecodeError:
+            append(of(key))
+    return out
 
 
 def _event_times(column: Any, is_timestamp: bool, partition_id: int) -> list[int | None]:

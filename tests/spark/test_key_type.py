@@ -84,11 +84,12 @@ def test_the_string_key_arrow_schema_is_sparks_string_key_schema():
     assert spark_schema().simpleString().startswith("struct<value:binary,__key:binary,")
 
 
-def test_the_sink_sends_a_binary_key_as_key_bytes_and_a_string_key_as_it_is():
+def test_the_sink_sends_binary_keys_as_their_text_when_utf8_else_as_key_bytes_and_string_keys_as_they_are():
     options = parse_sink_options({"service.url": URL, "topic": "t"}, True)
-    binary = rows_of(batch(value=[b"a", b"b"], __key=pa.array([RAW, None], pa.binary())),
+    binary = rows_of(batch(value=[b"a", b"b", b"c"], __key=pa.array([RAW, None, "kè".encode()], pa.binary())),
                      plan_columns(sink_schema(value="binary", __key="binary"), options), 0, 0)
-    assert binary.keys == [base64.b64encode(RAW).decode(), None] and type(binary.keys[0]) is B64Key
+    assert binary.keys == [base64.b64encode(RAW).decode(), None, "kè"]
+    assert type(binary.keys[0]) is B64Key and type(binary.keys[2]) is str
     text = rows_of(batch(value=[b"a"], __key=["k"]), plan_columns(sink_schema(value="binary", __key="string"),
                                                                   options), 0, 0)
     assert text.keys == ["k"] and type(text.keys[0]) is str
@@ -164,8 +165,7 @@ def test_the_sink_writes_binary_and_string_keys_that_clients_read_back(spark, br
     consumer = official.subscribe(topic, "keys", initial_position=pulsar.InitialPosition.Earliest)
     seen = [consumer.receive(10_000) for _ in range(4)]
     consumer.close()
-    assert sorted(m.partition_key() for m in seen) == sorted(
-        [base64.b64encode(RAW).decode(), base64.b64encode(b"k2").decode(), "k3", "k3"])
+    assert sorted(m.partition_key() for m in seen) == sorted([base64.b64encode(RAW).decode(), "k2", "k3", "k3"])
     assert sorted(m.partition_key() for m in read_all(client, topic)) == sorted(m.partition_key() for m in seen)
     assert sorted(keys_by_offset(source(stream=False, topic=topic).load())) == sorted([RAW, b"k2", b"k3", b"k3"])
 

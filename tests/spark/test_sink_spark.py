@@ -68,8 +68,7 @@ def test_topic_to_topic_copy_keeps_keys_properties_and_event_times(spark, broker
                                                                    tmp_path):
     produce(topic, 30, partition_key="k", properties={"a": "b"}, event_timestamp=1_000)
     target = topic + "-copy"
-    # keyType=string: __key as stored, so the copy sends the same string keys (a binary __key would go as
-    # key bytes: the same getKeyBytes(), but partition_key() the base64 text)
+    # keyType=string: __key as stored (the default binary __key would copy these UTF-8 keys as the same text)
     rows = (spark.readStream.format("pulsarlike").option("service.url", broker.service_url)
             .option("topic", topic).option("startingOffsets", "earliest").option("keyType", "string").load())
     query = sink(rows, broker, tmp_path / "ckpt", topic=target).start()  # source columns as they are
