@@ -1,13 +1,15 @@
 """Our client over each transport against the official client (issue 23's benchmark): latency and throughput.
 
 Run it with ``python bench/client_latency.py [--messages N] [--size B] [--latency-messages N] [--warmup N]
-[--latency-rate R] [--only grpc,binary,official,lite] [--rounds N] [--profile] [--json]``.
+[--latency-rate R] [--only raw,grpc,binary,official,lite] [--rounds N] [--profile] [--json]``.
 
 One pulsarlike broker process (``journalSyncMode`` default, as bench/throughput.py starts it) serves, one after
 the other on their own topics: our ``connector.Client`` with ``transport="grpc"``, the same with
 ``transport="binary"``, and the official ``pulsar-client`` (C++ core, binary protocol). Then pulsar-lite (started
 as bench/pulsar_lite_compare.py starts it) serves our client over the binary transport. For each:
 
+- **raw socket**, pulsarlike only: the latency workload with no client library (a prebuilt SEND frame on one
+  socket, a blocking read of its MESSAGE on another): about the broker's part of every client's e2e.
 - **e2e latency**: sync ``send`` of one ``--size`` message at a time (batching off) at ``--latency-rate``
   msg/s while a thread ``receive``-s (cumulative ack per message); the time from just before ``send`` to
   ``receive`` returning, p50 and p99 over ``--latency-messages`` messages after ``--warmup`` unmeasured ones.
@@ -18,10 +20,10 @@ as bench/pulsar_lite_compare.py starts it) serves our client over the binary tra
   (with the worker that relays gRPC): on a shared machine msg/s moves with the load; CPU per message much less.
 
 Targets (issue 23): our e2e p50 <= 0.5 ms against pulsarlike and no worse than the official client's through the
-same broker; binary throughput >= 0.9x gRPC (produce and consume). ``--rounds N`` interleaves N runs of each client
-(pulsar-lite's after, on its own process) and prints the medians: on this shared machine single runs vary ~2x. ``--profile`` runs the binary latency
-workload once more under cProfile (every thread, ``threading.setprofile``) and prints the functions with the
-most own time. Nothing is asserted.
+same broker; binary throughput >= 0.9x gRPC (produce and consume). ``--rounds N`` interleaves N runs of each
+client (pulsar-lite's after, on its own process) and prints the medians: on this shared machine single runs vary
+~2x. ``--profile`` runs the binary latency workload once more under cProfile (every thread,
+``threading.setprofile``) and prints the functions with the most own time. Nothing is asserted.
 """
 from __future__ import annotations
 
@@ -47,11 +49,13 @@ import pulsar  # noqa: E402
 import throughput  # noqa: E402  (broker start/stop, our produce/consume workloads)
 from connector import Client, InitialPosition  # noqa: E402
 from pulsar_lite_compare import tree_cpu  # noqa: E402
-from pulsar_protocol import official_consume, official_produce, own_cpu  # noqa: E402
+from broker_core.protocol import pulsar_api_pb2  # noqa: E402
+from broker_core.protocol.codec import encode_entry  # noqa: E402
+from pulsar_protocol import T, _frame, _raw_connect, cmd, official_consume, official_produce, own_cpu  # noqa: E402
 
-WHO = ("grpc", "binary", "official", "lite")
-LABELS = {"grpc": "ours, gRPC", "binary": "ours, binary", "official": "pulsar-client",
-          "lite": "ours, binary -> pulsar-lite"}
+WHO = ("raw", "grpc", "binary", "official", "lite")
+LABELS = {"raw": "raw socket, no client", "grpc": "ours, gRPC", "binary": "ours, binary",
+          "official": "pulsar-client", "lite": "ours, binary -> pulsar-lite"}
 
 
 def latency(producer: Any, consumer: Any, n: int, warmup: int, size: int, rate: float) -> tuple[float, float]:
@@ -128,6 +132,41 @@ def run_ours(url: str, pid: int, transport: str, args: argparse.Namespace, prefi
     return r
 
 
+def run_raw(url: str, pid: int, args: argparse.Namespace, prefix: str = "raw") -> dict[str, float]:
+    """About the broker's own e2e latency: no client library, one socket SENDs a prebuilt frame, another blocks
+    reading its MESSAGE (what a client adds is about its e2e minus this). Latency only."""
+    address, topic = url[len("pulsar://"):], f"{prefix}-latency"
+    producer, produced = _raw_connect(address)
+    consumer, delivered = _raw_connect(address)
+    try:
+        producer.sendall(_frame(T(type=T.PRODUCER, producer=cmd.CommandProducer(topic=topic, producer_id=1,
+                                                                                request_id=1))))
+        produced.next()
+        consumer.sendall(_frame(T(type=T.SUBSCRIBE, subscribe=cmd.CommandSubscribe(
+            topic=topic, subscription="raw", subType=cmd.CommandSubscribe.Exclusive, consumer_id=1, request_id=2))))
+        delivered.next()
+        consumer.sendall(_frame(T(type=T.FLOW, flow=cmd.CommandFlow(consumer_id=1, messagePermits=1 << 30))))
+        took, interval = [], 1.0 / args.latency_rate
+        for seq in range(args.warmup + args.latency_messages):
+            metadata = pulsar_api_pb2.MessageMetadata(producer_name="raw", sequence_id=seq,
+                                                      publish_time=int(time.time() * 1000))
+            frame = _frame(T(type=T.SEND, send=cmd.CommandSend(producer_id=1, sequence_id=seq, num_messages=1)),
+                           encode_entry(metadata, b"x" * args.size))
+            start = time.perf_counter_ns()
+            producer.sendall(frame)
+            while delivered.next()[0].type != T.MESSAGE:
+                pass
+            took.append((time.perf_counter_ns() - start) / 1e6)
+            produced.next()  # its receipt
+            time.sleep(interval)
+    finally:
+        producer.close()
+        consumer.close()
+    took = sorted(took[args.warmup:])
+    return {"p50_ms": took[len(took) // 2], "p99_ms": took[min(len(took) - 1, int(len(took) * 0.99))],
+            **{f"{w}_{k}": NAN for w in ("produce", "consume") for k in ("msg_s", "client_us", "broker_us")}}
+
+
 def run_official(url: str, pid: int, args: argparse.Namespace, prefix: str = "official") -> dict[str, float]:
     client, r = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)), {}
     try:
@@ -201,10 +240,11 @@ def main() -> None:
         proc, url = throughput.start_broker(tmp, [])
         try:
             for round_ in range(args.rounds):  # interleaved: each client meets the same load as the others
-                for who in ("grpc", "binary", "official"):
+                for who in ("raw", "grpc", "binary", "official"):
                     if who in chosen:
                         prefix = f"{who}-{round_}"
-                        runs[who].append(run_official(url, proc.pid, args, prefix) if who == "official"
+                        run = {"raw": run_raw, "official": run_official}.get(who)
+                        runs[who].append(run(url, proc.pid, args, prefix) if run is not None
                                          else run_ours(url, proc.pid, who, args, prefix))
             if args.profile:
                 profile_binary(url, args)
@@ -236,6 +276,10 @@ def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> No
               f"{r['consume_msg_s']:>14,.0f}   {r['produce_client_us']:.2f}/{r['produce_broker_us']:.2f}, "
               f"{r['consume_client_us']:.2f}/{r['consume_broker_us']:.2f}")
     binary, grpc, official = results.get("binary"), results.get("grpc"), results.get("official")
+    raw = results.get("raw")
+    if raw is not None:
+        print("e2e p50 above the raw socket's: " + ", ".join(
+            f"{LABELS[w]} +{r['p50_ms'] - raw['p50_ms']:.3f} ms" for w, r in results.items() if w not in ("raw", "lite")))
     if binary is not None:
         print(f"our binary e2e p50 {binary['p50_ms']:.3f} ms (target <= 0.5 ms)"
               + (f"; official {official['p50_ms']:.3f} ms: ours/official {binary['p50_ms'] / official['p50_ms']:.2f}x"
