@@ -279,7 +279,8 @@ def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> No
     raw = results.get("raw")
     if raw is not None:
         print("e2e p50 above the raw socket's: " + ", ".join(
-            f"{LABELS[w]} +{r['p50_ms'] - raw['p50_ms']:.3f} ms" for w, r in results.items() if w not in ("raw", "lite")))
+            f"{LABELS[w]} {r['p50_ms'] - raw['p50_ms']:+.3f} ms" for w, r in results.items()
+            if w not in ("raw", "lite")))
     if binary is not None:
         print(f"our binary e2e p50 {binary['p50_ms']:.3f} ms (target <= 0.5 ms)"
               + (f"; official {official['p50_ms']:.3f} ms: ours/official {binary['p50_ms'] / official['p50_ms']:.2f}x"
