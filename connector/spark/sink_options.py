@@ -44,7 +44,10 @@ if TYPE_CHECKING:
 
 SINK_OPTIONS = ("service.url", "topic", "topicSchema", "effectivelyOnce", "writeId", "compressionType",
                 "batchingMaxMessages", "batchingMaxBytes", "maxPendingMessages", "sendTimeoutMs",
-                "operationTimeoutMs")
+                "operationTimeoutMs", "transport", "admin.url")
+TRANSPORTS = ("auto", "grpc", "binary")
+"""Values of option ``transport`` (as ``Client(transport=...)``): ``binary`` writes with Pulsar's binary
+protocol only, as against any other Pulsar broker (:mod:`connector.spark.sink_task`)."""
 _CANONICAL = {name.lower(): name for name in SINK_OPTIONS}
 SPARK_OPTIONS = ("checkpointLocation",)
 """Options Spark itself passes along with the user's (``writeStream.option("checkpointLocation", ...)``)."""
@@ -93,6 +96,14 @@ class SinkOptions:
     """Connecting, opening producers, admin calls: how long before the task fails with a clear error."""
     security: ClientSecurity = ClientSecurity()
     """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
+    transport: str = "auto"
+    """``transport``: ``auto`` (one binary CONNECT tells pulsarlike from another Pulsar broker), ``grpc``
+    (pulsarlike's gRPC service and admin calls) or ``binary`` (Pulsar's binary protocol only, as on any
+    other broker: partitions from the client's lookup, deduplication checked only through ``admin.url``)."""
+    admin_url: str | None = None
+    """``admin.url``: the broker's admin REST API (``http(s)://host:port``). On a broker other than pulsarlike
+    (or with ``transport=binary``) the sink checks and turns on topic deduplication through it; without it
+    effectively-once rests on deduplication being enabled on the broker, which the sink cannot ask."""
 
 
 def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptions:
@@ -136,7 +147,8 @@ def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptio
         batching_max_bytes=_integer(given, "batchingMaxBytes", 1024 * 1024, 4096),
         max_pending_messages=_integer(given, "maxPendingMessages", 100_000, 1),
         send_timeout_ms=_integer(given, "sendTimeoutMs", 30_000, 0),
-        operation_timeout_ms=_integer(given, "operationTimeoutMs", 30_000, 1), security=security)
+        operation_timeout_ms=_integer(given, "operationTimeoutMs", 30_000, 1), security=security,
+        transport=_transport(given), admin_url=_admin_url(given))
     if parsed.max_pending_messages < parsed.batching_max_messages:
         raise ValueError(f"option maxPendingMessages={parsed.max_pending_messages} is below "
                          f"batchingMaxMessages={parsed.batching_max_messages}: a batch could never fill; raise "
@@ -173,6 +185,28 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
             raise ValueError(f"unknown option {key!r} for the pulsarlike sink; {hint}"
                              f"the sink takes: {', '.join(SINK_OPTIONS + SECURITY_OPTIONS)}")
     return given
+
+
+def _transport(given: Mapping[str, str]) -> str:
+    value = given.get("transport", "auto").strip().lower()
+    if value not in TRANSPORTS:
+        raise ValueError(f"option transport={given['transport']!r} is not valid; use auto (the default), grpc "
+                         "(pulsarlike only) or binary (Pulsar's binary protocol, any Pulsar broker)")
+    return value
+
+
+def _admin_url(given: Mapping[str, str]) -> str | None:
+    value = given.get("admin.url")
+    if value is None:
+        return None
+    from urllib.parse import urlparse
+
+    url = value.strip()
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"option admin.url={value!r} is not valid; use the broker's admin REST URL, e.g. "
+                         "http://127.0.0.1:8080 (pulsar-admin's --admin-url)")
+    return url
 
 
 def _boolean(given: Mapping[str, str], name: str, default: bool) -> bool:
