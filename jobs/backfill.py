@@ -2,7 +2,7 @@
 
     pulsarlike job backfill INPUT [INPUT ...] --topic TOPIC [--format parquet|json|csv] [--option K=V ...]
         [--value-column value | --value-format json] [--key-column COL] [--event-time-column COL] [--properties-columns A,B]
-        [--skip-null-values] [--job-id ID] [--master M] [--service-url URL] [--no-progress]
+        [--skip-null-values] [--job-id ID] [--admin-url URL] [--master M] [--service-url URL] [--no-progress]
     spark-submit jobs/backfill.py INPUT ... --topic TOPIC ...
 
 INPUT is a file, a folder (its files, recursively, without ``_``/``.`` names) or a Hadoop glob
@@ -19,6 +19,11 @@ partition, and the broker keeps what each name stored, so a rerun of the same in
 are split (``SPLIT_SETTINGS``, independent of the master's core count) and hands Spark the files in sorted
 order. A changed file (size or time) makes a new job id, and the whole input is written again.
 
+Any Pulsar broker. Against a broker other than pulsarlike the write goes over Pulsar's binary protocol; a
+rerun stores nothing twice only if that broker deduplicates (``brokerDeduplicationEnabled=true`` or the
+namespace's policy; with ``--admin-url`` the sink checks and turns it on for the topic), and the summary
+does not count written/duplicates (the topic's end there is a message id, not a count).
+
 Bad input -- an INPUT that matches nothing, an unknown extension, a missing column, null values (without
 ``--skip-null-values``) -- stops the job with exit 2 before anything is written. The progress bar (stderr)
 counts the rows the write stage has read; the summary (stdout) gives rows read, written, duplicates
@@ -33,8 +38,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, Sequence
 
-from jobs._common import (JobInputError, Progress, analysis_error, first_line, job_parser, qualified, job_main,
-                          spark_conf, spark_options, spark_session, topic_bounds)
+from jobs._common import (JobInputError, Progress, analysis_error, dense_offsets, first_line, job_parser, qualified,
+                          job_main, spark_conf, spark_options, spark_session, topic_bounds)
 
 NAME = "backfill"
 FORMATS = ("parquet", "json", "csv")
@@ -79,16 +84,22 @@ class BackfillSummary:
     files: int
     format: str
     rows: int
-    written: int
-    duplicates: int
+    written: int | None
+    """How far the topic's end moved; None on a broker without dense offsets (its end is a message id)."""
+    duplicates: int | None
     null_values_skipped: int
     seconds: float
 
     def lines(self) -> list[str]:
+        if self.written is None or self.duplicates is None:
+            counts = ["  written          not counted (a broker other than pulsarlike: no dense offsets; the "
+                      "sink's commit line in the Spark log gives written/duplicates)"]
+        else:
+            counts = [f"  written          {self.written:,}",
+                      f"  duplicates       {self.duplicates:,} (stored by an earlier run of this job id: dropped)"]
         return [f"backfill {self.job_id} -> {self.topic}",
                 f"  rows read        {self.rows:,} ({self.files} {self.format} file(s))",
-                f"  written          {self.written:,}",
-                f"  duplicates       {self.duplicates:,} (stored by an earlier run of this job id: dropped)",
+                *counts,
                 f"  null values      {self.null_values_skipped:,} skipped",
                 f"  seconds          {self.seconds:.1f}"]
 
@@ -273,7 +284,9 @@ def run(args: Any, spark: Any = None) -> BackfillSummary:
                 raise JobInputError(f"cannot read {where} as {fmt}: {first_line(exc)}") from None
             raise
         identity = args.job_id or job_id(topic, files)
-        before = _end_offsets(args.service_url, topic)  # a wrong --service-url fails here, before reading
+        # a wrong --service-url fails here, before reading; another broker's end is a message id, not a count
+        dense = dense_offsets(args.service_url)
+        before = _end_offsets(args.service_url, topic) if dense else None
         progress = Progress(session, enabled=not args.no_progress)
         from pyspark.sql import functions as F
 
@@ -287,11 +300,13 @@ def run(args: Any, spark: Any = None) -> BackfillSummary:
             messages = messages.where(F.col("value").isNotNull())
         writer = (messages.write.format("pulsarlike").mode("append").option("service.url", args.service_url).options(**spark_options())
                   .option("topic", topic).option("writeId", f"backfill-{identity}"))
+        if args.admin_url:  # another broker: the sink checks and turns on deduplication over REST
+            writer = writer.option("admin.url", args.admin_url)
         with spark_conf(session, SPLIT_SETTINGS), progress.track(f"backfill -> {args.topic}", rows):
             writer.save()
-        written = _end_offsets(args.service_url, topic) - before
-    return BackfillSummary(job_id=identity, topic=topic, files=len(files), format=fmt, rows=rows,
-                           written=written, duplicates=max(rows - nulls - written, 0),
+        written = None if before is None else _end_offsets(args.service_url, topic) - before
+    return BackfillSummary(job_id=identity, topic=topic, files=len(files), format=fmt, rows=rows, written=written,
+                           duplicates=None if written is None else max(rows - nulls - written, 0),
                            null_values_skipped=nulls, seconds=time.monotonic() - started)
 
 
@@ -313,6 +328,10 @@ def parser() -> Any:
                    help="columns sent as message properties, name -> value (comma separated, repeatable)")
     p.add_argument("--skip-null-values", action="store_true",
                    help="leave out rows whose value column is null (default: refuse the input)")
+    p.add_argument("--admin-url", default=None,
+                   help="the broker's admin REST URL (http://HOST:8080): on a Pulsar broker other than pulsarlike "
+                        "the sink checks and turns on the topic's deduplication through it, which a rerun's "
+                        "once-only needs (without it: make sure the broker deduplicates)")
     p.add_argument("--job-id", default=None, help="the write's identity (default: a hash of the topic and "
                    "the input files' paths, sizes and times); reuse it only for the very same inputs")
     return p

@@ -50,8 +50,8 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, client_kwargs, job_parser,
-                          local_path, qualified, job_main, security, spark_options, spark_session,
-                          write_json_atomically)
+                          local_path, qualified, job_main, require_dense_offsets, security, spark_options,
+                          spark_session, write_json_atomically)
 
 NAME = "export"
 MANIFEST = "_pulsarlike_manifest.json"
@@ -304,6 +304,8 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
     if os.path.exists(output) and not os.path.isdir(output):
         raise JobInputError(f"--output {output} is a file; give a folder")
     manifest = load_manifest(output, topic)
+    require_dense_offsets(args.service_url, NAME, "plans ranges and records them in its manifest as dense "
+                          "offsets (endOffsets), and acknowledges --subscription up to an offset")
     with spark_session(f"pulsarlike-export {topic}", args.master, spark) as session:
         plan = _plan(args, topic, manifest)
         if plan.lost and not args.allow_data_loss:

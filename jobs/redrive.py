@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, analysis_error, client_kwargs,
-                          first_line, job_parser, qualified, job_main, security, spark_options, spark_session,
-                          topic_bounds)
+                          first_line, job_parser, qualified, job_main, require_dense_offsets, security, spark_options,
+                          spark_session, topic_bounds)
 
 NAME = "redrive"
 DEFAULT_SUBSCRIPTION = "pulsarlike-redrive"
@@ -272,6 +272,8 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
     to = qualified(args.to, "--to") if args.to else None
     if to == dlq:
         raise JobInputError("--to names the dead letter topic itself; give the topic to re-drive to")
+    require_dense_offsets(args.service_url, NAME, "plans the range from the subscription's acknowledged "
+                          "offsets (its internal stats) and acknowledges up to an offset when done")
     with spark_session(f"pulsarlike-redrive {dlq}", args.master, spark) as session:
         plans = _plan(args.service_url, dlq, args.subscription)
         planned = sum(p.end - p.start - sum(e - s for s, e in p.acked) for p in plans.values())
