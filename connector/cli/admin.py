@@ -21,7 +21,9 @@ Permissions: ``namespaces|topics grant-permission|revoke-permission|permissions`
 ``http://HOST:8080`` (``https://HOST:8443``) as pulsar-admin's -- Pulsar's admin REST API, on a pulsarlike
 broker's web service port or an Apache Pulsar cluster (``Admin(admin_url=...)``) -- or a service URL,
 ``pulsar://HOST:PORT``, for this broker's gRPC admin calls on the port its clients use. Default:
-``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``. ``clusters`` and ``brokers``
+``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``. A ``pulsar://`` URL of another Pulsar
+broker (Apache Pulsar, pulsar-lite) has no gRPC admin: the error then says to give its ``--admin-url``.
+``clusters`` and ``brokers``
 (:mod:`connector.cli.admin_rest_groups`) need an HTTP URL (over ``pulsar://`` the Admin's ``NotSupported``
 says so, exit 1); ``schemas`` works over both.
 
@@ -414,6 +416,10 @@ def build_parser() -> _Parser:
     return parser
 
 
+PROBE_TIMEOUT_S = 2.0
+"""How long the binary CONNECT that tells pulsarlike from another Pulsar broker may take."""
+
+
 def _negative_values(argv: list[str]) -> list[str]:
     """``--size -5M`` as ``--size=-5M``: argparse takes ``-5M`` for an option (it only knows bare negative
     numbers are values), pulsar-admin takes it for the value; no option here starts with a digit."""
@@ -442,6 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from connector.client.admin import Admin
 
     try:
+        _refuse_another_broker(args)
         with _admin(Admin, args) as admin:
             printed = args.run(admin, args)
     except PulsarLikeError as exc:
@@ -453,6 +460,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(printed, str) and printed:
         print(printed)
     return 0
+
+
+def _refuse_another_broker(args: argparse.Namespace) -> None:
+    """``NotSupported`` when the ``pulsar://`` URL is a Pulsar broker other than pulsarlike (one binary CONNECT
+    says whose it is): it has no gRPC admin, only its admin REST API. Nothing answering there: the Admin's own
+    error follows."""
+    url = args.admin_url
+    if url.startswith(("http://", "https://")):
+        return
+    from broker_core.errors import NotSupported
+    from connector.client.binary.transport import BinaryTransport
+    from connector.client.connection import Security
+
+    try:
+        probe = BinaryTransport(url, PROBE_TIMEOUT_S, PROBE_TIMEOUT_S,
+                                Security.of(url, **security_flags.client_kwargs(args, url)))
+    except (ValueError, PulsarLikeError):
+        return  # a bad URL or flags: the Admin says so
+    try:
+        probe.ensure_ready()
+        pulsarlike = bool(probe.positions.dense)
+    except Exception:  # noqa: BLE001 -- the probe decides nothing; the Admin's call reports the failure
+        return
+    finally:
+        probe.close()
+    if not pulsarlike:
+        raise NotSupported(f"{url} is a Pulsar broker other than pulsarlike: its admin calls go over its admin "
+                           "REST API only; give --admin-url http://HOST:8080 (its web service port)")
 
 
 def _admin(admin_class: Any, args: argparse.Namespace) -> Any:

@@ -1,10 +1,11 @@
 """``pulsarlike produce`` and ``pulsarlike consume`` (like ``pulsar-client``), and ``pulsarlike health``.
 
     pulsarlike produce TOPIC -m MSG [-m MSG ...] [-f FILE ...] [-n N] [-r RATE] [-k KEY] [-p k=v ...]
-                             [-s SEPARATOR] [-db] [-c] [--url URL]
+                             [-s SEPARATOR] [-db] [-c] [--transport auto|grpc|binary] [--url URL]
     pulsarlike consume TOPIC -s SUB [-t Exclusive|Shared|Failover|Key_Shared] [-n N] [-p Earliest|Latest]
                              [-m Durable|NonDurable] [-q SIZE] [-r RATE] [--regex] [--hex] [--hide-content]
-                             [--consumer-name NAME] [--idle-timeout SECONDS] [--url URL]
+                             [--consumer-name NAME] [--idle-timeout SECONDS] [--transport auto|grpc|binary]
+                             [--url URL]
     pulsarlike health [--url URL] [--service NAME] [--timeout SECONDS]
 
 ``--url`` (or ``--service-url``) defaults to ``$PULSARLIKE_SERVICE_URL``, else ``pulsar://127.0.0.1:6650``.
@@ -21,8 +22,14 @@ consume: prints each message as ``pulsar-client`` does, a ``----- got message --
 acknowledges it, and stops after ``-n`` messages (default 1; 0: until SIGINT/SIGTERM, or until
 ``--idle-timeout`` seconds pass with no message). Prints ``N messages successfully consumed``.
 
-health: asks the broker's standard gRPC health service; prints the status and exits 0 when ``SERVING``
-(the docker image's HEALTHCHECK).
+Any Pulsar broker: produce and consume speak to pulsarlike or to any other Pulsar broker (Apache Pulsar,
+pulsar-lite): ``--transport`` is the client's (``auto``, the default: one binary CONNECT tells them apart,
+and another broker is spoken to over Pulsar's binary protocol; ``grpc``: pulsarlike's gRPC service;
+``binary``: Pulsar's binary protocol). ``--regex`` needs a broker that lists a namespace's topics.
+
+health: asks the broker's standard gRPC health service (pulsarlike's; for an Apache Pulsar broker use
+``pulsarlike admin --admin-url http://HOST:8080 brokers healthcheck``); prints the status and exits 0 when
+``SERVING`` (the docker image's HEALTHCHECK).
 
 Exit codes: 0 done; 1 the broker refused or could not be reached (``Code: message`` on stderr); 2 bad usage
 (an unknown flag names the closest one).
@@ -71,6 +78,12 @@ def _count(text: str) -> int:
     return value
 
 
+def _transport_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--transport", choices=("auto", "grpc", "binary"), default="auto",
+                        help="the client's transport: auto (default: pulsarlike's faster one, Pulsar's binary "
+                             "protocol for any other broker), grpc (pulsarlike only) or binary")
+
+
 def _url_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", "--service-url", dest="url", default=os.environ.get(URL_ENV) or DEFAULT_URL,
                         help=f"broker service URL (default: ${URL_ENV} or {DEFAULT_URL})")
@@ -95,6 +108,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("-db", "--disable-batching", action="store_true", help="send unbatched")
         parser.add_argument("-c", "--chunking", action="store_true", help="split big messages into chunks "
                             "(turns batching off)")
+        _transport_option(parser)
     elif command == "consume":
         parser.description = "Consume messages from a topic (like pulsar-client consume)."
         parser.add_argument("topic")
@@ -117,6 +131,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--consumer-name", default=None)
         parser.add_argument("--idle-timeout", type=float, default=None,
                             help="pulsarlike extension: stop after this many seconds without a message")
+        _transport_option(parser)
     else:
         parser.description = "Check a broker with the standard gRPC health service."
         parser.add_argument("--service", default="", help="service name (default '': the whole broker)")
@@ -213,7 +228,7 @@ def _produce(args: argparse.Namespace) -> int:
         else:
             failures.append(result)
 
-    client = Client(args.url, **security_flags.client_kwargs(args, args.url))
+    client = Client(args.url, transport=args.transport, **security_flags.client_kwargs(args, args.url))
     try:
         producer = client.create_producer(args.topic, block_if_queue_full=True,
                                           batching_enabled=not (args.disable_batching or args.chunking),
@@ -245,7 +260,7 @@ def _consume(args: argparse.Namespace) -> int:
     from connector import Client, ConsumerType, InitialPosition, SubscriptionMode
 
     topic: Any = re.compile(args.topic) if args.regex else args.topic
-    client = Client(args.url, **security_flags.client_kwargs(args, args.url))
+    client = Client(args.url, transport=args.transport, **security_flags.client_kwargs(args, args.url))
     count = 0
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
