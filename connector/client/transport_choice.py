@@ -29,8 +29,8 @@ TRANSPORTS = ("auto", "grpc", "binary")
 
 FASTER_ON_PULSARLIKE = "grpc"
 """The transport ``auto`` uses against pulsarlike (bench/client_latency.py, same broker process, same run;
-bench/README.md has the figures): binary's e2e p50 is 0.6-0.75x gRPC's and its produce throughput is gRPC's, but its
-consume throughput is 0.6x gRPC's yet, so a client that does not say stays on gRPC until that is fixed."""
+bench/README.md has the figures): binary's e2e p50 is about 0.6x gRPC's, but its throughput is 0.6-1.2x gRPC's from
+run to run, below the issue's 0.9x too often yet, so a client that does not say stays on gRPC until it is not."""
 
 
 def check_transport(transport: Any) -> str:
