@@ -16,7 +16,8 @@ Options
     ``service.url`` (required), ``topic`` (else a ``__topic`` column), ``topicSchema`` (``avro`` or
     ``json``: derive and register a record schema), ``effectivelyOnce`` (default true),
     ``writeId`` (batch writes), ``compressionType``, ``batchingMaxMessages``, ``batchingMaxBytes``,
-    ``maxPendingMessages``, ``sendTimeoutMs``, ``operationTimeoutMs``.
+    ``maxPendingMessages``, ``sendTimeoutMs``, ``operationTimeoutMs``, ``transport`` and ``admin.url`` (any
+    Pulsar broker: :mod:`connector.spark.sink_task`, docs/spark-sink.md "Any Pulsar broker").
 
 Errors
     Bad options and columns raise ``ValueError`` on the driver, when the query starts or ``save()`` is
