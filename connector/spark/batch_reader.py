@@ -110,7 +110,8 @@ class PulsarLikeBatchReader(DataSourceReader):
         return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss,
                            security=opts.security,
                            permits_window=opts.pulsar_spark.receiver_queue_size,
-                           topic_schema=opts.topic_schema, key_type=opts.key_type).batches()
+                           topic_schema=opts.topic_schema, key_type=opts.key_type,
+                           transport=opts.transport).batches()
 
 
 def _check_topics_exist(discovered: list[TopicPartition], bounds: dict[TopicPartition, Bounds]) -> None:

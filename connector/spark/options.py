@@ -20,6 +20,7 @@ from broker_core.errors import InvalidTopicName
 from broker_core.types import TopicName
 
 from connector.client.connection import parse_service_url
+from connector.client.transport_choice import TRANSPORTS
 from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
 from connector.spark.offsets import Offsets, TopicPartition, parse_user_offsets
 from connector.spark.pulsar_spark_options import PulsarSparkOptions, split_pulsar_spark
@@ -34,7 +35,7 @@ DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 
 COMMON = ("service.url", "topic", "topics", "topicsPattern", "startingOffsets", "startingTime",
           "failOnDataLoss", "subscriptionName", "pollTimeoutMs", "maxMessagesPerPartition", "readCompacted",
-          "keyType")
+          "keyType", "transport")
 STREAM_ONLY = ("maxMessagesPerTrigger", "minMessagesPerTrigger", "maxTriggerDelay", "maxBytesPerTrigger")
 BATCH_ONLY = ("endingOffsets", "endingTime")
 SOURCE_OPTIONS = COMMON + STREAM_ONLY + BATCH_ONLY
@@ -117,6 +118,11 @@ class SourceOptions:
     key_type: str = "binary"
     """Option ``keyType``: ``__key`` as the key's bytes (``binary``, pulsar-spark's type) or as stored
     (``string``, pulsarlike 0.1's column: the alias for programs written against it)."""
+    transport: str = "auto"
+    """Option ``transport``: how a task reads a partition's messages from pulsarlike -- ``grpc``, ``binary``
+    (Pulsar's binary protocol) or ``auto`` (the faster: :data:`connector.spark.partition_reader.
+    FASTER_READ_ON_PULSARLIKE`); the offset bounds are asked over gRPC either way. Another Pulsar broker is
+    read over the binary protocol whatever it says, except ``grpc``, which it refuses."""
     security: ClientSecurity = ClientSecurity()
     """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
     pulsar_spark: PulsarSparkOptions = PulsarSparkOptions()
@@ -173,6 +179,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         max_bytes_per_trigger=_positive_int(given, "maxBytesPerTrigger"),
         fail_on_data_loss=_bool(given, "failOnDataLoss", True),
         read_compacted=_bool(given, "readCompacted", False), key_type=_key_type(given),
+        transport=transport_option(given),
         subscription_name=_subscription_name(given, starting),
         poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
         max_messages_per_partition=(_positive_int(given, "maxMessagesPerPartition")
@@ -248,6 +255,16 @@ def _key_type(given: Mapping[str, str]) -> str:
         raise ValueError(f"option keyType={given['keyType']!r} is not valid; use 'binary' (the default: __key "
                          "holds the key's bytes, as in pulsar-spark) or 'string' (pulsarlike 0.1's string "
                          "column)")
+    return value
+
+
+def transport_option(given: Mapping[str, str]) -> str:
+    """Option ``transport`` of the source or the sink (``given`` keyed by canonical names): ``auto`` when not
+    given; a ValueError naming the valid values otherwise."""
+    value = str(given.get("transport", "auto")).strip().lower()
+    if value not in TRANSPORTS:
+        raise ValueError(f"option transport={given['transport']!r} is not valid; use auto (the default), grpc "
+                         "(pulsarlike only) or binary (Pulsar's binary protocol, any Pulsar broker)")
     return value
 
 

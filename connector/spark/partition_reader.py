@@ -9,7 +9,8 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
    :attr:`RangeReader.lost`). A range ending past the stored end also raises (the topic was deleted and
    re-created, or the offsets were never there).
 2. Open a non-durable (reader) subscription starting at the first offset to read, through the client's
-   entry stream (:func:`~connector.client.entry_stream.open_entry_stream`: a window of flow permits topped
+   entry stream over the transport option ``transport`` names (:func:`read_transport`: gRPC, or Pulsar's
+   binary protocol, whose message ids on pulsarlike are the same dense offsets) (:func:`~connector.client.entry_stream.open_entry_stream`: a window of flow permits topped
    up as entries are taken). When the broker restarts, the stream reconnects by itself and resumes from the offset reached --
    or from the first chunk of a chunked message still incomplete; entries already taken that come again are
    skipped, so the rows stay exactly those of the range.
@@ -43,6 +44,7 @@ from broker_core import errors
 from connector.client import entries
 from connector.client.admin import Admin
 from connector.client.connection import Connection
+from connector.client.transport import Transport
 from connector.client.entry_stream import PermitWindow, open_entry_stream
 from connector.client.timer import TimerThread
 from connector.spark.arrow_batches import BatchBuilder
@@ -60,6 +62,14 @@ PERMITS_WINDOW = 20_000
 """Messages the broker may send ahead of what the reader has handled."""
 ROWS_PER_BATCH = 16_384
 """Rows per yielded record batch (the last one of a range may be smaller)."""
+FASTER_READ_ON_PULSARLIKE = "grpc"
+"""The transport option ``transport=auto`` reads pulsarlike's ranges over: the faster for a Spark read
+(bench/spark_throughput.py, same broker, same run; figures in bench/README.md and docs/spark.md)."""
+
+
+def read_transport(option: str) -> str:
+    """The transport a range of pulsarlike is read over for option ``transport`` (``auto``, ``grpc``, ``binary``)."""
+    return FASTER_READ_ON_PULSARLIKE if option == "auto" else option
 
 
 class DataLossError(errors.PulsarLikeError):
@@ -106,8 +116,10 @@ class RangeReader:
     def __init__(self, service_url: str, part: RangePartition, poll_timeout_ms: int,
                  fail_on_data_loss: bool, rows_per_batch: int = ROWS_PER_BATCH,
                  security: ClientSecurity | None = None, permits_window: int | None = None,
-                 topic_schema: TopicSchema = BYTES, key_type: str = "binary") -> None:
+                 topic_schema: TopicSchema = BYTES, key_type: str = "binary", transport: str = "auto") -> None:
         self.service_url = service_url
+        self.transport = read_transport(transport)
+        """``grpc`` or ``binary``: what the range's entries come over (the bounds always come over gRPC)."""
         self.key_type = key_type
         """Option ``keyType``: the type of ``__key`` (:class:`~connector.spark.arrow_batches.BatchBuilder`)."""
         self.topic_schema = topic_schema
@@ -157,6 +169,16 @@ class RangeReader:
         finally:
             self._admin = None
             admin.close()
+
+    def _entry_transport(self, connection: Connection) -> Transport:
+        """The transport the range's entries come over: ``connection``, or one of Pulsar's binary protocol
+        (its own connection, closed with the range's stream)."""
+        if self.transport != "binary":
+            return connection
+        from connector.client.binary.transport import BinaryTransport
+
+        return BinaryTransport(self.service_url, self.poll_timeout_s, self.poll_timeout_s,
+                               self.security.connection_security(self.service_url))
 
     def _noting_versions(self, rows: Iterator[pa.RecordBatch], versions: dict[int, int],
                          typed: TypedValues | None) -> Iterator[pa.RecordBatch]:
@@ -235,7 +257,8 @@ class RangeReader:
         builder = BatchBuilder(tp.topic, tp.partition, self.key_type)
         self._position = start  # the next offset wanted
         timer = TimerThread(name="pulsarlike-spark-range-timer")
-        stream = open_entry_stream(connection, timer, tp.internal_name, tp.partition, start,
+        transport = self._entry_transport(connection)
+        stream = open_entry_stream(transport, timer, tp.internal_name, tp.partition, start,
                                    min(self.permits_window, end - start + 1), deliveries,
                                    resume=lambda: _resume_offset(self._position, chunks),
                                    subscription=f"spark-range-{uuid.uuid4().hex[:12]}",
@@ -265,6 +288,8 @@ class RangeReader:
         finally:
             stream.close()
             timer.stop()
+            if transport is not connection:
+                transport.close()
 
     def _built(self, builder: BatchBuilder) -> pa.RecordBatch:
         batch = builder.build()

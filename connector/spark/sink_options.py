@@ -188,11 +188,9 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _transport(given: Mapping[str, str]) -> str:
-    value = given.get("transport", "auto").strip().lower()
-    if value not in TRANSPORTS:
-        raise ValueError(f"option transport={given['transport']!r} is not valid; use auto (the default), grpc "
-                         "(pulsarlike only) or binary (Pulsar's binary protocol, any Pulsar broker)")
-    return value
+    from connector.spark.options import transport_option  # one validation for the source's option and this
+
+    return transport_option(given)
 
 
 def _admin_url(given: Mapping[str, str]) -> str | None:

@@ -103,12 +103,15 @@ def _topic_schema(opts: SourceOptions) -> TopicSchema:
 
 def _dense(opts: SourceOptions) -> bool:
     """Whether the broker has dense offsets (pulsarlike: the source as always), or numbers messages by id
-    (another Pulsar broker: :mod:`connector.spark.any_broker`); one binary CONNECT decides."""
+    (another Pulsar broker: :mod:`connector.spark.any_broker`); one binary CONNECT decides, unless option
+    ``transport=grpc`` says pulsarlike (the only broker that speaks it)."""
     from broker_core import errors
 
     from connector.spark.any_broker import dense_offsets
     from connector.spark.source_admin import connect_error
 
+    if opts.transport == "grpc":
+        return True
     try:
         return dense_offsets(opts.service_url, opts.poll_timeout_ms, opts.security)
     except (errors.ConnectError, errors.Timeout) as exc:

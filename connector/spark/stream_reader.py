@@ -255,7 +255,8 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss,
                            security=opts.security,
                            permits_window=opts.pulsar_spark.receiver_queue_size,
-                           topic_schema=opts.topic_schema, key_type=opts.key_type).batches()
+                           topic_schema=opts.topic_schema, key_type=opts.key_type,
+                           transport=opts.transport).batches()
 
     def stop(self) -> None:
         try:
