@@ -112,7 +112,8 @@ class _SinkWriter:
         if self.options.topic_schema is not None:  # a record schema made from the DataFrame's columns
             derived = derived_topic_schema(schema, self.options.topic_schema)
             self.columns = plan_derived_columns(schema, self.options, derived)
-            check_compatible(self.options, derived)
+            if _pulsarlike_schemas(self.options):
+                check_compatible(self.options, derived)
             return
         typed = None if "value" in {f.name.lower() for f in schema.fields} else topic_record_schema(self.options)
         self.columns = plan_columns(schema, self.options) if typed is None else \
@@ -131,6 +132,23 @@ class _SinkWriter:
         return SinkCommitMessage(partition_id=partition_id, batch_id=batch_id, producer_name=name,
                                  rows=counts.rows, written=counts.written, duplicates=counts.duplicates,
                                  topics=counts.topics)
+
+
+def _pulsarlike_schemas(options: Any) -> bool:
+    """Whether the driver can ask the broker's schema service (pulsarlike's gRPC one). Another Pulsar broker
+    (or ``transport=binary``) checks a derived schema when the task's producers register it instead: an
+    incompatible one fails the tasks with ``IncompatibleSchema`` (a broker without a registry, as
+    pulsar-lite, checks nothing)."""
+    from connector.spark.any_broker import dense_offsets
+
+    if options.transport == "grpc":
+        return True
+    if options.transport == "auto" and dense_offsets(options.service_url, options.operation_timeout_ms,
+                                                     options.security):
+        return True
+    log.info("event=sink_schema_checked_by_broker topic=%s: a Pulsar broker other than pulsarlike checks the "
+             "derived schema when the write's producers register it", options.topic)
+    return False
 
 
 def _task_context() -> Any:

@@ -117,3 +117,24 @@ def test_a_wrong_transport_or_admin_url_is_named_on_the_driver():
     with pytest.raises(ValueError, match="admin.url='pulsar://x:6650' is not valid"):
         PulsarLikeStreamWriter({"service.url": "pulsar://127.0.0.1:6650", "topic": "t", "admin.url": "pulsar://x:6650"},
                                VALUE_ONLY, False)
+
+
+def test_a_write_with_a_derived_avro_schema_to_pulsar_lite_stores_avro_records(pulsar_lite_broker):
+    import io
+    import json
+
+    import fastavro
+    from pyspark.sql import types as T
+
+    from connector.spark.sink_schema import derived_topic_schema
+    from connector.spark.writer import PulsarLikeBatchWriter
+
+    topic = _topic()
+    schema = T.StructType([T.StructField("id", T.LongType(), False), T.StructField("name", T.StringType())])
+    writer = PulsarLikeBatchWriter({"service.url": pulsar_lite_broker.service_url, "topic": topic,
+                                    "topicSchema": "avro"}, schema, False)  # no driver check there: no registry
+    assert writer.write_partition(iter([batch(id=[1, 2], name=["ann", None])]), 0, 0, "w1").written == 2
+    writer_schema = fastavro.parse_schema(json.loads(derived_topic_schema(schema, "AVRO").definition))
+    records = [fastavro.schemaless_reader(io.BytesIO(v), writer_schema)
+               for v in _official_values(pulsar_lite_broker, topic)]
+    assert sorted(records, key=lambda r: r["id"]) == [{"id": 1, "name": "ann"}, {"id": 2, "name": None}]
