@@ -1,9 +1,16 @@
 """A consumer's receive queue: messages of all its topic partitions, in arrival order.
 
 Partition consumers append on their stream reader threads (:meth:`ReceiveQueue.extend`); the consumer pops
-with ``items.popleft()``, lock-free, and takes the condition only when the queue is empty
-(:meth:`ReceiveQueue.pop_waiting`). Nothing is removed from the middle: a message that must not reach the
-application is skipped when taken (see :mod:`connector.client.permits`).
+with ``items.popleft()``, lock-free, and waits only when the queue is empty (:meth:`ReceiveQueue.pop_waiting`).
+Nothing is removed from the middle: a message that must not reach the application is skipped when taken (see
+:mod:`connector.client.permits`).
+
+A waiting receiver holds a *bell*: a lock of its own, acquired, that it blocks on; :meth:`extend` and
+:meth:`wake` release the bells registered then. It is a ``threading.Condition`` without its re-entrant lock
+and bookkeeping: this hand-off is on the latency path of every message a receiver waits for, on both sides
+(the reader thread that rings, the receiver that wakes and needs the GIL back). No wake-up is lost: the
+receiver registers its bell before it looks at the queue once more, and a reader appends before it looks
+for bells.
 """
 from __future__ import annotations
 
@@ -16,46 +23,63 @@ from broker_core import errors
 
 from connector.client.message import Message
 
+_new_lock = threading.Lock
+
 
 class ReceiveQueue:
     def __init__(self, check_usable: Callable[[], None]) -> None:
         self.items: collections.deque[Message] = collections.deque()
         self._check_usable = check_usable
-        self._cond = threading.Condition()
-        self._waiting = 0
+        self._bells: list[threading.Lock] = []
+        self._bells_lock = _new_lock()
 
     def extend(self, messages: list[Message]) -> None:
         self.items.extend(messages)
-        if self._waiting:
-            with self._cond:
-                self._cond.notify_all()
+        if self._bells:
+            self._ring()
 
     def wake(self) -> None:
         """Waiters look again (the consumer closed, a partition failed or reached the end of its topic)."""
-        with self._cond:
-            self._cond.notify_all()
+        self._ring()
+
+    def _ring(self) -> None:
+        with self._bells_lock:
+            bells, self._bells = self._bells, []
+        for bell in bells:
+            bell.release()
 
     def pop_waiting(self, deadline: float | None, timeout_millis: int | None) -> Message:
         """The next message, waiting until ``deadline`` (a ``time.monotonic()`` time; None: forever);
         ``Timeout`` after it, or what ``check_usable`` raises."""
-        with self._cond:
-            self._waiting += 1
+        items = self.items
+        while True:
             try:
-                while True:
-                    try:
-                        return self.items.popleft()
-                    except IndexError:
-                        pass
-                    self._check_usable()
-                    if deadline is None:
-                        self._cond.wait()
-                        continue
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise errors.Timeout(f"no message within {timeout_millis} ms")
-                    self._cond.wait(remaining)
-            finally:
-                self._waiting -= 1
+                return items.popleft()
+            except IndexError:
+                pass
+            self._check_usable()
+            if deadline is None:
+                remaining = -1.0
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.Timeout(f"no message within {timeout_millis} ms")
+            bell = _new_lock()
+            bell.acquire()
+            with self._bells_lock:
+                self._bells.append(bell)
+            if items:  # appended before the bell was registered: its ringer may not have seen it
+                self._forget(bell)
+                continue
+            if not bell.acquire(timeout=remaining):
+                self._forget(bell)
+
+    def _forget(self, bell: threading.Lock) -> None:
+        with self._bells_lock:
+            try:
+                self._bells.remove(bell)
+            except ValueError:  # rung meanwhile
+                pass
 
     def snapshot(self) -> list[Message]:
         """The buffered messages now (a copy; appends may go on meanwhile)."""
