@@ -16,7 +16,8 @@ seeks and reconnection are the same over both transports::
     SeekDone(seek_id, error)                    <-  which is subscribed again here, then SeekDone
     Unsubscribe / UnsubscribeDone               <-> UNSUBSCRIBE / its answer
     CloseConsumer                               ->  CLOSE_CONSUMER, and the stream ends with on_end(None)
-    Deliveries([DeliveredEntry])                <-  MESSAGE (one entry each, on the connection's I/O thread)
+    Deliveries([DeliveredEntry])                <-  MESSAGE (one entry each, on the connection's I/O thread;
+                                                     a plain :class:`Deliveries` with the same fields)
     ActiveConsumerChange / ReachedEndOfTopic    <-  ACTIVE_CONSUMER_CHANGE / REACHED_END_OF_TOPIC
     on_end(ConnectError)                        <-  CLOSE_CONSUMER from the broker (outside a seek), the
                                                      connection lost: the core resubscribes from its resume
@@ -42,7 +43,7 @@ import threading
 import uuid
 import struct
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import google_crc32c
 
@@ -67,7 +68,6 @@ _U64 = 1 << 64
 _LATEST = (1 << 63) - 1
 _EARLIEST_ID = pulsar_api_pb2.MessageIdData(ledgerId=_U64 - 1, entryId=_U64 - 1)
 _LATEST_ID = pulsar_api_pb2.MessageIdData(ledgerId=_LATEST, entryId=_LATEST)
-ConsumeResponse = broker_pb2.ConsumeResponse
 _BROKER_MAGIC = b"\x0e\x02"
 _CRC_MAGIC = b"\x0e\x01"
 _MAGIC_AND_CRC = struct.Struct(">HI")
@@ -137,6 +137,39 @@ def _batch_count(buf: bytes | memoryview, pos: int, end: int) -> int:
         else:
             return 1
     return 1
+
+
+class Delivered:
+    """One MESSAGE's entry as the core reads a ``DeliveredEntry`` (its fields, by the same names): a plain
+    object, not a protobuf message built here only to be read back at once on the same thread."""
+
+    __slots__ = ("data", "ledger_id", "entry_id", "num_messages", "redelivery_count", "ack_set")
+
+    def __init__(self, data: bytes, ledger_id: int, entry_id: int, num_messages: int, redelivery_count: int,
+                 ack_set: Sequence[int]) -> None:
+        self.data = data
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.num_messages = num_messages
+        self.redelivery_count = redelivery_count
+        self.ack_set = ack_set
+
+
+class Deliveries:
+    """A ``ConsumeResponse(deliveries=...)`` as the core reads one (``WhichOneof("response")``,
+    ``.deliveries.entries``), without the protobuf build: on the I/O thread of every MESSAGE."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: list[Delivered]) -> None:
+        self.entries = entries
+
+    @property
+    def deliveries(self) -> "Deliveries":
+        return self
+
+    def WhichOneof(self, group: str) -> str | None:  # noqa: N802 -- protobuf's name
+        return "deliveries" if group == "response" else None
 
 
 def _signed(value: int) -> int:
@@ -469,19 +502,16 @@ class ConsumeAdapter:
                 self._flow(size)
                 return
             self._floor = -1
-        response = ConsumeResponse()
-        delivered = response.deliveries.entries.add(data=data, ledger_id=mid.ledgerId, entry_id=first,
-                                                    num_messages=size, redelivery_count=message.redelivery_count)
-        if message.ack_set:
-            delivered.ack_set.extend(message.ack_set)
-        self._emit(response)
+        ack_set = message.ack_set
+        self._emit(Deliveries([Delivered(data, mid.ledgerId, first, size, message.redelivery_count,
+                                         list(ack_set) if ack_set else ())]))
 
     def on_connection_lost(self, error: errors.PulsarLikeError) -> None:
         self._end(error if isinstance(error, errors.ConnectError) else errors.ConnectError(
             f"the connection to the broker was lost: {error.message}"))
 
     # --- ending -------------------------------------------------------------------------------------------
-    def _emit(self, response: broker_pb2.ConsumeResponse) -> None:
+    def _emit(self, response: broker_pb2.ConsumeResponse | Deliveries) -> None:
         if self._ended:
             return
         try:
@@ -501,4 +531,4 @@ class ConsumeAdapter:
         self._on_end(error)
 
 
-__all__ = ["ConsumeAdapter", "memory_of", "num_messages"]
+__all__ = ["ConsumeAdapter", "Deliveries", "Delivered", "memory_of", "num_messages"]
