@@ -1,18 +1,23 @@
 """Spark connector throughput against no-op Python Arrow peers in the same run (issue 5, ARCHITECTURE §9).
 
     python bench/spark_throughput.py [--messages 2000000] [--sink-rows 1000000] [--size 100]
-        [--partitions 2] [--sections source,sink] [--repeat 3] [--at-least-once] [--json]
+        [--partitions 2] [--sections source,sink,lite] [--transports grpc,binary] [--repeat 3]
+        [--at-least-once] [--json]
 
 1. **Source** (``source``): ``--messages`` messages of ``--size`` bytes are produced to a topic with
    ``--partitions`` partitions; then ``spark.readStream.format("pulsarlike")`` (``startingOffsets=earliest``)
-   runs into Spark's ``noop`` sink with ``availableNow``. The peer is a Python Arrow stream source that
-   reads nothing: it yields the same number of rows, in the same schema (the source's eleven columns) and
-   the same Spark partitions, from one prebuilt record batch. Ratio = peer time / pulsarlike time
-   (target >= 0.6).
+   runs into Spark's ``noop`` sink with ``availableNow``, once per source option ``transport`` of
+   ``--transports`` (the ranges read over gRPC, or over Pulsar's binary protocol). The peer is a Python Arrow
+   stream source that reads nothing: it yields the same number of rows, in the same schema (the source's
+   eleven columns) and the same Spark partitions, from one prebuilt record batch. Ratio = peer time /
+   pulsarlike time (target >= 0.6), per transport.
 2. **Sink** (``sink``): ``--sink-rows`` rows of one ``--size``-byte ``value`` column, made by the same
    no-op source, written with ``writeStream.format("pulsarlike")`` (effectively-once unless
    ``--at-least-once``) to a non-partitioned topic with ``availableNow``; the peer is a
    ``DataSourceStreamArrowWriter`` that only counts the rows. Ratio = peer time / sink time (target >= 0.6).
+3. **Any broker** (``lite``, not run by default): the same read of ``--messages`` messages on a
+   non-partitioned topic of pulsar-lite (the source's message-id path over the binary protocol) against the
+   same peer with one partition.
 
 Times are wall clock from ``start()`` to the end of the ``availableNow`` query, the best of ``--repeat``
 runs (peer and pulsarlike alternate, so both see the same load), after one untimed warm-up query of each
@@ -47,7 +52,9 @@ from connector.spark.options import DEFAULT_MAX_MESSAGES_PER_PARTITION  # noqa: 
 from connector.spark.schema import SCHEMA_DDL  # noqa: E402
 
 TARGET_RATIO = 0.6
-SECTIONS = ("source", "sink")
+SECTIONS = ("source", "sink", "lite")
+DEFAULT_SECTIONS = ("source", "sink")
+TRANSPORTS = ("grpc", "binary")
 
 
 # --- the no-op peers: a Python Arrow stream source that reads nothing, a writer that writes nothing ---------
@@ -174,22 +181,28 @@ def timed(start_query: Any, work: str) -> tuple[float, int]:
 
 def best_of_pairs(ours: Any, peer: Any, work: str, repeat: int, expected: int) -> tuple[float, float]:
     """Best times of ``repeat`` runs of each, alternating peer and ours so both see the same load."""
-    times: dict[str, list[float]] = {"ours": [], "peer": []}
+    best = best_of({"peer": peer, "ours": ours}, work, repeat, expected)
+    return best["ours"], best["peer"]
+
+
+def best_of(queries: dict[str, Any], work: str, repeat: int, expected: int) -> dict[str, float]:
+    """Best time of ``repeat`` runs of each query, taking turns so that all see the same load."""
+    times: dict[str, list[float]] = {label: [] for label in queries}
     for _ in range(repeat):
-        for label, start_query in (("peer", peer), ("ours", ours)):
+        for label, start_query in queries.items():
             seconds, rows = timed(start_query, work)
             if rows != expected:
                 raise SystemExit(f"{label}: the query read {rows} rows, expected {expected}")
             times[label].append(seconds)
-    return min(times["ours"]), min(times["peer"])
+    return {label: min(values) for label, values in times.items()}
 
 
-def produce(url: str, topic: str, n: int, size: int, partitions: int) -> float:
-    admin = Admin(url)
+def produce(url: str, topic: str, n: int, size: int, partitions: int, transport: str = "auto") -> float:
     if partitions > 1:
+        admin = Admin(url)
         admin.create_partitioned_topic(topic, partitions)
-    admin.close()
-    client = Client(url)
+        admin.close()
+    client = Client(url, transport=transport)
     producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=1000,
                                       max_pending_messages=100_000,
                                       block_if_queue_full=True)
@@ -217,22 +230,60 @@ def bench_source(spark: Any, url: str, args: argparse.Namespace, work: str) -> d
     print(f"produced {args.messages:,} messages of {args.size} B to {args.partitions} partition(s) in "
           f"{seconds:.1f} s")
 
-    def pulsarlike(checkpoint: str) -> Any:
-        return (spark.readStream.format("pulsarlike").option("service.url", url).option("topic", topic)
-                .option("startingOffsets", "earliest").load()
+    queries = {"peer": noop_peer(spark, args.messages, args.partitions, args.size)}
+    for transport in args.transports:
+        queries[transport] = source_query(spark, url, topic, transport)
+    for start_query in queries.values():  # warm-ups
+        timed(start_query, work)
+    best = best_of(queries, work, args.repeat, args.messages)
+    figures: dict[str, float] = {}
+    for transport in args.transports:
+        figures.update(report(f"source_{transport}", args.messages, best[transport], best["peer"],
+                              f"pulsarlike (transport={transport}) -> noop", "no-op Arrow source -> noop"))
+    return figures
+
+
+def source_query(spark: Any, url: str, topic: str, transport: str | None) -> Any:
+    """A query reading ``topic`` from the earliest message into the ``noop`` sink (option ``transport``)."""
+    def start(checkpoint: str) -> Any:
+        reader = spark.readStream.format("pulsarlike").option("service.url", url).option("topic", topic)
+        if transport is not None:
+            reader = reader.option("transport", transport)
+        return (reader.option("startingOffsets", "earliest").load()
                 .writeStream.format("noop").option("checkpointLocation", checkpoint)
                 .trigger(availableNow=True).start())
+    return start
 
-    def peer(checkpoint: str) -> Any:
-        return (spark.readStream.format("bench_arrow_noop").option("rows", str(args.messages))
-                .option("partitions", str(args.partitions)).option("size", str(args.size)).load()
+
+def noop_peer(spark: Any, rows: int, partitions: int, size: int) -> Any:
+    def start(checkpoint: str) -> Any:
+        return (spark.readStream.format("bench_arrow_noop").option("rows", str(rows))
+                .option("partitions", str(partitions)).option("size", str(size)).load()
                 .writeStream.format("noop").option("checkpointLocation", checkpoint)
                 .trigger(availableNow=True).start())
+    return start
 
-    timed(peer, work)  # warm-ups
-    timed(pulsarlike, work)
-    ours_s, peer_s = best_of_pairs(pulsarlike, peer, work, args.repeat, args.messages)
-    return report("source", args.messages, ours_s, peer_s, "pulsarlike -> noop", "no-op Arrow source -> noop")
+
+def bench_lite(spark: Any, args: argparse.Namespace, work: str) -> dict[str, float]:
+    """The message-id path: pulsar-lite's non-partitioned topic read over the binary protocol."""
+    from pulsar_lite_compare import LITE, start_serving
+
+    lite_dir = tempfile.mkdtemp(prefix="lite-", dir=work)
+    proc, port = start_serving(LITE, lite_dir)
+    url = f"pulsar://127.0.0.1:{port}"
+    try:
+        topic = "persistent://public/default/spark-bench-lite"
+        seconds = produce(url, topic, args.messages, args.size, 1, transport="binary")
+        print(f"produced {args.messages:,} messages of {args.size} B to pulsar-lite in {seconds:.1f} s")
+        queries = {"peer": noop_peer(spark, args.messages, 1, args.size),
+                   "lite": source_query(spark, url, topic, None)}
+        for start_query in queries.values():
+            timed(start_query, work)
+        best = best_of(queries, work, args.repeat, args.messages)
+    finally:
+        stop(proc)
+    return report("lite", args.messages, best["lite"], best["peer"], "pulsar-lite (message ids) -> noop",
+                  "no-op Arrow source (1 partition) -> noop")
 
 
 def bench_sink(spark: Any, url: str, args: argparse.Namespace, work: str) -> dict[str, float]:
@@ -299,16 +350,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100, help="bytes per message (default 100)")
     parser.add_argument("--partitions", type=int, default=2,
                         help="topic partitions read, and Spark partitions written (default 2)")
-    parser.add_argument("--sections", default=",".join(SECTIONS), help="source,sink (default both)")
+    parser.add_argument("--sections", default=",".join(DEFAULT_SECTIONS),
+                        help="source,sink,lite (default source,sink; lite: pulsar-lite's message-id path)")
+    parser.add_argument("--transports", default=",".join(TRANSPORTS),
+                        help="the source's option transport for each pulsarlike read (default grpc,binary)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="timed runs of each query, peer and pulsarlike alternating; the best counts")
     parser.add_argument("--at-least-once", action="store_true", help="sink with effectivelyOnce=false")
     parser.add_argument("--json", action="store_true", help="print a JSON summary too")
     args = parser.parse_args(argv)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
-    unknown = sorted(set(sections) - set(SECTIONS))
+    args.transports = [t.strip() for t in args.transports.split(",") if t.strip()]
+    unknown = sorted(set(sections) - set(SECTIONS)) + sorted(set(args.transports) - {"auto", *TRANSPORTS})
     if unknown or min(args.messages, args.sink_rows, args.size, args.partitions, args.repeat) < 1:
-        parser.error(f"unknown sections {unknown}" if unknown else "sizes and counts must be >= 1")
+        parser.error(f"unknown sections or transports {unknown}" if unknown else "sizes and counts must be >= 1")
     work = tempfile.mkdtemp(prefix="pulsarlike-spark-bench-")
     broker, url = start_broker(work, [])
     print(f"broker {url} (pid {broker.pid}), bench pid {os.getpid()}")
@@ -319,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
             figures.update(bench_source(spark, url, args, work))
         if "sink" in sections:
             figures.update(bench_sink(spark, url, args, work))
+        if "lite" in sections:
+            figures.update(bench_lite(spark, args, work))
     finally:
         spark.stop()
         stop(broker)

@@ -62,7 +62,7 @@ PERMITS_WINDOW = 20_000
 """Messages the broker may send ahead of what the reader has handled."""
 ROWS_PER_BATCH = 16_384
 """Rows per yielded record batch (the last one of a range may be smaller)."""
-FASTER_READ_ON_PULSARLIKE = "grpc"
+FASTER_READ_ON_PULSARLIKE = "binary"
 """The transport option ``transport=auto`` reads pulsarlike's ranges over: the faster for a Spark read
 (bench/spark_throughput.py, same broker, same run; figures in bench/README.md and docs/spark.md)."""
 
