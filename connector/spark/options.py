@@ -122,7 +122,7 @@ class SourceOptions:
     """Option ``transport``: how a task reads a partition's messages from pulsarlike -- ``grpc``, ``binary``
     (Pulsar's binary protocol) or ``auto`` (the faster: :data:`connector.spark.partition_reader.
     FASTER_READ_ON_PULSARLIKE`); the offset bounds are asked over gRPC either way. Another Pulsar broker is
-    read over the binary protocol whatever it says, except ``grpc``, which it refuses."""
+    read over the binary protocol (``grpc`` speaks to pulsarlike only)."""
     security: ClientSecurity = ClientSecurity()
     """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
     pulsar_spark: PulsarSparkOptions = PulsarSparkOptions()

@@ -9,11 +9,12 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
    :attr:`RangeReader.lost`). A range ending past the stored end also raises (the topic was deleted and
    re-created, or the offsets were never there).
 2. Open a non-durable (reader) subscription starting at the first offset to read, through the client's
-   entry stream over the transport option ``transport`` names (:func:`read_transport`: gRPC, or Pulsar's
-   binary protocol, whose message ids on pulsarlike are the same dense offsets) (:func:`~connector.client.entry_stream.open_entry_stream`: a window of flow permits topped
-   up as entries are taken). When the broker restarts, the stream reconnects by itself and resumes from the offset reached --
-   or from the first chunk of a chunked message still incomplete; entries already taken that come again are
-   skipped, so the rows stay exactly those of the range.
+   entry stream (:func:`~connector.client.entry_stream.open_entry_stream`: a window of flow permits topped up
+   as entries are taken) over the transport option ``transport`` names (:func:`read_transport`: gRPC, or
+   Pulsar's binary protocol, whose message ids on pulsarlike are the same dense offsets). When the broker
+   restarts, the stream reconnects by itself and resumes from the offset reached -- or from the first chunk
+   of a chunked message still incomplete; entries already taken that come again are skipped, so the rows
+   stay exactly those of the range.
 3. Keep each delivered message whose offset is in the range (an entry may start before it: a batch); stop at
    ``end``, or past it only to complete a chunked message that started inside the range (the client's
    :class:`~connector.client.entries.ChunkedRange` reassembles only those). Entries are decoded by the
