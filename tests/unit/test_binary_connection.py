@@ -447,3 +447,31 @@ def test_a_last_message_id_becomes_the_grpc_reply_with_its_position():
     reply = last_message_reply(batch, -1, DENSE)
     assert (reply.ledger_id, reply.entry_id, reply.batch_index, reply.last_offset, reply.start_offset) == \
         (0, 10, 2, 12, 5)
+
+
+class RefusingFirst(FakeTransport):
+    """The broker refuses ``refusals`` connections (it is restarting), then accepts."""
+
+    def __init__(self, refusals, connection_timeout_s=5.0):
+        super().__init__("pulsar://svc:6650", {})
+        self.connection_timeout_s = connection_timeout_s
+        self.refusals = refusals
+
+    def _open(self, address, proxy_to):
+        if self.refusals > 0:
+            self.refusals -= 1
+            raise errors.ConnectError(f"cannot connect to the broker at {address}: Connection refused")
+        return super()._open(address, proxy_to)
+
+
+def test_ensure_ready_waits_for_a_broker_that_is_restarting_as_a_grpc_channel_does():
+    transport = RefusingFirst(refusals=2)
+    transport.ensure_ready()
+    assert transport.refusals == 0 and len(transport.opened) == 1
+
+
+def test_ensure_ready_gives_up_after_the_connection_timeout_naming_the_broker():
+    transport = RefusingFirst(refusals=10**6, connection_timeout_s=0.3)
+    with pytest.raises(errors.ConnectError, match="cannot connect to the broker at svc:6650 within 0.3s"):
+        transport.ensure_ready()
+    assert transport.refusals < 10**6 - 1  # it tried more than once

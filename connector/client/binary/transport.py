@@ -122,11 +122,15 @@ class BinaryTransport:
         return self._positions
 
     def ensure_ready(self) -> None:
-        """The service URL's connection, within ``connection_timeout_s``; ``ConnectError`` naming it if not."""
+        """The service URL's connection, waited for within ``connection_timeout_s``; ``ConnectError`` naming it
+        if there is none by then."""
         if self.closed.is_set():
             raise errors.AlreadyClosed("the client is closed")
+        # As gRPC's channel readiness: a broker that is starting or restarting (connection refused) is waited
+        # for, with the reconnection backoff, until connection_timeout_s.
+        deadline = time.monotonic() + self.connection_timeout_s
         try:
-            self.service_connection()
+            retry_until(deadline, self.service_connection, self.closed)
         except errors.ConnectError as exc:
             raise errors.ConnectError(f"cannot connect to the broker at {self.target} within "
                                       f"{self.connection_timeout_s:g}s: {exc.message}", target=self.target) from None
