@@ -16,6 +16,9 @@ from tests.brokers import BrokerProcess
 from tests.waiting import wait_until
 
 TIMEOUT_MS = 10_000
+ON_PULSAR_LITE = {"now": False}
+"""Whether the module's tests run against pulsar-lite now (set by ``service_url``): pulsar-lite 0.2.0 sometimes
+delivers a message twice in a row (its known duplicate deliveries), which :func:`receive` then passes over."""
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +32,7 @@ def broker_proc(tmp_path_factory):
 @pytest.fixture(scope="module", params=["pulsarlike", "pulsar-lite"])
 def service_url(request):
     """Our broker's process, then pulsar-lite."""
+    ON_PULSAR_LITE["now"] = request.param == "pulsar-lite"
     if request.param == "pulsarlike":
         return request.getfixturevalue("broker_proc").service_url
     return request.getfixturevalue("pulsar_lite_broker").service_url
@@ -60,9 +64,14 @@ def produce(client: Client, topic: str, count: int, batch: int = 3, key=None) ->
 
 
 def receive(consumer, count: int, ack: bool = True) -> list:
-    out = []
-    for _ in range(count):
+    """``count`` messages (on pulsar-lite: distinct ones, a repeat of one already received is passed over)."""
+    out: list = []
+    seen: set = set()
+    while len(out) < count:
         msg = consumer.receive(TIMEOUT_MS)
+        if ON_PULSAR_LITE["now"] and msg.message_id() in seen:
+            continue
+        seen.add(msg.message_id())
         out.append(msg)
         if ack:
             consumer.acknowledge(msg)
