@@ -140,9 +140,7 @@ def test_an_incompatible_evolution_is_refused_to_a_producer_with_incompatible_sc
         client.create_producer(topic, schema=ours.AvroSchema(V3))
 
 
-# gRPC only for now: over the binary transport a consumer's schema is not checked against the topic's yet
-# (GetOrCreateSchema with check_only answers without checking: connector/client/binary/unary.py) -- a known gap.
-@pytest.mark.transports("grpc")
+@pytest.mark.transports
 def test_an_incompatible_evolution_is_refused_to_a_consumer_with_incompatible_schema(client, topic):
     client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
     with pytest.raises(IncompatibleSchema):

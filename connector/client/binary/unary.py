@@ -94,13 +94,17 @@ def get_or_create_schema(transport: BinaryTransport, request: pb.SchemaRequest, 
         raise errors.InvalidMessage(f"schema type {request.type!r} is not one of Pulsar's: "
                                     f"{', '.join(cmd.Schema.Type.keys())}")
     if request.check_only:
-        # A consumer's schema: Pulsar's brokers check it when the consumer subscribes with it; here it is
-        # registered only on a topic without a schema (as the gRPC server does), else left to SUBSCRIBE.
+        # A consumer's schema: registered only on a topic without a schema (as the gRPC server does), else
+        # checked as Pulsar's brokers check it: a consumer subscribing with it (the binary protocol has no
+        # check-only command), refused with IncompatibleSchema as GetOrCreateSchema's check_only is.
         try:
             get_schema(transport, pb.SchemaRequest(topic=request.topic, version=-1), deadline)
-            return pb.SchemaReply(version=-1, type=request.type)
         except errors.TopicNotFound:
             pass
+        else:
+            with_consumer(transport, request.topic, deadline, reader_subscription(
+                force_topic_creation=False, schema=_wire_schema(request)))
+            return pb.SchemaReply(version=-1, type=request.type)
     conn = transport.connection_for(request.topic, max(deadline - time.monotonic(), 0.001))
     if not conn.is_pulsarlike:
         # every Pulsar broker registers the schema a producer carries; not all answer GET_OR_CREATE_SCHEMA
@@ -109,15 +113,18 @@ def get_or_create_schema(transport: BinaryTransport, request: pb.SchemaRequest, 
         reply = pb.SchemaReply(type=request.type, data=request.data, name=request.name, version=version)
         reply.properties.update(request.properties)
         return reply
-    schema = cmd.Schema(name=request.name, schema_data=request.data, type=cmd.Schema.Type.Value(request.type))
-    for key, value in request.properties.items():
-        schema.properties.add(key=key, value=value)
     answer = ask(conn, T(type=T.GET_OR_CREATE_SCHEMA, getOrCreateSchema=cmd.CommandGetOrCreateSchema(
-        request_id=conn.next_request_id(), topic=request.topic, schema=schema)), deadline)
+        request_id=conn.next_request_id(), topic=request.topic, schema=_wire_schema(request))), deadline)
     reply = pb.SchemaReply(type=request.type, data=request.data, name=request.name)
     reply.properties.update(request.properties)
     reply.version = _version(answer.getOrCreateSchemaResponse.schema_version)
     return reply
+
+def _wire_schema(request: pb.SchemaRequest) -> cmd.Schema:
+    schema = cmd.Schema(name=request.name, schema_data=request.data, type=cmd.Schema.Type.Value(request.type))
+    for key, value in request.properties.items():
+        schema.properties.add(key=key, value=value)
+    return schema
 
 def with_consumer(transport: BinaryTransport, topic: str, deadline: float, subscribe: cmd.CommandSubscribe,
                    then: Callable[[PulsarConnection, int], Any] | None = None) -> Any:
