@@ -32,7 +32,7 @@ from broker_core.core.consumer_session import EARLIEST, LATEST, MAX_PERMITS, Sta
 from broker_core.frontends.pulsar.acknowledgments import acknowledge
 from broker_core.frontends.pulsar.consumer_session import PulsarConsumer
 from broker_core.frontends.pulsar.message_ids import is_earliest, is_latest, message_id, signed
-from broker_core.frontends.pulsar.schema_commands import register
+from broker_core.frontends.pulsar.schema_commands import check_for_consumer
 from broker_core.types import TopicName
 from dispatch.key_shared import KeySharedPolicy
 from dispatch.types import SubType
@@ -97,7 +97,7 @@ class ConsumerCommands:
         if request.HasField("schema") and schema.type != 0:  # 0: None, a consumer of bytes
             schema_type = cmd.Schema.Type.Name(schema.type)
             if front.schemas.find(name, schema_type, schema.schema_data) is None:
-                # a new version is checked and written off the event loop; the consumer joins once it is durable
+                # checked (a new version written only on a topic without a schema) off the event loop; then it joins
                 self._registering[request.consumer_id] = asyncio.get_running_loop().create_task(
                     self._register_then_join(request, name, schema_type))
                 return
@@ -105,7 +105,7 @@ class ConsumerCommands:
 
     async def _register_then_join(self, request: cmd.CommandSubscribe, name: TopicName, schema_type: str) -> None:
         try:
-            if await register(self._conn, name, schema_type, request.schema, request.request_id) is not None:
+            if await check_for_consumer(self._conn, name, schema_type, request.schema, request.request_id):
                 self._join(request, name)
         finally:
             self._registering.pop(request.consumer_id, None)
