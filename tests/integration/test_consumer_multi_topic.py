@@ -77,6 +77,7 @@ def test_a_pattern_subscribes_every_partition_of_a_matching_partitioned_topic(cl
     assert sorted(m.data() for m in _receive_all(consumer, 6)) == [k.encode() for k in "abcdef"]
 
 
+@pytest.mark.transports
 def test_topics_deleted_leave_a_pattern_consumer(client, admin, prefix):
     gone = f"persistent://public/default/{prefix}-gone"
     kept = f"persistent://public/default/{prefix}-kept"

@@ -181,8 +181,15 @@ class ConsumeAdapter:
 
     def __init__(self, transport: Any, first_request: broker_pb2.ConsumeRequest,
                  on_response: Callable[[broker_pb2.ConsumeResponse], None],
-                 on_end: Callable[[errors.PulsarLikeError | None], None], name: str = "consumer") -> None:
+                 on_end: Callable[[errors.PulsarLikeError | None], None], name: str = "consumer",
+                 reconnecting: bool = False) -> None:
         self._transport = transport
+        self._recreate = not (reconnecting and self._persistent(first_request.subscribe.topic))
+        """SUBSCRIBE's ``force_topic_creation``: off when the core subscribes again to a persistent topic it
+        had: the broker closed the consumer (a deletion, an unload) or the connection was lost, and a deleted
+        topic must end the stream with ``TopicNotFound``, as the gRPC broker ends it (a force-deleted topic
+        leaves a pattern consumer), not be created again (a non-persistent topic is created again after a
+        broker restart, as over gRPC)."""
         self._template = first_request.subscribe
         self.topic = self._template.topic
         self._partition = self._template.partition_index
@@ -208,6 +215,10 @@ class ConsumeAdapter:
         self._seek_closed = False
         self._io_thread = 0
         """The connection's I/O thread (known once the subscription is answered on it)."""
+
+    @staticmethod
+    def _persistent(topic: str) -> bool:
+        return not topic.startswith("non-persistent://")
 
     # --- TransportStream ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -299,6 +310,8 @@ class ConsumeAdapter:
         sub.request_id = conn.next_request_id()
         sub.consumer_name = self.consumer_name
         sub.durable = template.durable
+        if not self._recreate:
+            sub.force_topic_creation = False
         sub.initialPosition = (cmd.CommandSubscribe.Earliest if template.initial_position == broker_pb2.EARLIEST
                                else cmd.CommandSubscribe.Latest)
         if template.priority_level:

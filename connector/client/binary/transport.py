@@ -212,7 +212,7 @@ class BinaryTransport:
                 from connector.client.binary.producing import ProduceAdapter
                 return ProduceAdapter(self, first_request, on_response, on_end, name)
             from connector.client.binary.consuming import ConsumeAdapter
-            return ConsumeAdapter(self, first_request, on_response, on_end, name)
+            return ConsumeAdapter(self, first_request, on_response, on_end, name, reconnecting=reconnecting)
         except ImportError as exc:  # an adapter not written yet (issue 23 is being built)
             raise errors.NotSupported(f"the binary transport cannot carry {method} streams yet ({exc}): use "
                                       "transport='grpc'", method=method) from None
