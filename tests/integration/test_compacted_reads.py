@@ -261,6 +261,7 @@ def test_our_compacted_reader_seeks_in_the_compacted_view(ours, official, broker
     assert read_all(reader.read_next) == EXPECTED
 
 
+@pytest.mark.transports
 def test_our_compacted_reader_reaches_the_end_of_a_terminated_topic(ours, official, broker_proc, topic):
     from connector import Admin
 

@@ -136,9 +136,13 @@ class TopicSubscriptions:
             source.on_skipped = lambda start, end: self._compacted_away(sub, start, end)
 
     def _compacted_away(self, sub: Subscription, start: int, end: int) -> None:
-        """Offsets a compacted read passed over: never delivered to this subscription, so acknowledged."""
+        """Offsets a compacted read passed over: never delivered to this subscription, so acknowledged. On a
+        terminated topic that may leave nothing to deliver (compacted-away messages last): the end is checked
+        here too, not only after a delivery (which comes before the read passing over the tail)."""
         if sub.cursor.ack(start, end) and sub.durable:
             self.cursor_changed(sub.name)
+        if self._termination.terminated:
+            self._termination.check((sub,), self._source.durable_end_offset)
 
     def consumer_left(self, sub: Subscription, consumer: Consumer, *, keep_reader: bool = False) -> None:
         sub.remove_consumer(consumer)
