@@ -30,9 +30,9 @@ TRANSPORTS = ("auto", "grpc", "binary")
 FASTER_ON_PULSARLIKE = "grpc"
 """The transport ``auto`` uses against pulsarlike (bench/client_latency.py, same broker process, same run;
 bench/README.md has the figures): binary's e2e p50 is about 0.6x gRPC's, but its throughput is 0.6-1.2x gRPC's from
-run to run, below the issue's 0.9x too often yet, and three behaviours of the integration suite still differ over
-binary (a consumer's schema is not checked against the topic's; a pattern consumer keeps a force-deleted topic; a
-compacted reader of a terminated topic does not reach its end), so a client that does not say stays on gRPC."""
+run to run, below the issue's 0.9x too often yet, so a client that does not say stays on gRPC. (The three behaviours of
+the integration suite that differed over binary -- a consumer's schema check, a pattern consumer and a force-deleted
+topic, a compacted reader reaching a terminated topic's end -- are the same over both transports now.)"""
 
 
 def check_transport(transport: Any) -> str:
