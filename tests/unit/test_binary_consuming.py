@@ -85,13 +85,13 @@ class FakeTransport:
 class Stream:
     """An adapter with its responses and end collected."""
 
-    def __init__(self, subscribe: pb.Subscribe, positions=DENSE) -> None:
+    def __init__(self, subscribe: pb.Subscribe, positions=DENSE, reconnecting: bool = False) -> None:
         self.transport = FakeTransport(positions)
         self.conn = self.transport.conn
         self.responses: list[pb.ConsumeResponse] = []
         self.ends: list = []
         self.adapter = ConsumeAdapter(self.transport, pb.ConsumeRequest(subscribe=subscribe), self.responses.append,
-                                      self.ends.append, "test")
+                                      self.ends.append, "test", reconnecting=reconnecting)
 
     def start(self) -> "Stream":
         self.adapter.start()
@@ -147,6 +147,14 @@ def test_subscribe_is_sent_as_subscribe_then_subscribed_and_the_first_permits():
     assert stream.responses[0].subscribed.consumer_name == "c1"
     assert [c.flow.messagePermits for c in stream.conn.of(T.FLOW)] == [100]
     assert stream.adapter.alive
+
+
+@pytest.mark.parametrize("topic, reconnecting, creates", [
+    (TOPIC, False, True), (TOPIC, True, False), ("non-persistent://public/default/t", True, True)])
+def test_a_resubscription_to_a_persistent_topic_does_not_create_it_again(topic, reconnecting, creates):
+    # a force-deleted topic then ends the stream with TopicNotFound, as the gRPC broker ends it
+    stream = Stream(subscribe(topic=topic), reconnecting=reconnecting).start()
+    assert stream.conn.of(T.SUBSCRIBE)[0].subscribe.force_topic_creation is creates
 
 
 def test_a_refused_subscribe_ends_the_stream_with_its_typed_error():
