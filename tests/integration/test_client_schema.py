@@ -150,7 +150,8 @@ def test_an_incompatible_evolution_is_refused_to_a_consumer_with_incompatible_sc
 @pytest.mark.transports
 def test_a_compatible_consumer_schema_is_accepted_without_registering_a_new_version(client, broker_proc, topic):
     client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
-    consumer = client.subscribe(topic, "s", schema=ours.AvroSchema(V2), initial_position=pulsar.InitialPosition.Earliest)
+    consumer = client.subscribe(topic, "s", schema=ours.AvroSchema(V2),
+                                initial_position=pulsar.InitialPosition.Earliest)
     assert consumer.receive(10000).value().a == 1
     with Admin(broker_proc.service_url) as admin:  # as Pulsar's brokers: a consumer's schema adds no version
         assert [s["version"] for s in admin.get_all_schemas(topic)] == [0]

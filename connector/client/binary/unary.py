@@ -5,7 +5,8 @@ errors (so the core cannot tell the transports apart).
 - ``GetPartitionedTopicMetadata``: ``PARTITIONED_METADATA``; ``LookupTopic``: ``LOOKUP`` (the serving broker's
   URL); ``ListTopics``: ``GET_TOPICS_OF_NAMESPACE`` in mode ALL (the gRPC server lists both domains);
 - ``GetSchema``: ``GET_SCHEMA``; ``GetOrCreateSchema``: ``GET_OR_CREATE_SCHEMA`` on pulsarlike, a producer
-  carrying the schema elsewhere (every Pulsar broker registers that; not all answer the command);
+  carrying the schema elsewhere (every Pulsar broker registers that; not all answer the command); a consumer's
+  (``check_only``) on a topic with a schema: a temporary consumer subscribing with it (the broker checks it);
 - ``GetLastMessageId``: a temporary non-durable consumer (no permits: nothing is delivered), then
   ``GET_LAST_MESSAGE_ID``, then ``CLOSE_CONSUMER``; the ids are the broker's own, ``last_offset`` the
   position (:class:`~connector.client.transport.Positions`) of the last message;
