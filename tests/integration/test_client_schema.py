@@ -148,6 +148,16 @@ def test_an_incompatible_evolution_is_refused_to_a_consumer_with_incompatible_sc
 
 
 @pytest.mark.transports
+def test_an_incompatible_consumer_schema_is_refused_on_a_partitioned_topic_too(client, broker_proc, topic):
+    with Admin(broker_proc.service_url) as admin:
+        admin.create_partitioned_topic(topic, 2)
+    client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
+    client.subscribe(topic, "compatible", schema=ours.AvroSchema(V2))
+    with pytest.raises(IncompatibleSchema):
+        client.subscribe(topic, "s", schema=ours.AvroSchema(V3))
+
+
+@pytest.mark.transports
 def test_a_compatible_consumer_schema_is_accepted_without_registering_a_new_version(client, broker_proc, topic):
     client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
     consumer = client.subscribe(topic, "s", schema=ours.AvroSchema(V2),

@@ -103,7 +103,10 @@ def get_or_create_schema(transport: BinaryTransport, request: pb.SchemaRequest, 
         except errors.TopicNotFound:
             pass
         else:
-            with_consumer(transport, request.topic, deadline, reader_subscription(
+            # a partitioned topic's schema is its partitions' (a consumer attaches to a partition, not the base)
+            partitions = partitioned_metadata(transport, pb.TopicRequest(topic=request.topic), deadline).partitions
+            target = f"{request.topic}-partition-0" if partitions > 0 else request.topic
+            with_consumer(transport, target, deadline, reader_subscription(
                 force_topic_creation=False, schema=_wire_schema(request)))
             return pb.SchemaReply(version=-1, type=request.type)
     conn = transport.connection_for(request.topic, max(deadline - time.monotonic(), 0.001))
