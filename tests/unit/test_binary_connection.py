@@ -475,3 +475,41 @@ def test_ensure_ready_gives_up_after_the_connection_timeout_naming_the_broker():
     with pytest.raises(errors.ConnectError, match="cannot connect to the broker at svc:6650 within 0.3s"):
         transport.ensure_ready()
     assert transport.refusals < 10**6 - 1  # it tried more than once
+
+
+class BrokenPipe:
+    """A socket whose writes fail (the broker went away); everything else is the real socket's."""
+
+    def __init__(self, sock):
+        self._sock = sock
+
+    def send(self, data):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+def test_a_write_failing_on_a_callers_thread_is_reported_from_the_io_thread_not_under_the_callers_locks():
+    broker = FakeBroker()
+    conn = PulsarConnection(broker.address, Security(), 5)
+    producer_lock = threading.Lock()  # as a producer's: held while it sends, taken when its stream ends
+    heard: list = []
+
+    class Producer:
+        def on_frame(self, command, payload):
+            pass
+
+        def on_connection_lost(self, error):
+            heard.append((producer_lock.acquire(timeout=2), error))  # same thread as the sender: a deadlock
+            if heard[-1][0]:
+                producer_lock.release()
+
+    conn.register_producer(1, Producer())
+    conn._sock = BrokenPipe(conn._sock)
+    with producer_lock:
+        conn.send(T(type=T.PING, ping=cmd.CommandPing()))
+    assert wait_until(lambda: heard, 5)
+    acquired, error = heard[0]
+    assert acquired and isinstance(error, errors.ConnectError) and "writing to the broker" in error.message
+    assert conn.closed

@@ -107,6 +107,9 @@ class PulsarConnection:
         self._lost_listeners: list[Callable[[errors.PulsarLikeError], None]] = []
         self._wlock = threading.Lock()  # the socket's writes and the queue of what it did not take yet
         self._pending: collections.deque[memoryview] = collections.deque()
+        self._write_failure: OSError | None = None
+        """A write on a caller's thread failed: the I/O thread ends the connection (the caller may hold its
+        producer's or consumer's lock, which the handlers' ``on_connection_lost`` takes)."""
         self._received = True
         self._ping_outstanding = False
         opened = open_connection(address, security, connection_timeout_s, proxy_to_broker_url)
@@ -168,12 +171,12 @@ class PulsarConnection:
                 sent = 0
             except OSError as exc:
                 sent, failure = len(data), exc
+                if self._write_failure is None:
+                    self._write_failure = exc
             if sent < len(data):
                 self._pending.append(memoryview(data)[sent:])
+            if sent < len(data) or failure is not None:
                 self._wake()
-        if failure is not None:
-            self._lost(errors.ConnectError(f"writing to the broker at {self.address} failed: {failure}",
-                                           target=self.address))
 
     def _wake(self) -> None:
         try:
@@ -292,6 +295,11 @@ class PulsarConnection:
                         return
                 if self._tls and self._pending:
                     self._flush()
+                failure = self._write_failure
+                if failure is not None:
+                    self._lost(errors.ConnectError(f"writing to the broker at {self.address} failed: {failure}",
+                                                   target=self.address))
+                    return
                 now = time.monotonic()
                 if now >= next_tick:
                     next_tick = now + self._keepalive_s
