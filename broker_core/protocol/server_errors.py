@@ -91,4 +91,17 @@ def error_of(code: int, message: str = "") -> errors.PulsarLikeError:
     if cls is None:
         name = ServerError.Name(code) if code in ServerError.values() else str(code)
         return errors.UnknownError(f"{name}: {message}" if message else name, server_error=name)
+    if cls is errors.TopicNotFound and message:
+        cls = _refined_not_found(message)
     return cls(message or ServerError.Name(code))
+
+
+def _refined_not_found(message: str) -> type[errors.PulsarLikeError]:
+    """Pulsar has one code for a missing topic, namespace or tenant (``TopicNotFound``); pulsarlike's messages
+    say which (:mod:`broker_core.core.namespaces`), so its clients get the same subclass over the binary
+    protocol as over gRPC. Any other broker's message reads as ``TopicNotFound``."""
+    if message.startswith("tenant ") or " nor does its tenant " in message:
+        return errors.TenantNotFound
+    if message.startswith("namespace "):
+        return errors.NamespaceNotFound
+    return errors.TopicNotFound

@@ -143,7 +143,9 @@ def small_disk(tmp_path):
 
 def test_a_full_disk_fails_the_send_and_the_same_producer_works_once_space_is_freed(small_disk):
     with Broker(data_dir=small_disk / "data", port=0) as broker:
-        client = Client(broker.service_url)
+        # gRPC fails the send in band; over the binary protocol the broker closes the producer and the client
+        # re-sends until send_timeout_millis, as Pulsar's clients do (docs/pulsar-compatibility.md)
+        client = Client(broker.service_url, transport="grpc")
         producer = client.create_producer(TOPIC)
         producer.send(b"before")
         filler = small_disk / "filler"

@@ -114,3 +114,12 @@ def test_answers_carry_their_typed_errors_and_successful_answers_none():
     ack = T(type=T.ACK_RESPONSE, ackResponse=cmd.CommandAckResponse(consumer_id=1, request_id=2))
     assert wire.answer_error(ack) is None
     assert wire.answer_error(T(type=T.SUCCESS, success=cmd.CommandSuccess(request_id=1))) is None
+
+
+def test_a_missing_namespace_or_tenant_named_by_pulsarlike_reads_as_its_own_subclass_of_topic_not_found():
+    namespace = wire.error_of(cmd.TopicNotFound, "namespace acme/orders does not exist: create it with ...")
+    tenant = wire.error_of(cmd.TopicNotFound, "tenant acme does not exist; create it with ...")
+    neither = wire.error_of(cmd.TopicNotFound, "namespace acme/orders does not exist, nor does its tenant acme")
+    topic = wire.error_of(cmd.TopicNotFound, "Topic persistent://a/b/c not found")
+    assert type(namespace) is errors.NamespaceNotFound and type(tenant) is errors.TenantNotFound
+    assert type(neither) is errors.TenantNotFound and type(topic) is errors.TopicNotFound
