@@ -120,7 +120,9 @@ def _receive_until_failed(consumer) -> BaseException | None:
 
 def test_a_consume_stream_whose_token_expires_ends_with_authentication_error(secure_broker, clock):
     topic = f"expiring-{time.time_ns()}"
-    with Client(secure_broker.service_url, authentication=AuthenticationToken(token("bob", clock, 60))) as client:
+    # the gRPC streams' token expiry (the binary connection's: the tests at the end of the module)
+    with Client(secure_broker.service_url, authentication=AuthenticationToken(token("bob", clock, 60)),
+                transport="grpc") as client:
         consumer = client.subscribe(topic, "s")
         clock.advance(61_000)
         failure = wait_until(lambda: _receive_until_failed(consumer), timeout_s=10)
@@ -130,7 +132,7 @@ def test_a_consume_stream_whose_token_expires_ends_with_authentication_error(sec
 def test_a_stream_reconnects_when_its_token_source_gives_a_new_token(secure_broker, clock):
     topic = f"renewed-{time.time_ns()}"
     source = lambda: token("bob", clock, 60)  # noqa: E731 - a new expiry, hence a new token, as time moves
-    with Client(secure_broker.service_url, authentication=AuthenticationToken(source)) as client:
+    with Client(secure_broker.service_url, authentication=AuthenticationToken(source), transport="grpc") as client:
         consumer = client.subscribe(topic, "s", initial_position=InitialPosition.Earliest)
         producer = client.create_producer(topic)
         clock.advance(61_000)
@@ -141,7 +143,8 @@ def test_a_stream_reconnects_when_its_token_source_gives_a_new_token(secure_brok
 def test_a_refused_reconnection_does_not_spin(secure_broker, clock, caplog):
     topic = f"final-{time.time_ns()}"
     with caplog.at_level(logging.WARNING), \
-            Client(secure_broker.service_url, authentication=AuthenticationToken(token("bob", clock, 60))) as client:
+            Client(secure_broker.service_url, authentication=AuthenticationToken(token("bob", clock, 60)),
+                   transport="grpc") as client:
         consumer = client.subscribe(topic, "s")
         clock.advance(61_000)
         wait_until(lambda: _receive_until_failed(consumer), timeout_s=10)
