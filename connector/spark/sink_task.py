@@ -153,11 +153,12 @@ class TaskWriter:
         security = options.security.client_kwargs(url)
         transport = options.transport
         if transport == "auto":  # one binary CONNECT decides, as the source does (any_broker.dense_offsets)
-            from connector.client.transport_choice import FASTER_ON_PULSARLIKE
             from connector.spark.any_broker import dense_offsets
 
+            # pulsarlike: its gRPC service, which also turns the topic's deduplication on and counts by offsets
+            # (transport=binary there is the any-broker path); any other broker: the binary protocol
             dense = dense_offsets(url, options.operation_timeout_ms, options.security)
-            transport = FASTER_ON_PULSARLIKE if dense else "binary"
+            transport = "grpc" if dense else "binary"
         self.pulsar_protocol_only = transport == "binary"
         self._client = Client(url, operation_timeout_seconds=timeout_s,
                               connection_timeout_ms=options.operation_timeout_ms, transport=transport, **security)
