@@ -69,13 +69,11 @@ def secure_channel(target: str, options: TlsOptions, channel_options: list[tuple
     return grpc.secure_channel(target, credentials, options=channel_options + extra)
 
 
-def _broker_certificate(target: str, options: TlsOptions, timeout_s: float) -> tuple[bytes, list[str]]:
-    """The broker's certificate (PEM) and the names it holds, from one handshake (verified against the trust
-    certificates unless insecure connections are allowed)."""
-    host, _, port = target.rpartition(":")
-    host = host.strip("[]")
+def ssl_context(options: TlsOptions, check_hostname: bool) -> ssl.SSLContext:
+    """A client ``ssl`` context trusting what ``options`` say (nothing checked when insecure connections are
+    allowed), presenting the client certificate when there is one."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
+    context.check_hostname = check_hostname and not options.allow_insecure
     if options.allow_insecure:
         context.verify_mode = ssl.CERT_NONE
     elif options.trust_certs_file:
@@ -84,6 +82,15 @@ def _broker_certificate(target: str, options: TlsOptions, timeout_s: float) -> t
         context.load_default_certs()
     if options.cert_file and options.key_file:
         context.load_cert_chain(options.cert_file, options.key_file)
+    return context
+
+
+def _broker_certificate(target: str, options: TlsOptions, timeout_s: float) -> tuple[bytes, list[str]]:
+    """The broker's certificate (PEM) and the names it holds, from one handshake (verified against the trust
+    certificates unless insecure connections are allowed)."""
+    host, _, port = target.rpartition(":")
+    host = host.strip("[]")
+    context = ssl_context(options, check_hostname=False)
     try:
         with socket.create_connection((host, int(port)), timeout=timeout_s) as sock, \
                 context.wrap_socket(sock, server_hostname=host) as tls:

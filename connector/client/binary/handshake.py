@@ -26,7 +26,7 @@ from broker_core.protocol import pulsar_commands_pb2 as cmd
 
 from connector.client.authentication import Authentication, AuthenticationBasic
 from connector.client.binary import wire
-from connector.client.tls import TlsOptions
+from connector.client.tls import TlsOptions, ssl_context
 
 T = cmd.BaseCommand
 CLIENT_VERSION = "pulsarlike-python"
@@ -61,17 +61,7 @@ def auth_response(security: Any) -> cmd.BaseCommand:
 
 def tls_context(options: TlsOptions) -> ssl.SSLContext:
     """An ``ssl`` context doing what ``options`` say (see the module docstring)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = bool(options.validate_hostname and not options.allow_insecure)
-    if options.allow_insecure:
-        context.verify_mode = ssl.CERT_NONE
-    elif options.trust_certs_file:
-        context.load_verify_locations(cafile=options.trust_certs_file)
-    else:
-        context.load_default_certs()
-    if options.cert_file and options.key_file:
-        context.load_cert_chain(options.cert_file, options.key_file)
-    return context
+    return ssl_context(options, check_hostname=bool(options.validate_hostname))
 
 
 @dataclass
