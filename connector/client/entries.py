@@ -21,9 +21,10 @@ Bad input raises :class:`~broker_core.errors.InvalidMessage` (or ``ChecksumError
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence, overload
 
 from broker_core.protocol import entry as _codec, pulsar_api_pb2
+from broker_core.protocol.codec import batch_decoding
 from broker_core.protocol.chunks import Chunk, ChunkedMessageTracker, CompletedMessage
 
 MessageMetadata = pulsar_api_pb2.MessageMetadata
@@ -44,7 +45,7 @@ split_messages = _codec.split_messages
 kept_indexes = _codec.kept_indexes
 
 __all__ = ["ChunkedRange", "DecodedEntry", "MessageMetadata", "OpenedEntry", "ReassembledMessage", "SingleMeta",
-           "decode", "is_chunk", "kept_indexes", "message_count", "open_entry", "payload_of", "split_messages"]
+           "UniformPayloads", "decode", "is_chunk", "kept_indexes", "message_count", "open_entry", "payload_of", "split_messages"]
 
 _INDEX_FIELDS: list[bytes] = []
 """The batch-index field of a message id for index 0, 1, 2, ... (grown on demand, shared by every entry)."""
@@ -54,6 +55,44 @@ def _index_fields(count: int) -> list[bytes]:
     while len(_INDEX_FIELDS) < count:
         _INDEX_FIELDS.append(_codec.batch_fields(len(_INDEX_FIELDS), 0))
     return _INDEX_FIELDS
+
+
+class UniformPayloads(Sequence[bytes]):
+    """The message bytes of a batch of same-size payload-only messages (what a producer of fixed-size records
+    writes), split only when a message is asked for: a columnar reader (the Spark source's Arrow columns)
+    takes them straight from ``buffer``, message ``i`` being ``buffer[i * stride + header_size:][:size]``
+    with ``stride = header_size + size``."""
+
+    __slots__ = ("buffer", "header_size", "size", "_count", "_split")
+
+    def __init__(self, buffer: bytes, header_size: int, size: int, count: int) -> None:
+        self.buffer = buffer
+        self.header_size = header_size
+        self.size = size
+        self._count = count
+        self._split: tuple[bytes, ...] | None = None
+
+    def _messages(self) -> tuple[bytes, ...]:
+        split = self._split
+        if split is None:
+            split = self._split = batch_decoding.split_uniform(self.buffer, self.header_size, self.size,
+                                                               self._count)
+        return split
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        return self._messages()[index]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._messages())
 
 
 class DecodedEntry:
@@ -90,9 +129,21 @@ class DecodedEntry:
 def decode(metadata: MessageMetadata, payload: bytes | memoryview, ledger_id: int, entry_id: int) -> DecodedEntry:
     """The messages of an opened entry that is not a chunk (or of a reassembled chunked message, with its
     last chunk's metadata): decompressed (bounded by ``uncompressed_size``), a batch split with its count
-    checked against the bytes before anything is built. Raises ``InvalidMessage`` when it cannot be."""
-    metas, payloads = _codec.split_messages(metadata, payload)
-    return DecodedEntry(metadata, metas, payloads, ledger_id, entry_id, metas[0] is not None)
+    checked against the bytes before anything is built (a batch of same-size payload-only messages is not
+    split: its ``payloads`` are :class:`UniformPayloads`). Raises ``InvalidMessage`` when it cannot be."""
+    if not metadata.HasField("num_messages_in_batch"):
+        metas, payloads = _codec.split_messages(metadata, payload)
+        return DecodedEntry(metadata, metas, payloads, ledger_id, entry_id, False)
+    data = _codec.payload_of(metadata, payload)
+    buf = data if type(data) is bytes else bytes(data)
+    count = metadata.num_messages_in_batch
+    layout = batch_decoding.uniform_layout(buf, count)
+    if layout is None:
+        metas, payloads = batch_decoding.split_batch(buf, count)
+        return DecodedEntry(metadata, metas, payloads, ledger_id, entry_id, True)
+    header_size, size = layout
+    return DecodedEntry(metadata, [batch_decoding.plain_meta(size)] * count,
+                        UniformPayloads(buf, header_size, size, count), ledger_id, entry_id, True)
 
 
 class ChunkedRange:

@@ -9,8 +9,8 @@ import pytest
 
 from broker_core.protocol import codec, pulsar_api_pb2
 from connector import MessageId
-from connector.client.entries import decode as split
-from connector.spark.arrow_batches import BatchBuilder
+from connector.client.entries import UniformPayloads, decode as split
+from connector.spark.arrow_batches import COLUMNAR_FROM, BatchBuilder
 from connector.spark.source_admin import Bounds
 from connector.spark.metrics import messages_behind_latest
 from connector.spark.offsets import (
@@ -245,6 +245,47 @@ def test_payload_only_batches_fill_their_columns_without_per_message_metadata():
     assert batch.column("__key").null_count == 5
     assert batch.column("__messageProperties").to_pylist() == [[]] * 5
     assert batch.column("__messageId").to_pylist()[4] == MessageId.of(0, 100, -1, 4, 5).serialize()
+
+
+def _rows_of(entries: list, partition: int = 2) -> list[dict]:
+    builder = BatchBuilder("persistent://public/default/c", partition)
+    for entry, lo, hi in entries:
+        builder.add(entry, lo, hi)
+    return builder.build().to_pylist()
+
+
+def test_a_large_batch_of_one_size_is_left_unsplit_and_read_as_columns():
+    count = 300  # batch indexes past 127 take a two-byte varint in the message id
+    metadata, payload = batch_entry([codec.BatchMessage(i.to_bytes(2, "big") * 5) for i in range(count)])
+    decoded = split(metadata, payload, 9, 1000)
+    assert isinstance(decoded.payloads, UniformPayloads) and len(decoded.payloads) == count
+    assert decoded.payloads[299] == (299).to_bytes(2, "big") * 5  # still a sequence when asked
+    rows = _rows_of([(decoded, 100, 290)])
+    assert len(rows) == 190 and COLUMNAR_FROM <= 190
+    assert [r["value"] for r in rows] == [i.to_bytes(2, "big") * 5 for i in range(100, 290)]
+    assert [r["__offset"] for r in rows] == list(range(1100, 1290))
+    assert [r["__messageId"] for r in rows] == [MessageId.of(9, 1000, 2, i, count).serialize()
+                                                 for i in range(100, 290)]
+
+
+def test_columnar_and_per_message_entries_mix_in_one_batch_in_order():
+    uniform = split(*batch_entry([codec.BatchMessage(b"u" * 4)] * 100), 3, 0)
+    mixed = split(*batch_entry([codec.BatchMessage(b"a"), codec.BatchMessage(b"bb")] * 40), 3, 100)
+    small = split(*batch_entry([codec.BatchMessage(b"s" * 4)] * 3), 3, 180)
+    rows = _rows_of([(uniform, 0, 100), (mixed, 0, 80), (small, 0, 3), (uniform, 90, 100)])
+    assert [r["value"] for r in rows] == [b"u" * 4] * 100 + [b"a", b"bb"] * 40 + [b"s" * 4] * 3 + [b"u" * 4] * 10
+    assert [MessageId.deserialize(r["__messageId"]) for r in rows] == (
+        [MessageId(2, 3, 0, i) for i in range(100)] + [MessageId(2, 3, 100, i) for i in range(80)]
+        + [MessageId(2, 3, 180, i) for i in range(3)] + [MessageId(2, 3, 0, i) for i in range(90, 100)])
+
+
+def test_a_null_value_in_a_large_batch_stays_null():
+    null = pulsar_api_pb2.SingleMessageMetadata(payload_size=0, null_value=True).SerializeToString()
+    batch = codec.encode_batch([codec.BatchMessage(b"v")] * 70) + codec.U32.pack(len(null)) + null
+    metadata = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1,
+                                              num_messages_in_batch=71)
+    rows = _rows_of([(split(*codec.decode_entry(codec.encode_entry(metadata, batch)), 1, 0), 0, 71)])
+    assert [r["value"] for r in rows] == [b"v"] * 70 + [None]
 
 
 def test_messages_behind_latest_are_derived_from_end_and_latest_offsets():

@@ -72,7 +72,8 @@ _PLAIN_META_CACHE: dict[int, SingleMeta] = {}
 _PLAIN_META_CACHE_MAX = 1 << 16
 
 
-def _plain_meta(size: int) -> SingleMeta:
+def plain_meta(size: int) -> SingleMeta:
+    """The (shared) metadata of a payload-only message of ``size`` bytes."""
     meta = _PLAIN_META_CACHE.get(size)
     if meta is None:
         meta = SingleMeta(size)
@@ -86,7 +87,7 @@ def _parse_single_meta(buf: bytes, pos: int, end: int) -> SingleMeta:
     if buf[pos] == 0x18 and end - pos <= 3:  # payload_size only: the overwhelmingly common case
         size, nxt = read_varint(buf, pos + 1)
         if nxt == end:
-            return _plain_meta(size)
+            return plain_meta(size)
     start = pos
     size = -1
     partition_key = ordering_key = sequence_id = None
@@ -167,11 +168,11 @@ def split_batch(payload: bytes | memoryview, num_messages: int,
             # Inlined fast path: payload_size only, as a 1- or 2-byte varint.
             if meta_size == 2 and buf[meta_start] == 0x18 and buf[meta_start + 1] < 0x80:
                 size = buf[meta_start + 1]
-                meta = cache_get(size) or _plain_meta(size)
+                meta = cache_get(size) or plain_meta(size)
             elif meta_size == 3 and buf[meta_start] == 0x18 and buf[meta_start + 1] >= 0x80 \
                     and buf[meta_start + 2] < 0x80:
                 size = (buf[meta_start + 1] & 0x7F) | (buf[meta_start + 2] << 7)
-                meta = cache_get(size) or _plain_meta(size)
+                meta = cache_get(size) or plain_meta(size)
             else:
                 meta = _parse_single_meta(buf, meta_start, pos)
                 size = meta.payload_size
@@ -194,6 +195,18 @@ _UNIFORM_UNPACKERS_MAX = 64
 def _split_uniform(buf: bytes, num_messages: int) -> tuple[list[SingleMeta], tuple[bytes, ...]] | None:
     """(metadata, payloads) when ``buf`` is exactly ``num_messages`` times the same payload-only header
     (``u32 2|3 | 0x18 varint(size)``) followed by ``size`` bytes; otherwise None (nothing raised)."""
+    layout = uniform_layout(buf, num_messages)
+    if layout is None:
+        return None
+    header_size, size = layout
+    return [plain_meta(size)] * num_messages, split_uniform(buf, header_size, size, num_messages)
+
+
+def uniform_layout(buf: bytes, num_messages: int) -> tuple[int, int] | None:
+    """``(header_size, size)`` when ``buf`` is exactly ``num_messages`` times the same payload-only header
+    (``u32 2|3 | 0x18 varint(size)``, ``header_size`` bytes) followed by ``size`` bytes; otherwise None. Such a
+    batch's message ``i`` is ``buf[i * stride + header_size:(i + 1) * stride]``, ``stride = header_size +
+    size`` (what a columnar reader slices without splitting: :func:`split_uniform` splits)."""
     total = len(buf)
     if num_messages <= 0 or total < 6:
         return None
@@ -210,6 +223,11 @@ def _split_uniform(buf: bytes, num_messages: int) -> tuple[list[SingleMeta], tup
     for k in range(header_size):
         if buf[k::stride] != buf[k:k + 1] * num_messages:
             return None
+    return header_size, size
+
+
+def split_uniform(buf: bytes, header_size: int, size: int, num_messages: int) -> tuple[bytes, ...]:
+    """The message bytes of a batch whose :func:`uniform_layout` is ``(header_size, size)``, in one C call."""
     key = (header_size, size, num_messages)
     unpacker = _UNIFORM_UNPACKERS.get(key)
     if unpacker is None:
@@ -217,4 +235,4 @@ def _split_uniform(buf: bytes, num_messages: int) -> tuple[list[SingleMeta], tup
         if len(_UNIFORM_UNPACKERS) >= _UNIFORM_UNPACKERS_MAX:
             _UNIFORM_UNPACKERS.clear()
         _UNIFORM_UNPACKERS[key] = unpacker
-    return [_plain_meta(size)] * num_messages, unpacker.unpack(buf)
+    return unpacker.unpack(buf)
