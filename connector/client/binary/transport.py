@@ -26,6 +26,7 @@ from broker_core import errors
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 
 from connector.client.binary.connection import PulsarConnection
+from connector.client.binary.positions import PackedPositions
 from connector.client.binary.unary import CALLS, _left
 from connector.client.connection import Security, is_tls_url, parse_service_url
 from connector.client.reconnect import retry_until
@@ -103,14 +104,7 @@ class BinaryTransport:
 
     @staticmethod
     def _positions_for(conn: PulsarConnection) -> Positions:
-        if conn.is_pulsarlike:
-            return DENSE
-        try:
-            from connector.client.binary.positions import PackedPositions
-        except ImportError:  # TODO(issue 23, T3): positions.py not there yet
-            log.warning("event=packed_positions_missing server_version=%s", conn.server_version)
-            return DENSE
-        return PackedPositions()
+        return DENSE if conn.is_pulsarlike else PackedPositions()
 
     @property
     def positions(self) -> Positions:
@@ -207,15 +201,11 @@ class BinaryTransport:
             self.ensure_ready()
         elif self.closed.is_set():
             raise errors.AlreadyClosed("the client is closed")
-        try:
-            if method == "Produce":
-                from connector.client.binary.producing import ProduceAdapter
-                return ProduceAdapter(self, first_request, on_response, on_end, name)
-            from connector.client.binary.consuming import ConsumeAdapter
-            return ConsumeAdapter(self, first_request, on_response, on_end, name, reconnecting=reconnecting)
-        except ImportError as exc:  # an adapter not written yet (issue 23 is being built)
-            raise errors.NotSupported(f"the binary transport cannot carry {method} streams yet ({exc}): use "
-                                      "transport='grpc'", method=method) from None
+        if method == "Produce":
+            from connector.client.binary.producing import ProduceAdapter
+            return ProduceAdapter(self, first_request, on_response, on_end, name)
+        from connector.client.binary.consuming import ConsumeAdapter
+        return ConsumeAdapter(self, first_request, on_response, on_end, name, reconnecting=reconnecting)
 
     def close(self) -> None:
         self.closed.set()
