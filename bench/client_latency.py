@@ -1,12 +1,15 @@
 """Our client over each transport against the official client (issue 23's benchmark): latency and throughput.
 
 Run it with ``python bench/client_latency.py [--messages N] [--size B] [--latency-messages N] [--warmup N]
-[--latency-rate R] [--only raw,grpc,binary,official,lite] [--rounds N] [--profile] [--json]``.
+[--latency-rate R] [--only raw,grpc,binary,official,lite,official-lite] [--rounds N] [--profile] [--json]
+[--set KEY=VALUE ...]``.
 
 One pulsarlike broker process (``journalSyncMode`` default, as bench/throughput.py starts it) serves, one after
 the other on their own topics: our ``connector.Client`` with ``transport="grpc"``, the same with
 ``transport="binary"``, and the official ``pulsar-client`` (C++ core, binary protocol). Then pulsar-lite (started
-as bench/pulsar_lite_compare.py starts it) serves our client over the binary transport. For each:
+as bench/pulsar_lite_compare.py starts it) serves our client over the binary transport and the official client
+(``official-lite``: a broker in Rust that answers before any fsync, and the C++ client -- what this machine's
+loopback, scheduler and a non-Python path give, the floor any client's e2e here stands on). For each:
 
 - **raw socket**, pulsarlike only: the latency workload with no client library (a prebuilt SEND frame on one
   socket, a blocking read of its MESSAGE on another): about the broker's part of every client's e2e.
@@ -53,9 +56,10 @@ from broker_core.protocol import pulsar_api_pb2  # noqa: E402
 from broker_core.protocol.codec import encode_entry  # noqa: E402
 from pulsar_protocol import T, _frame, _raw_connect, cmd, official_consume, official_produce, own_cpu  # noqa: E402
 
-WHO = ("raw", "grpc", "binary", "official", "lite")
+WHO = ("raw", "grpc", "binary", "official", "lite", "official-lite")
 LABELS = {"raw": "raw socket, no client", "grpc": "ours, gRPC", "binary": "ours, binary",
-          "official": "pulsar-client", "lite": "ours, binary -> pulsar-lite"}
+          "official": "pulsar-client", "lite": "ours, binary -> pulsar-lite",
+          "official-lite": "pulsar-client -> pulsar-lite"}
 
 
 def latency(producer: Any, consumer: Any, n: int, warmup: int, size: int, rate: float) -> tuple[float, float]:
@@ -230,6 +234,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="interleaved runs of each client; medians printed")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="broker configuration for diagnosis, e.g. journalSyncMode=never (repeatable)")
     args = parser.parse_args()
     chosen = [w for w in args.only.split(",") if w]
     unknown = set(chosen) - set(WHO)
@@ -237,7 +243,7 @@ def main() -> None:
         parser.error(f"--only: unknown {sorted(unknown)}; use some of {','.join(WHO)}")
     runs: dict[str, list[dict[str, float]]] = {who: [] for who in chosen}
     with tempfile.TemporaryDirectory(prefix="pulsarlike-bench-") as tmp:
-        proc, url = throughput.start_broker(tmp, [])
+        proc, url = throughput.start_broker(tmp, args.set)
         try:
             for round_ in range(args.rounds):  # interleaved: each client meets the same load as the others
                 for who in ("raw", "grpc", "binary", "official"):
@@ -250,14 +256,18 @@ def main() -> None:
                 profile_binary(url, args)
         finally:
             throughput.stop(proc)
-        if "lite" in chosen:
+        if "lite" in chosen or "official-lite" in chosen:
             from pulsar_lite_compare import LITE, start_serving
 
             lite, port = start_serving(LITE, tmp)
             try:
                 for round_ in range(args.rounds):
-                    runs["lite"].append(run_ours(f"pulsar://127.0.0.1:{port}", lite.pid, "binary", args,
-                                                 f"lite-{round_}"))
+                    if "lite" in chosen:
+                        runs["lite"].append(run_ours(f"pulsar://127.0.0.1:{port}", lite.pid, "binary", args,
+                                                     f"lite-{round_}"))
+                    if "official-lite" in chosen:
+                        runs["official-lite"].append(run_official(f"pulsar://127.0.0.1:{port}", lite.pid, args,
+                                                                  f"official-lite-{round_}"))
             finally:
                 throughput.stop(lite)
     results = {who: {key: statistics.median(r[key] for r in rs) for key in rs[0]} for who, rs in runs.items() if rs}
@@ -268,7 +278,8 @@ def main() -> None:
 
 def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
     print(f"{args.messages:,} messages of {args.size} B (throughput); {args.latency_messages:,} sync sends at "
-          f"{args.latency_rate:g}/s after {args.warmup} warm-up (latency); medians of {args.rounds} round(s)")
+          f"{args.latency_rate:g}/s after {args.warmup} warm-up (latency); medians of {args.rounds} round(s); broker "
+          f"{' '.join(args.set) or 'default config: journalSyncMode=group'}")
     print(f"  {'client':30} {'e2e p50 ms':>10} {'p99 ms':>8} {'produce msg/s':>14} {'consume msg/s':>14}"
           f"   CPU µs/msg client/broker: produce, consume")
     for who, r in results.items():
@@ -280,7 +291,7 @@ def report(results: dict[str, dict[str, float]], args: argparse.Namespace) -> No
     if raw is not None:
         print("e2e p50 above the raw socket's: " + ", ".join(
             f"{LABELS[w]} {r['p50_ms'] - raw['p50_ms']:+.3f} ms" for w, r in results.items()
-            if w not in ("raw", "lite")))
+            if w not in ("raw", "lite", "official-lite")))
     if binary is not None:
         print(f"our binary e2e p50 {binary['p50_ms']:.3f} ms (target <= 0.5 ms)"
               + (f"; official {official['p50_ms']:.3f} ms: ours/official {binary['p50_ms'] / official['p50_ms']:.2f}x"
