@@ -346,16 +346,6 @@ def dense_offsets(service_url: str) -> bool:
     return probe(service_url, BROKER_TIMEOUT_MS, security())
 
 
-def require_dense_offsets(service_url: str, job: str, why: str) -> None:
-    """JobInputError (exit 2, before anything is read or written) on a broker other than pulsarlike, naming
-    ``why`` the job ``job`` needs pulsarlike's dense offsets."""
-    if not dense_offsets(service_url):
-        raise JobInputError(
-            f"{service_url} is a Pulsar broker other than pulsarlike (no dense offsets); the {job} job {why}, "
-            "so it runs against pulsarlike only. On another broker read with spark.read.format('pulsarlike') "
-            "and message id startingOffsets/endingOffsets (docs/spark.md, 'Offsets on any broker')")
-
-
 def qualified(topic: str, flag: str) -> str:
     """``topic`` fully qualified; JobInputError naming ``flag`` when it is not a valid name."""
     from broker_core.errors import InvalidTopicName

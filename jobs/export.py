@@ -2,7 +2,7 @@
 
     pulsarlike job export TOPIC --output DIR [--starting-offsets earliest|latest|JSON]
         [--ending-offsets latest|JSON] [--starting-time T] [--ending-time T] [--subscription NAME]
-        [--allow-data-loss] [--master M] [--service-url URL] [--no-progress]
+        [--allow-data-loss] [--admin-url URL] [--master M] [--service-url URL] [--no-progress]
     spark-submit jobs/export.py TOPIC --output DIR ...
 
 Rows are the pulsarlike source's (``value``, ``__key``, ``__topic``, ``__partition``, ``__offset``,
@@ -29,6 +29,12 @@ stored message), so each run exports only what is new. One run, in order:
    ``endOffsets`` (created there when missing; never moved back), so it holds exactly what later runs
    will export and retention may delete the rest.
 
+On a Pulsar broker other than pulsarlike (one binary ``CONNECT`` tells) the same steps run by message id
+(:mod:`jobs.export_ids`): ``endOffsets`` holds each partition's last exported message id, inclusive (the
+manifest says ``"offsetKind": "messageId"``; a manifest of the other kind is refused, exit 2),
+``--subscription`` is acknowledged cumulatively up to it over the binary protocol, and
+``--starting-time``/``--ending-time`` need ``--admin-url`` (the broker's REST API).
+
 A crash before step 5 leaves the manifest as it was, so the next run exports the same range again (and
 step 2 removes the first attempt's files). DIR must be a local (or mounted) folder every Spark executor
 sees. Retention: a topic keeps what no durable subscription holds only up to its retention policy (by
@@ -49,9 +55,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, client_kwargs, job_parser,
-                          local_path, qualified, job_main, require_dense_offsets, security, spark_options,
-                          spark_session, write_json_atomically)
+from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, client_kwargs, dense_offsets,
+                          job_parser, local_path, qualified, job_main, security, spark_options, spark_session,
+                          write_json_atomically)
+from jobs._message_ids import DENSE_KIND, ID_KIND
 
 NAME = "export"
 MANIFEST = "_pulsarlike_manifest.json"
@@ -62,7 +69,8 @@ DATE_COLUMN = "publish_date"
 
 @dataclass
 class ExportPlan:
-    """One run's range: ``start <= offset < end`` per topic partition (``TopicPartition`` keys)."""
+    """One run's range per topic partition (``TopicPartition`` keys): ``start <= offset < end`` (dense), or
+    message ids ``start < id <= end`` (``kind`` messageId: ``IdOffset`` boundaries)."""
 
     topic: str
     start: dict[Any, int]
@@ -73,10 +81,23 @@ class ExportPlan:
     """(partition, first, end) of planned messages retention already deleted."""
     stored_from: dict[Any, int] = field(default_factory=dict)
     """Each partition's first stored offset."""
+    kind: str = DENSE_KIND
+    """``dense`` (pulsarlike) or ``messageId`` (another Pulsar broker)."""
 
     @property
-    def messages(self) -> int:
+    def messages(self) -> int | None:
+        """How many messages the range holds; None for message ids (not known before it is read)."""
+        if self.kind != DENSE_KIND:
+            return None
         return sum(self.end[tp] - self.start[tp] for tp in self.end)
+
+    @property
+    def empty(self) -> bool:
+        if self.kind == DENSE_KIND:
+            return self.messages == 0
+        from connector.spark.message_id_offsets import holds_messages
+
+        return not any(holds_messages(self.start[tp], self.end[tp]) for tp in self.end)
 
 
 # --- pure parts ------------------------------------------------------------------------------------------
@@ -95,16 +116,16 @@ def parse_time(text: str, flag: str) -> int:
     return int(parsed.timestamp() * 1000)
 
 
-def empty_manifest(topic: str) -> dict[str, Any]:
-    return {"format": MANIFEST_FORMAT, "topic": topic, "endOffsets": {}, "runs": []}
+def empty_manifest(topic: str, kind: str = DENSE_KIND) -> dict[str, Any]:
+    return {"format": MANIFEST_FORMAT, "topic": topic, "offsetKind": kind, "endOffsets": {}, "runs": []}
 
 
-def load_manifest(output: str, topic: str) -> dict[str, Any]:
+def load_manifest(output: str, topic: str, kind: str = DENSE_KIND) -> dict[str, Any]:
     """The manifest in ``output`` (a new one when there is none); JobInputError when it belongs to
-    another topic or cannot be read."""
+    another topic, holds offsets of another kind than ``kind`` (the broker's), or cannot be read."""
     path = os.path.join(output, MANIFEST)
     if not os.path.exists(path):
-        return empty_manifest(topic)
+        return empty_manifest(topic, kind)
     try:
         with open(path, encoding="utf-8") as f:
             manifest = json.load(f)
@@ -116,7 +137,15 @@ def load_manifest(output: str, topic: str) -> dict[str, Any]:
     if manifest.get("topic") != topic:
         raise JobInputError(f"{output} holds an export of {manifest.get('topic')}, not {topic}: export each "
                             "topic to its own folder")
-    return manifest
+    found = manifest.get("offsetKind", DENSE_KIND)  # manifests written before the field: pulsarlike's
+    if found != kind:
+        kinds = {DENSE_KIND: "dense offsets (pulsarlike)", ID_KIND: "message ids (a Pulsar broker other than "
+                 "pulsarlike)"}
+        raise JobInputError(f"{path} records where the export ends as {kinds.get(found, repr(found))}, but this "
+                            f"broker numbers messages by {kinds[kind]}: one kind cannot say where the other ends "
+                            "(offsetKind); export to a new folder, as a Spark query needs a new checkpoint "
+                            "location on another kind of broker")
+    return {**manifest, "offsetKind": kind}
 
 
 def plan_export(topic: str, bounds: Mapping[Any, Any], manifest: Mapping[str, Any], starting: str | None,
@@ -167,13 +196,15 @@ def plan_export(topic: str, bounds: Mapping[Any, Any], manifest: Mapping[str, An
                       stored_from={tp: b.start for tp, b in bounds.items()})
 
 
-def held_offsets(plan: ExportPlan, manifest: Mapping[str, Any]) -> dict[Any, int]:
+def held_offsets(plan: ExportPlan, manifest: Mapping[str, Any]) -> dict[Any, Any]:
     """Where ``--subscription`` should stand after a run: at the manifest's end, where the next run
     starts (a partition the manifest does not name: at its first stored message)."""
+    from connector.spark.message_id_offsets import EARLIEST
     from connector.spark.offsets import from_json_dict
 
     done = from_json_dict(manifest.get("endOffsets", {}))
-    return {tp: done.get(tp, plan.stored_from.get(tp, 0)) for tp in sorted(plan.end)}
+    first = EARLIEST if plan.kind != DENSE_KIND else 0
+    return {tp: done.get(tp, plan.stored_from.get(tp, first)) for tp in sorted(plan.end)}
 
 
 def with_publish_date(df: Any) -> Any:
@@ -223,7 +254,7 @@ def commit_staged(staging: str, output: str, run_id: str) -> list[str]:
 
 
 # --- the run ---------------------------------------------------------------------------------------------
-def _plan(args: Any, topic: str, manifest: Mapping[str, Any]) -> ExportPlan:
+def _plan(args: Any, topic: str, manifest: Mapping[str, Any], dense: bool) -> ExportPlan:
     from connector.spark.source_admin import SourceAdmin
     from connector.spark.options import TopicSpec
 
@@ -235,6 +266,10 @@ def _plan(args: Any, topic: str, manifest: Mapping[str, Any]) -> ExportPlan:
     end_ms = parse_time(args.ending_time, "--ending-time") if args.ending_time else None
     if start_ms is not None and end_ms is not None and end_ms < start_ms:
         raise JobInputError(f"--ending-time {args.ending_time} is before --starting-time {args.starting_time}")
+    if not dense:
+        from jobs.export_ids import plan_ids
+
+        return plan_ids(args, topic, manifest, start_ms, end_ms)
     calls = SourceAdmin(args.service_url, 30_000, security())
     try:
         bounds = calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
@@ -265,25 +300,39 @@ class ExportSummary:
     seconds: float
     subscription: str | None = None
     backlog: int | None = None
+    kind: str = DENSE_KIND
 
     def lines(self) -> list[str]:
-        held = ([f"  acknowledged     on subscription {self.subscription} up to the exported end; backlog now "
-                 f"{self.backlog}"] if self.subscription else [])
+        backlog = (f"backlog now {self.backlog}" if self.kind == DENSE_KIND else
+                   "backlog not counted (a broker other than pulsarlike: no admin calls over the binary protocol)")
+        held = ([f"  acknowledged     on subscription {self.subscription} up to the exported end; {backlog}"]
+                if self.subscription else [])
+        until = "to (exclusive)  " if self.kind == DENSE_KIND else "to (inclusive)  "
         if self.run_id is None:
             return [f"export {self.topic} -> {self.output}: nothing new (up to {json.dumps(self.end)})", *held]
         return [f"export {self.run_id}: {self.topic} -> {self.output}",
                 f"  rows             {self.rows:,} ({self.files} file(s), dates {', '.join(self.dates) or '-'})",
                 f"  from             {json.dumps(self.start)}",
-                f"  to (exclusive)   {json.dumps(self.end)}", *held,
+                f"  {until} {json.dumps(self.end)}", *held,
                 f"  seconds          {self.seconds:.1f}"]
 
 
-def acknowledge_exported(service_url: str, topic: str, subscription: str, held: Mapping[Any, int]) -> int | None:
+def acknowledge_exported(service_url: str, topic: str, subscription: str, held: Mapping[Any, Any],
+                         kind: str = DENSE_KIND) -> int | None:
     """Acknowledge on ``subscription`` each partition's messages below ``held`` (the subscription is created
-    there when missing, and never moved back); returns its backlog."""
+    there when missing, and never moved back); returns its backlog (None: not known for message ids)."""
     from broker_core.errors import PulsarLikeError
     from connector import Admin
 
+    if kind != DENSE_KIND:
+        from jobs._message_ids import acknowledge_through
+
+        try:
+            acknowledge_through(service_url, subscription, held)
+        except PulsarLikeError as exc:
+            raise JobFailed(f"the export is committed, but acknowledging on subscription {subscription} failed "
+                            f"({exc.code}: {exc.message}); the next run acknowledges again") from None
+        return None
     try:
         with Admin(service_url, **client_kwargs(service_url)) as admin:
             for tp, offset in held.items():
@@ -303,11 +352,11 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
     output = local_path(args.output, "--output")
     if os.path.exists(output) and not os.path.isdir(output):
         raise JobInputError(f"--output {output} is a file; give a folder")
-    manifest = load_manifest(output, topic)
-    require_dense_offsets(args.service_url, NAME, "plans ranges and records them in its manifest as dense "
-                          "offsets (endOffsets), and acknowledges --subscription up to an offset")
+    # a wrong --service-url fails here, before anything is written; the broker says which offsets it has
+    kind = DENSE_KIND if dense_offsets(args.service_url) else ID_KIND
+    manifest = load_manifest(output, topic, kind)
     with spark_session(f"pulsarlike-export {topic}", args.master, spark) as session:
-        plan = _plan(args, topic, manifest)
+        plan = _plan(args, topic, manifest, kind == DENSE_KIND)
         if plan.lost and not args.allow_data_loss:
             tp, first, stored = plan.lost[0]
             raise JobFailed(f"messages {first}..{stored - 1} of {tp} were deleted by retention before they were "
@@ -317,11 +366,12 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
             print(f"pulsarlike job export: starting at the given {plan.source}, not where the manifest ends",
                   file=sys.stderr)
         start_json, end_json = to_json_dict(plan.start), to_json_dict(plan.end)
-        if plan.messages == 0:
-            summary = ExportSummary(None, topic, output, 0, 0, [], start_json, end_json, 0.0, args.subscription)
+        if plan.empty:
+            summary = ExportSummary(None, topic, output, 0, 0, [], start_json, end_json, 0.0, args.subscription,
+                                    kind=kind)
             if args.subscription:
                 summary.backlog = acknowledge_exported(args.service_url, topic, args.subscription,
-                                                       held_offsets(plan, manifest))
+                                                       held_offsets(plan, manifest), kind)
             summary.seconds = time.monotonic() - started
             return summary
         os.makedirs(output, exist_ok=True)
@@ -353,10 +403,10 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
         write_json_atomically(os.path.join(output, MANIFEST), manifest)
         shutil.rmtree(staging_root, ignore_errors=True)
         summary = ExportSummary(run_id, topic, output, exported, len(files), dates, start_json, end_json, seconds,
-                                args.subscription)
+                                args.subscription, kind=kind)
         if args.subscription:
             summary.backlog = acknowledge_exported(args.service_url, topic, args.subscription,
-                                                   held_offsets(plan, manifest))
+                                                   held_offsets(plan, manifest), kind)
             summary.seconds = time.monotonic() - started
     return summary
 
@@ -368,7 +418,8 @@ def parser() -> Any:
     p.add_argument("--starting-offsets", default=None,
                    help="earliest, latest or JSON {\"topic\": {\"partition\": offset}} (default: where the "
                         "manifest ends, else earliest)")
-    p.add_argument("--ending-offsets", default=None, help="latest (default) or JSON; exclusive")
+    p.add_argument("--ending-offsets", default=None, help="latest (default) or JSON; exclusive (on a broker other "
+                   "than pulsarlike a message id: the last message exported)")
     p.add_argument("--starting-time", default=None,
                    help="start at the first message published at or after this time (ms or ISO-8601)")
     p.add_argument("--ending-time", default=None,
@@ -376,6 +427,9 @@ def parser() -> Any:
     p.add_argument("--subscription", default=None, metavar="NAME",
                    help="a durable subscription to acknowledge up to what is exported (created when missing), "
                         "so it holds what the next run exports and nothing more")
+    p.add_argument("--admin-url", default=None,
+                   help="the broker's admin REST URL (http://HOST:8080): on a Pulsar broker other than pulsarlike "
+                        "--starting-time/--ending-time look message ids up there (pulsarlike needs none)")
     p.add_argument("--allow-data-loss", action="store_true",
                    help="export what is left when retention deleted part of the range (default: fail)")
     return p

@@ -1,7 +1,7 @@
 """redrive: a dead letter topic's messages back to the topic they died on, then acknowledged on the DLQ.
 
     pulsarlike job redrive DLQ_TOPIC [--to TOPIC] [--filter EXPR] [--subscription pulsarlike-redrive]
-        [--dry-run] [--master M] [--service-url URL] [--no-progress]
+        [--dry-run] [--admin-url URL] [--master M] [--service-url URL] [--no-progress]
     spark-submit jobs/redrive.py DLQ_TOPIC ...
 
 What is re-driven: the messages of DLQ_TOPIC not yet acknowledged on the durable subscription
@@ -31,6 +31,10 @@ One run, in order:
    later run or inspection.
 
 ``--dry-run`` stops after step 2 and prints what would be re-driven where.
+
+On a Pulsar broker other than pulsarlike (one binary ``CONNECT`` tells) the plan is the set of message ids
+the subscription has not acknowledged, taken by a consumer of it, and each re-driven message is
+acknowledged individually by that consumer (:mod:`jobs.redrive_ids`).
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, analysis_error, client_kwargs,
-                          first_line, job_parser, qualified, job_main, require_dense_offsets, security, spark_options,
+                          dense_offsets, first_line, job_parser, qualified, job_main, security, spark_options,
                           spark_session, topic_bounds)
 
 NAME = "redrive"
@@ -72,7 +76,8 @@ class RedriveSummary:
     subscription: str
     planned: int
     redriven: int = 0
-    written: int = 0
+    written: int | None = 0
+    """Messages the targets' ends moved by; None on a broker without dense offsets (not counted)."""
     targets: dict[str, int] = field(default_factory=dict)
     acknowledged: int = 0
     backlog: int | None = None
@@ -82,13 +87,16 @@ class RedriveSummary:
     def lines(self) -> list[str]:
         head = "redrive (dry run)" if self.dry_run else "redrive"
         redriven = f"  re-driven        {self.redriven:,}"
-        if not self.dry_run:
+        if not self.dry_run and self.written is not None:
             earlier = max(self.redriven - self.written, 0)
             redriven += f" ({self.written:,} written, {earlier:,} stored by an earlier attempt)"
         out = [f"{head} {self.dlq} (subscription {self.subscription})",
                f"  unacknowledged   {self.planned:,} in the planned range", redriven]
         out += [f"    -> {target}  {count:,}" for target, count in sorted(self.targets.items())]
-        if not self.dry_run:
+        if not self.dry_run and self.written is None:
+            out.append(f"  acknowledged     {self.acknowledged:,}; written and backlog not counted (a broker other "
+                       "than pulsarlike: the sink's commit line in the Spark log has written/duplicates)")
+        elif not self.dry_run:
             out.append(f"  acknowledged     {self.acknowledged:,}; backlog now {self.backlog}")
         out.append(f"  seconds          {self.seconds:.1f}")
         return out
@@ -272,9 +280,15 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
     to = qualified(args.to, "--to") if args.to else None
     if to == dlq:
         raise JobInputError("--to names the dead letter topic itself; give the topic to re-drive to")
-    require_dense_offsets(args.service_url, NAME, "plans the range from the subscription's acknowledged "
-                          "offsets (its internal stats) and acknowledges up to an offset when done")
+    # a wrong --service-url fails here, before anything is read or written
+    dense = dense_offsets(args.service_url)
     with spark_session(f"pulsarlike-redrive {dlq}", args.master, spark) as session:
+        if not dense:
+            from jobs.redrive_ids import run_ids
+
+            summary = run_ids(args, session, dlq, to, RedriveSummary(dlq, args.subscription, 0, dry_run=args.dry_run))
+            summary.seconds = time.monotonic() - started
+            return summary
         plans = _plan(args.service_url, dlq, args.subscription)
         planned = sum(p.end - p.start - sum(e - s for s, e in p.acked) for p in plans.values())
         summary = RedriveSummary(dlq, args.subscription, planned, dry_run=args.dry_run)
@@ -305,7 +319,7 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
         with progress.track(f"reading {args.dlq_topic}", read):
             counts = rows.groupBy("__topic").agg(F.count(F.lit(1)).alias("n"),
                                                   F.min("__offset").alias("first")).collect()
-        targets = _check_targets(counts, dlq)
+        targets = check_targets(counts, dlq)
         summary.targets = targets
         summary.redriven = sum(targets.values())
         if args.dry_run or summary.redriven == 0:
@@ -331,13 +345,16 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
     return summary
 
 
-def _check_targets(counts: Sequence[Any], dlq: str) -> dict[str, int]:
+def check_targets(counts: Sequence[Any], dlq: str) -> dict[str, int]:
+    """``{target topic: messages}`` from the rows' counts per ``__topic`` (with ``n`` and ``first``, the first
+    offset: null on a broker without dense offsets); JobInputError for a missing or bad target."""
     targets: dict[str, int] = {}
     for row in counts:
+        at = f" (the first at offset {row['first']})" if row["first"] is not None else ""
         if row["__topic"] is None:
-            raise JobInputError(f"{row['n']:,} message(s) of {dlq} have no REAL_TOPIC property (the first at "
-                                f"offset {row['first']}): give --to TOPIC, or leave them out with --filter")
-        target = qualified(row["__topic"], f"REAL_TOPIC of the message at offset {row['first']}:")
+            raise JobInputError(f"{row['n']:,} message(s) of {dlq} have no REAL_TOPIC property{at}: give --to "
+                                "TOPIC, or leave them out with --filter")
+        target = qualified(row["__topic"], f"REAL_TOPIC {row['__topic']!r} of {row['n']:,} message(s){at}:")
         if target == dlq:
             raise JobInputError(f"{row['n']:,} message(s) would be re-driven to the dead letter topic itself "
                                 f"(REAL_TOPIC {row['__topic']}); give --to TOPIC or a --filter")
@@ -358,7 +375,11 @@ def parser() -> Any:
     p.add_argument("--subscription", default=DEFAULT_SUBSCRIPTION,
                    help=f"the DLQ's durable subscription to acknowledge on (default {DEFAULT_SUBSCRIPTION}; "
                         "use the dead letter policy's initial_subscription_name to drain that one)")
-    p.add_argument("--dry-run", action="store_true", help="count what would be re-driven where; change nothing")
+    p.add_argument("--dry-run", action="store_true", help="count what would be re-driven where; change nothing "
+                   "(on a broker other than pulsarlike a missing --subscription is created: docs/jobs.md)")
+    p.add_argument("--admin-url", default=None,
+                   help="the broker's admin REST URL (http://HOST:8080): on a Pulsar broker other than pulsarlike "
+                        "the sink checks and turns on the targets' deduplication there (pulsarlike needs none)")
     return p
 
 
