@@ -45,9 +45,6 @@ if TYPE_CHECKING:
 SINK_OPTIONS = ("service.url", "topic", "topicSchema", "effectivelyOnce", "writeId", "compressionType",
                 "batchingMaxMessages", "batchingMaxBytes", "maxPendingMessages", "sendTimeoutMs",
                 "operationTimeoutMs", "transport", "admin.url")
-TRANSPORTS = ("auto", "grpc", "binary")
-"""Values of option ``transport`` (as ``Client(transport=...)``): ``binary`` writes with Pulsar's binary
-protocol only, as against any other Pulsar broker (:mod:`connector.spark.sink_task`)."""
 _CANONICAL = {name.lower(): name for name in SINK_OPTIONS}
 SPARK_OPTIONS = ("checkpointLocation",)
 """Options Spark itself passes along with the user's (``writeStream.option("checkpointLocation", ...)``)."""
