@@ -135,6 +135,13 @@ class IdSourceCalls:
             return kind.earliest
         return kind(max(tp.partition, -1), offset.ledger, offset.entry, offset.batch)
 
+    def reader_after(self, tp: TopicPartition, after: IdOffset, receiver_queue_size: int | None = None) -> Any:
+        """A reader of ``tp`` from after ``after`` (exclusive): where a range ``after -> end`` is read or
+        counted from; ``receiver_queue_size``: the client's default when None."""
+        queue = {} if receiver_queue_size is None else {"receiver_queue_size": receiver_queue_size}
+        return self.client.create_reader(tp.internal_name, self.message_id(tp, after),
+                                         start_message_id_inclusive=False, **queue)
+
     # --- topics ---------------------------------------------------------------------------------------
     def discover(self, spec: TopicSpec) -> list[TopicPartition]:
         """The partitions of the topics the spec names (a topic not created yet is read as non-partitioned)."""

@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from connector.spark.any_broker import IdSourceCalls, check_supported
-from connector.spark.id_ranges import IdRangePartition, IdRangeReader, plan_id_ranges
+from connector.spark.id_ranges import plan_id_ranges, read_id_range
 from connector.spark.id_stream_reader import resolve_id_offsets
 from connector.spark.message_id_offsets import EARLIEST, IdOffset, holds_messages
 from connector.spark.offsets import TopicPartition
@@ -56,9 +56,4 @@ class MessageIdBatchReader(DataSourceReader):
         return plan_id_ranges(start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, IdRangePartition):
-            return iter(())
-        opts = self.options
-        return IdRangeReader(opts.service_url, partition, opts.poll_timeout_ms, security=opts.security,
-                             permits_window=opts.pulsar_spark.receiver_queue_size,
-                             key_type=opts.key_type).batches()
+        return read_id_range(self.options, partition)

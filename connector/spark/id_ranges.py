@@ -32,6 +32,7 @@ from connector.client.message import Message
 from connector.spark.auth_options import ClientSecurity
 from connector.spark.message_id_offsets import _WHOLE, IdOffset, holds_messages, of_message_id
 from connector.spark.offsets import TopicPartition
+from connector.spark.options import SourceOptions
 from connector.spark.partition_reader import ROWS_PER_BATCH, RangeReadTimeout
 from connector.spark.typed_values import BYTES, arrow_schema
 
@@ -142,9 +143,7 @@ class IdRangeReader:
         calls = IdSourceCalls(self.service_url, self.poll_timeout_ms, self.security, self._client_factory, self._kit)
         start, end = IdOffset(*part.start), IdOffset(*part.end)
         try:
-            reader = calls.client.create_reader(tp.internal_name, calls.message_id(tp, start),
-                                                receiver_queue_size=self.permits_window,
-                                                start_message_id_inclusive=False)
+            reader = calls.reader_after(tp, start, self.permits_window)
             rows = _Rows(tp, self.schema)
             for message, mid in walk(reader, start, end, self.poll_timeout_ms, str(tp)):
                 rows.add(message, mid)
@@ -155,6 +154,16 @@ class IdRangeReader:
             reader.close()
         finally:
             calls.close()
+
+
+def read_id_range(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """A message id reader's ``read``: the rows of one :class:`IdRangePartition` (none of the placeholder
+    partition Spark reads when planning found none)."""
+    if not isinstance(partition, IdRangePartition):
+        return iter(())
+    return IdRangeReader(options.service_url, partition, options.poll_timeout_ms, security=options.security,
+                         permits_window=options.pulsar_spark.receiver_queue_size,
+                         key_type=options.key_type).batches()
 
 
 class _Rows:

@@ -30,7 +30,7 @@ from broker_core import errors
 from connector.spark import offsets as off
 from connector.spark.any_broker import IdSourceCalls, check_supported
 from connector.spark.id_admission import admit_by_counting
-from connector.spark.id_ranges import IdRangePartition, IdRangeReader, plan_id_ranges, skim
+from connector.spark.id_ranges import plan_id_ranges, read_id_range, skim
 from connector.spark.message_id_offsets import EARLIEST, IdOffset, holds_messages
 from connector.spark.offsets import EARLIEST as EARLIEST_CODE, LATEST as LATEST_CODE, Offsets, TopicPartition
 from connector.spark.options import SourceOptions, new_subscription_name
@@ -185,8 +185,7 @@ class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                                  opts.max_messages_per_trigger, opts.max_bytes_per_trigger)
 
     def _reader(self, tp: TopicPartition, after: IdOffset) -> Any:
-        return self._calls.client.create_reader(tp.internal_name, self._calls.message_id(tp, after),
-                                                start_message_id_inclusive=False)
+        return self._calls.reader_after(tp, after)
 
     def reportLatestOffset(self) -> dict | None:
         return self._encode(self._latest) if self._latest else None
@@ -211,12 +210,7 @@ class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return plan_id_ranges(self._decode(start), self._decode(end), self._subscription or "")
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, IdRangePartition):
-            return iter(())
-        opts = self.options
-        return IdRangeReader(opts.service_url, partition, opts.poll_timeout_ms, security=opts.security,
-                             permits_window=opts.pulsar_spark.receiver_queue_size,
-                             key_type=opts.key_type).batches()
+        return read_id_range(self.options, partition)
 
     def stop(self) -> None:
         try:
