@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 import time
 from typing import Any
 
@@ -143,6 +144,12 @@ def run_ids(args: Any, session: Any, dlq: str, to: str | None, summary: Any) -> 
     started = time.monotonic()
     summary.written = None
     ends = partitions_and_ends(args.service_url, dlq)
+    if all(end.is_earliest for end in ends.values()):
+        return summary  # nothing stored: attach nothing (subscribing would create the subscription, even the topic)
+    if args.dry_run:
+        print(f"pulsarlike job redrive: a dry run on a broker other than pulsarlike attaches a consumer to "
+              f"{args.subscription} (created at the earliest message when missing); it acknowledges nothing",
+              file=sys.stderr)
     held = HeldDlq(args.service_url, dlq, args.subscription)
     try:
         held.take(ends)

@@ -180,3 +180,86 @@ def test_redrive_on_pulsar_lite_with_a_filter_acknowledges_only_what_it_moved(sp
 
     assert sorted(m.data().decode() for m in read_all(official, real)) == ["d0", "d2", "d4"]
     assert receive_first(official, dlq, redrive.DEFAULT_SUBSCRIPTION) == "d1"  # the b's wait in the backlog
+
+
+def test_redrive_dry_run_on_pulsar_lite_counts_and_says_it_attached_the_subscription(spark, pulsar_lite_broker,
+                                                                                    official, capsys):
+    real, dlq = _topic(), _topic() + "-DLQ"
+    produce(official, dlq, ["d0", "d1", "d2"], properties={"REAL_TOPIC": real})
+
+    assert redrive.main([dlq, "--dry-run", "--service-url", pulsar_lite_broker.service_url, "--no-progress"],
+                        spark) == 0
+
+    captured = capsys.readouterr()
+    assert "re-driven        3" in captured.out and f"-> {real}  3" in captured.out
+    assert "attaches a consumer to pulsarlike-redrive" in captured.err
+    produce(official, real, ["marker"])  # pulsar-lite cannot say a topic is empty: read up to a marker
+    assert [m.data() for m in read_all(official, real)] == [b"marker"]
+    assert receive_first(official, dlq, redrive.DEFAULT_SUBSCRIPTION) == "d0"  # nothing acknowledged
+
+
+class FakeAdminRest:
+    """Pulsar's REST ``GET .../messageid/{timestamp}`` for a broker that has no REST API (pulsar-lite): answers
+    the ids the test gives per timestamp, 404 for the others, as Pulsar does when no message is that late."""
+
+    def __init__(self, ids: dict[int, tuple[int, int]]) -> None:
+        import http.server
+        import threading
+
+        self.asked: list[str] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802  (http.server's name)
+                fake.asked.append(self.path)
+                found = ids.get(int(self.path.rsplit("/", 1)[1])) if "/messageid/" in self.path else None
+                body = json.dumps({"ledgerId": found[0], "entryId": found[1], "partitionIndex": -1} if found
+                                  else {"reason": "Message ID not found"}).encode()
+                self.send_response(200 if found else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_export_by_time_on_another_broker_looks_message_ids_up_over_the_admin_url(spark, pulsar_lite_broker, official,
+                                                                                  tmp_path):
+    topic, out = _topic(), tmp_path / "out"
+    producer = official.create_producer(topic, batching_enabled=False)
+    ledger = [producer.send(f"m{i}".encode()) for i in range(6)][0].ledger_id()
+    producer.close()
+    rest = FakeAdminRest({1_000: (ledger, 2)})  # published at/after 1000: m2; after 9000: none (404)
+    try:
+        assert export_run(spark, pulsar_lite_broker, topic, out, "--starting-time", "1000", "--ending-time", "9000",
+                          "--admin-url", rest.url) == 0
+    finally:
+        rest.close()
+
+    assert exported(spark, out) == ["m2", "m3", "m4", "m5"]
+    local = topic.rsplit("/", 1)[1]
+    assert rest.asked == [f"/admin/v2/persistent/public/default/{local}/messageid/1000",
+                          f"/admin/v2/persistent/public/default/{local}/messageid/9000"]
+
+
+@pytest.mark.parametrize("message, exact, boundary", [
+    ((7, 4, 2), False, (7, 4, 1)),    # inside a batch: the index before
+    ((7, 4, 0), False, (7, 3, -1)),   # a batch's first message: the whole entry before
+    ((7, 4, -1), False, (7, 3, -1)),
+    ((7, 0, -1), True, (7, -1, -1)),  # a ledger's first entry: Pulsar's position before it
+    ((7, 0, -1), False, (-1, -1, -1)),  # or before everything, for a caller that picks messages by id
+])
+def test_the_boundary_before_a_message(message, exact, boundary):
+    from jobs._message_ids import before
+
+    assert tuple(before(*message, exact=exact)) == boundary
