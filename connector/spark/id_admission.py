@@ -38,11 +38,7 @@ def admit_by_counting(begin: Mapping[TopicPartition, IdOffset], ceiling: Mapping
     def count(tp: TopicPartition, start: IdOffset, messages: int | None, size: int | None) -> Skimmed:
         if messages == 0:
             return Skimmed(start, 0, 0, False)
-        reader = open_reader(tp, start)
-        try:
-            return skim(reader, start, ceiling[tp], timeout_ms, str(tp), messages, size)
-        finally:
-            reader.close()
+        return skim_after(open_reader, tp, start, ceiling[tp], timeout_ms, messages, size)
 
     for i, tp in enumerate(waiting):
         counted[tp] = count(tp, begin[tp], _even(max_messages, len(waiting), i), _even(max_bytes, len(waiting), i))
@@ -60,3 +56,24 @@ def admit_by_counting(begin: Mapping[TopicPartition, IdOffset], ceiling: Mapping
     for tp, result in counted.items():
         end[tp] = result.end
     return end
+
+
+def count_waiting(begin: Mapping[TopicPartition, IdOffset], ceiling: Mapping[TopicPartition, IdOffset],
+                  open_reader: Opener, timeout_ms: int, at_most: int) -> int:
+    """The messages waiting between ``begin`` and ``ceiling``, counted up to ``at_most`` (whether
+    ``minMessagesPerTrigger`` are there), partitions in sorted order."""
+    waiting = 0
+    for tp in sorted(begin):
+        if waiting < at_most and holds_messages(begin[tp], ceiling[tp]):
+            waiting += skim_after(open_reader, tp, begin[tp], ceiling[tp], timeout_ms, at_most - waiting).messages
+    return waiting
+
+
+def skim_after(open_reader: Opener, tp: TopicPartition, start: IdOffset, end: IdOffset, timeout_ms: int,
+               max_messages: int | None = None, max_bytes: int | None = None) -> Skimmed:
+    """:func:`~connector.spark.id_ranges.skim` of ``start -> end`` on a reader of its own, closed after."""
+    reader = open_reader(tp, start)
+    try:
+        return skim(reader, start, end, timeout_ms, str(tp), max_messages, max_bytes)
+    finally:
+        reader.close()

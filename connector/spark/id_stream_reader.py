@@ -1,6 +1,7 @@
 """``spark.readStream.format("pulsarlike")`` on a broker without dense offsets (Apache Pulsar, pulsar-lite).
 
-The same life cycle as :mod:`connector.spark.stream_reader` (pulsarlike), with message id offsets
+The same life cycle as :mod:`connector.spark.stream_reader` (pulsarlike; the parts that do not depend on the
+kind of offset are in :mod:`connector.spark.micro_batch`), with message id offsets
 (:mod:`connector.spark.message_id_offsets`) and the broker calls of :mod:`connector.spark.any_broker`:
 
 - ``initialOffset()``: the start per partition (``earliest``: before the first message; ``latest``: the last
@@ -18,20 +19,20 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow)
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 
 from broker_core import errors
 
 from connector.spark import offsets as off
 from connector.spark.any_broker import IdSourceCalls, check_supported
-from connector.spark.id_admission import admit_by_counting
-from connector.spark.id_ranges import plan_id_ranges, read_id_range, skim
+from connector.spark.id_admission import admit_by_counting, count_waiting
+from connector.spark.id_ranges import plan_id_ranges, read_id_range
 from connector.spark.message_id_offsets import EARLIEST, IdOffset, holds_messages
+from connector.spark.micro_batch import MicroBatchReader
 from connector.spark.offsets import EARLIEST as EARLIEST_CODE, LATEST as LATEST_CODE, Offsets, TopicPartition
 from connector.spark.options import SourceOptions, new_subscription_name
 
@@ -67,30 +68,14 @@ def later(a: IdOffset, b: IdOffset) -> IdOffset:
     return b if holds_messages(a, b) else a
 
 
-class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class MessageIdStreamReader(MicroBatchReader):
     def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic,
                  calls: IdSourceCalls | None = None) -> None:
         check_supported(options)
-        self.options = options
-        self._clock = clock
-        self._calls = calls or IdSourceCalls(options.service_url, options.poll_timeout_ms, options.security)
-        self._subscription: str | None = options.subscription_name or None
-        self._initial: dict | None = None
-        self._latest: dict[TopicPartition, IdOffset] = {}
-        self._target: dict[TopicPartition, IdOffset] | None = None
-        self._committed: dict[TopicPartition, IdOffset] = {}
-        self._last_admit_s = clock()
-
-    @property
-    def subscription(self) -> str | None:
-        return self._subscription
+        super().__init__(options, clock,
+                         calls or IdSourceCalls(options.service_url, options.poll_timeout_ms, options.security))
 
     # --- offsets --------------------------------------------------------------------------------------
-    def initialOffset(self) -> dict:
-        if self._initial is None:
-            self._initial = self._start()
-        return self._initial
-
     def _start(self) -> dict:
         opts = self.options
         self._subscription = opts.subscription_name or new_subscription_name(opts.pulsar_spark.subscription_prefix)
@@ -118,20 +103,6 @@ class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 "this broker numbers messages by id; start the query with a new checkpoint location")
         return decoded.offsets
 
-    def _encode(self, offsets: dict[TopicPartition, IdOffset]) -> dict:
-        assert self._subscription is not None
-        return off.encode_source_offset(offsets, self._subscription)
-
-    def getDefaultReadLimit(self) -> ReadLimit:
-        opts = self.options
-        if opts.max_messages_per_trigger is not None:
-            return ReadMaxRows(opts.max_messages_per_trigger)
-        if opts.max_bytes_per_trigger is not None:
-            return ReadMaxBytes(opts.max_bytes_per_trigger)
-        if opts.min_messages_per_trigger is not None:
-            return ReadMinRows(opts.min_messages_per_trigger)
-        return ReadAllAvailable()
-
     def prepareForTriggerAvailableNow(self) -> None:
         partitions = self._calls.discover(self.options.spec)
         self._target = self._calls.last_ids(partitions, self._subscription)
@@ -139,13 +110,10 @@ class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = self._decode(start)
         sub = self._subscription or ""
-        known = set(self._calls.discover(self.options.spec)) | set(begin)
-        if self._target is not None:
-            known &= set(self._target) | set(begin)
+        known = self._known(begin)
         for tp in sorted(begin):
             self._calls.hold(tp, sub, begin[tp])
-        self._committed.update(begin)
-        self._acknowledge(begin)
+        self._committed_up_to(begin)
         last = self._calls.last_ids(sorted(tp for tp in known if tp in begin), sub)
         latest = {tp: later(begin[tp], last.get(tp, begin[tp])) for tp in begin}
         self._latest = latest
@@ -156,42 +124,25 @@ class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         fresh = {tp: EARLIEST for tp in sorted(known) if tp not in begin}
         for tp in fresh:
             self._calls.hold(tp, sub, EARLIEST)
-        if fresh:
-            end.update(fresh)
-            log.info("event=partitions_added partitions=%s", ",".join(map(str, fresh)))
-        if end != begin:
-            self._last_admit_s = self._clock()
-        return self._encode(end)
+        self._add_partitions(end, fresh)
+        return self._planned(begin, end)
 
     def _admit(self, begin: dict[TopicPartition, IdOffset], ceiling: dict[TopicPartition, IdOffset],
                limit: ReadLimit) -> dict[TopicPartition, IdOffset]:
         opts = self.options
         if isinstance(limit, ReadAllAvailable):
             return dict(ceiling)
-        if opts.min_messages_per_trigger is not None and self._target is None and \
-                (self._clock() - self._last_admit_s) * 1000 < opts.max_trigger_delay_ms:
-            waiting = 0
-            for tp in sorted(begin):
-                if waiting < opts.min_messages_per_trigger and holds_messages(begin[tp], ceiling[tp]):
-                    reader = self._reader(tp, begin[tp])
-                    try:
-                        waiting += skim(reader, begin[tp], ceiling[tp], opts.poll_timeout_ms, str(tp),
-                                        opts.min_messages_per_trigger - waiting).messages
-                    finally:
-                        reader.close()
-            if waiting < opts.min_messages_per_trigger:
+        if self._may_hold_back():
+            least = opts.min_messages_per_trigger
+            assert least is not None
+            if count_waiting(begin, ceiling, self._calls.reader_after, opts.poll_timeout_ms, least) < least:
                 return dict(begin)  # wait for more (minMessagesPerTrigger) until maxTriggerDelay passes
-        return admit_by_counting(begin, ceiling, self._reader, opts.poll_timeout_ms,
+        return admit_by_counting(begin, ceiling, self._calls.reader_after, opts.poll_timeout_ms,
                                  opts.max_messages_per_trigger, opts.max_bytes_per_trigger)
 
-    def _reader(self, tp: TopicPartition, after: IdOffset) -> Any:
-        return self._calls.reader_after(tp, after)
-
-    def reportLatestOffset(self) -> dict | None:
-        return self._encode(self._latest) if self._latest else None
-
     # --- the durable subscription ---------------------------------------------------------------------
-    def _acknowledge(self, upto: dict[TopicPartition, IdOffset]) -> None:
+    def _acknowledge(self, upto: dict[TopicPartition, IdOffset], force: bool = False) -> None:
+        """Acknowledge each partition up to its offset (every call: ``force`` changes nothing here)."""
         for tp, offset in sorted(upto.items()):
             try:
                 self._calls.acknowledge(tp, self._subscription or "", offset)
@@ -200,21 +151,9 @@ class MessageIdStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 log.warning("event=ack_failed partition=%s offset=%s subscription=%s error=%s", tp, offset,
                             self._subscription, exc)
 
-    def commit(self, end: dict) -> None:
-        committed = self._decode(end)
-        self._committed.update(committed)
-        self._acknowledge(committed)
-
     # --- planning and reading -------------------------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         return plan_id_ranges(self._decode(start), self._decode(end), self._subscription or "")
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_id_range(self.options, partition)
-
-    def stop(self) -> None:
-        try:
-            if self._committed and self._subscription is not None:
-                self._acknowledge(self._committed)
-        finally:
-            self._calls.close()

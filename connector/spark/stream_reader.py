@@ -18,6 +18,9 @@ Lifecycle on the driver (Spark keeps one reader object for the query's run):
 - ``commit(end)``: acknowledges up to ``end`` too (Spark calls it one batch late, and only when a new batch
   starts); ``stop()`` acknowledges the last end known committed. The checkpoint, not the subscription, is the
   source of truth: the subscription trails it by at most the batch in flight.
+
+What does not depend on offsets being dense is shared with the reader by message id: :mod:`connector.spark.
+micro_batch`.
 """
 from __future__ import annotations
 
@@ -26,14 +29,14 @@ import time
 from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow)
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 
 from broker_core import errors
 
 from connector.spark import offsets as off
 from connector.spark.source_admin import SourceAdmin, Bounds
+from connector.spark.micro_batch import MicroBatchReader
 from connector.spark.offsets import Offsets, TopicPartition
 from connector.spark.options import SourceOptions, legacy_subscription_name, new_subscription_name
 from connector.spark.partition_reader import DataLossError, RangePartition, RangeReader, split_range
@@ -46,22 +49,12 @@ KEEPALIVE_S = 60.0
 counts as active (``subscriptionExpirationTimeMinutes`` expires inactive ones only)."""
 
 
-class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class PulsarLikeStreamReader(MicroBatchReader):
     def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic,
                  calls: SourceAdmin | None = None) -> None:
-        self.options = options
-        self._clock = clock
-        """Seconds, for maxTriggerDelay and the keep-alive (tests pass a fake one)."""
-        self._calls = calls or SourceAdmin(options.service_url, options.poll_timeout_ms, options.security)
-        self._subscription: str | None = options.subscription_name or None
-        """Known once the query starts (initialOffset) or the first stored offset arrives (a restart)."""
-        self._initial: dict | None = None
+        super().__init__(options, clock,
+                         calls or SourceAdmin(options.service_url, options.poll_timeout_ms, options.security))
         self._replaced: str | None = None
-        self._latest: Offsets = {}
-        self._target: Offsets | None = None  # Trigger.AvailableNow: read up to here, no further
-        self._last_admit_s = clock()
-        self._committed: Offsets = {}
-        """The end of the last batch Spark committed, as far as Spark told us."""
         self._acked: dict[TopicPartition, tuple[int, float]] = {}
         """Per partition: the offset last acknowledged, and when (clock seconds)."""
         self._readable_from: Offsets = {}
@@ -71,18 +64,7 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.lost_messages = 0
         """Messages found deleted by retention and skipped (failOnDataLoss=false), as seen on the driver."""
 
-    @property
-    def subscription(self) -> str | None:
-        """The query's durable subscription (None until the query has started)."""
-        return self._subscription
-
     # --- offsets --------------------------------------------------------------------------------------
-    def initialOffset(self) -> dict:
-        # Spark asks again on every trigger until a first batch is planned: the answer must not change.
-        if self._initial is None:
-            self._initial = self._start()
-        return self._initial
-
     def _start(self) -> dict:
         opts = self.options
         bounds = self._calls.bounds(self._calls.discover(opts.spec))
@@ -129,20 +111,6 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                         "it, or let it expire)", self._subscription, decoded.subscription)
         return decoded.offsets
 
-    def _encode(self, offsets: Offsets) -> dict:
-        assert self._subscription is not None
-        return off.encode_source_offset(offsets, self._subscription)
-
-    def getDefaultReadLimit(self) -> ReadLimit:
-        opts = self.options
-        if opts.max_messages_per_trigger is not None:
-            return ReadMaxRows(opts.max_messages_per_trigger)
-        if opts.max_bytes_per_trigger is not None:
-            return ReadMaxBytes(opts.max_bytes_per_trigger)
-        if opts.min_messages_per_trigger is not None:
-            return ReadMinRows(opts.min_messages_per_trigger)
-        return ReadAllAvailable()
-
     def prepareForTriggerAvailableNow(self) -> None:
         bounds = self._calls.bounds(self._calls.discover(self.options.spec))
         self._target = {tp: b.end for tp, b in bounds.items()}
@@ -151,13 +119,9 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         opts = self.options
         begin = self._decode(start)
-        known = set(self._calls.discover(opts.spec)) | set(begin)
-        if self._target is not None:
-            known &= set(self._target) | set(begin)
-        bounds = self._calls.bounds(known)
+        bounds = self._calls.bounds(self._known(begin))
         self._check_loss(begin, bounds)  # before acknowledging: a subscription gone explains a loss
-        self._committed.update(begin)
-        self._acknowledge(begin)
+        self._committed_up_to(begin)
         latest = {tp: begin[tp] for tp in begin}  # a partition gone: stays where it was
         latest.update({tp: b.end for tp, b in bounds.items()})
         self._latest = latest
@@ -168,13 +132,9 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         end = self._admit(readable, ceiling, limit, bounds)
         # New partitions are recorded at their first stored offset first; the next batch reads them.
         fresh = {tp: self._first(bounds[tp]) for tp in sorted(bounds) if tp not in begin}
-        if fresh:
-            self._acknowledge(fresh)
-            end.update(fresh)
-            log.info("event=partitions_added partitions=%s start=%s", ",".join(map(str, fresh)), off.dumps(fresh))
-        if end != begin:
-            self._last_admit_s = self._clock()
-        return self._encode(end)
+        self._acknowledge(fresh)
+        self._add_partitions(end, fresh)
+        return self._planned(begin, end)
 
     def _admit(self, begin: Offsets, ceiling: Offsets, limit: ReadLimit, bounds: dict[TopicPartition, Bounds],
                ) -> Offsets:
@@ -182,18 +142,13 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if isinstance(limit, ReadAllAvailable):
             return ceiling
         waiting = sum(ceiling[tp] - begin[tp] for tp in begin)
-        if opts.min_messages_per_trigger is not None and self._target is None and waiting and \
-                waiting < opts.min_messages_per_trigger and \
-                (self._clock() - self._last_admit_s) * 1000 < opts.max_trigger_delay_ms:
+        if waiting and self._may_hold_back() and waiting < opts.min_messages_per_trigger:
             return dict(begin)  # wait for more (minMessagesPerTrigger) until maxTriggerDelay passes
         sizes = None
         if opts.max_bytes_per_trigger is not None:
             sizes = {tp: self._calls.average_message_size(tp) for tp in begin
                      if tp in bounds and ceiling[tp] > begin[tp]}
         return admit(begin, ceiling, opts.max_messages_per_trigger, opts.max_bytes_per_trigger, sizes)
-
-    def reportLatestOffset(self) -> dict | None:
-        return self._encode(self._latest) if self._latest else None
 
     def _first(self, bounds: Bounds) -> int:
         """Where a partition is read from at earliest: its first stored offset, or 0 for a compacted read (the
@@ -236,11 +191,6 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 continue
             self._acked[tp] = (max(offset, done[0]) if done else offset, now)
 
-    def commit(self, end: dict) -> None:
-        committed = self._decode(end)
-        self._committed.update(committed)
-        self._acknowledge(committed)
-
     # --- planning and reading -------------------------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin = self._decode(start)
@@ -257,13 +207,6 @@ class PulsarLikeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                            permits_window=opts.pulsar_spark.receiver_queue_size,
                            topic_schema=opts.topic_schema, key_type=opts.key_type,
                            transport=opts.transport).batches()
-
-    def stop(self) -> None:
-        try:
-            if self._committed and self._subscription is not None:
-                self._acknowledge(self._committed, force=True)
-        finally:
-            self._calls.close()
 
 
 def plan_ranges(start: Offsets, end: Offsets, max_per_partition: int, subscription: str = "",

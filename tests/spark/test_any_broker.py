@@ -118,6 +118,35 @@ def test_the_querys_subscription_is_created_at_the_start_and_acknowledged_up_to_
         consumer.close()
 
 
+def test_fewer_than_min_messages_wait_until_max_trigger_delay_passes(pulsar_lite_broker, official):
+    from pyspark.sql.streaming.datasource import ReadMinRows
+
+    topic = _topic()
+    now = [1000.0]
+    opts = parse_source_options({"service.url": pulsar_lite_broker.service_url, "topic": topic,
+                                 "startingOffsets": "earliest", "minMessagesPerTrigger": "50",
+                                 "maxTriggerDelay": "30s"}, streaming=True)
+    stream = MessageIdStreamReader(opts, lambda: now[0], calls=_calls(pulsar_lite_broker))
+    try:
+        _produce(official, topic, [f"m{i}" for i in range(20)], batched=False)
+        start = stream.initialOffset()
+        assert stream.latestOffset(start, ReadMinRows(50)) == start  # 20 counted: fewer than 50
+        now[0] += 29
+        assert stream.latestOffset(start, ReadMinRows(50)) == start
+        _produce(official, topic, [f"m{i}" for i in range(20, 50)], batched=True)  # counted by message
+        end = stream.latestOffset(start, ReadMinRows(50))
+        assert [v for part in stream.partitions(start, end) for v in _read(pulsar_lite_broker, part)] == [
+            f"m{i}".encode() for i in range(50)]
+        _produce(official, topic, [f"m{i}" for i in range(50, 60)], batched=False)
+        assert stream.latestOffset(end, ReadMinRows(50)) == end
+        now[0] += 31
+        later = stream.latestOffset(end, ReadMinRows(50))
+        assert [v for part in stream.partitions(end, later) for v in _read(pulsar_lite_broker, part)] == [
+            f"m{i}".encode() for i in range(50, 60)]
+    finally:
+        stream.stop()
+
+
 def test_the_driver_holds_the_query_subscription_with_binary_commands_without_taking_messages(pulsar_lite_broker,
                                                                                               official):
     topic = _topic()
