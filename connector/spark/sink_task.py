@@ -9,7 +9,8 @@ topic partition and producer name, the highest sequence id it stored and drops a
    ``base_sequence_id + i`` with ``base_sequence_id = batch_id * 2**32``: ids grow within a task and from one
    micro-batch to the next, so each producer name only ever sends increasing ids.
 3. Before a topic is first written, its deduplication is turned on (``set_topic_deduplication``) unless
-   the topic says otherwise; a topic with deduplication explicitly off is refused. On a broker other than
+   the topic says otherwise; a topic with deduplication explicitly off is refused
+   (:mod:`connector.spark.sink_broker`). On a broker other than
    pulsarlike (or with option ``transport=binary``) the task speaks Pulsar's binary protocol only: it does
    this through the admin REST API when option ``admin.url`` is given; without it, whether deduplication is
    on cannot be asked (the binary protocol has no such command), so the task logs
@@ -39,15 +40,13 @@ from typing import Any, Iterable
 from broker_core import errors
 from broker_core.types import TopicName
 
+from connector.spark.sink_broker import TaskBroker
 from connector.spark.sink_options import ROWS_PER_TASK, SinkColumns, SinkOptions
 from connector.spark.sink_receipts import Receipts, big_payload, sparse_stride
 from connector.spark.sink_rows import Rows, SinkDataError, rows_of
 from connector.spark.sink_records import PreEncoded
 
 log = logging.getLogger(__name__)
-
-_UNCHECKED_LOGGED: set[str] = set()
-"""Service URLs the "deduplication unchecked" line was logged for in this process (once each, not per task)."""
 
 PUBLISH_DELAY_MS = 10 * 60 * 1000
 """Entries close by count, size or the task's final flush, never by a timer (sink_receipts relies on it)."""
@@ -113,10 +112,7 @@ class TaskWriter:
         self.columns = columns
         self.identity = identity
         self.counts = TaskCounts()
-        self._client: Any = None
-        self._admin: Any = None
-        self.pulsar_protocol_only = False
-        """Pulsar's binary protocol only (another broker, or option ``transport=binary``): no gRPC admin."""
+        self._broker: TaskBroker | None = None
         self._topics: dict[str, _Topic] = {}
         """By the names rows and options use, and by qualified name."""
         self._targets: list[_Topic] = []
@@ -128,7 +124,7 @@ class TaskWriter:
 
     # --- the task -------------------------------------------------------------------------------------
     def write(self, batches: Iterable[Any]) -> TaskCounts:
-        self._connect()
+        self._broker = TaskBroker(self.options, self.identity.producer_name is not None)
         try:
             for batch in batches:
                 if batch.num_rows:
@@ -139,42 +135,8 @@ class TaskWriter:
                         partition.producer.flush()
             self._check_receipts()
         finally:
-            self._close()
+            self._broker.close()
         return self.counts
-
-    def _connect(self) -> None:
-        """The client, and the admin the task's checks go through: pulsarlike's gRPC one, or on any other
-        broker (or with ``transport=binary``) the REST one of ``admin.url`` when given, else none."""
-        from connector import Admin, Client
-
-        options = self.options
-        timeout_s = options.operation_timeout_ms / 1000.0
-        url = options.service_url
-        security = options.security.client_kwargs(url)
-        transport = options.transport
-        if transport == "auto":  # one binary CONNECT decides, as the source does (any_broker.dense_offsets)
-            from connector.spark.any_broker import dense_offsets
-
-            # pulsarlike: its gRPC service, which also turns the topic's deduplication on and counts by offsets
-            # (transport=binary there is the any-broker path); any other broker: the binary protocol
-            dense = dense_offsets(url, options.operation_timeout_ms, options.security)
-            transport = "grpc" if dense else "binary"
-        self.pulsar_protocol_only = transport == "binary"
-        self._client = Client(url, operation_timeout_seconds=timeout_s,
-                              connection_timeout_ms=options.operation_timeout_ms, transport=transport, **security)
-        if not self.pulsar_protocol_only:
-            self._admin = Admin(url, operation_timeout_seconds=timeout_s,
-                                connection_timeout_ms=options.operation_timeout_ms, **security)
-        elif options.admin_url is not None:
-            self._admin = Admin(admin_url=options.admin_url, operation_timeout_seconds=timeout_s,
-                                **options.security.client_kwargs(options.admin_url))
-        elif self.identity.producer_name is not None and url not in _UNCHECKED_LOGGED:
-            _UNCHECKED_LOGGED.add(url)
-            log.warning("event=sink_deduplication_unchecked service_url=%s: effectively-once holds only if "
-                        "deduplication is enabled on the broker (brokerDeduplicationEnabled=true, or the "
-                        "namespace's or topic's deduplication policy): Pulsar's binary protocol cannot ask; "
-                        "give option admin.url to have the sink check and turn it on per topic, or set "
-                        "effectivelyOnce=false to say at-least-once", url)
 
     def _check_receipts(self) -> None:
         receipts = self._receipts
@@ -194,14 +156,6 @@ class TaskWriter:
         written, dropped = receipts.totals(self._sent_per_message, self._sent_per_entry)
         self.counts.written = written
         self.counts.duplicates += dropped
-
-    def _close(self) -> None:
-        for closeable in (self._client, self._admin):
-            if closeable is not None:
-                try:
-                    closeable.close()
-                except Exception:  # closing after a failure: the original error matters
-                    log.debug("closing after the task failed", exc_info=True)
 
     # --- one record batch -----------------------------------------------------------------------------
     def _write_batch(self, batch: Any) -> None:
@@ -340,51 +294,14 @@ class TaskWriter:
                     raise SinkDataError(f"topic {qualified} is non-persistent: it keeps no deduplication "
                                         "state, so the sink cannot write it effectively-once; set "
                                         "effectivelyOnce=false or write to a persistent topic")
-                if self._admin is not None:
-                    self._enable_deduplication(qualified)
-            partitions = self._partitions(qualified)
+                if self._broker.admin is not None:
+                    self._broker.enable_deduplication(qualified)
+            partitions = self._broker.partitions(qualified)
             known = _Topic(qualified, partitions)
             self._topics[qualified] = known
             self._targets.append(known)
         self._topics[name] = known  # as written in the rows, too: the next lookup is one dict get
         return known
-
-    def _partitions(self, topic: str) -> int:
-        """How many partitions ``topic`` has (0: not partitioned): the gRPC admin on pulsarlike, else the
-        client's PARTITIONED_METADATA lookup (the binary protocol's)."""
-        if not self.pulsar_protocol_only:
-            return int(self._admin.get_partitioned_topic_metadata(topic)["partitions"])
-        names = self._client.get_topic_partitions(topic)
-        return 0 if names == [topic] else len(names)
-
-    def _enable_deduplication(self, topic: str) -> None:
-        admin = self._admin
-        base = str(TopicName.parse(topic).partitioned_base)
-        try:
-            setting = admin.get_topic_deduplication(base)
-        except errors.TopicNotFound:  # the REST API asks a topic's policies of an existing topic only
-            self._create_topic(base)
-            setting = admin.get_topic_deduplication(base)
-        if setting is False:
-            raise SinkDataError(f"deduplication is turned off on topic {base} (set_topic_deduplication(topic, "
-                                "False)); the sink's effectively-once needs it: remove that setting "
-                                "(Admin.remove_topic_deduplication) or set effectivelyOnce=false")
-        if setting is None:
-            try:
-                admin.set_topic_deduplication(base, True)
-            except errors.AuthorizationError:
-                raise SinkDataError(f"the sink's role may not turn deduplication on for {base} (only the tenant's "
-                                    "admins may): have an admin turn it on for the topic (Admin.set_topic_"
-                                    "deduplication(topic, True)) or set effectivelyOnce=false") from None
-            except errors.TopicNotFound:  # a policy needs the topic: make it as a producer would
-                self._create_topic(base)
-                admin.set_topic_deduplication(base, True)
-
-    def _create_topic(self, base: str) -> None:
-        try:
-            self._admin.create_topic(base)
-        except errors.TopicAlreadyExists:
-            pass  # another task made it first
 
     def _open(self, target: _Topic, index: int) -> _Partition:
         options = self.options
@@ -393,7 +310,7 @@ class TaskWriter:
         topic = str(TopicName.parse(target.name).partition(index)) if target.partitions else target.name
         # On the fast path the producer numbers the messages itself, starting at ``base``.
         initial = base - 1 if name is not None and base > 0 and target.partitions == 0 else None
-        producer = self._client.create_producer(
+        producer = self._broker.client.create_producer(
             topic, producer_name=name, initial_sequence_id=initial,
             compression_type=options.compression_type, batching_enabled=True,
             batching_max_messages=options.batching_max_messages,

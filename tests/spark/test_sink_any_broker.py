@@ -1,5 +1,5 @@
 """The sink on a Pulsar broker that is not ours, and on ours through Pulsar's binary protocol only
-(connector/spark/sink_task.py: no gRPC admin there; partitions from the client's lookup; effectively-once by
+(connector/spark/sink_broker.py: no gRPC admin there; partitions from the client's lookup; effectively-once by
 producer names and sequence ids, which hold when the broker deduplicates).
 
 pulsar-lite has no deduplication and no admin API: there the sink writes every row once when nothing is
@@ -72,12 +72,12 @@ def test_a_streaming_copy_between_pulsar_lite_topics_stores_every_row_once(spark
 
 
 def test_without_admin_url_a_broker_that_is_not_pulsarlike_gets_a_clear_unchecked_line(pulsar_lite_broker, caplog):
-    from connector.spark import sink_task
+    from connector.spark import sink_broker
 
-    sink_task._UNCHECKED_LOGGED.discard(pulsar_lite_broker.service_url)
+    sink_broker._UNCHECKED_LOGGED.discard(pulsar_lite_broker.service_url)
     writer = PulsarLikeStreamWriter({"service.url": pulsar_lite_broker.service_url, "topic": _topic()},
                                     VALUE_ONLY, False)
-    with caplog.at_level(logging.WARNING, logger="connector.spark.sink_task"):
+    with caplog.at_level(logging.WARNING, logger="connector.spark.sink_broker"):
         written = writer.write_partition(iter([batch(value=values(50))]), 0, 0, "q1")
     assert (written.rows, written.written) == (50, 50)
     assert any("event=sink_deduplication_unchecked" in r.getMessage() and "brokerDeduplicationEnabled" in r.getMessage()
