@@ -23,7 +23,9 @@ Times are wall clock from ``start()`` to the end of the ``availableNow`` query, 
 runs (peer and pulsarlike alternate, so both see the same load), after one untimed warm-up query of each
 kind (Python workers and the JVM's code warm). The broker
 runs in its own process (``journalSyncMode=group``), Spark is ``local[2]``: broker, JVM and Python workers
-share this machine's two cores. Nothing is asserted.
+share this machine's two cores. Each section also prints the CPU µs per row of the best runs, the broker's
+process tree and Spark's (this process's tree: the JVM and its Python workers), which the machine's load moves
+less than the times. Nothing is asserted.
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from throughput import start_broker, stop  # noqa: E402
+from pulsar_lite_compare import tree_cpu  # noqa: E402
 
 from pyspark.sql.datasource import (  # noqa: E402
     DataSource, DataSourceStreamArrowWriter, DataSourceStreamReader, InputPartition, WriterCommitMessage)
@@ -165,13 +168,22 @@ class NoopArrowDataSource(DataSource):
 
 
 # --- runs ----------------------------------------------------------------------------------------------
+CPU_OF: dict[str, int] = {}
+"""Processes whose CPU seconds each timed query records: ``broker`` (its pid), ``spark`` (this process's tree:
+the JVM and its Python workers)."""
+LAST_CPU: dict[str, float] = {}
+"""CPU seconds of each of :data:`CPU_OF` during the last :func:`timed` query."""
+
+
 def timed(start_query: Any, work: str) -> tuple[float, int]:
     """(seconds, input rows) of one availableNow query started by ``start_query(checkpoint)``."""
     checkpoint = tempfile.mkdtemp(prefix="spark-bench-ckpt-", dir=work)
+    cpu = {name: tree_cpu(pid) for name, pid in CPU_OF.items()}
     started = time.perf_counter()
     query = start_query(checkpoint)
     query.awaitTermination()
     elapsed = time.perf_counter() - started
+    LAST_CPU.update({name: tree_cpu(pid) - cpu[name] for name, pid in CPU_OF.items()})
     if query.exception() is not None:
         raise SystemExit(f"query failed: {query.exception()}")
     rows = sum(p["numInputRows"] for p in query.recentProgress)
@@ -188,12 +200,18 @@ def best_of_pairs(ours: Any, peer: Any, work: str, repeat: int, expected: int) -
 def best_of(queries: dict[str, Any], work: str, repeat: int, expected: int) -> dict[str, float]:
     """Best time of ``repeat`` runs of each query, taking turns so that all see the same load."""
     times: dict[str, list[float]] = {label: [] for label in queries}
+    cpu: dict[str, list[dict[str, float]]] = {label: [] for label in queries}
     for _ in range(repeat):
         for label, start_query in queries.items():
             seconds, rows = timed(start_query, work)
             if rows != expected:
                 raise SystemExit(f"{label}: the query read {rows} rows, expected {expected}")
             times[label].append(seconds)
+            cpu[label].append(dict(LAST_CPU))
+    for label, values in times.items():  # CPU of the best run: what the machine's load moves less than time
+        used = cpu[label][values.index(min(values))]
+        print(f"  {label}: CPU µs/row " + ", ".join(f"{name} {seconds / expected * 1e6:.2f}"
+                                                   for name, seconds in sorted(used.items())))
     return {label: min(values) for label, values in times.items()}
 
 
@@ -271,6 +289,8 @@ def bench_lite(spark: Any, args: argparse.Namespace, work: str) -> dict[str, flo
     lite_dir = tempfile.mkdtemp(prefix="lite-", dir=work)
     proc, port = start_serving(LITE, lite_dir)
     url = f"pulsar://127.0.0.1:{port}"
+    broker_pid = CPU_OF.get("broker")
+    CPU_OF["broker"] = proc.pid
     try:
         topic = "persistent://public/default/spark-bench-lite"
         seconds = produce(url, topic, args.messages, args.size, 1, transport="binary")
@@ -282,6 +302,8 @@ def bench_lite(spark: Any, args: argparse.Namespace, work: str) -> dict[str, flo
         best = best_of(queries, work, args.repeat, args.messages)
     finally:
         stop(proc)
+        if broker_pid is not None:
+            CPU_OF["broker"] = broker_pid
     return report("lite", args.messages, best["lite"], best["peer"], "pulsar-lite (message ids) -> noop",
                   "no-op Arrow source (1 partition) -> noop")
 
@@ -366,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown sections or transports {unknown}" if unknown else "sizes and counts must be >= 1")
     work = tempfile.mkdtemp(prefix="pulsarlike-spark-bench-")
     broker, url = start_broker(work, [])
+    CPU_OF.update(broker=broker.pid, spark=os.getpid())
     print(f"broker {url} (pid {broker.pid}), bench pid {os.getpid()}")
     spark = spark_session()
     figures: dict[str, float] = {}
