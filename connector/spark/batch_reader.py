@@ -28,9 +28,9 @@ from connector.spark.compacted import compaction_stamp
 from connector.spark.source_admin import Bounds, SourceAdmin
 from connector.spark.offsets import Offsets, TopicPartition
 from connector.spark.options import SourceOptions
-from connector.spark.partition_reader import DataLossError, RangePartition, RangeReader
+from connector.spark.partition_reader import DataLossError, RangePartition
 from connector.spark.planning import OffsetOutOfRange, lost_ranges, resolve_user_offsets, skip_lost, why_lost
-from connector.spark.stream_reader import plan_ranges
+from connector.spark.stream_reader import plan_ranges, read_range
 
 log = logging.getLogger(__name__)
 
@@ -104,14 +104,7 @@ class PulsarLikeBatchReader(DataSourceReader):
         return plan_ranges(start, end, self.options.max_messages_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, RangePartition):
-            return iter(())  # Spark reads one placeholder partition when planning found none
-        opts = self.options
-        return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss,
-                           security=opts.security,
-                           permits_window=opts.pulsar_spark.receiver_queue_size,
-                           topic_schema=opts.topic_schema, key_type=opts.key_type,
-                           transport=opts.transport).batches()
+        return read_range(self.options, partition)
 
 
 def _check_topics_exist(discovered: list[TopicPartition], bounds: dict[TopicPartition, Bounds]) -> None:

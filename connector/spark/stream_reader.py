@@ -199,14 +199,7 @@ class PulsarLikeStreamReader(MicroBatchReader):
                            self._subscription or "", compacted=self.options.read_compacted)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, RangePartition):
-            return iter(())  # Spark reads one placeholder partition when planning found none
-        opts = self.options
-        return RangeReader(opts.service_url, partition, opts.poll_timeout_ms, opts.fail_on_data_loss,
-                           security=opts.security,
-                           permits_window=opts.pulsar_spark.receiver_queue_size,
-                           topic_schema=opts.topic_schema, key_type=opts.key_type,
-                           transport=opts.transport).batches()
+        return read_range(self.options, partition)
 
 
 def plan_ranges(start: Offsets, end: Offsets, max_per_partition: int, subscription: str = "",
@@ -217,3 +210,13 @@ def plan_ranges(start: Offsets, end: Offsets, max_per_partition: int, subscripti
         if tp in start and end[tp] > start[tp]:
             ranges.extend(split_range(tp, start[tp], end[tp], max_per_partition, subscription, compacted))
     return ranges
+
+
+def read_range(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """A dense reader's ``read`` (stream and batch): the rows of one :class:`RangePartition`."""
+    if not isinstance(partition, RangePartition):
+        return iter(())  # Spark reads one placeholder partition when planning found none
+    return RangeReader(options.service_url, partition, options.poll_timeout_ms, options.fail_on_data_loss,
+                       security=options.security, permits_window=options.pulsar_spark.receiver_queue_size,
+                       topic_schema=options.topic_schema, key_type=options.key_type,
+                       transport=options.transport).batches()
