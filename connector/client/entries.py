@@ -40,12 +40,17 @@ is), ``offsets`` (chunk 0's first; the message's id is the last one's) and ``err
 open_entry = _codec.open_entry
 is_chunk = _codec.is_chunk
 message_count = _codec.message_count
+message_id_prefix = _codec.message_id_prefix
+"""``message_id_prefix(ledger_id, entry_id, partition)``: the serialized id's fields up to the batch fields."""
+batch_fields = _codec.batch_fields
+"""``batch_fields(batch_index, batch_size)``: the serialized id's batch fields (after the prefix)."""
 payload_of = _codec.payload_of
 split_messages = _codec.split_messages
 kept_indexes = _codec.kept_indexes
 
 __all__ = ["ChunkedRange", "DecodedEntry", "MessageMetadata", "OpenedEntry", "ReassembledMessage", "SingleMeta",
-           "UniformPayloads", "decode", "is_chunk", "kept_indexes", "message_count", "open_entry", "payload_of", "split_messages"]
+           "UniformPayloads", "batch_fields", "decode", "is_chunk", "kept_indexes", "message_count", "message_id_prefix",
+           "open_entry", "payload_of", "split_messages"]
 
 _INDEX_FIELDS: list[bytes] = []
 """The batch-index field of a message id for index 0, 1, 2, ... (grown on demand, shared by every entry)."""

@@ -29,8 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from broker_core.protocol import entry as entry_codec
-from connector.client.entries import DecodedEntry, UniformPayloads
+from connector.client.entries import DecodedEntry, UniformPayloads, batch_fields, message_id_prefix
 from connector.client.key_bytes import key_bytes
 from connector.spark.schema import ARROW_SCHEMA, ARROW_SCHEMA_STRING_KEY, PROPERTIES, TIMESTAMP
 
@@ -112,7 +111,7 @@ class BatchBuilder:
                 self._values.add_array(_uniform_values(payloads, lo, hi))
             else:
                 self._values.extend(payloads[lo:hi])
-            self._ids.add_array(_batch_ids(entry_codec.message_id_prefix(entry.ledger_id, entry.entry_id,
+            self._ids.add_array(_batch_ids(message_id_prefix(entry.ledger_id, entry.entry_id,
                                                                          self.partition), len(payloads), lo, hi))
         base_seq = meta.sequence_id
         entry_event = meta.event_time or None
@@ -291,7 +290,7 @@ class _IdLayout:
 
     def __init__(self, prefix_size: int, batch_size: int) -> None:
         blank = bytes(prefix_size)
-        ids = [blank + entry_codec.batch_fields(i, batch_size) for i in range(batch_size)]
+        ids = [blank + batch_fields(i, batch_size) for i in range(batch_size)]
         self.data = np.frombuffer(b"".join(ids), np.uint8)
         self.offsets = np.zeros(batch_size + 1, dtype=np.int32)
         np.cumsum([len(i) for i in ids], out=self.offsets[1:])
