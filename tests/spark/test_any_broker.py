@@ -105,7 +105,8 @@ def test_the_querys_subscription_is_created_at_the_start_and_acknowledged_up_to_
         start = stream.initialOffset()
         end = stream.latestOffset(start, stream.getDefaultReadLimit())
         stored = json.loads(json.dumps(end))  # as the checkpoint holds it
-        assert decode_source_offset(stored).subscription == stream.subscription
+        decoded = decode_source_offset(stored)
+        assert decoded.subscription == stream.subscription and list(decoded.offsets) == [tp]
         (part,) = stream.partitions(start, stored)
         assert _read(pulsar_lite_broker, part) == [b"m0", b"m1", b"m2"]
         stream.commit(stored)
