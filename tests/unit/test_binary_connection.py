@@ -14,7 +14,7 @@ from broker_core.protocol.frames import FrameReader, encode
 
 from connector.client.authentication import AuthenticationBasic, AuthenticationToken
 from connector.client.binary import connection as connection_module
-from connector.client.binary.connection import PulsarConnection
+from connector.client.binary.connection import HANDED_OVER_FROM, PulsarConnection
 from connector.client.binary.transport import BinaryTransport
 from connector.client.binary.wire import payload_frame
 from connector.client.connection import Security
@@ -234,6 +234,32 @@ def test_sends_arrive_in_order_even_when_the_socket_cannot_take_them_at_once(bro
         conn.send_many(frames[10:])
         assert wait_until(lambda: len(broker.received) == 21, timeout_s=20)
         assert [c.send.sequence_id for c in broker.received[1:]] == list(range(20))
+    finally:
+        conn.close()
+
+
+def test_a_large_frame_is_written_by_the_io_thread_and_a_small_one_by_the_caller(brokers):
+    broker = brokers()
+    conn = PulsarConnection(broker.address, Security(), 5)
+    real, writers = conn._sock, []
+
+    class Recording:  # the connection's socket, noting which thread sends how much
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def send(self, data):
+            writers.append((threading.current_thread().name, len(data)))
+            return real.send(data)
+
+    conn._sock = Recording()
+    try:
+        conn.send(T(type=T.PING, ping=cmd.CommandPing()))
+        conn.send(T(type=T.SEND, send=cmd.CommandSend(producer_id=1, sequence_id=1)),
+                  b"\x00\x00\x00\x00" + b"x" * HANDED_OVER_FROM)
+        assert wait_until(lambda: len(broker.received) == 3)
+        me = threading.current_thread().name
+        assert [name == me for name, size in writers if size < HANDED_OVER_FROM][:1] == [True]
+        assert [name == me for name, size in writers if size >= HANDED_OVER_FROM] == [False]
     finally:
         conn.close()
 
