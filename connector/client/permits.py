@@ -90,6 +90,19 @@ class PermitWindow:
         if permits:
             self._send_flow(permits)
 
+    def grow(self, size: int) -> None:
+        """Keep ``size`` permits out from now on, when that is more than now: the difference is sent at once,
+        and later refills send half of ``size`` (a range reader sizes its window by the bytes it sees)."""
+        with self._lock:
+            extra = size - self.size
+            if extra <= 0 or self.stale:
+                return
+            self.size = size
+            self._every = max(1, size // 2)
+            self._next_refill = self._returned + self._every
+            self.threshold = self._next_refill + self._probes - self._credited
+        self._send_flow(extra)
+
     def retire(self) -> None:
         """Messages of this generation still buffered are skipped when taken, and give no permits back."""
         with self._lock:

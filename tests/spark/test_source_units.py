@@ -288,6 +288,17 @@ def test_a_null_value_in_a_large_batch_stays_null():
     assert [r["value"] for r in rows] == [b"v"] * 70 + [None]
 
 
+def test_a_range_reads_ahead_about_a_fixed_number_of_bytes_of_messages():
+    from types import SimpleNamespace
+
+    from connector.spark.partition_reader import PERMITS_WINDOW_MAX, READ_AHEAD_BYTES, _window_for
+
+    small = [SimpleNamespace(num_messages=1000, data=b"x" * 120_000)]  # batches of 1,000 x ~100 B
+    large = [SimpleNamespace(num_messages=0, data=b"x" * (4 << 20))] * 2  # unbatched 4 MB messages
+    assert _window_for(small) == min(PERMITS_WINDOW_MAX, READ_AHEAD_BYTES // 120)
+    assert _window_for(large) == READ_AHEAD_BYTES // (4 << 20) == 8
+
+
 def test_messages_behind_latest_are_derived_from_end_and_latest_offsets():
     def stored(parts):
         return json.dumps(encode_source_offset({TopicPartition("t", int(p)): o for p, o in parts.items()}, "s"))

@@ -61,6 +61,30 @@ def test_messages_settled_without_the_application_count_as_taken():
     assert flows.sent == [5, 5]
 
 
+def test_a_grown_window_sends_the_difference_at_once_and_refills_by_half_of_its_new_size():
+    flows = Flows()
+    window = PermitWindow(10, flows)
+    take(window, 3)
+    window.grow(40)
+    assert flows.sent == [30]  # 40 out: 10 granted first, 30 now
+    take(window, 16)
+    assert flows.sent == [30]
+    take(window)  # 20 taken since the last permits went back: half of 40
+    assert flows.sent == [30, 20]
+    window.took(20)
+    assert flows.sent == [30, 20, 20]
+    window.grow(30)  # smaller: nothing changes
+    assert flows.sent == [30, 20, 20] and window.size == 40
+
+
+def test_a_retired_window_does_not_grow():
+    flows = Flows()
+    window = PermitWindow(10, flows)
+    window.retire()
+    window.grow(100)
+    assert flows.sent == []
+
+
 def test_a_retired_window_skips_its_messages_and_sends_no_permits():
     flows = Flows()
     window = PermitWindow(10, flows)
