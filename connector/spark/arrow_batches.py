@@ -111,8 +111,8 @@ class BatchBuilder:
                 self._values.add_array(_uniform_values(payloads, lo, hi))
             else:
                 self._values.extend(payloads[lo:hi])
-            self._ids.add_array(_batch_ids(message_id_prefix(entry.ledger_id, entry.entry_id,
-                                                                         self.partition), len(payloads), lo, hi))
+            prefix = message_id_prefix(entry.ledger_id, entry.entry_id, self.partition)
+            self._ids.add_array(_batch_ids(prefix, len(payloads), lo, hi))
         base_seq = meta.sequence_id
         entry_event = meta.event_time or None
         m0 = metas[lo]
