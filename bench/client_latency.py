@@ -109,7 +109,7 @@ def measured(what: str, workload: Any, *args: Any) -> Any:
 
 def ours_latency(client: Client, prefix: str, args: argparse.Namespace) -> tuple[float, float]:
     consumer = client.subscribe(f"{prefix}-latency", "bench-latency", initial_position=InitialPosition.Earliest)
-    producer = client.create_producer(f"{prefix}-latency")
+    producer = client.create_producer(f"{prefix}-latency", batching_enabled=False)
     try:
         return latency(producer, consumer, args.latency_messages, args.warmup, args.size, args.latency_rate)
     finally:
@@ -207,7 +207,7 @@ def profile_binary(url: str, args: argparse.Namespace) -> None:
     try:
         with Client(url, transport="binary") as client:
             consumer = client.subscribe("profile-latency", "p", initial_position=InitialPosition.Earliest)
-            producer = client.create_producer("profile-latency")
+            producer = client.create_producer("profile-latency", batching_enabled=False)
             latency(producer, consumer, args.latency_messages, args.warmup, args.size, args.latency_rate)
     finally:
         main.disable()
