@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 import logging
 import queue
-import threading
 import time
 import uuid
 from dataclasses import dataclass
