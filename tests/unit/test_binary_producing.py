@@ -147,13 +147,14 @@ def fresh_epochs():
 
 # --- opening -------------------------------------------------------------------------------------------
 def test_start_sends_producer_with_the_open_requests_name_access_mode_and_properties():
-    _, transport, _ = started("named", access=broker_pb2.WAIT_FOR_EXCLUSIVE, team="a")
+    adapter, transport, _ = started("named", access=broker_pb2.WAIT_FOR_EXCLUSIVE, team="a")
     producer = transport.conn.requests[0][0].producer
     assert (producer.topic, producer.producer_name, producer.user_provided_producer_name) == (TOPIC, "named", True)
     assert producer.producer_access_mode == cmd.WaitForExclusive
     assert [(kv.key, kv.value) for kv in producer.metadata] == [("team", "a")]
     assert producer.epoch == 0
-    assert 1 in transport.conn.producers  # frames for it are routed here before the answer comes
+    # frames for the producer id are routed to it before the broker answers
+    assert transport.conn.producers == {producer.producer_id: adapter}
 
 
 def test_a_producer_without_a_name_lets_the_broker_name_it():
