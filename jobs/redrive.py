@@ -153,6 +153,26 @@ def redrive_rows(df: Any, to: str | None) -> Any:
                      target.alias("__topic"), "__partition", "__offset")
 
 
+def read_planned(session: Any, args: Any, dlq: str, start: Mapping[Any, Any], end: Mapping[Any, Any],
+                 to: str | None, planned: Any) -> tuple[Any, Any]:
+    """``(selected, rows)``: the DLQ's messages ``start -> end`` (offsets or message ids, as the source takes
+    them), reduced by ``planned(df)`` to the plan's, then by ``--filter``; and those as rows for the sink. A
+    filter Spark cannot analyse is bad input (exit 2)."""
+    from connector.spark.offsets import dumps
+
+    source = (session.read.format("pulsarlike").option("service.url", args.service_url).options(**spark_options())
+              .option("topic", dlq).option("startingOffsets", dumps(start)).option("endingOffsets", dumps(end))
+              .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).option("keyType", "string").load())
+    source = planned(source)
+    try:
+        selected = source.where(args.filter) if args.filter else source
+        return selected, redrive_rows(selected, to)
+    except Exception as exc:
+        if analysis_error(exc):
+            raise JobInputError(f"--filter {args.filter!r}: {first_line(exc)}") from None
+        raise
+
+
 def without_acked(df: Any, plans: Mapping[Any, PartitionPlan]) -> Any:
     """``df`` minus the rows of individually acknowledged ranges."""
     from pyspark.sql import functions as F
@@ -273,8 +293,6 @@ def _backlog(service_url: str, dlq: str, subscription: str) -> int | None:
 
 # --- the run ---------------------------------------------------------------------------------------------
 def run(args: Any, spark: Any = None) -> RedriveSummary:
-    from connector.spark.offsets import dumps
-
     started = time.monotonic()
     dlq = qualified(args.dlq_topic, "DLQ_TOPIC")
     to = qualified(args.to, "--to") if args.to else None
@@ -298,18 +316,9 @@ def run(args: Any, spark: Any = None) -> RedriveSummary:
             return summary
         if not args.dry_run:  # from here on the subscription holds the range against retention
             _ensure_subscription(args.service_url, args.subscription, plans)
-        source = (session.read.format("pulsarlike").option("service.url", args.service_url).options(**spark_options()).option("topic", dlq)
-                  .option("startingOffsets", dumps({tp: p.start for tp, p in plans.items()}))
-                  .option("endingOffsets", dumps({tp: p.end for tp, p in plans.items()}))
-                  .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).option("keyType", "string").load())
-        source = without_acked(source, plans)
-        try:
-            selected = source.where(args.filter) if args.filter else source
-            rows = redrive_rows(selected, to)
-        except Exception as exc:
-            if analysis_error(exc):
-                raise JobInputError(f"--filter {args.filter!r}: {first_line(exc)}") from None
-            raise
+        selected, rows = read_planned(
+            session, args, dlq, {tp: p.start for tp, p in plans.items()}, {tp: p.end for tp, p in plans.items()},
+            to, lambda source: without_acked(source, plans))
         from pyspark.sql import functions as F
 
         # every pass reads the whole planned range (acknowledged ranges and filtered-out messages are

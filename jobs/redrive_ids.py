@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Any
 
-from jobs._common import BROKER_TIMEOUT_MS, JobInputError, Progress, analysis_error, client_kwargs, first_line
+from jobs._common import BROKER_TIMEOUT_MS, Progress, client_kwargs
 from jobs._message_ids import before, id_key, partitions_and_ends
 
 log = logging.getLogger(__name__)
@@ -151,9 +151,8 @@ def run_ids(args: Any, session: Any, dlq: str, to: str | None, summary: Any) -> 
     """The run on a broker without dense offsets (module docstring); fills and returns ``summary``."""
     from pyspark.sql import functions as F
 
-    from connector.spark.offsets import dumps
-    from jobs._common import READ_SPLIT_MESSAGES, spark_options
-    from jobs.redrive import check_targets, redrive_rows
+    from jobs._common import spark_options
+    from jobs.redrive import check_targets, read_planned
 
     started = time.monotonic()
     summary.written = None
@@ -171,17 +170,8 @@ def run_ids(args: Any, session: Any, dlq: str, to: str | None, summary: Any) -> 
         if not held.pending:
             return summary
         start, end = ranges(ends, held.pending)
-        source = (session.read.format("pulsarlike").option("service.url", args.service_url).options(**spark_options())
-                  .option("topic", dlq).option("startingOffsets", dumps(start)).option("endingOffsets", dumps(end))
-                  .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).option("keyType", "string").load())
-        source = only(source, set(held.pending))
-        try:
-            selected = source.where(args.filter) if args.filter else source
-            rows = redrive_rows(selected, to)
-        except Exception as exc:
-            if analysis_error(exc):
-                raise JobInputError(f"--filter {args.filter!r}: {first_line(exc)}") from None
-            raise
+        selected, rows = read_planned(session, args, dlq, start, end, to,
+                                      lambda source: only(source, set(held.pending)))
         progress = Progress(session, enabled=not args.no_progress)
         with progress.track(f"reading {args.dlq_topic}"):
             counts = rows.groupBy("__topic").agg(F.count(F.lit(1)).alias("n"),
