@@ -82,7 +82,9 @@ class ManagedLog:
         self._recover()
 
     def _recover(self) -> None:
-        segments = recover_segments(self.directory, self._clock.now_ms(), self._files, self.name)
+        segments, self.end_proven = recover_segments(self.directory, self._clock.now_ms(), self._files, self.name)
+        """Whether recovery proved that no offset at or beyond ``end_offset`` was ever handed out (see
+        :class:`~broker_core.storage.recovery.Recovered`): a cursor beyond it is then impossible."""
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self.start_offset = segments[0].base_offset  # step 6

@@ -92,7 +92,17 @@ class CleanClose(NamedTuple):
     """the log's end offset (None: a record of an earlier version)"""
 
 
-def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str) -> list[Segment]:
+class Recovered(NamedTuple):
+    """What :func:`recover_segments` found."""
+
+    segments: list[Segment]
+    """the log's segments, oldest first, the last one open for appends (never empty)"""
+    end_proven: bool
+    """the log provably lost nothing at its end: it was closed cleanly (the ``clean-close`` record matched its
+    last segment) and that segment verified, so no offset at or beyond the end was ever handed out"""
+
+
+def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str) -> Recovered:
     """Steps 1-5: the log's segments, oldest first, the last one open for appends (never empty)."""
     bases: set[int] = set()
     indexes: set[int] = set()
@@ -121,7 +131,8 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
                 f" starts at {nxt.base_offset}; a segment is missing: restore it from a backup",
                 path=seg.path.name, position=seg.size)
     if not segments:
-        return [Segment.create(directory, recorded_start(directory), now_ms, files=files, label=name)]
+        fresh = Segment.create(directory, recorded_start(directory), now_ms, files=files, label=name)
+        return Recovered([fresh], False)  # a new log, or one whose files are all gone: nothing to prove
     last = segments[-1]
     record = _clean_close_record(directory, last)
     listed = last.index.stored_entries()  # step 4c: what the index knew before anything rewrites it
@@ -135,11 +146,11 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
         last.recover_last()  # steps 3-5
     if last.damaged is None:
         last.open_for_append()
-        return segments
+        return Recovered(segments, record is not None and record.end_offset == last.end_offset)
     last.end_offset = _fenced_end(last, record, listed)  # step 4c: writes go on in a new segment
     report_fenced(directory, last)
     segments.append(Segment.create(directory, last.end_offset, now_ms, files=files, label=name))
-    return segments
+    return Recovered(segments, False)
 
 
 def _clean_close_record(directory: Path, last: Segment) -> CleanClose | None:
