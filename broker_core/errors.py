@@ -180,6 +180,25 @@ class CorruptLog(PulsarLikeError):
     """A stored frame in the middle of a segment failed verification; ``path`` and ``position`` say where."""
 
 
+class DataLost(CorruptLog):
+    """Messages ``start_offset`` to ``end_offset - 1`` of ``topic`` cannot be read: the stored bytes that held
+    them are damaged or gone (``path``: the segment file's name, ``position``: the byte where the damage
+    starts, ``reason``: which check failed). Only that range is lost: reads before and after it succeed.
+    A consumer or reader whose next message is inside it gets this error once; move it past the range
+    (``pulsarlike admin topics skip``/``reset-cursor`` for a subscription, a new reader or a seek at
+    ``end_offset``), set the broker's ``autoSkipNonRecoverableData=true`` to have it skipped (Pulsar's key),
+    or restore the segment from a backup. Not retriable: reading again fails the same way."""
+
+    def __init__(self, message: str = "", *, topic: str, start_offset: int, end_offset: int, **fields: Any) -> None:
+        super().__init__(
+            message or (f"{topic}: messages {start_offset}..{end_offset - 1} ({end_offset - start_offset}) cannot"
+                        f" be read: {fields.get('reason') or 'the stored bytes are damaged'}; move the consumer"
+                        f" past them (skip, reset-cursor, or a seek or new reader at offset {end_offset}), or set"
+                        " autoSkipNonRecoverableData=true to skip them; restore the segment from a backup to"
+                        " recover them"),
+            topic=topic, start_offset=start_offset, end_offset=end_offset, **fields)
+
+
 class UnsafePath(PulsarLikeError):
     """A folder the broker refuses to use or remove: it would lie outside the data dir (or be the data dir
     itself), or it is a symbolic link. Names are validated before they become paths, so this means a bug or

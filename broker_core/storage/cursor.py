@@ -21,6 +21,14 @@ from __future__ import annotations
 import bisect
 import json
 
+MAX_OFFSET = (1 << 63) - 1
+"""Offsets are 64-bit (as Pulsar's entry ids): a stored position above it is impossible."""
+
+
+def _is_offset(value: object, low: int) -> bool:
+    """``value`` is an int (not a bool) in ``low .. MAX_OFFSET``."""
+    return type(value) is int and low <= value <= MAX_OFFSET
+
 
 class ManagedCursor:
     def __init__(self, name: str, mark_delete_offset: int = -1,
@@ -147,16 +155,26 @@ class ManagedCursor:
 
     @classmethod
     def from_bytes(cls, name: str, data: bytes) -> ManagedCursor:
-        """Rebuild a cursor; raises ``ValueError`` on anything malformed."""
+        """Rebuild a cursor; raises ``ValueError`` on anything malformed or impossible in itself: a
+        position that is not an int in ``-1 .. MAX_OFFSET``, or ranges that are not what :meth:`ack` keeps
+        (sorted, disjoint, non-adjacent, ``start < end``, all strictly above ``markDelete + 1``)."""
         try:
             doc = json.loads(data)
             mark_delete = doc["markDelete"]
-            ranges = [(int(s), int(e)) for s, e in doc["acked"]]
+            if not isinstance(doc["acked"], list):
+                raise TypeError(f"acked={doc['acked']!r}")
+            ranges = [(s, e) for s, e in doc["acked"]]
             properties = {str(k): str(v) for k, v in doc.get("properties", {}).items()}
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed cursor state for {name!r}: {exc}") from None
-        if not isinstance(mark_delete, int) or mark_delete < -1:
-            raise ValueError(f"malformed cursor state for {name!r}: markDelete={mark_delete!r}")
+        if not _is_offset(mark_delete, -1):
+            raise ValueError(f"impossible cursor state for {name!r}: markDelete={mark_delete!r}")
+        floor = mark_delete + 2  # a range touching mark_delete + 1 would have been folded into it
+        for start, end in ranges:
+            if not (_is_offset(start, floor) and _is_offset(end, start + 1)):
+                raise ValueError(f"impossible cursor state for {name!r}: acknowledged range {[start, end]!r}"
+                                 f" (markDelete={mark_delete})")
+            floor = end + 1
         return cls(name, mark_delete, ranges, properties)
 
     def __repr__(self) -> str:

@@ -33,8 +33,9 @@ from broker_core.storage.frame_writer import write_frames
 from broker_core.storage.format import HEADER_SIZE, MAX_FRAME_DATA, FrameHeader, encode_header
 from broker_core.storage.paths import remove_tree
 from broker_core.storage.log_retention import SegmentView
+from broker_core.storage.damage import DamagedRange
 from broker_core.storage.recovery import (  # noqa: F401  (START_OFFSET_FILE, CLEAN_CLOSE_FILE: re-exported)
-    CLEAN_CLOSE_FILE, START_OFFSET_FILE, record_clean_close, recover_segments, report_fenced)
+    CLEAN_CLOSE_FILE, START_OFFSET_FILE, record_clean_close, recover_segments)
 from broker_core.storage.segment import READ_CHUNK, Segment
 from broker_core.storage.segment_repair import scan_counts
 from broker_core.storage.stored_entry import StoredEntry
@@ -183,15 +184,13 @@ class ManagedLog:
         if not seg.verified:  # recovery step 3, shortcut
             if seg.size <= VERIFY_BEFORE_APPEND_MAX_BYTES:
                 seg.verify()
-                if seg.damaged is not None:
-                    report_fenced(self.directory, seg)
             else:
                 seg.verified = True  # too big to scan here: verified lazily by reads
         if seg.size == 0:
             return
         too_many = (self.max_segment_entries and seg.entry_count is not None
                     and seg.entry_count + entries > self.max_segment_entries)
-        if (not too_many and seg.damaged is None and seg.size + incoming <= self.max_segment_bytes
+        if (not too_many and not seg.damage and seg.size + incoming <= self.max_segment_bytes
                 and now - seg.created_ms < self.max_segment_age_ms):
             return
         seg.seal()  # fsync before closing: only the last segment can ever be torn
@@ -233,7 +232,7 @@ class ManagedLog:
             return []
         i = self._cache.index_of(start_offset)
         source = (self._cache.entries_from(i) if i is not None
-                  else log_reads.disk_entries(self.directory, self._segments, self._bases, start_offset,
+                  else log_reads.disk_entries(self._segments, self._bases, start_offset,
                                               min(READ_CHUNK, max(max_bytes, 4096))))
         out: list[StoredEntry] = []
         total = 0
@@ -248,15 +247,22 @@ class ManagedLog:
         except CorruptLog:
             if not out:
                 raise
-            # the entries before a damaged segment are intact: they are returned, the next read fails
+            # the entries before a damaged range are intact: they are returned, the next read fails
         return out
 
-    def fenced_end(self, offset: int) -> int | None:
-        """The end offset of the damaged segment holding ``offset`` (None when it is not in one): where a
-        caller replaying the log (deduplication) goes on after a :class:`CorruptLog`."""
-        k = bisect.bisect_right(self._bases, offset) - 1
-        seg = self._segments[k] if k >= 0 else None
-        return seg.end_offset if seg is not None and seg.damaged is not None else None
+    def segment_base(self, offset: int) -> int:
+        """The base offset (ledger id) of the segment holding ``offset``."""
+        return self._bases[max(0, bisect.bisect_right(self._bases, offset) - 1)]
+
+    def damaged_ranges(self) -> list[tuple[int, DamagedRange]]:
+        """``(segment base, range)`` of every damaged range known so far, oldest first (reads find more as
+        they go: a sealed segment is verified lazily)."""
+        return [(seg.base_offset, found) for seg in self._segments for found in seg.damage]
+
+    @property
+    def damaged_messages(self) -> int:
+        """Messages lost in the damaged ranges known so far."""
+        return sum(seg.damage.messages for seg in self._segments)
 
     def entry_containing(self, offset: int) -> StoredEntry | None:
         """The stored entry holding message ``offset`` (appended, not necessarily durable)."""
@@ -310,9 +316,9 @@ class ManagedLog:
 
     def segments(self) -> list[dict]:
         """Per-segment stats for ``stats-internal``."""
-        return [{"ledgerId": seg.base_offset, "entries": -1 if seg.damaged else seg.count_entries(),
+        return [{"ledgerId": seg.base_offset, "entries": seg.count_entries(),
                  "size": seg.size, "firstOffset": seg.base_offset, "lastOffset": seg.end_offset - 1,
-                 **({"damaged": seg.damaged.message} if seg.damaged else {})}
+                 **({"damaged": [found.as_dict() for found in seg.damage]} if seg.damage else {})}
                 for seg in self._segments]
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -325,7 +331,7 @@ class ManagedLog:
             try:
                 active.fsync()
                 self.durable_end_offset = self.end_offset
-                if active.damaged is None and active.entry_count is not None:
+                if not active.damage and active.entry_count is not None:
                     newest = -1 if active.max_publish_time is None else active.max_publish_time
                     record_clean_close(self.directory, active.base_offset, active.size, active.entry_count, newest,
                                        self.end_offset)

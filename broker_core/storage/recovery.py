@@ -1,5 +1,9 @@
 """Recovery of a topic partition's log: what :class:`~broker_core.storage.log.ManagedLog` runs when it opens.
 
+Damage is a range, never a log state (:mod:`broker_core.storage.damage`): a frame that does not verify costs
+the bytes up to the next frame that does and the offsets between, nothing else. Recovery never refuses a
+log and never deletes damage; it maps what it reads, and reads find the rest.
+
 Procedure
 ---------
 1. List ``*.log`` files and order them by base offset. Stray temp files (``*.tmp``) and indexes
@@ -9,44 +13,35 @@ Procedure
    logged at ERROR with the offsets lost. An empty directory gets a fresh segment at the recorded start
    (0 for a new log).
 2. Sealed segments (all but the last) are trusted through their index: the index's longest consistent
-   prefix is kept (rebuilt from the log when missing or when its last entry does not point at a
-   frame), and only the frames after its last entry are scanned. Each sealed segment must end
-   exactly at the next segment's base offset, otherwise ``CorruptLog`` is raised (a missing segment). A
-   sealed segment that does not verify is marked *damaged* and logged at ERROR with the offsets it
-   fences (``event=log_segment_fenced``): its reads raise ``CorruptLog(path, position)``, the rest of the
-   log stays readable and writable. Frames in sealed segments are otherwise verified lazily: every read
-   checks each frame's CRC, a wrong index entry is caught when a read uses it (the index is then rebuilt), and a frame found invalid marks the segment
-   damaged (the same ERROR line; an active segment found damaged so is sealed by the next append, which
-   starts a new segment at the log's end).
+   prefix is kept (rebuilt from the log when missing or when its last entry does not point at a frame
+   that verifies), and only the frames after its last entry are scanned. Each sealed segment ends exactly
+   at the next segment's base offset: when its frames end before that (a truncated segment, a segment file
+   missing after it), the offsets between are a damaged range of it, so the log stays readable around
+   them and writable after its end. Frames in sealed segments are otherwise verified lazily: every read
+   checks each frame's CRC and offset, a wrong index entry is caught when a read uses it (the index is
+   then rebuilt), and a frame found invalid becomes a damaged range the moment a read meets it (one ERROR
+   line, ``event=log_range_damaged``, with the offsets and messages lost).
 3. The last segment is scanned frame by frame from byte 0, verifying magic, the length bound (before
-   allocating), the CRC, and offset continuity (each frame's offset is the previous offset + count;
-   the first one's is the base offset). Shortcut: when ``clean-close`` (written by :meth:`ManagedLog.close`
-   after its final fsync) names the last segment with its current size, nothing was appended or torn
-   since: the segment opens like a sealed one (step 2) and steps 4-5 are skipped. A topic unloaded when
-   idle loads again without reading its active segment. Before the first append lands in it, it is
-   verified once (when larger than ``VERIFY_BEFORE_APPEND_MAX_BYTES``, not: it takes appends and its
-   frames are verified lazily by reads, as a sealed segment's are; damage found then fences it whole). If it does not verify, at load or then (zeroed
-   blocks, a flipped bit: after a clean close every byte had been fsynced, so this is damage, never a
-   torn write), it is fenced as in step 4c and writes go to a new segment: a new entry never lands in
-   a segment whose reads fail.
-4. At the first invalid frame, at byte ``p``: search forward (on the magic, then the full check) for
-   any later valid frame. (a) If none exists and the frame at ``p`` does not have a valid CRC, it is a
-   torn tail: truncate the file at ``p``, fsync it, and log at ERROR the first offset removed. (b)
-   Otherwise it is corruption, not a torn write: the segment is marked damaged (step 2), its end offset
-   is the end of the last valid frame found after ``p`` (so no offset is ever handed out twice), and a
-   new active segment starts there. (c) A damaged last segment (4b, or the shortcut of step 3) is
-   fenced like a damaged sealed one and never truncated. Its end offset is the largest of: the end the
-   ``clean-close`` record names (records of earlier versions name none: then its base + its entry
-   count, each entry holding at least one message), the end of the last valid frame found anywhere in
-   it, one past the last offset its old index listed, and its base + 1 (it held a message). The fenced
-   range is logged at ERROR with its message count (``event=log_segment_fenced``), and the topic takes
-   writes in a new active segment at that end: recovery never creates a segment where one exists (the
-   new base is above every existing one).
+   allocating), the CRC and offset continuity; at a frame that fails, the scan resyncs on the next frame
+   that verifies (see :mod:`broker_core.storage.segment_repair`). Shortcut: when ``clean-close`` (written by
+   :meth:`ManagedLog.close` after its final fsync) names the last segment with its current size, nothing was
+   appended or torn since: the segment opens like a sealed one (step 2, ending where the record says) and
+   steps 4-5 are skipped; before the first append lands in it, it is verified once (when larger than
+   ``VERIFY_BEFORE_APPEND_MAX_BYTES``, on a worker thread while it takes appends). After a clean close
+   every byte had been fsynced: what does not verify then is damage, never a torn write.
+4. What the scan of step 3 found: (a) a last range that no valid frame follows, whose first frame fails its
+   CRC, is a torn tail: the file is cut there, fsynced, and the first offset removed is logged at ERROR.
+   (b) Every other range (a bad frame with valid frames after it, a frame written twice, a valid frame
+   out of sequence) is damage: kept, never truncated. (c) A last segment with damage takes no more
+   appends: its end offset is the largest of the end of its last valid frame, the end the ``clean-close``
+   record names (records of earlier versions name none: then its base + its entry count), one past the
+   last offset its old index listed, and its base + 1, so no offset is ever handed out twice; the offsets
+   between its last valid frame and that end are a damaged range, and the topic takes writes in a new
+   active segment there (the new base is above every existing one).
 5. Rebuild the last segment's index from the scan. If the old index listed frames beyond the recovered
    end, the log lost data the index had seen: logged at ERROR with how many messages at least.
-6. ``end_offset`` is the last valid frame's offset + count (the base offset if the segment is empty);
-   ``durable_end_offset = end_offset`` (everything that survived is on disk); ``start_offset`` is the
-   first segment's base offset.
+6. ``end_offset`` is the last segment's end; ``durable_end_offset = end_offset`` (everything that survived
+   is on disk); ``start_offset`` is the first segment's base offset.
 
 The owner of the log then compares what else it stored (cursors, deduplication snapshots) with the
 recovered end and calls :meth:`ManagedLog.skip_to` when they had seen offsets the log lost: a *gap
@@ -62,8 +57,9 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from broker_core.errors import CorruptLog
+from broker_core.storage import segment_repair
 from broker_core.storage.atomic import atomic_write
+from broker_core.storage.damage import DamagedRange
 from broker_core.storage.files import FileBudget
 from broker_core.storage.segment import INDEX_SUFFIX, Segment
 
@@ -119,17 +115,7 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
     segments = [Segment(directory, base, now_ms, files=files, label=name) for base in sorted(bases)]
     segments = _check_start(directory, segments)
     for seg, nxt in zip(segments, segments[1:]):  # step 2
-        seg.load_sealed()
-        if seg.damaged is not None:
-            seg.end_offset = nxt.base_offset
-            report_fenced(directory, seg)
-        elif seg.end_offset != nxt.base_offset:
-            log.error("event=log_segment_missing log=%s segment=%s end_offset=%d next_base_offset=%d",
-                      directory, seg.path, seg.end_offset, nxt.base_offset)
-            raise CorruptLog(
-                f"{name}: stored segment {seg.path.name} ends at offset {seg.end_offset} but the next segment"
-                f" starts at {nxt.base_offset}; a segment is missing: restore it from a backup",
-                path=seg.path.name, position=seg.size)
+        seg.load_sealed(nxt.base_offset)
     if not segments:
         fresh = Segment.create(directory, recorded_start(directory), now_ms, files=files, label=name)
         return Recovered([fresh], False)  # a new log, or one whose files are all gone: nothing to prove
@@ -137,20 +123,36 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
     record = _clean_close_record(directory, last)
     listed = last.index.stored_entries()  # step 4c: what the index knew before anything rewrites it
     if record is not None:  # step 3, shortcut
-        last.load_sealed()
-        if last.damaged is None:
+        last.load_sealed(record.end_offset)
+        if not last.damage:
             last.verified = False  # ManagedLog verifies it before its first append (step 3)
             last.entry_count = record.entries
             last.max_publish_time = record.newest_publish_ms if record.newest_publish_ms >= 0 else None
     else:
-        last.recover_last()  # steps 3-5
-    if last.damaged is None:
+        result = last.recover_last()  # steps 3-5
+        _report_index_beyond(last, listed)
+        if result.damage:
+            segment_repair.record_scan(last, result, _fenced_end(last, record, listed))
+    if not last.damage:
         last.open_for_append()
         return Recovered(segments, record is not None and record.end_offset == last.end_offset)
-    last.end_offset = _fenced_end(last, record, listed)  # step 4c: writes go on in a new segment
-    report_fenced(directory, last)
+    end = _fenced_end(last, record, listed)  # step 4c: writes go on in a new segment
+    if end > last.end_offset:
+        last.add_damage([DamagedRange(last.end_offset, end, last.size, last.size,
+                                      f"offsets up to {end} were stored once (the clean-close record or the old"
+                                      f" index says so); the segment's frames end at {last.end_offset}")])
+        last.end_offset = end
     segments.append(Segment.create(directory, last.end_offset, now_ms, files=files, label=name))
     return Recovered(segments, False)
+
+
+def _report_index_beyond(last: Segment, listed: list[tuple[int, int]]) -> None:
+    """Step 5: the old index listed frames beyond the recovered end: the log file lost data."""
+    beyond = [offset for offset, position in listed if position >= last.size and offset >= last.end_offset]
+    if beyond:
+        log.error("event=log_tail_lost segment=%s log_end_offset=%d indexed_offset=%d lost_messages_at_least=%d"
+                  " detail=%r", last.path, last.end_offset, max(beyond), max(beyond) - last.end_offset + 1,
+                  "the segment's index lists frames beyond the end of its log: the log file lost data")
 
 
 def _clean_close_record(directory: Path, last: Segment) -> CleanClose | None:
@@ -172,22 +174,11 @@ def _clean_close_record(directory: Path, last: Segment) -> CleanClose | None:
 def _fenced_end(last: Segment, record: CleanClose | None, listed: list[tuple[int, int]]) -> int:
     """Step 4c: the end offset of a damaged last segment, so that none of its offsets is handed out again.
     Always above its base: the new segment never lands on an existing file."""
-    floors = [last.end_offset, last.base_offset + 1, last.valid_frames_end()]
+    floors = [last.end_offset, last.base_offset + 1]
     if record is not None:
         floors.append(record.end_offset if record.end_offset is not None else last.base_offset + record.entries)
     floors += [offset + 1 for offset, _ in listed[-1:]]
     return max(floors)
-
-
-def report_fenced(directory: Path, seg: Segment) -> None:
-    """Steps 2 and 4c (and a read that finds a segment damaged later): the ERROR line that counts what a
-    damaged segment fences."""
-    damaged = seg.damaged
-    log.error("event=log_segment_fenced log=%s segment=%s first_offset=%d end_offset=%d fenced_messages=%d"
-              " damaged_at_byte=%d detail=%r", directory, seg.path, seg.base_offset, seg.end_offset,
-              seg.end_offset - seg.base_offset, damaged.position if damaged is not None else -1,
-              "the segment does not verify: reading these offsets fails until it is restored from a backup"
-              " or subscriptions are moved past it; the rest of the log is read and written as before")
 
 
 def record_clean_close(directory: Path, base: int, size: int, entries: int, newest_publish_ms: int,

@@ -2,7 +2,7 @@
 from broker_core.errors import (
     AlreadyClosed, AuthenticationError, AuthorizationError, BrokerPersistenceError, ChecksumError,
     CompactionAlreadyRunning, ConnectError, ConsumerAssignError, ConsumerBusy,
-    CorruptLog, CumulativeAcknowledgementNotAllowedError, DataDirLocked, IncompatibleSchema, InvalidConfiguration,
+    CorruptLog, CumulativeAcknowledgementNotAllowedError, DataDirLocked, DataLost, IncompatibleSchema, InvalidConfiguration,
     InvalidMessage, InvalidSchema, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
     NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, NotSupported, PersistenceError, ProducerBusy,
     ProducerBlockedQuotaExceededError, ProducerBlockedQuotaExceededException, ProducerFenced,
@@ -39,7 +39,7 @@ __all__ = [
     "PulsarException", "AlreadyClosed", "AuthenticationError", "AuthorizationError", "BrokerPersistenceError",
     "PersistenceError", "ChecksumError",
     "CompactionAlreadyRunning", "ConnectError", "ConsumerAssignError",
-    "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "DataDirLocked", "IncompatibleSchema", "InvalidSchema",
+    "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "DataDirLocked", "DataLost", "IncompatibleSchema", "InvalidSchema",
     "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",
     "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",
     "NotSupported", "ProducerBlockedQuotaExceededError", "ProducerBlockedQuotaExceededException", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",

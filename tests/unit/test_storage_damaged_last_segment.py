@@ -1,12 +1,12 @@
 """Recovery step 4c: the last segment of a cleanly closed log found damaged (zeroed blocks, a flipped byte)
-is fenced like a damaged sealed segment; writes go on in a new segment after its end, the other segments
-stay readable, no offset is handed out twice, and the loss is one ERROR line with counts."""
+costs the messages of its damaged range only: the frames before and after it are read, writes go on in a new
+segment after its end, no offset is handed out twice, and the loss is one ERROR line with counts."""
 import logging
 from pathlib import Path
 
 import pytest
 
-from broker_core.errors import CorruptLog
+from broker_core.errors import DataLost
 from broker_core.storage.format import HEADER_SIZE
 from broker_core.storage.log import CLEAN_CLOSE_FILE, ManagedLog
 
@@ -37,37 +37,38 @@ def damage(segment: Path, start: int, end: int | None = None, *, flip: bool = Fa
     segment.write_bytes(bytes(raw))
 
 
-def fenced(caplog) -> list[str]:
+def damaged_lines(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records
-            if r.levelno == logging.ERROR and "event=log_segment_fenced" in r.getMessage()]
+            if r.levelno == logging.ERROR and "event=log_range_damaged" in r.getMessage()]
 
 
 def reopen(path: Path) -> ManagedLog:
     return ManagedLog(path, max_segment_entries=PER_SEGMENT)
 
 
-def test_a_flipped_byte_in_the_last_frame_fences_the_segment_and_writes_go_on_after_it(tmp_path, caplog):
+def test_a_flipped_byte_in_the_last_frame_costs_that_entry_and_writes_go_on_after_it(tmp_path, caplog):
     entries = closed_cleanly(tmp_path, 8)  # segments at offsets 0, 6, 12 (entries 6 and 7: offsets 12..15)
     damaged = last_segment(tmp_path)
     damage(damaged, damaged.stat().st_size - 3, flip=True)
     caplog.set_level(logging.ERROR)
 
     log = reopen(tmp_path)
-    assert log.read(0, 100) == entries[:6]  # the intact sealed segments
-    with pytest.raises(CorruptLog) as err:
-        log.read(12)
+    assert log.read(0, 100) == entries[:7]  # everything before the damaged entry
+    with pytest.raises(DataLost) as err:
+        log.read(14)
     assert (err.value.path, err.value.position) == (damaged.name, HEADER_SIZE + 40)
+    assert (err.value.start_offset, err.value.end_offset) == (14, 16)
     new = log.append(b"after", 1, 0)
     log.sync()
-    assert new.offset == 16 and log.read(16) == [new]  # 12..15 are never handed out again
-    [line] = fenced(caplog)
-    assert "first_offset=12" in line and "end_offset=16" in line and "fenced_messages=4" in line
+    assert new.offset == 16 and log.read(16) == [new]  # 14..15 are never handed out again
+    [line] = damaged_lines(caplog)
+    assert "first_offset=14" in line and "end_offset=16" in line and "lost_messages=2" in line
     log.close()
 
-    again = reopen(tmp_path)  # the fenced segment is now a sealed one, and stays fenced
-    assert again.read(0, 100) == entries[:6] and again.read(16) == [new]
-    with pytest.raises(CorruptLog):
-        again.read(12)
+    again = reopen(tmp_path)  # the damaged segment is now a sealed one, and keeps its damaged range
+    assert again.read(0, 100) == entries[:7] and again.read(16) == [new]
+    with pytest.raises(DataLost):
+        again.read(14)
     assert again.append(b"later", 1, 0).offset == 17
     again.close()
 
@@ -75,17 +76,20 @@ def test_a_flipped_byte_in_the_last_frame_fences_the_segment_and_writes_go_on_af
 FRAME = HEADER_SIZE + 2000
 
 
-@pytest.mark.parametrize("zeroed", [(0, 4096), (FRAME, 2 * FRAME), (2 * FRAME + 100, None), (0, None)],
+@pytest.mark.parametrize("zeroed, lost", [((0, 4096), (6, 12)), ((FRAME, 2 * FRAME), (8, 10)),
+                                          ((2 * FRAME + 100, None), (10, 12)), ((0, None), (6, 12))],
                          ids=["first-block", "middle-frame", "tail", "whole-segment"])
-def test_zeroed_blocks_in_the_last_segment_fence_it_and_keep_its_offsets(tmp_path, zeroed):
+def test_zeroed_blocks_in_the_last_segment_cost_their_frames_and_keep_their_offsets(tmp_path, zeroed, lost):
     entries = closed_cleanly(tmp_path, 6, size=2000)  # the last segment: entries 3..5, offsets 6..11
     segments = {p.name for p in tmp_path.glob("*.log")}
     damage(last_segment(tmp_path), *zeroed)
 
     log = reopen(tmp_path)
-    assert log.read(0, 100) == entries[:3]
-    with pytest.raises(CorruptLog):
-        log.read(6)
+    assert log.read(0, 100) == [e for e in entries if e.end_offset <= lost[0]]
+    with pytest.raises(DataLost) as err:
+        log.read(lost[0])
+    assert (err.value.start_offset, err.value.end_offset) == lost
+    assert log.read(lost[1], 100) == [e for e in entries if e.offset >= lost[1]]
     assert log.append(b"after", 1, 0).offset == 12
     log.close()
     assert segments < {p.name for p in tmp_path.glob("*.log")}  # a new segment; the damaged one is kept
@@ -110,20 +114,21 @@ def test_damage_the_load_did_not_read_is_found_before_the_first_append_lands_in_
     caplog.set_level(logging.ERROR)
 
     log = reopen(tmp_path)
-    assert not fenced(caplog)
+    assert not damaged_lines(caplog)
     new = log.append(b"after", 1, 0)
-    assert new.offset == 12 and len(fenced(caplog)) == 1
+    assert new.offset == 12 and len(damaged_lines(caplog)) == 1
     log.close()
     again = reopen(tmp_path)
     assert again.read(0, 100) == entries[:3] and again.read(12) == [new]  # from disk, not from a cache
-    with pytest.raises(CorruptLog):
+    with pytest.raises(DataLost):
         again.read(6)
+    assert again.read(8, 100) == [*entries[4:], new]
     again.close()
 
 
-def test_deduplication_replays_the_log_past_a_fenced_segment(tmp_path, caplog):
-    """A topic with deduplication replays the log on load: a fenced segment is passed over (ERROR), the
-    topic loads, and sequence ids stored after the segment are known."""
+def test_deduplication_replays_the_log_past_a_damaged_range(tmp_path, caplog):
+    """A topic with deduplication replays the log on load: a damaged range is passed over (ERROR), the
+    topic loads, and sequence ids stored after the range are known."""
     from broker_core.core.persistent.dedup import Deduplication
     from tests.unit.test_dedup import append, metadata
 
@@ -132,14 +137,14 @@ def test_deduplication_replays_the_log_past_a_fenced_segment(tmp_path, caplog):
         append(log, metadata("p", seq))
     log.close()
     first = sorted(tmp_path.glob("*.log"))[0]
-    damage(first, 0, 8)  # the first segment's first header: fenced at load (offsets 0..2)
+    damage(first, 0, 8)  # the first segment's first header (offset 0)
     caplog.set_level(logging.ERROR)
 
     dedup = Deduplication(tmp_path)  # no snapshot: the whole log is replayed
     dedup.recover(reopen(tmp_path))
     assert dedup.last_sequence_id("p") == 7
-    skipped = [r.getMessage() for r in caplog.records if "event=dedup_replay_skipped_fenced" in r.getMessage()]
-    assert len(skipped) == 1 and "from_offset=0 to_offset=2" in skipped[0]
+    skipped = [r.getMessage() for r in caplog.records if "event=dedup_replay_skipped_damage" in r.getMessage()]
+    assert len(skipped) == 1 and "from_offset=0 to_offset=0" in skipped[0]
 
 
 def test_a_large_reloaded_segment_takes_appends_without_a_scan_and_keeps_its_messages(tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from broker_core.errors import CorruptLog, PersistenceError
+from broker_core.errors import CorruptLog, DataLost, PersistenceError
 from broker_core.storage.files import FileBudget
 from broker_core.storage.format import HEADER_SIZE, encode_header
 from broker_core.storage.index import ENTRY
@@ -84,7 +84,7 @@ def test_a_plausible_but_wrong_index_entry_is_caught_and_the_index_rebuilt(tmp_p
 
 
 # -- damaged segments fence reads, not writes ---------------------------------------------------------------
-def test_a_damaged_sealed_segment_fails_its_reads_and_the_log_stays_writable(tmp_path):
+def test_a_damaged_sealed_segment_fails_the_reads_of_its_damaged_range_only(tmp_path):
     log, entries = filled(tmp_path, 6, size=100, max_segment_entries=3)
     log.close()
     path = tmp_path / SEG0
@@ -92,18 +92,20 @@ def test_a_damaged_sealed_segment_fails_its_reads_and_the_log_stays_writable(tmp
     raw[HEADER_SIZE + (HEADER_SIZE + 100) + 5] ^= 1  # the second frame's data
     path.write_bytes(bytes(raw))
     log = ManagedLog(tmp_path)
-    with pytest.raises(CorruptLog) as err:
-        log.read(0, 100)
-    assert (err.value.path, err.value.position) == (SEG0, HEADER_SIZE + 100)
-    with pytest.raises(CorruptLog):  # known now: fails at once
-        log.read(2)
-    assert log.read(3, 100) == entries[3:]
+    assert log.read(0, 100) == entries[:1]  # the entry before the damage, then the read stops
+    with pytest.raises(DataLost) as err:
+        log.read(1, 100)
+    assert (err.value.path, err.value.position, err.value.start_offset, err.value.end_offset) == \
+        (SEG0, HEADER_SIZE + 100, 1, 2)
+    with pytest.raises(DataLost):  # known now: fails at once
+        log.read(1)
+    assert log.read(2, 100) == entries[2:]
     new = log.append(b"new", 1, 0)
     log.sync()
     assert new.offset == 6 and log.read(6) == [new]
 
 
-def test_a_sealed_segment_damaged_after_its_last_index_entry_is_fenced_at_load(tmp_path, caplog):
+def test_a_sealed_segment_damaged_after_its_last_index_entry_is_mapped_at_load(tmp_path, caplog):
     log, entries = filled(tmp_path, 6, size=10, max_segment_entries=3)
     log.close()
     path = tmp_path / SEG0
@@ -111,9 +113,11 @@ def test_a_sealed_segment_damaged_after_its_last_index_entry_is_fenced_at_load(t
     raw[-3] ^= 1  # the last frame of the sealed segment: scanned at load, after the index's last entry
     path.write_bytes(bytes(raw))
     log = ManagedLog(tmp_path)
-    assert errors(caplog, "segment_corrupt")
-    with pytest.raises(CorruptLog):
-        log.read(0)
+    [line] = errors(caplog, "log_range_damaged")
+    assert "first_offset=2 end_offset=3 lost_messages=1" in line
+    assert log.read(0, 100) == entries[:2]
+    with pytest.raises(DataLost):
+        log.read(2)
     assert log.read(3, 100) == entries[3:] and log.append(b"x", 1, 0).offset == 6
 
 

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from broker_core.errors import CorruptLog
+from broker_core.errors import DataLost
 from broker_core.storage.format import HEADER_SIZE, MAGIC_BYTES, encode_header
 from pathlib import Path
 
@@ -95,15 +95,22 @@ def test_a_sealed_index_pointing_between_frames_is_rebuilt_not_reported(tmp_path
     assert index.read_bytes() == original
 
 
-def test_a_missing_middle_segment_is_reported(tmp_path):
-    _, segs = sealed_log(tmp_path)
+def test_a_missing_middle_segment_is_a_damaged_range_the_log_reads_and_writes_around(tmp_path):
+    entries, segs = sealed_log(tmp_path)
     segs[1].unlink()
-    with pytest.raises(CorruptLog) as err:
-        ManagedLog(tmp_path)
+    log = ManagedLog(tmp_path)  # it opens: a missing file costs its messages, not the topic
+    lost = [e for e in entries if int(segs[1].stem) <= e.offset < int(segs[2].stem)]
+    before = [e for e in entries if e.offset < lost[0].offset]
+    assert log.read(0, 100) == before
+    with pytest.raises(DataLost) as err:
+        log.read(lost[0].offset)
+    assert (err.value.start_offset, err.value.end_offset) == (lost[0].offset, lost[-1].end_offset)
     assert err.value.path == segs[0].name and str(tmp_path) not in err.value.message
+    assert log.read(lost[-1].end_offset, 100) == entries[entries.index(lost[-1]) + 1:]
+    assert log.append(b"more", 1, 0).offset == entries[-1].end_offset
 
 
-def test_a_bit_flip_in_a_sealed_segment_is_reported_when_read(tmp_path):
+def test_a_bit_flip_in_a_sealed_segment_is_found_when_read_and_costs_one_entry(tmp_path):
     log = ManagedLog(tmp_path, max_segment_bytes=10_000)
     entries = [log.append(data(i, 3000), 1, i) for i in range(6)]
     log.close()
@@ -113,9 +120,10 @@ def test_a_bit_flip_in_a_sealed_segment_is_reported_when_read(tmp_path):
     segs[0].write_bytes(bytes(raw))
     log = ManagedLog(tmp_path)
     assert log.read(entries[-1].offset) == [entries[-1]]
-    with pytest.raises(CorruptLog) as err:
+    with pytest.raises(DataLost) as err:
         log.read(0)
-    assert (err.value.path, err.value.position) == (segs[0].name, 0)
+    assert (err.value.path, err.value.position, err.value.start_offset, err.value.end_offset) == (segs[0].name, 0, 0, 1)
+    assert log.read(1, 100) == entries[1:]  # the next entry on is read
     assert log.append(b"more", 1, 0).offset == entries[-1].end_offset  # writers are not stalled
 
 
@@ -157,15 +165,19 @@ def test_a_huge_length_in_the_last_header_is_a_torn_tail_not_an_allocation(tmp_p
     reopen_expecting(tmp_path, entries[:1])
 
 
-def damaged_last_segment_opens(path, position, end_offset):
-    """The log opens: reads of the damaged segment fail with its position, writes go on after
-    ``end_offset`` in a new segment, and the damaged bytes are kept for inspection."""
+def damaged_last_segment_opens(path, entries, lost, position, end_offset):
+    """The log opens: the entries before and after the damaged range are read, a read of the range's
+    ``lost`` offsets fails with its position, writes go on after ``end_offset`` in a new segment, and the
+    damaged bytes are kept for inspection."""
     size = (path / SEG0).stat().st_size
     log = ManagedLog(path)
-    with pytest.raises(CorruptLog) as err:
-        log.read(0)
+    assert log.read(0, 100) == [e for e in entries if e.end_offset <= lost[0]]
+    with pytest.raises(DataLost) as err:
+        log.read(lost[0])
     assert (err.value.path, err.value.position) == (SEG0, position)
+    assert (err.value.start_offset, err.value.end_offset) == lost
     assert str(position) in err.value.message and str(path) not in err.value.message
+    assert log.read(lost[1], 100) == [e for e in entries if e.offset >= lost[1]]
     assert log.end_offset == end_offset
     appended = log.append(b"after", 1, 0)
     log.sync()
@@ -175,28 +187,44 @@ def damaged_last_segment_opens(path, position, end_offset):
     return log
 
 
-def test_a_bit_flip_in_the_middle_of_the_last_segment_fences_its_reads_not_its_writers(tmp_path):
+def test_a_bit_flip_in_the_middle_of_the_last_segment_costs_its_frame_only(tmp_path):
     entries, positions = build(tmp_path, [30, 50, 70, 90])
     raw = bytearray((tmp_path / SEG0).read_bytes())
     raw[positions[1] + HEADER_SIZE + 10] ^= 0x04
     (tmp_path / SEG0).write_bytes(bytes(raw))
-    damaged_last_segment_opens(tmp_path, positions[1], entries[-1].end_offset)
+    damaged_last_segment_opens(tmp_path, entries, (2, 4), positions[1], entries[-1].end_offset)
 
 
-def test_a_zeroed_header_in_the_middle_is_reported_not_skipped(tmp_path):
+def test_a_zeroed_header_in_the_middle_is_a_damaged_range_not_skipped_silently(tmp_path):
     entries, positions = build(tmp_path, [30, 50, 70])
     raw = bytearray((tmp_path / SEG0).read_bytes())
     raw[positions[1]:positions[1] + HEADER_SIZE] = bytes(HEADER_SIZE)
     (tmp_path / SEG0).write_bytes(bytes(raw))
-    damaged_last_segment_opens(tmp_path, positions[1], entries[-1].end_offset)
+    damaged_last_segment_opens(tmp_path, entries, (2, 4), positions[1], entries[-1].end_offset)
 
 
-def test_a_valid_frame_with_a_discontinuous_offset_is_corruption_and_its_offsets_are_not_reused(tmp_path):
+def test_a_valid_frame_after_a_gap_in_its_offsets_keeps_the_frame_and_loses_the_gap(tmp_path):
     entries, _ = build(tmp_path, [30])
     stray = data(9)
     with open(tmp_path / SEG0, "ab") as f:
         f.write(encode_header(stray, entries[-1].end_offset + 5, 1, 0) + stray)
-    damaged_last_segment_opens(tmp_path, HEADER_SIZE + 30, entries[-1].end_offset + 6)
+    log = ManagedLog(tmp_path)
+    with pytest.raises(DataLost) as err:
+        log.read(2)
+    assert (err.value.start_offset, err.value.end_offset, err.value.position) == (2, 7, HEADER_SIZE + 30)
+    assert [e.data for e in log.read(7)] == [stray]
+    assert log.append(b"after", 1, 0).offset == 8  # offsets are never handed out twice
+    log.close()
+
+
+def test_a_frame_written_twice_at_the_end_loses_nothing_and_the_log_goes_on(tmp_path):
+    entries, positions = build(tmp_path, [30, 50])
+    raw = (tmp_path / SEG0).read_bytes()
+    (tmp_path / SEG0).write_bytes(raw + raw[positions[1]:])
+    log = ManagedLog(tmp_path)
+    assert log.read(0, 100) == entries  # the copy is stepped over: no message lost, no error
+    assert log.append(b"after", 1, 0).offset == entries[-1].end_offset
+    log.close()
 
 
 def test_garbage_tails_never_produce_an_invented_entry(tmp_path):

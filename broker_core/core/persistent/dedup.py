@@ -33,7 +33,7 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
-from broker_core.errors import CorruptLog
+from broker_core.errors import DataLost
 from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol.entry import read_metadata
 from broker_core.storage.atomic import atomic_write
@@ -107,16 +107,12 @@ class Deduplication:
         while offset < end:
             try:
                 entries = managed_log.read(offset, max_entries=1000, end_offset=end)
-            except CorruptLog:
-                fenced_end = managed_log.fenced_end(offset)
-                if fenced_end is None or fenced_end <= offset:
-                    raise
-                # the topic must load all the same: only the fenced entries' sequence ids are unknown
-                log.error("event=dedup_replay_skipped_fenced path=%s from_offset=%d to_offset=%d detail=%r",
-                          self._path.parent, offset, fenced_end - 1, "sequence ids stored in a damaged"
-                          " segment are unknown: a producer resending one of those messages is not"
+            except DataLost as lost:  # the topic must load all the same: only those entries' ids are unknown
+                log.error("event=dedup_replay_skipped_damage path=%s from_offset=%d to_offset=%d detail=%r",
+                          self._path.parent, lost.start_offset, lost.end_offset - 1, "sequence ids stored in a"
+                          " damaged range are unknown: a producer resending one of those messages is not"
                           " recognised as a duplicate")
-                offset = fenced_end
+                offset = max(offset + 1, lost.end_offset)
                 continue
             if not entries:
                 break
