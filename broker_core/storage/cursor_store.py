@@ -17,15 +17,15 @@ Slot 0 is ``<file>.cursor`` (the first version's one file), slot 1 ``<file>.curs
 a file name.
 
 Saving writes the slot that does *not* hold the state loaded or saved last, with the next generation:
-temp file (``*.tmp``) in the same folder, flush, fsync, ``os.replace``, fsync the folder (no more fsyncs
-than one file took). So the other slot always holds the last good state, and a crash leaves the old or
+temp file (``*.tmp``) in the same folder, flush, fsync, ``os.replace``, fsync the folder: two fsyncs, as
+with one copy. So the other slot always holds the last good state, and a crash leaves the old or
 the new copy of the slot being written, plus perhaps a temp file that :meth:`CursorStore.load` removes.
 
 Loading (:meth:`CursorStore.load`), per subscription:
 
 1. Each slot is read. A copy is usable when its header and state verify, the state is possible in itself
-   (:meth:`ManagedCursor.from_bytes`) and it names this file's subscription. A damaged copy keeps the
-   generation its header proves, if any.
+   (:meth:`ManagedCursor.from_bytes`) and it names this file's subscription; any other (a file that cannot
+   even be read too) is damaged, and keeps the generation its header proves, if any.
 2. The usable copies, newest generation first, are the candidates: the topic takes the first one that is
    also possible against its log (:mod:`broker_core.core.persistent.recovery`).
 3. A damaged copy whose generation is not proven lower than the newest usable one may have held a newer
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import re
 import struct
@@ -76,8 +75,6 @@ _MAX_NAME_BYTES = 200
 _HASHED = re.compile(r"~[0-9a-f]{64}")
 _NAME_FIELD = re.compile(rb'"name":("(?:[^"\\]|\\.)*")')
 
-log = logging.getLogger(__name__)
-
 
 def cursor_file_name(name: str) -> str:
     """Slot 0's file name for cursor ``name`` (slot 1's adds ``.1``)."""
@@ -111,11 +108,14 @@ class CursorCopy(NamedTuple):
 
 def read_copy(path: Path, slot: int, expected_file: str | None = None) -> CursorCopy:
     """Read one copy (step 1); ``expected_file``: slot 0's file name the state's name must map to."""
-    raw = path.read_bytes()
 
     def damaged(reason: str, generation: int | None = None) -> CursorCopy:
         return CursorCopy(slot, path.name, generation, None, reason)
 
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return damaged(f"unreadable: {exc.strerror or exc}")
     if not raw:
         return damaged("empty file")
     magic = struct.unpack_from(">I", raw)[0] if len(raw) >= 4 else None
@@ -171,6 +171,7 @@ class StoredCursor:
 
     @property
     def files(self) -> list[str]:
+        """The names of the copies' files."""
         return sorted(c.file for c in (*self.usable, *self.damaged))
 
 
@@ -249,8 +250,8 @@ class CursorStore:
 
     def _probe(self, name: str) -> tuple[int, int]:
         """``(kept slot, highest generation)`` of a cursor this store has not loaded or saved yet."""
-        base = cursor_file_name(name)
-        return _kept([read_copy(path, slot, base) for slot in (0, 1) if (path := self.path_of(name, slot)).exists()])
+        paths = [(slot, self.path_of(name, slot)) for slot in (0, 1)]
+        return _kept([read_copy(path, slot, cursor_file_name(name)) for slot, path in paths if path.exists()])
 
 
 def _generation(copy: CursorCopy) -> int:
@@ -279,7 +280,11 @@ def _name_from_files(base: str, paths: list[Path]) -> str | None:
             return None
         return name if cursor_file_name(name) == base + SUFFIX else None
     for path in paths:
-        for match in _NAME_FIELD.finditer(path.read_bytes()):
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            continue
+        for match in _NAME_FIELD.finditer(raw):
             try:
                 name = json.loads(match.group(1))
             except ValueError:
