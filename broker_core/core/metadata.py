@@ -3,15 +3,36 @@
 Stored as a snapshot (``partitioned-topics.json``, ``{"persistent://t/ns/topic": partitions}``, as before)
 plus an append-only change log (:mod:`broker_core.core.metadata_log`): creating or deleting a partitioned
 topic appends one line and syncs it, whatever the number of topics; the snapshot is rewritten off the event
-loop once the log has grown as long as the map.
+loop once the log has grown as long as the map. Loading checks every entry (:class:`PartitionsCodec`): a
+damaged file is refused at start, or recovered exactly from the snapshot before it
+(:mod:`broker_core.core.metadata_files`).
 """
 from __future__ import annotations
 
 from concurrent.futures import Executor
 from pathlib import Path
+from typing import Any, Iterable
 
 from broker_core.core.metadata_log import MapLog
-from broker_core.errors import CorruptLog
+from broker_core.types import TopicName
+
+NAME = "partitioned-topics"
+
+
+class PartitionsCodec:
+    """A snapshot is ``{topic: partitions}``; a topic is a canonical name, its partitions an integer >= 1."""
+
+    def entries(self, document: Any) -> Iterable[tuple[str, Any]]:
+        if not isinstance(document, dict):
+            raise ValueError(f"a JSON object of topics expected, not {type(document).__name__}")
+        return document.items()
+
+    def check(self, key: str, value: Any) -> Any:
+        if str(TopicName.parse(key)) != key:
+            raise ValueError(f"{key!r} is not a full topic name")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"partitions must be an integer >= 1, not {value!r}"[:200])
+        return value
 
 
 class PartitionedTopicsStore:
@@ -19,18 +40,8 @@ class PartitionedTopicsStore:
 
     def __init__(self, directory: Path, executor: Executor | None = None) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self._log = MapLog(directory, "partitioned-topics", executor)
-        self._path = self._log.snapshot_path
-        snapshot, changes = self._log.load()
-        try:
-            self._partitions: dict[str, int] = {str(k): int(v) for k, v in (snapshot or {}).items()}
-            for topic, partitions in changes:
-                if partitions is None:
-                    self._partitions.pop(topic, None)
-                else:
-                    self._partitions[topic] = int(partitions)
-        except (ValueError, AttributeError, TypeError) as exc:
-            raise CorruptLog(f"cannot read {self._path}: {exc}", path=str(self._path), position=0) from None
+        self._log = MapLog(directory, NAME, executor, what="the partitioned topics' metadata")
+        self._partitions: dict[str, int] = self._log.load(PartitionsCodec())
 
     def get(self, topic: str) -> int:
         return self._partitions.get(topic, 0)

@@ -12,6 +12,11 @@ has no authentication) and ``allowedClusters`` (``[clusterName]`` by default). N
     {"tenants": {"public": {"adminRoles": [], "allowedClusters": ["standalone"]}},
      "namespaces": ["public/default"]}
 
+The file is read whole at start (:func:`read_namespaces`): one that is not JSON, is empty, or holds a wrong
+type, an invalid name or a namespace of no tenant is refused with the byte and ``pulsarlike repair``
+(:mod:`broker_core.core.metadata_repair`); with no change log and no earlier copy, nothing exact could
+replace it, and tenants' ``adminRoles`` decide who administers them.
+
 A data folder from before namespaces were stored (no ``namespaces.json``) is adopted as is: every namespace
 that has topics, partitioned topics or policies is registered at first start, so no topic becomes
 unreachable.
@@ -19,15 +24,21 @@ unreachable.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
-from broker_core.errors import (CorruptLog, InvalidConfiguration, NamespaceAlreadyExists, NamespaceNotFound,
+from broker_core.core.metadata_files import Damage, read_snapshot
+from broker_core.core.metadata_log import refusal
+from broker_core.errors import (InvalidConfiguration, NamespaceAlreadyExists, NamespaceNotFound,
                                 TenantAlreadyExists, TenantNotFound)
 from broker_core.storage.atomic import atomic_write
 from broker_core.types import check_namespace_name, check_tenant_name
 
 DEFAULT_TENANT, DEFAULT_NAMESPACE = "public", "public/default"
+FILE = "namespaces.json"
+_TENANT, _NAMESPACE = "tenant\t", "namespace\t"
+_INFO = ("adminRoles", "allowedClusters")
 # check_tenant_name / check_namespace_name come from broker_core.types, the one home of the name rules;
 # callers keep importing them from here.
 
@@ -45,21 +56,17 @@ class NamespacesStore:
         """``adopt``: namespaces found in the data folder, registered (with their tenants) when no
         ``namespaces.json`` exists yet."""
         directory.mkdir(parents=True, exist_ok=True)
-        self._path = directory / "namespaces.json"
+        self._path = directory / FILE
         self._cluster = cluster
         self._tenants: dict[str, dict[str, list[str]]] = {}
         self._namespaces: set[str] = set()
         self.deleting: set[str] = set()
         """Namespaces whose topics are being deleted: they take no new topics meanwhile (not stored)."""
         if self._path.exists():
-            try:
-                loaded = json.loads(self._path.read_bytes())
-                self._tenants = {str(t): {"adminRoles": [str(r) for r in info.get("adminRoles", [])],
-                                          "allowedClusters": [str(c) for c in info.get("allowedClusters", [])]}
-                                 for t, info in loaded["tenants"].items()}
-                self._namespaces = {str(ns) for ns in loaded["namespaces"]}
-            except (ValueError, KeyError, AttributeError, TypeError) as exc:
-                raise CorruptLog(f"cannot read {self._path}: {exc!r}", path=str(self._path), position=0) from None
+            read = read_namespaces(self._path)
+            if read.damage:
+                raise refusal(read.damage[0], "the tenants and namespaces")
+            self._tenants, self._namespaces = read.tenants, read.namespaces
             return
         for namespace in {DEFAULT_NAMESPACE, *adopt}:
             tenant, _ = namespace.split("/", 1)
@@ -156,5 +163,59 @@ class NamespacesStore:
         self._save()
 
     def _save(self) -> None:
-        doc = {"tenants": self._tenants, "namespaces": sorted(self._namespaces)}
+        doc = namespaces_document(self._tenants, self._namespaces)
         atomic_write(self._path, json.dumps(doc, sort_keys=True, indent=1).encode())
+
+
+class NamespacesCodec:
+    """``namespaces.json`` as entries, for :func:`~broker_core.core.metadata_files.read_snapshot`: one per
+    tenant (``tenant<TAB>name`` -> its info) and one per namespace (``namespace<TAB>name`` -> True)."""
+
+    def entries(self, document: Any) -> Iterable[tuple[str, Any]]:
+        if not isinstance(document, dict) or set(document) != {"tenants", "namespaces"} or not isinstance(
+                document["tenants"], dict) or not isinstance(document["namespaces"], list):
+            raise ValueError('{"tenants": {...}, "namespaces": [...]} expected')
+        self._tenants = set(document["tenants"])
+        return [*((_TENANT + str(t), info) for t, info in document["tenants"].items()),
+                *((_NAMESPACE + ns if isinstance(ns, str) else repr(ns), True) for ns in document["namespaces"])]
+
+    def check(self, key: str, value: Any) -> Any:
+        if key.startswith(_TENANT):
+            check_tenant_name(key[len(_TENANT):])
+            if not isinstance(value, dict) or not set(value) <= set(_INFO):
+                raise ValueError(f"a tenant's info is {{{', '.join(_INFO)}}}")
+            info = {field: value.get(field, []) for field in _INFO}
+            if not all(isinstance(names, list) and all(isinstance(n, str) and n.strip() for n in names)
+                       for names in info.values()):
+                raise ValueError("adminRoles and allowedClusters are lists of names")
+            return info
+        if not key.startswith(_NAMESPACE):
+            raise ValueError(f"a namespace name expected, not {key!r}"[:200])
+        tenant, _ = check_namespace_name(key[len(_NAMESPACE):])
+        if tenant not in self._tenants:
+            raise ValueError(f"its tenant {tenant} is not in the file")
+        return True
+
+
+@dataclass
+class NamespacesRead:
+    tenants: dict[str, dict[str, list[str]]]
+    namespaces: set[str]
+    """The tenants and namespaces that passed (empty when the file is not JSON of its shape)."""
+    damage: list[Damage]
+    readable: bool
+    """Whether the file is JSON of its shape (only some entries may be damaged)."""
+
+
+def read_namespaces(path: Path) -> NamespacesRead:
+    """``namespaces.json``: every tenant and namespace that passes, and what does not."""
+    read = read_snapshot(path, NamespacesCodec())
+    entries = read.entries or {}
+    tenants = {k[len(_TENANT):]: v for k, v in entries.items() if k.startswith(_TENANT)}
+    return NamespacesRead(tenants, {k[len(_NAMESPACE):] for k in entries if k.startswith(_NAMESPACE)},
+                          read.damage, read.entries is not None)
+
+
+def namespaces_document(tenants: dict[str, Any], namespaces: Iterable[str]) -> dict:
+    """The file's document."""
+    return {"tenants": tenants, "namespaces": sorted(namespaces)}

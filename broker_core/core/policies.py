@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
-from broker_core.errors import CorruptLog, InvalidConfiguration
+from broker_core.errors import InvalidConfiguration
 from broker_core.core.backlog_quota import check_quota_map
 from broker_core.core.namespaces import check_namespace_name
 from broker_core.core.schema_compat import STRATEGIES
@@ -134,6 +134,8 @@ POLICIES: dict[str, Callable[[str, Any], Any]] = {
 }
 """Known policy names and their validators (the value as JSON decodes it)."""
 
+NAME = "policies"
+"""The map's name: ``policies.json`` and its change log (:mod:`broker_core.core.metadata_log`)."""
 NAMESPACE, TOPIC = "namespaces", "topics"
 _SEP = "\t"
 """Between scope and name in a change's key (neither holds a tab)."""
@@ -156,25 +158,50 @@ def check_actions(actions: Any) -> list[str]:
     return sorted(set(found))
 
 
+class PoliciesCodec:
+    """A snapshot is ``{"namespaces": {name: entry}, "topics": {name: entry}}``; a change's key is
+    ``scope<TAB>name``. An entry holds known policies that pass their validators and well-formed
+    ``permissions``: anything else is damage (:mod:`broker_core.core.metadata_files`), never a silent change
+    of what a role may do."""
+
+    def entries(self, document: Any) -> Iterable[tuple[str, Any]]:
+        if not isinstance(document, dict) or not set(document) <= {NAMESPACE, TOPIC}:
+            raise ValueError('{"namespaces": {...}, "topics": {...}} expected')
+        scopes = [(scope, document.get(scope, {})) for scope in (NAMESPACE, TOPIC)]
+        if not all(isinstance(entries, dict) for _, entries in scopes):
+            raise ValueError("namespaces and topics must be JSON objects")
+        return [(f"{scope}{_SEP}{name}", entry) for scope, entries in scopes for name, entry in entries.items()]
+
+    def check(self, key: str, value: Any) -> Any:
+        scope, _, name = key.partition(_SEP)
+        if scope not in (NAMESPACE, TOPIC) or PoliciesStore.scope_key(scope, name) != name:
+            raise ValueError(f"{key!r} is not scope<TAB>name of a namespace or a topic")
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise ValueError(f"the policies of {name} must be a JSON object")
+        entry = {}
+        for policy, setting in value.items():
+            if policy == PERMISSIONS:
+                if not isinstance(setting, dict) or not all(isinstance(r, str) and r.strip() for r in setting):
+                    raise ValueError(f"{PERMISSIONS} of {name} must map roles to actions")
+                entry[policy] = {role: check_actions(actions) for role, actions in setting.items()}
+            elif policy in POLICIES:
+                entry[policy] = POLICIES[policy](policy, setting)
+            else:
+                raise ValueError(f"unknown policy {policy!r} on {name}"[:200])
+        return entry
+
+
 class PoliciesStore:
     def __init__(self, directory: Path, executor: Executor | None = None) -> None:
         """``executor`` writes the snapshot when the change log is compacted (see :mod:`.metadata_log`)."""
         directory.mkdir(parents=True, exist_ok=True)
-        self._log = MapLog(directory, "policies", executor)
-        self._path = self._log.snapshot_path
+        self._log = MapLog(directory, NAME, executor, what="the policies and permissions")
         self._data: dict[str, dict[str, dict[str, Any]]] = {NAMESPACE: {}, TOPIC: {}}
-        loaded, changes = self._log.load()
-        try:
-            for scope in (NAMESPACE, TOPIC):
-                self._data[scope] = {str(k): dict(v) for k, v in (loaded or {}).get(scope, {}).items()}
-            for key, entry in changes:
-                scope, name = key.split(_SEP, 1)
-                if entry is None:
-                    self._data[scope].pop(name, None)
-                else:
-                    self._data[scope][name] = dict(entry)
-        except (ValueError, AttributeError, TypeError, KeyError) as exc:
-            raise CorruptLog(f"cannot read {self._path}: {exc!r}", path=str(self._path), position=0) from None
+        for key, entry in self._log.load(PoliciesCodec()).items():
+            scope, name = key.split(_SEP, 1)
+            self._data[scope][name] = entry
 
     @staticmethod
     def scope_key(scope: str, name: str) -> str:

@@ -84,7 +84,7 @@ def test_compaction_writes_the_snapshot_off_the_loop_and_keeps_every_change(tmp_
 
     store = asyncio.run(run())
     assert json.loads((tmp_path / "partitioned-topics.json").read_text())  # a snapshot was written
-    assert len(changes(tmp_path)) <= 1  # the compacted change files are gone
+    assert len(changes(tmp_path)) <= 2  # the live one, and those the snapshot before the newest still needs
     expected = {name(i): i + 1 for i in range(1, 25)}
     assert store.topics() == expected == PartitionedTopicsStore(tmp_path).topics()
 
