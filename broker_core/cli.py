@@ -8,11 +8,12 @@ then ``pulsarlike broker TLS on pulsar+ssl://HOST:PORT`` with a TLS port (``brok
 the metrics port is also any free one unless ``webServicePort`` is set), serves until SIGTERM or SIGINT,
 then stops accepting, flushes, syncs and exits 0.
 
-The other commands are client-side tools, loaded by module name only when called (the broker never
-imports client code): ``pulsarlike admin ...`` (like ``pulsar-admin``), ``pulsarlike produce|consume ...``
-(like ``pulsar-client``), ``pulsarlike health`` (the gRPC health check), ``pulsarlike tokens ...`` (like
-``pulsar tokens``) and ``pulsarlike job NAME ...`` (the Spark jobs). Each module has ``main(argv) -> int``. ``pulsarlike --help`` lists them all from
-:data:`COMMANDS` (no tool module is imported for it).
+The other commands are tools (most of them client-side), loaded by module name only when called (the broker
+never imports client code): ``pulsarlike admin ...`` (like ``pulsar-admin``), ``pulsarlike produce|consume
+...`` (like ``pulsar-client``), ``pulsarlike health`` (the gRPC health check), ``pulsarlike tokens ...`` (like
+``pulsar tokens``), ``pulsarlike repair --data-dir DIR [--yes]`` (check and repair a stopped broker's
+metadata) and ``pulsarlike job NAME ...`` (the Spark jobs). Each module has ``main(argv) -> int``.
+``pulsarlike --help`` lists them all from :data:`COMMANDS` (no tool module is imported for it).
 
 ``pulsarlike --version`` prints the installed package's version. Output cut short by its reader (``pulsarlike
 admin topics list public/default | head -1``) ends the command quietly with status 141 (128 + SIGPIPE, as a
@@ -44,6 +45,7 @@ COMMANDS = {
     "health": "ask a broker's gRPC health service (exit 0 when SERVING)",
     "tokens": "create and check token authentication keys and tokens (like pulsar tokens)",
     "job": "run a Spark batch job: backfill, export, redrive, stream-demo",
+    "repair": "check a stopped broker's metadata and repair what a start refuses (changes nothing without --yes)",
 }
 """Every command with its one-line help, as ``pulsarlike --help`` lists them."""
 URL_FLAGS = ("--url", "--service-url")
@@ -117,7 +119,7 @@ async def _serve(args: argparse.Namespace, config: BrokerConfig) -> None:
 
 TOOLS = {"admin": "connector.cli.admin", "produce": "connector.cli.client", "consume": "connector.cli.client",
          "health": "connector.cli.client", "job": "jobs.cli",
-         "tokens": "broker_core.security.tokens_cli"}
+         "tokens": "broker_core.security.tokens_cli", "repair": "broker_core.repair_cli"}
 """Commands served by other modules: ``main(argv)`` of the module, with the command name first."""
 
 
