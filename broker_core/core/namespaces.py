@@ -5,8 +5,8 @@ Pulsar's two levels above a topic. A topic ``persistent://acme/orders/t`` lives 
 with "Namespace does not exist"). A fresh broker has tenant ``public`` and namespace ``public/default``, the
 home of bare topic names, as ``pulsar standalone`` does.
 
-A tenant carries what ``pulsar-admin tenants get`` shows: ``adminRoles`` (kept, not enforced: this broker
-has no authentication) and ``allowedClusters`` (``[clusterName]`` by default). Namespace policies live in
+A tenant carries what ``pulsar-admin tenants get`` shows: ``adminRoles`` (the roles that administer it, with
+authorization on: :mod:`broker_core.security.authorization`) and ``allowedClusters`` (``[clusterName]`` by default). Namespace policies live in
 :mod:`broker_core.core.policies`. Stored as one JSON file written atomically::
 
     {"tenants": {"public": {"adminRoles": [], "allowedClusters": ["standalone"]}},
