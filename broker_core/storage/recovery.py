@@ -28,7 +28,9 @@ Procedure
    appended or torn since: the segment opens like a sealed one (step 2, ending where the record says) and
    steps 4-5 are skipped; before the first append lands in it, it is verified once (when larger than
    ``VERIFY_BEFORE_APPEND_MAX_BYTES``, on a worker thread while it takes appends). After a clean close
-   every byte had been fsynced: what does not verify then is damage, never a torn write.
+   every byte had been fsynced: what does not verify then is damage, never a torn write -- and a last
+   segment now *smaller* than the record lost fsynced bytes: its missing frames are a damaged range up to
+   the record's end (step 4c), never offsets handed out again.
 4. What the scan of step 3 found: (a) a last range that no valid frame follows, whose first frame fails its
    CRC, is a torn tail: the file is cut there, fsynced, and the first offset removed is logged at ERROR.
    (b) Every other range (a bad frame with valid frames after it, a frame written twice, a valid frame
@@ -122,9 +124,9 @@ def recover_segments(directory: Path, now_ms: int, files: FileBudget, name: str)
     last = segments[-1]
     record = _clean_close_record(directory, last)
     listed = last.index.stored_entries()  # step 4c: what the index knew before anything rewrites it
-    if record is not None:  # step 3, shortcut
+    if record is not None:  # step 3, shortcut (or a segment that shrank since its clean close: damage)
         last.load_sealed(record.end_offset)
-        if not last.damage:
+        if not last.damage and record.size == last.size:
             last.verified = False  # ManagedLog verifies it before its first append (step 3)
             last.entry_count = record.entries
             last.max_publish_time = record.newest_publish_ms if record.newest_publish_ms >= 0 else None
@@ -156,9 +158,11 @@ def _report_index_beyond(last: Segment, listed: list[tuple[int, int]]) -> None:
 
 
 def _clean_close_record(directory: Path, last: Segment) -> CleanClose | None:
-    """Step 3, shortcut: the record, when the log was closed cleanly and its last segment has not changed
-    since (same size: appends only grow it), so it opens like a sealed segment, through its index,
-    lazily verified."""
+    """Step 3, shortcut: the record, when the log was closed cleanly and its last segment has not grown
+    since (appends only grow it), so it opens like a sealed segment, through its index, lazily verified,
+    ending where the record says. A segment *smaller* than the record lost bytes that were fsynced before
+    the close: not a torn write but damage, so its missing frames become a damaged range, never offsets
+    handed out again."""
     try:
         fields = [int(field) for field in (directory / CLEAN_CLOSE_FILE).read_text().split()]
     except (OSError, ValueError):
@@ -166,9 +170,12 @@ def _clean_close_record(directory: Path, last: Segment) -> CleanClose | None:
     if len(fields) not in (4, 5):
         return None
     record = CleanClose(*fields[:4], fields[4] if len(fields) == 5 else None)
-    if (record.base, record.size) != (last.base_offset, os.path.getsize(last.path)):
+    size = os.path.getsize(last.path)
+    if record.base != last.base_offset or size > record.size:  # appended to since: scanned (steps 3-5)
         return None
-    return record
+    if size < record.size and record.end_offset is None:
+        return None
+    return record  # the same size, or less: bytes fsynced before the close are gone (a damaged range)
 
 
 def _fenced_end(last: Segment, record: CleanClose | None, listed: list[tuple[int, int]]) -> int:

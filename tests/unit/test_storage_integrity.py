@@ -9,7 +9,7 @@ from broker_core.errors import CorruptLog, DataLost, PersistenceError
 from broker_core.storage.files import FileBudget
 from broker_core.storage.format import HEADER_SIZE, encode_header
 from broker_core.storage.index import ENTRY
-from broker_core.storage.log import START_OFFSET_FILE, ManagedLog
+from broker_core.storage.log import CLEAN_CLOSE_FILE, START_OFFSET_FILE, ManagedLog
 
 SEG0 = "00000000000000000000.log"
 
@@ -125,19 +125,46 @@ def test_a_sealed_segment_damaged_after_its_last_index_entry_is_mapped_at_load(t
 def test_a_truncated_tail_is_logged_at_error_with_the_first_offset_lost(tmp_path, caplog):
     log, entries = filled(tmp_path, 3)
     log.close()
+    (tmp_path / CLEAN_CLOSE_FILE).unlink()  # as a crash leaves it: a torn tail, cut
     path = tmp_path / SEG0
     path.write_bytes(path.read_bytes()[:-1])
     assert ManagedLog(tmp_path).end_offset == 2
     assert any("first_lost_offset=2" in line for line in errors(caplog, "log_tail_truncated"))
 
 
+def test_a_tail_lost_after_a_clean_close_is_a_damaged_range_whose_offsets_are_kept(tmp_path, caplog):
+    log, entries = filled(tmp_path, 3)
+    log.close()  # every byte fsynced: a shorter file now is damage, not a torn write
+    path = tmp_path / SEG0
+    path.write_bytes(path.read_bytes()[:-1])
+    log = ManagedLog(tmp_path)
+    assert log.end_offset == 3 and log.read(0, 10) == entries[:2]
+    with pytest.raises(DataLost) as err:
+        log.read(2)
+    assert (err.value.start_offset, err.value.end_offset) == (2, 3)
+    assert any("first_offset=2 end_offset=3 lost_messages=1" in line for line in errors(caplog, "log_range_damaged"))
+    assert log.append(b"x", 1, 0).offset == 3
+
+
 def test_an_emptied_active_segment_is_logged_at_error(tmp_path, caplog):
     log, entries = filled(tmp_path, 5, size=5000)  # each frame indexed
     log.close()
+    (tmp_path / CLEAN_CLOSE_FILE).unlink()  # a crash: what the index saw is all that says data was lost
     (tmp_path / SEG0).write_bytes(b"")
     assert ManagedLog(tmp_path).end_offset == 0
     lines = errors(caplog, "log_tail_lost")
     assert lines and "lost_messages_at_least=5" in lines[0]
+
+
+def test_an_active_segment_emptied_after_a_clean_close_keeps_its_offsets(tmp_path, caplog):
+    log, entries = filled(tmp_path, 5, size=5000)
+    log.close()
+    (tmp_path / SEG0).write_bytes(b"")
+    log = ManagedLog(tmp_path)
+    assert log.end_offset == 5 and log.append(b"x", 1, 0).offset == 5
+    with pytest.raises(DataLost):
+        log.read(0)
+    assert errors(caplog, "log_range_damaged")
 
 
 def test_a_missing_first_segment_is_logged_at_error(tmp_path, caplog):
