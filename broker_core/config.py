@@ -75,6 +75,13 @@ class BrokerConfig:
     managedLedgerMaxEntriesPerLedger: int = 50000
     """A segment rolls over before a write that would take it past this many entries (one write of more
     entries still goes to one segment)."""
+    autoSkipNonRecoverableData: bool = False
+    """What a subscription does when its next message is in a damaged stored range (a frame that fails its
+    CRC, a truncated or missing segment; see docs/operations.md, "When the disk lies"). false: dispatch stops
+    there and its consumers get one ``DataLost`` naming the offsets (pulsarlike's clients; the official
+    clients, whose protocol has no such error, wait there, and a new consumer starting inside the range is
+    refused with ``NotAllowedError``). true: the range is skipped, logged once per subscription, counted
+    (``nonRecoverableMessagesSkipped``) and acknowledged (Pulsar's key of that name)."""
     managedLedgerCacheSizeMB: int = 64
     """Recently appended entries kept in memory so tailing consumers never read the disk."""
     managedLedgerMaxOpenFiles: int = 256

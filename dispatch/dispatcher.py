@@ -15,7 +15,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar
 
-from broker_core.errors import CorruptLog
+from broker_core.errors import CorruptLog, DataLost
 from broker_core.protocol.ack_set import to_words, unacked_bits
 from broker_core.protocol.entry_limits import MAX_UNCOMPRESSED_SIZE, MIN_BATCH_FRAME
 
@@ -82,8 +82,13 @@ class Dispatcher(ABC):
             self._again = True
             while self._again:
                 self._again = False
-                self._dispatch_rounds()
-        except CorruptLog as exc:  # a damaged stored segment: its readers fail, writers and others go on
+                try:
+                    self._dispatch_rounds()
+                except DataLost as lost:  # a damaged range: skipped (autoSkipNonRecoverableData), or the end
+                    if not self.subscription.skip_damaged(lost):
+                        raise
+                    self._again = True
+        except CorruptLog as exc:  # damaged storage: its readers fail, writers and other subscriptions go on
             self._read_failed(exc)
             return
         finally:
@@ -91,14 +96,20 @@ class Dispatcher(ABC):
         self._after_dispatch()
 
     def _read_failed(self, error: CorruptLog) -> None:
-        """Every consumer of the subscription gets ``error`` and is disconnected: dispatch cannot get past
-        the damaged range until the cursor is moved (reset-cursor, skip) or the segment is restored."""
+        """Every consumer of the subscription gets ``error`` (once): dispatch cannot get past the damaged range
+        until the cursor is moved (reset-cursor, skip, a seek) or the segment is restored. What a consumer's
+        session does with it is its front end's business (see ``Consumer.fail``)."""
         consumers = [c for c in self.consumers if c.failed is None]
         if consumers:
             log.error("event=subscription_read_failed topic=%s subscription=%s consumers=%d error=%r",
                       self.subscription.topic, self.subscription.name, len(consumers), error.message)
         for consumer in consumers:
             consumer.fail(error)
+
+    def skip_range(self, start: int, end: int) -> None:
+        """Dispatch goes on at ``end``: the messages ``[start, end)`` are passed over (a damaged range that
+        ``autoSkipNonRecoverableData`` skips)."""
+        self.read_offset = max(self.read_offset, end)  # type: ignore[attr-defined]
 
     @abstractmethod
     def _dispatch_rounds(self) -> None:

@@ -156,6 +156,11 @@ class SharedDispatcher(Dispatcher):
         self.read_offset = offset
         self.dispatch()
 
+    def skip_range(self, start: int, end: int) -> None:
+        super().skip_range(start, end)
+        for offset in [o for o in self._replay_entries if start <= o < end]:
+            self._replay_remove(offset)
+
     def on_acked(self, consumer: Consumer) -> None:
         # Acks free room only for a consumer held at its unacked limit (or, Key_Shared, a draining hash):
         # dispatching on every ack would rescan what waits for nothing new.

@@ -14,7 +14,8 @@ import logging
 from typing import Any, Callable, Iterable
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
-from broker_core.errors import AlreadyClosed, ConsumerBusy, CumulativeAcknowledgementNotAllowedError, InvalidMessage
+from broker_core.errors import (AlreadyClosed, ConsumerBusy, CumulativeAcknowledgementNotAllowedError, DataLost,
+                                InvalidMessage)
 from dispatch.consumer import Consumer
 from dispatch.dispatcher import Dispatcher
 from dispatch.key_shared import KeySharedDispatcher, KeySharedPolicy
@@ -33,7 +34,8 @@ class Subscription:
                  on_cursor_changed: Callable[[], None] | None = None, clock: Clock = SYSTEM_CLOCK,
                  scheduler: Callable[[float, Callable[[], None]], Any] | None = None,
                  delayed_delivery: DelayedDelivery | None = DelayedDelivery(),
-                 key_shared_consistent_hashing: bool = False, batch_index_ack: bool = True) -> None:
+                 key_shared_consistent_hashing: bool = False, batch_index_ack: bool = True,
+                 skip_damaged: bool = False) -> None:
         self.name = name
         self.topic = topic
         self.partition_index = partition_index
@@ -53,6 +55,12 @@ class Subscription:
         self.batch_index_ack = batch_index_ack
         """Redeliver only the unacknowledged messages of a partly acknowledged batch (an ack set);
         False: the whole batch (Pulsar's ``acknowledgmentAtBatchIndexLevelEnabled``)."""
+        self.skip_damaged_ranges = skip_damaged
+        """Pass over damaged stored ranges, acknowledging them (Pulsar's ``autoSkipNonRecoverableData``);
+        False: dispatch stops at one and every consumer gets its ``DataLost``."""
+        self.damaged_skipped = 0
+        """Messages of damaged ranges this subscription passed over."""
+        self._skipped_ranges: set[tuple[int, int]] = set()
         self.redelivery_counts: dict[int, int] = {}
         """Entry offset -> times it came back unacknowledged (only entries that did)."""
         self.msg_out_counter = 0
@@ -280,6 +288,7 @@ class Subscription:
         if self._dispatcher is not None:
             for c in self._dispatcher.consumers:
                 c.pending.clear()
+                c.failed = None  # a damaged range met again after the seek is reported again
                 if offset > c.highest_delivered_end:
                     c.highest_delivered_end = offset
         if self.on_cursor_changed is not None:
@@ -298,6 +307,24 @@ class Subscription:
     def unacked_messages(self) -> int:
         """Messages sent to connected consumers and not acknowledged yet."""
         return sum(c.unacked_messages for c in self.consumers)
+
+    def skip_damaged(self, lost: DataLost) -> bool:
+        """Pass over the damaged range ``lost`` names when ``autoSkipNonRecoverableData`` is on: it is logged
+        once, counted, acknowledged (a durable cursor moves past it, so its backlog does not hold lost
+        messages) and dispatch goes on after it. False (nothing done) when the setting is off."""
+        if not self.skip_damaged_ranges or self._dispatcher is None:
+            return False
+        start, end = lost.start_offset, lost.end_offset
+        if (start, end) not in self._skipped_ranges:
+            self._skipped_ranges.add((start, end))
+            self.damaged_skipped += end - start
+            log.warning("event=damaged_range_skipped topic=%s subscription=%s first_offset=%d last_offset=%d"
+                        " messages=%d reason=%r", self.topic, self.name, start, end - 1, end - start,
+                        getattr(lost, "reason", lost.message))
+        if self.durable and self.cursor.ack(start, end) and self.on_cursor_changed is not None:
+            self.on_cursor_changed()
+        self._dispatcher.skip_range(start, end)
+        return True
 
     def close(self) -> None:
         """Stop dispatching and detach every consumer (without notifying them)."""
@@ -324,6 +351,7 @@ class Subscription:
             "isDurable": self.durable,
             "markDeleteOffset": self.cursor.mark_delete_offset,
             "seekCount": self.seek_count,
+            "nonRecoverableMessagesSkipped": self.damaged_skipped,
             **(self._dispatcher.stats() if self._dispatcher is not None else {}),
         }
 

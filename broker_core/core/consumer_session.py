@@ -171,11 +171,14 @@ class ConsumerSession:
     # ------------------------------------------------------------------ subscribe
     def subscribe(self, topic: "Topic", subscription: str, sub_type: SubType, start: Start, *, consumer_id: int,
                   consumer_name: str, durable: bool = True, priority_level: int = 0, multi_topic: bool = False,
-                  key_shared: Optional[KeySharedPolicy] = None, permits: int = 0, read_compacted: bool = False) -> Any:
+                  key_shared: Optional[KeySharedPolicy] = None, permits: int = 0, read_compacted: bool = False,
+                  refuse_damaged: bool = False) -> Any:
         """Join ``subscription`` on ``topic`` (a new one starts at ``start``); returns the subscription.
         ``events.subscribed()`` runs before anything dispatched meanwhile is reported. On failure nothing
         is reported and the session holds nothing. ``read_compacted``: read the compacted view (see the
-        module's doc)."""
+        module's doc). ``refuse_damaged``: a client that cannot be told later that its next message is in a
+        damaged stored range (Pulsar's protocol has no error for a consumer) is refused now, with
+        ``NotAllowedError`` naming the range, rather than left waiting."""
         if not subscription:
             raise InvalidMessage("subscription name must not be empty")
         if read_compacted:
@@ -204,6 +207,16 @@ class ConsumerSession:
             self._held = None
             self.consumer = self.gate = None
             raise
+        if refuse_damaged:
+            # a reader started at a message id is sent that id's entry first (its client keeps what follows the
+            # id): the entry after it is looked at too
+            lost = topic.unreadable_at(sub.first_unacked_offset(), 2 if not durable and start.where == "offset" else 1)
+            if lost is not None:
+                ends.forget(consumer)
+                self._held = None
+                topic.consumer_left(sub, consumer)
+                self.consumer = self.gate = None
+                raise NotAllowedError(f"{lost.message} (the consumer's next message is there)", **lost.fields)
         gate.attach(lambda granted: sub.flow(consumer, granted))
         if self.peers is not None:
             self.peers.setdefault((topic.topic, sub.name), set()).add(self)

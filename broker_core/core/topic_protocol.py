@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from broker_core.core.producers import ProducerInfo
     from broker_core.core.rates import TopicRates
     from broker_core.core.write_fault import WriteFault
+    from broker_core.errors import DataLost
     from broker_core.storage.log import StoredEntry
     from broker_core.types import TopicName
     from dispatch.consumer import Consumer
@@ -132,6 +133,10 @@ class Topic(Protocol):
 
     def last_message_id(self) -> Any:
         """The id of the last readable message, None when there is none. Non-persistent: always None."""
+
+    def unreadable_at(self, offset: int, entries: int = 1) -> Optional["DataLost"]:
+        """The error a read of the ``entries`` entries from the one holding ``offset`` meets when one is in a
+        damaged stored range (None: they are readable, or not stored yet). Non-persistent: always None."""
 
     # ------------------------------------------------------------------ producers and publishing
     def add_producer(self, producer_name: str, properties: dict[str, str],

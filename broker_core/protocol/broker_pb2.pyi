@@ -352,7 +352,7 @@ class UnsubscribeDone(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
 
 class ConsumeResponse(_message.Message):
-    __slots__ = ("subscribed", "deliveries", "active_change", "seek_done", "unsubscribed", "error", "warning", "end_of_topic")
+    __slots__ = ("subscribed", "deliveries", "active_change", "seek_done", "unsubscribed", "error", "warning", "end_of_topic", "unreadable")
     SUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
     DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_CHANGE_FIELD_NUMBER: _ClassVar[int]
@@ -361,6 +361,7 @@ class ConsumeResponse(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     WARNING_FIELD_NUMBER: _ClassVar[int]
     END_OF_TOPIC_FIELD_NUMBER: _ClassVar[int]
+    UNREADABLE_FIELD_NUMBER: _ClassVar[int]
     subscribed: Subscribed
     deliveries: Deliveries
     active_change: ActiveConsumerChange
@@ -369,7 +370,8 @@ class ConsumeResponse(_message.Message):
     error: Error
     warning: Error
     end_of_topic: ReachedEndOfTopic
-    def __init__(self, subscribed: _Optional[_Union[Subscribed, _Mapping]] = ..., deliveries: _Optional[_Union[Deliveries, _Mapping]] = ..., active_change: _Optional[_Union[ActiveConsumerChange, _Mapping]] = ..., seek_done: _Optional[_Union[SeekDone, _Mapping]] = ..., unsubscribed: _Optional[_Union[UnsubscribeDone, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., warning: _Optional[_Union[Error, _Mapping]] = ..., end_of_topic: _Optional[_Union[ReachedEndOfTopic, _Mapping]] = ...) -> None: ...
+    unreadable: Error
+    def __init__(self, subscribed: _Optional[_Union[Subscribed, _Mapping]] = ..., deliveries: _Optional[_Union[Deliveries, _Mapping]] = ..., active_change: _Optional[_Union[ActiveConsumerChange, _Mapping]] = ..., seek_done: _Optional[_Union[SeekDone, _Mapping]] = ..., unsubscribed: _Optional[_Union[UnsubscribeDone, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., warning: _Optional[_Union[Error, _Mapping]] = ..., end_of_topic: _Optional[_Union[ReachedEndOfTopic, _Mapping]] = ..., unreadable: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
 
 class TopicRequest(_message.Message):
     __slots__ = ("topic", "read_compacted")

@@ -164,16 +164,18 @@ class KeySharedMeta(_message.Message):
     def __init__(self, keySharedMode: _Optional[_Union[KeySharedMode, str]] = ..., hashRanges: _Optional[_Iterable[_Union[IntRange, _Mapping]]] = ..., allowOutOfOrderDelivery: _Optional[bool] = ...) -> None: ...
 
 class FeatureFlags(_message.Message):
-    __slots__ = ("supports_auth_refresh", "supports_broker_entry_metadata", "supports_partial_producer", "supports_topic_watchers")
+    __slots__ = ("supports_auth_refresh", "supports_broker_entry_metadata", "supports_partial_producer", "supports_topic_watchers", "pulsarlike_consumer_errors")
     SUPPORTS_AUTH_REFRESH_FIELD_NUMBER: _ClassVar[int]
     SUPPORTS_BROKER_ENTRY_METADATA_FIELD_NUMBER: _ClassVar[int]
     SUPPORTS_PARTIAL_PRODUCER_FIELD_NUMBER: _ClassVar[int]
     SUPPORTS_TOPIC_WATCHERS_FIELD_NUMBER: _ClassVar[int]
+    PULSARLIKE_CONSUMER_ERRORS_FIELD_NUMBER: _ClassVar[int]
     supports_auth_refresh: bool
     supports_broker_entry_metadata: bool
     supports_partial_producer: bool
     supports_topic_watchers: bool
-    def __init__(self, supports_auth_refresh: _Optional[bool] = ..., supports_broker_entry_metadata: _Optional[bool] = ..., supports_partial_producer: _Optional[bool] = ..., supports_topic_watchers: _Optional[bool] = ...) -> None: ...
+    pulsarlike_consumer_errors: bool
+    def __init__(self, supports_auth_refresh: _Optional[bool] = ..., supports_broker_entry_metadata: _Optional[bool] = ..., supports_partial_producer: _Optional[bool] = ..., supports_topic_watchers: _Optional[bool] = ..., pulsarlike_consumer_errors: _Optional[bool] = ...) -> None: ...
 
 class AuthData(_message.Message):
     __slots__ = ("auth_method_name", "auth_data")
@@ -589,6 +591,24 @@ class CommandCloseConsumer(_message.Message):
     assignedBrokerServiceUrlTls: str
     def __init__(self, consumer_id: _Optional[int] = ..., request_id: _Optional[int] = ..., assignedBrokerServiceUrl: _Optional[str] = ..., assignedBrokerServiceUrlTls: _Optional[str] = ...) -> None: ...
 
+class CommandPulsarlikeConsumerError(_message.Message):
+    __slots__ = ("consumer_id", "error")
+    CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    consumer_id: int
+    error: PulsarlikeError
+    def __init__(self, consumer_id: _Optional[int] = ..., error: _Optional[_Union[PulsarlikeError, _Mapping]] = ...) -> None: ...
+
+class PulsarlikeError(_message.Message):
+    __slots__ = ("code", "message", "fields_json")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_JSON_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    message: str
+    fields_json: str
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., fields_json: _Optional[str] = ...) -> None: ...
+
 class CommandRedeliverUnacknowledgedMessages(_message.Message):
     __slots__ = ("consumer_id", "message_ids", "consumer_epoch")
     CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -816,7 +836,7 @@ class CommandTxnErrorResponse(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., txnid_least_bits: _Optional[int] = ..., txnid_most_bits: _Optional[int] = ..., error: _Optional[_Union[ServerError, str]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class BaseCommand(_message.Message):
-    __slots__ = ("type", "connect", "connected", "subscribe", "producer", "send", "send_receipt", "send_error", "message", "ack", "flow", "unsubscribe", "success", "error", "close_producer", "close_consumer", "producer_success", "ping", "pong", "redeliverUnacknowledgedMessages", "partitionMetadata", "partitionMetadataResponse", "lookupTopic", "lookupTopicResponse", "consumerStats", "consumerStatsResponse", "reachedEndOfTopic", "seek", "getLastMessageId", "getLastMessageIdResponse", "active_consumer_change", "getTopicsOfNamespace", "getTopicsOfNamespaceResponse", "getSchema", "getSchemaResponse", "authChallenge", "authResponse", "ackResponse", "getOrCreateSchema", "getOrCreateSchemaResponse", "newTxn", "newTxnResponse", "addPartitionToTxn", "addPartitionToTxnResponse", "addSubscriptionToTxn", "addSubscriptionToTxnResponse", "endTxn", "endTxnResponse", "endTxnOnPartition", "endTxnOnPartitionResponse", "endTxnOnSubscription", "endTxnOnSubscriptionResponse", "tcClientConnectRequest", "tcClientConnectResponse", "watchTopicList")
+    __slots__ = ("type", "connect", "connected", "subscribe", "producer", "send", "send_receipt", "send_error", "message", "ack", "flow", "unsubscribe", "success", "error", "close_producer", "close_consumer", "producer_success", "ping", "pong", "redeliverUnacknowledgedMessages", "partitionMetadata", "partitionMetadataResponse", "lookupTopic", "lookupTopicResponse", "consumerStats", "consumerStatsResponse", "reachedEndOfTopic", "seek", "getLastMessageId", "getLastMessageIdResponse", "active_consumer_change", "getTopicsOfNamespace", "getTopicsOfNamespaceResponse", "getSchema", "getSchemaResponse", "authChallenge", "authResponse", "ackResponse", "getOrCreateSchema", "getOrCreateSchemaResponse", "newTxn", "newTxnResponse", "addPartitionToTxn", "addPartitionToTxnResponse", "addSubscriptionToTxn", "addSubscriptionToTxnResponse", "endTxn", "endTxnResponse", "endTxnOnPartition", "endTxnOnPartitionResponse", "endTxnOnSubscription", "endTxnOnSubscriptionResponse", "tcClientConnectRequest", "tcClientConnectResponse", "watchTopicList", "pulsarlikeConsumerError")
     class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         CONNECT: _ClassVar[BaseCommand.Type]
@@ -877,6 +897,7 @@ class BaseCommand(_message.Message):
         WATCH_TOPIC_UPDATE: _ClassVar[BaseCommand.Type]
         WATCH_TOPIC_LIST_CLOSE: _ClassVar[BaseCommand.Type]
         TOPIC_MIGRATED: _ClassVar[BaseCommand.Type]
+        PULSARLIKE_CONSUMER_ERROR: _ClassVar[BaseCommand.Type]
     CONNECT: BaseCommand.Type
     CONNECTED: BaseCommand.Type
     SUBSCRIBE: BaseCommand.Type
@@ -935,6 +956,7 @@ class BaseCommand(_message.Message):
     WATCH_TOPIC_UPDATE: BaseCommand.Type
     WATCH_TOPIC_LIST_CLOSE: BaseCommand.Type
     TOPIC_MIGRATED: BaseCommand.Type
+    PULSARLIKE_CONSUMER_ERROR: BaseCommand.Type
     TYPE_FIELD_NUMBER: _ClassVar[int]
     CONNECT_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_FIELD_NUMBER: _ClassVar[int]
@@ -990,6 +1012,7 @@ class BaseCommand(_message.Message):
     TCCLIENTCONNECTREQUEST_FIELD_NUMBER: _ClassVar[int]
     TCCLIENTCONNECTRESPONSE_FIELD_NUMBER: _ClassVar[int]
     WATCHTOPICLIST_FIELD_NUMBER: _ClassVar[int]
+    PULSARLIKECONSUMERERROR_FIELD_NUMBER: _ClassVar[int]
     type: BaseCommand.Type
     connect: CommandConnect
     connected: CommandConnected
@@ -1045,4 +1068,5 @@ class BaseCommand(_message.Message):
     tcClientConnectRequest: RequestIdOnly
     tcClientConnectResponse: CommandTcClientConnectResponse
     watchTopicList: RequestIdOnly
-    def __init__(self, type: _Optional[_Union[BaseCommand.Type, str]] = ..., connect: _Optional[_Union[CommandConnect, _Mapping]] = ..., connected: _Optional[_Union[CommandConnected, _Mapping]] = ..., subscribe: _Optional[_Union[CommandSubscribe, _Mapping]] = ..., producer: _Optional[_Union[CommandProducer, _Mapping]] = ..., send: _Optional[_Union[CommandSend, _Mapping]] = ..., send_receipt: _Optional[_Union[CommandSendReceipt, _Mapping]] = ..., send_error: _Optional[_Union[CommandSendError, _Mapping]] = ..., message: _Optional[_Union[CommandMessage, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., flow: _Optional[_Union[CommandFlow, _Mapping]] = ..., unsubscribe: _Optional[_Union[CommandUnsubscribe, _Mapping]] = ..., success: _Optional[_Union[CommandSuccess, _Mapping]] = ..., error: _Optional[_Union[CommandError, _Mapping]] = ..., close_producer: _Optional[_Union[CommandCloseProducer, _Mapping]] = ..., close_consumer: _Optional[_Union[CommandCloseConsumer, _Mapping]] = ..., producer_success: _Optional[_Union[CommandProducerSuccess, _Mapping]] = ..., ping: _Optional[_Union[CommandPing, _Mapping]] = ..., pong: _Optional[_Union[CommandPong, _Mapping]] = ..., redeliverUnacknowledgedMessages: _Optional[_Union[CommandRedeliverUnacknowledgedMessages, _Mapping]] = ..., partitionMetadata: _Optional[_Union[CommandPartitionedTopicMetadata, _Mapping]] = ..., partitionMetadataResponse: _Optional[_Union[CommandPartitionedTopicMetadataResponse, _Mapping]] = ..., lookupTopic: _Optional[_Union[CommandLookupTopic, _Mapping]] = ..., lookupTopicResponse: _Optional[_Union[CommandLookupTopicResponse, _Mapping]] = ..., consumerStats: _Optional[_Union[CommandConsumerStats, _Mapping]] = ..., consumerStatsResponse: _Optional[_Union[CommandConsumerStatsResponse, _Mapping]] = ..., reachedEndOfTopic: _Optional[_Union[CommandReachedEndOfTopic, _Mapping]] = ..., seek: _Optional[_Union[CommandSeek, _Mapping]] = ..., getLastMessageId: _Optional[_Union[CommandGetLastMessageId, _Mapping]] = ..., getLastMessageIdResponse: _Optional[_Union[CommandGetLastMessageIdResponse, _Mapping]] = ..., active_consumer_change: _Optional[_Union[CommandActiveConsumerChange, _Mapping]] = ..., getTopicsOfNamespace: _Optional[_Union[CommandGetTopicsOfNamespace, _Mapping]] = ..., getTopicsOfNamespaceResponse: _Optional[_Union[CommandGetTopicsOfNamespaceResponse, _Mapping]] = ..., getSchema: _Optional[_Union[CommandGetSchema, _Mapping]] = ..., getSchemaResponse: _Optional[_Union[CommandGetSchemaResponse, _Mapping]] = ..., authChallenge: _Optional[_Union[CommandAuthChallenge, _Mapping]] = ..., authResponse: _Optional[_Union[CommandAuthResponse, _Mapping]] = ..., ackResponse: _Optional[_Union[CommandAckResponse, _Mapping]] = ..., getOrCreateSchema: _Optional[_Union[CommandGetOrCreateSchema, _Mapping]] = ..., getOrCreateSchemaResponse: _Optional[_Union[CommandGetOrCreateSchemaResponse, _Mapping]] = ..., newTxn: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., newTxnResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., addPartitionToTxn: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., addPartitionToTxnResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., addSubscriptionToTxn: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., addSubscriptionToTxnResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., endTxn: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., endTxnResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., endTxnOnPartition: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., endTxnOnPartitionResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., endTxnOnSubscription: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., endTxnOnSubscriptionResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., tcClientConnectRequest: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., tcClientConnectResponse: _Optional[_Union[CommandTcClientConnectResponse, _Mapping]] = ..., watchTopicList: _Optional[_Union[RequestIdOnly, _Mapping]] = ...) -> None: ...
+    pulsarlikeConsumerError: CommandPulsarlikeConsumerError
+    def __init__(self, type: _Optional[_Union[BaseCommand.Type, str]] = ..., connect: _Optional[_Union[CommandConnect, _Mapping]] = ..., connected: _Optional[_Union[CommandConnected, _Mapping]] = ..., subscribe: _Optional[_Union[CommandSubscribe, _Mapping]] = ..., producer: _Optional[_Union[CommandProducer, _Mapping]] = ..., send: _Optional[_Union[CommandSend, _Mapping]] = ..., send_receipt: _Optional[_Union[CommandSendReceipt, _Mapping]] = ..., send_error: _Optional[_Union[CommandSendError, _Mapping]] = ..., message: _Optional[_Union[CommandMessage, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., flow: _Optional[_Union[CommandFlow, _Mapping]] = ..., unsubscribe: _Optional[_Union[CommandUnsubscribe, _Mapping]] = ..., success: _Optional[_Union[CommandSuccess, _Mapping]] = ..., error: _Optional[_Union[CommandError, _Mapping]] = ..., close_producer: _Optional[_Union[CommandCloseProducer, _Mapping]] = ..., close_consumer: _Optional[_Union[CommandCloseConsumer, _Mapping]] = ..., producer_success: _Optional[_Union[CommandProducerSuccess, _Mapping]] = ..., ping: _Optional[_Union[CommandPing, _Mapping]] = ..., pong: _Optional[_Union[CommandPong, _Mapping]] = ..., redeliverUnacknowledgedMessages: _Optional[_Union[CommandRedeliverUnacknowledgedMessages, _Mapping]] = ..., partitionMetadata: _Optional[_Union[CommandPartitionedTopicMetadata, _Mapping]] = ..., partitionMetadataResponse: _Optional[_Union[CommandPartitionedTopicMetadataResponse, _Mapping]] = ..., lookupTopic: _Optional[_Union[CommandLookupTopic, _Mapping]] = ..., lookupTopicResponse: _Optional[_Union[CommandLookupTopicResponse, _Mapping]] = ..., consumerStats: _Optional[_Union[CommandConsumerStats, _Mapping]] = ..., consumerStatsResponse: _Optional[_Union[CommandConsumerStatsResponse, _Mapping]] = ..., reachedEndOfTopic: _Optional[_Union[CommandReachedEndOfTopic, _Mapping]] = ..., seek: _Optional[_Union[CommandSeek, _Mapping]] = ..., getLastMessageId: _Optional[_Union[CommandGetLastMessageId, _Mapping]] = ..., getLastMessageIdResponse: _Optional[_Union[CommandGetLastMessageIdResponse, _Mapping]] = ..., active_consumer_change: _Optional[_Union[CommandActiveConsumerChange, _Mapping]] = ..., getTopicsOfNamespace: _Optional[_Union[CommandGetTopicsOfNamespace, _Mapping]] = ..., getTopicsOfNamespaceResponse: _Optional[_Union[CommandGetTopicsOfNamespaceResponse, _Mapping]] = ..., getSchema: _Optional[_Union[CommandGetSchema, _Mapping]] = ..., getSchemaResponse: _Optional[_Union[CommandGetSchemaResponse, _Mapping]] = ..., authChallenge: _Optional[_Union[CommandAuthChallenge, _Mapping]] = ..., authResponse: _Optional[_Union[CommandAuthResponse, _Mapping]] = ..., ackResponse: _Optional[_Union[CommandAckResponse, _Mapping]] = ..., getOrCreateSchema: _Optional[_Union[CommandGetOrCreateSchema, _Mapping]] = ..., getOrCreateSchemaResponse: _Optional[_Union[CommandGetOrCreateSchemaResponse, _Mapping]] = ..., newTxn: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., newTxnResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., addPartitionToTxn: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., addPartitionToTxnResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., addSubscriptionToTxn: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., addSubscriptionToTxnResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., endTxn: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., endTxnResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., endTxnOnPartition: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., endTxnOnPartitionResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., endTxnOnSubscription: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., endTxnOnSubscriptionResponse: _Optional[_Union[CommandTxnErrorResponse, _Mapping]] = ..., tcClientConnectRequest: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., tcClientConnectResponse: _Optional[_Union[CommandTcClientConnectResponse, _Mapping]] = ..., watchTopicList: _Optional[_Union[RequestIdOnly, _Mapping]] = ..., pulsarlikeConsumerError: _Optional[_Union[CommandPulsarlikeConsumerError, _Mapping]] = ...) -> None: ...

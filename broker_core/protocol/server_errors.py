@@ -38,6 +38,7 @@ _CODES: dict[type[errors.PulsarLikeError], int] = {
     errors.MessageTooBig: cmd.NotAllowedError,
     errors.ChecksumError: cmd.ChecksumError,
     errors.CorruptLog: cmd.PersistenceError,
+    errors.DataLost: cmd.NotAllowedError,  # fatal to a Pulsar client: a subscribe inside a damaged range fails once
     errors.PersistenceError: cmd.PersistenceError,
     errors.ServiceNotReady: cmd.ServiceNotReady,
     errors.Timeout: cmd.ServiceNotReady,

@@ -78,7 +78,8 @@ def _cut(value: object) -> object:
     return value
 
 
-def _fields_json(exc: errors.PulsarLikeError) -> str:
+def fields_json(exc: errors.PulsarLikeError) -> str:
+    """An error's structured fields as the wire carries them (JSON; long values cut)."""
     if not exc.fields:
         return ""
     return json.dumps({str(k)[:MAX_TEXT]: _cut(v) for k, v in exc.fields.items()}, default=lambda v: _cut(str(v)))
@@ -90,16 +91,18 @@ def wire_message(exc: errors.PulsarLikeError) -> str:
 
 
 def trailing_metadata(exc: errors.PulsarLikeError) -> tuple[tuple[str, str], ...]:
-    return ((CODE_KEY, exc.code), (FIELDS_KEY, _fields_json(exc)))
+    return ((CODE_KEY, exc.code), (FIELDS_KEY, fields_json(exc)))
 
 
 def error_to_proto(exc: errors.PulsarLikeError) -> broker_pb2.Error:
     from broker_core.protocol import broker_pb2
 
-    return broker_pb2.Error(code=exc.code, message=wire_message(exc), fields_json=_fields_json(exc))
+    return broker_pb2.Error(code=exc.code, message=wire_message(exc), fields_json=fields_json(exc))
 
 
-def error_from_proto(msg: broker_pb2.Error) -> errors.PulsarLikeError:
+def error_from_proto(msg: broker_pb2.Error | Any) -> errors.PulsarLikeError:
+    """The typed error of a ``broker_pb2.Error`` (or any message with its ``code``, ``message`` and
+    ``fields_json``: the binary protocol's ``PulsarlikeError``)."""
     return errors.from_code(msg.code, msg.message, _load(msg.fields_json))
 
 

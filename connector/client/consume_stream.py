@@ -55,6 +55,9 @@ class StreamEvents(Protocol):
     def on_failed(self, error: errors.PulsarLikeError) -> None:
         """The stream ended for good with ``error``."""
 
+    def on_unreadable(self, error: errors.PulsarLikeError, window: PermitWindow) -> None:
+        """The next message cannot be read (``DataLost``: a damaged stored range); the stream goes on."""
+
     def on_end_of_topic(self) -> None:
         """The topic is terminated and every message of it was delivered."""
 
@@ -186,6 +189,9 @@ class PartitionStream:
                         self.subscription, error_from_proto(response.warning))
         elif kind == "error":
             attempt.in_band_error = error_from_proto(response.error)  # the stream ends next
+        elif kind == "unreadable":
+            if attempt is self._current and not self._seeking:
+                self._events.on_unreadable(error_from_proto(response.unreadable), self.window)
 
     def _subscribed(self, attempt: Attempt, subscribed: broker_pb2.Subscribed) -> None:
         stream = attempt.stream
@@ -225,8 +231,9 @@ class PartitionStream:
                 lost = False
             elif attempt is self._current:
                 self._live = None
-                self.window.retire()
                 retry = lost = retriable(error)
+                if retry:  # the broker sends the permits' messages again; a failure keeps what came before it
+                    self.window.retire()
                 if self._unsubscribing and not self._unsubscribed.is_set():  # not answered before the end
                     self._unsubscribe_error = errors.NotConnected(
                         f"the connection to the broker was lost while unsubscribing from {self.topic}: "

@@ -28,7 +28,7 @@ from connector.client.connection import Connection
 from connector.client.consume_stream import PartitionStream
 from connector.client.message import EntryInfo, Message, decode_error
 from connector.client.message_id import MessageId
-from connector.client.permits import PermitWindow, Undecodable
+from connector.client.permits import PermitWindow, Undecodable, Unreadable
 from connector.client.receive_queue import ReceiveQueue
 from connector.client.timer import TimerThread
 
@@ -100,6 +100,14 @@ class PartitionConsumer:
             self._queue.extend(out)
         if settled:
             window.took(settled)
+
+    def on_unreadable(self, error: errors.PulsarLikeError, window: PermitWindow) -> None:
+        """The broker cannot read this partition's next message (``DataLost``): its place in the queue raises
+        the error once, after what came before it."""
+        log.warning("event=unreadable_messages topic=%s error=%s", self.topic, error.message)
+        start = getattr(error, "start_offset", -1)
+        self._queue.extend([Message(b"", None, EntryInfo(_NO_METADATA, self.topic, -1, start, self.partition, 0, 1,
+                                                          False, self, Unreadable(window, error)), -1)])
 
     def on_disconnected(self, cause: errors.PulsarLikeError) -> None:
         log.debug("event=consumer_disconnected topic=%s cause=%r", self.topic, cause)

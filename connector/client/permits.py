@@ -15,7 +15,9 @@ is dropped without searching the receive queue:
   starts those permits afresh) raises :class:`Skipped`;
 - :class:`Discarded` (its entry is being redelivered) returns the permit and raises :class:`Skipped`;
 - :class:`Undecodable` (its entry could not be decoded) returns the permit, acknowledges the entry and
-  raises the entry's ``MessageDecodeError``.
+  raises the entry's ``MessageDecodeError``;
+- :class:`Unreadable` (the broker could not read the next message: a damaged stored range) raises its
+  ``DataLost``.
 """
 from __future__ import annotations
 
@@ -129,6 +131,31 @@ class Discarded:
         if self.returns_permit:
             self.window.took(1)
         raise Skipped()
+
+    def took(self, count: int) -> None:
+        self.window.took(count)
+
+
+class Unreadable:
+    """The taker of the place a message the broker could not read holds in the queue (``DataLost``: a damaged
+    stored range): taking it raises ``error`` once, after the messages received before it; it holds no
+    permit. Skipped when its stream generation ended (the broker reports it again on the new one)."""
+
+    counter: Iterator[int] = itertools.repeat(0)
+    threshold = 0
+
+    def __init__(self, window: Taker, error: Exception) -> None:
+        self.window = window
+        self.error = error
+
+    @property
+    def stale(self) -> bool:
+        return self.window.stale
+
+    def refill(self) -> NoReturn:
+        if self.window.stale:
+            raise Skipped()
+        raise self.error
 
     def took(self, count: int) -> None:
         self.window.took(count)

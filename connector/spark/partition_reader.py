@@ -422,6 +422,9 @@ class _Deliveries:
     def on_failed(self, error: errors.PulsarLikeError) -> None:
         self._queue.put(error)
 
+    def on_unreadable(self, error: errors.PulsarLikeError, window: PermitWindow) -> None:
+        self._queue.put(error)
+
     def on_end_of_topic(self) -> None:
         pass
 

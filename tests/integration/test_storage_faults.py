@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from broker_core import Broker
-from broker_core.errors import CorruptLog, PersistenceError
+from broker_core.errors import CorruptLog, DataLost, PersistenceError, Timeout
 from broker_core.storage.format import HEADER_SIZE, decode_header
+from broker_core.storage.recovery import CLEAN_CLOSE_FILE
 from connector import Admin, Client, ConsumerType, InitialPosition, MessageId
 from tests.waiting import wait_until
 
@@ -51,7 +52,11 @@ def received(consumer, n: int, timeout_ms: int = 5000) -> list:
 
 
 @pytest.mark.parametrize("sync_mode", ["group", "never"])
-def test_offsets_are_not_reused_after_the_log_lost_its_tail(tmp_path, caplog, sync_mode):
+@pytest.mark.parametrize("closed", ["crash", "clean"])
+def test_offsets_are_not_reused_after_the_log_lost_its_tail(tmp_path, caplog, sync_mode, closed):
+    """A crash (no clean-close record) that lost fsynced frames: the log recovers short, the subscription had
+    acknowledged beyond it, so the log's end moves past its position. After a clean close the record proves
+    the end: the missing frames are a damaged range and keep their offsets."""
     with Broker(data_dir=tmp_path, port=0, journalSyncMode=sync_mode) as broker:
         client = Client(broker.service_url)
         consumer = client.subscribe(TOPIC, "sub", consumer_type=ConsumerType.Exclusive)
@@ -62,6 +67,8 @@ def test_offsets_are_not_reused_after_the_log_lost_its_tail(tmp_path, caplog, sy
         consumer.close()  # its acks are flushed when it closes and when the broker stops
         client.close()
     cut_last_frames(topic_folder(tmp_path), 50)  # 50 acknowledged, delivered messages are gone
+    if closed == "crash":
+        (topic_folder(tmp_path) / CLEAN_CLOSE_FILE).unlink()
 
     caplog.set_level(logging.ERROR)
     with Broker(data_dir=tmp_path, port=0, journalSyncMode=sync_mode) as broker:
@@ -74,11 +81,14 @@ def test_offsets_are_not_reused_after_the_log_lost_its_tail(tmp_path, caplog, sy
         client.close()
     assert [m.data() for m in new] == [f"new-{i}".encode() for i in range(60)]
     assert min(m.message_id() for m in new) > max(m.message_id() for m in old)
-    lost = [r.getMessage() for r in caplog.records if "event=acknowledged_messages_lost" in r.getMessage()]
-    assert lost and "lost=50" in lost[0] and "subscription=sub" in lost[0]
+    event, counted = (("acknowledged_messages_lost", "lost=50") if closed == "crash"
+                      else ("log_range_damaged", "lost_messages=50"))
+    lost = [r.getMessage() for r in caplog.records if f"event={event}" in r.getMessage()]
+    assert lost and counted in lost[0], [r.getMessage() for r in caplog.records]
 
 
-def test_a_damaged_sealed_segment_fails_its_readers_but_never_stalls_producers(tmp_path):
+@pytest.mark.parametrize("transport", ["grpc", "binary"])
+def test_a_damaged_entry_fails_its_readers_once_and_never_stalls_producers(tmp_path, transport):
     config = dict(managedLedgerMaxEntriesPerLedger=10, journalSyncMode="always")
     with Broker(data_dir=tmp_path, port=0, **config) as broker:
         admin = Admin(broker.service_url)
@@ -96,25 +106,28 @@ def test_a_damaged_sealed_segment_fails_its_readers_but_never_stalls_producers(t
     first.write_bytes(bytes(raw))
 
     with Broker(data_dir=tmp_path, port=0, **config) as broker:
-        # gRPC: CorruptLog in band (the binary protocol has no error for a consumer: the broker closes it)
-        client = Client(broker.service_url, operation_timeout_seconds=10, transport="grpc")
+        client = Client(broker.service_url, operation_timeout_seconds=10, transport=transport)
         admin = Admin(broker.service_url)
         producer = client.create_producer(TOPIC)
-        for attempt in range(2):  # the subscription is not left busy by a consumer that failed
+        for attempt in range(2):  # the subscription is not left busy by a consumer that met the damage
             consumer = client.subscribe(TOPIC, "sub", consumer_type=ConsumerType.Exclusive)
-            with pytest.raises(CorruptLog) as err:
+            assert [consumer.receive(timeout_millis=5000).data() for _ in range(3)] == [b"m-0", b"m-1", b"m-2"]
+            with pytest.raises(DataLost) as err:  # in the next message's place, once
                 consumer.receive(timeout_millis=5000)
+            assert (err.value.start_offset, err.value.end_offset) == (3, 4)
             assert err.value.position == frame_positions(first)[3] and str(tmp_path) not in str(err.value)
+            with pytest.raises(Timeout):  # then nothing: the consumer waits at the range, still subscribed
+                consumer.receive(timeout_millis=200)
             started = time.monotonic()
-            producer.send(f"during-{attempt}".encode())  # writers are never stalled by a damaged segment
+            producer.send(f"during-{attempt}".encode())  # writers are never stalled by a damaged range
             assert time.monotonic() - started < 2
             consumer.close()
-        admin.reset_cursor(TOPIC, "sub", MessageId(-1, 10, 10))  # past the damaged segment
+        admin.reset_cursor(TOPIC, "sub", MessageId(-1, 0, 4))  # past the damaged entry
         consumer = client.subscribe(TOPIC, "sub", consumer_type=ConsumerType.Exclusive)
-        got = [m.data() for m in received(consumer, 42)]
+        got = [m.data() for m in received(consumer, 48)]
         client.close()
         admin.close()
-    assert got == [f"m-{i}".encode() for i in range(10, 50)] + [b"during-0", b"during-1"]
+    assert got == [f"m-{i}".encode() for i in range(4, 50)] + [b"during-0", b"during-1"]
 
 
 def fill(path: Path) -> None:

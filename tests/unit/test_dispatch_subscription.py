@@ -234,6 +234,7 @@ def test_stats_use_pulsar_field_names() -> None:
         "isDurable": True,
         "markDeleteOffset": 0,
         "seekCount": 0,
+        "nonRecoverableMessagesSkipped": 0,
     }
 
 

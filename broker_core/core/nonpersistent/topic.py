@@ -151,6 +151,10 @@ class NonPersistentTopic:
         """None: no message is kept."""
         return None
 
+    def unreadable_at(self, offset: int, entries: int = 1) -> None:
+        """None: nothing is stored, so nothing is damaged."""
+        return None
+
     # ------------------------------------------------------------------ producers
     @property
     def producers(self) -> Mapping[int, ProducerInfo]:

@@ -6,6 +6,7 @@ call these, never the topic's ``log`` or ``journal``;
 stores nothing. :class:`ConfirmedSource` is the log as the topic's subscriptions read it."""
 from __future__ import annotations
 
+from broker_core.errors import DataLost
 from broker_core.storage.journal import Journal
 from broker_core.storage.log import ManagedLog, StoredEntry
 from broker_core.types import MessageId
@@ -80,10 +81,32 @@ class TopicPositions:
 
     def last_message_id(self) -> MessageId | None:
         """The id of the last confirmed message (its batch index when its entry is a batch), or None when
-        the topic holds none."""
+        the topic holds none. When that message is in a damaged range, its entry cannot be read: the id is
+        the message's offset in its segment, as of an unbatched message."""
         end = self._journal.confirmed_end_offset
-        entry = self._log.entry_containing(end - 1) if end > self._log.start_offset else None
+        if end <= self._log.start_offset:
+            return None
+        try:
+            entry = self._log.entry_containing(end - 1)
+        except DataLost:
+            return MessageId(self._log.segment_base(end - 1), end - 1, self._partition_index, -1)
         if entry is None:
             return None
         index = end - 1 - entry.offset if entry.num_messages > 1 else -1
         return MessageId(entry.ledger_id, entry.offset, self._partition_index, index)
+
+    def unreadable_at(self, offset: int, entries: int = 1) -> DataLost | None:
+        """The ``DataLost`` a read of the ``entries`` entries from the one holding ``offset`` meets (None: they
+        are readable, or beyond what is confirmed)."""
+        end = self._journal.confirmed_end_offset
+        for _ in range(entries):
+            if not self._log.start_offset <= offset < end:
+                return None
+            try:
+                found = self._log.read(offset, 1, end_offset=end)
+            except DataLost as lost:
+                return lost
+            if not found:
+                return None
+            offset = found[0].end_offset
+        return None

@@ -55,6 +55,7 @@ class TopicStats:
             "bytesOutCounter": sum(s.get("bytesOutCounter", 0) for s in subs.values()),
             "storageSize": self._log.size_bytes,
             "backlogSize": bytes_from(self._log, oldest),
+            "damagedMessages": self._log.damaged_messages,
             "publishers": self._producers.stats(),
             "waitingPublishers": len(self._producers.access.waiting),
             "deduplicationStatus": "Enabled" if self._dedup.current is not None else "Disabled",
@@ -81,9 +82,9 @@ def bytes_from(log: "ManagedLog", offset: int) -> int:
 
 
 SUMMED = ("msgInCounter", "bytesInCounter", "msgOutCounter", "bytesOutCounter", "storageSize", "backlogSize",
-          "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut")
+          "damagedMessages", "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut")
 SUBSCRIPTION_SUMMED = ("msgBacklog", "totalMsgExpired", "unackedMessages", "msgOutCounter", "msgRateOut",
-                       "msgThroughputOut", "msgRateRedeliver", "msgRateExpired")
+                       "msgThroughputOut", "msgRateRedeliver", "msgRateExpired", "nonRecoverableMessagesSkipped")
 
 
 def partitioned_stats(per: Mapping[str, Mapping[str, Any]], non_persistent: bool) -> dict[str, Any]:

@@ -89,6 +89,7 @@ class TopicSubscriptions:
                                              config.isDelayedDeliveryDeliverAtTimeStrict),
             key_shared_consistent_hashing=config.subscriptionKeySharedUseConsistentHashing,
             batch_index_ack=config.acknowledgmentAtBatchIndexLevelEnabled,
+            skip_damaged=config.autoSkipNonRecoverableData,
         )
 
     # ------------------------------------------------------------------ consumers

@@ -32,7 +32,7 @@ from typing import Callable, Mapping, Sequence
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import PulsarLikeError
+from broker_core.errors import DataLost, PulsarLikeError
 from broker_core.log_limits import LogLimiter
 from broker_core.core.access import AccessMode, ProducerAccess
 from broker_core.core.persistent.compaction import CompactedLedger
@@ -246,6 +246,9 @@ class PersistentTopic:
 
     def last_message_id(self) -> MessageId | None:
         return self._positions.last_message_id()
+
+    def unreadable_at(self, offset: int, entries: int = 1) -> DataLost | None:
+        return self._positions.unreadable_at(offset, entries)
 
     # ------------------------------------------------------------------ producers and publishing
     def add_producer(self, producer_name: str, properties: dict[str, str],

@@ -13,7 +13,7 @@ from typing import AsyncIterator, Iterator
 
 import grpc
 
-from broker_core.errors import InvalidMessage, PulsarLikeError
+from broker_core.errors import DataLost, InvalidMessage, PulsarLikeError
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol.status import error_to_proto
 from broker_core.core.backpressure import Outbox
@@ -67,6 +67,9 @@ class _StreamEvents:
         self.out.put(_END_OF_TOPIC)
 
     def error(self, exc: Exception) -> None:
+        if isinstance(exc, DataLost):  # raised in the next message's place; the consumer stays (a seek moves it)
+            self.out.put(pb.ConsumeResponse(unreadable=error_to_proto(exc)))
+            return
         self.out.put(pb.ConsumeResponse(error=error_to_proto(exc)))
         self.out.end()
 

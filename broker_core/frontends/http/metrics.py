@@ -41,6 +41,8 @@ TOPIC_GAUGES = (
     ("pulsar_storage_size", "Bytes the topic stores (every segment).", "storageSize"),
     ("pulsar_storage_backlog_size", "Estimated bytes not yet acknowledged by the slowest durable "
                                     "subscription.", "backlogSize"),
+    ("pulsarlike_storage_damaged_messages", "Messages in damaged stored ranges found so far: reads of them fail,"
+                                            " or skip them with autoSkipNonRecoverableData.", "damagedMessages"),
 )
 # (metric name, help, stats field) of topic counters; prometheus-client appends "_total"
 TOPIC_COUNTERS = (
@@ -126,6 +128,9 @@ def metric_families(stats: Mapping[str, Mapping[str, Any]], cluster: str,
             labels = (cluster, namespace, topic, sub_name)
             for name, doc, field in SUBSCRIPTION_GAUGES:
                 gauge(name, doc, SUBSCRIPTION_LABELS).add_metric(labels, float(sub.get(field) or 0))
+            counter("pulsarlike_subscription_nonrecoverable_skipped", "Messages of damaged stored ranges the"
+                    " subscription passed over (autoSkipNonRecoverableData).", SUBSCRIPTION_LABELS).add_metric(
+                labels, float(sub.get("nonRecoverableMessagesSkipped") or 0))
             gauge("pulsar_subscription_msg_rate_out", "Messages dispatched per second.",
                   SUBSCRIPTION_LABELS).add_metric(labels, float(sub.get("msgRateOut") or 0.0))
             gauge("pulsar_subscription_msg_throughput_out", "Bytes dispatched per second.",

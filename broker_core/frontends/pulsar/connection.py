@@ -94,6 +94,9 @@ class PulsarConnection(asyncio.Protocol):
         self.principal: Principal | None = None
         self.protocol_version = 0
         self.entry_metadata = False
+        self.consumer_errors = False
+        """The client reads a typed error in CLOSE_CONSUMER (pulsarlike's clients: FeatureFlags'
+        ``pulsarlike_consumer_errors``); other clients are never closed for an error they cannot read."""
         """The client asked for each message's BrokerEntryMetadata (the stored prefix is then sent)."""
         self.closed = False
         self._admitted = admitted
@@ -370,6 +373,7 @@ class PulsarConnection(asyncio.Protocol):
         self._reader.limit(self.config.maxMessageSize + FRAME_PADDING, "maxMessageSize plus framing")
         self.protocol_version = max(MIN_PROTOCOL_VERSION, min(connect.protocol_version, MAX_PROTOCOL_VERSION))
         self.entry_metadata = connect.feature_flags.supports_broker_entry_metadata
+        self.consumer_errors = connect.feature_flags.pulsarlike_consumer_errors
         self.send(T(type=T.CONNECTED, connected=cmd.CommandConnected(
             server_version=SERVER_VERSION, protocol_version=self.protocol_version,
             max_message_size=self.config.maxMessageSize,

@@ -1,12 +1,15 @@
 """One consumer of a Pulsar binary protocol connection: the core's
 :class:`~broker_core.core.consumer_session.ConsumerSession` and the frames its events make (MESSAGE,
-ACTIVE_CONSUMER_CHANGE, REACHED_END_OF_TOPIC, CLOSE_CONSUMER), written after the SUBSCRIBE's SUCCESS."""
+ACTIVE_CONSUMER_CHANGE, REACHED_END_OF_TOPIC, CLOSE_CONSUMER, and to pulsarlike's clients
+PULSARLIKE_CONSUMER_ERROR), written after the SUBSCRIBE's SUCCESS."""
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
 
+from broker_core.errors import DataLost
 from broker_core.protocol import pulsar_commands_pb2 as cmd
+from broker_core.protocol.status import fields_json, wire_message
 from broker_core.core.consumer_session import ConsumerSession
 from broker_core.frontends.pulsar.frames import FRAME_HEADER, encode
 from broker_core.frontends.pulsar.message_ids import message_id
@@ -80,13 +83,33 @@ class PulsarConsumer:
             consumer_id=self.consumer_id))))
 
     def error(self, exc: Exception) -> None:
+        """Dispatch cannot go on for this consumer. When its next message is in a damaged range
+        (``DataLost``), a client that reads pulsarlike's PULSARLIKE_CONSUMER_ERROR (pulsarlike's, said in its
+        CONNECT) gets it, raised in that message's place, and stays subscribed; any other client waits there,
+        as Apache Pulsar's consumers wait at an unreadable entry (Pulsar's protocol has no error for a
+        consumer, and closing it would only make it subscribe again and again; the broker's log and the
+        topic's stats say why). Other errors close the consumer, and the client subscribes again."""
+        if isinstance(exc, DataLost):
+            if self.conn.consumer_errors:
+                command = T(type=T.PULSARLIKE_CONSUMER_ERROR)
+                notice = command.pulsarlikeConsumerError
+                notice.consumer_id = self.consumer_id
+                notice.error.code = exc.code
+                notice.error.message = wire_message(exc)
+                notice.error.fields_json = fields_json(exc)
+                self.conn.send(command)
+            else:
+                log.warning("event=consumer_waits_at_damaged_range topic=%s consumer=%s first_offset=%d"
+                            " last_offset=%d", self.topic.topic, self.consumer_id, exc.start_offset,
+                            exc.end_offset - 1)
+            return
         log.info("event=consumer_disconnected topic=%s consumer=%s reason=%s", self.topic.topic,
                  self.consumer_id, getattr(exc, "code", type(exc).__name__))
         self.session.end()
 
     def ended(self) -> None:
-        """The broker closed the consumer (seek, unload, topic deleted, a damaged segment): CLOSE_CONSUMER,
-        and the client subscribes again."""
+        """The broker closed the consumer (seek, unload, topic deleted): CLOSE_CONSUMER, and the client
+        subscribes again."""
         self.conn.consumers.left(self)
         self.conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
             consumer_id=self.consumer_id, request_id=0)))

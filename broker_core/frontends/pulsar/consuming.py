@@ -126,7 +126,8 @@ class ConsumerCommands:
                               consumer_id=next(front.consumer_ids),
                               consumer_name=request.consumer_name or f"consumer-{request.consumer_id}",
                               durable=request.durable, priority_level=request.priority_level,
-                              key_shared=_key_shared_policy(request), read_compacted=request.read_compacted)
+                              key_shared=_key_shared_policy(request), read_compacted=request.read_compacted,
+                              refuse_damaged=not conn.consumer_errors)
         except BaseException:
             front.limits.release(conn.peer, stream=True)
             raise

@@ -57,7 +57,7 @@ _ANSWER_FIELDS = {
 _PRODUCER_FRAMES = {T.SEND_RECEIPT: "send_receipt", T.SEND_ERROR: "send_error", T.CLOSE_PRODUCER: "close_producer"}
 _CONSUMER_FRAMES = {T.MESSAGE: "message", T.ACTIVE_CONSUMER_CHANGE: "active_consumer_change",
                     T.REACHED_END_OF_TOPIC: "reachedEndOfTopic", T.CLOSE_CONSUMER: "close_consumer",
-                    T.ACK_RESPONSE: "ackResponse"}
+                    T.ACK_RESPONSE: "ackResponse", T.PULSARLIKE_CONSUMER_ERROR: "pulsarlikeConsumerError"}
 
 Callback = Callable[["cmd.BaseCommand | None", "errors.PulsarLikeError | None"], None]
 

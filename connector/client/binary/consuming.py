@@ -22,6 +22,10 @@ seeks and reconnection are the same over both transports::
     on_end(ConnectError)                        <-  CLOSE_CONSUMER from the broker (outside a seek), the
                                                      connection lost: the core resubscribes from its resume
                                                      position, as over gRPC
+    Unreadable(error)                           <-  PULSARLIKE_CONSUMER_ERROR (pulsarlike's extension, asked for
+                                                     by CONNECT's ``pulsarlike_consumer_errors``): the next
+                                                     message is in a damaged range (DataLost), raised in its
+                                                     place; the consumer stays subscribed, as over gRPC
 
 A MESSAGE's payload is the stored entry as the core expects ``DeliveredEntry.data``: an optional broker-entry
 metadata prefix (``0x0e02``) then ``0x0e01 | CRC32C | metadataSize | MessageMetadata | payload``. Its CRC is
@@ -485,6 +489,10 @@ class ConsumeAdapter:
             if not seeking:
                 self._end(errors.ConnectError(f"the broker closed the consumer on {self.topic}",
                                               target=getattr(self._conn, "address", "")))
+        elif kind == T.PULSARLIKE_CONSUMER_ERROR:
+            self._emit(broker_pb2.ConsumeResponse(unreadable=broker_pb2.Error(
+                code=command.pulsarlikeConsumerError.error.code, message=command.pulsarlikeConsumerError.error.message,
+                fields_json=command.pulsarlikeConsumerError.error.fields_json)))
         elif kind == T.ACTIVE_CONSUMER_CHANGE:
             self._emit(broker_pb2.ConsumeResponse(active_change=broker_pb2.ActiveConsumerChange(
                 is_active=command.active_consumer_change.is_active)))

@@ -110,7 +110,8 @@ def _tls_handshake(sock: socket.socket, host: str, tls: TlsOptions, address: str
 def _connect(sock: socket.socket, address: str, security: Any, deadline: float,
              proxy_to_broker_url: str | None) -> Opened:
     connect = cmd.CommandConnect(client_version=CLIENT_VERSION, protocol_version=PROTOCOL_VERSION,
-                                 feature_flags=cmd.FeatureFlags(supports_auth_refresh=True))
+                                 feature_flags=cmd.FeatureFlags(supports_auth_refresh=True,
+                                                                pulsarlike_consumer_errors=True))
     credentials = auth_data(getattr(security, "authentication", None))
     if credentials is not None:
         connect.auth_method_name, connect.auth_data = credentials
