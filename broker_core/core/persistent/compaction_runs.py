@@ -25,7 +25,7 @@ from pathlib import Path
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import CompactionAlreadyRunning
+from broker_core.errors import CompactionAlreadyRunning, DataLost
 from broker_core.core.persistent.compaction import (
     FOLDER, CompactedLedger, CompactionResult, CompactionStopped, compact, describe, load)
 from broker_core.storage.stored_entry import StoredEntry
@@ -149,9 +149,21 @@ class TopicCompaction:
         return self._run
 
     async def _read_on_loop(self, start: int, stop: int) -> list[StoredEntry]:
+        """Raw entries from ``start``; a damaged range fails the run (``DataLost`` names it), or with
+        ``autoSkipNonRecoverableData`` is passed over (logged): its keys keep what the rest of the log says."""
         if self._is_closed():
             raise CompactionStopped("the topic closed during compaction; the previous compacted state stays")
-        return self._read_raw(start, stop)
+        while True:
+            try:
+                return self._read_raw(start, stop)
+            except DataLost as lost:
+                if not self._config.autoSkipNonRecoverableData or lost.end_offset <= start:
+                    raise
+                log.warning("event=compaction_skipped_damaged_range topic=%s first_offset=%d last_offset=%d",
+                            self.topic, lost.start_offset, lost.end_offset - 1)
+                start = lost.end_offset
+                if start >= stop:
+                    return []
 
     def _finished(self, future: asyncio.Future, started_ms: int) -> None:
         now = self._clock.now_ms()
