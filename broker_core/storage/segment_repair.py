@@ -132,13 +132,6 @@ def _valid_frame_at(mm: mmap.mmap, position: int, limit: int) -> FrameHeader | N
         return None
 
 
-def find_valid_frame(seg: Segment, start: int) -> int | None:
-    """Position of the first fully valid frame (magic, bounds, CRC) at or after ``start``, whatever its
-    offset."""
-    found = resync(seg, start, -1, seg.size)
-    return found[0] if found is not None else None
-
-
 def frame_verifies(seg: Segment, position: int, offset: int) -> bool:
     """Whether a whole, valid frame holding ``offset`` first starts at ``position``."""
     try:
