@@ -6,7 +6,9 @@ The ranges are fixed when the read is planned: ``startingOffsets`` (``earliest``
 lookup uses a short-lived probe subscription). Retention applies: a topic without a durable subscription or
 a retention policy keeps only its active segment once segments roll (Pulsar's semantics), so older data
 may be gone; ``failOnDataLoss`` decides whether that fails the read (false: the read starts at the first
-stored message, the gap logged once).
+stored message, the gap logged once). Damaged storage is lost data too: messages the broker cannot read
+(its ``DataLost``: a damaged frame, a segment file missing) fail the task with ``failOnDataLoss``; false skips
+them and the read goes on after them (:mod:`connector.spark.data_loss`).
 
 With ``readCompacted`` the read is a snapshot of each partition's compacted view: the latest value per key,
 one Spark partition per topic partition (:mod:`connector.spark.compacted`).
@@ -28,7 +30,8 @@ from connector.spark.compacted import compaction_stamp
 from connector.spark.source_admin import Bounds, SourceAdmin
 from connector.spark.offsets import Offsets, TopicPartition
 from connector.spark.options import SourceOptions
-from connector.spark.partition_reader import DataLossError, RangePartition
+from connector.spark.data_loss import DataLossError
+from connector.spark.partition_reader import RangePartition
 from connector.spark.planning import OffsetOutOfRange, lost_ranges, resolve_user_offsets, skip_lost, why_lost
 from connector.spark.stream_reader import plan_ranges, read_range
 

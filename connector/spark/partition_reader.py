@@ -6,8 +6,9 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
    first stored offset were deleted by retention: with ``failOnDataLoss`` this raises
    :class:`DataLossError` naming topic, partition and offsets, and why (from the partition's stats:
    :func:`~connector.spark.planning.why_lost`); without, they are skipped (logged, counted in
-   :attr:`RangeReader.lost`). A range ending past the stored end also raises (the topic was deleted and
-   re-created, or the offsets were never there).
+   :attr:`RangeReader.lost`). A range ending past the stored end is lost the same way (the topic was deleted
+   and re-created, or the offsets were never there). Every lost offset goes through one decision,
+   :class:`~connector.spark.data_loss.LostOffsets`.
 2. Open a non-durable (reader) subscription starting at the first offset to read, through the client's
    entry stream (:func:`~connector.client.entry_stream.open_entry_stream`: a window of flow permits topped up
    as entries are taken) over the transport option ``transport`` names (:func:`read_transport`: gRPC, or
@@ -22,10 +23,17 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
 4. Every wait is bounded by ``pollTimeoutMs``: a broker that cannot be reached raises
    :class:`~connector.spark.source_admin.SourceConnectError`, a range that never arrives -- the broker away
    longer than that -- :class:`RangeReadTimeout`, instead of hanging the task.
-5. An entry that cannot be decoded (bad CRC, a payload that does not decompress, a batch count its bytes
+5. A damaged stored range (the broker reports ``DataLost`` in place of the next message wanted: a frame that
+   does not verify, a segment file missing) is lost like deleted messages: ``failOnDataLoss`` fails the task
+   naming its offsets in the range; without, they are skipped and the stream is moved (a seek, on the same
+   stream and transport) to the range's ``end_offset``. A gap in what the stream delivers is either
+   retention deleting messages while the range was read, or a damaged range the broker passed over itself
+   (``autoSkipNonRecoverableData=true``: logged and counted, never a failure); the stored bounds tell which.
+6. An entry that cannot be decoded (bad CRC, a payload that does not decompress, a batch count its bytes
    cannot hold) fails the task with a :class:`~broker_core.errors.MessageDecodeError` naming topic,
    partition and offsets. It is never skipped, whatever ``failOnDataLoss`` says (that option is about
-   messages retention deleted): rows would silently go missing from a range that replays identically.
+   messages the broker cannot give: deleted or damaged in its storage): the broker stored this entry intact,
+   so rows would silently go missing from a range that replays identically.
 """
 from __future__ import annotations
 
@@ -46,12 +54,14 @@ from connector.client import entries
 from connector.client.admin import Admin
 from connector.client.connection import Connection
 from connector.client.transport import Transport
-from connector.client.entry_stream import PermitWindow, open_entry_stream
+from connector.client.entry_stream import PartitionStream, PermitWindow, open_entry_stream
 from connector.client.timer import TimerThread
 from connector.spark.arrow_batches import BatchBuilder
 from connector.client.lookup import Lookup
+from connector.client.message_id import MessageId
 from connector.spark.auth_options import ClientSecurity
 from connector.spark.compacted import compacted_since, latest_per_key
+from connector.spark.data_loss import DataLossError, LostOffsets
 from connector.spark.source_admin import SourceConnectError, close_later
 from connector.spark.offsets import TopicPartition
 from connector.spark.planning import why_lost
@@ -79,10 +89,6 @@ FASTER_READ_ON_PULSARLIKE = "binary"
 def read_transport(option: str) -> str:
     """The transport a range of pulsarlike is read over for option ``transport`` (``auto``, ``grpc``, ``binary``)."""
     return FASTER_READ_ON_PULSARLIKE if option == "auto" else option
-
-
-class DataLossError(errors.PulsarLikeError):
-    """Messages of a planned range are gone (deleted by retention, or the topic was re-created)."""
 
 
 class RangeReadTimeout(errors.Timeout):
@@ -155,11 +161,15 @@ class RangeReader:
         self.poll_timeout_ms = poll_timeout_ms
         self.fail_on_data_loss = fail_on_data_loss
         self.rows_per_batch = rows_per_batch
-        self.lost = 0
-        """Messages of the range found deleted and skipped (failOnDataLoss=false)."""
+        self._losses = LostOffsets(self.tp, fail_on_data_loss)
         self._admin: Admin | None = None
         self._compacted = part.compacted
         """Reading the compacted view (False for a snapshot whose view changed since planning: raw)."""
+
+    @property
+    def lost(self) -> int:
+        """Messages of the range found lost (deleted, damaged) and skipped."""
+        return self._losses.count
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         part = self.part
@@ -245,16 +255,21 @@ class RangeReader:
 
     def _lose(self, start: int, end: int, reason: str, deleted: bool = False) -> None:
         """``deleted``: the broker removed them (retention, TTL); else the partition itself changed."""
-        if start >= end:
-            return
-        message = (f"messages {start}..{end - 1} of {self.tp.topic} partition {self.tp.partition} are not "
-                   f"readable: {reason}")
-        if self.fail_on_data_loss:
-            fix = self._why_lost() if deleted else "set option failOnDataLoss=false to skip them"
-            raise DataLossError(f"{message}; {fix}", topic=self.tp.topic, partition=self.tp.partition,
-                                start=start, end=end)
-        log.warning("%s; skipped (failOnDataLoss=false)", message)
-        self.lost += end - start
+        self._losses.lose(start, end, reason,
+                          self._why_lost if deleted else lambda: "set option failOnDataLoss=false to skip them")
+
+    def _passed_over(self, start: int, end: int) -> None:
+        """The stream skipped ``start..end-1``: below the first stored offset retention deleted them while the
+        range was read; from it on the broker passed over a damaged range (autoSkipNonRecoverableData)."""
+        first_stored = end
+        if self._admin is not None:
+            try:
+                first_stored = self._admin.get_offset_bounds(self.tp.internal_name)[0]
+            except errors.PulsarLikeError:
+                pass  # taken for deleted: the stricter answer
+        deleted_end = min(end, max(start, first_stored))
+        self._lose(start, deleted_end, "retention deleted them while the range was read", deleted=True)
+        self._losses.passed_over(deleted_end, end)
 
     def _why_lost(self) -> str:
         stats = None
@@ -287,7 +302,7 @@ class RangeReader:
         view_end = _ViewEnd(Lookup(connection), tp.internal_name, end) if self._compacted else None
         try:
             stream.open()
-            while self._position < (end if view_end is None else view_end.end) or len(chunks):
+            while _unread(self._position, end, view_end, chunks):
                 try:
                     delivered, window = self._next(deliveries, end, view_end)
                 except _ViewDone:
@@ -297,6 +312,11 @@ class RangeReader:
                         raise
                     _drop_incomplete(chunks)  # the rest of a chunked message never came
                     break
+                except _Unreadable as met:  # in the next wanted message's place: everything before it was taken
+                    self._position = self._losses.damaged(met.lost, self._position, end)
+                    if _unread(self._position, end, view_end, chunks):
+                        self._go_on_at(stream, self._position)
+                    continue
                 if window is not self._grown:  # the first delivery of this stream generation
                     if self._window_target is None:
                         self._window_target = _window_for(delivered)
@@ -317,6 +337,12 @@ class RangeReader:
             if transport is not connection:
                 transport.close()
 
+    def _go_on_at(self, stream: PartitionStream, offset: int) -> None:
+        """Move the stream past a damaged range: it waits there until a seek moves it (chunked messages still
+        incomplete go on with the chunks after it; a reconnection resumes before it and meets it again)."""
+        stream.start_seek(MessageId(self.tp.partition, 0, offset))
+        stream.finish_seek(self.poll_timeout_s)
+
     def _built(self, builder: BatchBuilder) -> pa.RecordBatch:
         batch = builder.build()
         self._built_versions = builder.built_versions  # the rows' writer schema versions, for typed columns
@@ -334,7 +360,7 @@ class RangeReader:
                 f"no message from {self.tp} within pollTimeoutMs={self.poll_timeout_ms} while reading "
                 f"offsets [{self.part.start}, {end}) (next wanted: {self._position}); is the broker up? "
                 "Raise pollTimeoutMs for a slow broker, or for one that restarts") from None
-        if isinstance(item, errors.PulsarLikeError):
+        if isinstance(item, Exception):  # the stream failed, or met a damaged range
             raise item
         return item
 
@@ -346,7 +372,7 @@ class RangeReader:
         if first + count <= position and not len(chunks):
             return position  # wholly before the wanted offset (a batch we started inside, re-sent)
         if first > position and position < end and not self._compacted:  # the compacted view has gaps
-            self._lose(position, min(first, end), "retention deleted them while the range was read", deleted=True)
+            self._passed_over(position, min(first, end))
         try:
             metadata, payload, _ = entries.open_entry(entry.data)
             if entries.is_chunk(metadata):
@@ -400,9 +426,19 @@ class RangeReader:
             topic=tp.topic, partition=tp.partition, offsets=range(first, first + count), reason=exc.message)
 
 
+class _Unreadable(Exception):
+    """The stream met a damaged stored range (``lost``: the broker's ``DataLost``) at the next message wanted;
+    it stays open, waiting there."""
+
+    def __init__(self, lost: errors.DataLost) -> None:
+        super().__init__(lost.message)
+        self.lost = lost
+
+
 class _Deliveries:
-    """The stream's events as the reading task sees them: ``(entries, permit window)`` in order, or the error
-    that ended the stream for good. A lost stream is the stream's to reconnect (nothing to see here)."""
+    """The stream's events as the reading task sees them: ``(entries, permit window)`` in order, a damaged
+    range met (:class:`_Unreadable`), or the error that ended the stream for good. A lost stream is the
+    stream's to reconnect (nothing to see here)."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -423,7 +459,7 @@ class _Deliveries:
         self._queue.put(error)
 
     def on_unreadable(self, error: errors.PulsarLikeError, window: PermitWindow) -> None:
-        self._queue.put(error)
+        self._queue.put(_Unreadable(error) if isinstance(error, errors.DataLost) else error)
 
     def on_end_of_topic(self) -> None:
         pass
@@ -463,6 +499,12 @@ class _ViewEnd:
                     raise _ViewDone() from None
                 if time.monotonic() >= deadline:
                     raise
+
+
+def _unread(position: int, end: int, view_end: _ViewEnd | None, chunks: entries.ChunkedRange) -> bool:
+    """Whether a range read at ``position`` goes on: offsets of the range (of the compacted view's part of it)
+    are still unread, or chunked messages that started in it are incomplete."""
+    return position < (end if view_end is None else view_end.end) or len(chunks) > 0
 
 
 def _resume_offset(position: int, chunks: entries.ChunkedRange) -> int:

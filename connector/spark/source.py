@@ -11,10 +11,11 @@ Options
     See ``docs/spark.md`` and :mod:`connector.spark.options` (reads) / :mod:`connector.spark.writer`
     (writes). Unknown options are refused, naming the closest known one.
 Errors
-    ``ValueError`` for bad options (naming the option and the fix), :class:`~connector.spark.partition_reader.
-    DataLossError` (saying why the data is gone), :class:`~connector.spark.source_admin.SourceConnectError`
-    (broker unreachable), :class:`~connector.spark.partition_reader.RangeReadTimeout` (data that never
-    arrives), ``TopicNotFound`` (a batch read of a topic that does not exist), and the client's typed errors.
+    ``ValueError`` for bad options (naming the option and the fix), :class:`~connector.spark.data_loss.
+    DataLossError` (saying why the data is gone: deleted by retention, or damaged in the broker's storage),
+    :class:`~connector.spark.source_admin.SourceConnectError` (broker unreachable),
+    :class:`~connector.spark.partition_reader.RangeReadTimeout` (data that never arrives), ``TopicNotFound``
+    (a batch read of a topic that does not exist), and the client's typed errors.
 Partitioning
     One Spark partition per topic partition and micro-batch, split every ``maxMessagesPerPartition``
     messages.

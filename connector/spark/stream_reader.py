@@ -14,7 +14,8 @@ Lifecycle on the driver (Spark keeps one reader object for the query's run):
   (reported once per range; with ``failOnDataLoss=false`` admission starts after it), and at most what the
   read limit allows is admitted.
 - ``partitions(start, end)``: one :class:`RangePartition` per topic partition with messages, split every
-  ``maxMessagesPerPartition`` messages; executors read them (``read``) without contacting the driver.
+  ``maxMessagesPerPartition`` messages; executors read them (``read``) without contacting the driver (a
+  damaged stored range is found there, and lost as :mod:`connector.spark.data_loss` says).
 - ``commit(end)``: acknowledges up to ``end`` too (Spark calls it one batch late, and only when a new batch
   starts); ``stop()`` acknowledges the last end known committed. The checkpoint, not the subscription, is the
   source of truth: the subscription trails it by at most the batch in flight.
@@ -39,7 +40,8 @@ from connector.spark.source_admin import SourceAdmin, Bounds
 from connector.spark.micro_batch import MicroBatchReader
 from connector.spark.offsets import Offsets, TopicPartition
 from connector.spark.options import SourceOptions, legacy_subscription_name, new_subscription_name
-from connector.spark.partition_reader import DataLossError, RangePartition, RangeReader, split_range
+from connector.spark.data_loss import DataLossError
+from connector.spark.partition_reader import RangePartition, RangeReader, split_range
 from connector.spark.planning import admit, lost_ranges, resolve_user_offsets, skip_lost, why_lost
 
 log = logging.getLogger(__name__)
