@@ -39,16 +39,18 @@ from broker_core.storage.recovery import (  # noqa: F401  (START_OFFSET_FILE, CL
 from broker_core.storage.segment import READ_CHUNK, Segment
 from broker_core.storage.segment_repair import scan_counts
 from broker_core.storage.stored_entry import StoredEntry
+from broker_core.storage.verify import Stopped, segment_damage
 
 log = logging.getLogger(__name__)
 
 VERIFY_BEFORE_APPEND_MAX_BYTES = 512 << 10
 """A last segment reloaded through the clean-close shortcut is verified before the first append lands in it
 when it is at most this big (a scan of 10 ms for 100-byte entries, 50 ms for the smallest). A bigger one
-takes appends unverified, as a sealed segment is read unverified: a scan on the event loop would stall every
-client (2.3 s for 40 MB of 100-byte entries), and sealing it instead would hand its messages to retention at
-every restart (a topic without subscriptions lost them). Its damage, if any, is found by the read that
-reaches it, and fences the segment, appends included."""
+takes appends at once and is verified on a worker thread (:meth:`ManagedLog.background_check`, which the topic
+runs when it loads): a scan on the event loop would stall every client (2.3 s for 40 MB of 100-byte entries),
+and sealing it instead would hand its messages to retention at every restart (a topic without subscriptions
+lost them). Damage found there fences the segment (it rolls at the next append); a read reaching it first
+finds it as reads find damage in sealed segments."""
 
 
 class ManagedLog:
@@ -178,6 +180,21 @@ class ManagedLog:
             self._failures.error("rolled_back", "event=log_rolled_back segment=%s end_offset=%d"
                                  " reason=sync_failed", seg.path, offset)
             return offset
+
+    def background_check(self) -> BackgroundCheck | None:
+        """Recovery step 3 for a last segment reloaded through the clean-close shortcut and too big to verify
+        before its first append: the check to run off the owner thread (None: there is none to run). Once
+        taken, appends no longer wait for it."""
+        seg = self._active
+        if seg.verified or seg.size <= VERIFY_BEFORE_APPEND_MAX_BYTES:
+            return None
+        seg.verified = True
+        return BackgroundCheck(self, seg)
+
+    def _merge_damage(self, seg: Segment, found: list[DamagedRange]) -> None:
+        with self._lock:
+            if found and not self._closed and seg in self._segments:
+                seg.add_damage(found)
 
     def _maybe_roll(self, incoming: int, entries: int = 1) -> None:
         seg, now = self._active, self._clock.now_ms()
@@ -353,4 +370,33 @@ class ManagedLog:
                 f"durable={self.durable_end_offset}, segments={len(self._segments)})")
 
 
-__all__ = ["ManagedLog", "SegmentView", "StoredEntry"]
+class BackgroundCheck:
+    """A reloaded last segment verified off the owner thread (:meth:`ManagedLog.background_check`): :meth:`scan`
+    runs on a worker thread and reads the segment's bytes as they were at the load through a segment object
+    of its own (the log's is never touched there); :meth:`merge`, on the owner thread, records what it found:
+    one ERROR line per range (``event=log_range_damaged``), and the segment rolls at the next append."""
+
+    def __init__(self, managed_log: ManagedLog, seg: Segment) -> None:
+        self._log = managed_log
+        self._seg = seg
+        # what the worker thread reads, taken here, on the owner thread
+        self._path, self._base, self._label = seg.path, seg.base_offset, seg.label
+        self._size, self._end_offset = seg.size, seg.end_offset
+
+    def scan(self) -> list[DamagedRange] | None:
+        """Worker thread: the segment's damaged ranges (None: the log closed first, or the scan failed)."""
+        try:
+            return segment_damage(self._path.parent, self._base, self._size, self._end_offset, label=self._label,
+                                  stop=lambda: self._log._closed)
+        except Stopped:
+            return None
+        except Exception:  # the segment stays verified lazily, by the reads that reach it
+            log.exception("event=segment_check_failed segment=%s", self._path)
+            return None
+
+    def merge(self, found: list[DamagedRange] | None) -> None:
+        """Owner thread: record the ranges :meth:`scan` found in the segment (still the log's, the log open)."""
+        self._log._merge_damage(self._seg, found or [])
+
+
+__all__ = ["BackgroundCheck", "ManagedLog", "SegmentView", "StoredEntry"]

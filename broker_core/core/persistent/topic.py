@@ -25,6 +25,7 @@ topic implements :class:`~broker_core.core.topic_protocol.Topic` by delegating t
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from concurrent.futures import Executor
 from pathlib import Path
@@ -124,9 +125,22 @@ class PersistentTopic:
         """Rates over the last stats interval (see :mod:`broker_core.core.rates`)."""
         self._retention.start_checks()
         self.compaction.start_checks()
+        self._verify_last_segment(executor)
 
     def _is_closed(self) -> bool:
         return self.closed
+
+    def _verify_last_segment(self, executor: Executor) -> None:
+        """Recovery step 3: a reloaded last segment too big to verify before its first append is verified on
+        ``executor``; what it finds is recorded on the event loop (:meth:`ManagedLog.background_check`)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # built outside the broker's loop (tools, tests): reads verify it lazily
+            return
+        check = self.log.background_check()
+        if check is not None:
+            loop.run_in_executor(executor, check.scan).add_done_callback(
+                lambda done: done.cancelled() or check.merge(done.result()))
 
     def _refuse_producer(self) -> None:
         self.termination.refuse()
