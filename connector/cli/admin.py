@@ -7,7 +7,7 @@
                                               stats-internal|subscriptions|create-subscription|unsubscribe|
                                               skip|clear-backlog|reset-cursor|peek-messages|examine-messages|
                                               expire-messages|last-message-id|terminate|unload|lookup|
-                                              compact|compaction-status|set-retention|...
+                                              compact|compaction-status|set-retention|verify|...
     pulsarlike admin --admin-url http://HOST:8080 clusters list|get, brokers list|healthcheck|version|
                                               leader-broker
     pulsarlike admin [--admin-url URL] schemas get|upload|delete|compatibility
@@ -34,7 +34,8 @@ them (``--size 10M``, ``--time 3h``, a bare number of seconds, ``-1`` for no lim
 
 Exit codes: 0 done; 1 the broker refused or could not be reached (``Code: message`` on stderr, the code
 being the typed error's, e.g. ``NamespaceNotFound``); 2 bad usage (an unknown verb or flag names the closest
-one). Every verb is listed with an example in ``docs/admin.md``.
+one); 3 ``topics verify`` found damage (:mod:`connector.cli.admin_verify`). Every verb is listed with an
+example in ``docs/admin.md``.
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ from connector.cli.args import SuggestingParser
 
 from broker_core.errors import PulsarLikeError
 
-from connector.cli import admin_permissions, admin_rest_groups, output, security_flags
+from connector.cli import admin_permissions, admin_rest_groups, admin_verify, output, security_flags
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
 
@@ -278,6 +279,7 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("-n", "--count", type=int, default=1, help="messages to show (default 1)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead (pulsarlike extension)")
     _operation_verbs(verb, sub_verb)
+    admin_verify.add_verbs(verb)
     admin_permissions.add_verbs(verb, "topic", "topic")
     _policy_verbs(verb, "topic", "topic")
 
@@ -457,6 +459,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError) as exc:  # refused by the client before anything was sent
         print(f"pulsarlike admin: error: {exc}", file=sys.stderr)
         return 2
+    if isinstance(printed, admin_verify.Verdict):
+        print(printed.text)
+        return printed.exit_code
     if isinstance(printed, str) and printed:
         print(printed)
     return 0

@@ -53,6 +53,8 @@ RULES: dict[str, tuple[Any, Resource]] = {
     "UnloadTopic": (ADMIN, _TOPIC),
     "Compact": (ADMIN, _TOPIC),  # Pulsar's TopicOperation.COMPACT: the tenant's admins
     "CompactionStatus": (ADMIN, _TOPIC),
+    "VerifyTopic": (ADMIN, _TOPIC),  # its stored files: the tenant's admins (as the REST route)
+    "VerifyAllTopics": (SUPER, _BROKER),  # every tenant's topics
     # schemas (Pulsar: GET_OR_CREATE_SCHEMA is a producer's, a consumer's check its own; GET_SCHEMA a lookup)
     "GetOrCreateSchema": (lambda request: CONSUME if request.check_only else PRODUCE, _TOPIC),
     "GetSchema": (LOOKUP, _TOPIC),

@@ -1,7 +1,8 @@
 """Topic calls of the ``PulsarLike`` service: create, list, delete, metadata, stats, lookup, last message id,
 offset of a time, and the operator calls (``pulsarlike admin topics update-partitioned-topic|terminate|
-unload|examine-message|last-message-id|lookup|list-partitioned-topics|compact|compaction-status``): protobuf in and out, the work done
-by :class:`~broker_core.core.registry.TopicRegistry` and :mod:`broker_core.core.topic_admin`.
+unload|examine-message|last-message-id|lookup|list-partitioned-topics|compact|compaction-status|verify``): protobuf in and
+out, the work done by :class:`~broker_core.core.registry.TopicRegistry`, :mod:`broker_core.core.topic_admin` and
+:mod:`broker_core.core.topic_verify`.
 
 A component of :class:`~broker_core.frontends.grpc.servicer.BrokerServicer`: each method serves the RPC of its
 name, takes the request and returns the reply; errors are turned into gRPC statuses by
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from broker_core.core import compaction_admin, topic_admin, topic_lookup
+from broker_core.core import compaction_admin, topic_admin, topic_lookup, topic_verify
 from broker_core.core.compacted_view import CompactedView
 from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.core.registry import TopicRegistry
@@ -119,3 +120,10 @@ class TopicRpcs:
     def CompactionStatus(self, request: pb.TopicRequest) -> pb.CompactionStatusReply:
         state, error = compaction_admin.status(self._registry, TopicName.parse(request.topic))
         return pb.CompactionStatusReply(status=state, last_error=error)
+
+    async def VerifyTopic(self, request: pb.TopicRequest) -> pb.JsonResponse:
+        return pb.JsonResponse(json=json.dumps(await topic_verify.verify_topic(self._registry,
+                                                                                TopicName.parse(request.topic))))
+
+    async def VerifyAllTopics(self, request: pb.Empty) -> pb.JsonResponse:
+        return pb.JsonResponse(json=json.dumps(await topic_verify.verify_all(self._registry)))

@@ -148,6 +148,8 @@ class Admin:
     expire_messages_for_all_subscriptions = _part(OperationsAdmin.expire_messages_for_all_subscriptions)
     clear_namespace_backlog = _part(OperationsAdmin.clear_namespace_backlog)
     unsubscribe_namespace = _part(OperationsAdmin.unsubscribe_namespace)
+    verify_topic = _part(OperationsAdmin.verify_topic)
+    verify_all_topics = _part(OperationsAdmin.verify_all_topics)
 
     # offsets
     get_offset_bounds = _part(OffsetsAdmin.get_offset_bounds)

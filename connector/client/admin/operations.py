@@ -1,7 +1,10 @@
 """Operator calls of :class:`~connector.client.admin.Admin` on topics and namespaces (``pulsar-admin topics
 terminate|unload|compact|compaction-status|examine-message|last-message-id|lookup|expire-messages``, ``namespaces
-clear-backlog|unsubscribe``)."""
+clear-backlog|unsubscribe``), and pulsarlike's ``topics verify``."""
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from broker_core.errors import NotAllowedError
 from broker_core.protocol import broker_pb2
@@ -12,6 +15,8 @@ from connector.client.admin.wire import UnaryWire, topic_name, whole
 from connector.client.message_id import MessageId
 
 INITIAL_POSITIONS = ("earliest", "latest")
+VERIFY_TIMEOUT_S = 3600.0
+"""How long :meth:`OperationsAdmin.verify_topic` waits by default: it reads every byte the topic stores."""
 
 
 def _message_id(reply: broker_pb2.LastMessageId, topic: str) -> MessageId:
@@ -116,6 +121,21 @@ class OperationsAdmin:
         else:
             request.expire_time_seconds = whole("expire_time_seconds", seconds, 0)
         return self._wire.unary("ExpireMessages", request).acknowledged
+
+    # --- stored files (a pulsarlike extension) ---------------------------------------------------------
+    def verify_topic(self, topic: str, timeout_seconds: float = VERIFY_TIMEOUT_S) -> dict[str, Any]:
+        """Check a topic's stored files (every partition of a partitioned topic) without changing them
+        (``topics verify``): every frame's CRC and offset, that its segments follow each other, its index
+        entries and its cursor copies. Returns ``{"ok": bool, "topics": [...], "totals": {...}}``; each topic's
+        segments list their damaged ranges (``firstOffset``, ``lastOffset``, ``messages``, ``position``,
+        ``resumePosition``, ``reason``). Damage is in the answer, never an error; the verification reads the
+        whole topic, so the call waits up to ``timeout_seconds``."""
+        reply = self._wire.unary("VerifyTopic", broker_pb2.TopicRequest(topic=topic_name(topic)), timeout_seconds)
+        return json.loads(reply.json)
+
+    def verify_all_topics(self, timeout_seconds: float = VERIFY_TIMEOUT_S) -> dict[str, Any]:
+        """:meth:`verify_topic` for every persistent topic of the broker (super-users only)."""
+        return json.loads(self._wire.unary("VerifyAllTopics", broker_pb2.Empty(), timeout_seconds).json)
 
     # --- namespaces ------------------------------------------------------------------------------------
     def clear_namespace_backlog(self, namespace: str, subscription: str | None = None) -> int:

@@ -221,6 +221,12 @@ class RestWire:
         found = self._call("GET", topic_path(request.topic, "compaction")) or {}
         return broker_pb2.CompactionStatusReply(status=found.get("status") or "", last_error=found.get("lastError") or "")
 
+    def _VerifyTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
+        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, "verify"))))
+
+    def _VerifyAllTopics(self, request: broker_pb2.Empty) -> broker_pb2.JsonResponse:
+        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", path("admin", "v2", "pulsarlike", "verify"))))
+
     def _LookupTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.LookupResult:
         t = TopicName.parse(request.topic)
         found = self._call("GET", path("lookup", "v2", "topic", t.domain, t.tenant, t.namespace, t.local_name))

@@ -32,6 +32,7 @@ from broker_core.frontends.http.admin.subscription_routes import SubscriptionRou
 from broker_core.frontends.http.admin.tenant_routes import TenantRoutes
 from broker_core.frontends.http.admin.topic_policy_routes import TopicPolicyRoutes
 from broker_core.frontends.http.admin.topic_routes import TopicRoutes
+from broker_core.frontends.http.admin.verify_routes import VerifyRoutes
 from broker_core.security import Security
 
 MAX_BODY_BYTES = 1 << 20
@@ -49,7 +50,7 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
               NamespaceRoutes(registry),
               PermissionRoutes(registry), SubscriptionRoutes(registry), TopicPolicyRoutes(registry),
               TopicRoutes(registry), LookupRoutes(registry, advertised), SchemaRoutes(registry),
-              MessageRoutes(registry), CompactionRoutes(registry))
+              MessageRoutes(registry), CompactionRoutes(registry), VerifyRoutes(registry))
     for group in groups:
         app.add_routes(group.routes())
     return app
