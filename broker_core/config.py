@@ -239,6 +239,15 @@ class BrokerConfig:
     basicAuthConf: str = ""
     """The ``basic`` provider's users, htpasswd lines ``name:hash`` (``$apr1$``, ``$1$``, ``$5$``, ``$6$`` or
     DES crypt): ``file:///path``, a path, ``data:;base64,<content>`` or the content base64-encoded."""
+    basicAuthMaxFailuresPerAddress: int = 10
+    """pulsarlike extension (Pulsar has no such limit): after this many refused Basic logins (wrong password or
+    unknown user) from one client address within ``basicAuthFailureWindowSeconds``, its Basic logins are
+    refused at once, nothing hashed, for ``basicAuthBlockSeconds`` (``TooManyRequests``, 429 on HTTP); 0: no
+    limit. See :mod:`broker_core.security.failed_logins`."""
+    basicAuthFailureWindowSeconds: int = 60
+    """The window ``basicAuthMaxFailuresPerAddress`` counts failures in."""
+    basicAuthBlockSeconds: int = 60
+    """How long an address that reached ``basicAuthMaxFailuresPerAddress`` is refused."""
     tokenSecretKey: str = ""
     """HS256/384/512 secret: ``data:;base64,<key>``, ``file:///path`` (raw bytes, as ``pulsarlike tokens
     create-secret-key --output`` writes), ``env:VAR`` or bare base64."""
@@ -291,6 +300,12 @@ class BrokerConfig:
             if getattr(self, name) < -1:
                 raise _bad(name, getattr(self, name), "-1 (infinite) or an integer >= 0")
         for name in ("authenticationRefreshCheckSeconds", "tlsHandshakeTimeoutSeconds", "handshakeTimeoutSeconds"):
+            if getattr(self, name) <= 0:
+                raise _bad(name, getattr(self, name), "a positive integer")
+        if self.basicAuthMaxFailuresPerAddress < 0:
+            raise _bad("basicAuthMaxFailuresPerAddress", self.basicAuthMaxFailuresPerAddress,
+                       "an integer >= 0 (0: no limit)")
+        for name in ("basicAuthFailureWindowSeconds", "basicAuthBlockSeconds"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("brokerServicePortTls", "webServicePortTls"):
