@@ -198,6 +198,22 @@ class BrokerConfig:
     """Per-topic and per-subscription series; false: the same metrics summed per namespace."""
     metricsServletTimeoutMs: int = 30000
     """Longest a scrape of ``/metrics`` waits for its answer (the stats encoded on a worker thread); then 503."""
+    maxHttpServerConnections: int = 2048
+    """Web service port connections (``webServicePort`` and ``webServicePortTls`` together) open at once (0: no
+    limit, but never more than the open-file limit allows); one more is closed as soon as it is accepted. They
+    are counted apart from ``brokerMaxConnections`` (the broker's port), so web clients can never take the
+    broker port's places; ``brokerMaxConnectionsPerIp`` applies to each count."""
+    httpMaxRequestSize: int = 1048576
+    """Largest request body the web service port reads, in bytes (Pulsar's default, -1, is no limit; pulsarlike
+    always has one): a ``Content-Length`` over it is refused with 413 before a byte of the body is read, a
+    chunked body as soon as it has sent more. Nothing over it is ever buffered."""
+    httpRequestBodyTimeoutMs: int = 30000
+    """pulsarlike extension: a request body must have arrived whole this long after the end of its headers,
+    however it trickles; else the answer is 408 and the connection is closed."""
+    httpMaxRequestJsonValues: int = 10000
+    """pulsarlike extension: most values (objects, arrays, strings, numbers...) a JSON request body may hold,
+    counted before it is parsed (400 beyond): parsing one costs the event loop about a quarter of a
+    microsecond, and the admin API's documents hold a few dozen."""
 
     # --- TLS (docs/security.md) ---------------------------------------------------------------------
     brokerServicePortTls: int | None = None
@@ -281,7 +297,8 @@ class BrokerConfig:
                      "backlogQuotaCheckIntervalInSeconds", "brokerServiceCompactionMonitorIntervalInSeconds",
                      "messageExpiryCheckIntervalInMinutes", "metricsServletTimeoutMs",
                      "subscriptionExpiryCheckIntervalInMinutes", "statsUpdateFrequencyInSecs",
-                     "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes"):
+                     "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes",
+                     "httpMaxRequestSize", "httpRequestBodyTimeoutMs", "httpMaxRequestJsonValues"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",
@@ -290,7 +307,7 @@ class BrokerConfig:
                      "managedLedgerMaxLedgerRolloverTimeMinutes", "ttlDurationDefaultInSeconds",
                      "messageExpiryCheckIntervalInSeconds", "webServicePort", "managedLedgerMaxOpenFiles",
                      "subscriptionExpirationTimeMinutes", "subscriptionExpiryCheckIntervalInSeconds",
-                     "brokerTopicIdleUnloadSeconds", "brokerMaxConnections",
+                     "brokerTopicIdleUnloadSeconds", "brokerMaxConnections", "maxHttpServerConnections",
                      "brokerMaxConnectionsPerIp", "maxStreamsPerConnection", "maxConcurrentLookupRequest",
                      "maxConcurrentRequestsPerConnection", "keepAliveIntervalSeconds",
                      "tokenAllowedClockSkewSeconds", "brokerServiceCompactionThresholdInBytes"):
