@@ -3,14 +3,19 @@
 
 In the topic's folder, ``compacted/``::
 
-    HORIZON                      JSON {"horizon", "file", "entries", "bytes"}: the one current state
+    HORIZON                      JSON {"horizon", "file", "entries", "bytes", "tombstones",
+                                 "tombstones_from"}: the one current state
     <horizon, 20 digits>-<token>.ledger
                                  records, in offset order: header (offset u64, publish time i64,
                                  ledger id u64, messages u32, length u32, CRC32C u32) then the entry bytes
 
-A run writes its ledger to ``.<token>.tmp`` (fsync), renames it to its ``.ledger`` name (fsync the folder),
-then replaces ``HORIZON`` atomically (:func:`~broker_core.storage.atomic.atomic_write`), and only then
-removes the previous ledger. A SIGKILL anywhere before the ``HORIZON`` replace leaves the previous state;
+``tombstones`` is how many of the records are tombstones a run kept for compacted readers that may be behind
+them, ``tombstones_from`` the offset from which it kept them (the horizon when none; both absent in a file
+written before tombstones were kept: none). A run writes its ledger to ``.<token>.tmp`` (fsync), renames it to
+its ``.ledger`` name (fsync the folder): :meth:`LedgerWriter.seal`. The broker then decides on its event loop
+whether to use it (:meth:`SealedLedger.make_current`: ``HORIZON`` replaced atomically with
+:func:`~broker_core.storage.atomic.atomic_write`, and only then the previous ledger removed) or not
+(:meth:`SealedLedger.discard`). A SIGKILL anywhere before the ``HORIZON`` replace leaves the previous state;
 :func:`load` removes what such a run left (temp files, a ledger ``HORIZON`` does not name).
 
 A ledger is immutable once made; readers read it with ``os.pread`` on any thread. A ledger replaced by a
@@ -50,10 +55,14 @@ class CompactedLedger:
     """
 
     def __init__(self, path: Path | None, horizon: int, offsets: array, positions: array, size: int,
-                 last_end: int = 0) -> None:
+                 last_end: int = 0, tombstones: int = 0, tombstones_from: int | None = None) -> None:
         self.path = path
         self._last_end = last_end  # end offset of the last entry (an unreadable batch is kept as one entry)
         self.horizon = horizon
+        self.tombstones = tombstones
+        """How many kept entries are tombstones (kept for compacted readers that may be behind them)."""
+        self.tombstones_from = horizon if tombstones_from is None else tombstones_from
+        """The run kept every tombstone at or after this offset (the horizon: it kept none)."""
         self._offsets = offsets
         self._positions = positions
         self.size_bytes = size
@@ -138,26 +147,55 @@ class LedgerWriter:
     def entries(self) -> int:
         return len(self._offsets)
 
-    def commit(self, horizon: int) -> CompactedLedger:
-        """Make the ledger durable, then current (``HORIZON`` replaced); the previous ledger's file goes."""
+    def seal(self, horizon: int, *, tombstones: int = 0, tombstones_from: int | None = None) -> "SealedLedger":
+        """Make the ledger durable under its final name, not yet current (:class:`SealedLedger`)."""
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
         path = self.folder / f"{horizon:020d}-{self._token}.ledger"
         os.replace(self._tmp, path)
         fsync_directory(self.folder)
-        crash_point("before_horizon")
-        previous = _current_name(self.folder)
-        atomic_write(self.folder / POINTER, json.dumps(
-            {"horizon": horizon, "file": path.name, "entries": len(self._offsets), "bytes": self._size}).encode())
-        if previous and previous != path.name:
-            (self.folder / previous).unlink(missing_ok=True)  # open readers keep reading it until they let go
-        return CompactedLedger(path, horizon, self._offsets, self._positions, self._size, self._last_end)
+        ledger = CompactedLedger(path, horizon, self._offsets, self._positions, self._size, self._last_end,
+                                 tombstones, tombstones_from)
+        return SealedLedger(self.folder, ledger)
+
+    def commit(self, horizon: int, *, tombstones: int = 0, tombstones_from: int | None = None) -> CompactedLedger:
+        """:meth:`seal`, then make the ledger current at once."""
+        return self.seal(horizon, tombstones=tombstones, tombstones_from=tombstones_from).make_current()
 
     def abort(self) -> None:
         if not self._file.closed:
             self._file.close()
         self._tmp.unlink(missing_ok=True)
+
+
+class SealedLedger:
+    """A new compacted ledger, durable under its final name but not current: :meth:`make_current` or
+    :meth:`discard` it (a restart before either removes it, as a killed run's leftover)."""
+
+    def __init__(self, folder: Path, ledger: CompactedLedger) -> None:
+        self.folder = folder
+        self.ledger = ledger
+
+    def make_current(self) -> CompactedLedger:
+        """Replace ``HORIZON`` (atomic, fsynced: a few small writes), then remove the previous ledger's file."""
+        ledger = self.ledger
+        crash_point("before_horizon")
+        previous = _current_name(self.folder)
+        atomic_write(self.folder / POINTER, json.dumps(
+            {"horizon": ledger.horizon, "file": ledger.path.name, "entries": len(ledger), "bytes": ledger.size_bytes,
+             "tombstones": ledger.tombstones, "tombstones_from": ledger.tombstones_from}).encode())
+        if previous and previous != ledger.path.name:
+            try:
+                (self.folder / previous).unlink(missing_ok=True)  # open readers keep reading it until they let go
+            except OSError as exc:  # the new state is current: the next load removes the old file
+                log.warning("event=compacted_ledger_not_removed file=%s error=%r", previous, exc)
+        return ledger
+
+    def discard(self) -> None:
+        """Remove the ledger; the current state stays."""
+        self.ledger.close()
+        self.ledger.path.unlink(missing_ok=True)
 
 
 def _current_name(folder: Path) -> str | None:
@@ -175,6 +213,7 @@ def load(folder: Path) -> CompactedLedger | None:
     try:
         pointer = json.loads((folder / POINTER).read_bytes())
         name, horizon, size = str(pointer["file"]), int(pointer["horizon"]), int(pointer["bytes"])
+        tombstones, tombstones_from = int(pointer.get("tombstones", 0)), int(pointer.get("tombstones_from", horizon))
     except FileNotFoundError:
         pointer = name = None
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -192,7 +231,7 @@ def load(folder: Path) -> CompactedLedger | None:
     except (OSError, CorruptLog) as exc:
         log.error("event=compacted_ledger_unreadable folder=%s error=%r", folder, exc)
         return None
-    return CompactedLedger(path, horizon, offsets, positions, size, last_end)
+    return CompactedLedger(path, horizon, offsets, positions, size, last_end, tombstones, tombstones_from)
 
 
 def _scan(path: Path, size: int) -> tuple[array, array, int]:
