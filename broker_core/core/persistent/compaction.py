@@ -7,16 +7,25 @@ horizon, then the raw log from that horizon up to the durable end when the run s
   marked ``null_value``) is a tombstone: its key is removed. Messages without a key are not tracked (Pulsar
   ``topicCompactionRetainNullKey``: dropped by default since Pulsar 3.2, kept when true). Memory grows
   with the number of keys, never with the number of messages.
-- **Phase two** reads the same messages again and writes each kept one (the latest of its key) to a new
-  compacted ledger as one single-message entry carrying its original offset, publish time and metadata
-  (key, properties, event time, producer, sequence id, schema version, ordering key): batches are split.
+- **Tombstones kept** (pulsarlike; Pulsar's compactor keeps none): a key whose latest message is a tombstone
+  at or after ``keep_tombstones_from`` keeps that tombstone, so that a compacted reader positioned before it
+  -- one that may hold the key's older value -- still reads the deletion. The broker passes the lowest
+  position of the compacted readers it knows (see :mod:`broker_core.core.persistent.compacted_readers`);
+  tombstones before it are removed with their key, as Pulsar removes them. E.g. raw ``0:k1=a 1:k2=b
+  2:k1=<tombstone> 3:k2=<tombstone>``, horizon 4, ``keep_tombstones_from=2`` keeps ``2:k1=<tombstone>
+  3:k2=<tombstone>``; ``keep_tombstones_from=3`` keeps only ``3:k2=<tombstone>``; None keeps nothing.
+- **Phase two** reads the same messages again and writes each kept one (the latest of its key, or its kept
+  tombstone) to a new compacted ledger as one single-message entry carrying its original offset, publish
+  time and metadata (key, properties, event time, producer, sequence id, schema version, ordering key,
+  ``null_value``): batches are split.
 - **Chunks:** a chunked message counts as one message, of its last chunk's offset, and is kept whole
   (every chunk entry, unchanged) or not at all; a chunked message whose chunks are incomplete is dropped.
   A chunked message still being written when the run starts (its last chunk after the end) moves the new
   horizon back to its first chunk, so that a compacted reader finds it whole in the raw log.
 
 The ledger is written by :class:`~broker_core.storage.compacted.LedgerWriter` (temp file, fsync, rename,
-then the horizon: a SIGKILL leaves the previous state). :func:`compact` is pure file work driven through a
+then the horizon: a SIGKILL leaves the previous state); with ``current=False`` it is only sealed, and the
+caller makes it current or discards it. :func:`compact` is pure file work driven through a
 ``read_raw`` function, so the topic runs it on a worker thread (see
 :mod:`broker_core.core.persistent.compaction_runs`) and the tests and bench/compaction.py call it directly.
 """
@@ -31,10 +40,10 @@ from pathlib import Path
 from broker_core.errors import AlreadyClosed, InvalidMessage, PulsarLikeError
 from broker_core.protocol import codec, pulsar_api_pb2
 from broker_core.protocol.entry import payload_of
-from broker_core.storage.compacted import FOLDER, CompactedLedger, LedgerWriter, crash_point, load
+from broker_core.storage.compacted import FOLDER, CompactedLedger, LedgerWriter, SealedLedger, crash_point, load
 from broker_core.storage.stored_entry import StoredEntry
 
-__all__ = ["CompactedLedger", "CompactionResult", "CompactionStopped", "FOLDER", "compact", "load"]
+__all__ = ["CompactedLedger", "CompactionResult", "CompactionStopped", "FOLDER", "SealedLedger", "compact", "load"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +67,13 @@ class CompactionResult:
     """messages in the new ledger"""
     read_bytes: int = 0
     """bytes of the entries phase one read"""
+    tombstones: int = 0
+    """tombstones kept in the new ledger"""
+    dropped_tombstone: int = -1
+    """the offset of the last tombstone this run removed (-1: none); a compacted reader positioned at or before
+    it may have needed it"""
+    sealed: SealedLedger | None = None
+    """the new ledger, not current yet (``compact(current=False)``): make it current or discard it"""
 
     @property
     def removed(self) -> int:
@@ -147,6 +163,7 @@ class _Latest:
     def __init__(self, retain_null_key: bool) -> None:
         self.retain_null_key = retain_null_key
         self.latest: dict[str, int] = {}
+        self.deleted: dict[str, int] = {}  # a key whose latest message is a tombstone -> that tombstone's offset
         self.groups: dict[int, list[int]] = {}  # a complete chunked message's last offset -> its chunk offsets
         self.keyless_groups: list[list[int]] = []
         self.pending: dict[str, list[int]] = {}  # chunked messages being read, by uuid
@@ -160,10 +177,14 @@ class _Latest:
             self._chunk(message)
             return
         self.read += 1
-        if message.key is not None:
-            self._set(message.key, None if message.empty else message.offset)
-        else:
+        if message.key is None:
             self.keyless += 1
+        elif message.empty:
+            self._set(message.key, None)
+            self.deleted[message.key] = message.offset
+        else:
+            self.deleted.pop(message.key, None)
+            self._set(message.key, message.offset)
 
     def _set(self, key: str, offset: int | None) -> None:
         old = self.latest.pop(key, None) if offset is None else self.latest.get(key)
@@ -198,12 +219,21 @@ class _Latest:
             if self.retain_null_key:
                 self.keyless_groups.append(offsets)
             return
+        self.deleted.pop(message.key, None)
         self._set(message.key, message.offset)  # chunked messages are never empty: no tombstone
         self.groups[message.offset] = offsets
 
     def first_pending(self) -> int | None:
         """The first chunk offset of the earliest chunked message still incomplete."""
         return min((offsets[0] for offsets in self.pending.values()), default=None)
+
+    def tombstones(self, keep_from: int | None) -> tuple[dict[str, int], int]:
+        """The tombstones to keep (those at or after ``keep_from``; None: none), by key, and the offset of the
+        last one removed (-1: none)."""
+        if keep_from is None:
+            return {}, max(self.deleted.values(), default=-1)
+        kept = {key: offset for key, offset in self.deleted.items() if offset >= keep_from}
+        return kept, max((offset for offset in self.deleted.values() if offset < keep_from), default=-1)
 
     def kept_chunks(self) -> set[int]:
         kept = {o for offsets in self.groups.values() for o in offsets}
@@ -237,6 +267,8 @@ def _single_entry(entry: StoredEntry, broker_time: int, metadata: pulsar_api_pb2
         out.ordering_key = single.ordering_key
     if single.event_time:
         out.event_time = single.event_time
+    if single.null_value:
+        out.null_value = True
     for field in ("schema_version", "replicated_from"):
         if metadata.HasField(field):
             setattr(out, field, getattr(metadata, field))
@@ -245,7 +277,15 @@ def _single_entry(entry: StoredEntry, broker_time: int, metadata: pulsar_api_pb2
     return StoredEntry(offset, 1, entry.publish_time, entry.ledger_id, prefix + codec.encode_entry(out, payload))
 
 
-def _kept_entries(entry: StoredEntry, state: _Latest, chunks: set[int], horizon: int) -> Iterator[StoredEntry]:
+def _keeps(state: _Latest, tombstones: dict[str, int], key: str | None, offset: int) -> bool:
+    """Whether the message of ``key`` at ``offset`` goes to the new ledger."""
+    if key is None:
+        return state.retain_null_key
+    return state.latest.get(key) == offset or tombstones.get(key) == offset
+
+
+def _kept_entries(entry: StoredEntry, state: _Latest, tombstones: dict[str, int], chunks: set[int],
+                  horizon: int) -> Iterator[StoredEntry]:
     broker_time, metadata, payload = _decode(entry)
     if metadata.HasField("marker_type"):
         return
@@ -255,8 +295,7 @@ def _kept_entries(entry: StoredEntry, state: _Latest, chunks: set[int], horizon:
             if entry.offset in chunks:
                 yield entry
             return
-        key = _key(metadata)
-        if (state.latest.get(key) == entry.offset) if key is not None else state.retain_null_key:
+        if _keeps(state, tombstones, _key(metadata), entry.offset):
             yield entry
         return
     metas, payloads = split
@@ -264,16 +303,18 @@ def _kept_entries(entry: StoredEntry, state: _Latest, chunks: set[int], horizon:
         offset = entry.offset + i
         if offset >= horizon or single.compacted_out:
             continue
-        key = _key(single)
-        if (state.latest.get(key) == offset) if key is not None else state.retain_null_key:
+        if _keeps(state, tombstones, _key(single), offset):
             yield _single_entry(entry, broker_time, metadata, i, single, bytes(payloads[i]))
 
 
 def compact(folder: Path, previous: CompactedLedger | None, read_raw: ReadRaw, end: int, *,
-            retain_null_key: bool = False, stopping: Callable[[], bool] = lambda: False) -> CompactionResult:
+            retain_null_key: bool = False, keep_tombstones_from: int | None = None,
+            stopping: Callable[[], bool] = lambda: False, current: bool = True) -> CompactionResult:
     """One compaction run over the previous ledger and the raw log below ``end``; the new ledger is made
-    current in ``folder`` before this returns. Raises :class:`CompactionStopped` when ``stopping()`` turns
-    true, and what reading or writing raises; the previous state stays in both cases."""
+    current in ``folder`` before this returns (``current=False``: only sealed, see ``CompactionResult.sealed``).
+    ``keep_tombstones_from``: keep the tombstones at or after this offset (None: none, as Pulsar). Raises
+    :class:`CompactionStopped` when ``stopping()`` turns true, and what reading or writing raises; the previous
+    state stays in both cases."""
     state = _phase_one(previous, read_raw, end, retain_null_key, stopping)
     horizon = end
     first_pending = state.first_pending()
@@ -283,8 +324,9 @@ def compact(folder: Path, previous: CompactedLedger | None, read_raw: ReadRaw, e
     if previous is not None and horizon < previous.horizon:
         horizon = previous.horizon
     chunks = state.kept_chunks()
+    tombstones, dropped = state.tombstones(keep_tombstones_from)
     # only the entries holding a kept message are decoded again (most hold none: phase two is mostly reading)
-    kept_offsets = sorted({*state.latest.values(), *chunks})
+    kept_offsets = sorted({*state.latest.values(), *chunks, *tombstones.values()})
     every_entry = state.retain_null_key and state.keyless > 0
     writer = LedgerWriter(folder)
     try:
@@ -295,16 +337,19 @@ def compact(folder: Path, previous: CompactedLedger | None, read_raw: ReadRaw, e
             i = bisect.bisect_left(kept_offsets, entry.offset)
             if not every_entry and (i == len(kept_offsets) or kept_offsets[i] >= entry.end_offset):
                 continue
-            for kept in _kept_entries(entry, state, chunks, horizon):
+            for kept in _kept_entries(entry, state, tombstones, chunks, horizon):
                 writer.add(kept)
             if writer.entries > len(state.latest) // 2:  # half written (the test crash point)
                 crash_point("mid_write")
-        ledger = writer.commit(horizon)
+        kept_from = horizon if keep_tombstones_from is None else min(keep_tombstones_from, horizon)
+        sealed = writer.seal(horizon, tombstones=len(tombstones), tombstones_from=kept_from)
     except BaseException:
         writer.abort()
         raise
+    ledger = sealed.make_current() if current else sealed.ledger
     chunk_entries = sum(len(offsets) - 1 for offsets in [*state.groups.values(), *state.keyless_groups])
-    return CompactionResult(ledger, state.read, writer.entries - chunk_entries, state.read_bytes)
+    return CompactionResult(ledger, state.read, writer.entries - chunk_entries, state.read_bytes, len(tombstones),
+                            dropped, None if current else sealed)
 
 
 def describe(error: BaseException) -> str:
