@@ -111,6 +111,10 @@ class BrokerConfig:
     namespace or topic ``compactionThreshold`` policy says otherwise (0: never)."""
     topicCompactionRetainNullKey: bool = False
     """Keep the messages without a key in the compacted ledger (Pulsar 3.2+'s default: dropped)."""
+    compactionTombstoneRetentionSeconds: int = 3600
+    """pulsarlike extension: compaction keeps the tombstones a compacted reader may still have to read (see
+    docs/compaction.md); a compacted reader that left (closed, or lost its connection), or that a restart or
+    unload made the broker forget, still holds them this long (0: only the readers the broker sees now)."""
     ttlDurationDefaultInSeconds: int = 0
     """Message TTL when no ``messageTTLInSeconds`` policy applies (0: messages never expire)."""
     messageExpiryCheckIntervalInMinutes: int = 5
@@ -310,7 +314,8 @@ class BrokerConfig:
                      "brokerTopicIdleUnloadSeconds", "brokerMaxConnections", "maxHttpServerConnections",
                      "brokerMaxConnectionsPerIp", "maxStreamsPerConnection", "maxConcurrentLookupRequest",
                      "maxConcurrentRequestsPerConnection", "keepAliveIntervalSeconds",
-                     "tokenAllowedClockSkewSeconds", "brokerServiceCompactionThresholdInBytes"):
+                     "tokenAllowedClockSkewSeconds", "brokerServiceCompactionThresholdInBytes",
+                     "compactionTombstoneRetentionSeconds"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
         for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):

@@ -9,6 +9,11 @@ as Pulsar's ``__compaction`` cursor does, and keeps Pulsar's status and stats of
 - **Retention:** once a topic was compacted (or while its first run is pending), the raw messages at and after
   the horizon are held as by a durable cursor whose mark-delete position is the horizon (Pulsar's
   ``__compaction`` subscription): retention only removes what the compacted ledger already covers.
+- **Tombstones:** a run keeps the tombstones a compacted reader the broker knows of may still have to read,
+  from :meth:`~broker_core.core.persistent.compacted_readers.TombstoneKeeping.floor` on; its new ledger is
+  made current on the event loop, right after checking that no reader that came meanwhile needs a tombstone
+  the run removed (else the run is made again, once: see
+  :mod:`~broker_core.core.persistent.compacted_readers`).
 - **Threshold:** every ``brokerServiceCompactionMonitorIntervalInSeconds`` a run starts when the backlog not
   yet compacted exceeds :attr:`TopicCompaction.threshold` bytes (the ``compactionThreshold`` policy, topic
   then namespace then ``brokerServiceCompactionThresholdInBytes``; 0: off). As Pulsar measures it: after a
@@ -19,13 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import CompactionAlreadyRunning, DataLost
+from broker_core.core.persistent.compacted_readers import TombstoneKeeping
 from broker_core.core.persistent.compaction import (
     FOLDER, CompactedLedger, CompactionResult, CompactionStopped, compact, describe, load)
 from broker_core.storage.stored_entry import StoredEntry
@@ -75,7 +81,9 @@ class CompactionRecord:
                 "readThroughput": self.read_bytes / seconds if seconds else 0.0,
                 "writeThroughput": self.written_bytes / seconds if seconds else 0.0,
                 "compactedEntriesCount": len(self.ledger) if self.ledger is not None else 0,
-                "compactedEntriesSize": self.ledger.size_bytes if self.ledger is not None else 0})
+                "compactedEntriesSize": self.ledger.size_bytes if self.ledger is not None else 0,
+                # pulsarlike: how many of those entries are tombstones kept for compacted readers behind them
+                "compactedTombstonesCount": self.ledger.tombstones if self.ledger is not None else 0})
         return out
 
 
@@ -83,12 +91,13 @@ class TopicCompaction:
     """The compaction of the partition ``topic`` stored in ``directory``. ``read_raw(start, end, max)``
     reads raw entries (on the loop's thread), ``durable_end()`` is where a run stops, ``backlog_bytes(offset)``
     the stored bytes from an offset on, ``slowest()`` the slowest durable subscription's first unacknowledged
-    offset (None: no durable subscription)."""
+    offset (None: no durable subscription), ``compacted_positions()`` where the compacted readers the topic
+    knows read next (see :class:`~broker_core.core.persistent.compacted_readers.TombstoneKeeping`)."""
 
     def __init__(self, topic: str, directory: Path, config: BrokerConfig, clock: Clock,
                  read_raw: Callable[[int, int], list[StoredEntry]], durable_end: Callable[[], int],
                  backlog_bytes: Callable[[int], int], slowest: Callable[[], int | None],
-                 is_closed: Callable[[], bool]) -> None:
+                 is_closed: Callable[[], bool], compacted_positions: Callable[[], Iterable[int]] = tuple) -> None:
         self.topic = topic
         self.folder = directory / FOLDER
         self._config = config
@@ -106,6 +115,9 @@ class TopicCompaction:
         self.record.ledger = self.compacted
         self.threshold = 0
         """Compact automatically above this many bytes of backlog not yet compacted (0: off)."""
+        self.keeping = TombstoneKeeping(clock, config.compactionTombstoneRetentionSeconds * 1000,
+                                        compacted_positions, self.compacted)
+        """Which tombstones a run keeps."""
         self._run: asyncio.Future | None = None
         self._timer: asyncio.TimerHandle | None = None
 
@@ -129,24 +141,28 @@ class TopicCompaction:
 
     # ------------------------------------------------------------------ runs
     def trigger(self) -> asyncio.Future:
-        """Start a run now (on the running loop); raises :class:`CompactionAlreadyRunning` while one runs."""
+        """Start a run now (on the running loop); raises :class:`CompactionAlreadyRunning` while one runs. The
+        future is done when the run is (made again or not), with its :class:`CompactionResult`."""
         if self.running:
             raise CompactionAlreadyRunning(f"compaction already in progress on {self.topic}", topic=self.topic)
         loop = asyncio.get_running_loop()
         end = self._durable_end()
-        previous = self.compacted
-        started = self._clock.now_ms()
+        floor = self.keeping.floor()
         self.status, self.last_error = RUNNING, ""
-        log.info("event=compaction_started topic=%s horizon=%d", self.topic, end)
+        log.info("event=compaction_started topic=%s horizon=%d tombstones_from=%s", self.topic, end, floor)
+        self._run = loop.create_future()
+        self._attempt(loop, end, self.compacted, floor, self._clock.now_ms(), again=False)
+        return self._run
 
+    def _attempt(self, loop: asyncio.AbstractEventLoop, end: int, previous: CompactedLedger | None,
+                 floor: int | None, started_ms: int, *, again: bool) -> None:
         def read_raw(start: int, stop: int) -> list[StoredEntry]:  # on the compaction thread
             return asyncio.run_coroutine_threadsafe(self._read_on_loop(start, stop), loop).result(READ_TIMEOUT_S)
 
-        self._run = loop.run_in_executor(_THREAD, lambda: compact(
+        work = loop.run_in_executor(_THREAD, lambda: compact(
             self.folder, previous, read_raw, end, retain_null_key=self._config.topicCompactionRetainNullKey,
-            stopping=self._is_closed))
-        self._run.add_done_callback(lambda future: self._finished(future, started))
-        return self._run
+            keep_tombstones_from=floor, stopping=self._is_closed, current=False))
+        work.add_done_callback(lambda done: self._sealed(done, loop, end, previous, started_ms, again))
 
     async def _read_on_loop(self, start: int, stop: int) -> list[StoredEntry]:
         """Raw entries from ``start``; a damaged range fails the run (``DataLost`` names it), or with
@@ -165,14 +181,34 @@ class TopicCompaction:
                 if start >= stop:
                     return []
 
-    def _finished(self, future: asyncio.Future, started_ms: int) -> None:
+    def _sealed(self, done: asyncio.Future, loop: asyncio.AbstractEventLoop, end: int,
+                previous: CompactedLedger | None, started_ms: int, again: bool) -> None:
+        """On the loop: the run's ledger is written; make it current (what readers read from now on), unless a
+        reader that came meanwhile needs a tombstone it removed: then run again (see the module's doc)."""
+        error = done.exception() if not done.cancelled() else asyncio.CancelledError()
+        result: CompactionResult | None = None
+        if error is None:
+            result = done.result()
+            redo = None if again or self._is_closed() else self.keeping.redo_floor(result, previous)
+            if redo is not None:
+                result.sealed.discard()
+                log.info("event=compaction_again topic=%s reason=reader_before_removed_tombstone"
+                         " removed_tombstone=%d tombstones_from=%d", self.topic, result.dropped_tombstone, redo)
+                self._attempt(loop, end, previous, redo, started_ms, again=True)
+                return
+            try:
+                result.sealed.make_current()
+            except Exception as exc:  # the previous state stays current
+                result.sealed.discard()
+                error = exc
+        self._finished(result, error, started_ms)
+
+    def _finished(self, result: CompactionResult | None, error: BaseException | None, started_ms: int) -> None:
         now = self._clock.now_ms()
         record = self.record
         record.last_duration_ms = now - started_ms
         record.duration_total_ms += record.last_duration_ms
-        error = future.exception() if not future.cancelled() else asyncio.CancelledError()
         if error is None:
-            result: CompactionResult = future.result()
             self.compacted = result.ledger  # the previous one stays readable by whoever still holds it
             record.ledger = result.ledger
             record.read_bytes += result.read_bytes
@@ -181,14 +217,20 @@ class TopicCompaction:
             record.last_removed, record.last_succeed_ms = result.removed, now
             record.removed_total += result.removed
             record.succeed += 1
-            log.info("event=compaction_done topic=%s horizon=%d read=%d kept=%d removed=%d duration_ms=%d",
-                     self.topic, result.ledger.horizon, result.read, result.kept, result.removed,
-                     record.last_duration_ms)
+            log.info("event=compaction_done topic=%s horizon=%d read=%d kept=%d removed=%d tombstones=%d"
+                     " duration_ms=%d", self.topic, result.ledger.horizon, result.read, result.kept, result.removed,
+                     result.tombstones, record.last_duration_ms)
+            self._run.set_result(result)
         else:
             self.status, self.last_error = ERROR, describe(error)
             record.last_failed_ms = now
             record.failed += 1
             log.error("event=compaction_failed topic=%s error=%r", self.topic, error)
+            if isinstance(error, asyncio.CancelledError):
+                self._run.cancel()
+            else:
+                self._run.set_exception(error)
+                self._run.exception()  # recorded and logged: no "never retrieved" warning when nobody awaits it
 
     def check_threshold(self) -> bool:
         """Start a run when the backlog not yet compacted exceeds the threshold; True when one started."""

@@ -4,7 +4,9 @@ cursors stored in the topic's :class:`~broker_core.storage.cursor_store.CursorSt
 ``managedLedgerCursorFlushIntervalMs`` after they change) and readers' non-durable ones, which go with their
 last consumer. Durable subscriptions can be handled without a consumer too (create, acknowledge up to,
 activity for subscription expiration). A consumer reading compacted (``read_compacted``) has its subscription
-read a :class:`~dispatch.compacted.CompactedSource` over the topic's ``compacted`` ledger and the log."""
+read a :class:`~dispatch.compacted.CompactedSource` over the topic's ``compacted`` ledger and the log; where
+those subscriptions (and the compacted readers that left lately) are decides which tombstones compaction keeps
+(:meth:`TopicSubscriptions.compacted_positions`)."""
 from __future__ import annotations
 
 import asyncio
@@ -14,6 +16,7 @@ from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import NotAllowedError, PulsarLikeError, SubscriptionNotFound
 from broker_core.log_limits import LogLimiter
+from broker_core.core.persistent.compacted_readers import GoneReaders
 from broker_core.core.persistent.positions import ConfirmedSource
 from broker_core.core.subscription_expiry import SubscriptionActivity
 from broker_core.core.termination import Termination
@@ -58,6 +61,8 @@ class TopicSubscriptions:
         """Non-durable subscriptions by name (readers; gone with their last consumer)."""
         self.activity = SubscriptionActivity(clock)
         """Each durable subscription's last activity (subscription expiration)."""
+        self.gone_readers = GoneReaders(clock, config.compactionTombstoneRetentionSeconds * 1000)
+        """Where the compacted readers that left lately were (they may come back there)."""
         for cursor in cursors:
             self.subscriptions[cursor.name] = self._new_subscription(cursor, durable=True)
             self.activity.loaded(cursor, cursor_store.saved_at_ms(cursor.name))
@@ -116,6 +121,8 @@ class TopicSubscriptions:
             raise
         if durable:
             self.touch(subscription)
+        elif compacted is not None:
+            self.gone_readers.back(subscription)
         return sub
 
     def _create(self, name: str, start_offset: int, durable: bool, source: EntrySource | None = None) -> Subscription:
@@ -153,8 +160,25 @@ class TopicSubscriptions:
         if sub.durable and self.subscriptions.get(sub.name) is sub:
             self.touch(sub.name)
         if not sub.durable and not sub.consumers and self.readers.get(sub.name) is sub:
+            self._reader_gone(sub)
             del self.readers[sub.name]
             sub.close()
+
+    def _reader_gone(self, sub: Subscription) -> None:
+        if isinstance(sub.source, CompactedSource):
+            self.gone_readers.left(sub.name, sub.first_unacked_offset())
+
+    def compacted_positions(self) -> list[int]:
+        """The first unacknowledged offset of each subscription that reads the compacted view (readers, durable
+        subscriptions whose consumers read it, connected or not) or may (a durable subscription no consumer
+        attached to since the topic loaded), and where the compacted readers that left lately were: compaction
+        keeps the tombstones from the lowest on (:mod:`~broker_core.core.persistent.compacted_readers`)."""
+        positions = [sub.first_unacked_offset() for sub in self.readers.values()
+                     if isinstance(sub.source, CompactedSource)]
+        positions.extend(sub.first_unacked_offset() for sub in self.subscriptions.values()
+                         if isinstance(sub.source, CompactedSource) or sub.sub_type is None)
+        positions.extend(self.gone_readers.positions())
+        return positions
 
     def drop_idle_reader(self, sub: Subscription) -> None:
         """Drop reader subscription ``sub`` kept by ``consumer_left(keep_reader=True)`` if no consumer came
@@ -172,6 +196,8 @@ class TopicSubscriptions:
         if others and not force:
             raise NotAllowedError(f"subscription {subscription!r} on {self.topic} has {len(others)} other"
                                   " connected consumer(s); close them first")
+        if not durable:
+            self._reader_gone(sub)
         del subs[subscription]
         sub.close()
         if sub.durable:
@@ -257,3 +283,4 @@ class TopicSubscriptions:
         """Forget every subscription (the topic was deleted)."""
         self.subscriptions.clear()
         self.readers.clear()
+        self.gone_readers.clear()

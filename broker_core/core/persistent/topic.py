@@ -114,7 +114,7 @@ class PersistentTopic:
         self.compaction = TopicCompaction(
             self.topic, directory, config, clock, lambda start, end: self.log.read(start, 1000, 4 << 20, end),
             lambda: self.journal.confirmed_end_offset, lambda offset: bytes_from(self.log, offset),
-            self._slowest_durable, is_closed)
+            self._slowest_durable, is_closed, self._subs.compacted_positions)
         self._retention = TopicRetention(self.topic, config, clock, self.log, self.journal, self._subs, executor,
                                          is_closed=is_closed, held_from=self.compaction.held_from)
         self._operations = TopicOperations(self.topic, self.log, self.journal, self.termination, self._producers,
