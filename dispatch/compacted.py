@@ -17,6 +17,13 @@ next offset in whatever ledger is current then. Every message it has not read ye
 still alive is there (the newer ledger keeps, for each key, the latest message below a horizon at least as
 high, and that message is at or after the reader's position unless the reader already had it) and nothing
 comes twice (offsets only grow).
+
+Deletions are there too: a run keeps a key's tombstone (the key with an empty payload or ``null_value``, as
+produced) while a compacted reader the broker knows may be before it -- one that may hold the key's older
+value (see :mod:`broker_core.core.persistent.compacted_readers`). In the example above, a reader that had
+read 0 and 1 (it holds ``k2=b``) when the run compacted to 5 makes it keep ``3:k2=<tombstone>``; the reader
+then reads ``2:k1=c 3:k2=<tombstone> 4:k3=d`` and removes ``k2``, as it would have read raw. A kept tombstone
+is a kept entry like the others here.
 """
 from __future__ import annotations
 

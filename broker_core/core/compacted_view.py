@@ -4,7 +4,9 @@ A consumer session reading compacted asks this view, not the topic, where earlie
 message and a publish time are: below the compaction horizon only the kept messages exist (see
 :mod:`dispatch.compacted`). E.g. raw ``0:k1=a 1:k1=b 2:k2=<tombstone>`` compacted at horizon 3 keeps only
 offset 1: the view's last message is 1 (the topic's is 2, which a compacted reader never receives, so a
-client comparing with 2 would wait forever in ``has_message_available``), its earliest is 1.
+client comparing with 2 would wait forever in ``has_message_available``), its earliest is 1. Had a compacted
+reader been before 2 when the run compacted it, the run would have kept the tombstone for that reader
+(:mod:`broker_core.core.persistent.compacted_readers`), and 2 would be the view's last message.
 
 The topic's ``compacted`` ledger is read on every call: a compaction may swap it at any time.
 """

@@ -13,9 +13,14 @@ Listeners (:meth:`TableView.for_each_and_listen`) are called on that thread, in 
 ``b""``). A listener that raises is logged and the others still run.
 
 The compacted reader gives the same table as a raw read from the earliest message, only sooner: below the
-compaction horizon it skips what a later message of the same key replaced. Partitions added to the topic are
-read from their first message (the reader's consumer subscribes them, :mod:`connector.client.
-partition_updates`).
+compaction horizon it skips what a later message of the same key replaced. That holds while the view is
+behind a compaction too (a slow listener, a full receiver queue, a reconnection): a pulsarlike broker keeps the
+tombstones a compacted reader it knows may still need, so a key deleted meanwhile is removed here and the
+listeners hear it (``b""``), as for any update. Pulsar's compactor keeps none; against an Apache Pulsar broker
+a view behind a compaction keeps such a key (docs/compaction.md says how the two differ and the bound: a view
+gone longer than the broker's ``compactionTombstoneRetentionSeconds`` may miss deletions too). Partitions
+added to the topic are read from their first message (the reader's consumer subscribes them,
+:mod:`connector.client.partition_updates`).
 
 ``keys()``, ``values()``, ``items()`` and ``in`` are pulsarlike's (the Java client's ``keySet``, ``values``,
 ``entrySet``, ``containsKey``); pulsar-client's Python ``TableView`` has ``get``, ``for_each``,
