@@ -18,16 +18,24 @@ DES         ``htpasswd -d``                      the C library's ``crypt(3)`` th
 Anything else (bcrypt ``$2y$``, ``{SHA}``, plain text) is refused by :func:`scheme_of` with the formats to
 use instead. :func:`verify` compares in constant time (``hmac.compare_digest``).
 
+What a check costs is its :class:`HashCost` (scheme, rounds, salt length; the password's length is the
+client's): :func:`decoy` makes a stored hash of a given cost that no password is known to match, so that an
+unknown user's password can be checked at exactly the cost of a known user's (:mod:`.decoys`).
+
 Example::
 
     verify("admin", "$apr1$GBIYZYFZ$MzLcPrvoUky16mLcK6UtX/")   # True
+    cost_of("$6$rounds=20000$saltsalt$...")                    # HashCost("$6$", 20000, 8)
+    verify("admin", decoy(cost_of(stored)))                    # False, after the same work as verify(.., stored)
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import re
+import secrets
 import warnings
+from typing import Callable, NamedTuple
 
 ITOA64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 APR1, MD5, SHA256, SHA512, DES = "$apr1$", "$1$", "$5$", "$6$", "des"
@@ -41,6 +49,18 @@ _SHAPES = {
     SHA512: re.compile(rf"\$6\$(rounds=\d+\$)?[^$]{{0,16}}\${_CHARS}{{86}}"),
     DES: re.compile(rf"{_CHARS}{{13}}"),
 }
+
+
+class HashCost(NamedTuple):
+    """Everything of a stored hash that makes checking a password against it slower or faster."""
+
+    scheme: str
+    """``$apr1$``, ``$1$``, ``$5$``, ``$6$`` or ``des``: the hash function."""
+    rounds: int
+    """Its iterations: 1,000 for MD5-crypt and APR1 (fixed), ``rounds=`` for SHA-crypt (5,000 when absent,
+    clamped as the check clamps it), 25 for DES (fixed)."""
+    salt_length: int
+    """Bytes of salt hashed (SHA-crypt hashes the salt in two of three rounds, MD5-crypt too)."""
 
 
 class UnsupportedHash(ValueError):
@@ -58,22 +78,55 @@ def scheme_of(stored: str) -> str:
     raise UnsupportedHash(f"not a password hash this broker reads; use {SUPPORTED}")
 
 
-def hash_password(password: str, stored: str) -> str:
+Pause = Callable[[], None]
+"""Called every :data:`PAUSE_EVERY` rounds of a hash: a worker thread hands the GIL over there
+(:mod:`.password_checks`)."""
+PAUSE_EVERY = 256
+
+
+def hash_password(password: str, stored: str, pause: Pause | None = None) -> str:
     """``password`` hashed with the scheme and salt of ``stored`` (a well-formed hash, see :func:`scheme_of`)."""
     scheme = scheme_of(stored)
     secret = password.encode("utf-8")
     if scheme in (APR1, MD5):
-        return md5_crypt(secret, stored[len(scheme):].split("$", 1)[0].encode("utf-8"), scheme)
+        return md5_crypt(secret, stored[len(scheme):].split("$", 1)[0].encode("utf-8"), scheme, pause)
     if scheme in (SHA256, SHA512):
-        return sha_crypt(secret, stored[len(scheme):].rsplit("$", 1)[0], scheme)
+        return sha_crypt(secret, stored[len(scheme):].rsplit("$", 1)[0], scheme, pause)
     crypt = _crypt_module()
     assert crypt is not None  # scheme_of refused DES without it
     return str(crypt.crypt(password, stored[:2]))
 
 
-def verify(password: str, stored: str) -> bool:
+def verify(password: str, stored: str, pause: Pause | None = None) -> bool:
     """Whether ``password`` hashes to ``stored``, compared in constant time."""
-    return hmac.compare_digest(hash_password(password, stored).encode("utf-8"), stored.encode("utf-8"))
+    return hmac.compare_digest(hash_password(password, stored, pause).encode("utf-8"), stored.encode("utf-8"))
+
+
+def cost_of(stored: str) -> HashCost:
+    """The cost of checking a password against ``stored`` (a well-formed hash, see :func:`scheme_of`)."""
+    scheme = scheme_of(stored)
+    if scheme in (APR1, MD5):
+        return HashCost(scheme, MD5_ROUNDS, len(stored[len(scheme):].split("$", 1)[0].encode("utf-8")[:8]))
+    if scheme in (SHA256, SHA512):
+        rounds, _, salt = _sha_salt_field(stored[len(scheme):].rsplit("$", 1)[0])
+        return HashCost(scheme, rounds, len(salt))
+    return HashCost(DES, DES_ROUNDS, 2)
+
+
+def decoy(cost: HashCost) -> str:
+    """A stored hash of ``cost`` that no password is known to match (random salt and digest): checking a
+    password against it takes what checking one against any hash of that cost takes, and fails."""
+    salt = _random64(cost.salt_length)
+    if cost.scheme in (APR1, MD5):
+        return f"{cost.scheme}{salt}${_random64(22)}"
+    if cost.scheme in (SHA256, SHA512):
+        rounds = "" if cost.rounds == ROUNDS_DEFAULT else f"rounds={cost.rounds}$"
+        return f"{cost.scheme}{rounds}{salt}${_random64(43 if cost.scheme == SHA256 else 86)}"
+    return _random64(13)  # DES: 2 characters of salt, 11 of digest
+
+
+def _random64(length: int) -> str:
+    return "".join(secrets.choice(ITOA64) for _ in range(length))
 
 
 def _to64(value: int, length: int) -> str:
@@ -84,7 +137,10 @@ def _to64(value: int, length: int) -> str:
     return "".join(out)
 
 
-def md5_crypt(password: bytes, salt: bytes, magic: str) -> str:
+MD5_ROUNDS, DES_ROUNDS = 1000, 25
+
+
+def md5_crypt(password: bytes, salt: bytes, magic: str, pause: Pause | None = None) -> str:
     """MD5-crypt (Poul-Henning Kamp's); with ``magic`` ``$apr1$`` it is Apache's APR1."""
     salt = salt[:8]
     alternate = hashlib.md5(password + salt + password).digest()
@@ -96,7 +152,9 @@ def md5_crypt(password: bytes, salt: bytes, magic: str) -> str:
         ctx += b"\0" if length & 1 else password[:1]
         length >>= 1
     digest = hashlib.md5(ctx).digest()
-    for i in range(1000):  # the algorithm's fixed cost
+    for i in range(MD5_ROUNDS):  # the algorithm's fixed cost
+        if pause is not None and not i % PAUSE_EVERY:
+            pause()
         step = bytearray(password if i & 1 else digest)
         if i % 3:
             step += salt
@@ -112,16 +170,12 @@ def md5_crypt(password: bytes, salt: bytes, magic: str) -> str:
 ROUNDS_DEFAULT, ROUNDS_MIN, ROUNDS_MAX = 5000, 1000, 999_999_999
 
 
-def sha_crypt(password: bytes, salt_field: str, magic: str) -> str:
+def sha_crypt(password: bytes, salt_field: str, magic: str, pause: Pause | None = None) -> str:
     """SHA-256-crypt (``$5$``) or SHA-512-crypt (``$6$``), Ulrich Drepper's specification; ``salt_field`` is
     the salt, optionally after ``rounds=N$``."""
     new = hashlib.sha256 if magic == SHA256 else hashlib.sha512
     size = 32 if magic == SHA256 else 64
-    rounds, custom = ROUNDS_DEFAULT, False
-    if salt_field.startswith("rounds="):
-        count, _, salt_field = salt_field[len("rounds="):].partition("$")
-        rounds, custom = min(max(int(count), ROUNDS_MIN), ROUNDS_MAX), True
-    salt = salt_field.encode("utf-8")[:16]
+    rounds, custom, salt = _sha_salt_field(salt_field)
     alternate = new(password + salt + password).digest()
     ctx = bytearray(password + salt)
     for left in range(len(password), 0, -size):
@@ -134,6 +188,8 @@ def sha_crypt(password: bytes, salt_field: str, magic: str) -> str:
     p_bytes = _repeat(new(password * len(password)).digest(), len(password))
     s_bytes = _repeat(new(salt * (16 + digest[0])).digest(), len(salt))
     for i in range(rounds):
+        if pause is not None and not i % PAUSE_EVERY:
+            pause()
         step = bytearray(p_bytes if i & 1 else digest)
         if i % 3:
             step += s_bytes
@@ -153,6 +209,15 @@ def sha_crypt(password: bytes, salt_field: str, magic: str) -> str:
     groups.append(_to64((digest[31] << 8) | digest[30], 3) if size == 32 else _to64(digest[63], 2))
     prefix = f"{magic}rounds={rounds}$" if custom else magic
     return f"{prefix}{salt.decode('utf-8', 'replace')}${''.join(groups)}"
+
+
+def _sha_salt_field(salt_field: str) -> tuple[int, bool, bytes]:
+    """(rounds, whether ``rounds=`` was given, salt) of SHA-crypt's ``[rounds=N$]salt``."""
+    rounds, custom = ROUNDS_DEFAULT, False
+    if salt_field.startswith("rounds="):
+        count, _, salt_field = salt_field[len("rounds="):].partition("$")
+        rounds, custom = min(max(int(count), ROUNDS_MIN), ROUNDS_MAX), True
+    return rounds, custom, salt_field.encode("utf-8")[:16]
 
 
 def _repeat(block: bytes, length: int) -> bytes:
