@@ -10,6 +10,10 @@
   header and its HTTPS client certificate (:mod:`broker_core.frontends.http.admin.access`).
 - The Pulsar binary front end hands it ``CONNECT``'s ``auth_method_name`` and ``auth_data``
   (:meth:`Security.authenticate`).
+- On the event loop each front end awaits the ``_async`` form (:meth:`Security.authenticate_async`,
+  :meth:`Security.authenticate_call_async`): a Basic password is hashed on a worker thread
+  (:mod:`broker_core.security.password_checks`), never on the loop; an address that failed too many Basic
+  logins is refused with ``TooManyRequests`` (:mod:`broker_core.security.failed_logins`).
 - Both then ask :meth:`Security.authorize` (role x action x resource,
   :mod:`broker_core.security.authorization`) before doing anything, and check long-lived connections
   with :meth:`Security.still_valid` every ``authenticationRefreshCheckSeconds``.
@@ -76,7 +80,7 @@ class Security:
             elif name == "basic":
                 from broker_core.security.basic import BasicAuthentication  # only then, as tokens
 
-                self.providers[name] = BasicAuthentication.from_config(config)
+                self.providers[name] = BasicAuthentication.from_config(config, clock)
             else:
                 self.providers[name] = TlsAuthentication()
         if self.authentication_enabled and not self.providers:
@@ -93,7 +97,39 @@ class Security:
     # ------------------------------------------------------------------ authentication
     def authenticate(self, method: str, data: bytes, identity: ClientIdentity) -> Principal:
         """The principal of a client that presents ``data`` for ``method`` (``""``/``none``: nothing);
-        ``AuthenticationError`` when it is refused."""
+        ``AuthenticationError`` when it is refused (``TooManyRequests`` from an address blocked for failed
+        Basic logins). Checked on the calling thread: the event loop awaits :meth:`authenticate_async`."""
+        provider = self._provider(method, identity)
+        if isinstance(provider, Principal):
+            return provider
+        try:
+            found = provider.authenticate(data, identity)
+        except AuthenticationError as exc:
+            raise self._refused(identity, method, exc.fields.get("reason", exc.message)) from None
+        return Principal(found.role, method, found.expires_at_ms)
+
+    async def authenticate_async(self, method: str, data: bytes, identity: ClientIdentity) -> Principal:
+        """:meth:`authenticate` for the event loop: a password is hashed on a worker thread, awaited."""
+        provider = self._provider(method, identity)
+        if isinstance(provider, Principal):
+            return provider
+        try:
+            found = await provider.authenticate_async(data, identity)
+        except AuthenticationError as exc:
+            raise self._refused(identity, method, exc.fields.get("reason", exc.message)) from None
+        return Principal(found.role, method, found.expires_at_ms)
+
+    def authenticate_call(self, authorization: str | None, identity: ClientIdentity) -> Principal:
+        """A gRPC call's or HTTP request's principal from its ``authorization`` metadata or header (``Bearer
+        <token>``, ``Basic base64(user:password)``), else its TLS client certificate, else anonymous."""
+        return self.authenticate(*self._call_credentials(authorization, identity), identity)
+
+    async def authenticate_call_async(self, authorization: str | None, identity: ClientIdentity) -> Principal:
+        """:meth:`authenticate_call` for the event loop (see :meth:`authenticate_async`)."""
+        return await self.authenticate_async(*self._call_credentials(authorization, identity), identity)
+
+    def _provider(self, method: str, identity: ClientIdentity) -> AuthenticationProvider | Principal:
+        """The provider that checks ``method``, or the principal when nothing is to be checked."""
         if not self.authentication_enabled:
             return Principal(self.anonymous_role or ANONYMOUS, NO_AUTH)
         if not method or method == NO_AUTH:
@@ -102,17 +138,13 @@ class Security:
         if provider is None:
             raise self._refused(identity, method, f"authentication method {method[:32]!r} is not enabled on this "
                                 f"broker (it takes {', '.join(self.providers)})")
-        try:
-            found = provider.authenticate(data, identity)
-        except AuthenticationError as exc:
-            raise self._refused(identity, method, exc.fields.get("reason", exc.message)) from None
-        return Principal(found.role, method, found.expires_at_ms)
+        return provider
 
-    def authenticate_call(self, authorization: str | None, identity: ClientIdentity) -> Principal:
-        """A gRPC call's or HTTP request's principal from its ``authorization`` metadata or header (``Bearer
-        <token>``, ``Basic base64(user:password)``), else its TLS client certificate, else anonymous."""
+    def _call_credentials(self, authorization: str | None, identity: ClientIdentity) -> tuple[str, bytes]:
+        """(method, credentials) of a call's ``authorization``: a token, Basic credentials, else the TLS
+        client certificate, else none."""
         if not self.authentication_enabled:
-            return Principal(self.anonymous_role or ANONYMOUS, NO_AUTH)
+            return NO_AUTH, b""
         if authorization:
             scheme = authorization[:max(len(BEARER), len(BASIC))].lower()
             method = "token" if scheme.startswith(BEARER) else "basic" if scheme.startswith(BASIC) else ""
@@ -120,12 +152,11 @@ class Security:
                 raise self._refused(identity, method or "unknown", "the authorization is not one this broker takes: "
                                     f"{self._schemes()}")
             if method == "basic":
-                return self.authenticate("basic", _basic_credentials(authorization[len(BASIC):]), identity)
-            return self.authenticate("token", authorization[len(BEARER):].strip().encode("ascii", "replace"),
-                                     identity)
+                return "basic", _basic_credentials(authorization[len(BASIC):])
+            return "token", authorization[len(BEARER):].strip().encode("ascii", "replace")
         if identity.tls_subject and "tls" in self.providers:
-            return self.authenticate("tls", b"", identity)
-        return self._anonymous(identity)
+            return "tls", b""
+        return NO_AUTH, b""
 
     def still_valid(self, principal: Principal) -> bool:
         """False once the principal's credentials expired (``authenticationRefreshCheckSeconds`` checks)."""

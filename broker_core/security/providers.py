@@ -3,7 +3,9 @@
 One interface for every front end: ``authenticate(credentials, identity) -> Authenticated``, where
 ``credentials`` is what the client sent for the provider's method (a token's bytes; nothing for ``tls``) and
 ``identity`` the connection as the broker's port saw it (:class:`~broker_core.net.peers.ClientIdentity`:
-address, verified TLS client certificate's CN). Provider names are Pulsar's method names:
+address, verified TLS client certificate's CN); ``await authenticate_async(...)`` is the same check for the
+event loop, which a provider whose check is costly (``basic``: a password hash) does on a worker thread.
+Provider names are Pulsar's method names:
 
 - ``token`` (:class:`TokenAuthentication`): a JWT, see :mod:`broker_core.security.tokens`; the role
   is its ``tokenAuthClaim``, and it expires with the token;
@@ -36,6 +38,8 @@ class AuthenticationProvider(Protocol):
 
     def authenticate(self, credentials: bytes, identity: ClientIdentity) -> Authenticated: ...
 
+    async def authenticate_async(self, credentials: bytes, identity: ClientIdentity) -> Authenticated: ...
+
     def still_valid(self, authenticated: Authenticated) -> bool: ...
 
 
@@ -57,6 +61,9 @@ class TokenAuthentication:
         valid = self._validator.validate(token)
         return Authenticated(valid.role, valid.expires_at_ms)
 
+    async def authenticate_async(self, credentials: bytes, identity: ClientIdentity) -> Authenticated:
+        return self.authenticate(credentials, identity)  # a signature check: tens of microseconds
+
     def still_valid(self, authenticated: Authenticated) -> bool:
         from broker_core.security.tokens import ValidToken
 
@@ -73,6 +80,9 @@ class TlsAuthentication:
                 "AuthenticationTLS(cert, key) signed by the broker's tlsTrustCertsFilePath",
                 reason="no client certificate")
         return Authenticated(identity.tls_subject)
+
+    async def authenticate_async(self, credentials: bytes, identity: ClientIdentity) -> Authenticated:
+        return self.authenticate(credentials, identity)
 
     def still_valid(self, authenticated: Authenticated) -> bool:
         return True

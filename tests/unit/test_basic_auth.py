@@ -15,7 +15,7 @@ from broker_core.errors import AuthenticationError, InvalidConfiguration
 from broker_core.net.peers import ClientIdentity
 from broker_core.security import Security, password_hashes
 from broker_core.security.basic import BasicAuthentication, parse_htpasswd, read_conf
-from broker_core.security.password_hashes import hash_password, scheme_of, verify
+from broker_core.security.password_hashes import hash_password, md5_crypt, scheme_of, verify
 from connector.client.authentication import AuthenticationBasic, from_plugin
 
 PULSAR_DOC_LINE = "superuser:$apr1$GBIYZYFZ$MzLcPrvoUky16mLcK6UtX/"
@@ -179,7 +179,7 @@ def test_the_client_sends_basic_credentials_and_never_shows_the_password():
 def test_credentials_longer_than_htpasswd_allows_are_refused_without_hashing(monkeypatch):
     import broker_core.security.basic as basic
 
-    users = basic.BasicAuthentication(basic.parse_htpasswd("alice:" + basic.md5_crypt(b"pw", b"saltsalt", "$apr1$")))
+    users = basic.BasicAuthentication(basic.parse_htpasswd("alice:" + md5_crypt(b"pw", b"saltsalt", "$apr1$")))
     monkeypatch.setattr(basic, "verify", lambda *a: pytest.fail("a 64 KiB password was hashed"))
     with pytest.raises(AuthenticationError, match="longer than"):
         users.authenticate(b"alice:" + b"x" * 65536, ClientIdentity("127.0.0.1"))
@@ -188,7 +188,7 @@ def test_credentials_longer_than_htpasswd_allows_are_refused_without_hashing(mon
 def test_credentials_that_passed_are_not_hashed_again(monkeypatch):
     import broker_core.security.basic as basic
 
-    users = basic.BasicAuthentication(basic.parse_htpasswd("alice:" + basic.md5_crypt(b"pw", b"saltsalt", "$apr1$")))
+    users = basic.BasicAuthentication(basic.parse_htpasswd("alice:" + md5_crypt(b"pw", b"saltsalt", "$apr1$")))
     assert users.authenticate(b"alice:pw", ClientIdentity("127.0.0.1")).role == "alice"
     with pytest.raises(AuthenticationError):  # a failure is not remembered as a pass
         users.authenticate(b"alice:wrong", ClientIdentity("127.0.0.1"))
