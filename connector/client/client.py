@@ -26,10 +26,11 @@ from connector.client.enums import (
     KeySharedMode, PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode, SubscriptionMode,
     check_enum)
 from connector.client.loggers import LogRoute
-from connector.client.lookup import Lookup
+from connector.client.lookup import DEFAULT_MAX_PARTITIONS, Lookup
 from connector.client.message_id import MessageId
+from connector.client.opening import Deadline
 from connector.client.partition_consumer import ConsumerSettings, PartitionOpener
-from connector.client.partition_producer import PartitionProducer
+from connector.client.partition_producer import PartitionProducer, open_producers
 from connector.client.partition_updates import DEFAULT_INTERVAL_S, PartitionsUpdater
 from connector.client.pattern import TopicsPattern
 from connector.client.policies import (
@@ -66,7 +67,7 @@ class Client:
                  listener_name: str | None = None, tls_private_key_file_path: str | None = None,
                  tls_certificate_file_path: str | None = None,
                  partitions_update_interval_seconds: float = DEFAULT_INTERVAL_S,
-                 transport: str = "auto") -> None:
+                 transport: str = "auto", max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS) -> None:
         """``authentication``: ``AuthenticationToken(token or function)`` or ``AuthenticationTLS(cert, key)``;
         a ``pulsar+ssl://`` URL (or ``use_tls``) connects to the broker's TLS port, with the ``tls_*`` options
         of pulsar-client (docs/security.md). ``logger``: a ``logging.Logger``, ``ConsoleLogger`` or ``FileLogger``
@@ -81,7 +82,12 @@ class Client:
         ``transport`` (pulsarlike's own option): ``"grpc"`` (pulsarlike's gRPC service), ``"binary"`` (Pulsar's
         binary protocol, any Pulsar broker) or ``"auto"``: at first use, one binary ``CONNECT`` tells whose
         broker it is; against pulsarlike the faster transport, against any other broker the binary protocol
-        (:mod:`connector.client.transport_choice`). Every public API behaves the same over both."""
+        (:mod:`connector.client.transport_choice`). Every public API behaves the same over both.
+
+        ``operation_timeout_seconds`` bounds each ``create_producer``, ``subscribe`` and ``create_reader`` as a
+        whole: the lookups and the opening of every partition share one deadline (:mod:`connector.client.opening`).
+        ``max_partitions_per_topic`` (pulsarlike's own, 10,000 by default): a topic the broker says has more
+        partitions is refused with ``NotSupported`` before anything is opened (:mod:`connector.client.lookup`)."""
         _refuse_unsupported("Client", log_conf_file_path=log_conf_file_path, listener_name=listener_name)
         if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
             raise ValueError("operation_timeout_seconds and connection_timeout_ms must be > 0")
@@ -90,6 +96,9 @@ class Client:
             raise ValueError(f"partitions_update_interval_seconds={interval!r} is not valid; use seconds >= 0 "
                              "(0: off)")
         check_transport(transport)
+        if isinstance(max_partitions_per_topic, bool) or not isinstance(max_partitions_per_topic, int) \
+                or max_partitions_per_topic < 1:
+            raise ValueError(f"max_partitions_per_topic={max_partitions_per_topic!r} is not valid; use an int >= 1")
         security = Security.of(service_url, authentication, use_tls, tls_trust_certs_file_path,
                                tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path,
                                tls_private_key_file_path)
@@ -102,7 +111,7 @@ class Client:
             if self._log_route is not None:
                 self._log_route.close()
             raise
-        self._lookup = Lookup(self._connection)
+        self._lookup = Lookup(self._connection, max_partitions_per_topic)
         self._timer = TimerThread()
         self._lock = threading.Lock()
         self._children: list[Producer | Consumer] = []
@@ -132,6 +141,7 @@ class Client:
         broker cannot be reached (a restart), sends wait to be sent again and fail only at
         ``send_timeout_millis``."""
         self._check_open()
+        deadline = Deadline(self._connection.operation_timeout_s)
         binding = bind(schema, self._connection)
         compression = check_enum("compression_type", compression_type, CompressionType)
         routing = check_enum("message_routing_mode", message_routing_mode, PartitionsRoutingMode)
@@ -170,17 +180,13 @@ class Client:
             key_based_batching=batching == BatchingType.KeyBased, properties=dict(properties or {}),
             access_mode=ACCESS_MODE_TO_WIRE[access],  # type: ignore[index]
             chunking_enabled=bool(chunking_enabled))
-        num = self._lookup.partitions(name)
+        num = self._lookup.partitions(name, deadline)
         router = Router(max(num, 1), routing, scheme, message_router,  # type: ignore[arg-type]
                         start=initial_partition(num))
-        targets = [(str(TopicName.parse(name).partition(i)), i) for i in range(num)] if num \
-            else [(name, -1)]
-        producers: list[PartitionProducer] = []
+        # WaitForExclusive waits its turn however long it takes (the lookups above are bounded all the same)
+        opening = None if access == ProducerAccessMode.WaitForExclusive else deadline
+        producers = open_producers(self._connection, self._timer, name, range(num) if num else [-1], conf, opening)
         try:
-            for partition_topic, index in targets:
-                assigned = producers[0].producer_name if producers else None
-                producers.append(PartitionProducer(self._connection, self._timer, partition_topic,
-                                                   index, conf, assigned))
             # registered once the producers are open: the topic exists then (the registry wants it to)
             version = binding.register(name) if binding is not None else b""
             for producer in producers:
@@ -243,6 +249,7 @@ class Client:
         unacknowledged message (at least once, as in Pulsar).
         """
         self._check_open()
+        deadline = Deadline(self._connection.operation_timeout_s)
         _refuse_unsupported(
             "subscribe", crypto_key_reader=crypto_key_reader,
             replicate_subscription_state_enabled=replicate_subscription_state_enabled,
@@ -281,7 +288,7 @@ class Client:
         pattern = None
         if isinstance(topic, re.Pattern) or is_pattern_topic:
             pattern = TopicsPattern.parse(topic, regex_subscription_mode)  # type: ignore[arg-type]
-            topics = pattern.select(self._lookup.list_topics(pattern.namespace))
+            topics = pattern.select(self._lookup.list_topics(pattern.namespace, deadline))
             shown: str | list[str] = pattern.text
         elif isinstance(topic, (list, tuple)):
             topics = [_qualified(t) for t in topic]
@@ -316,7 +323,7 @@ class Client:
                             self._forget, create_producer=self.create_producer, letters=letters,
                             message_listener=message_listener, batch_receive_policy=batch_receive_policy,
                             positions=positions, pattern=pattern, pattern_topics=matched,
-                            pattern_auto_discovery_period=pattern_auto_discovery_period)
+                            pattern_auto_discovery_period=pattern_auto_discovery_period, deadline=deadline)
         _check_consumer_schema(consumer, binding, matched)
         return self._adopt(consumer)
 
@@ -329,13 +336,14 @@ class Client:
         """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``/``latest`` or an id). After a
         broker restart the reader resumes after the last message it returned."""
         self._check_open()
+        deadline = Deadline(self._connection.operation_timeout_s)
         _refuse_unsupported("create_reader", crypto_key_reader=crypto_key_reader,
                             crypto_failure_action=_acts_on_encryption(crypto_failure_action))
         binding = bind(schema, self._connection)
         if not isinstance(start_message_id, MessageId):
             raise TypeError("start_message_id must be a MessageId (e.g. MessageId.earliest)")
         name = _qualified(topic)
-        targets = self._lookup.expand([name])
+        targets = self._lookup.expand([name], deadline)
         specific = not (start_message_id.is_earliest() or start_message_id.is_latest())
         if specific and len(targets) > 1:
             raise errors.InvalidConfiguration(
@@ -348,18 +356,19 @@ class Client:
             subscription=subscription, sub_type=broker_pb2.EXCLUSIVE_SUB, consumer_name=reader_name or "",
             durable=False, start=start_position(start_message_id, start_message_id_inclusive,
                                                 None if len(targets) > 1 else functools.partial(
-                                                    self._last_offset, name, bool(is_read_compacted)),
+                                                    self._last_offset, name, bool(is_read_compacted), deadline),
                                                 numbering),
             start_inclusive=start_message_id_inclusive, read_compacted=bool(is_read_compacted))
         positions = ReadPositions()
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template,
-                                 ConsumerSettings(receiver_queue_size, values=binding), positions)
+                                 ConsumerSettings(receiver_queue_size, values=binding), positions, call="create_reader")
         consumer = Consumer(name, subscription, ConsumerType.Exclusive, opener, [name], self._lookup, self._timer,
-                            RedeliveryOptions(), self._forget, positions=positions)
+                            RedeliveryOptions(), self._forget, positions=positions, deadline=deadline)
         _check_consumer_schema(consumer, binding, [name])
         try:
             reader = Reader(consumer, self._lookup, name, positions, start_message_id, start_message_id_inclusive,
-                            read_compacted=bool(is_read_compacted), numbering=self._connection.positions)
+                            read_compacted=bool(is_read_compacted), numbering=self._connection.positions,
+                            deadline=deadline)
         except BaseException:
             consumer.close()
             raise
@@ -400,10 +409,10 @@ class Client:
         """The partition topics of ``topic`` (itself when not partitioned)."""
         return [t for t, _ in self._lookup.expand([_qualified(topic)])]
 
-    def _last_offset(self, topic: str, read_compacted: bool) -> int:
+    def _last_offset(self, topic: str, read_compacted: bool, deadline: Deadline | None = None) -> int:
         """The topic partition's last stored offset (of its compacted view), -1 when none or no topic yet."""
         try:
-            return self._lookup.last_message(topic, read_compacted=read_compacted).last_offset
+            return self._lookup.last_message(topic, read_compacted=read_compacted, deadline=deadline).last_offset
         except errors.TopicNotFound:
             return -1
 

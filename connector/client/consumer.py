@@ -32,6 +32,7 @@ from connector.client.listener import MessageListener
 from connector.client.lookup import Lookup
 from connector.client.message import Message
 from connector.client.message_id import MessageId
+from connector.client.opening import Deadline
 from connector.client.partition_consumer import PartitionConsumer, PartitionOpener
 from connector.client.partitions import ConsumerPartitions
 from connector.client.pattern import PatternWatcher, TopicsPattern
@@ -55,8 +56,10 @@ class Consumer:
                  batch_receive_policy: ConsumerBatchReceivePolicy | None = None,
                  positions: ReadPositions | None = None, pattern: TopicsPattern | None = None,
                  pattern_topics: list[str] | None = None, pattern_auto_discovery_period: int = 60,
-                 clock: Callable[[], float] | None = None) -> None:
-        """``clock``: milliseconds for the redelivery trackers (tests move a fake one)."""
+                 clock: Callable[[], float] | None = None, deadline: Deadline | None = None) -> None:
+        """``clock``: milliseconds for the redelivery trackers (tests move a fake one); ``deadline``: the
+        subscribe call's (:mod:`connector.client.opening`): every partition is opened within it, or none is
+        kept."""
         self._topic = topic
         self._subscription = subscription_name
         self._consumer_type = consumer_type
@@ -81,7 +84,7 @@ class Consumer:
         self._on_taken: Callable[[Message], None] | None = _all_of(hooks)
         """Runs for each message handed out, when something needs it (ack timeout, a reader's position)."""
         self._partitions = ConsumerPartitions()
-        self._partitions.add(self._open(topics))
+        self._partitions.add(self._open(topics, deadline=deadline))
         self._topics_lock = threading.Lock()
         """Serializes the two that change the topics: pattern discovery and :meth:`update_partitions`."""
         self._bases = [t for t in topics if TopicName.parse(t).partition_index < 0]
@@ -96,9 +99,10 @@ class Consumer:
                                            lambda: lookup.list_topics(pattern.namespace), self._topics_changed)
             self._watcher.start()
 
-    def _open(self, topics: list[str], from_earliest: bool = False) -> list[PartitionConsumer]:
+    def _open(self, topics: list[str], from_earliest: bool = False,
+              deadline: Deadline | None = None) -> list[PartitionConsumer]:
         return self._opener.open(topics, self._queue, self._redelivery.redeliver_later, self._dead_letters,
-                                 from_earliest=from_earliest)
+                                 from_earliest=from_earliest, deadline=deadline, shown=self.topic())
 
     def start_listener(self, listener: Callable[[Any, Message], None], owner: Any) -> None:
         """Call ``listener(owner, msg)`` for every message, on a thread of its own (a Reader passes itself)."""
@@ -320,13 +324,14 @@ class Consumer:
             if self._closed:
                 return
             missing: list[str] = []
+            deadline = Deadline(self._lookup.operation_timeout_s)
             for base, open_topics in self._partitions.partitions_of(self._bases).items():
                 parsed = TopicName.parse(base)
-                names = [str(parsed.partition(i)) for i in range(self._lookup.partitions(base))]
+                names = [str(parsed.partition(i)) for i in range(self._lookup.partitions(base, deadline))]
                 missing.extend(name for name in names if name not in open_topics)
             if not missing:
                 return
-            if not self._adopt(self._open(missing, from_earliest=True)):
+            if not self._adopt(self._open(missing, from_earliest=True, deadline=deadline)):
                 return
         log.info("event=consumer_partitions_added subscription=%s topics=%s", self._subscription, ",".join(missing))
 

@@ -28,6 +28,7 @@ from connector.client.connection import Connection
 from connector.client.consume_stream import PartitionStream
 from connector.client.message import EntryInfo, Message, decode_error
 from connector.client.message_id import MessageId
+from connector.client.opening import Deadline, open_all
 from connector.client.permits import PermitWindow, Undecodable, Unreadable
 from connector.client.receive_queue import ReceiveQueue
 from connector.client.timer import TimerThread
@@ -289,13 +290,15 @@ class PartitionOpener:
     the last message it handed out."""
 
     def __init__(self, connection: Connection, timer: TimerThread, lookup: "Lookup", template: broker_pb2.Subscribe,
-                 settings: ConsumerSettings, positions: "ReadPositions | None" = None) -> None:
+                 settings: ConsumerSettings, positions: "ReadPositions | None" = None, call: str = "subscribe") -> None:
+        """``call`` names the client call in the errors of an opening (``subscribe``, ``create_reader``)."""
         self._connection = connection
         self._timer = timer
         self._lookup = lookup
         self._template = template
         self.settings = settings
         self._positions = positions
+        self._call = call
 
     @property
     def read_compacted(self) -> bool:
@@ -303,26 +306,31 @@ class PartitionOpener:
         return self._template.read_compacted
 
     def open(self, topics: list[str], queue: ReceiveQueue, redeliver_later: Callable[[PartitionConsumer], None],
-             dead_letters: "DeadLetters | None", *, from_earliest: bool = False) -> list[PartitionConsumer]:
-        """``from_earliest``: partitions added to a topic after the consumer looked -- a subscription they do
-        not have yet, or a reader, starts at their first message (producers may have used them first)."""
-        subs: list[PartitionConsumer] = []
-        try:
-            for partition_topic, index in self._lookup.expand(topics):
-                request = broker_pb2.Subscribe()
-                request.CopyFrom(self._template)
-                request.topic = partition_topic
-                request.partition_index = index
-                if from_earliest:
-                    request.initial_position = broker_pb2.EARLIEST
-                    if not request.durable:
-                        request.start.CopyFrom(broker_pb2.Position(earliest=True))
-                positions = self._positions
-                resume = functools.partial(positions.next_offset, partition_topic) if positions else None
-                subs.append(PartitionConsumer(self._connection, self._timer, request, self.settings, queue,
-                                              redeliver_later, dead_letters, resume))
-        except BaseException:
-            for sub in subs:
-                sub.close()
-            raise
-        return subs
+             dead_letters: "DeadLetters | None", *, from_earliest: bool = False,
+             deadline: Deadline | None = None, shown: str | None = None) -> list[PartitionConsumer]:
+        """The partition consumers of ``topics``, looked up and opened within ``deadline`` (one operation
+        timeout from now when None), :data:`~connector.client.opening.OPEN_CONCURRENCY` at a time; on a refusal
+        or ``Timeout`` those opened are closed (:func:`~connector.client.opening.open_all`). ``shown`` names the
+        call in a ``Timeout``. ``from_earliest``: partitions added to a topic after the consumer looked -- a
+        subscription they do not have yet, or a reader, starts at their first message (producers may have used
+        them first)."""
+        if deadline is None:
+            deadline = Deadline(self._lookup.operation_timeout_s)
+        targets = self._lookup.expand(topics, deadline)
+        positions = self._positions
+
+        def open_one(target: tuple[str, int]) -> PartitionConsumer:
+            partition_topic, index = target
+            request = broker_pb2.Subscribe()
+            request.CopyFrom(self._template)
+            request.topic = partition_topic
+            request.partition_index = index
+            if from_earliest:
+                request.initial_position = broker_pb2.EARLIEST
+                if not request.durable:
+                    request.start.CopyFrom(broker_pb2.Position(earliest=True))
+            resume = functools.partial(positions.next_offset, partition_topic) if positions else None
+            return PartitionConsumer(self._connection, self._timer, request, self.settings, queue,
+                                     redeliver_later, dead_letters, resume)
+        what = f"{self._call} on {shown or ', '.join(topics)} (subscription {self._template.subscription})"
+        return open_all(targets, open_one, PartitionConsumer.close, deadline, what)

@@ -13,24 +13,51 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from broker_core import errors
 from broker_core.protocol.compression import compress_payload
 from broker_core.protocol.entry_limits import FRAME_PADDING
+from broker_core.types import TopicName
 
 from connector.client import chunking_producer
 from connector.client.batching import PLAIN_HEADERS, PLAIN_LIMIT, BatchContainer, PendingEntry
 from connector.client.callbacks import ChunkedSend, SyncWaiter, complete_callbacks
 from connector.client.connection import Connection
 from connector.client.key_based import KeyBasedBatchContainer
+from connector.client.opening import Deadline, open_all
 from connector.client.produce_channel import ProducerChannel
 from connector.client.producer_conf import ProducerConf, check_sequence_id
 from connector.client.timer import TimerThread
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PartitionProducer", "SyncWaiter"]
+__all__ = ["PartitionProducer", "SyncWaiter", "close_unused", "open_producers"]
+
+
+def open_producers(connection: Connection, timer: TimerThread, topic: str, indexes: Sequence[int], conf: ProducerConf,
+                   deadline: Deadline | None, producer_name: str | None = None) -> list["PartitionProducer"]:
+    """The producers of ``topic``'s partitions ``indexes`` (``[-1]``: the topic itself, not partitioned), opened
+    within ``deadline`` (None: as long as it takes, a ``WaitForExclusive`` producer's way) by
+    :func:`~connector.client.opening.open_all`: on a refusal or ``Timeout`` those opened are closed. Without a
+    ``producer_name`` (nor one in ``conf``) the first is opened alone: the broker names it, the others take
+    its name."""
+    parsed = TopicName.parse(topic)
+    named: list[str] = [producer_name] if producer_name else []
+
+    def open_one(index: int) -> PartitionProducer:
+        partition_topic = topic if index < 0 else str(parsed.partition(index))
+        producer = PartitionProducer(connection, timer, partition_topic, index, conf, named[0] if named else None)
+        if not named:
+            named.append(producer.producer_name)
+        return producer
+    return open_all(indexes, open_one, close_unused, deadline, f"create_producer on {topic}",
+                    lead=not named and not conf.producer_name)
+
+
+def close_unused(producer: "PartitionProducer") -> None:
+    """Close a producer opened for a call that failed (nothing was sent on it)."""
+    producer.close(timeout_s=1)
 
 
 class PartitionProducer:

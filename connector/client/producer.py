@@ -11,7 +11,8 @@ from broker_core import errors
 
 from connector.client.callbacks import SyncWaiter
 from connector.client.message_id import MessageId
-from connector.client.partition_producer import PartitionProducer
+from connector.client.opening import open_all
+from connector.client.partition_producer import PartitionProducer, close_unused
 from connector.client.routing import Router
 
 log = logging.getLogger(__name__)
@@ -87,14 +88,10 @@ class Producer:
         have = len(self._partitions)
         if count <= have:
             return
-        added: list[PartitionProducer] = []
-        try:
-            for index in range(have, count):
-                added.append(self._open_partition(index))
-        except BaseException:
-            for producer in added:
-                producer.close(timeout_s=1)
-            raise
+        # several at a time; all or none (a failure closes those opened). Not the caller's call: no deadline
+        # but each opening's own operation timeout.
+        added = open_all(range(have, count), self._open_partition, close_unused, None,
+                         f"adding partitions {have}..{count - 1} to the producer on {self._topic}")
         with self._grow_lock:
             if not self._closed:
                 partitions = self._partitions + added

@@ -17,6 +17,7 @@ from connector.client.consumer import Consumer
 from connector.client.lookup import Lookup
 from connector.client.message import Message
 from connector.client.message_id import MessageId
+from connector.client.opening import Deadline
 from connector.client.positions import ReadPositions
 from connector.client.transport import DENSE, Positions
 
@@ -40,7 +41,9 @@ class Reader:
 
     def __init__(self, consumer: Consumer, lookup: Lookup, topic: str, positions: ReadPositions,
                  start_message_id: MessageId, inclusive: bool, *, read_compacted: bool = False,
-                 numbering: Positions = DENSE) -> None:
+                 numbering: Positions = DENSE, deadline: Deadline | None = None) -> None:
+        """``deadline``: create_reader's (:mod:`connector.client.opening`), for the last messages a start at
+        the latest message looks up."""
         self._consumer = consumer
         self._numbering = numbering
         """The transport's positions (the message ids of another broker are not offsets)."""
@@ -49,15 +52,16 @@ class Reader:
         self._topic = topic
         self._positions = positions
         self._inclusive = inclusive
-        self._set_start(start_message_id)
+        self._set_start(start_message_id, deadline)
 
-    def _set_start(self, start: MessageId | int) -> None:
+    def _set_start(self, start: MessageId | int, deadline: Deadline | None = None) -> None:
         """Where the next message is expected, per partition topic (unknown for earliest or a time)."""
         for topic in self._consumer.partition_topics():
             if isinstance(start, int) or start.is_earliest():
                 self._positions.forget(topic)
             elif start.is_latest():
-                last = self._lookup.last_message(topic, read_compacted=self._read_compacted).last_offset
+                last = self._lookup.last_message(topic, read_compacted=self._read_compacted,
+                                                 deadline=deadline).last_offset
                 self._positions.set(topic, last if self._inclusive else last + 1)
             else:
                 self._positions.set(topic, self._numbering.position(start) + (0 if self._inclusive else 1))

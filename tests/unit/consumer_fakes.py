@@ -99,10 +99,10 @@ class FakeClock:
 class FakeLookup:
     operation_timeout_s = 5.0
 
-    def expand(self, topics: list[str]) -> list[tuple[str, int]]:
+    def expand(self, topics: list[str], deadline=None) -> list[tuple[str, int]]:
         return [(topic, -1) for topic in topics]
 
-    def last_message(self, topic: str, *, read_compacted: bool = False) -> broker_pb2.LastMessageId:
+    def last_message(self, topic: str, *, read_compacted: bool = False, deadline=None) -> broker_pb2.LastMessageId:
         return broker_pb2.LastMessageId(last_offset=-1)
 
 
