@@ -17,7 +17,8 @@ is dropped without searching the receive queue:
 - :class:`Undecodable` (its entry could not be decoded) returns the permit, acknowledges the entry and
   raises the entry's ``MessageDecodeError``;
 - :class:`Unreadable` (the broker could not read the next message: a damaged stored range) raises its
-  ``DataLost``.
+  ``DataLost``; the binary transport reports an entry its positions cannot hold the same way (a
+  ``MessageDecodeError``, the entry already acknowledged by its real id).
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.ack_set import from_words
 from broker_core.protocol.codec.entries import broker_entry_prefix, encode_entry
+from broker_core.protocol.status import error_from_proto
 from connector.client import entries
 from connector.client.binary.consuming import ConsumeAdapter, num_messages, stored_bytes
 from connector.client.binary.positions import PackedPositions
@@ -350,9 +351,23 @@ def test_requests_made_before_the_subscription_is_answered_go_out_after_it():
     assert [c.flow.messagePermits for c in stream.conn.of(T.FLOW)] == [5, 100]
 
 
-def test_an_id_beyond_packed_positions_ends_the_stream_with_a_clear_error():
+@pytest.mark.parametrize("ledger,entry_id,count,field", [(LEDGER + (1 << 30), 0, 1, "ledger_id"),
+                                                         (LEDGER, 1 << 24, 1, "entry_id"),
+                                                         (LEDGER, 3, (1 << 17) + 1, "num_messages_in_batch")])
+def test_an_entry_beyond_packed_positions_is_acknowledged_by_its_real_id_reported_once_and_passed_over(
+        ledger, entry_id, count, field):
     stream = Stream(subscribe(), PackedPositions(base_ledger=LEDGER)).start()
-    stream.deliver(LEDGER + (1 << 30), 0, entry(1))
-    assert isinstance(stream.ends[0], errors.NotSupported)
-    assert len(stream.conn.of(T.CLOSE_CONSUMER)) == 1 and stream.kinds() == ["subscribed"]
+    stream.deliver(ledger, entry_id, entry(count, payload=b""))
+    stream.deliver(LEDGER, 7, entry(1))
+    assert stream.ends == [] and stream.conn.of(T.CLOSE_CONSUMER) == []
+    assert stream.kinds() == ["subscribed", "unreadable", "deliveries"]
+    (ack,) = stream.conn.of(T.ACK)
+    assert ack.ack.ack_type == cmd.CommandAck.Individual
+    assert [(m.ledgerId, m.entryId, list(m.ack_set)) for m in ack.ack.message_id] == [(ledger, entry_id, [])]
+    assert [c.flow.messagePermits for c in stream.conn.of(T.FLOW)] == [100, count]
+    error = error_from_proto(stream.responses[1].unreadable)
+    assert isinstance(error, errors.MessageDecodeError)
+    assert (error.field, error.topic, error.ledger_id, error.entry_id) == (field, TOPIC, ledger, entry_id)
+    assert error.value > error.limit and str(error.limit) in error.message
+    assert [e.entry_id for e in stream.entries()] == [stream.transport.positions.pack(LEDGER, 7, 0)]
 

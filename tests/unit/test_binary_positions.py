@@ -8,7 +8,7 @@ import pytest
 from broker_core import errors
 from broker_core.protocol.ack_set import from_words
 from connector.client.binary.positions import (BATCH_BITS, ENTRY_BITS, ENTRY_STRIDE, LEDGER_BITS, LEDGERS_BELOW,
-                                               EntryMemory, PackedPositions, WireIds)
+                                               MAX_BATCH_SIZE, EntryMemory, PackedPositions, WireIds)
 from connector.client.message_id import MessageId
 from connector.client.transport import DENSE
 
@@ -44,7 +44,7 @@ def test_the_messages_of_an_entry_have_consecutive_positions_and_one_past_the_la
 
 
 @pytest.mark.parametrize("ledger,entry,index", [(BASE, 0, 0), (BASE - LEDGERS_BELOW, 5, 3), (BASE + 1, 50_000, 999),
-                                                (BASE + 7_000_000, (1 << 24) - 1, 65_535)])
+                                                (BASE + 3_000_000, (1 << 24) - 1, 131_071)])
 def test_entry_of_gives_the_real_ids_back(ledger, entry, index):
     positions = packed()
     assert positions.entry_of(positions.pack(ledger, entry, index)) == (ledger, entry, index)
@@ -74,21 +74,42 @@ def test_earliest_and_latest_are_numbered_as_dense_ones():
     assert packed().position(MessageId.latest) == DENSE.position(MessageId.latest)
 
 
-@pytest.mark.parametrize("ledger,entry,index,words", [
-    (BASE - LEDGERS_BELOW - 1, 0, 0, "ledger"),
-    (BASE + (1 << LEDGER_BITS), 0, 0, "ledger"),
-    (BASE, 1 << ENTRY_BITS, 0, "entry id"),
-    (BASE, -1, 0, "entry id"),
-    (BASE, 0, 1 << BATCH_BITS, "batch index"),
+def test_the_limits_are_the_documented_ones():
+    """Module docstring: ~1M older and ~3.1M newer ledgers, 16.7M entries per ledger, 131,072 messages per batch."""
+    assert (LEDGERS_BELOW, (1 << LEDGER_BITS) - LEDGERS_BELOW) == (1_048_576, 3_145_728)
+    assert (1 << ENTRY_BITS, MAX_BATCH_SIZE) == (16_777_216, 131_072)
+
+
+@pytest.mark.parametrize("ledger,entry,index,words,field,value,limit", [
+    (BASE - LEDGERS_BELOW - 1, 0, 0, "ledger", "ledger_id", BASE - LEDGERS_BELOW - 1,
+     BASE + (1 << LEDGER_BITS) - LEDGERS_BELOW - 1),
+    (BASE + (1 << LEDGER_BITS), 0, 0, "ledger", "ledger_id", BASE + (1 << LEDGER_BITS),
+     BASE + (1 << LEDGER_BITS) - LEDGERS_BELOW - 1),
+    (BASE, 1 << ENTRY_BITS, 0, "entry id", "entry_id", 1 << ENTRY_BITS, (1 << ENTRY_BITS) - 1),
+    (BASE, -1, 0, "entry id", "entry_id", -1, (1 << ENTRY_BITS) - 1),
+    (BASE, 0, 1 << BATCH_BITS, "batch index", "batch_index", 1 << BATCH_BITS, (1 << BATCH_BITS) - 1),
 ])
-def test_an_id_beyond_the_limits_is_refused_clearly(ledger, entry, index, words):
-    with pytest.raises(errors.NotSupported, match=words):
+def test_an_id_beyond_the_limits_is_refused_naming_the_field_its_value_and_the_limit(ledger, entry, index, words,
+                                                                                    field, value, limit):
+    with pytest.raises(errors.NotSupported, match=words) as refused:
         packed().pack(ledger, entry, index)
+    assert (refused.value.field, refused.value.value, refused.value.limit) == (field, value, limit)
+
+
+def test_a_batch_of_70_000_messages_fits_and_its_last_position_stays_before_the_next_entry():
+    ids = wire()
+    first = ids.delivered(BASE, 10, 70_000)
+    assert ids.positions.entry_of(first + 69_999) == (BASE, 10, 69_999)
+    assert first + 70_000 < ids.positions.pack(BASE, 11, 0)
+    assert triples(ids.individual([(first + 69_999, first + 70_000)]))[0][:2] == (BASE, 10)
 
 
 def test_a_batch_too_large_for_the_layout_is_refused():
-    with pytest.raises(errors.NotSupported, match="at most 65536 messages"):
-        packed().check_batch_size(BASE, 0, 65_537)
+    with pytest.raises(errors.NotSupported, match="at most 131072 messages") as refused:
+        packed().check_batch_size(BASE, 0, 131_073)
+    assert (refused.value.field, refused.value.value, refused.value.limit) == ("num_messages_in_batch", 131_073,
+                                                                               131_072)
+    packed().check_batch_size(BASE, 0, 131_072)
 
 
 def test_a_position_this_client_did_not_make_is_refused():

@@ -38,7 +38,11 @@ entry id); on another broker its packed ``(ledger, entry, 0)``. The entries deli
 transport (:class:`~.positions.EntryMemory`) so that acks and redeliveries name them right, also on a stream
 reopened after a reconnection. A start or seek at a position is sent as the real id of its entry (the broker
 starts at that entry, as Pulsar's do for a reader's start id); entries wholly before the position are dropped
-here, and their permits given back, the earlier messages of a batch by the core (its ``start_floor``).
+here, and their permits given back, the earlier messages of a batch by the core (its ``start_floor``). An entry
+whose ids or batch size positions cannot hold (a ledger far from the first one seen, an entry id or a batch
+beyond their bits) is acknowledged here by its real id, its permits given back, and reported to the core as
+``Unreadable(MessageDecodeError)`` naming the field, its value and the limit: raised once in its place, the
+consumer goes on with the next entry (it used to close the stream, which the core reopened onto the same entry).
 """
 from __future__ import annotations
 
@@ -510,12 +514,8 @@ class ConsumeAdapter:
         size = num_messages(data)
         try:
             first = self._ids.delivered(_signed(mid.ledgerId), _signed(mid.entryId), size)
-        except errors.PulsarLikeError as exc:  # beyond what positions can name: this stream cannot go on
-            conn = self._conn
-            conn.request_async(T(type=CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(
-                consumer_id=message.consumer_id, request_id=conn.next_request_id())), lambda *_: None)
-            conn.unregister_consumer(message.consumer_id)
-            self._end(exc)
+        except errors.NotSupported as exc:  # beyond what positions can name: reported once, passed over
+            self._unpositionable(message, size, exc)
             return
         floor = self._floor
         if floor >= 0:
@@ -526,6 +526,29 @@ class ConsumeAdapter:
         ack_set = message.ack_set
         self._emit(Deliveries([Delivered(data, mid.ledgerId, first, size, message.redelivery_count,
                                          list(ack_set) if ack_set else ())]))
+
+    def _unpositionable(self, message: cmd.CommandMessage, size: int, exc: errors.NotSupported) -> None:
+        """An entry whose ids (or batch size) this client's positions cannot hold (:mod:`.positions`): the core
+        could neither order nor acknowledge it, and closing the stream only had the broker send it again. It is
+        acknowledged here by its real id (the broker does not redeliver it), its permits go back, and the core
+        hears of it as an unreadable message: ``receive()`` raises a ``MessageDecodeError`` once in its place
+        (naming the field, its value and the limit) and the next entry is delivered as usual."""
+        mid = message.message_id
+        ledger, entry = _signed(mid.ledgerId), _signed(mid.entryId)
+        real = pulsar_api_pb2.MessageIdData(ledgerId=mid.ledgerId, entryId=mid.entryId, partition=self._partition)
+        self._conn.send(T(type=T.ACK, ack=cmd.CommandAck(consumer_id=message.consumer_id,
+                                                          ack_type=cmd.CommandAck.Individual, message_id=[real])))
+        self._flow(size)
+        fields = exc.fields
+        log.debug("event=unpositionable_entry topic=%s ledger_id=%d entry_id=%d messages=%d field=%s value=%s "
+                  "limit=%s", self.topic, ledger, entry, size, fields.get("field"), fields.get("value"),
+                  fields.get("limit"))  # the core logs it as a WARNING with the error's message
+        error = errors.MessageDecodeError(
+            f"cannot receive the entry {ledger}:{entry} ({size} message(s)) on {self.topic}: {exc.message}. It is "
+            "acknowledged, as an undecodable message is: it will not be redelivered", topic=self.topic,
+            message_id=f"{ledger}:{entry}:{self._partition}", ledger_id=ledger, entry_id=entry, num_messages=size,
+            reason=exc.message, field=fields.get("field"), value=fields.get("value"), limit=fields.get("limit"))
+        self._emit(broker_pb2.ConsumeResponse(unreadable=error_to_proto(error)))
 
     def on_connection_lost(self, error: errors.PulsarLikeError) -> None:
         self._end(error if isinstance(error, errors.ConnectError) else errors.ConnectError(

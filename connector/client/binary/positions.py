@@ -11,22 +11,40 @@ goes on the wire.
 
 Bit layout (63 bits: a position fits the int64 and uint64 fields it travels in)::
 
-    | ledger - base + LEDGERS_BELOW : 23 | entry : 24 | batch index : 16 |
+    | ledger - base + LEDGERS_BELOW : 22 | entry : 24 | batch index : 17 |
 
 - ``base`` is the first ledger the client saw (a delivered entry's, a start or seek id's); ledgers from
-  ``base - LEDGERS_BELOW`` (~1M older) to ``base + 2**23 - LEDGERS_BELOW - 1`` (~7.3M newer) fit. Ledger ids
-  are a cluster-wide counter, so this covers a topic read for years on most clusters.
-- up to ``2**24`` (16.7M) entries per ledger (Pulsar's ``managedLedgerMaxEntriesPerLedger`` is 50,000 by
-  default) and ``2**16`` (65,536) messages per batch (a batch is at most 5 MB; Pulsar's producers default to
-  1,000 messages).
+  ``base - LEDGERS_BELOW`` (~1M older) to ``base + 2**22 - LEDGERS_BELOW - 1`` (~3.1M newer) fit. Ledger ids
+  are a cluster-wide counter: a cluster creating 60,000 ledgers a day (10,000 topics rolling over every 4
+  hours) gives one client process 50 days; a new client (a restart) takes a new base.
+- up to ``2**24`` (16.7M) entries per ledger. Pulsar's ``managedLedgerMaxEntriesPerLedger`` is 50,000 by
+  default, but a ledger is not rolled over before ``managedLedgerMinLedgerRolloverTimeMinutes`` (10): a
+  partition taking 28,000 entries a second for those 10 minutes fills it. pulsar-lite keeps one ledger per
+  topic, its entry ids counting from 0: 16.7M entries per topic.
+- up to ``2**17`` (131,072) messages per batch: Pulsar's producers default to 1,000 messages and 128 KiB per
+  batch (at most 21,845 messages of the smallest size, 6 bytes each); a producer allowed more (up to the
+  broker's 5 MB ``maxMessageSize``: 873,813 empty messages) reaches this only with tiny messages.
 - the messages of one entry have consecutive positions (``pack(l, e, 0) + i``), and ``pack(l, e, n)`` for an
   entry of ``n`` messages sits after its last message and before the next entry: "one past" arithmetic of the
   core (``position + 1``, ``[start, end)`` ranges) stays in order.
 
-Beyond these limits :class:`~broker_core.errors.NotSupported` says which one; nothing wraps around silently.
+Why these widths: the batch index took one bit from the ledger (it had 16 bits: a valid batch of 70,000
+messages stopped a consumer), not from the entry id. An entry id beyond its field is a property of the data --
+every client reading that ledger meets it -- while the ledger span is the client's own: a new client has a
+new base.
+
+Beyond these limits :class:`~broker_core.errors.NotSupported` names the field (``field``: ``ledger_id``,
+``entry_id``, ``batch_index`` or ``num_messages_in_batch``), its ``value`` and the ``limit``; nothing wraps
+around silently. The binary transport's consumer (:mod:`.consuming`) turns it into a ``MessageDecodeError``
+raised once in the entry's place, acknowledges the entry by its real id and goes on with the next one, as
+with an entry that cannot be decoded.
+
+Positions live in one client process: what outlives it (Spark's checkpoints,
+:mod:`connector.spark.message_id_offsets`) stores the broker's real ``(ledger, entry, batch index)``, so these
+widths can change between versions.
 
 Example: the first ledger seen is 4711; the message ``(ledger 4712, entry 3, batch index 2)`` is at
-``((1 + 2**20) << 40) | (3 << 16) | 2`` and ``entry_of`` of that gives ``(4712, 3, 2)`` back.
+``((1 + 2**20) << 41) | (3 << 17) | 2`` and ``entry_of`` of that gives ``(4712, 3, 2)`` back.
 """
 from __future__ import annotations
 
@@ -43,9 +61,9 @@ from connector.client.transport import Positions
 
 log = logging.getLogger(__name__)
 
-LEDGER_BITS = 23
+LEDGER_BITS = 22
 ENTRY_BITS = 24
-BATCH_BITS = 16
+BATCH_BITS = 17
 LEDGERS_BELOW = 1 << 20
 """How many ledgers older than the first one seen still fit (a reader or seek to an older topic's id)."""
 
@@ -80,18 +98,20 @@ class PackedPositions:
             base = self._fix_base(ledger)
         rel = ledger - base + LEDGERS_BELOW
         if not 0 <= rel < _LEDGER_SPAN:
+            lowest, highest = max(base - LEDGERS_BELOW, 0), base + _LEDGER_SPAN - LEDGERS_BELOW - 1
             raise errors.NotSupported(
                 f"ledger {ledger} is too far from ledger {base}, the first this client saw: a client reads "
-                f"ledgers {base - LEDGERS_BELOW}..{base + _LEDGER_SPAN - LEDGERS_BELOW - 1} (its positions pack "
-                f"the ledger in {LEDGER_BITS} bits); use a new client for it", ledger=ledger, base_ledger=base)
+                f"ledgers {lowest}..{highest} (its positions pack the ledger in {LEDGER_BITS} bits); use a new "
+                "client for it", field="ledger_id", value=ledger, lowest=lowest, limit=highest, base_ledger=base)
         if not 0 <= entry <= _ENTRY_MASK:
             raise errors.NotSupported(
                 f"entry id {entry} of ledger {ledger} is out of range: a client reads entries 0..{_ENTRY_MASK} of a "
-                f"ledger (managedLedgerMaxEntriesPerLedger must stay below {_ENTRY_MASK + 1})", entry=entry)
+                f"ledger (its positions pack the entry id in {ENTRY_BITS} bits; keep managedLedgerMaxEntriesPerLedger "
+                "and the ledger rollover time low enough)", field="entry_id", value=entry, limit=_ENTRY_MASK)
         if not 0 <= batch_index <= _BATCH_MASK:
             raise errors.NotSupported(
                 f"batch index {batch_index} of entry ({ledger}, {entry}) is out of range: a client reads batches "
-                f"of at most {MAX_BATCH_SIZE} messages", batch_index=batch_index)
+                f"of at most {MAX_BATCH_SIZE} messages", field="batch_index", value=batch_index, limit=_BATCH_MASK)
         return (rel << _LEDGER_SHIFT) | (entry << _ENTRY_SHIFT) | batch_index
 
     def _fix_base(self, ledger: int) -> int:
@@ -113,7 +133,9 @@ class PackedPositions:
         if size > MAX_BATCH_SIZE:
             raise errors.NotSupported(
                 f"entry ({ledger}, {entry}) holds {size} messages: a client reads batches of at most "
-                f"{MAX_BATCH_SIZE} messages", size=size)
+                f"{MAX_BATCH_SIZE} messages (its positions pack the batch index in {BATCH_BITS} bits); send "
+                "smaller batches (batching_max_messages)", field="num_messages_in_batch", value=size,
+                limit=MAX_BATCH_SIZE)
 
     # --- the Positions protocol ---------------------------------------------------------------------------
     def position(self, message_id: MessageId) -> int:
