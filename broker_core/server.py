@@ -130,7 +130,7 @@ class BrokerService:
         front = FrontEnd(self.registry, config, names, self.registry.schemas,
                          limits, consumer_ids, self._clock, security=security, checks=checks)
         raise_open_file_limit()  # before the budget reads it: each client connection holds a descriptor
-        budget = ConnectionBudget.from_config(config, self._clock)  # the broker's port and the web port's
+        budget = ConnectionBudget.from_config(config, self._clock)  # the broker's port's (the web port has its own)
         listener = PortListener(grpc_port, lambda identity, admitted: PulsarConnection(front, identity, admitted),
                                 peers, tls, budget)
         self.port = _bind(listener.bind, config.bindAddress, config.brokerServicePort, "brokerServicePort")
@@ -142,7 +142,7 @@ class BrokerService:
         host = advertised_host(self.config)
         front.broker_url = f"pulsar://{host}:{self.port}"
         front.broker_url_tls = f"pulsar+ssl://{host}:{self.tls_port}" if self.tls_port else ""
-        self._start_web(security, budget, host)
+        self._start_web(security, ConnectionBudget.for_web(config, self._clock), host)
         grpc.advertise(front.broker_url, f"http://{host}:{self.web_port}")
         log.info("event=broker_started address=%s:%d tls_port=%d data_dir=%s sync_mode=%s web_port=%d "
                  "web_tls_port=%d metrics=%s authentication=%s authorization=%s", self.config.bindAddress,

@@ -17,7 +17,9 @@ every socket it accepts, on the plain and the TLS port, before it reads a byte:
   ``CONNECT`` answered ``CONNECTED``). Trickling bytes does not move it.
 
 The count is of sockets, whatever is served on them: a gRPC connection counts from its accept until the
-relay says it ended, a Pulsar connection until it is lost. The gRPC front end's own limits
+relay says it ended, a Pulsar connection until it is lost. The web service port has a budget of its own
+(:meth:`ConnectionBudget.for_web`: ``maxHttpServerConnections``, and ``brokerMaxConnectionsPerIp`` counted
+apart), so web clients, slow or not, never take a place of the broker's port. The gRPC front end's own limits
 (:mod:`broker_core.net.client_limits`) count the connections *with a call open*, a subset of these
 sockets, so a client within the socket limits is never refused there for a connection counted here.
 
@@ -67,15 +69,16 @@ def open_file_limit() -> int:
     return 0 if soft == resource.RLIM_INFINITY else int(soft)
 
 
-def descriptor_budget(max_connections: int, max_open_files: int, file_limit: int) -> tuple[int, str]:
-    """The total connection limit and the name it is reported under: ``brokerMaxConnections`` when set
-    and within what ``file_limit`` leaves, else what the descriptors leave (at least 64: a broker whose limit
-    is that low cannot serve anyway, and this one still serves a few clients)."""
+def descriptor_budget(max_connections: int, max_open_files: int, file_limit: int,
+                      key: str = "brokerMaxConnections") -> tuple[int, str]:
+    """The total connection limit and the name it is reported under: ``key`` (the setting that gave
+    ``max_connections``) when set and within what ``file_limit`` leaves, else what the descriptors leave (at
+    least 64: a broker whose limit is that low cannot serve anyway, and this one still serves a few clients)."""
     if not file_limit:
-        return max_connections, "brokerMaxConnections"
+        return max_connections, key
     spare = max(file_limit - max_open_files - FD_RESERVE, 64)
     if max_connections and max_connections <= spare:
-        return max_connections, "brokerMaxConnections"
+        return max_connections, key
     return spare, "open file limit (ulimit -n)"
 
 
@@ -110,11 +113,11 @@ class ConnectionBudget:
 
     def __init__(self, max_connections: int = 0, max_connections_per_ip: int = 0,
                  handshake_timeout_s: float = 30.0, *, max_open_files: int = 0, file_limit: int | None = None,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, key: str = "brokerMaxConnections") -> None:
         """``max_open_files``: storage's own bound (``managedLedgerMaxOpenFiles``); ``file_limit``: the
-        process's open-file limit (None: read it)."""
+        process's open-file limit (None: read it); ``key``: the setting ``max_connections`` comes from."""
         self.max_connections, self._total_name = descriptor_budget(
-            max_connections, max_open_files, open_file_limit() if file_limit is None else file_limit)
+            max_connections, max_open_files, open_file_limit() if file_limit is None else file_limit, key)
         self.max_connections_per_ip = max_connections_per_ip
         self.handshake_timeout_s = handshake_timeout_s
         self.open = 0
@@ -125,9 +128,17 @@ class ConnectionBudget:
 
     @classmethod
     def from_config(cls, config, clock: Clock = SYSTEM_CLOCK) -> "ConnectionBudget":
+        """The broker's port's (plain and TLS)."""
         return cls(config.brokerMaxConnections, config.brokerMaxConnectionsPerIp,
                    float(config.handshakeTimeoutSeconds), max_open_files=config.managedLedgerMaxOpenFiles,
                    clock=clock)
+
+    @classmethod
+    def for_web(cls, config, clock: Clock = SYSTEM_CLOCK) -> "ConnectionBudget":
+        """The web service port's (plain and TLS), apart from the broker's port's."""
+        return cls(config.maxHttpServerConnections, config.brokerMaxConnectionsPerIp,
+                   float(config.handshakeTimeoutSeconds), max_open_files=config.managedLedgerMaxOpenFiles,
+                   clock=clock, key="maxHttpServerConnections")
 
     def connections(self, host: str) -> int:
         return self._per_host.get(client_host(host), 0)

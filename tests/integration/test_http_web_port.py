@@ -2,8 +2,9 @@
 one port, over HTTP (``webServicePort``) and HTTPS (``webServicePortTls``, real certificates, client
 certificates as the broker's TLS settings say), both on any free port (0); the URLs the API gives out are the
 ports as bound; ``metricsEnabled=false`` turns off ``/metrics`` only; aiohttp is imported by the first HTTP
-connection, not by the start; no reverse DNS; a stalled client holds up no one; HTTP connections count in the
-broker's connection limits; the port is closed when the broker stops."""
+connection, not by the start; no reverse DNS; a stalled client holds up no one; HTTP connections have a
+connection budget of their own (``maxHttpServerConnections``), apart from the broker port's; the port is closed
+when the broker stops."""
 from __future__ import annotations
 
 import http.client
@@ -20,6 +21,8 @@ from typing import Any
 import pytest
 
 from broker_core import Broker
+from broker_core.protocol import pulsar_commands_pb2 as cmd
+from tests.pulsar_wire import RawPulsar
 from tests.security_certs import make_tls
 from tests.waiting import wait_until
 
@@ -129,16 +132,16 @@ def test_the_web_port_is_closed_when_the_broker_stops(tmp_path):
     keep_alive.close()
 
 
-def test_http_connections_count_in_the_brokers_connection_limits(tmp_path):
-    with Broker(data_dir=tmp_path, brokerMaxConnectionsPerIp=2) as broker:
-        pulsar_socket = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+def test_http_connections_have_a_budget_of_their_own_apart_from_the_broker_ports(tmp_path):
+    with Broker(data_dir=tmp_path, maxHttpServerConnections=1, brokerMaxConnections=1) as broker:
         held = http.client.HTTPConnection("127.0.0.1", broker._service.web_port, timeout=10)
         held.request("GET", "/status.html")
-        assert held.getresponse().read() == b"OK"  # accepted and counted: two connections from 127.0.0.1
+        assert held.getresponse().read() == b"OK"  # accepted and counted: the web port's one place
         with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
             get(broker.web_url + "/status.html")
+        with RawPulsar(f"127.0.0.1:{broker.port}") as pulsar:  # the broker port's one place is still free
+            assert pulsar.connect().type == cmd.BaseCommand.CONNECTED
         held.close()
-        pulsar_socket.close()
         assert wait_until(lambda: _answers(broker.web_url + "/status.html"))
 
 

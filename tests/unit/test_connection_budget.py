@@ -1,11 +1,13 @@
 """Connection limits at accept (broker_core.net.connection_budget): per client address, in all, and what
-the open-file limit leaves; refusals logged one line per limit and interval with their count."""
+the open-file limit leaves; refusals logged one line per limit and interval with their count; the web service
+port's budget apart from the broker port's."""
 from __future__ import annotations
 
 import logging
 import resource
 
 from broker_core.clock import FakeClock
+from broker_core.config import BrokerConfig
 from broker_core.net.connection_budget import (FD_RESERVE, MAX_OPEN_FILES, ConnectionBudget, client_host,
                                                    descriptor_budget, raise_open_file_limit)
 
@@ -82,6 +84,17 @@ def test_refusals_are_one_line_per_limit_and_interval_with_their_count(caplog):
         clock.advance(10_000)
         assert b.admit("10.0.0.5", 0.0) is None
     assert len(caplog.records) == 2 and "occurrences=1000" in caplog.records[1].getMessage()
+
+
+def test_the_web_port_has_a_budget_of_its_own_refusals_naming_its_setting(caplog):
+    config = BrokerConfig(brokerMaxConnections=2, maxHttpServerConnections=1)
+    broker_port, web_port = ConnectionBudget.from_config(config), ConnectionBudget.for_web(config)
+    assert web_port.admit("10.0.0.5", 0.0) is not None
+    with caplog.at_level(logging.WARNING, logger="broker_core.net.connection_budget"):
+        assert web_port.admit("10.0.0.6", 0.0) is None
+    assert "limit=maxHttpServerConnections allowed=1" in caplog.text
+    assert broker_port.admit("10.0.0.5", 0.0) and broker_port.admit("10.0.0.6", 0.0)  # the web port took none
+    assert descriptor_budget(0, 256, 0, "maxHttpServerConnections") == (0, "maxHttpServerConnections")
 
 
 def test_the_soft_open_file_limit_is_raised_to_the_hard_one():

@@ -10,11 +10,13 @@ sets it up; every connection then goes to its protocol factory (``runner.server`
 broker's server context (client certificates requested as on the broker's TLS port, so authentication can
 read them from the transport).
 
-Each accepted connection asks the broker's :class:`~broker_core.net.connection_budget.ConnectionBudget` for a
-place first, as on the broker's port (``brokerMaxConnections``, ``brokerMaxConnectionsPerIp``, the open-file
-limit), and keeps it until the connection is lost. A TLS handshake must complete within
-``tlsHandshakeTimeoutSeconds``; it happens on the event loop, like everything else here, so a slow or silent
-client holds up no one else. Nothing here looks a name up in DNS.
+Each accepted connection asks the web port's own :class:`~broker_core.net.connection_budget.ConnectionBudget`
+for a place first (``maxHttpServerConnections``, ``brokerMaxConnectionsPerIp``, the open-file limit: see
+:meth:`~broker_core.net.connection_budget.ConnectionBudget.for_web`), and keeps it until the connection is lost.
+It is not the broker's port's budget: however many web connections are open, slow or not, they take no place
+a binary or gRPC client needs. A TLS handshake must complete within ``tlsHandshakeTimeoutSeconds``; it happens
+on the event loop, like everything else here, so a slow or silent client holds up no one else. Nothing here
+looks a name up in DNS.
 """
 from __future__ import annotations
 
