@@ -8,6 +8,10 @@ Imported by the web service port's first connection (:mod:`broker_core.frontends
 broker's start: aiohttp and the admin routes are ~100 ms of imports that a client of the broker's own port
 would otherwise wait for.
 
+Every request goes first through the port's bounds (:mod:`broker_core.frontends.http.request_limits`:
+compressed bodies refused, body size and deadline), before authentication; aiohttp is told not to inflate
+request bodies and not to linger on a body no one read (the bounds read or refuse what is left of one).
+
 A scrape takes the topics' stats on the event loop (topics live there; the handler runs there, so it reads
 them directly) and encodes them on a worker thread (:func:`~broker_core.frontends.http.metrics.exposition`),
 waiting at most ``metricsServletTimeoutMs`` for it (503 then).
@@ -31,7 +35,8 @@ log = logging.getLogger(__name__)
 
 IDLE_TIMEOUT_S = 30.0
 """An HTTP connection idle this long between requests (or before its first) is closed: it holds a place in
-the connection budget."""
+the connection budget. A request's headers must have come whole by then too (aiohttp does not move this
+deadline for bytes that trickle in), so it is the headers' deadline."""
 SHUTDOWN_TIMEOUT_S = 1.0
 """How long the broker's stop waits for requests in progress before closing their connections."""
 
@@ -98,6 +103,6 @@ async def start_app(registry: TopicRegistry, security: Security, config: BrokerC
     app = admin_app(registry, security, config, Advertised(web_url, broker_url, web_url_tls, broker_url_tls))
     app.add_routes(PublicPages(registry, config).routes())
     runner = web.AppRunner(app, access_log=None, logger=ServerLog(), keepalive_timeout=IDLE_TIMEOUT_S,
-                           shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+                           shutdown_timeout=SHUTDOWN_TIMEOUT_S, auto_decompress=False, lingering_time=0)
     await runner.setup()
     return runner

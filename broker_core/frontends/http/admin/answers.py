@@ -18,6 +18,8 @@ from typing import Any
 from aiohttp import web
 
 from broker_core import errors
+from broker_core.frontends.http.json_bounds import JsonTooLarge, measure
+from broker_core.frontends.http.request_limits import JSON_TURNS, LIMITS, read_body
 
 _STATUS: dict[type[errors.PulsarLikeError], int] = {
     errors.AuthenticationError: 401,
@@ -88,21 +90,39 @@ def text(value: str) -> web.Response:
 
 # ------------------------------------------------------------------ request bodies
 _MISSING = object()
+SMALL_JSON_BYTES = 4096
+"""A JSON body this small is parsed without waiting its turn: it holds at most ~2,000 values (0.5 ms)."""
 
 
 async def body(request: web.Request, field: str, default: Any = _MISSING) -> Any:
-    """The request's JSON body (``field`` names it in errors); ``default`` when empty (else 400)."""
-    raw = await request.read()  # over the app's client_max_size: aiohttp raises 413
+    """The request's JSON body (``field`` names it in errors); ``default`` when empty (else 400). Read within
+    the web port's bounds (:func:`~broker_core.frontends.http.request_limits.read_body`), measured before it is
+    parsed (:mod:`~broker_core.frontends.http.json_bounds`: 400 past ``httpMaxRequestJsonValues`` values),
+    then parsed on the event loop, which that bound keeps to a few milliseconds; bodies over
+    :data:`SMALL_JSON_BYTES` one at a time (``JSON_TURNS``)."""
+    raw = await read_body(request)
     if not raw.strip():
         if default is _MISSING:
             raise BadRequest(f"{field}: the request needs a JSON body")
         return default
     try:
-        return json.loads(raw)
+        if len(raw) <= SMALL_JSON_BYTES:
+            return await _parse(raw, request.app[LIMITS].max_json_values)
+        async with request.app[JSON_TURNS]:
+            return await _parse(raw, request.app[LIMITS].max_json_values)
+    except JsonTooLarge as exc:
+        if not exc.key:  # "[[[[...": deeper than MAX_DEPTH
+            raise BadRequest(f"{field}: the body's JSON is nested too deeply") from None
+        raise BadRequest(f"{field}: the body's JSON holds {exc.what} ({exc.key})") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"{field}: the body is not valid JSON ({exc})") from None
-    except RecursionError:  # "[[[[..." within the size limit: the decoder recurses once per level
+    except RecursionError:  # not after measure(); kept should the decoder ever recurse deeper than it counts
         raise BadRequest(f"{field}: the body's JSON is nested too deeply") from None
+
+
+async def _parse(raw: bytes, max_values: int) -> Any:
+    await measure(raw, max_values)
+    return json.loads(raw)
 
 
 def integer(value: Any, field: str) -> int:

@@ -4,16 +4,19 @@
 :func:`admin_app` assembles the endpoint groups (each a module of this package, each handler a translation
 of HTTP to calls on the :class:`~broker_core.core.registry.TopicRegistry`, its stores and
 :mod:`broker_core.core.topic_admin`) behind one middleware, :func:`~broker_core.frontends.http.admin.access.guard`
-(authentication, authorization, errors as ``{"reason": ...}``). Bodies over ``max_body_bytes`` are refused
-with 413 before they are read whole (aiohttp's ``client_max_size``).
+(authentication, authorization, errors as ``{"reason": ...}``), itself behind the web port's
+:func:`~broker_core.frontends.http.request_limits.request_limits` (compressed bodies refused, body size and
+deadline), which therefore hold before authentication. Serve it with aiohttp's ``auto_decompress=False``.
 
 Example (what the web service port does; see docs/admin-rest.md)::
 
     app = admin_app(registry, security, config, Advertised("http://h:8080", "pulsar://h:6650"))
-    runner = web.AppRunner(app); await runner.setup()
+    runner = web.AppRunner(app, auto_decompress=False); await runner.setup()
     await web.SockSite(runner, listening_socket).start()
 """
 from __future__ import annotations
+
+import asyncio
 
 from aiohttp import web
 
@@ -33,19 +36,21 @@ from broker_core.frontends.http.admin.tenant_routes import TenantRoutes
 from broker_core.frontends.http.admin.topic_policy_routes import TopicPolicyRoutes
 from broker_core.frontends.http.admin.topic_routes import TopicRoutes
 from broker_core.frontends.http.admin.verify_routes import VerifyRoutes
+from broker_core.frontends.http.request_limits import JSON_TURNS, LIMITS, RequestLimits, request_limits
 from broker_core.security import Security
-
-MAX_BODY_BYTES = 1 << 20
-"""Largest request body: the admin API's bodies are small JSON documents (a TenantInfo, a policy)."""
 
 
 def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig, advertised: Advertised, *,
-              max_body_bytes: int = MAX_BODY_BYTES) -> web.Application:
+              max_body_bytes: int | None = None) -> web.Application:
     """The ``/admin/v2`` application over ``registry``, checked by ``security``; ``advertised`` are the
-    broker's URLs (what ``clusters/{cluster}`` and ``brokers/leaderBroker`` answer)."""
-    app = web.Application(middlewares=[guard], client_max_size=max_body_bytes)
+    broker's URLs (what ``clusters/{cluster}`` and ``brokers/leaderBroker`` answer); ``max_body_bytes``:
+    ``httpMaxRequestSize`` unless given."""
+    limits = RequestLimits.from_config(config, max_body_bytes)
+    app = web.Application(middlewares=[request_limits, guard], client_max_size=limits.max_body_bytes)
+    app[LIMITS] = limits
+    app[JSON_TURNS] = asyncio.Lock()
     app[SECURITY] = security
-    app[MAX_BODY] = max_body_bytes
+    app[MAX_BODY] = limits.max_body_bytes
     groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), NamespacePolicyRoutes(registry),
               NamespaceRoutes(registry),
               PermissionRoutes(registry), SubscriptionRoutes(registry), TopicPolicyRoutes(registry),
