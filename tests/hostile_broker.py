@@ -90,6 +90,8 @@ class HostileBroker:
         """(connection number, producer id) of the producers open."""
         self.consumers: set[tuple[int, int]] = set()
         self.acks: list[Acked] = []
+        self.lookups_pending = 0
+        """LOOKUPs received and not answered yet (:attr:`lookup_delay_s`)."""
         self._socks: list[socket.socket] = []
         self._timers: list[threading.Timer] = []
         self._closed = False
@@ -153,7 +155,14 @@ class HostileBroker:
                 request_id=command.lookupTopic.request_id, brokerServiceUrl=self.service_url,
                 response=cmd.CommandLookupTopicResponse.Connect, authoritative=True))
             if self.lookup_delay_s > 0:
-                timer = threading.Timer(self.lookup_delay_s, send, args=(answer,))
+                with self._lock:
+                    self.lookups_pending += 1
+
+                def answer_late(answer: cmd.BaseCommand = answer) -> None:
+                    send(answer)
+                    with self._lock:
+                        self.lookups_pending -= 1
+                timer = threading.Timer(self.lookup_delay_s, answer_late)
                 timer.daemon = True
                 with self._lock:
                     self._timers.append(timer)
@@ -206,6 +215,14 @@ class HostileBroker:
         with self._lock:
             return len(self.consumers)
 
+    def settled(self) -> bool:
+        """Every lookup answered, every topic looked up got its producer or consumer, and none is open: what
+        a client opened was closed, also what it was still opening when it gave up."""
+        with self._lock:
+            counts = self.counts
+            return (self.lookups_pending == 0 and not self.producers and not self.consumers
+                    and counts.get("LOOKUP", 0) == counts.get("PRODUCER", 0) + counts.get("SUBSCRIBE", 0))
+
     def acked(self) -> list[tuple[int, int]]:
         with self._lock:
             return [(a.ledger_id, a.entry_id) for a in self.acks]
@@ -234,6 +251,7 @@ class HostileGrpcBroker(broker_pb2_grpc.PulsarLikeServicer):
         self.topics = list(topics or [])
         self._lock = threading.Lock()
         self._open = 0
+        self._handling = 0
         self.opened = 0
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=256))
         broker_pb2_grpc.add_PulsarLikeServicer_to_server(self, self.server)
@@ -248,34 +266,48 @@ class HostileGrpcBroker(broker_pb2_grpc.PulsarLikeServicer):
         return broker_pb2.TopicList(topics=self.topics)
 
     def Produce(self, request_iterator, context):  # noqa: N802
+        with self._lock:
+            self._handling += 1
         first = next(request_iterator)
         yield from self._opened(request_iterator, context, broker_pb2.ProduceResponse(opened=broker_pb2.ProducerOpened(
             producer_name=first.open.producer_name or "hostile", last_sequence_id=-1, max_message_size=5 << 20,
             topic=first.open.topic)))
 
     def Consume(self, request_iterator, context):  # noqa: N802
+        with self._lock:
+            self._handling += 1
         first = next(request_iterator).subscribe
         yield from self._opened(request_iterator, context, broker_pb2.ConsumeResponse(subscribed=broker_pb2.Subscribed(
             topic=first.topic, consumer_name=first.consumer_name or "hostile", partition_index=first.partition_index)))
 
     def _opened(self, request_iterator, context, answer):
-        if self.open_delay_s and context.is_active():
-            time.sleep(self.open_delay_s)
-        with self._lock:
-            self._open += 1
-            self.opened += 1
         try:
-            yield answer
-            for request in request_iterator:  # until the client closes or cancels the stream
-                if request.WhichOneof("request") == "close":
-                    return
+            if self.open_delay_s and context.is_active():
+                time.sleep(self.open_delay_s)
+            with self._lock:
+                self._open += 1
+                self.opened += 1
+            try:
+                yield answer
+                for request in request_iterator:  # until the client closes or cancels the stream
+                    if request.WhichOneof("request") == "close":
+                        return
+            finally:
+                with self._lock:
+                    self._open -= 1
         finally:
             with self._lock:
-                self._open -= 1
+                self._handling -= 1
 
     def open_streams(self) -> int:
         with self._lock:
             return self._open
+
+    def settled(self) -> bool:
+        """No stream open nor being opened: what a client opened was closed, also what it was still opening
+        when it gave up."""
+        with self._lock:
+            return self._open == 0 and self._handling == 0
 
     def close(self) -> None:
         self.server.stop(0)
