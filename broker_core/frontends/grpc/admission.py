@@ -4,13 +4,14 @@ with requests that decode.
 A gRPC server interceptor wraps each method of every service the broker serves (its own and health):
 
 - each call of the broker's own service is authenticated (:meth:`~broker_core.security.Security.
-  authenticate_call`: its ``authorization: Bearer <token>`` metadata, else the TLS client certificate the
-  listener verified, else anonymous) and authorized against :mod:`broker_core.frontends.grpc.rpc_access` (the
-  action and resource of its request; a stream's first request) before the servicer does anything; a
-  refusal is ``AuthenticationError`` / ``AuthorizationError``, as a status on unary calls and on a stream
-  refused before it starts (initial metadata is sent first, so the client reads the typed error), in-band
-  on a stream whose first request is refused. A stream whose token expires is ended with
-  ``AuthenticationError`` at the next ``authenticationRefreshCheckSeconds`` check
+  authenticate_call_async`: its ``authorization: Bearer <token>`` or ``Basic`` metadata -- a password hashed
+  on a worker thread --, else the TLS client certificate the listener verified, else anonymous) and
+  authorized against :mod:`broker_core.frontends.grpc.rpc_access` (the action and resource of its request;
+  a stream's first request) before the servicer does anything; a refusal is ``AuthenticationError`` /
+  ``AuthorizationError`` (``TooManyRequests`` from an address blocked for failed Basic logins), as a status
+  on unary calls and on a stream refused before it starts (initial metadata is sent first, so the client
+  reads the typed error), in-band on a stream whose first request is refused. A stream whose token expires
+  is ended with ``AuthenticationError`` at the next ``authenticationRefreshCheckSeconds`` check
   (:mod:`broker_core.security.credential_checks`);
 
 - the call is counted against the client's limits (:mod:`broker_core.net.client_limits`), streams as
@@ -81,14 +82,14 @@ class Admission(grpc.aio.ServerInterceptor):
         """The client's address (what its limits are counted under)."""
         return self._identity(context).address
 
-    def _principal(self, context: grpc.aio.ServicerContext, identity: ClientIdentity) -> Principal:
+    async def _principal(self, context: grpc.aio.ServicerContext, identity: ClientIdentity) -> Principal:
         authorization = None
         if self._security.authentication_enabled:
             for key, value in context.invocation_metadata() or ():
                 if key == "authorization":
                     authorization = value if isinstance(value, str) else value.decode("ascii", "replace")
                     break
-        return self._security.authenticate_call(authorization, identity)
+        return await self._security.authenticate_call_async(authorization, identity)
 
     def _authorize(self, principal: Principal, name: str, request: Any, peer: str) -> None:
         if not self._security.authorization_enabled:
@@ -135,7 +136,7 @@ class Admission(grpc.aio.ServerInterceptor):
                 peer = identity.address
                 request = _decode(decode, data, name)
                 if checked:
-                    self._authorize(self._principal(context, identity), name, request, peer)
+                    self._authorize(await self._principal(context, identity), name, request, peer)
                 limits.admit(peer, stream=stream)
             except InvalidMessage as exc:
                 log.warning("event=bad_request method=%s peer=%s error=%s", name, peer, exc.message)
@@ -158,7 +159,7 @@ class Admission(grpc.aio.ServerInterceptor):
             try:
                 identity = self._identity(context)
                 peer = identity.address
-                principal = self._principal(context, identity) if checked else None
+                principal = await self._principal(context, identity) if checked else None
                 limits.admit(peer, stream=True)
             except (TooManyRequests, NotAllowedError, AuthenticationError) as exc:
                 # grpc quirk: a bidirectional stream refused before its initial metadata reaches the client

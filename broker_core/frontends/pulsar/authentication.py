@@ -1,8 +1,10 @@
 """A binary protocol connection's credentials: CONNECT's, and their refresh (Pulsar's ``AUTH_CHALLENGE``).
 
-1. ``CONNECT``'s ``auth_method_name`` (``token``, ``tls``, or none) and ``auth_data`` go to the security layer
-   (:class:`~broker_core.security.Security`) with the connection's identity (address, TLS client
-   certificate's CN); a refusal is answered ``ERROR(AuthenticationError)`` and the connection closes.
+1. ``CONNECT``'s ``auth_method_name`` (``token``, ``tls``, ``basic``, or none) and ``auth_data`` go to the
+   security layer (:class:`~broker_core.security.Security`) with the connection's identity (address, TLS
+   client certificate's CN), awaited: a Basic password is hashed on a worker thread, and the connection
+   handles none of its later frames until the answer; a refusal is answered ``ERROR(AuthenticationError)``
+   and the connection closes.
 2. A principal whose credentials expire (a token's ``exp``) is checked every
    ``authenticationRefreshCheckSeconds`` (:mod:`broker_core.security.credential_checks`). Once expired, as
    Pulsar's ``ServerCnx.refreshAuthenticationCredentials``: a client that did not announce
@@ -14,8 +16,9 @@ Every refusal and disconnection logs one line with the peer and the role, never 
 """
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from broker_core.errors import AuthenticationError, PulsarLikeError
 from broker_core.protocol import pulsar_commands_pb2 as cmd
@@ -38,24 +41,47 @@ class ConnectionAuthentication:
         self._refresh_supported = False
         self._challenged = False
         self._forget: Callable[[], None] | None = None
+        self._pending: asyncio.Future | None = None
+        """The credentials being checked (a CONNECT's or an AUTH_RESPONSE's)."""
 
     def handlers(self) -> dict:
         return {T.AUTH_RESPONSE: self.auth_response}
 
-    def connect(self, connect: cmd.CommandConnect) -> Principal | None:
-        """The principal of a CONNECT; None when it was refused (answered, connection closing)."""
+    def connect(self, connect: cmd.CommandConnect, admitted: Callable[[Principal], None]) -> None:
+        """Check CONNECT's credentials; ``admitted(principal)`` once they pass (later: the connection holds
+        its frames meanwhile); a refusal is answered and closes the connection."""
         conn = self._conn
         assert conn.identity is not None
-        try:
-            principal = conn.front.security.authenticate(connect.auth_method_name, connect.auth_data, conn.identity)
-        except PulsarLikeError as exc:
-            self._refuse(exc)
-            return None
-        self._refresh_supported = connect.feature_flags.supports_auth_refresh
-        checks = conn.front.checks
-        if principal.expires_at_ms is not None and checks is not None:
-            self._forget = checks.add(self.check)
-        return principal
+
+        def then(principal: Principal) -> None:
+            self._refresh_supported = connect.feature_flags.supports_auth_refresh
+            checks = conn.front.checks
+            if principal.expires_at_ms is not None and checks is not None:
+                self._forget = checks.add(self.check)
+            admitted(principal)
+        self._checking(conn.front.security.authenticate_async(connect.auth_method_name, connect.auth_data,
+                                                              conn.identity), then)
+
+    def _checking(self, check: Awaitable[Principal], then: Callable[[Principal], None]) -> None:
+        """``then(principal)`` once ``check`` passes, unless the connection closed meanwhile; a refusal
+        answered."""
+        def done(task: asyncio.Task) -> None:
+            self._pending = None
+            if task.cancelled() or self._conn.closed:
+                if not task.cancelled():
+                    task.exception()  # nobody to tell
+                return
+            exc = task.exception()
+            if isinstance(exc, PulsarLikeError):
+                self._refuse(exc)
+            elif exc is not None:
+                log.error("event=unexpected_error peer=%s error_type=%s error=%s", self._conn.peer,
+                          type(exc).__name__, exc, exc_info=exc)
+                self._conn.abort("internal broker error")
+            else:
+                then(task.result())
+        self._pending = asyncio.ensure_future(check)
+        self._pending.add_done_callback(done)
 
     def check(self) -> None:
         """Every ``authenticationRefreshCheckSeconds``: challenge or disconnect a client whose credentials
@@ -78,20 +104,22 @@ class ConnectionAuthentication:
     def auth_response(self, response: cmd.CommandAuthResponse) -> None:
         conn = self._conn
         assert conn.identity is not None and conn.principal is not None
+        if self._pending is not None:
+            return  # answered already: the first answer's check decides
         data = response.response
-        try:
-            principal = conn.front.security.authenticate(data.auth_method_name, data.auth_data, conn.identity)
-        except PulsarLikeError as exc:
-            self._refuse(exc)
-            return
-        if principal.role != conn.principal.role:
-            self._refuse(AuthenticationError(f"the refreshed credentials are for another role ({principal.role!r}"
-                                             f" instead of {conn.principal.role!r}): reconnect instead",
-                                             reason="role changed"))
-            return
-        conn.principal = principal
-        self._challenged = False
-        log.info("event=auth_refreshed peer=%s role=%s", conn.peer, principal.role)
+
+        def then(principal: Principal) -> None:
+            assert conn.principal is not None
+            if principal.role != conn.principal.role:
+                self._refuse(AuthenticationError(f"the refreshed credentials are for another role ({principal.role!r}"
+                                                 f" instead of {conn.principal.role!r}): reconnect instead",
+                                                 reason="role changed"))
+                return
+            conn.principal = principal
+            self._challenged = False
+            log.info("event=auth_refreshed peer=%s role=%s", conn.peer, principal.role)
+        self._checking(conn.front.security.authenticate_async(data.auth_method_name, data.auth_data, conn.identity),
+                       then)
 
     def _refuse(self, exc: PulsarLikeError) -> None:
         self._conn.send(T(type=T.ERROR, error=cmd.CommandError(request_id=0, error=cmd.AuthenticationError,
@@ -108,3 +136,5 @@ class ConnectionAuthentication:
         if self._forget is not None:
             self._forget()
             self._forget = None
+        if self._pending is not None:
+            self._pending.cancel()  # the password's hash, if one is under way, goes on for its other waiters

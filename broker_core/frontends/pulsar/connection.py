@@ -9,8 +9,9 @@ Life of a connection:
    once ``CONNECTED`` was sent): a client that has not shown who it is costs little and not for long
    (:mod:`broker_core.net.connection_budget`; those refusals are logged one line per interval with a
    count). The client's credentials go to the security layer
-   (:mod:`.authentication`); ``CONNECTED`` answers with ``protocol_version = min(client's,
-   MAX_PROTOCOL_VERSION)`` and the broker's ``maxMessageSize``. A refused client gets
+   (:mod:`.authentication`), which may answer later (a password hashed on a worker thread): the connection
+   handles none of its frames after ``CONNECT`` until then. ``CONNECTED`` answers with ``protocol_version =
+   min(client's, MAX_PROTOCOL_VERSION)`` and the broker's ``maxMessageSize``. A refused client gets
    ``ERROR(AuthenticationError)`` and the connection closes; expiring credentials are refreshed with
    ``AUTH_CHALLENGE``. Every command on a topic or namespace is authorized first (:meth:`PulsarConnection.
    authorize`); a refusal is answered ``AuthorizationError``.
@@ -111,6 +112,8 @@ class PulsarConnection(asyncio.Protocol):
         self._unread: list[bytes] = []  # reads that came after it
         self._turn: asyncio.Handle | None = None
         self.paused = False
+        self._authenticating = False
+        """CONNECT's credentials are being checked: no frame after it is handled until they are."""
         self.log_limits = LogLimiter(log, clock=front.clock)
         """WARNING lines a client can cause again and again (``bad_ack``, ...): one per event and interval."""
         self.producers: ProducerCommands | None = None
@@ -179,7 +182,7 @@ class PulsarConnection(asyncio.Protocol):
                     self._dispatch(command, payload)
                     if self.closed:
                         return
-                    if self.paused or loop.time() > deadline:
+                    if self.paused or self._authenticating or loop.time() > deadline:
                         self._handle_later()
                         return
                 self._frames = self._reader.feed(self._unread.pop(0)) if self._unread else None
@@ -201,7 +204,7 @@ class PulsarConnection(asyncio.Protocol):
         client reads its replies, when it is paused for writing)."""
         if self.transport is not None:
             self.transport.pause_reading()
-        if not self.paused:
+        if not self.paused and not self._authenticating:
             self._turn = asyncio.get_running_loop().call_soon(self._handle_frames)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -231,7 +234,7 @@ class PulsarConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self.paused = False
         if self._frames is not None and not self.closed:
-            if self._turn is None:  # frames read before the pause go first; reading resumes after them
+            if self._turn is None and not self._authenticating:  # frames read before the pause go first
                 self._turn = asyncio.get_running_loop().call_soon(self._handle_frames)
         elif self.transport is not None and not self.closed:
             self.transport.resume_reading()
@@ -360,12 +363,15 @@ class PulsarConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ handshake and keep-alive
     def _connect(self, connect: cmd.CommandConnect) -> None:
-        if self.principal is not None:
+        if self.principal is not None or self._authenticating:
             self.abort("a second CONNECT on one connection")
             return
-        principal = self._authentication.connect(connect)
-        if principal is None:
-            return
+        self._authenticating = True
+        self._authentication.connect(connect, lambda principal: self._connected(connect, principal))
+
+    def _connected(self, connect: cmd.CommandConnect, principal: Principal) -> None:
+        """CONNECT's credentials passed: answer CONNECTED, then handle the frames that came after it."""
+        self._authenticating = False
         self.principal = principal
         if self._handshake is not None:
             self._handshake.cancel()
@@ -381,6 +387,8 @@ class PulsarConnection(asyncio.Protocol):
                                            supports_partial_producer=True))))
         log.info("event=pulsar_client_connected peer=%s client_version=%s protocol_version=%d role=%s", self.peer,
                  connect.client_version[:128], self.protocol_version, principal.role)
+        if self._turn is None and not self.paused:  # the frames held back, then reading again
+            self._turn = asyncio.get_running_loop().call_soon(self._handle_frames)
 
     def _handshake_overdue(self) -> None:
         if self.principal is None:

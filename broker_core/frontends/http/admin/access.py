@@ -6,10 +6,11 @@ and the resource it acts on, read from the path -- the same action and resource 
 same thing (:mod:`broker_core.frontends.grpc.rpc_access`). :func:`guard` (the app's middleware) then:
 
 1. authenticates the request with the broker's security layer (:meth:`~broker_core.security.Security.
-   authenticate_call`), as the binary and gRPC ports do: ``Authorization: Bearer <token>`` (``token``
-   provider) or ``Authorization: Basic base64(user:password)`` (``basic``), else on HTTPS the verified client
-   certificate's CN (``tls``), else anonymous (``anonymousUserRole``); with authentication on and no
-   credentials, or refused ones, 401;
+   authenticate_call_async`: a Basic password is hashed on a worker thread), as the binary and gRPC ports
+   do: ``Authorization: Bearer <token>`` (``token`` provider) or ``Authorization: Basic
+   base64(user:password)`` (``basic``), else on HTTPS the verified client certificate's CN (``tls``), else
+   anonymous (``anonymousUserRole``); with authentication on and no credentials, or refused ones, 401; from
+   an address blocked for failed Basic logins, 429;
 2. authorizes the role for the handler's action on its resource (403; 404 when the tenant does not exist, as
    the authorizer says); a handler that declares nothing is for super-users only, so a new endpoint is never
    open by accident; one marked :func:`public` skips both steps;
@@ -112,13 +113,13 @@ def _identity(request: web.Request) -> ClientIdentity:
     return ClientIdentity(_peer(request), subject)
 
 
-def _check(security: Security, request: web.Request) -> None:
+async def _check(security: Security, request: web.Request) -> None:
     rule = _rule(request)
     if rule is None:
         return
     identity = _identity(request)
     peer = identity.address
-    principal = security.authenticate_call(request.headers.get("Authorization"), identity)
+    principal = await security.authenticate_call_async(request.headers.get("Authorization"), identity)
     action, resource = rule
     if action != ANYONE and security.authorization_enabled:
         security.authorize(principal, action, resource(request), peer)
@@ -128,7 +129,7 @@ def _check(security: Security, request: web.Request) -> None:
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     """See the module docstring."""
     try:
-        _check(request.app[SECURITY], request)
+        await _check(request.app[SECURITY], request)
         return await handler(request)
     except PulsarLikeError as exc:
         return failure(status_of(exc), exc.message)
