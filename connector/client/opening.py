@@ -13,9 +13,10 @@ the refusal or ``Timeout`` naming how many of how many were opened. An opening s
 by its worker as soon as it completes (it ends within its own ``operation_timeout_seconds``); the caller waits
 at most :data:`CLOSE_WAIT_S` for the closes, which go on in the background past that.
 
-Example: 100 partitions whose lookups each take 0.5 s, ``operation_timeout_seconds=2``: 16 open at a time,
-about 48 are open when the deadline passes; ``Timeout("... 48 of 100 partitions opened ...")`` is raised
-2 s after the call started, and the 48 are closed.
+Example: ``subscribe`` to 100 partitions whose lookups each take 0.5 s, ``operation_timeout_seconds=2``: 16
+open at a time, 48 are open when the deadline passes; ``Timeout("... 48 of 100 partitions opened ...")`` is
+raised 2 s after the call started, and the 48 are closed, then the 16 in flight as they complete
+(``create_producer``: 33 of 100, its first partition opened alone).
 """
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ CLOSE_WAIT_S = 1.0
 """How long a call that failed waits for the partitions it opened to be closed (the broker answering each
 close); the closes go on in the background after that."""
 
-I = TypeVar("I")
-R = TypeVar("R")
+Item = TypeVar("Item")
+Opened = TypeVar("Opened")
 
 
 class Deadline:
@@ -62,9 +63,9 @@ class Deadline:
         return left
 
 
-def open_all(items: Sequence[I], open_one: Callable[[I], R], close_one: Callable[[R], None],
+def open_all(items: Sequence[Item], open_one: Callable[[Item], Opened], close_one: Callable[[Opened], None],
              deadline: Deadline | None, what: str, *, lead: bool = False,
-             concurrency: int = OPEN_CONCURRENCY) -> list[R]:
+             concurrency: int = OPEN_CONCURRENCY) -> list[Opened]:
     """``[open_one(item) for item in items]``, opened ``concurrency`` at a time within ``deadline`` (None: as
     long as they take); see the module docstring. ``what`` names the call in the ``Timeout``
     (``"create_producer on persistent://public/default/t"``). ``lead``: the first item is opened alone, the
@@ -74,15 +75,15 @@ def open_all(items: Sequence[I], open_one: Callable[[I], R], close_one: Callable
     return _Opening(items, open_one, close_one, what, lead).run(deadline, concurrency)
 
 
-class _Opening(Generic[I, R]):
-    def __init__(self, items: Sequence[I], open_one: Callable[[I], R], close_one: Callable[[R], None],
+class _Opening(Generic[Item, Opened]):
+    def __init__(self, items: Sequence[Item], open_one: Callable[[Item], Opened], close_one: Callable[[Opened], None],
                  what: str, lead: bool) -> None:
         self._items = items
         self._open_one = open_one
         self._close_one = close_one
         self._what = what
         self._changed = threading.Condition()
-        self._results: list[R | None] = [None] * len(items)
+        self._results: list[Opened | None] = [None] * len(items)
         self._next = 0
         self._finished = 0
         self._leading = lead
@@ -90,7 +91,7 @@ class _Opening(Generic[I, R]):
         self._error: BaseException | None = None
         self._abandoned = False
 
-    def run(self, deadline: Deadline | None, concurrency: int) -> list[R]:
+    def run(self, deadline: Deadline | None, concurrency: int) -> list[Opened]:
         total = len(self._items)
         for number in range(min(max(1, concurrency), total)):
             threading.Thread(target=self._work, daemon=True, name=f"pulsarlike-open-{number}").start()
@@ -123,7 +124,7 @@ class _Opening(Generic[I, R]):
             "were closed: raise operation_timeout_seconds, or check the broker's lookups",
             opened=len(opened), partitions=total, timeout_s=deadline.timeout_s)
 
-    def _abandon(self) -> tuple[list[R], BaseException | None]:
+    def _abandon(self) -> tuple[list[Opened], BaseException | None]:
         """Stop the workers, close what was opened (what opens later is closed by its worker); returns what was
         opened and the first refusal."""
         with self._changed:
@@ -164,7 +165,7 @@ class _Opening(Generic[I, R]):
                 _close_quietly(self._close_one, result, self._what)
 
 
-def _close_all(opened: list[R], close_one: Callable[[R], None], what: str) -> None:
+def _close_all(opened: list[Opened], close_one: Callable[[Opened], None], what: str) -> None:
     """Close ``opened`` (concurrently), waiting at most :data:`CLOSE_WAIT_S` for the broker's answers."""
     if not opened:
         return
@@ -187,7 +188,7 @@ def _close_all(opened: list[R], close_one: Callable[[R], None], what: str) -> No
         worker.join(max(0.0, until - time.monotonic()))
 
 
-def _close_quietly(close_one: Callable[[R], None], result: R, what: str) -> None:
+def _close_quietly(close_one: Callable[[Opened], None], result: Opened, what: str) -> None:
     try:
         close_one(result)
     except Exception:  # closing what a failed call opened: log, the error that matters is the call's
