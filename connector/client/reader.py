@@ -4,7 +4,9 @@ A reader is a :class:`~connector.client.consumer.Consumer` that never acknowledg
 partition (:class:`~connector.client.positions.ReadPositions`): after a broker restart it resumes after the
 last message it returned, and ``has_message_available`` compares that with the partition's last message --
 for a compacted reader (``is_read_compacted``) the compacted view's, which may be older than the topic's when
-its newest messages were compacted away (tombstones).
+its newest messages were compacted away (tombstones). A compacted reader does acknowledge, cumulatively, what
+it has returned (:mod:`connector.client.read_progress`, as pulsar-client's readers do): the broker keeps the
+tombstones it may still have to read from there on.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from connector.client.message import Message
 from connector.client.message_id import MessageId
 from connector.client.opening import Deadline
 from connector.client.positions import ReadPositions
+from connector.client.read_progress import ReadProgress
 from connector.client.transport import DENSE, Positions
 
 
@@ -37,7 +40,7 @@ def start_position(start_message_id: MessageId, inclusive: bool,
 
 
 class Reader:
-    """Reads a topic from a start position, without acknowledgements."""
+    """Reads a topic from a start position, without acknowledgements (but a compacted reader's progress)."""
 
     def __init__(self, consumer: Consumer, lookup: Lookup, topic: str, positions: ReadPositions,
                  start_message_id: MessageId, inclusive: bool, *, read_compacted: bool = False,
@@ -52,6 +55,7 @@ class Reader:
         self._topic = topic
         self._positions = positions
         self._inclusive = inclusive
+        self._progress = ReadProgress(consumer.acknowledge_cumulative) if read_compacted else None
         self._set_start(start_message_id, deadline)
 
     def _set_start(self, start: MessageId | int, deadline: Deadline | None = None) -> None:
@@ -72,11 +76,19 @@ class Reader:
     def read_next(self, timeout_millis: int | None = None) -> Message:
         """The next message; raises ``Timeout`` after ``timeout_millis`` (None: wait forever), and
         ``MessageDecodeError`` once for an entry that cannot be decoded (reading then goes on after it)."""
+        progress = self._progress
         try:
-            return self._consumer.receive(timeout_millis)
+            msg = self._consumer.receive(timeout_millis)
         except errors.MessageDecodeError as exc:
             self._positions.skipped(exc)
             raise
+        except errors.Timeout:
+            if progress is not None:
+                progress.flush()  # nothing more to return now: the broker learns where the reader is
+            raise
+        if progress is not None:
+            progress.returned(msg)
+        return msg
 
     def has_message_available(self) -> bool:
         """True when a message is buffered, or the topic holds one past the last one read."""
@@ -84,6 +96,8 @@ class Reader:
             raise errors.AlreadyClosed(f"the reader on {self._topic} is closed")
         if self._consumer.buffered():
             return True
+        if self._progress is not None:
+            self._progress.flush()
         for topic in self._consumer.partition_topics():
             last = self._lookup.last_message(topic, read_compacted=self._read_compacted)
             expected = self._positions.next_offset(topic) or 0
@@ -97,6 +111,8 @@ class Reader:
 
     def seek(self, messageid: MessageId | int) -> None:
         """Move to a message id (inclusive of it, as pulsar-client) or a publish time in ms."""
+        if self._progress is not None:
+            self._progress.forget()
         self._consumer.seek(messageid)
         if isinstance(messageid, MessageId) and not (messageid.is_earliest() or messageid.is_latest()):
             for topic in self._consumer.partition_topics():

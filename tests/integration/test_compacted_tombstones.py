@@ -124,19 +124,34 @@ def test_a_fresh_compacted_reader_gets_pulsars_view_without_tombstones(official,
 
 
 # ------------------------------------------------------------------ dropping them
-def test_kept_tombstones_are_dropped_once_the_reader_has_read_past_them(official, broker_proc, admin, topic):
-    reader = official.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True,
-                                    receiver_queue_size=10)
+@pytest.mark.parametrize("which", ["ours", "official"])
+def test_kept_tombstones_are_dropped_once_the_reader_has_read_past_them(which, ours, official, broker_proc, admin,
+                                                                        topic):
+    if which == "ours":
+        reader = ours.create_reader(topic, MessageId.earliest, is_read_compacted=True, receiver_queue_size=10)
+    else:
+        reader = official.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True,
+                                        receiver_queue_size=10)
     fall_behind(official, topic, reader.read_next)
     kept = compact(admin, topic)
     assert (kept["compactedTombstonesCount"], kept["compactedEntriesCount"]) == (1, 3)
-    assert ("k1", b"") in read_on(reader.read_next)  # pulsar-client's reader acknowledges what it reads
+    assert ("k1", b"") in read_on(reader.read_next)  # a compacted reader acknowledges what it has read
     publish(official, topic, [("k2", b"v3")])
     # the reader stays connected, positioned past the tombstone: the next run removes it
     assert wait_until(lambda: compact(admin, topic)["compactedTombstonesCount"] == 0, timeout_s=20)
     dropped = admin.topic_stats(topic)["compaction"]
     assert dropped["compactedEntriesCount"] == 2 and dropped["compactedEntriesSize"] < kept["compactedEntriesSize"]
     reader.close()
+
+
+def test_a_table_view_that_reads_on_lets_the_tombstones_go(ours, official, broker_proc, admin, topic):
+    publish(official, topic, [("k1", b"v1"), ("k2", b"v2")])
+    view = ours.create_table_view(topic)
+    publish(official, topic, [("k1", b"")])
+    assert wait_until(lambda: view.get("k1") is None)
+    assert wait_until(lambda: compact(admin, topic)["compactedTombstonesCount"] == 0, timeout_s=20)
+    assert dict(view.items()) == {"k2": b"v2"}
+    view.close()
 
 
 def test_kept_tombstones_are_dropped_once_a_reader_behind_them_has_been_gone_for_the_hold(ours, official,
