@@ -140,6 +140,26 @@ def test_gone_readers_hold_their_position_for_the_hold_then_are_forgotten():
     assert gone.positions() == [] and len(gone) == 0
 
 
+def test_gone_readers_are_forgotten_as_others_leave_even_without_a_compaction():
+    clock = FakeClock()
+    gone = GoneReaders(clock, HOLD_MS)
+    for i in range(100):
+        gone.left(f"reader-{i}", i)
+        clock.advance(HOLD_MS // 10)
+    assert len(gone) == 10  # those gone less than the hold ago: memory does not grow with every reader ever
+
+
+def test_a_reader_leaving_again_is_held_from_its_last_leaving():
+    clock = FakeClock()
+    gone = GoneReaders(clock, HOLD_MS)
+    gone.left("reader", 3)
+    clock.advance(HOLD_MS - 1)
+    gone.left("other", 9)
+    gone.left("reader", 5)
+    clock.advance(2)
+    assert sorted(gone.positions()) == [5, 9]
+
+
 def test_without_a_hold_a_gone_reader_is_forgotten_at_once():
     gone = GoneReaders(FakeClock(), 0)
     gone.left("reader", 7)

@@ -54,18 +54,26 @@ class GoneReaders:
 
     def left(self, name: str, position: int) -> None:
         if self.hold_ms > 0:
+            self._gone.pop(name, None)  # insertion order is leaving order: the expired ones come first
             self._gone[name] = (position, self._clock.now_ms())
+            self._forget_expired()
 
     def back(self, name: str) -> None:
         self._gone.pop(name, None)
 
     def positions(self) -> list[int]:
         """The positions of the readers gone less than ``hold_ms`` ago (the others are forgotten)."""
-        now = self._clock.now_ms()
-        expired = [name for name, (_, left_ms) in self._gone.items() if now - left_ms >= self.hold_ms]
-        for name in expired:
-            del self._gone[name]
+        self._forget_expired()
         return [position for position, _ in self._gone.values()]
+
+    def _forget_expired(self) -> None:
+        """Drop the readers gone ``hold_ms`` ago or more, oldest first (each is dropped once: amortized O(1))."""
+        now = self._clock.now_ms()
+        while self._gone:
+            name, (_, left_ms) = next(iter(self._gone.items()))
+            if now - left_ms < self.hold_ms:
+                return
+            del self._gone[name]
 
     def clear(self) -> None:
         self._gone.clear()
