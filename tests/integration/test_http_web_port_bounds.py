@@ -166,6 +166,7 @@ def test_a_body_trickling_past_its_deadline_gets_408_and_its_connection_is_close
         closed, answers = trickle_all(socks, seconds=8)
     for sock in socks:
         sock.close()
+    print(f"closed after {min(closed.values()):.2f}-{max(closed.values()):.2f} s: {probe}")
     assert sorted(closed) == list(range(len(socks))), f"still open after 8 s: {set(range(len(socks))) - set(closed)}"
     assert max(closed.values()) < 4.0, closed  # 1.5 s from the headers, a trickle round and a scheduling slack
     statuses = [answer.split(b" ", 2)[1] for answer in answers]
