@@ -3,6 +3,7 @@ of the lookups (connector.client.lookup)."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -89,10 +90,20 @@ def test_past_the_deadline_timeout_names_how_many_of_how_many_were_opened_and_la
     assert wait_until(lambda: sorted(opener.closed) == list(range(6))), opener.closed
 
 
-def test_a_single_item_past_the_deadline_is_a_timeout_that_says_so():
+def test_a_single_item_opens_on_the_calling_thread_when_the_lookups_left_the_whole_timeout():
+    callers = []
+    assert open_all([7], lambda item: callers.append(threading.current_thread()) or item, Opener().close,
+                    Deadline(5), "call") == [7]
+    assert callers == [threading.current_thread()]
+
+
+def test_a_single_item_after_slow_lookups_has_only_what_is_left_and_past_it_a_timeout_that_says_so():
     opener = Opener(hold=[0])
-    with pytest.raises(errors.Timeout, match="not opened within operation_timeout_seconds=0.1"):
-        open_all([0], opener.open, opener.close, Deadline(0.1), "subscribe on t")
+    skew = [0.0]
+    deadline = Deadline(5, clock=lambda: time.monotonic() + skew[0])
+    skew[0] = 4.8  # the lookups took 4.8 s of the 5
+    with pytest.raises(errors.Timeout, match="not opened within operation_timeout_seconds=5"):
+        open_all([0], opener.open, opener.close, deadline, "subscribe on t")
     opener.release.set()
     assert wait_until(lambda: opener.closed == [0])
 
