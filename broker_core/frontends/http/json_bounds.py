@@ -16,8 +16,8 @@ thread as on the loop. What it costs grows with the values it builds (0.1-0.4 us
    of those, a key's value or an array's first element, so it builds at most about twice ``values``.
    ``depth`` follows the brackets.
 4. The count stops at the first bound passed (:class:`JsonTooLarge`), or where the body cannot be JSON (a
-   closing bracket without an opening one, a string that never ends): the decoder then says what is wrong,
-   having built at most what was counted before.
+   closing bracket without an opening one, a backslash escaping nothing): the decoder then says what is
+   wrong, having built at most what was counted before.
 
 No step holds the interpreter for more than a window's worth of C (about a millisecond at worst, a window of
 escapes); a body costs at most about twice the bound's values plus one step per window.
