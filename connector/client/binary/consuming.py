@@ -73,6 +73,8 @@ SUB_TYPES = {broker_pb2.EXCLUSIVE_SUB: cmd.CommandSubscribe.Exclusive,
              broker_pb2.FAILOVER_SUB: cmd.CommandSubscribe.Failover,
              broker_pb2.KEY_SHARED_SUB: cmd.CommandSubscribe.Key_Shared}
 _U64 = 1 << 64
+_FLOW_MAX = 0xFFFF_FFFF
+"""The most permits one FLOW carries (``messagePermits`` is a uint32)."""
 _LATEST = (1 << 63) - 1
 _EARLIEST_ID = pulsar_api_pb2.MessageIdData(ledgerId=_U64 - 1, entryId=_U64 - 1)
 _LATEST_ID = pulsar_api_pb2.MessageIdData(ledgerId=_LATEST, entryId=_LATEST)
@@ -538,7 +540,7 @@ class ConsumeAdapter:
         real = pulsar_api_pb2.MessageIdData(ledgerId=mid.ledgerId, entryId=mid.entryId, partition=self._partition)
         self._conn.send(T(type=T.ACK, ack=cmd.CommandAck(consumer_id=message.consumer_id,
                                                           ack_type=cmd.CommandAck.Individual, message_id=[real])))
-        self._flow(size)
+        self._flow(min(size, _FLOW_MAX))  # the broker took a permit per message; a lying count is not a uint32
         fields = exc.fields
         log.debug("event=unpositionable_entry topic=%s ledger_id=%d entry_id=%d messages=%d field=%s value=%s "
                   "limit=%s", self.topic, ledger, entry, size, fields.get("field"), fields.get("value"),
