@@ -8,11 +8,62 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 LISTENING = "pulsarlike broker listening on "
+
+
+class DrainedStream:
+    """A child's text pipe read on a thread from the start, so the child never blocks on a full pipe (a broker
+    logging more than the pipe's 64 KiB while a test never reads its stderr stalled). Reads like the pipe:
+    ``read()`` waits for the end and returns everything; iterating yields lines as they come."""
+
+    def __init__(self, pipe) -> None:
+        self._pipe = pipe
+        self._lines: list[str] = []
+        self._done = False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._drain, name="broker-stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            for line in self._pipe:
+                with self._changed:
+                    self._lines.append(line)
+                    self._changed.notify_all()
+        except (OSError, ValueError):  # closed under us
+            pass
+        with self._changed:
+            self._done = True
+            self._changed.notify_all()
+
+    def read(self) -> str:
+        self._thread.join(timeout=30)
+        with self._changed:
+            return "".join(self._lines)
+
+    def __iter__(self):
+        i = 0
+        while True:
+            with self._changed:
+                while i >= len(self._lines) and not self._done:
+                    self._changed.wait()
+                if i >= len(self._lines):
+                    return
+                line = self._lines[i]
+            i += 1
+            yield line
+
+    @property
+    def closed(self) -> bool:
+        return self._pipe.closed
+
+    def close(self) -> None:
+        self._pipe.close()
 
 
 class BrokerProcess:
@@ -35,9 +86,11 @@ class BrokerProcess:
             [sys.executable, "-m", "broker_core.cli", "broker", "--data-dir", str(self.data_dir), "--port",
              str(self.port), *metrics, *self.args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
+        self.proc.stderr = DrainedStream(self.proc.stderr)  # type: ignore[assignment]
         line = self.proc.stdout.readline()  # the broker prints this first, flushed, once bound
         if not line.startswith(LISTENING):
             self.proc.kill()
+            self.proc.wait(30)
             err = self.proc.stderr.read()
             raise RuntimeError(f"broker did not start: {line!r}\n{err}")
         self.address = line[len(LISTENING):].strip()
