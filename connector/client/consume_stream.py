@@ -56,7 +56,8 @@ class StreamEvents(Protocol):
         """The stream ended for good with ``error``."""
 
     def on_unreadable(self, error: errors.PulsarLikeError, window: PermitWindow) -> None:
-        """The next message cannot be read (``DataLost``: a damaged stored range); the stream goes on."""
+        """The broker cannot read the next message (``DataLost``: a damaged stored range): raised in its place;
+        the stream goes on."""
 
     def on_end_of_topic(self) -> None:
         """The topic is terminated and every message of it was delivered."""

@@ -19,7 +19,8 @@ POLL_MS = 200
 
 class MessageListener:
     """``take(timeout_ms)`` gives the next message (raising ``Timeout``, or ``MessageDecodeError`` for an
-    undecodable entry, which is logged and passed over); ``listener(owner, msg)`` runs for each."""
+    undecodable entry, or ``DataLost`` for a damaged range the broker cannot read, each logged and passed
+    over); ``listener(owner, msg)`` runs for each."""
 
     def __init__(self, name: str, listener: Callable[[Any, Message], None], owner: Any,
                  take: Callable[[int], Message]) -> None:
@@ -56,6 +57,9 @@ class MessageListener:
                 continue
             except errors.MessageDecodeError as exc:
                 log.error("event=listener_skips_undecodable_message error=%s", exc)
+                continue
+            except errors.DataLost as exc:  # raised once; the consumer stays and waits (a seek moves it on)
+                log.error("event=listener_meets_damaged_range error=%s", exc)
                 continue
             except errors.PulsarLikeError:
                 return

@@ -25,6 +25,7 @@ import pytest
 from broker_core.storage.format import HEADER_SIZE, decode_header
 from connector import Admin, Client, ConsumerType, DataLost, InitialPosition, MessageId, Timeout
 from tests.brokers import BrokerProcess
+from tests.waiting import wait_until
 
 T = "persistent://public/default/T"
 OTHER = "persistent://public/default/other"
@@ -340,3 +341,28 @@ def test_the_official_client_reads_every_intact_message_with_auto_skip(damaged, 
         assert offsets(got) == expected(0, lost, True) and isinstance(error, pulsar.Timeout)
     finally:
         client.close()
+
+
+def test_a_listener_consumer_goes_on_after_a_reset_past_the_range(damaged):
+    """A message listener is not stopped by the range's DataLost (logged once): moved past it, it goes on."""
+    import threading
+
+    broker, lost = damaged("sealed-flipped-byte-middle")
+    got: list[int] = []
+    done = threading.Event()
+
+    def listener(consumer, msg) -> None:
+        got.append(msg.message_id().entry_id())
+        consumer.acknowledge(msg)
+        if len(got) == MESSAGES - ACKED - 1:
+            done.set()
+
+    client = Client(broker.service_url, operation_timeout_seconds=5)
+    client.subscribe(T, "s", consumer_type=ConsumerType.Exclusive, message_listener=listener)
+    admin = Admin(broker.service_url)
+    assert wait_until(lambda: got == list(range(ACKED, lost[0])))
+    admin.reset_cursor(T, "s", MessageId(-1, 300, lost[1]))  # past the damaged entry: the consumer is moved
+    assert done.wait(10), f"{len(got)} messages"
+    assert got == [o for o in range(ACKED, MESSAGES) if o != lost[0]]
+    admin.close()
+    client.close()

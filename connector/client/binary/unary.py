@@ -51,12 +51,22 @@ def _signed(value: int) -> int:
 def ask(conn: PulsarConnection, command: cmd.BaseCommand, deadline: float) -> cmd.BaseCommand:
     return conn.request(command, _left(deadline, T.Type.Name(command.type)))
 
+MAX_PARTITION_COUNT = (1 << 31) - 1
+"""The reply's field is an int32: a larger count is a hostile answer (the client's own, lower limit is checked
+by :class:`~connector.client.lookup.Lookup`)."""
+
+
 def partitioned_metadata(transport: BinaryTransport, request: pb.TopicRequest,
                          deadline: float) -> pb.PartitionedTopicMetadata:
     conn = transport.service_connection()
     answer = ask(conn, T(type=T.PARTITIONED_METADATA, partitionMetadata=cmd.CommandPartitionedTopicMetadata(
         topic=request.topic, request_id=conn.next_request_id())), deadline)
-    return pb.PartitionedTopicMetadata(partitions=answer.partitionMetadataResponse.partitions)
+    partitions = answer.partitionMetadataResponse.partitions
+    if partitions > MAX_PARTITION_COUNT:  # uint32 on the wire, int32 in the reply: refused typed, never ValueError
+        raise errors.NotSupported(f"the broker at {conn.address} says {request.topic} has {partitions} partitions,"
+                                  f" more than any topic can have ({MAX_PARTITION_COUNT})", topic=request.topic,
+                                  partitions=partitions, limit=MAX_PARTITION_COUNT)
+    return pb.PartitionedTopicMetadata(partitions=partitions)
 
 def list_topics(transport: BinaryTransport, request: pb.ListTopicsRequest, deadline: float) -> pb.TopicList:
     # the gRPC server lists both domains (persistent and non-persistent): mode ALL
