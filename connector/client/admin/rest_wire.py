@@ -41,6 +41,8 @@ NAMESPACE_POLICIES = {"retention": ("retention", "retention_policies"),
                       "maxProducersPerTopic": ("maxProducersPerTopic", "max_producers_per_topic"),
                       "maxConsumersPerTopic": ("maxConsumersPerTopic", "max_consumers_per_topic"),
                       "compactionThreshold": ("compactionThreshold", "compaction_threshold")}
+NAMESPACE_SET_WITH_PUT = frozenset({"compactionThreshold"})
+"""The namespace policies Pulsar's admin API sets with PUT, as its Java admin sends them (the others: POST)."""
 TOPIC_POLICIES = {"retention": "retention", "messageTTLInSeconds": "messageTTL",
                   "deduplicationEnabled": "deduplicationEnabled", "maxProducersPerTopic": "maxProducers",
                   "maxConsumersPerTopic": "maxConsumers", "compactionThreshold": "compactionThreshold"}
@@ -356,7 +358,8 @@ class RestWire:
         elif value is None:
             self._call("POST", where, query=query, refused=errors.InvalidConfiguration)
         else:
-            self._call("POST", where, value, not_found=errors.NamespaceNotFound if not scope.topic else None,
+            method = "PUT" if not scope.topic and key in NAMESPACE_SET_WITH_PUT else "POST"
+            self._call(method, where, value, not_found=errors.NamespaceNotFound if not scope.topic else None,
                        refused=errors.InvalidConfiguration)
         return broker_pb2.Empty()
 

@@ -7,6 +7,7 @@ standalone's ``standalone`` by default) and the broker itself, its own leader an
                                        ``brokerServiceUrl``, ``brokerServiceUrlTls``; 404 for
                                        another name
 ``GET /admin/v2/brokers/health``       ``ok`` (text)                                          super-user
+``GET /admin/v2/brokers/ready``        ``ok`` (text): the broker has started                  anyone
 ``GET /admin/v2/brokers/version``      the broker's version (text)                            anyone
 ``GET /admin/v2/brokers/leaderBroker`` ``{"serviceUrl": ..., "brokerId": "host:port"}``        super-user
 ``GET /admin/v2/brokers/{cluster}``    ``["host:port"]`` (active brokers); 404 for another    super-user
@@ -67,6 +68,7 @@ class ClusterRoutes:
             web.get("/admin/v2/clusters", self.list_clusters),
             web.get("/admin/v2/clusters/{cluster}", self.get_cluster),
             web.get("/admin/v2/brokers/health", self.health),
+            web.get("/admin/v2/brokers/ready", self.ready),  # before {cluster}: not a cluster named "ready"
             web.get("/admin/v2/brokers/version", self.version),
             web.get("/admin/v2/brokers/leaderBroker", self.leader),
             web.get("/admin/v2/brokers", self.active_brokers),
@@ -92,6 +94,10 @@ class ClusterRoutes:
 
     @needs(SUPER, BROKER)
     async def health(self, request: web.Request) -> web.Response:
+        return text("ok")
+
+    @needs(ANYONE, BROKER)
+    async def ready(self, request: web.Request) -> web.Response:
         return text("ok")
 
     @needs(ANYONE, BROKER)

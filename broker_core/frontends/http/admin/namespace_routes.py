@@ -12,7 +12,8 @@ on the :class:`~broker_core.core.registry.TopicRegistry` and :mod:`broker_core.c
 ``GET /{tenant}/{ns}/topics``                its topics, ``?mode=PERSISTENT`` (default),        lookup
                                              ``NON_PERSISTENT`` or ``ALL``
 ``GET|POST|DELETE /{tenant}/{ns}/{policy}``  one policy (table :data:`POLICIES`): GET answers   tenant admin
-                                             the value or 204 when unset, POST sets it from the
+                                             the value or 204 when unset, POST (or PUT, for
+                                             :data:`SET_WITH_PUT`, as Pulsar) sets it from the
                                              JSON body, DELETE removes it; 412 for a value out
                                              of range, 400 for one of the wrong type
 ``POST /{tenant}/{ns}/clearBacklog[/{sub}]`` acknowledge everything (on one subscription)       consume
@@ -53,6 +54,9 @@ POLICIES: dict[str, tuple[str, Callable[[Any, str], Any], str]] = {
     "compactionThreshold": ("compactionThreshold", integer, "compaction_threshold"),
 }
 """Path segment -> (the broker's policy key, the body's type check, the field in Pulsar's Policies)."""
+SET_WITH_PUT = frozenset({"compactionThreshold"})
+"""The policies Pulsar sets with PUT (its Namespaces resource; the others are POST); POST is kept for them too,
+for clients written against pulsarlike before it took Pulsar's PUT."""
 
 
 class NamespaceRoutes:
@@ -67,6 +71,8 @@ class NamespaceRoutes:
         for segment in POLICIES:  # before the namespace's other sub-resources: a plain path each
             found += [web.get(f"{ns}/{segment}", self.get_policy), web.post(f"{ns}/{segment}", self.set_policy),
                       web.delete(f"{ns}/{segment}", self.remove_policy)]
+            if segment in SET_WITH_PUT:
+                found.append(web.put(f"{ns}/{segment}", self.set_policy))
         return found + [
             web.get(prefix, self.list_namespaces),
             web.put(ns, self.create_namespace),

@@ -7,6 +7,10 @@ grant-permission|revoke-permission|permissions`` does over gRPC). All for the te
 ``POST /admin/v2/namespaces/{tenant}/{ns}/permissions/{role}``     body: the actions (``["produce",
                                                                    "consume"]``); 204, 412 unknown action
 ``DELETE /admin/v2/namespaces/{tenant}/{ns}/permissions/{role}``   204
+``GET /admin/v2/namespaces/{tenant}/{ns}/permissions/subscription`` ``{}``: Pulsar's subscription -> roles
+                                                                   map; this broker grants none per
+                                                                   subscription (not a role named
+                                                                   "subscription")
 ``GET|POST|DELETE /admin/v2/{domain}/{tenant}/{ns}/{topic}/        the same on one topic
 permissions[/{role}]``
 =================================================================  ======================================
@@ -40,7 +44,7 @@ class PermissionRoutes:
         self._registry = registry
 
     def routes(self) -> list[web.RouteDef]:
-        found = []
+        found = [web.get(NAMESPACE_PATH + "/permissions/subscription", needs(ADMIN, NS)(self.subscription_roles))]
         for path, resource in ((NAMESPACE_PATH, NS), (TOPIC_PATH, TOPIC_RESOURCE)):
             found += [
                 web.get(path + "/permissions", needs(ADMIN, resource)(self.permissions)),
@@ -57,6 +61,10 @@ class PermissionRoutes:
     async def permissions(self, request: web.Request) -> web.Response:
         scope, name = self._checked_scope(request)
         return ok(self._registry.policies.permissions(scope, name))
+
+    async def subscription_roles(self, request: web.Request) -> web.Response:
+        self._checked_scope(request)
+        return ok({})
 
     async def grant(self, request: web.Request) -> web.Response:
         scope, name = self._checked_scope(request)
