@@ -30,6 +30,7 @@ from broker_core.frontends.http.admin.message_routes import MessageRoutes
 from broker_core.frontends.http.admin.namespace_policy_routes import NamespacePolicyRoutes
 from broker_core.frontends.http.admin.namespace_routes import NamespaceRoutes
 from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
+from broker_core.frontends.http.admin.pulsar_fallback import pulsar_fallback
 from broker_core.frontends.http.admin.schema_routes import SchemaRoutes
 from broker_core.frontends.http.admin.subscription_routes import SubscriptionRoutes
 from broker_core.frontends.http.admin.tenant_routes import TenantRoutes
@@ -46,7 +47,7 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
     broker's URLs (what ``clusters/{cluster}`` and ``brokers/leaderBroker`` answer); ``max_body_bytes``:
     ``httpMaxRequestSize`` unless given."""
     limits = RequestLimits.from_config(config, max_body_bytes)
-    app = web.Application(middlewares=[request_limits, guard], client_max_size=limits.max_body_bytes)
+    app = web.Application(middlewares=[request_limits, guard, pulsar_fallback], client_max_size=limits.max_body_bytes)
     app[LIMITS] = limits
     app[JSON_TURNS] = asyncio.Lock()
     app[SECURITY] = security
