@@ -207,7 +207,7 @@ class ConsumerSession:
             self._held = None
             self.consumer = self.gate = None
             raise
-        if refuse_damaged:
+        if refuse_damaged and topic.persistent:  # a non-persistent topic stores nothing to be damaged
             # a reader started at a message id is sent that id's entry first (its client keeps what follows the
             # id): the entry after it is looked at too
             lost = topic.unreadable_at(sub.first_unacked_offset(), 2 if not durable and start.where == "offset" else 1)
