@@ -20,7 +20,11 @@
 
 With authentication off every client is anonymous (role ``anonymousUserRole``, empty by default); with it on,
 a client that presents nothing gets that role only when ``anonymousUserRole`` is set, else
-``AuthenticationError``. Every refusal is logged once (``event=authentication_refused`` / ``authorization_
+``AuthenticationError``. So does a client that names a method no provider takes (``CONNECT``'s
+``auth_method_name``, an ``authorization`` scheme such as ``Digest``), as Pulsar's ``ServerCnx`` and its HTTP
+``AuthenticationService`` do: with ``anonymousUserRole`` it is that role, and authorization decides (logged
+once per method, ``event=authentication_fallback``); without, it is refused at once. Credentials a provider
+refuses are refused, never that role. Every refusal is logged once (``event=authentication_refused`` / ``authorization_
 refused``) with the peer, the method or role, the action and the resource -- never a token.
 """
 from __future__ import annotations
@@ -68,8 +72,8 @@ class Security:
         self.anonymous_role = config.anonymousUserRole
         self.refresh_check_s = config.authenticationRefreshCheckSeconds
         self._refusals = LogLimiter(log, clock=clock)
-        """A client refused again and again (a loop of bad tokens, of calls it may not make) is one line per
-        kind of refusal and 10 s, with the count."""
+        """A client refused again and again (a loop of bad tokens, of calls it may not make), or let in as
+        ``anonymousUserRole`` for a method no provider takes, is one line per kind and 10 s, with the count."""
         self._authorizer = authorizer if config.authorizationEnabled else None
         self.providers: dict[str, AuthenticationProvider] = {}
         for name in config.authentication_providers():
@@ -122,11 +126,17 @@ class Security:
     def authenticate_call(self, authorization: str | None, identity: ClientIdentity) -> Principal:
         """A gRPC call's or HTTP request's principal from its ``authorization`` metadata or header (``Bearer
         <token>``, ``Basic base64(user:password)``), else its TLS client certificate, else anonymous."""
-        return self.authenticate(*self._call_credentials(authorization, identity), identity)
+        credentials = self._call_credentials(authorization, identity)
+        if isinstance(credentials, Principal):
+            return credentials
+        return self.authenticate(*credentials, identity)
 
     async def authenticate_call_async(self, authorization: str | None, identity: ClientIdentity) -> Principal:
         """:meth:`authenticate_call` for the event loop (see :meth:`authenticate_async`)."""
-        return await self.authenticate_async(*self._call_credentials(authorization, identity), identity)
+        credentials = self._call_credentials(authorization, identity)
+        if isinstance(credentials, Principal):
+            return credentials
+        return await self.authenticate_async(*credentials, identity)
 
     def _provider(self, method: str, identity: ClientIdentity) -> AuthenticationProvider | Principal:
         """The provider that checks ``method``, or the principal when nothing is to be checked."""
@@ -136,24 +146,29 @@ class Security:
             return self._anonymous(identity)
         provider = self.providers.get(method)
         if provider is None:
-            raise self._refused(identity, method, f"authentication method {method[:32]!r} is not enabled on this "
-                                f"broker (it takes {', '.join(self.providers)})")
+            return self._unknown_method(identity, method, f"authentication method {method[:32]!r} is not enabled "
+                                        f"on this broker (it takes {', '.join(self.providers)})")
         return provider
 
-    def _call_credentials(self, authorization: str | None, identity: ClientIdentity) -> tuple[str, bytes]:
+    def _call_credentials(self, authorization: str | None,
+                          identity: ClientIdentity) -> tuple[str, bytes] | Principal:
         """(method, credentials) of a call's ``authorization``: a token, Basic credentials, else the TLS
-        client certificate, else none."""
+        client certificate, else none. An ``authorization`` no provider here takes (another scheme, a token
+        where only ``basic`` is on) counts as none, as Pulsar's HTTP ``AuthenticationService`` tries each
+        provider and then falls back: the certificate, else the anonymous principal (refused without
+        ``anonymousUserRole``)."""
         if not self.authentication_enabled:
             return NO_AUTH, b""
         if authorization:
             scheme = authorization[:max(len(BEARER), len(BASIC))].lower()
             method = "token" if scheme.startswith(BEARER) else "basic" if scheme.startswith(BASIC) else ""
-            if method not in self.providers:
-                raise self._refused(identity, method or "unknown", "the authorization is not one this broker takes: "
-                                    f"{self._schemes()}")
-            if method == "basic":
+            if method == "basic" and method in self.providers:
                 return "basic", _basic_credentials(authorization[len(BASIC):])
-            return "token", authorization[len(BEARER):].strip().encode("ascii", "replace")
+            if method == "token" and method in self.providers:
+                return "token", authorization[len(BEARER):].strip().encode("ascii", "replace")
+            if not (identity.tls_subject and "tls" in self.providers):
+                return self._unknown_method(identity, method or "unknown", "the authorization is not one this "
+                                            f"broker takes: {self._schemes()}")
         if identity.tls_subject and "tls" in self.providers:
             return "tls", b""
         return NO_AUTH, b""
@@ -176,6 +191,15 @@ class Security:
             return Principal(self.anonymous_role, NO_AUTH)
         raise self._refused(identity, NO_AUTH, "no credentials were presented and this broker requires them "
                             f"(authentication methods: {', '.join(self.providers)})")
+
+    def _unknown_method(self, identity: ClientIdentity, method: str, reason: str) -> Principal:
+        """A client naming a method no provider takes: ``anonymousUserRole`` when it is set (Pulsar's
+        ``ServerCnx``: authorization then decides), else refused with ``reason``."""
+        if not self.anonymous_role:
+            raise self._refused(identity, method, reason + ", and anonymousUserRole is unset")
+        self._refusals.log(logging.INFO, f"fallback {method[:32]}", "event=authentication_fallback peer=%s "
+                           "method=%s role=%s reason=%s", identity.address, method[:32], self.anonymous_role, reason)
+        return Principal(self.anonymous_role, NO_AUTH)
 
     def _refused(self, identity: ClientIdentity, method: str, reason: str) -> AuthenticationError:
         self._refusals.warning(f"authn {method[:32]} {reason[:80]}", "event=authentication_refused peer=%s "

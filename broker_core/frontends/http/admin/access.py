@@ -9,8 +9,9 @@ same thing (:mod:`broker_core.frontends.grpc.rpc_access`). :func:`guard` (the ap
    authenticate_call_async`: a Basic password is hashed on a worker thread), as the binary and gRPC ports
    do: ``Authorization: Bearer <token>`` (``token`` provider) or ``Authorization: Basic
    base64(user:password)`` (``basic``), else on HTTPS the verified client certificate's CN (``tls``), else
-   anonymous (``anonymousUserRole``); with authentication on and no credentials, or refused ones, 401; from
-   an address blocked for failed Basic logins, 429;
+   anonymous (``anonymousUserRole``, also for an ``Authorization`` no provider takes, as Pulsar's); with
+   authentication on and no credentials, or refused ones, 401; from an address blocked for failed Basic
+   logins, 429;
 2. authorizes the role for the handler's action on its resource (403; 404 when the tenant does not exist, as
    the authorizer says); a handler that declares nothing is for super-users only, so a new endpoint is never
    open by accident; one marked :func:`public` skips both steps;
