@@ -33,17 +33,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
 from broker_core.errors import (InvalidConfiguration, ProducerBlockedQuotaExceededError,
                                 ProducerBlockedQuotaExceededException)
 
+from broker_core.core.topic_protocol import StoredTopic, Topic, stored
 from broker_core.types import TopicName
-
-if TYPE_CHECKING:
-    from broker_core.core.persistent.topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +99,12 @@ def as_pulsar(quota: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ measuring a topic's backlog
-def _slowest(topic: PersistentTopic) -> int | None:
+def _slowest(topic: StoredTopic) -> int | None:
     """The first offset some durable subscription has not acknowledged; None without durable ones."""
     return min((sub.cursor.mark_delete_offset + 1 for sub in topic.subscriptions.values()), default=None)
 
 
-def backlog_bytes(topic: PersistentTopic) -> int:
+def backlog_bytes(topic: StoredTopic) -> int:
     """The bytes from the slowest durable subscription's first unacknowledged entry to the end, with the
     segment holding it counted pro rata of its entries."""
     start = _slowest(topic)
@@ -124,7 +122,7 @@ def backlog_bytes(topic: PersistentTopic) -> int:
     return total
 
 
-def _size_target(topic: PersistentTopic, limit: int) -> int:
+def _size_target(topic: StoredTopic, limit: int) -> int:
     """The first offset from which the rest of the topic fits in ``limit`` bytes (segments pro rata)."""
     kept = 0
     for seg in reversed(topic.log.retention_view()):
@@ -137,7 +135,7 @@ def _size_target(topic: PersistentTopic, limit: int) -> int:
     return topic.start_offset
 
 
-def _age_target(topic: PersistentTopic, limit_s: int, start: int, now_ms: int) -> int:
+def _age_target(topic: StoredTopic, limit_s: int, start: int, now_ms: int) -> int:
     """The first offset published ``limit_s`` seconds before ``now_ms`` or later, searched from ``start``."""
     return topic.log.offset_for_timestamp(now_ms - limit_s * 1000, from_offset=start)
 
@@ -150,7 +148,7 @@ class Exceeded(NamedTuple):
     """The first offset the slowest subscription should be at for the backlog to fit."""
 
 
-def exceeded(topic: PersistentTopic, quotas: dict[str, dict[str, Any]] | None, now_ms: int) -> list[Exceeded]:
+def exceeded(topic: StoredTopic, quotas: dict[str, dict[str, Any]] | None, now_ms: int) -> list[Exceeded]:
     """The quotas ``topic``'s backlog is over."""
     start = _slowest(topic) if quotas else None
     if start is None:
@@ -176,7 +174,7 @@ def _error(topic: str, over: Exceeded) -> ProducerBlockedQuotaExceededException:
                " (POST .../backlogQuota)", topic=topic, quota=over.quota_type, limit=over.limit)
 
 
-def refusal(topic: PersistentTopic, quotas: dict[str, dict[str, Any]] | None,
+def refusal(topic: StoredTopic, quotas: dict[str, dict[str, Any]] | None,
             now_ms: int) -> ProducerBlockedQuotaExceededException | None:
     """The error a new producer on ``topic`` is refused with now (None: it is admitted)."""
     for over in exceeded(topic, quotas, now_ms):
@@ -185,7 +183,7 @@ def refusal(topic: PersistentTopic, quotas: dict[str, dict[str, Any]] | None,
     return None
 
 
-def enforce(topic: PersistentTopic, quotas: dict[str, dict[str, Any]] | None, now_ms: int) -> int:
+def enforce(topic: StoredTopic, quotas: dict[str, dict[str, Any]] | None, now_ms: int) -> int:
     """Apply each exceeded quota's policy: evict the oldest backlog, or close the producers. Returns the
     messages evicted plus the producers closed."""
     done = 0
@@ -208,7 +206,7 @@ class QuotaChecks:
     """The broker's backlog quota checks over its loaded ``topics``: ``quotas_of(name)`` is a topic's
     effective ``backlogQuota`` policy (None: none). Runs on the event loop."""
 
-    def __init__(self, topics: dict[str, Any], quotas_of: Callable[[TopicName], dict | None], config: BrokerConfig,
+    def __init__(self, topics: dict[str, Topic], quotas_of: Callable[[TopicName], dict | None], config: BrokerConfig,
                  clock: Clock) -> None:
         self._topics = topics
         self._quotas_of = quotas_of
@@ -216,11 +214,11 @@ class QuotaChecks:
         self._clock = clock
         self._handle: asyncio.TimerHandle | None = None
 
-    def attach(self, topic: PersistentTopic) -> None:
+    def attach(self, topic: StoredTopic) -> None:
         """Check ``topic``'s backlog quota at each producer's creation."""
         topic.producer_check = functools.partial(self._check_producer, topic)
 
-    def _check_producer(self, topic: PersistentTopic) -> None:
+    def _check_producer(self, topic: StoredTopic) -> None:
         error = refusal(topic, self._quotas_of(topic.name), self._clock.now_ms())
         if error is not None:
             raise error
@@ -236,7 +234,7 @@ class QuotaChecks:
             quotas = self._quotas_of(topic.name)
             if quotas:
                 try:
-                    done += enforce(topic, quotas, now)
+                    done += enforce(stored(topic, "backlog quota"), quotas, now)
                 except Exception:  # one topic's failure must not stop the others' checks
                     log.exception("event=backlog_quota_check_failed topic=%s", topic.topic)
         return done

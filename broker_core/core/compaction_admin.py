@@ -4,16 +4,14 @@ partition of a partitioned one, as Pulsar's admin does. The runs themselves:
 :mod:`broker_core.core.persistent.compaction_runs`."""
 from __future__ import annotations
 
-from typing import cast
-
 from broker_core.core.persistent.compaction_runs import ERROR, NOT_RUN, RUNNING, SUCCESS
-from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.core.registry import TopicRegistry
+from broker_core.core.topic_protocol import StoredTopic, stored
 from broker_core.errors import CompactionAlreadyRunning, NotAllowedError
 from broker_core.types import TopicName
 
 
-def _partitions(registry: TopicRegistry, name: TopicName) -> list[PersistentTopic]:
+def _partitions(registry: TopicRegistry, name: TopicName) -> list[StoredTopic]:
     partitions = registry.partitions_of(name)
     targets = [name.partition(i) for i in range(partitions)] if partitions else [name]
     topics = [registry.get(target, create=False) for target in targets]
@@ -21,7 +19,7 @@ def _partitions(registry: TopicRegistry, name: TopicName) -> list[PersistentTopi
         if not topic.persistent:
             raise NotAllowedError(f"{topic.topic} is non-persistent: only persistent topics are compacted (as in"
                                   " Pulsar)", topic=topic.topic)
-    return cast(list[PersistentTopic], topics)
+    return [stored(topic, "compact") for topic in topics]
 
 
 def trigger(registry: TopicRegistry, name: TopicName) -> int:

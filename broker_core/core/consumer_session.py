@@ -44,6 +44,12 @@ from dispatch.types import SubType
 if TYPE_CHECKING:
     from broker_core.core.topic_protocol import Topic
 
+__all__ = ["COMPACTED_SUB_TYPES", "ConsumerEvents", "ConsumerSession", "Delivery", "EARLIEST", "KeySharedPolicy",
+           "LAST_MESSAGE", "LATEST", "MAX_PERMITS", "Start", "SubType", "check_read_compacted", "key_shared_policy"]
+"""``Delivery``, ``KeySharedPolicy`` and ``SubType`` are dispatch's, re-exported: what a front end's sink
+receives and what it passes to :meth:`ConsumerSession.subscribe`, from the session layer (front ends call
+sessions, never dispatch)."""
+
 log = logging.getLogger(__name__)
 
 MAX_PERMITS = (1 << 31) - 1

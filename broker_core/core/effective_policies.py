@@ -2,16 +2,11 @@
 application to a loaded topic."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from broker_core.config import BrokerConfig
 from broker_core.core.policies import PoliciesStore
 from broker_core.core.retention_rules import RetentionPolicy
+from broker_core.core.topic_protocol import StoredTopic, Topic, stored
 from broker_core.types import TopicName
-
-if TYPE_CHECKING:
-    from broker_core.core.nonpersistent.topic import NonPersistentTopic
-    from broker_core.core.persistent.topic import PersistentTopic
 
 
 class EffectivePolicies:
@@ -36,21 +31,21 @@ class EffectivePolicies:
         return int(self._policies.resolve(name, "subscriptionExpirationTimeMinutes",
                                           self._config.subscriptionExpirationTimeMinutes))
 
-    def apply_retention(self, topic: PersistentTopic) -> None:
+    def apply_retention(self, topic: StoredTopic) -> None:
         topic.set_retention_policies(self.retention_policy(topic.name), self.message_ttl_seconds(topic.name))
         topic.subscription_expiration_minutes = self.subscription_expiration_minutes(topic.name)
         topic.compaction.threshold = int(self._policies.resolve(
             topic.name, "compactionThreshold", self._config.brokerServiceCompactionThresholdInBytes))
 
-    def apply_limits(self, topic: PersistentTopic | NonPersistentTopic) -> None:
+    def apply_limits(self, topic: Topic) -> None:
         topic.max_producers = int(self._policies.resolve(topic.name, "maxProducersPerTopic",
                                                          self._config.maxProducersPerTopic))
         topic.max_consumers = int(self._policies.resolve(topic.name, "maxConsumersPerTopic",
                                                          self._config.maxConsumersPerTopic))
 
-    def apply(self, topic: PersistentTopic | NonPersistentTopic) -> None:
+    def apply(self, topic: Topic) -> None:
         """Apply every policy to a loaded topic (after a policy changed)."""
         topic.set_deduplication(self.deduplication_enabled(topic.name))
         if topic.persistent:
-            self.apply_retention(topic)  # type: ignore[arg-type]
+            self.apply_retention(stored(topic, "retention"))
         self.apply_limits(topic)

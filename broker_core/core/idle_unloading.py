@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
-
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
+from broker_core.core.topic_protocol import Topic, stored
 from broker_core.errors import PulsarLikeError
-
-if TYPE_CHECKING:
-    from broker_core.core.nonpersistent.topic import NonPersistentTopic
-    from broker_core.core.persistent.topic import PersistentTopic
 
 log = logging.getLogger("broker_core.core.registry")  # the registry's events keep their logger name
 
@@ -21,8 +16,7 @@ log = logging.getLogger("broker_core.core.registry")  # the registry's events ke
 class IdleUnloader:
     """Unloads from ``topics`` (the registry's loaded topics by name, shared with it)."""
 
-    def __init__(self, topics: dict[str, PersistentTopic | NonPersistentTopic], config: BrokerConfig,
-                 clock: Clock) -> None:
+    def __init__(self, topics: dict[str, Topic], config: BrokerConfig, clock: Clock) -> None:
         self._topics = topics
         self._config = config
         self._clock = clock
@@ -51,9 +45,10 @@ class IdleUnloader:
         now = self._clock.now_ms()
         cutoff = now - self._config.brokerTopicIdleUnloadSeconds * 1000
         unloaded = 0
-        for key, topic in list(self._topics.items()):
-            if not topic.persistent:
+        for key, found in list(self._topics.items()):
+            if not found.persistent:
                 continue  # non-persistent topics leave on their own once idle
+            topic = stored(found, "unload")
             if not topic.quiescent:
                 topic.last_used_ms = now
             elif topic.last_used_ms <= cutoff and self.unload(key):
@@ -64,9 +59,10 @@ class IdleUnloader:
 
     def unload(self, key: str) -> bool:
         """Unload the loaded topic ``key`` if it is quiescent; the next use loads it from disk again."""
-        topic = self._topics.get(key)
-        if topic is None or not topic.persistent:
+        found = self._topics.get(key)
+        if found is None or not found.persistent:
             return False
+        topic = stored(found, "unload")
         try:
             done = topic.unload()
         except (OSError, PulsarLikeError) as exc:

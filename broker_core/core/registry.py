@@ -45,9 +45,9 @@ from broker_core.storage.files import FileBudget
 from broker_core.storage.paths import namespace_dir, remove_tree, topic_dir
 from broker_core.types import NON_PERSISTENT, PERSISTENT, TopicName, check_partition_names
 
-if TYPE_CHECKING:  # the topic classes (dispatch, storage) are imported by the first topic loaded, not at start
-    from broker_core.core.nonpersistent.topic import NonPersistentTopic
-    from broker_core.core.persistent.topic import PersistentTopic
+from broker_core.core.topic_protocol import Topic
+
+if TYPE_CHECKING:
     from broker_core.storage.cursor_store import CursorStore
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class TopicRegistry:
                                       check_namespace=lambda name: self.namespaces.check_exists(name.namespace_name),
                                       strategy_of=lambda name: self.policies.resolve(name, SCHEMA_STRATEGY,
                                                                                      "UNDEFINED"))
-        self._topics: dict[str, PersistentTopic | NonPersistentTopic] = {}
+        self._topics: dict[str, Topic] = {}
         self._unloader = IdleUnloader(self._topics, config, clock)
         self.quotas = QuotaChecks(self._topics, lambda name: self.policies.resolve(name, BACKLOG_QUOTA, None),
                                   config, clock)
@@ -157,8 +157,11 @@ class TopicRegistry:
         return (override["allowAutoTopicCreation"], override["topicType"],
                 override.get("defaultNumPartitions", config.defaultNumPartitions))
 
-    def get(self, name: TopicName, *, create: bool) -> PersistentTopic:
-        """The topic partition ``name``, loading it from disk or auto-creating it when allowed."""
+    def get(self, name: TopicName, *, create: bool) -> Topic:
+        """The topic partition ``name``, loading it from disk or auto-creating it when allowed: a
+        :class:`~broker_core.core.topic_protocol.Topic` (persistent or not: ask it, or narrow it with
+        :func:`~broker_core.core.topic_protocol.stored`). The topic classes (dispatch, storage) are imported
+        here, by the first topic loaded, not at start; the registry is the only module that builds them."""
         key = str(name)
         topic = self._topics.get(key)
         if topic is not None:
@@ -182,24 +185,26 @@ class TopicRegistry:
         from broker_core.core.nonpersistent.topic import NonPersistentTopic
         from broker_core.core.persistent.topic import PersistentTopic
 
+        topic: Topic
         if name.domain == NON_PERSISTENT:  # in memory only; dropped from here once idle
             topic = NonPersistentTopic(name, self._config, self._clock, on_idle=self._forget)
         else:
-            topic = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock,
-                                    deduplication=self.deduplication_enabled(name), sync_pool=self._sync_pool,
-                                    files=self.files)
-            self._effective.apply_retention(topic)
-            topic.expire_subscriptions()  # it may have been unloaded, or the broker stopped, for long
-            self.quotas.attach(topic)
+            kept = PersistentTopic(name, self._dir(name), self._config, self._executor, self._clock,
+                                   deduplication=self.deduplication_enabled(name), sync_pool=self._sync_pool,
+                                   files=self.files)
+            self._effective.apply_retention(kept)
+            kept.expire_subscriptions()  # it may have been unloaded, or the broker stopped, for long
+            self.quotas.attach(kept)
+            topic = kept
         self._effective.apply_limits(topic)
         self._topics[key] = topic
         log.info("event=topic_loaded topic=%s", key)
         return topic
 
-    def loaded(self, name: TopicName) -> PersistentTopic | NonPersistentTopic | None:
+    def loaded(self, name: TopicName) -> Topic | None:
         return self._topics.get(str(name))
 
-    def _forget(self, topic: NonPersistentTopic) -> None:
+    def _forget(self, topic: Topic) -> None:
         if self._topics.get(topic.topic) is topic:
             del self._topics[topic.topic]
 
@@ -366,7 +371,7 @@ class TopicRegistry:
 
         return CursorStore(folder) if folder.is_dir() else None
 
-    def loaded_topics(self) -> dict[str, PersistentTopic | NonPersistentTopic]:
+    def loaded_topics(self) -> dict[str, Topic]:
         """The topics in memory now, by name (a copy)."""
         return dict(self._topics)
 

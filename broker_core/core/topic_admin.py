@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, cast
+from typing import Callable
 
 from broker_core.errors import (NotAllowedError, ServiceNotReady, SubscriptionNotFound, TopicAlreadyExists,
                                 TopicNotFound)
@@ -28,8 +28,8 @@ from broker_core.core.persistent import cursor_admin
 from broker_core.core.persistent.cursor_admin import Peeked
 from broker_core.core.namespaces import check_namespace_name
 from broker_core.core.retention_rules import expiry_offset
-from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.core.registry import MAX_PARTITIONS, TopicRegistry
+from broker_core.core.topic_protocol import StoredTopic, stored
 from broker_core.types import PERSISTENT, TopicName, check_partition_names
 from broker_core.protocol.ack_set import to_words
 
@@ -84,17 +84,14 @@ def list_partitioned(registry: TopicRegistry, namespace: str) -> list[str]:
     return sorted(t for t in registry.partitioned.topics() if TopicName.parse(t).namespace_name == namespace)
 
 
-def persistent_topic(registry: TopicRegistry, name: TopicName, verb: str) -> PersistentTopic:
+def persistent_topic(registry: TopicRegistry, name: TopicName, verb: str) -> StoredTopic:
     """Topic partition (or non-partitioned topic) ``name`` for an operation on stored data."""
     partitions = registry.partitions_of(name)
     if partitions:
         raise NotAllowedError(f"{verb} on a partitioned topic is not allowed (as in Pulsar): use one of its"
                               f" {partitions} partitions, e.g. {name.partition(0)}", topic=str(name),
                               partitions=partitions)
-    topic = registry.get(name, create=False)
-    if not topic.persistent:
-        raise NotAllowedError(f"{verb}: {name} is non-persistent: it stores nothing", topic=str(name))
-    return cast(PersistentTopic, topic)  # stored data: what only a persistent topic has (see topic_protocol)
+    return stored(registry.get(name, create=False), verb)
 
 
 async def settled(condition: Callable[[], bool], what: str) -> None:
@@ -109,7 +106,7 @@ async def settled(condition: Callable[[], bool], what: str) -> None:
 
 
 # ---------------------------------------------------------------------------------- terminate and unload
-async def terminate(registry: TopicRegistry, name: TopicName) -> PersistentTopic:
+async def terminate(registry: TopicRegistry, name: TopicName) -> StoredTopic:
     """Terminate ``name`` and wait until what it accepted is synced; returns the topic."""
     topic = persistent_topic(registry, name, "terminate")
     end = topic.terminate()
@@ -127,12 +124,13 @@ async def unload(registry: TopicRegistry, name: TopicName) -> int:
         raise TopicNotFound(f"topic {name} does not exist", topic=str(name))
     unloaded = 0
     for target in targets:
-        topic = registry.loaded(target)
-        if topic is None:
+        found = registry.loaded(target)
+        if found is None:
             continue
-        if not topic.persistent:
+        if not found.persistent:
             raise NotAllowedError(f"{target} is non-persistent: it lives in memory only and goes once idle;"
                                   " there is nothing to unload", topic=str(target))
+        topic = stored(found, "unload")
         ended = topic.disconnect_clients(ServiceNotReady(
             f"topic {target} was unloaded by an operator; reconnect to load it again", topic=str(target)))
         await settled(lambda: topic.quiescent or topic.closed, f"closing the {ended} sessions of {target}")
@@ -191,10 +189,11 @@ def expire_messages(registry: TopicRegistry, name: TopicName, subscription: str,
 
 
 # ---------------------------------------------------------------------------------- namespaces
-def _namespace_topics(registry: TopicRegistry, namespace: str) -> list[PersistentTopic]:
+def _namespace_topics(registry: TopicRegistry, namespace: str) -> list[StoredTopic]:
     check_namespace_name(namespace)
-    return [t for t in (registry.get(TopicName.parse(n), create=False) for n in registry.list(namespace)
-                        if TopicName.parse(n).domain == PERSISTENT) if t.persistent]
+    return [stored(t, "clear-backlog") for t in (registry.get(TopicName.parse(n), create=False)
+                                                 for n in registry.list(namespace)
+                                                 if TopicName.parse(n).domain == PERSISTENT) if t.persistent]
 
 
 def clear_namespace_backlog(registry: TopicRegistry, namespace: str, subscription: str) -> int:

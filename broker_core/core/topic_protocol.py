@@ -9,19 +9,27 @@ question (:attr:`Topic.persistent`) or refuses the operation itself with the typ
 same way. ``tests/unit/test_topic_protocol.py`` checks that both classes declare every member with a
 compatible signature, and that no module outside the topic modules branches on the topic classes.
 
+:class:`StoredTopic` declares what a persistent topic adds (its log, compaction, retention, expiry, unloading):
+what the admin core (:mod:`broker_core.core.admin`) and the registry's helpers use once :func:`stored` has
+checked that a topic keeps its messages. Only the registry builds topics, so only it names the two classes.
+
 This module depends on nothing of the service layer at run time (the types are for checkers only), so it
 can move with the topic model as it is.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence, cast, runtime_checkable
+
+from broker_core.errors import NotAllowedError
 
 if TYPE_CHECKING:
     from broker_core.core.access import AccessMode, ProducerAccess
     from broker_core.core.producers import ProducerInfo
     from broker_core.core.rates import TopicRates
     from broker_core.core.write_fault import WriteFault
-    from broker_core.errors import DataLost
+    from broker_core.core.retention_rules import RetentionPolicy
+    from broker_core.core.subscription_expiry import SubscriptionActivity
+    from broker_core.errors import DataLost, PulsarLikeError
     from broker_core.storage.log import StoredEntry
     from broker_core.types import TopicName
     from dispatch.consumer import Consumer
@@ -71,6 +79,8 @@ class Topic(Protocol):
     """Most consumers at once over every subscription (0: no limit)."""
     closed: bool
     """True once the topic is closing: publishing, adding producers and subscribing are refused."""
+    last_used_ms: int
+    """When the registry last handed the topic out (idle unloading)."""
 
     # ------------------------------------------------------------------ state the front ends read
     @property
@@ -222,3 +232,80 @@ class Topic(Protocol):
     async def delete(self) -> None:
         """End every client's session (they reconnect, as Pulsar's do), then close the topic; persistent:
         remove its folder."""
+
+
+@runtime_checkable
+class StoredTopic(Topic, Protocol):
+    """A persistent topic partition: a :class:`Topic` that stores its messages in a log with cursors
+    (:class:`~broker_core.core.persistent.topic.PersistentTopic`). Get one from a ``Topic`` with
+    :func:`stored`, never by asking for its class."""
+
+    log: Any
+    """The topic's :class:`~broker_core.storage.log.ManagedLog` (the registry's helpers read its segments)."""
+    compaction: Any
+    """Its :class:`~broker_core.core.persistent.compaction_runs.TopicCompaction`: ``trigger()``, ``status``,
+    ``last_error``, ``record`` (Pulsar's ``CompactionRecord``), ``threshold``."""
+    producer_check: Callable[[], None]
+    """Runs before a producer is admitted (the registry sets it: a backlog quota's refusal)."""
+
+    @property
+    def compacted(self) -> Any:
+        """The current compacted ledger (``horizon``, ``size_bytes``, ``len()``); None: never compacted."""
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes stored in the log's segments."""
+
+    @property
+    def activity(self) -> "SubscriptionActivity":
+        """Each durable subscription's last activity (subscription expiration)."""
+
+    @property
+    def msg_expired(self) -> dict[str, int]:
+        """Messages expired per durable subscription (``totalMsgExpired``); admin expiry counts there too."""
+
+    @property
+    def retention(self) -> "RetentionPolicy":
+        """The retention policy in force."""
+
+    @property
+    def subscription_expiration_minutes(self) -> int:
+        """Durable subscriptions without consumers idle this long are deleted (0: never)."""
+
+    @property
+    def quiescent(self) -> bool:
+        """No clients, no fsync waited for, no removal or compaction running: :meth:`unload` may close it."""
+
+    def read(self, start_offset: int, max_entries: int, end_offset: int) -> list["StoredEntry"]:
+        """Stored entries from the one holding ``start_offset``, at most ``max_entries``, below ``end_offset``."""
+
+    def segments(self) -> list[dict]:
+        """Per-segment figures: ``ledgerId`` (base offset), ``entries``, ``size``, ``firstOffset``,
+        ``lastOffset`` (and ``damaged`` ranges when some are)."""
+
+    def set_retention_policies(self, retention: "RetentionPolicy", message_ttl_seconds: int) -> None:
+        """Apply the effective retention and message TTL (resolved by the registry)."""
+
+    def expire_subscriptions(self) -> list[str]:
+        """Delete the durable subscriptions idle past their expiration time; their names."""
+
+    def flush_cursors(self) -> None:
+        """Persist every changed durable cursor."""
+
+    def disconnect_clients(self, error: "PulsarLikeError", *, consumers: bool = True) -> int:
+        """End every producer's (and consumer's) session with ``error``; how many were ended."""
+
+    def unload(self) -> bool:
+        """Close a quiescent topic at once, state saved (False, nothing done, when it is not quiescent)."""
+
+    async def truncate(self) -> int:
+        """Every subscription acknowledges everything, then every segment but the active one is removed;
+        how many were."""
+
+
+def stored(topic: Topic, verb: str) -> StoredTopic:
+    """``topic`` as a :class:`StoredTopic`; ``NotAllowedError`` naming ``verb`` when it is non-persistent (it
+    stores nothing), as Pulsar refuses operations on stored data there."""
+    if not topic.persistent:
+        raise NotAllowedError(f"{verb}: {topic.topic} is non-persistent: it stores nothing", topic=topic.topic)
+    return cast(StoredTopic, topic)

@@ -15,7 +15,7 @@ from broker_core.config import BrokerConfig
 from broker_core.errors import NotAllowedError
 from broker_core.core.nonpersistent.topic import NonPersistentTopic
 from broker_core.core.persistent.topic import PersistentTopic
-from broker_core.core.topic_protocol import Topic
+from broker_core.core.topic_protocol import StoredTopic, Topic, stored
 from broker_core.types import TopicName
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,17 +30,17 @@ BRANCH = re.compile(r"\b(isinstance|issubclass)\([^)]*\b(Persistent|NonPersisten
                     r"|\b(hasattr|getattr)\((topic|found|t|session\.topic)\b")
 
 
-def _protocol_methods() -> dict[str, inspect.Signature]:
-    return {name: inspect.signature(value) for name, value in vars(Topic).items()
+def _protocol_methods(protocol: type = Topic) -> dict[str, inspect.Signature]:
+    return {name: inspect.signature(value) for name, value in vars(protocol).items()
             if inspect.isfunction(value) and not name.startswith("_")}
 
 
-def _protocol_properties() -> list[str]:
-    return [name for name, value in vars(Topic).items() if isinstance(value, property)]
+def _protocol_properties(protocol: type = Topic) -> list[str]:
+    return [name for name, value in vars(protocol).items() if isinstance(value, property)]
 
 
-def _protocol_attributes() -> list[str]:
-    return [name for name in Topic.__annotations__]
+def _protocol_attributes(protocol: type = Topic) -> list[str]:
+    return [name for name in vars(protocol).get("__annotations__", {})]
 
 
 def _compatible(declared: inspect.Signature, actual: inspect.Signature) -> list[str]:
@@ -93,11 +93,37 @@ def test_the_protocol_declares_what_every_topic_offers():
     assert "persistent" in _protocol_attributes()
 
 
-def test_every_member_documents_itself():
-    undocumented = [name for name, value in vars(Topic).items()
+@pytest.mark.parametrize("protocol", [Topic, StoredTopic], ids=lambda p: p.__name__)
+def test_every_member_documents_itself(protocol):
+    undocumented = [name for name, value in vars(protocol).items()
                     if (inspect.isfunction(value) or isinstance(value, property)) and not name.startswith("_")
                     and not inspect.getdoc(value)]
     assert undocumented == []
+
+
+def test_a_persistent_topic_has_every_stored_topic_member_with_a_compatible_signature(topics):
+    persistent = topics[0]
+    problems = {}
+    for name, declared in _protocol_methods(StoredTopic).items():
+        actual = getattr(PersistentTopic, name, None)
+        if not callable(actual):
+            problems[name] = ["missing"]
+        elif inspect.iscoroutinefunction(getattr(StoredTopic, name)) != inspect.iscoroutinefunction(actual):
+            problems[name] = ["async differs"]
+        elif _compatible(declared, inspect.signature(actual)):
+            problems[name] = _compatible(declared, inspect.signature(actual))
+    problems.update({name: ["missing"] for name in [*_protocol_properties(StoredTopic),
+                                                    *_protocol_attributes(StoredTopic)]
+                     if not hasattr(persistent, name)})
+    assert problems == {}
+    assert isinstance(persistent, StoredTopic)
+
+
+def test_stored_narrows_a_persistent_topic_and_refuses_a_non_persistent_one_naming_the_verb(topics):
+    persistent, non_persistent = topics
+    assert stored(persistent, "peek") is persistent
+    with pytest.raises(NotAllowedError, match="peek: non-persistent://public/default/n is non-persistent"):
+        stored(non_persistent, "peek")
 
 
 @pytest.mark.parametrize("cls", TOPIC_CLASSES, ids=lambda cls: cls.__name__)

@@ -125,6 +125,8 @@ class NonPersistentTopic:
         self.rates = TopicRates(clock)
         """Rates over the last stats interval (see :mod:`broker_core.core.rates`)."""
         self.closed = False
+        self.last_used_ms = clock.now_ms()
+        """When the registry last handed the topic out."""
 
     # ------------------------------------------------------------------ positions
     @property

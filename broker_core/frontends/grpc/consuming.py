@@ -17,13 +17,11 @@ from broker_core.errors import DataLost, InvalidMessage, PulsarLikeError
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol.status import error_to_proto
 from broker_core.core.backpressure import Outbox
-from broker_core.core.consumer_session import EARLIEST, LAST_MESSAGE, LATEST, ConsumerSession, Start, key_shared_policy
+from broker_core.core.consumer_session import (EARLIEST, LAST_MESSAGE, LATEST, ConsumerSession, Delivery,
+                                               KeySharedPolicy, Start, SubType, key_shared_policy)
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.grpc.streams import bad_request, first_request, serve, unexpected, while_read
 from broker_core.types import TopicName
-from dispatch.consumer import Delivery
-from dispatch.key_shared import KeySharedPolicy
-from dispatch.types import SubType
 
 log = logging.getLogger("broker_core.frontends.grpc.servicer")
 

@@ -11,11 +11,10 @@ name, takes the request and returns the reply; errors are turned into gRPC statu
 from __future__ import annotations
 
 from broker_core.core import topic_admin
-from broker_core.core.nonpersistent.topic import not_stored
 from broker_core.core.persistent import cursor_admin
 from broker_core.core.registry import TopicRegistry
-from broker_core.core.topic_protocol import Topic
-from broker_core.errors import InvalidMessage
+from broker_core.core.topic_protocol import StoredTopic, stored
+from broker_core.errors import InvalidMessage, NotAllowedError
 from broker_core.frontends.grpc.topic_rpcs import position_offset
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.types import TopicName
@@ -27,13 +26,14 @@ class SubscriptionRpcs:
     def __init__(self, registry: TopicRegistry) -> None:
         self._registry = registry
 
-    def _persistent(self, topic: str) -> Topic:
+    def _persistent(self, topic: str) -> StoredTopic:
         """An existing persistent topic: the calls on stored subscriptions (create, reset, acknowledge up to,
         skip, clear-backlog, peek) need one."""
         found = self._registry.get(TopicName.parse(topic), create=False)
         if not found.persistent:
-            raise not_stored(found.topic, "non-persistent topics have no stored subscriptions")
-        return found
+            raise NotAllowedError(f"{found.topic}: non-persistent topics have no stored subscriptions",
+                                  topic=found.topic)
+        return stored(found, "subscriptions")
 
     # ================================================================== one topic partition's subscriptions
     def ListSubscriptions(self, request: pb.TopicRequest) -> pb.NameList:

@@ -15,13 +15,13 @@ import json
 
 from broker_core.core import compaction_admin, topic_admin, topic_lookup, topic_verify
 from broker_core.core.compacted_view import CompactedView
-from broker_core.core.persistent.topic import PersistentTopic
 from broker_core.core.registry import TopicRegistry
+from broker_core.core.topic_protocol import Topic
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.types import TopicName
 
 
-def position_offset(topic: PersistentTopic, position: pb.Position) -> int:
+def position_offset(topic: Topic, position: pb.Position) -> int:
     """The message offset a wire ``Position`` names on ``topic`` (clamped to its confirmed end)."""
     which = position.WhichOneof("position")
     if which == "earliest":
@@ -31,7 +31,7 @@ def position_offset(topic: PersistentTopic, position: pb.Position) -> int:
     return topic.confirmed_end_offset
 
 
-def last_message_id(topic: PersistentTopic | CompactedView) -> pb.LastMessageId:
+def last_message_id(topic: Topic | CompactedView) -> pb.LastMessageId:
     """The last message id of a topic, or of its compacted view (whose last message may be older than the
     raw end: the last offset is the message's own)."""
     last = topic.last_message_id()

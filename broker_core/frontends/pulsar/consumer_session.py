@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Any
 from broker_core.errors import DataLost
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.status import fields_json, wire_message
-from broker_core.core.consumer_session import ConsumerSession
+from broker_core.core.consumer_session import ConsumerSession, Delivery
 from broker_core.frontends.pulsar.frames import FRAME_HEADER, encode
 from broker_core.frontends.pulsar.message_ids import message_id
-from dispatch.consumer import Delivery
 
 if TYPE_CHECKING:
     from broker_core.frontends.pulsar.connection import PulsarConnection

@@ -28,14 +28,13 @@ from broker_core.errors import ConsumerBusy, InvalidMessage, NotAllowedError, Se
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
-from broker_core.core.consumer_session import EARLIEST, LATEST, MAX_PERMITS, Start, key_shared_policy
+from broker_core.core.consumer_session import (EARLIEST, LATEST, MAX_PERMITS, KeySharedPolicy, Start, SubType,
+                                               key_shared_policy)
 from broker_core.frontends.pulsar.acknowledgments import acknowledge
 from broker_core.frontends.pulsar.consumer_session import PulsarConsumer
 from broker_core.frontends.pulsar.message_ids import is_earliest, is_latest, message_id, signed
 from broker_core.frontends.pulsar.schema_commands import check_for_consumer
 from broker_core.types import TopicName
-from dispatch.key_shared import KeySharedPolicy
-from dispatch.types import SubType
 
 if TYPE_CHECKING:
     from broker_core.frontends.pulsar.connection import PulsarConnection
