@@ -131,25 +131,47 @@ class TopicName(NamedTuple):
 
     @classmethod
     def parse(cls, name: str) -> "TopicName":
-        """Parse ``name``; a bare name means ``persistent://public/default/<name>``.
+        """Parse ``name`` in the forms Pulsar's ``TopicName`` takes:
 
-        Raises :class:`InvalidTopicName` with the reason.
+        - ``my-topic`` -> ``persistent://public/default/my-topic`` (empty segments around it are dropped, as
+          Pulsar splits a short name: ``/my-topic`` is the same topic);
+        - ``tenant/namespace/topic`` -> ``persistent://tenant/namespace/topic``;
+        - ``{persistent|non-persistent}://tenant/namespace/topic`` (the domain in any case, as Pulsar's
+          ``TopicDomain``; stored and shown lower-case).
+
+        Refused with :class:`InvalidTopicName` naming why: any other number of short-name segments (Pulsar:
+        ``<tenant>/<namespace>/<topic> or <topic>``), another domain, and the V1 form
+        ``{domain}://tenant/cluster/namespace/topic`` -- Pulsar reads it as a topic of the cluster-scoped
+        namespace ``tenant/cluster/namespace`` (its old global/cluster namespaces), which pulsarlike's
+        namespaces (``tenant/namespace``) never are -- and names that break the rules of the module docstring.
         """
         if not isinstance(name, str) or not name:
             raise InvalidTopicName(f"invalid topic name {name!r}: empty", topic=str(name), reason="empty")
-        if "://" in name:
-            domain, _, rest = name.partition("://")
-            if domain not in (PERSISTENT, NON_PERSISTENT):
-                raise _invalid(name, f"domain must be 'persistent' or 'non-persistent', not {_shown(domain)}")
-            parts = rest.split("/")
-            if len(parts) != 3:
-                raise _invalid(name, "expected {persistent|non-persistent}://tenant/namespace/topic")
-            tenant, namespace, local = parts
-        else:
-            if "/" in name:
-                raise _invalid(name, "a short name cannot contain '/'; use the full form"
-                                     " {persistent|non-persistent}://tenant/namespace/topic")
-            domain, tenant, namespace, local = PERSISTENT, "public", "default", name
+        full = name
+        if "://" not in name:
+            segments = [segment for segment in name.split("/") if segment]
+            if len(segments) == 1:
+                full = f"{PERSISTENT}://public/default/{segments[0]}"
+            elif len(segments) == 3:
+                full = f"{PERSISTENT}://{name}"  # empty segments left in are refused below, as Pulsar's are
+            else:
+                raise _invalid(name, f"a short name is <topic> or <tenant>/<namespace>/<topic>, not {len(segments)} "
+                                     "segments; or use the full form {persistent|non-persistent}://tenant/"
+                                     "namespace/topic")
+        domain, _, rest = full.partition("://")
+        domain = domain.lower()
+        if domain not in (PERSISTENT, NON_PERSISTENT):
+            raise _invalid(name, f"domain must be 'persistent' or 'non-persistent', not {_shown(domain)}")
+        parts = rest.split("/", 3)
+        if len(parts) == 4 and all(parts):
+            raise _invalid(name, f"{domain}://tenant/cluster/namespace/topic is Pulsar's V1 form, a topic of the "
+                                 f"cluster-scoped namespace {_shown('/'.join(parts[:3]))}; pulsarlike's namespaces "
+                                 f"are tenant/namespace: use {domain}://tenant/namespace/topic (a topic name "
+                                 "holds no '/')")
+        if len(parts) != 3:
+            raise _invalid(name, "expected {persistent|non-persistent}://tenant/namespace/topic" +
+                           (", each segment non-empty" if len(parts) == 4 else ""))
+        tenant, namespace, local = parts
         problem = (entity_name_problem("tenant", tenant) or entity_name_problem("namespace", namespace)
                    or local_name_problem(local))
         if problem:

@@ -406,8 +406,8 @@ def build_parser() -> _Parser:
             if positional:
                 p.add_argument(positional, help={"tenant": "tenant name", "namespace": "tenant/namespace",
                                                  "cluster": "cluster name",
-                                                 "topic": "persistent://tenant/namespace/topic (or a short name)"
-                                                 }[positional])
+                                                 "topic": "persistent://tenant/namespace/topic, "
+                                                          "tenant/namespace/topic or a short name"}[positional])
             _url_flag(p, argparse.SUPPRESS)
             security_flags.add(p, suppress=True)
             p.set_defaults(run=run)

@@ -32,8 +32,8 @@ def add_verbs(verb: Callable[..., argparse.ArgumentParser]) -> None:
     p = verb("verify", _verify, "Check a topic's stored files without changing them: frames, segments, indexes, "
              "cursors (pulsarlike extension; exit 3 when damage is found)")
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("topic", nargs="?", help="persistent://tenant/namespace/topic (or a short name); every "
-                       "partition of a partitioned topic")
+    which.add_argument("topic", nargs="?", help="persistent://tenant/namespace/topic, tenant/namespace/topic or a "
+                       "short name; every partition of a partitioned topic")
     which.add_argument("--all", action="store_true", help="every persistent topic of the broker")
     p.add_argument("--json", action="store_true", help="print the broker's answer as JSON")
     p.add_argument("--timeout", type=float, default=VERIFY_TIMEOUT_S, metavar="SECONDS",

@@ -305,7 +305,13 @@ def _topic_spec(given: Mapping[str, str]) -> TopicSpec:
 
 
 def _pattern(value: str) -> str:
-    pattern = value if "://" in value else f"persistent://public/default/{value}"
+    if "://" in value:
+        pattern = value
+    elif value.count("/") in (0, 2):  # <regex> or tenant/namespace/<regex>, the short forms of Pulsar's TopicName
+        pattern = f"persistent://{value}" if "/" in value else f"persistent://public/default/{value}"
+    else:
+        raise ValueError(f"option topicsPattern={value!r}: a short pattern is <regex> (in public/default) or "
+                         "tenant/namespace/<regex>, e.g. 'acme/orders/orders-.*'")
     domain, _, rest = pattern.partition("://")
     _check_persistent("topicsPattern", pattern, domain == "persistent")
     namespace = "/".join(rest.split("/")[:2])

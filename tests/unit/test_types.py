@@ -19,7 +19,34 @@ def test_full_names_parse_into_their_parts():
     assert name.namespace_name == "acme/orders"
 
 
+@pytest.mark.parametrize("short, full", [
+    ("acme/orders/t", "persistent://acme/orders/t"),
+    ("public/default/my-topic", "persistent://public/default/my-topic"),
+    ("/my-topic", "persistent://public/default/my-topic"),  # Pulsar drops empty segments of a short name
+    ("my-topic/", "persistent://public/default/my-topic"),
+    ("Persistent://acme/orders/t", "persistent://acme/orders/t"),  # Pulsar's TopicDomain ignores case
+    ("NON-PERSISTENT://acme/orders/t", "non-persistent://acme/orders/t"),
+])
+def test_pulsars_short_forms_name_the_full_topic(short, full):
+    assert str(TopicName.parse(short)) == full
+    assert TopicName.parse(short) == TopicName.parse(full)
+
+
+def test_the_v1_form_with_a_cluster_is_refused_naming_why():
+    with pytest.raises(InvalidTopicName, match="V1 form.*cluster-scoped namespace 'acme/us-west/orders'.*"
+                                               "use persistent://tenant/namespace/topic") as info:
+        TopicName.parse("persistent://acme/us-west/orders/t")
+    assert "V1" in info.value.reason
+    with pytest.raises(InvalidTopicName, match="V1 form"):
+        TopicName.parse("non-persistent://acme/global/orders/a/b")  # Pulsar's local name a/b
+
+
 @pytest.mark.parametrize("bad, reason", [
+    ("a/b/c/d", "<topic> or <tenant>/<namespace>/<topic>, not 4 segments"),
+    ("/", "not 0 segments"),
+    ("a//b/c", "each segment non-empty"),  # Pulsar: persistent://a//b/c, an empty cluster
+    ("acme/orders/", "<topic> or <tenant>/<namespace>/<topic>, not 2"),
+    ("acme/orders/t/", "each segment non-empty"),
     ("", "empty"),
     ("kafka://a/b/c", "domain"),
     ("persistent://a/b", "tenant/namespace/topic"),
