@@ -3,9 +3,10 @@ schema evolution), stored and surviving restarts.
 
 A topic's schema is registered by the first producer or consumer that brings one (``PRODUCER``/``SUBSCRIBE``
 with a schema, ``GET_OR_CREATE_SCHEMA``); a later one gets the version of an identical schema already
-registered, a new version when it is compatible with the latest one (:mod:`.schema_compat`, Pulsar's
-default ``BACKWARD``, or the namespace's ``schemaCompatibilityStrategy``), or :class:`~broker_core.errors.IncompatibleSchema`. The partitions of a partitioned
-topic share their base topic's schema. A version is Pulsar's 8-byte big-endian number, starting at 0;
+registered, a new version when it is compatible under the topic's ``schemaCompatibilityStrategy`` (Avro's
+rules with Pulsar's strategies, :mod:`.schema_compat`; ``UNDEFINED`` is Pulsar's broker default, ``FULL``),
+or :class:`~broker_core.errors.IncompatibleSchema` naming the strategy applied and why. The partitions of a
+partitioned topic share their base topic's schema. A version is Pulsar's 8-byte big-endian number, starting at 0;
 clients put it in the ``schema_version`` of the messages they produce (the broker stores it as it comes).
 A schema for a topic of a namespace that does not exist is refused (``NamespaceNotFound``).
 
@@ -40,8 +41,8 @@ from typing import Callable
 from broker_core.clock import Clock
 from broker_core.errors import IncompatibleSchema, InvalidMessage, InvalidSchema
 from broker_core.core import schema_protobuf_native as protobuf_native
-from broker_core.core.schema_compat import (DEFAULT_STRATEGY, KEY_VALUE, is_transitive, split_key_value,
-                                           strategy_problem)
+from broker_core.core.schema_compat import (KEY_VALUE, applied_strategy, consumer_strategy, is_transitive,
+                                           split_key_value, strategy_problem)
 from broker_core.storage.paths import namespace_dir
 from broker_core.storage.schema_files import SchemaFiles, SchemaInfo, StoredVersion, digest_of, migrate_legacy
 from broker_core.types import TopicName
@@ -84,8 +85,8 @@ class SchemaRegistry:
         """``metadata``: the data dir's ``metadata`` folder; ``executor`` runs checks and writes (the
         loop's default one when None); ``check_namespace`` raises ``NamespaceNotFound`` for a topic whose
         namespace does not exist; ``strategy_of`` is a topic's compatibility strategy (its namespace's
-        ``schemaCompatibilityStrategy``; BACKWARD when None)."""
-        self._strategy_of = strategy_of or (lambda name: DEFAULT_STRATEGY)
+        ``schemaCompatibilityStrategy``; ``UNDEFINED``, the broker's default, when None)."""
+        self._strategy_of = strategy_of or (lambda name: "UNDEFINED")
         metadata.mkdir(parents=True, exist_ok=True)
         self._files = SchemaFiles(metadata / FOLDER)
         migrate_legacy(metadata, self._files)
@@ -175,7 +176,7 @@ class SchemaRegistry:
             key = self._key(topic)
             version, problem = found
             raise IncompatibleSchema(f"schema of {key} is incompatible with its version {version}"
-                                     f" ({strategy}): {problem}", topic=key, version=version)
+                                     f" ({applied_strategy(strategy)}): {problem}", topic=key, version=version)
         self._files.write(topic, info, digest)
 
     def _problem(self, topic: TopicName, state: _TopicSchema, info: SchemaInfo,
@@ -194,13 +195,25 @@ class SchemaRegistry:
         return None
 
     def strategy(self, topic: TopicName) -> str:
-        """The compatibility strategy a new version of ``topic``'s schema is checked under."""
-        return self._strategy_of(topic)
+        """The compatibility strategy a new version of ``topic``'s schema is checked under (``UNDEFINED``
+        resolved to the broker's default, as Pulsar names the strategy it applied)."""
+        return applied_strategy(self._strategy_of(topic))
 
     async def compatibility(self, topic: TopicName, schema_type: str, data: bytes,
                             properties: dict[str, str] | None = None) -> str | None:
         """Why this schema could not be registered on ``topic`` now (None: it could), checked as
         :meth:`get_or_create` checks it (on the executor), nothing written (REST's ``compatibility``)."""
+        return await self._compatibility(topic, schema_type, data, properties, self._strategy_of(topic))
+
+    async def consumer_compatibility(self, topic: TopicName, schema_type: str, data: bytes,
+                                     properties: dict[str, str] | None = None) -> str | None:
+        """Why a consumer bringing this schema could not read ``topic`` (None: it could), as Pulsar's
+        ``checkConsumerCompatibility``: under :func:`~.schema_compat.consumer_strategy`, nothing written."""
+        return await self._compatibility(topic, schema_type, data, properties,
+                                         consumer_strategy(self._strategy_of(topic)))
+
+    async def _compatibility(self, topic: TopicName, schema_type: str, data: bytes,
+                             properties: dict[str, str] | None, strategy: str) -> str | None:
         self._check_namespace(topic)
         _check_definition(schema_type, data)
         state = self._topic(topic)
@@ -208,7 +221,7 @@ class SchemaRegistry:
             return None
         info = SchemaInfo(-1, schema_type, bytes(data), "", dict(properties or {}))
         found = await asyncio.get_running_loop().run_in_executor(
-            self._executor, self._problem, topic, state, info, self._strategy_of(topic))
+            self._executor, self._problem, topic, state, info, strategy)
         return None if found is None else f"incompatible with version {found[0]}: {found[1]}"
 
     def _writing(self, topic: TopicName) -> "_Writing":

@@ -209,7 +209,7 @@ def test_the_namespace_s_compatibility_strategy_decides(client, broker_proc):
     topic = f"persistent://{namespace}/evolving"
     client.create_producer(topic, schema=ours.AvroSchema(V1)).send(V1(a=1))
     with pytest.raises(IncompatibleSchema, match="ALWAYS_INCOMPATIBLE"):
-        client.create_producer(topic, schema=ours.AvroSchema(V2))  # compatible under the default BACKWARD
+        client.create_producer(topic, schema=ours.AvroSchema(V2))  # compatible under the default FULL
 
 
 @pytest.mark.transports

@@ -83,7 +83,7 @@ B = {"name": "b", "type": "string"}
     ("BACKWARD", record(A, B), record(A), True),
     ("FULL", record(A), record(A, B), False),
     ("FULL", record(A), record(A, B_DEFAULT), True),
-    ("UNDEFINED", record(A), record(A, B), False),  # the broker's default, BACKWARD
+    ("UNDEFINED", record(A), record(A, B), False),  # the broker's default, FULL
     ("ALWAYS_COMPATIBLE", record(A), b'"string"', True),
     ("ALWAYS_INCOMPATIBLE", record(A), record(A, B_DEFAULT), False),
 ])
