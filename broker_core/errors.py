@@ -57,6 +57,16 @@ class SubscriptionNotFound(PulsarLikeError):
     pass
 
 
+class MessageNotFound(PulsarLikeError):
+    """No stored message where an admin call looked (a peek past the subscription's last unacknowledged
+    entry: Pulsar's 404 "Message not found")."""
+
+
+class ClusterNotFound(TopicNotFound):
+    """A cluster other than the broker's one (``clusterName``): Pulsar's 404 "Cluster does not exist";
+    ``cluster`` names it."""
+
+
 class NamespaceNotFound(TopicNotFound):
     """The namespace (``tenant/namespace``) does not exist: topics in it cannot be looked up, created or
     listed (Pulsar answers 404 "Namespace does not exist"). A subclass of :class:`TopicNotFound`, so code
@@ -119,6 +129,18 @@ class TooManyRequests(PulsarLikeError):
 
 class NotAllowedError(PulsarLikeError):
     pass
+
+
+class SubscriptionAlreadyExists(NotAllowedError):
+    """Creating a durable subscription (``create-subscription``) that exists on the topic, or on a partition of
+    the partitioned topic (Pulsar: 409 "Subscription already exists"); ``subscription`` and ``topic`` name it. A
+    subclass of :class:`NotAllowedError`, which the broker raised for it before the name existed."""
+
+
+class InvalidPartitionCount(NotAllowedError):
+    """A partitioned topic created or grown with a partition count the broker does not accept: 0 or less, or
+    more than it allows (Pulsar: 406 "Number of partitions should be more than 0"); ``partitions`` is the count
+    asked for, ``limit`` the most allowed."""
 
 
 class CompactionAlreadyRunning(NotAllowedError):

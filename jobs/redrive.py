@@ -55,7 +55,7 @@ DEFAULT_SUBSCRIPTION = "pulsarlike-redrive"
 LETTER_PROPERTIES = ("REAL_TOPIC", "ORIGIN_MESSAGE_ID", "RECONSUMETIMES", "DELAY_TIME")
 """Properties a dead letter or retry hop adds; dropped from a re-driven message."""
 RECEIVE_TIMEOUT_MS = 5_000
-_RANGE = re.compile(r"\((-?\d+)\.\.(-?\d+)\]")
+_RANGE = re.compile(r"\((?:-?\d+:)?(-?\d+)\.\.(?:-?\d+:)?(-?\d+)\]")
 
 
 @dataclass
@@ -104,9 +104,16 @@ class RedriveSummary:
 
 # --- pure parts ------------------------------------------------------------------------------------------
 def parse_acked_ranges(text: str) -> list[tuple[int, int]]:
-    """``individuallyDeletedMessages`` of the broker's internal stats (``[(a..b], (c..d]]``: offsets a+1
-    through b acknowledged) as half-open ranges ``[a+1, b+1)``."""
+    """``individuallyDeletedMessages`` of the broker's internal stats, as Pulsar writes them (``[(L:a..L:b],
+    (L:c..L:d]]``: offsets a+1 through b acknowledged; pulsarlike's entry ids are offsets, its ledgers
+    segments) as half-open ranges ``[a+1, b+1)``."""
     return [(int(a) + 1, int(b) + 1) for a, b in _RANGE.findall(text or "")]
+
+
+def position_offset(position: str) -> int:
+    """The offset of a cursor position of the broker's internal stats (``ledger:entry``, the entry being the
+    offset: ``markDeletePosition``, ``readPosition``)."""
+    return int(str(position).rpartition(":")[2])
 
 
 def plan_acks(start: int, end: int, redriven: Iterable[int],
@@ -199,7 +206,7 @@ def _plan(service_url: str, dlq: str, subscription: str) -> dict[Any, PartitionP
             if cursor is None:
                 plans[tp] = PartitionPlan(b.start, b.end, exists=False)
                 continue
-            start = max(int(cursor["firstUnackedOffset"]), b.start)
+            start = max(position_offset(cursor["markDeletePosition"]) + 1, b.start)  # ranges after it are apart
             acked = [(max(s, start), min(e, b.end)) for s, e in
                      parse_acked_ranges(cursor.get("individuallyDeletedMessages", ""))
                      if e > start and s < b.end]

@@ -18,7 +18,8 @@ they stay under ``topics/``), and folders are removed only through its ``remove_
 
 The registry looks topics up, loads and creates them, lists and deletes them; its other jobs are owned
 helpers: :mod:`~broker_core.core.effective_policies`, :mod:`~broker_core.core.idle_unloading`,
-:mod:`~broker_core.core.namespace_deletion` and :mod:`~broker_core.core.registry_stats`.
+:mod:`~broker_core.core.namespace_deletion`. What the admin API asks of the topics (stats, subscriptions,
+termination, compaction ...) is the admin core's (:mod:`broker_core.core.admin`).
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ from pathlib import Path
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import InvalidTopicName, NotAllowedError, PulsarLikeError, TopicAlreadyExists, TopicNotFound
+from broker_core.errors import (InvalidPartitionCount, InvalidTopicName, NotAllowedError, PulsarLikeError,
+                                TopicAlreadyExists, TopicNotFound)
 from broker_core.core import namespace_deletion
 from broker_core.core.effective_policies import EffectivePolicies
 from broker_core.core.idle_unloading import IdleUnloader
@@ -51,12 +53,6 @@ if TYPE_CHECKING:
     from broker_core.storage.cursor_store import CursorStore
 
 log = logging.getLogger(__name__)
-
-
-def _registry_stats():
-    from broker_core.core import registry_stats  # imports the topic modules: at the first stats call
-
-    return registry_stats
 
 
 def check_enabled(config: BrokerConfig, name: TopicName) -> None:
@@ -246,8 +242,9 @@ class TopicRegistry:
         if name.partition_index >= 0:
             raise InvalidTopicName(f"{name}: a partitioned topic name cannot contain '-partition-'",
                                    topic=str(name), reason="contains -partition-")
-        if not 0 < partitions <= MAX_PARTITIONS:
-            raise NotAllowedError(f"partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
+        if not 0 < partitions <= MAX_PARTITIONS:  # Pulsar: 406 "Number of partitions should be more than 0"
+            raise InvalidPartitionCount(f"Number of partitions should be between 1 and {MAX_PARTITIONS}, got"
+                                        f" {partitions}", partitions=partitions, limit=MAX_PARTITIONS)
         check_partition_names(name, partitions)
         check_enabled(self._config, name)
         self.namespaces.check_exists(name.namespace_name)
@@ -315,17 +312,6 @@ class TopicRegistry:
             removed += await self.get(target, create=False).truncate()
         log.info("event=topic_truncate topic=%s segments_removed=%d", name, removed)
         return removed
-
-    def internal_stats(self, name: TopicName) -> dict:
-        """``stats-internal`` of a topic partition, or of each partition of a partitioned topic."""
-        return _registry_stats().internal_stats(self, name)
-
-    def subscriptions(self, name: TopicName) -> list[str]:
-        """Subscription names of a topic (of every partition of a partitioned topic)."""
-        return _registry_stats().subscriptions(self, name)
-
-    def stats(self, name: TopicName) -> dict:
-        return _registry_stats().stats(self, name)
 
     # ------------------------------------------------------------------ tenants and namespaces
     def create_namespace(self, namespace: str) -> None:

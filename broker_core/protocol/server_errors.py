@@ -21,7 +21,10 @@ _CODES: dict[type[errors.PulsarLikeError], int] = {
     errors.InvalidConfiguration: cmd.NotAllowedError,
     errors.TopicNotFound: cmd.TopicNotFound,  # NamespaceNotFound and TenantNotFound too, as in Pulsar
     errors.SubscriptionNotFound: cmd.SubscriptionNotFound,
+    errors.MessageNotFound: cmd.NotAllowedError,
     errors.TopicAlreadyExists: cmd.NotAllowedError,
+    errors.SubscriptionAlreadyExists: cmd.NotAllowedError,
+    errors.InvalidPartitionCount: cmd.NotAllowedError,
     errors.ConsumerBusy: cmd.ConsumerBusy,
     errors.ConsumerAssignError: cmd.ConsumerAssignError,
     errors.ProducerBusy: cmd.ProducerBusy,

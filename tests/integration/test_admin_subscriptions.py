@@ -54,7 +54,7 @@ def test_peek_and_skip_step_over_individually_acknowledged_messages(client, admi
     assert [m.data for m in admin.peek_messages(topic, "sub", 3)] == [b"m0", b"m2", b"m4"]
     assert admin.skip_messages(topic, "sub", 2) == 2  # m0 and m2: everything through m3 is acknowledged
     internal = admin.topic_internal_stats(topic)["cursors"]["sub"]
-    assert internal["markDeleteOffset"] == 3 and internal["individuallyDeletedMessages"] == "[]"
+    assert internal["markDeletePosition"] == "0:3" and internal["individuallyDeletedMessages"] == "[]"
     assert [m.data for m in admin.peek_messages(topic, "sub", 5)] == [b"m4", b"m5"]
     assert admin.skip_messages(topic, "sub", 10) == 2  # only what is left
     assert backlog(admin, topic, "sub") == 0 and admin.peek_messages(topic, "sub", 1) == []
@@ -137,11 +137,13 @@ def test_internal_stats_show_segments_and_cursors(client, admin, topic):
     internal = admin.topic_internal_stats(topic)
     assert internal["numberOfEntries"] == 4 and internal["state"] == "LedgerOpened"
     assert internal["lastConfirmedEntry"] == "0:3" and internal["lastConfirmedOffset"] == 3
-    assert internal["ledgers"] == [{"ledgerId": 0, "entries": 4, "size": internal["totalSize"],
-                                    "offloaded": False, "firstOffset": 0, "lastOffset": 3}]
+    assert internal["ledgers"] == [{"ledgerId": 0, "entries": 4, "size": internal["totalSize"], "offloaded": False,
+                                    "metadata": None, "underReplicated": False, "firstOffset": 0, "lastOffset": 3}]
+    assert internal["entriesAddedCounter"] == 4 and internal["schemaLedgers"] == []
     cursor = internal["cursors"]["sub"]
-    assert cursor["markDeleteOffset"] == -1 and cursor["individuallyDeletedMessages"] == "[(0..2]]"
-    assert cursor["msgBacklog"] == 2 and cursor["totalNonContiguousDeletedMessagesRange"] == 1
+    assert cursor["markDeletePosition"] == "0:-1" and cursor["individuallyDeletedMessages"] == "[(0:0..0:2]]"
+    assert cursor["readPosition"] == "0:0" and cursor["messagesConsumedCounter"] == 2  # 4 added, 2 to go
+    assert cursor["totalNonContiguousDeletedMessagesRange"] == 1 and cursor["state"] == "Open"
 
 
 def test_partitioned_stats_sum_the_partitions_and_show_them_on_request(client, admin, topic):

@@ -35,6 +35,11 @@ def saved_mark_delete(data_dir: Path, subscription: str) -> int | None:
     return None if newest is None else newest.cursor.mark_delete_offset
 
 
+def offset(cursor: dict) -> int:
+    """The mark-delete offset of an internal stats cursor (``markDeletePosition`` is ``ledger:offset``)."""
+    return int(cursor["markDeletePosition"].rpartition(":")[2])
+
+
 def acknowledge(client: Client, subscription: str, *counts: int, saved_in: Path | None = None) -> None:
     """Receive and acknowledge (cumulatively) ``counts`` messages after another; with ``saved_in``, wait
     after each but the last until the broker saved the cursor (so its last good copy holds that position,
@@ -69,7 +74,7 @@ def pristine(tmp_path_factory) -> Path:
         acknowledge(client, "s", S_ACKED // 2, S_ACKED - S_ACKED // 2, saved_in=data_dir)
         acknowledge(client, "other", OTHER_ACKED)
         client.close()
-        marks = lambda: {n: c["markDeleteOffset"] for n, c in admin.topic_internal_stats(TOPIC)["cursors"].items()}
+        marks = lambda: {n: offset(c) for n, c in admin.topic_internal_stats(TOPIC)["cursors"].items()}
         assert wait_until(lambda: marks() == {"s": S_ACKED - 1, "other": OTHER_ACKED - 1}), marks()
         admin.close()
         assert broker.terminate() == 0
@@ -163,7 +168,7 @@ def test_a_damaged_cursor_costs_only_its_subscription_redeliveries(broker_proces
 
     again = broker_process(*CONFIG, data_dir=data_dir)  # recovered and saved: the next load is clean
     admin = Admin(again.service_url)
-    marks = {n: c["markDeleteOffset"] for n, c in admin.topic_internal_stats(TOPIC)["cursors"].items()}
+    marks = {n: offset(c) for n, c in admin.topic_internal_stats(TOPIC)["cursors"].items()}
     admin.close()
     assert marks == {"s": redeliver_from - 1, "other": OTHER_ACKED - 1}
     assert again.terminate() == 0

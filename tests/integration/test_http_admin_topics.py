@@ -96,7 +96,7 @@ def test_stats_count_what_was_published_and_what_subscriptions_have_left(http, c
     assert stats["subscriptions"]["sub"]["msgBacklog"] == 4
     internal = http.get(f"{NS}/{name}/internalStats").body
     assert internal["numberOfEntries"] == 4 and internal["lastConfirmedOffset"] == 3
-    assert internal["cursors"]["sub"]["markDeleteOffset"] == -1
+    assert internal["cursors"]["sub"]["markDeletePosition"] == "0:-1"
 
 
 def test_partitioned_stats_merge_the_partitions(http, client, name):

@@ -127,8 +127,14 @@ def test_manifest_is_replaced_whole(tmp_path):
 
 # --- redrive ---------------------------------------------------------------------------------------------
 def test_acked_ranges_are_read_as_pulsar_writes_them():
-    assert redrive.parse_acked_ranges("[(3..5], (9..10]]") == [(4, 6), (10, 11)]
+    assert redrive.parse_acked_ranges("[(0:3..0:5], (8:9..8:10]]") == [(4, 6), (10, 11)]
+    assert redrive.parse_acked_ranges("[(3..5], (9..10]]") == [(4, 6), (10, 11)]  # brokers before issue 31
     assert redrive.parse_acked_ranges("[]") == []
+
+
+def test_a_cursor_position_is_read_as_its_offset():
+    assert redrive.position_offset("8:12") == 12
+    assert redrive.position_offset("0:-1") == -1
 
 
 def test_acknowledgement_is_cumulative_over_the_contiguous_prefix_and_individual_after_it():

@@ -144,7 +144,7 @@ class TopicCompaction:
         """Start a run now (on the running loop); raises :class:`CompactionAlreadyRunning` while one runs. The
         future is done when the run is (made again or not), with its :class:`CompactionResult`."""
         if self.running:
-            raise CompactionAlreadyRunning(f"compaction already in progress on {self.topic}", topic=self.topic)
+            raise CompactionAlreadyRunning(f"Compaction already in progress on {self.topic}", topic=self.topic)
         loop = asyncio.get_running_loop()
         end = self._durable_end()
         floor = self.keeping.floor()

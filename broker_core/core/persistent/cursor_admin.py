@@ -1,6 +1,6 @@
 """What ``pulsar-admin topics`` does to a durable subscription without a consumer -- ``skip``,
-``clear-backlog``, ``peek-messages`` -- and the managed-ledger view of a topic partition
-(``stats-internal``).
+``clear-backlog``, ``peek-messages`` -- on one topic partition (the admin core,
+:mod:`broker_core.core.admin.subscriptions`, finds the partitions and answers the front ends).
 
 Positions are message offsets (see :mod:`broker_core.storage.log`), so the unit is the message where
 Pulsar's cursor counts entries: ``skip -n 3`` acknowledges the next three unacknowledged messages, whether
@@ -20,12 +20,15 @@ everything through 11.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from broker_core.errors import CorruptLog, NotAllowedError, SubscriptionNotFound
+from broker_core.errors import NotAllowedError, SubscriptionNotFound
 from broker_core.protocol.ack_set import to_words, unacked_bits
-from broker_core.core.persistent.topic import PersistentTopic
-from broker_core.storage.log import StoredEntry
-from dispatch.subscription import Subscription
+
+if TYPE_CHECKING:
+    from broker_core.core.topic_protocol import StoredTopic
+    from broker_core.storage.stored_entry import StoredEntry
+    from dispatch.subscription import Subscription
 
 PEEK_MAX = 1000
 """Most messages one peek returns (Pulsar's peek also walks entries one by one: keep it small)."""
@@ -35,12 +38,12 @@ PEEK_MAX = 1000
 class Peeked:
     """A stored entry holding messages to peek; ``ack_set`` (Pulsar's words) when some are acknowledged."""
 
-    entry: StoredEntry
+    entry: "StoredEntry"
     ack_set: list[int] | None
     unacked: int
 
 
-def subscription_of(topic: PersistentTopic, name: str) -> Subscription:
+def subscription_of(topic: StoredTopic, name: str) -> Subscription:
     """The durable subscription ``name``, else a reader's (non-durable) one of that name."""
     sub = topic.subscriptions.get(name) or topic.readers.get(name)
     if sub is None:
@@ -49,7 +52,7 @@ def subscription_of(topic: PersistentTopic, name: str) -> Subscription:
     return sub
 
 
-def skip(topic: PersistentTopic, name: str, count: int) -> tuple[int, int]:
+def skip(topic: StoredTopic, name: str, count: int) -> tuple[int, int]:
     """Acknowledge the next ``count`` unacknowledged messages of durable subscription ``name`` (fewer when
     the backlog is shorter); returns (messages acknowledged, offset of the first unacknowledged one)."""
     if count < 0:
@@ -81,7 +84,7 @@ def _last_of_next(sub: Subscription, count: int, end: int) -> int:
     return last
 
 
-def clear_backlog(topic: PersistentTopic, name: str) -> tuple[int, int]:
+def clear_backlog(topic: StoredTopic, name: str) -> tuple[int, int]:
     """Acknowledge every stored message on durable subscription ``name`` (``skipAllMessages``)."""
     sub = topic.durable_subscription(name)
     end = topic.confirmed_end_offset
@@ -89,7 +92,7 @@ def clear_backlog(topic: PersistentTopic, name: str) -> tuple[int, int]:
     return acked, sub.first_unacked_offset()
 
 
-def peek(topic: PersistentTopic, name: str, count: int) -> list[Peeked]:
+def peek(topic: StoredTopic, name: str, count: int) -> list[Peeked]:
     """The entries holding the next ``count`` unacknowledged messages of subscription ``name``, from its
     first unacknowledged message on; nothing moves."""
     if not 0 < count <= PEEK_MAX:
@@ -118,60 +121,3 @@ def peek(topic: PersistentTopic, name: str, count: int) -> list[Peeked]:
                 break
         position = max(position + 1, entries[-1].end_offset)
     return found
-
-
-def internal_stats(topic: PersistentTopic) -> dict:
-    """Pulsar's ``PersistentTopicInternalStats`` over this broker's storage: ``ledgers`` are the log's
-    segments (``ledgerId`` = base offset, with ``firstOffset``/``lastOffset``), ``cursors`` the durable
-    subscriptions (``markDeleteOffset``, ``individuallyDeletedMessages`` as Pulsar writes its ranges --
-    ``(a..b]`` = offsets a+1 through b acknowledged -- but over message offsets), ``compactedLedger`` the
-    compacted state."""
-    segments = topic.segments()
-    end = topic.confirmed_end_offset
-    try:
-        last = topic.entry_containing(end - 1) if end > topic.start_offset else None
-        last_entry = f"{last.ledger_id}:{last.offset}" if last is not None else "-1:-1"
-    except CorruptLog:  # the newest entries are in a fenced (damaged) segment: the stats must still answer
-        holder = next(s for s in segments if s["firstOffset"] <= end - 1 <= s["lastOffset"])
-        last_entry = f"{holder['ledgerId']}:{end - 1}"
-    current = segments[-1] if segments else {"entries": 0, "size": 0}
-    return {
-        "numberOfEntries": sum(max(s["entries"], 0) for s in segments),
-        "totalSize": topic.size_bytes,
-        "currentLedgerEntries": current["entries"],
-        "currentLedgerSize": current["size"],
-        "lastConfirmedEntry": last_entry,
-        "state": "Closed" if topic.closed else "LedgerOpened",
-        "firstOffset": topic.start_offset,
-        "lastConfirmedOffset": end - 1,
-        "ledgers": [{"ledgerId": s["ledgerId"], "entries": s["entries"], "size": s["size"], "offloaded": False,
-                     "firstOffset": s["firstOffset"], "lastOffset": s["lastOffset"],
-                     **({"damaged": s["damaged"]} if "damaged" in s else {})} for s in segments],
-        "cursors": {name: _cursor_stats(sub, end) for name, sub in sorted(topic.subscriptions.items())},
-        "compactedLedger": _compacted_ledger(topic),
-    }
-
-
-def _compacted_ledger(topic: PersistentTopic) -> dict:
-    """Pulsar's ``compactedLedger`` (all -1 when never compacted); ``ledgerId`` is the compaction horizon (raw
-    offsets below it are read compacted), also given as ``horizon``."""
-    ledger = topic.compacted
-    if ledger is None:
-        return {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False}
-    return {"ledgerId": ledger.horizon, "entries": len(ledger), "size": ledger.size_bytes, "offloaded": False,
-            "horizon": ledger.horizon}
-
-
-def _cursor_stats(sub: Subscription, end: int) -> dict:
-    cursor = sub.cursor
-    ranges = cursor.individually_acked
-    return {
-        "markDeleteOffset": cursor.mark_delete_offset,
-        "firstUnackedOffset": sub.first_unacked_offset(),
-        "individuallyDeletedMessages": "[" + ", ".join(f"({s - 1}..{e - 1}]" for s, e in ranges) + "]",
-        "totalNonContiguousDeletedMessagesRange": len(ranges),
-        "msgBacklog": cursor.backlog(end),
-        "active": bool(sub.consumers),
-        "state": "Closed" if sub.closed else "Open",
-        "properties": dict(getattr(cursor, "properties", {}) or {}),
-    }

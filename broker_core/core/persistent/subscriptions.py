@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 
 from broker_core.clock import Clock
 from broker_core.config import BrokerConfig
-from broker_core.errors import NotAllowedError, PulsarLikeError, SubscriptionNotFound
+from broker_core.errors import NotAllowedError, PulsarLikeError, SubscriptionAlreadyExists, SubscriptionNotFound
 from broker_core.log_limits import LogLimiter
 from broker_core.core.persistent.compacted_readers import GoneReaders
 from broker_core.core.persistent.positions import ConfirmedSource
@@ -215,9 +215,10 @@ class TopicSubscriptions:
 
     def create_subscription(self, name: str, start_offset: int) -> None:
         """A durable subscription whose first message is ``start_offset`` (pulsar-admin
-        create-subscription); ``SubscriptionAlreadyExists``-like ``NotAllowedError`` when it exists."""
+        create-subscription); ``SubscriptionAlreadyExists`` when it exists."""
         if name in self.subscriptions:
-            raise NotAllowedError(f"subscription {name!r} already exists on {self.topic}")
+            raise SubscriptionAlreadyExists(f"subscription {name[:64]!r} already exists on {self.topic}",
+                                            topic=self.topic, subscription=name[:64])
         self._create(name, min(start_offset, self._source.end_offset), True)
 
     def acknowledge_up_to(self, name: str, end_offset: int) -> int:

@@ -1,10 +1,11 @@
 """What the admin REST API answers and what it reads: broker errors as Pulsar's HTTP statuses with a
 ``{"reason": "..."}`` body, replies as JSON, and request bodies and query parameters checked for their type.
 
-Statuses follow Pulsar's REST API: 404 for a missing tenant, namespace, topic or subscription; 409 for
-something that already exists or a tenant/namespace that is not empty; 412 for a name or a policy value the
-broker refuses and for an operation its state refuses (a topic with connected clients deleted without
-``force``); 401/403 for authentication/authorization. Malformed bodies and parameters of the wrong type are
+Statuses follow Pulsar's REST API: 404 for a missing tenant, namespace, topic, subscription or message; 409
+for something that already exists, a tenant/namespace that is not empty, a compaction already running or an
+incompatible schema; 406 for a partition count out of range; 412 for a name or a policy value the broker
+refuses and for an operation its state refuses (a topic with connected clients deleted without ``force``);
+422 for a schema definition that does not parse; 401/403 for authentication/authorization. Malformed bodies and parameters of the wrong type are
 400 naming the field (:class:`BadRequest`), before the broker core sees them.
 
 The mapping walks the error's classes from the most specific, as :mod:`broker_core.protocol.status` does
@@ -26,13 +27,19 @@ from broker_core.frontends.http.request_limits import JSON_TURNS, LIMITS, read_b
 _STATUS: dict[type[errors.PulsarLikeError], int] = {
     errors.AuthenticationError: 401,
     errors.AuthorizationError: 403,
-    errors.TopicNotFound: 404,  # NamespaceNotFound and TenantNotFound are TopicNotFounds
+    errors.TopicNotFound: 404,  # NamespaceNotFound, TenantNotFound and ClusterNotFound are TopicNotFounds
     errors.SubscriptionNotFound: 404,
+    errors.MessageNotFound: 404,
     errors.TopicAlreadyExists: 409,
     errors.TenantAlreadyExists: 409,
     errors.NamespaceAlreadyExists: 409,
+    errors.SubscriptionAlreadyExists: 409,
     errors.NamespaceNotEmpty: 409,
     errors.TenantNotEmpty: 409,
+    errors.CompactionAlreadyRunning: 409,
+    errors.IncompatibleSchema: 409,
+    errors.InvalidSchema: 422,  # a definition Pulsar cannot parse
+    errors.InvalidPartitionCount: 406,
     errors.InvalidTopicName: 412,
     errors.InvalidConfiguration: 412,  # bad tenant/namespace names and policy values, as Pulsar's 412
     errors.NotAllowedError: 412,

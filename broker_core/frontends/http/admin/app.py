@@ -3,7 +3,7 @@
 
 :func:`admin_app` assembles the endpoint groups (each a module of this package, each handler a translation
 of HTTP to calls on the :class:`~broker_core.core.registry.TopicRegistry`, its stores and
-:mod:`broker_core.core.topic_admin`) behind one middleware, :func:`~broker_core.frontends.http.admin.access.guard`
+:mod:`broker_core.core.admin`) behind one middleware, :func:`~broker_core.frontends.http.admin.access.guard`
 (authentication, authorization, errors as ``{"reason": ...}``), itself behind the web port's
 :func:`~broker_core.frontends.http.request_limits.request_limits` (compressed bodies refused, body size and
 deadline), which therefore hold before authentication. Serve it with aiohttp's ``auto_decompress=False``.

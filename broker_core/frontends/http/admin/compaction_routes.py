@@ -1,5 +1,5 @@
 """Topic compaction over REST, as Pulsar's admin API serves it (``pulsar-admin topics compact|
-compaction-status``), on :mod:`broker_core.core.compaction_admin`. Prefix ``/admin/v2/{domain}/{tenant}/{ns}/{topic}``:
+compaction-status``), on the admin core's :class:`~broker_core.core.admin.topics.TopicAdmin`. Prefix ``/admin/v2/{domain}/{tenant}/{ns}/{topic}``:
 
 =====================  ==============================================================================  ======
 ``PUT /compaction``    start a compaction (each partition of a partitioned topic); 204, 409 while one   admin
@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from broker_core.core import compaction_admin
+from broker_core.core.admin import TopicAdmin, long_running_status
 from broker_core.core.registry import TopicRegistry
-from broker_core.errors import CompactionAlreadyRunning
 from broker_core.frontends.http.admin.access import TOPIC, needs, topic_of
-from broker_core.frontends.http.admin.answers import Refused, ok
+from broker_core.frontends.http.admin.answers import ok
 from broker_core.security import ADMIN
 
 TOPIC_PATH = "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}/{topic}"
@@ -24,7 +23,7 @@ TOPIC_PATH = "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}/
 
 class CompactionRoutes:
     def __init__(self, registry: TopicRegistry) -> None:
-        self._registry = registry
+        self._topics = TopicAdmin(registry)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.put(TOPIC_PATH + "/compaction", self.compact),
@@ -32,13 +31,9 @@ class CompactionRoutes:
 
     @needs(ADMIN, TOPIC)
     async def compact(self, request: web.Request) -> web.Response:
-        try:
-            compaction_admin.trigger(self._registry, topic_of(request))
-        except CompactionAlreadyRunning as exc:
-            raise Refused(409, f"Compaction already in progress: {exc.message}") from None
+        self._topics.compact(topic_of(request))  # 409 while one runs: CompactionAlreadyRunning
         return ok()
 
     @needs(ADMIN, TOPIC)
     async def status(self, request: web.Request) -> web.Response:
-        state, error = compaction_admin.status(self._registry, topic_of(request))
-        return ok({"status": state, "lastError": error})
+        return ok(long_running_status(*self._topics.compaction_status(topic_of(request))))

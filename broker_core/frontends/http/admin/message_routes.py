@@ -1,7 +1,8 @@
 """Stored messages over REST, as Pulsar answers them: ``peek`` (the n-th entry a subscription has not
-acknowledged) and ``examinemessage`` (an entry counted from the oldest or the newest), on
-:mod:`broker_core.core.persistent.cursor_admin` and :mod:`broker_core.core.topic_admin` (what ``pulsarlike
-admin topics peek-messages|examine-messages`` does over gRPC). Prefix ``/admin/v2/{domain}/{tenant}/{ns}/{topic}``:
+acknowledged) and ``examinemessage`` (an entry counted from the oldest or the newest), found by the admin
+core (:class:`~broker_core.core.admin.subscriptions.SubscriptionAdmin`,
+:class:`~broker_core.core.admin.topics.TopicAdmin`: what ``pulsarlike admin topics peek-messages|
+examine-messages`` asks over gRPC). Prefix ``/admin/v2/{domain}/{tenant}/{ns}/{topic}``:
 
 =================================================  =================================================  ==========
 ``GET /subscription/{sub}/position/{n}``           the n-th entry (1 = the first) holding messages     consume
@@ -27,15 +28,15 @@ import json
 
 from aiohttp import web
 
-from broker_core.core import topic_admin
-from broker_core.core.persistent import cursor_admin
+from typing import Any
+
+from broker_core.core.admin import SubscriptionAdmin, TopicAdmin
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import TOPIC, needs, topic_of
-from broker_core.frontends.http.admin.answers import BadRequest, Refused, path_int
+from broker_core.frontends.http.admin.answers import BadRequest, path_int
 from broker_core.protocol import codec
 from broker_core.protocol.entry import payload_of
 from broker_core.security import CONSUME
-from broker_core.storage.stored_entry import StoredEntry
 
 TOPIC_PATH = "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}/{topic}"
 
@@ -49,8 +50,9 @@ def _header(value: object) -> str:
     return str(value).replace("\r", " ").replace("\n", " ")
 
 
-def entry_answer(entry: StoredEntry) -> web.Response:
-    """Pulsar's answer for one stored entry: the payload, and its metadata in ``X-Pulsar-*`` headers."""
+def entry_answer(entry: Any) -> web.Response:
+    """Pulsar's answer for one stored entry (its ``data``, ``ledger_id`` and ``offset``): the payload, and its
+    metadata in ``X-Pulsar-*`` headers."""
     broker_time, _, start = codec.split_broker_entry(entry.data)
     metadata, payload = codec.decode_entry(memoryview(entry.data)[start:], verify=False)
     data = bytes(payload_of(metadata, payload))
@@ -75,7 +77,8 @@ def entry_answer(entry: StoredEntry) -> web.Response:
 
 class MessageRoutes:
     def __init__(self, registry: TopicRegistry) -> None:
-        self._registry = registry
+        self._subscriptions = SubscriptionAdmin(registry)
+        self._topics = TopicAdmin(registry)
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -85,19 +88,9 @@ class MessageRoutes:
 
     @needs(CONSUME, TOPIC)
     async def peek(self, request: web.Request) -> web.Response:
-        name, sub, n = topic_of(request), request.match_info["subscription"], path_int(request, "position")
-        if n < 1:
-            raise BadRequest(f"position: expected an integer >= 1, got {n}")
-        topic = topic_admin.persistent_topic(self._registry, name, "peek-messages")
-        count = n  # messages; at least n of them fill n entries
-        while True:
-            found = cursor_admin.peek(topic, sub, count)
-            if len(found) >= n:
-                return entry_answer(found[n - 1].entry)
-            if sum(p.unacked for p in found) < count or count == cursor_admin.PEEK_MAX:
-                raise Refused(404, f"Message not found: subscription {sub[:64]!r} has {len(found)} unacknowledged"
-                                   f" entries, not {n}")
-            count = min(count * 4, cursor_admin.PEEK_MAX)
+        found = self._subscriptions.peek_entry(topic_of(request), request.match_info["subscription"],
+                                               path_int(request, "position"))
+        return entry_answer(found.entry)
 
     @needs(CONSUME, TOPIC)
     async def examine(self, request: web.Request) -> web.Response:
@@ -109,5 +102,5 @@ class MessageRoutes:
             position = int(raw)
         except ValueError:
             raise BadRequest(f"messagePosition: expected an integer, got {raw[:64]!r}") from None
-        peeked = topic_admin.examine(self._registry, topic_of(request), initial == "latest", position)
+        peeked = self._topics.examine(topic_of(request), initial == "latest", position)
         return entry_answer(peeked.entry)

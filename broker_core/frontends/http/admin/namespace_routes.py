@@ -1,5 +1,5 @@
 """``/admin/v2/namespaces``: list, create, delete, the policies, and the namespace-wide subscription verbs,
-on the :class:`~broker_core.core.registry.TopicRegistry` and :mod:`broker_core.core.topic_admin` (what
+on the :class:`~broker_core.core.registry.TopicRegistry` and the admin core (what
 ``pulsarlike admin namespaces`` does over gRPC). Prefix ``/admin/v2/namespaces``:
 
 ===========================================  =================================================  ============
@@ -26,7 +26,8 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from broker_core.core import topic_admin, topic_lookup
+from broker_core.core import topic_lookup
+from broker_core.core.admin import SubscriptionAdmin
 from broker_core.core.backlog_quota import as_pulsar
 from broker_core.core.policies import (AUTO_TOPIC_CREATION, BACKLOG_QUOTA, NAMESPACE, RETENTION_SIZE, RETENTION_TIME,
                                        SCHEMA_STRATEGY)
@@ -63,6 +64,7 @@ class NamespaceRoutes:
     def __init__(self, registry: TopicRegistry) -> None:
         self._registry = registry
         self._cluster = registry.config.clusterName
+        self._subscriptions = SubscriptionAdmin(registry)
 
     def routes(self) -> list[web.RouteDef]:
         prefix = "/admin/v2/namespaces/{tenant}"
@@ -155,14 +157,10 @@ class NamespaceRoutes:
     # ------------------------------------------------------------------ every topic's subscriptions
     @needs(CONSUME, NS)
     async def clear_backlog(self, request: web.Request) -> web.Response:
-        namespace = namespace_of(request)
-        self._registry.namespaces.check_exists(namespace)
-        topic_admin.clear_namespace_backlog(self._registry, namespace, request.match_info.get("subscription", ""))
+        self._subscriptions.clear_namespace_backlog(namespace_of(request), request.match_info.get("subscription", ""))
         return ok()
 
     @needs(CONSUME, NS)
     async def unsubscribe(self, request: web.Request) -> web.Response:
-        namespace = namespace_of(request)
-        self._registry.namespaces.check_exists(namespace)
-        topic_admin.unsubscribe_namespace(self._registry, namespace, request.match_info["subscription"])
+        self._subscriptions.unsubscribe_namespace(namespace_of(request), request.match_info["subscription"])
         return ok()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from broker_core.core import topic_verify
+from broker_core.core.admin import TopicAdmin
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import BROKER, TOPIC, needs, topic_of
 from broker_core.frontends.http.admin.answers import ok
@@ -28,7 +28,7 @@ BROKER_PATH = "/admin/v2/pulsarlike/verify"
 
 class VerifyRoutes:
     def __init__(self, registry: TopicRegistry) -> None:
-        self._registry = registry
+        self._topics = TopicAdmin(registry)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get(TOPIC_PATH + "/verify", self.verify_topic),
@@ -36,8 +36,8 @@ class VerifyRoutes:
 
     @needs(ADMIN, TOPIC)
     async def verify_topic(self, request: web.Request) -> web.Response:
-        return ok(await topic_verify.verify_topic(self._registry, topic_of(request)))
+        return ok(await self._topics.verify(topic_of(request)))
 
     @needs(SUPER, BROKER)
     async def verify_all(self, request: web.Request) -> web.Response:
-        return ok(await topic_verify.verify_all(self._registry))
+        return ok(await self._topics.verify_all())
