@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from broker_core.errors import IncompatibleSchema, PulsarLikeError, TopicNotFound
+from broker_core.errors import PulsarLikeError, TopicNotFound
 from broker_core.protocol import pulsar_api_pb2 as wire
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
+from broker_core.core.admin.schemas import SchemaAdmin
 from broker_core.core.schemas import SchemaInfo, version_number
 from broker_core.types import TopicName
 
@@ -52,26 +53,20 @@ async def register(conn: "PulsarConnection", name: TopicName, schema_type: str, 
 
 async def check_for_consumer(conn: "PulsarConnection", name: TopicName, schema_type: str, schema: cmd.Schema,
                              request_id: int) -> bool:
-    """Whether a SUBSCRIBE carrying ``schema`` may join: on a topic with a schema it is checked compatible
-    without a new version (as Pulsar's brokers check a consumer's, and the gRPC ``GetOrCreateSchema`` with
-    ``check_only``), else registered (:func:`register`); refused with ``IncompatibleSchema`` answered."""
-    schemas = conn.front.schemas
-    if schemas.latest(name) is None:
-        return await register(conn, name, schema_type, schema, request_id) is not None
+    """Whether a SUBSCRIBE carrying ``schema`` may join: registered on a topic without a schema, else found or
+    checked compatible without a new version, by the admin core's
+    :meth:`~broker_core.core.admin.schemas.SchemaAdmin.consumer_schema` (the gRPC ``GetOrCreateSchema`` with
+    ``check_only`` asks it too); a refusal (``IncompatibleSchema``...) is answered."""
     try:
-        problem = await schemas.compatibility(name, schema_type, schema.schema_data,
-                                              {kv.key: kv.value for kv in schema.properties})
+        await SchemaAdmin(conn.front.registry).consumer_schema(
+            name, schema_type, schema.schema_data, schema_name=schema.name,
+            properties={kv.key: kv.value for kv in schema.properties})
     except PulsarLikeError as exc:
         conn.error(request_id, exc)
         return False
-    except Exception as exc:  # a broker bug: the client gets an id to find it in the log
+    except Exception as exc:  # a broker bug or a failed write: the client gets an id to find it in the log
         from broker_core.frontends.pulsar.connection import unexpected
         conn.error(request_id, unexpected(exc, conn.peer))
-        return False
-    if problem:
-        conn.error(request_id, IncompatibleSchema(
-            f"schema of {name.partitioned_base} refuses this consumer's schema ({schemas.strategy(name)}): "
-            f"{problem}", topic=str(name.partitioned_base)))
         return False
     return not conn.closed
 
