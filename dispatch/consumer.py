@@ -181,7 +181,8 @@ class Consumer:
         self.last_acked_ms = 0
         self.pending = PendingAcks()
         self.highest_delivered_end = 0
-        """One past the highest offset ever sent to this consumer; acks must stay below it."""
+        """One past the highest offset ever sent to this consumer (acks are not bounded by it: they may name
+        any message below the topic's durable end, as Pulsar's)."""
         self.on_error = on_error
         self.failed: Exception | None = None
 

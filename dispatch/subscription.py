@@ -159,17 +159,21 @@ class Subscription:
     def acknowledge(self, consumer: Consumer, ranges: Iterable[tuple[int, int]]) -> int:
         """Acknowledge the offset ranges ``[start, end)``; returns how many messages were newly acked.
 
-        Raises ``InvalidMessage``, changing nothing, when a range is empty or reaches a message this
-        consumer was never sent.
+        As Pulsar's cursor (``asyncDelete``), any message of the topic is acknowledged, whether ``consumer``
+        holds it or not: a client re-sends the acks still pending when it reconnects, before the broker has
+        sent those messages again (an entry another consumer holds stays on its list until that one acks it
+        or leaves; dispatch passes over what the cursor holds acknowledged). Raises ``InvalidMessage``,
+        changing nothing, when a range is empty or reaches past the topic's durable end (nobody was sent
+        it: Pulsar's "invalid position" beyond the last confirmed entry).
         """
         ranges = [(int(s), int(e)) for s, e in ranges]
-        limit = consumer.highest_delivered_end
+        limit = self.source.durable_end_offset
         for s, e in ranges:
             if not 0 <= s < e <= limit:
                 raise InvalidMessage(
-                    f"cannot acknowledge offsets [{s}, {e}) on subscription {self.name}: consumer"
-                    f" {consumer.consumer_name!r} was only sent offsets below {limit}",
-                    start=s, end=e, highest_delivered_end=limit)
+                    f"cannot acknowledge offsets [{s}, {e}) on subscription {self.name}: "
+                    + (f"the topic holds offsets below {limit}, so no consumer was sent them" if e > limit
+                       else "an empty range"), start=s, end=e, topic_end=limit)
         cursor = self.cursor
         pending = consumer.pending
         counts = self.redelivery_counts
@@ -200,8 +204,11 @@ class Subscription:
     def acknowledge_cumulative(self, consumer: Consumer, offset: int) -> int:
         """Acknowledge every message <= ``offset``; returns how many were newly acked.
 
-        Raises ``CumulativeAcknowledgementNotAllowedError`` on Shared/Key_Shared, and ``InvalidMessage``
-        (changing nothing) when ``offset`` was never sent to this consumer.
+        As Pulsar's cursor (``asyncMarkDelete``), ``offset`` may be past what ``consumer`` was sent (a
+        client re-sending its acks after a reconnect) and past where dispatch reads: dispatch then goes on
+        after it (Pulsar moves the read position: "the client has skipped some entries"). Raises
+        ``CumulativeAcknowledgementNotAllowedError`` on Shared/Key_Shared, and ``InvalidMessage`` (changing
+        nothing) when ``offset`` is past the topic's durable end (Pulsar: "invalid mark deleted position").
         """
         dispatcher = self._dispatcher
         if dispatcher is not None and not dispatcher.allows_cumulative_ack:
@@ -209,12 +216,11 @@ class Subscription:
                 f"cumulative acknowledgment is not allowed on {dispatcher.sub_type} subscription"
                 f" {self.name}; acknowledge messages individually", subscription=self.name)
         offset = int(offset)
-        if not 0 <= offset < consumer.highest_delivered_end:
+        limit = self.source.durable_end_offset
+        if not 0 <= offset < limit:
             raise InvalidMessage(
-                f"cannot acknowledge cumulatively up to offset {offset} on subscription {self.name}:"
-                f" consumer {consumer.consumer_name!r} was only sent offsets below"
-                f" {consumer.highest_delivered_end}", offset=offset,
-                highest_delivered_end=consumer.highest_delivered_end)
+                f"cannot acknowledge cumulatively up to offset {offset} on subscription {self.name}: the topic"
+                f" holds offsets below {limit}, so no consumer was sent it", offset=offset, topic_end=limit)
         cursor = self.cursor
         pending = consumer.pending
         newly = 0
@@ -224,6 +230,8 @@ class Subscription:
                 newly += n
                 pending.acked(ps, n)
         newly += cursor.ack_cumulative(offset)
+        if dispatcher is not None and newly:
+            dispatcher.skip_range(offset, offset + 1)  # reading goes on after it, not through what it acked
         removed = pending.remove_through(offset)
         counts = self.redelivery_counts
         if counts:

@@ -87,17 +87,60 @@ def test_deliveries_count_messages_and_bytes() -> None:
     assert c.highest_delivered_end == 5
 
 
-def test_cumulative_ack_of_undelivered_message_is_rejected_and_changes_nothing() -> None:
+def test_an_ack_past_the_topics_durable_end_is_rejected_and_changes_nothing() -> None:
     sub, source, c, changes = exclusive()
     source.append_many(4)
+    source.append(1, durable=False)  # appended, not durable: nobody was sent it
     sub.flow(c, 2)
-    with pytest.raises(InvalidMessage):
-        sub.acknowledge_cumulative(c, 2)
-    with pytest.raises(InvalidMessage):
-        sub.acknowledge(c, [(0, 1), (1, 3)])
+    with pytest.raises(InvalidMessage, match="holds offsets below 4"):
+        sub.acknowledge_cumulative(c, 4)
+    with pytest.raises(InvalidMessage, match="holds offsets below 4"):
+        sub.acknowledge(c, [(0, 1), (1, 5)])
+    with pytest.raises(InvalidMessage, match="an empty range"):
+        sub.acknowledge(c, [(2, 2)])
     assert sub.cursor.mark_delete_offset == -1
     assert not sub.cursor.is_acked(0)
-    assert (c.unacked_messages, sub.backlog, changes) == (2, 4, [])
+    assert (c.unacked_messages, sub.backlog, changes) == (2, 5, [])
+
+
+def test_an_individual_ack_of_a_message_not_sent_to_this_consumer_yet_is_applied() -> None:
+    # a client re-sending its pending acks right after a reconnect, before the broker sent them again
+    sub, source, c, changes = exclusive()
+    source.append_many(4)
+    assert sub.acknowledge(c, [(1, 2), (3, 4)]) == 2
+    assert sub.cursor.is_acked(1) and sub.cursor.is_acked(3) and changes == [1]
+    sub.flow(c, 10)
+    assert c.take() == [0, 2]  # dispatch passes over what the cursor holds acknowledged
+
+
+def test_a_cumulative_ack_past_the_read_position_moves_dispatch_past_it() -> None:
+    # Pulsar's cursor: a mark-delete past the read position moves the read position ("skipped entries")
+    sub, source, c, _ = exclusive()
+    source.append_many(3)
+    source.append(3)  # a batch [3, 6)
+    sub.flow(c, 1)
+    assert c.take() == [0]
+    assert sub.acknowledge_cumulative(c, 4) == 5  # inside the batch: its first two messages
+    assert sub.cursor.mark_delete_offset == 4 and c.unacked_messages == 0
+    sub.flow(c, 10)
+    deliveries = [d for batch in c.batches for d in batch]
+    assert [d.entry.offset for d in deliveries] == [3] and deliveries[0].messages == 1  # its last message
+
+
+def test_an_ack_of_an_entry_another_consumer_holds_is_applied_and_that_one_is_not_sent_it_again() -> None:
+    source = MemoryEntrySource()
+    sub = Subscription("sub", "persistent://public/default/t", -1, source, make_cursor())
+    first, second = RecordingConsumer(1, "c1"), RecordingConsumer(2, "c2")
+    sub.add_consumer(first, SubType.SHARED)
+    sub.add_consumer(second, SubType.SHARED)
+    source.append_many(2)
+    sub.flow(first, 1)
+    assert first.take() == [0]
+    assert sub.acknowledge(second, [(0, 1)]) == 1  # second reconnected under another id, say
+    assert sub.backlog == 1
+    sub.remove_consumer(first)  # what first held goes back for delivery: not the acknowledged entry
+    sub.flow(second, 10)
+    assert second.take() == [1]
 
 
 def test_cumulative_ack_moves_mark_delete_and_clears_pending() -> None:

@@ -4,7 +4,10 @@ cost linear in the frame and bounded per ACK.
 Acknowledgments name entries (:mod:`.message_ids`): an individual ack without an ack set acknowledges the
 whole entry, one with an ack set the messages whose bits are clear (only the entry's own words are read);
 a cumulative ack everything up to the message it names, and carries exactly one id (as Pulsar, which
-ignores a cumulative ACK with several). An id of something this consumer was never sent changes nothing.
+ignores a cumulative ACK with several). As Pulsar's consumer, every id of the topic is applied, whether
+this consumer holds its entry or not: a client re-sends the acks still pending when it reconnects, before
+the broker sent it those messages again (refusing them had them delivered again and again). An id past the
+topic's durable end changes nothing (Pulsar's cursor: an invalid position, past the last confirmed entry).
 
 An id whose entry id points inside an entry names the message at that offset (+ its batch index): Pulsar's
 entry ids are consecutive and clients do arithmetic on them -- a cumulative ack inside a batch is sent as
@@ -14,15 +17,15 @@ one that message alone.
 
 One ACK may name 100,000 ids; what each costs is kept small, and what can grow with the entry is budgeted:
 
-- an id past what this consumer was sent is counted, without a lookup or an error object of its own (a
-  typed error costs ~11 us: 100,000 of them were a 1.1 s stall); the first refused id describes them all;
+- an id past the topic's end is counted, without a lookup or an error object of its own (a typed error
+  costs ~11 us: 100,000 of them were a 1.1 s stall); the first refused id describes them all;
 - an id the consumer does not hold (redelivered elsewhere, or from before a reconnection) is a read of the
   storage: at most :data:`MAX_ACK_LOOKUPS` per ACK; one acknowledged already is skipped without one;
 - at most :data:`MAX_ACK_RANGES` separate ranges per ACK (an ack set can name one per two bits);
 - an entry named again in the same ACK is resolved once, and the same entry with the same ack set bits
   (after the cut to the entry's size) is applied once.
 
-An id past a budget is refused as an unsent one is: its messages stay unacknowledged and are delivered
+An id past a budget is refused as one past the end is: its messages stay unacknowledged and are delivered
 again, as if the ack had been lost on the way -- never lost, at worst delivered twice.
 """
 from __future__ import annotations
@@ -83,12 +86,13 @@ def acknowledge(session: "ConsumerSession", ack_type: int, message_ids: Sequence
     refusals = Refusals()
     if not session.topic.persistent:  # a non-persistent subscription keeps no acknowledgments
         return refusals
-    cursor, consumer = session.sub.cursor, session.consumer
+    cursor = session.sub.cursor
     if ack_type == cmd.CommandAck.Cumulative and len(message_ids) > 1:
         refusals.add(signed(message_ids[0].entryId), "a cumulative ACK names exactly one message id")
         refusals.count = len(message_ids)
         return refusals
-    sent_end = consumer.highest_delivered_end
+    topic_end = session.sub.source.durable_end_offset
+    past_end = f"the topic ends before it (at offset {topic_end}): no consumer was sent it"
     ranges_left = MAX_ACK_RANGES
     ends = _EntryEnds(session)
     done: set[tuple[int, int | None]] = set()  # (entry, its ack set's bits): the same again changes nothing
@@ -96,8 +100,8 @@ def acknowledge(session: "ConsumerSession", ack_type: int, message_ids: Sequence
         entry_id = mid.entryId
         if entry_id >= _U63:  # negative: "before the first message", nothing to acknowledge (readers send it)
             continue
-        if entry_id >= sent_end:
-            refusals.add(entry_id, "the id was not sent to this consumer")
+        if entry_id >= topic_end:
+            refusals.add(entry_id, past_end)
             continue
         cumulative = ack_type == cmd.CommandAck.Cumulative
         if cumulative and entry_id <= cursor.mark_delete_offset:  # acknowledged already: nothing changes

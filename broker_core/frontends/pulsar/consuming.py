@@ -7,9 +7,11 @@ frames: the stored entry as it is, behind its command (without the broker's ``Br
 prefix unless the client asked for it at CONNECT), with the id ``(segment base offset, entry's first
 offset, partition)``, the redelivery count and, for a partly acknowledged batch, its ack set.
 
-Acknowledgments are applied by :mod:`.acknowledgments` (at a cost linear in the frame, bounded per ACK). An
-ack of something this consumer was never sent changes nothing: it is answered with an error when the client
-asked for ACK_RESPONSE, and logged otherwise (one line per ACK, at most one per interval and connection).
+Acknowledgments are applied by :mod:`.acknowledgments` (at a cost linear in the frame, bounded per ACK), for
+any message of the topic, held by this consumer or not (as Pulsar's: a client re-sends its pending acks on
+reconnecting). An id past the topic's end, or past a bound of the ACK, changes nothing: it is answered with
+an error when the client asked for ACK_RESPONSE, and logged otherwise (one line per ACK, at most one per
+interval and connection).
 
 The session itself (start positions, permits, end of topic, seek order) is the core's
 :class:`~broker_core.core.consumer_session.ConsumerSession`; this module translates commands and message
