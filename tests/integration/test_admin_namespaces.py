@@ -179,12 +179,12 @@ def test_negative_policy_values_are_refused(admin, topic, call):
 
 def test_tenants_namespaces_and_limits_survive_a_restart(tmp_path):
     with Broker(data_dir=tmp_path, port=0) as broker, Admin(broker.service_url) as admin:
-        admin.create_tenant("acme", admin_roles=["ops"], allowed_clusters=["eu"])
+        admin.create_tenant("acme", admin_roles=["ops"], allowed_clusters=["standalone"])
         admin.create_namespace("acme/orders")
         admin.set_namespace_max_producers_per_topic("acme/orders", 1)
     with Broker(data_dir=tmp_path, port=0) as broker, Admin(broker.service_url) as admin, \
             Client(broker.service_url) as client:
-        assert admin.get_tenant("acme") == {"adminRoles": ["ops"], "allowedClusters": ["eu"]}
+        assert admin.get_tenant("acme") == {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
         assert admin.list_namespaces("acme") == ["acme/orders"]
         producer = client.create_producer("persistent://acme/orders/t")
         with pytest.raises(ProducerBusy):

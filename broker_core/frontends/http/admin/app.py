@@ -30,11 +30,11 @@ from broker_core.frontends.http.admin.message_routes import MessageRoutes
 from broker_core.frontends.http.admin.namespace_policy_routes import NamespacePolicyRoutes
 from broker_core.frontends.http.admin.namespace_routes import NamespaceRoutes
 from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
+from broker_core.frontends.http.admin.policy_routes import PolicyRoutes
 from broker_core.frontends.http.admin.pulsar_fallback import pulsar_fallback
 from broker_core.frontends.http.admin.schema_routes import SchemaRoutes
 from broker_core.frontends.http.admin.subscription_routes import SubscriptionRoutes
 from broker_core.frontends.http.admin.tenant_routes import TenantRoutes
-from broker_core.frontends.http.admin.topic_policy_routes import TopicPolicyRoutes
 from broker_core.frontends.http.admin.topic_routes import TopicRoutes
 from broker_core.frontends.http.admin.verify_routes import VerifyRoutes
 from broker_core.frontends.http.request_limits import JSON_TURNS, LIMITS, RequestLimits, request_limits
@@ -52,11 +52,10 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
     app[JSON_TURNS] = asyncio.Lock()
     app[SECURITY] = security
     app[MAX_BODY] = limits.max_body_bytes
-    groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), NamespacePolicyRoutes(registry),
-              NamespaceRoutes(registry),
-              PermissionRoutes(registry), SubscriptionRoutes(registry), TopicPolicyRoutes(registry),
-              TopicRoutes(registry), LookupRoutes(registry, advertised), SchemaRoutes(registry),
-              MessageRoutes(registry), CompactionRoutes(registry), VerifyRoutes(registry))
+    groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), PolicyRoutes(registry),
+              NamespacePolicyRoutes(registry), NamespaceRoutes(registry), PermissionRoutes(registry),
+              SubscriptionRoutes(registry), TopicRoutes(registry), LookupRoutes(registry, advertised),
+              SchemaRoutes(registry), MessageRoutes(registry), CompactionRoutes(registry), VerifyRoutes(registry))
     for group in groups:
         app.add_routes(group.routes())
     return app

@@ -1,5 +1,6 @@
 """``/admin/v2/clusters`` and ``/admin/v2/brokers``: the broker's one cluster (``clusterName``, Pulsar
-standalone's ``standalone`` by default) and the broker itself, its own leader and only active broker.
+standalone's ``standalone`` by default) and the broker itself, its own leader and only active broker, as the
+admin core's :class:`~broker_core.core.admin.clusters.ClusterAdmin` answers them.
 
 =====================================  =====================================================  ============
 ``GET /admin/v2/clusters``             ``["standalone"]``                                     anyone
@@ -15,53 +16,21 @@ standalone's ``standalone`` by default) and the broker itself, its own leader an
 """
 from __future__ import annotations
 
-import importlib.metadata
-from dataclasses import dataclass
-from urllib.parse import urlsplit
-
 from aiohttp import web
 
 from broker_core.config import BrokerConfig
-from broker_core.errors import TopicNotFound
+from broker_core.core.admin.clusters import BrokerUrls, ClusterAdmin
 from broker_core.frontends.http.admin.access import ANYONE, BROKER, needs
 from broker_core.frontends.http.admin.answers import ok, text
 from broker_core.security import SUPER
 
-
-class ClusterNotFound(TopicNotFound):
-    """Not an error of the broker core (it has one cluster): answered 404 as Pulsar's "Cluster does not
-    exist"."""
-
-
-@dataclass(frozen=True)
-class Advertised:
-    """The broker's URLs, as clients reach it (the web service's and the binary protocol's)."""
-
-    web_url: str
-    """``http://host:webServicePort``."""
-    broker_url: str
-    """``pulsar://host:brokerServicePort``."""
-    web_url_tls: str | None = None
-    broker_url_tls: str | None = None
-
-    @property
-    def broker_id(self) -> str:
-        """Pulsar's broker id: ``host:webServicePort``."""
-        return urlsplit(self.web_url).netloc
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("pulsarlike")
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
-        return "unknown"
+Advertised = BrokerUrls
+"""The broker's URLs, as clients reach it (the web service's and the binary protocol's)."""
 
 
 class ClusterRoutes:
     def __init__(self, config: BrokerConfig, advertised: Advertised) -> None:
-        self._cluster = config.clusterName
-        self._advertised = advertised
-        self._version = _version()
+        self._clusters = ClusterAdmin(config.clusterName, advertised)
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -75,22 +44,13 @@ class ClusterRoutes:
             web.get("/admin/v2/brokers/{cluster}", self.active_brokers),
         ]
 
-    def _check(self, request: web.Request) -> None:
-        cluster = request.match_info.get("cluster", self._cluster)
-        if cluster != self._cluster:
-            raise ClusterNotFound(f"cluster {cluster[:64]} does not exist: this broker's cluster is"
-                                  f" {self._cluster} (clusterName)", cluster=cluster[:64])
-
     @needs(ANYONE, BROKER)
     async def list_clusters(self, request: web.Request) -> web.Response:
-        return ok([self._cluster])
+        return ok(self._clusters.clusters())
 
     @needs(SUPER, BROKER)
     async def get_cluster(self, request: web.Request) -> web.Response:
-        self._check(request)
-        a = self._advertised
-        return ok({"serviceUrl": a.web_url, "serviceUrlTls": a.web_url_tls, "brokerServiceUrl": a.broker_url,
-                   "brokerServiceUrlTls": a.broker_url_tls})
+        return ok(self._clusters.cluster_data(request.match_info["cluster"]))
 
     @needs(SUPER, BROKER)
     async def health(self, request: web.Request) -> web.Response:
@@ -102,13 +62,12 @@ class ClusterRoutes:
 
     @needs(ANYONE, BROKER)
     async def version(self, request: web.Request) -> web.Response:
-        return text(self._version)
+        return text(self._clusters.version)
 
     @needs(SUPER, BROKER)
     async def leader(self, request: web.Request) -> web.Response:
-        return ok({"serviceUrl": self._advertised.web_url, "brokerId": self._advertised.broker_id})
+        return ok(self._clusters.leader())
 
     @needs(SUPER, BROKER)
     async def active_brokers(self, request: web.Request) -> web.Response:
-        self._check(request)
-        return ok([self._advertised.broker_id])
+        return ok(self._clusters.active_brokers(request.match_info.get("cluster")))

@@ -1,6 +1,6 @@
-"""Permissions of a namespace or a topic: list, grant, revoke, on the registry's
-:class:`~broker_core.core.policies.PoliciesStore` (what ``pulsarlike admin namespaces|topics
-grant-permission|revoke-permission|permissions`` does over gRPC). All for the tenant's admins.
+"""Permissions of a namespace or a topic: list, grant, revoke, on the admin core's
+:class:`~broker_core.core.admin.namespaces.NamespaceAdmin` (what ``pulsarlike admin namespaces|topics
+grant-permission|revoke-permission|permissions`` calls over gRPC). All for the tenant's admins.
 
 =================================================================  ======================================
 ``GET /admin/v2/namespaces/{tenant}/{ns}/permissions``             ``{"role": ["consume", ...]}``
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from broker_core.core.policies import NAMESPACE, TOPIC
+from broker_core.core.admin.namespaces import NamespaceAdmin, Scope
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import NAMESPACE as NS, TOPIC as TOPIC_RESOURCE
 from broker_core.frontends.http.admin.access import namespace_of, needs, topic_of
@@ -30,18 +30,16 @@ TOPIC_PATH = "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}/
 NAMESPACE_PATH = "/admin/v2/namespaces/{tenant}/{namespace}"
 
 
-def _scope(request: web.Request) -> tuple[str, str, str]:
-    """(policies scope, canonical name, namespace) of the path."""
+def _scope(request: web.Request) -> Scope:
+    """The namespace or the topic the path names."""
     if "domain" in request.match_info:
-        topic = topic_of(request)
-        return TOPIC, str(topic), topic.namespace_name
-    namespace = namespace_of(request)
-    return NAMESPACE, namespace, namespace
+        return Scope.of_topic(topic_of(request))
+    return Scope.of_namespace(namespace_of(request))
 
 
 class PermissionRoutes:
     def __init__(self, registry: TopicRegistry) -> None:
-        self._registry = registry
+        self._namespaces = NamespaceAdmin(registry)
 
     def routes(self) -> list[web.RouteDef]:
         found = [web.get(NAMESPACE_PATH + "/permissions/subscription", needs(ADMIN, NS)(self.subscription_roles))]
@@ -53,26 +51,18 @@ class PermissionRoutes:
             ]
         return found
 
-    def _checked_scope(self, request: web.Request) -> tuple[str, str]:
-        scope, name, namespace = _scope(request)
-        self._registry.namespaces.check_exists(namespace)
-        return scope, name
-
     async def permissions(self, request: web.Request) -> web.Response:
-        scope, name = self._checked_scope(request)
-        return ok(self._registry.policies.permissions(scope, name))
+        return ok(self._namespaces.permissions(_scope(request)))
 
     async def subscription_roles(self, request: web.Request) -> web.Response:
-        self._checked_scope(request)
+        self._namespaces.permissions(_scope(request))  # the namespace exists
         return ok({})
 
     async def grant(self, request: web.Request) -> web.Response:
-        scope, name = self._checked_scope(request)
-        actions = strings(await body(request, "actions"), "actions")
-        self._registry.policies.grant(scope, name, request.match_info["role"], actions)
+        scope = _scope(request)
+        self._namespaces.grant(scope, request.match_info["role"], strings(await body(request, "actions"), "actions"))
         return ok()
 
     async def revoke(self, request: web.Request) -> web.Response:
-        scope, name = self._checked_scope(request)
-        self._registry.policies.revoke(scope, name, request.match_info["role"])
+        self._namespaces.revoke(_scope(request), request.match_info["role"])
         return ok()

@@ -1,5 +1,5 @@
-"""``/admin/v2/tenants``: list, create, get, update, delete, on the registry's
-:class:`~broker_core.core.namespaces.NamespacesStore` (what ``pulsarlike admin tenants`` does over gRPC).
+"""``/admin/v2/tenants``: list, create, get, update, delete, on the admin core's
+:class:`~broker_core.core.admin.namespaces.TenantAdmin` (what ``pulsarlike admin tenants`` calls over gRPC).
 
 =====================================  ======================================================  ============
 ``GET /admin/v2/tenants``              ``["public", ...]``                                     super-user
@@ -16,17 +16,23 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from broker_core.core.admin.namespaces import TenantAdmin
 from broker_core.core.registry import TopicRegistry
-from broker_core.errors import InvalidConfiguration
 from broker_core.frontends.http.admin.access import BROKER, TENANT, needs, tenant_of
 from broker_core.frontends.http.admin.answers import body, flag, obj, ok, strings
 from broker_core.security import ADMIN, SUPER
 
 
+async def tenant_info(request: web.Request) -> tuple[list[str], list[str]]:
+    """(adminRoles, allowedClusters) of a TenantInfo body; both empty when there is none."""
+    info = obj(await body(request, "TenantInfo", {}), "TenantInfo")
+    return strings(info.get("adminRoles", []), "adminRoles"), strings(info.get("allowedClusters", []),
+                                                                      "allowedClusters")
+
+
 class TenantRoutes:
     def __init__(self, registry: TopicRegistry) -> None:
-        self._registry = registry
-        self._cluster = registry.config.clusterName
+        self._tenants = TenantAdmin(registry)
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -37,38 +43,27 @@ class TenantRoutes:
             web.delete("/admin/v2/tenants/{tenant}", self.delete_tenant),
         ]
 
-    async def _info(self, request: web.Request) -> tuple[list[str], list[str]]:
-        """(adminRoles, allowedClusters) of a TenantInfo body; both empty when there is none."""
-        info = obj(await body(request, "TenantInfo", {}), "TenantInfo")
-        roles = strings(info.get("adminRoles", []), "adminRoles")
-        clusters = strings(info.get("allowedClusters", []), "allowedClusters")
-        unknown = [c for c in clusters if c != self._cluster]
-        if unknown:  # Pulsar: 412 "Clusters do not exist"
-            raise InvalidConfiguration(f"clusters {', '.join(c[:64] for c in unknown[:5])} do not exist: this"
-                                       f" broker's only cluster is {self._cluster}", key="allowedClusters")
-        return roles, clusters
-
     @needs(SUPER, BROKER)
     async def list_tenants(self, request: web.Request) -> web.Response:
-        return ok(self._registry.namespaces.tenants())
+        return ok(self._tenants.list())
 
     @needs(SUPER, TENANT)
     async def create_tenant(self, request: web.Request) -> web.Response:
-        roles, clusters = await self._info(request)
-        self._registry.namespaces.create_tenant(tenant_of(request), roles, clusters)
+        roles, clusters = await tenant_info(request)
+        self._tenants.create(tenant_of(request), roles, clusters)
         return ok()
 
     @needs(ADMIN, TENANT)
     async def get_tenant(self, request: web.Request) -> web.Response:
-        return ok(self._registry.namespaces.tenant_info(tenant_of(request)))
+        return ok(self._tenants.info(tenant_of(request)))
 
     @needs(SUPER, TENANT)
     async def update_tenant(self, request: web.Request) -> web.Response:
-        roles, clusters = await self._info(request)  # Pulsar replaces the whole TenantInfo
-        self._registry.namespaces.update_tenant(tenant_of(request), roles, clusters)
+        roles, clusters = await tenant_info(request)  # Pulsar replaces the whole TenantInfo
+        self._tenants.update(tenant_of(request), roles, clusters)
         return ok()
 
     @needs(SUPER, TENANT)
     async def delete_tenant(self, request: web.Request) -> web.Response:
-        await self._registry.delete_tenant(tenant_of(request), force=flag(request, "force"))
+        await self._tenants.delete(tenant_of(request), force=flag(request, "force"))
         return ok()
