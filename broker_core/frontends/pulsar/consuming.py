@@ -30,6 +30,7 @@ from broker_core.errors import ConsumerBusy, InvalidMessage, NotAllowedError, Se
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
+from broker_core.core.admin.last_message import last_message, mark_delete_message
 from broker_core.core.consumer_session import (EARLIEST, LATEST, MAX_PERMITS, KeySharedPolicy, Start, SubType,
                                                key_shared_policy)
 from broker_core.frontends.pulsar.acknowledgments import acknowledge
@@ -274,17 +275,12 @@ class ConsumerCommands:
         key = (topic.confirmed_end_offset, mark_delete, topic.ledger if session.session.read_compacted else None)
         if session.last_ids is not None and session.last_ids[0] == key:
             return session.last_ids[1]
-        last = topic.last_message_id()
-        last_id = (message_id(-1, -1, session.partition) if last is None
-                   else message_id(last.ledger_id, last.entry_id, session.partition, last.batch_index))
-        position = None
-        if mark_delete >= 0:
-            if session.session.read_compacted:
-                mark_delete = topic.acknowledged_offset(mark_delete)
-            entry = topic.entry_containing(mark_delete)
-            if entry is not None:
-                index = mark_delete - entry.offset if entry.num_messages > 1 else -1
-                position = message_id(entry.ledger_id, entry.offset, session.partition, index)
+        last = last_message(topic, session.partition)  # found as the REST and gRPC calls find it
+        last_id = message_id(last.ledger_id, last.entry_id, last.partition, last.batch_index)
+        marked = mark_delete_message(topic, mark_delete, session.partition,
+                                     read_compacted=session.session.read_compacted)
+        position = None if marked is None else message_id(marked.ledger_id, marked.entry_id, marked.partition,
+                                                          marked.batch_index)
         session.last_ids = (key, (last_id, position))
         return last_id, position
 
