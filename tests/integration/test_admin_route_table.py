@@ -39,11 +39,6 @@ EXTENSIONS = {
 
 NP = "/admin/v2/non-persistent/{tenant}/{namespace}/{topic}"
 KNOWN_GAPS: dict[str, str] = {
-    # stats fields of pulsarlike's that neither Pulsar's models nor docs/admin.md's extensions name
-    "GET /admin/v2/persistent/{tenant}/{namespace}/{topic}/stats":
-        "fields Pulsar's models lack: stats.publishers (PublisherStats): bytesInCounter, msgInCounter; "
-        "stats.subscriptions (SubscriptionStats): msgRedeliverCounter, seekCount; stats.subscriptions.consumers "
-        "(ConsumerStats): consumerId, msgRedeliverCounter, priorityLevel",
     # a non-persistent topic refuses what needs storage with 412; Pulsar answers 405 (400 for a subscription)
     f"POST {NP}/subscription/{{subName}}/expireMessages":
         "answers 412, not one of Pulsar's codes [204, 307, 401, 403, 404, 405, 500, 503]",
