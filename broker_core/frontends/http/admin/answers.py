@@ -5,8 +5,11 @@ Statuses follow Pulsar's REST API: 404 for a missing tenant, namespace, topic, s
 for something that already exists, a tenant/namespace that is not empty, a compaction already running or an
 incompatible schema; 406 for a partition count out of range; 412 for a name or a policy value the broker
 refuses and for an operation its state refuses (a topic with connected clients deleted without ``force``);
-422 for a schema definition that does not parse; 401/403 for authentication/authorization. Malformed bodies and parameters of the wrong type are
-400 naming the field (:class:`BadRequest`), before the broker core sees them.
+422 for a schema definition that does not parse; 401/403 for authentication/authorization. Malformed bodies
+and parameters of the wrong type are 400 naming the field: :class:`BadRequest` for what HTTP carries (a body
+that is not JSON, a path segment, a query parameter), the admin core's ``InvalidMessage`` for a JSON value of
+the wrong type (:mod:`broker_core.core.admin.values`' checks, re-exported here: ``integer``, ``boolean``,
+``obj``, ``strings``, ``preview``).
 
 The mapping walks the error's classes from the most specific, as :mod:`broker_core.protocol.status` does
 for gRPC, so ``NamespaceNotEmpty`` (a ``NotAllowedError``) is 409 while ``NotAllowedError`` is 412.
@@ -14,13 +17,13 @@ for gRPC, so ``NamespaceNotEmpty`` (a ``NotAllowedError``) is 409 while ``NotAll
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from typing import Any
 
 from aiohttp import web
 
 from broker_core import errors
+from broker_core.core.admin.values import boolean, integer, obj, preview, strings  # noqa: F401 (re-exported)
 from broker_core.frontends.http.json_bounds import JsonTooLarge, measure
 from broker_core.frontends.http.request_limits import JSON_TURNS, LIMITS, read_body
 
@@ -131,46 +134,6 @@ async def body(request: web.Request, field: str, default: Any = _MISSING) -> Any
         raise BadRequest(f"{field}: the body is not valid JSON ({exc})") from None
     except RecursionError:  # not after measure(); kept should the decoder ever recurse deeper than it counts
         raise BadRequest(f"{field}: the body's JSON is nested too deeply") from None
-
-
-def preview(value: Any) -> str:
-    """``value`` as JSON for a reason, cut to 64 characters, at a cost that does not grow with it (a refused
-    body may be a megabyte): strings cut, arrays and objects to their first 8 items, 3 levels deep."""
-    return json.dumps(_head(value, 3))[:64]
-
-
-def _head(value: Any, levels: int) -> Any:
-    if isinstance(value, str):
-        return value[:64]
-    if isinstance(value, list):
-        return [_head(item, levels - 1) for item in value[:8]] if levels else []
-    if isinstance(value, dict):
-        return {key[:64]: _head(item, levels - 1) for key, item in itertools.islice(value.items(), 8)} if levels else {}
-    return value
-
-
-def integer(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest(f"{field}: expected an integer, got {preview(value)}")
-    return value
-
-
-def boolean(value: Any, field: str) -> bool:
-    if not isinstance(value, bool):
-        raise BadRequest(f"{field}: expected true or false, got {preview(value)}")
-    return value
-
-
-def obj(value: Any, field: str) -> dict:
-    if not isinstance(value, dict):
-        raise BadRequest(f"{field}: expected a JSON object, got {preview(value)}")
-    return value
-
-
-def strings(value: Any, field: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BadRequest(f"{field}: expected a list of strings, got {preview(value)}")
-    return value
 
 
 def path_int(request: web.Request, name: str) -> int:
