@@ -1,12 +1,13 @@
 """pulsarlike's Python client; the names mirror ``pulsar-client``."""
 from broker_core.errors import (
     AlreadyClosed, AuthenticationError, AuthorizationError, BrokerPersistenceError, ChecksumError,
-    CompactionAlreadyRunning, ConnectError, ConsumerAssignError, ConsumerBusy,
+    ClusterNotFound, CompactionAlreadyRunning, ConnectError, ConsumerAssignError, ConsumerBusy,
     CorruptLog, CumulativeAcknowledgementNotAllowedError, DataDirLocked, DataLost, IncompatibleSchema, InvalidConfiguration,
-    InvalidMessage, InvalidSchema, InvalidTopicName, MessageDecodeError, MessageTooBig, NamespaceAlreadyExists,
+    InvalidMessage, InvalidPartitionCount, InvalidSchema, InvalidTopicName, MessageDecodeError, MessageNotFound,
+    MessageTooBig, NamespaceAlreadyExists,
     NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, NotSupported, PersistenceError, ProducerBusy,
     ProducerBlockedQuotaExceededError, ProducerBlockedQuotaExceededException, ProducerFenced,
-    ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionNotFound,
+    ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionAlreadyExists, SubscriptionNotFound,
     TenantAlreadyExists, TenantNotEmpty, TenantNotFound, Timeout, TooManyRequests, TopicAlreadyExists,
     TopicNotFound, TopicTerminated, UnknownError, UnsafePath)
 
@@ -38,11 +39,12 @@ __all__ = [
     "SubscriptionMode",
     "PulsarException", "AlreadyClosed", "AuthenticationError", "AuthorizationError", "BrokerPersistenceError",
     "PersistenceError", "ChecksumError",
-    "CompactionAlreadyRunning", "ConnectError", "ConsumerAssignError",
+    "ClusterNotFound", "CompactionAlreadyRunning", "ConnectError", "ConsumerAssignError",
     "ConsumerBusy", "CorruptLog", "CumulativeAcknowledgementNotAllowedError", "DataDirLocked", "DataLost", "IncompatibleSchema", "InvalidSchema",
-    "InvalidConfiguration", "InvalidMessage", "InvalidTopicName", "MessageDecodeError", "MessageTooBig",
+    "InvalidConfiguration", "InvalidMessage", "InvalidPartitionCount", "InvalidTopicName", "MessageDecodeError",
+    "MessageNotFound", "MessageTooBig",
     "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",
     "NotSupported", "ProducerBlockedQuotaExceededError", "ProducerBlockedQuotaExceededException", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",
-    "SubscriptionNotFound", "TenantAlreadyExists", "TenantNotEmpty", "TenantNotFound", "Timeout",
+    "SubscriptionAlreadyExists", "SubscriptionNotFound", "TenantAlreadyExists", "TenantNotEmpty", "TenantNotFound", "Timeout",
     "TooManyRequests", "TopicAlreadyExists", "TopicNotFound", "TopicTerminated", "UnknownError", "UnsafePath",
 ]
