@@ -5,7 +5,8 @@ credentials, answers as JSON or text, and Pulsar's error statuses as the typed e
 Statuses: 401 ``AuthenticationError``, 403 ``AuthorizationError``, 404 the missing thing's ``...NotFound``
 (tenant, namespace, topic or subscription, from what the call names and Pulsar's ``reason``), 409 the
 call's conflict (``TenantAlreadyExists``, ``NamespaceNotEmpty`` ...), 412 ``NotAllowedError`` (or the call's
-own, e.g. ``InvalidConfiguration`` for a policy value), 400 ``InvalidConfiguration``, 405/501
+own, e.g. ``InvalidConfiguration`` for a policy value), 400 ``InvalidConfiguration``, 406
+``InvalidPartitionCount``, 405/501
 :class:`~connector.client.admin.wire.NotSupported`, 429 ``TooManyRequests``, 503 ``ServiceNotReady``; the
 message is Pulsar's ``reason``. An unreachable server is ``ConnectError``, no answer in time ``Timeout``.
 """
@@ -35,7 +36,8 @@ MAX_REASON = 1000
 _BY_STATUS: dict[int, type[errors.PulsarLikeError]] = {
     400: errors.InvalidConfiguration, 401: errors.AuthenticationError, 403: errors.AuthorizationError,
     404: errors.TopicNotFound, 409: errors.NotAllowedError, 412: errors.NotAllowedError,
-    405: NotSupported, 501: NotSupported, 429: errors.TooManyRequests, 503: errors.ServiceNotReady,
+    405: NotSupported, 406: errors.InvalidPartitionCount, 501: NotSupported, 429: errors.TooManyRequests,
+    503: errors.ServiceNotReady,
     504: errors.Timeout,
 }
 _NOT_FOUND_WORDS = (("ubscription", errors.SubscriptionNotFound), ("enant", errors.TenantNotFound),
