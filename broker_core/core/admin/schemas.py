@@ -188,7 +188,7 @@ class SchemaAdmin:
         found = schemas.find(name, schema_type, data)
         if found is not None:
             return found
-        problem = await schemas.compatibility(name, schema_type, data, properties)
+        problem = await schemas.consumer_compatibility(name, schema_type, data, properties)
         if problem:
             raise IncompatibleSchema(f"schema of {name.partitioned_base} refuses this consumer's schema "
                                      f"({schemas.strategy(name)}): {problem}", topic=str(name.partitioned_base))
