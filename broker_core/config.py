@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 SYNC_MODES = ("always", "group", "never")
 AUTO_TOPIC_TYPES = ("non-partitioned", "partitioned")
+INACTIVE_TOPIC_MODES = ("delete_when_no_subscriptions", "delete_when_subscriptions_caught_up")
+SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
 _PULSAR_AUTH = "org.apache.pulsar.broker.authentication."
 PROVIDER_NAMES = {"token": "token", "tls": "tls", "basic": "basic",
                   f"{_PULSAR_AUTH}AuthenticationProviderToken": "token",
@@ -143,6 +145,44 @@ class BrokerConfig:
     maxConsumersPerTopic: int = 0
     """Most consumers (of every subscription, readers included) on one topic partition (0: no limit);
     namespace and topic policies override it. One more is refused with ``ConsumerBusy``."""
+    maxConsumersPerSubscription: int = 0
+    """Most consumers on one subscription of a topic partition (0: no limit); namespace and topic policies
+    override it. One more is refused with ``ConsumerBusy`` ("Subscription reached max consumers limit")."""
+    maxSubscriptionsPerTopic: int = 0
+    """Most subscriptions (durable ones and readers') on one topic partition (0: no limit); namespace and topic
+    policies override it. A new one beyond it is refused with ``NotAllowedError``."""
+    maxUnackedMessagesPerSubscription: int = 200000
+    """Shared and Key_Shared: dispatch on a subscription stops while its consumers hold this many unacked
+    messages and goes on once they hold half as many, as Pulsar's dispatcher (0: no limit)."""
+    maxTopicsPerNamespace: int = 0
+    """Most topics in a namespace, each partition of a partitioned topic counting as one (0: no limit); one
+    more is refused, created by the admin API (412) or by a client (``NotAllowedError``)."""
+    allowAutoSubscriptionCreation: bool = True
+    """A consumer may create a durable subscription by subscribing; false: a consumer of a subscription that
+    does not exist is refused with ``SubscriptionNotFound`` (the admin API still creates them)."""
+    subscriptionTypesEnabled: str = "Exclusive,Shared,Failover,Key_Shared"
+    """The subscription types consumers may use (comma-separated); namespace policies override it. Another
+    is refused with ``NotAllowedError``."""
+    isAllowAutoUpdateSchemaEnabled: bool = True
+    """Producers and consumers may register a new schema version; false: only the admin API uploads them, and
+    a client bringing a schema not registered yet is refused with ``IncompatibleSchema``."""
+    isSchemaValidationEnforced: bool = False
+    """On a topic with a schema, refuse messages sent without one (a BYTES producer's)."""
+    brokerDeleteInactiveTopicsEnabled: bool = False
+    """Delete topics left inactive (no producers, no consumers, and no subscriptions or every subscription
+    caught up, per ``brokerDeleteInactiveTopicsMode``) for ``brokerDeleteInactiveTopicsMaxInactiveDurationSeconds``;
+    namespace and topic ``inactiveTopicPolicies`` override it. Pulsar's default is true; pulsarlike, an
+    embedded broker whose topics are often made once and used later, deletes nothing unless told to."""
+    brokerDeleteInactiveTopicsFrequencySeconds: int = 60
+    """How often inactive topics are looked for."""
+    brokerDeleteInactiveTopicsMode: str = "delete_when_no_subscriptions"
+    """``delete_when_no_subscriptions`` or ``delete_when_subscriptions_caught_up``."""
+    brokerDeleteInactiveTopicsMaxInactiveDurationSeconds: int = 60
+    """How long a topic stays inactive before it is deleted."""
+    brokerDeduplicationSnapshotIntervalSeconds: int = 120
+    """Deduplication state is also snapshotted when this long has passed since the last snapshot and entries
+    were stored since (0: by ``brokerDeduplicationEntriesInterval`` only); the namespace's
+    ``deduplicationSnapshotInterval`` overrides it."""
     delayedDeliveryEnabled: bool = True
     """Honour ``deliver_at``/``deliver_after`` on Shared and Key_Shared subscriptions; off, delayed
     messages are delivered at once."""
@@ -294,6 +334,13 @@ class BrokerConfig:
         if self.allowAutoTopicCreationType not in AUTO_TOPIC_TYPES:
             raise _bad("allowAutoTopicCreationType", self.allowAutoTopicCreationType,
                        f"one of {', '.join(AUTO_TOPIC_TYPES)}")
+        if self.brokerDeleteInactiveTopicsMode not in INACTIVE_TOPIC_MODES:
+            raise _bad("brokerDeleteInactiveTopicsMode", self.brokerDeleteInactiveTopicsMode,
+                       f"one of {', '.join(INACTIVE_TOPIC_MODES)}")
+        types = [t.strip() for t in self.subscriptionTypesEnabled.split(",") if t.strip()]
+        if not types or not set(types) <= set(SUBSCRIPTION_TYPES):
+            raise _bad("subscriptionTypesEnabled", self.subscriptionTypesEnabled,
+                       f"a comma-separated list of {', '.join(SUBSCRIPTION_TYPES)}")
         for name in ("maxMessageSize", "managedLedgerMaxSizePerLedgerMbytes", "dispatcherMaxReadBatchSize",
                      "dispatcherMaxDeliveryBytes", "defaultNumPartitions",
                      "brokerDeduplicationEntriesInterval", "delayedDeliveryTickTimeMillis",
@@ -302,7 +349,8 @@ class BrokerConfig:
                      "messageExpiryCheckIntervalInMinutes", "metricsServletTimeoutMs",
                      "subscriptionExpiryCheckIntervalInMinutes", "statsUpdateFrequencyInSecs",
                      "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes",
-                     "httpMaxRequestSize", "httpRequestBodyTimeoutMs", "httpMaxRequestJsonValues"):
+                     "httpMaxRequestSize", "httpRequestBodyTimeoutMs", "httpMaxRequestJsonValues",
+                     "brokerDeleteInactiveTopicsFrequencySeconds"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",
@@ -315,7 +363,10 @@ class BrokerConfig:
                      "brokerMaxConnectionsPerIp", "maxStreamsPerConnection", "maxConcurrentLookupRequest",
                      "maxConcurrentRequestsPerConnection", "keepAliveIntervalSeconds",
                      "tokenAllowedClockSkewSeconds", "brokerServiceCompactionThresholdInBytes",
-                     "compactionTombstoneRetentionSeconds"):
+                     "compactionTombstoneRetentionSeconds", "maxConsumersPerSubscription",
+                     "maxSubscriptionsPerTopic", "maxUnackedMessagesPerSubscription", "maxTopicsPerNamespace",
+                     "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds",
+                     "brokerDeduplicationSnapshotIntervalSeconds"):
             if getattr(self, name) < 0:
                 raise _bad(name, getattr(self, name), "an integer >= 0")
         for name in ("defaultRetentionTimeInMinutes", "defaultRetentionSizeInMB"):
