@@ -115,8 +115,26 @@ class Dispatcher(ABC):
     def _dispatch_rounds(self) -> None:
         """Read and send until nothing more can go now."""
 
+    def read_budget(self) -> tuple[int, int] | None:
+        """``(entries, bytes)`` the next read may take: the subscription's read limits, or less under a dispatch
+        rate limit (:mod:`dispatch.throttle`); None while a rate's budget is spent (dispatch resumes when it
+        renews)."""
+        sub = self.subscription
+        throttle = sub.throttle
+        if throttle is None:
+            return sub.max_read_entries, sub.max_delivery_bytes
+        return throttle.read_budget(sub.max_read_entries, sub.max_delivery_bytes, self._rate_renewed)
+
+    def _rate_renewed(self) -> None:
+        if not self.subscription.closed:
+            self.dispatch()
+
     def _after_dispatch(self) -> None:
         """Hook: runs once a dispatch is over (e.g. arm a timer)."""
+
+    def limits_changed(self) -> None:
+        """The subscription's unacked limits or delayed-delivery settings changed: dispatch under them."""
+        self.dispatch()
 
     def on_acked(self, consumer: Consumer) -> None:
         """Hook: ``consumer`` acknowledged messages."""
@@ -203,6 +221,8 @@ class Dispatcher(ABC):
             consumer.msg_redeliver_counter += redelivered
             sub.msg_redeliver_counter += redelivered
         consumer.last_consumed_ms = sub.last_consumed_ms = sub.clock.now_ms()  # one clock read per send
+        if sub.throttle is not None:
+            sub.throttle.charge(messages, nbytes, len(deliveries))
         consumer.sink(deliveries)
 
     def drop_pending(self, consumer: Consumer) -> None:

@@ -25,6 +25,10 @@ events as ``msgDropRate``; this broker keeps counters.
 Example: consumers A and B share a subscription, A with 2 permits and B with none. Entries 0, 1, 2 arrive:
 A gets 0 and 1, entry 2 is dropped (``msgDropCount`` 1). B's later flow brings nothing back.
 
+**Dispatch rate limits** (:mod:`dispatch.throttle`, ``NonPersistentSubscription.throttle``): nothing waits
+on a non-persistent topic, so an entry published while the subscription's budget is spent is dropped (counted
+in ``msgDropCount``) instead of held back; what is delivered is charged as on a persistent subscription.
+
 **Acknowledgments** are accepted and ignored, except that cumulative ones are still refused on Shared and
 Key_Shared (as on persistent subscriptions); ``redeliver*`` and ``seek`` do nothing (Pulsar's
 ``NonPersistentSubscription`` has the same no-ops). Delayed delivery is not honoured: a delayed message is
@@ -43,6 +47,7 @@ from dispatch.dispatcher import split_by_bytes
 from dispatch.key_shared import KeySharedPolicy, entry_hash_key, make_selector
 from dispatch.selectors import HashRangeExclusiveSelector
 from dispatch.single_active import pick_active
+from dispatch.throttle import DispatchThrottle
 from dispatch.types import SubType
 
 if TYPE_CHECKING:
@@ -106,6 +111,8 @@ class NonPersistentDispatcher:
         sub = self.subscription
         sub.msg_out_counter += messages
         sub.bytes_out_counter += nbytes
+        if sub.throttle is not None:
+            sub.throttle.charge(messages, nbytes, len(deliveries))
         consumer.sink(deliveries)
 
     def stats(self) -> dict[str, object]:
@@ -231,6 +238,10 @@ class KeySharedNonPersistentDispatcher(NonPersistentDispatcher):
         return stats
 
 
+def _nothing() -> None:
+    """Nothing waits for a non-persistent subscription's budget to renew."""
+
+
 class NonPersistentSubscription:
     """One subscription of a non-persistent topic partition: its consumers, its dispatcher, its counters.
 
@@ -250,6 +261,8 @@ class NonPersistentSubscription:
         self.msg_out_counter = 0
         self.bytes_out_counter = 0
         self.msg_drop_count = 0
+        self.throttle: DispatchThrottle | None = None
+        """The dispatch rate limits it obeys (None: none); over them entries are dropped."""
         self.closed = False
         self._dispatcher: NonPersistentDispatcher | None = None
         self._sub_type: SubType | None = None
@@ -313,7 +326,9 @@ class NonPersistentSubscription:
         of messages dropped."""
         if self.closed or not entries:
             return 0
-        if self._dispatcher is None:
+        throttle = self.throttle
+        if self._dispatcher is None or (throttle is not None and throttle.read_budget(
+                len(entries), self.max_delivery_bytes, _nothing) is None):
             dropped = sum(e.num_messages for e in entries)
         else:
             dropped = self._dispatcher.send(entries)

@@ -246,12 +246,15 @@ class SharedDispatcher(Dispatcher):
         sub = self.subscription
         if sub.closed or not self.consumers or not self._available():
             return False
+        budget = self.read_budget()
+        if budget is None:
+            return False  # a dispatch rate's budget is spent: dispatch resumes when it renews
         progress = False
         self._ready = self._available()
         if self._replay_entries:
-            progress = self._assign(self._read_replay(), replay=True)
-            if not self._available():
-                return progress
+            progress = self._assign(self._read_replay(budget[0]), replay=True)
+            if not self._available() or (progress and sub.throttle is not None):
+                return progress  # throttled: the next pass asks for the budget left
         if not self.may_read_ahead():
             return progress
         source = sub.source
@@ -260,18 +263,19 @@ class SharedDispatcher(Dispatcher):
             self.read_offset = source.start_offset
         if self.read_offset >= end:
             return progress
-        entries = source.read(self.read_offset, sub.max_read_entries, sub.max_delivery_bytes, end)
+        entries = source.read(self.read_offset, budget[0], budget[1], end)
         return self._assign(entries, replay=False) or progress
 
-    def _read_replay(self) -> list["StoredEntry"]:
-        """The next waiting entries not looked at yet in this dispatch, in offset order."""
+    def _read_replay(self, max_entries: int) -> list["StoredEntry"]:
+        """The next waiting entries not looked at yet in this dispatch (at most ``max_entries``), in offset
+        order."""
         sub = self.subscription
         source = sub.source
         entries = self._replay_entries
         replay = self._replay
         out: list[StoredEntry] = []
         i = bisect.bisect_right(replay, self._replay_scanned)
-        while i < len(replay) and len(out) < sub.max_read_entries:
+        while i < len(replay) and len(out) < max_entries:
             offset = replay[i]
             i += 1
             self._replay_scanned = offset

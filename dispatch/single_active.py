@@ -154,7 +154,6 @@ class SingleActiveDispatcher(Dispatcher):
     def _dispatch_rounds(self) -> None:
         sub = self.subscription
         source = sub.source
-        max_entries = sub.max_read_entries
         max_bytes = sub.max_delivery_bytes
         while True:
             consumer = self.active
@@ -165,7 +164,10 @@ class SingleActiveDispatcher(Dispatcher):
                 self.read_offset = source.start_offset
             if self.read_offset >= end:
                 return
-            entries = source.read(self.read_offset, max_entries, max_bytes, end)
+            budget = self.read_budget()
+            if budget is None:
+                return  # a dispatch rate's budget is spent: dispatch resumes when it renews
+            entries = source.read(self.read_offset, budget[0], budget[1], end)
             if not entries:
                 return
             epoch = self._epoch

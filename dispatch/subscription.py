@@ -22,6 +22,7 @@ from dispatch.key_shared import KeySharedDispatcher, KeySharedPolicy
 from dispatch.shared import DelayedDelivery, SharedDispatcher
 from dispatch.single_active import SingleActiveDispatcher
 from dispatch.source import Cursor, EntrySource
+from dispatch.throttle import DispatchThrottle
 from dispatch.types import SubType
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 class Subscription:
     def __init__(self, name: str, topic: str, partition_index: int, source: EntrySource, cursor: Cursor,
                  *, durable: bool = True, max_read_entries: int = 100, max_delivery_bytes: int = 8 << 20,
-                 max_unacked_per_consumer: int = 50000,
+                 max_unacked_per_consumer: int = 50000, max_unacked_per_subscription: int = 0,
                  on_cursor_changed: Callable[[], None] | None = None, clock: Clock = SYSTEM_CLOCK,
                  scheduler: Callable[[float, Callable[[], None]], Any] | None = None,
                  delayed_delivery: DelayedDelivery | None = DelayedDelivery(),
@@ -45,6 +46,8 @@ class Subscription:
         self.max_read_entries = max_read_entries
         self.max_delivery_bytes = max_delivery_bytes
         self.max_unacked_per_consumer = max_unacked_per_consumer
+        self.max_unacked_per_subscription = max_unacked_per_subscription
+        """Shared and Key_Shared: dispatch stops while the consumers hold this many unacked messages (0: none)."""
         self.on_cursor_changed = on_cursor_changed
         self.clock = clock
         self.scheduler = scheduler
@@ -60,6 +63,8 @@ class Subscription:
         False: dispatch stops at one and every consumer gets its ``DataLost``."""
         self.damaged_skipped = 0
         """Messages of damaged ranges this subscription passed over."""
+        self.throttle: DispatchThrottle | None = None
+        """The dispatch rate limits it obeys (None: none, see :mod:`dispatch.throttle`); the broker sets it."""
         self._skipped_ranges: set[tuple[int, int]] = set()
         self.redelivery_counts: dict[int, int] = {}
         """Entry offset -> times it came back unacknowledged (only entries that did)."""
@@ -124,6 +129,16 @@ class Subscription:
             return SharedDispatcher(self)
         policy = getattr(consumer, "key_shared", None) or KeySharedPolicy()
         return KeySharedDispatcher(self, policy, self.key_shared_consistent_hashing)
+
+    def set_limits(self, max_unacked_per_consumer: int, max_unacked_per_subscription: int,
+                   delayed_delivery: DelayedDelivery | None) -> None:
+        """New unacked limits and delayed-delivery settings (a policy changed): dispatch goes on under them
+        (consumers held at a limit raised are sent more at once)."""
+        self.max_unacked_per_consumer = max_unacked_per_consumer
+        self.max_unacked_per_subscription = max_unacked_per_subscription
+        self.delayed_delivery = delayed_delivery
+        if self._dispatcher is not None and not self.closed:
+            self._dispatcher.limits_changed()
 
     # -- flow and dispatch -------------------------------------------------------------------------
 
@@ -337,6 +352,8 @@ class Subscription:
     def close(self) -> None:
         """Stop dispatching and detach every consumer (without notifying them)."""
         self.closed = True
+        if self.throttle is not None:
+            self.throttle.cancel()
         if self._dispatcher is not None:
             for c in self._dispatcher.consumers:
                 c.pending.clear()
