@@ -133,6 +133,22 @@ class TopicAdmin:
         log.info("event=partitioned_topic_updated topic=%s partitions=%d previous=%d subscriptions=%d", name,
                  partitions, current, len(subscriptions))
 
+    def create_missed_partitions(self, name: TopicName) -> int:
+        """Make the partitions of partitioned topic ``name`` that are not stored yet (``topics
+        create-missed-partitions``: what clients would make at first use, when auto-creation is off); how many
+        were made. Non-persistent partitions hold nothing until used: none is made. A topic that is not
+        partitioned has none to make (as Pulsar answers, nothing is done)."""
+        registry = self._registry
+        registry.namespaces.check_exists(name.namespace_name)
+        made = 0
+        if name.domain == PERSISTENT and registry.partitions_of(name):
+            for partition in targets.partitions(registry, name):
+                if not registry.exists(partition):
+                    registry.get(partition, create=True)
+                    made += 1
+        log.info("event=missed_partitions_created topic=%s partitions=%d", name, made)
+        return made
+
     async def delete(self, name: TopicName, *, force: bool = False) -> None:
         """Delete a topic (every partition of a partitioned one); ``NotAllowedError`` while clients are
         connected, unless ``force``."""

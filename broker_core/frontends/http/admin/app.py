@@ -33,6 +33,7 @@ from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
 from broker_core.frontends.http.admin.policy_routes import PolicyRoutes
 from broker_core.frontends.http.admin.pulsar_fallback import pulsar_fallback
 from broker_core.frontends.http.admin.schema_routes import SchemaRoutes
+from broker_core.frontends.http.admin.stored_routes import StoredRoutes
 from broker_core.frontends.http.admin.subscription_routes import SubscriptionRoutes
 from broker_core.frontends.http.admin.tenant_routes import TenantRoutes
 from broker_core.frontends.http.admin.topic_routes import TopicRoutes
@@ -55,7 +56,8 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
     groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), PolicyRoutes(registry),
               NamespacePolicyRoutes(registry), NamespaceRoutes(registry), PermissionRoutes(registry),
               SubscriptionRoutes(registry), TopicRoutes(registry), LookupRoutes(registry, advertised),
-              SchemaRoutes(registry), MessageRoutes(registry), CompactionRoutes(registry), VerifyRoutes(registry))
+              SchemaRoutes(registry), MessageRoutes(registry), StoredRoutes(registry), CompactionRoutes(registry),
+              VerifyRoutes(registry))
     for group in groups:
         app.add_routes(group.routes())
     return app
