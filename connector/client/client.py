@@ -18,7 +18,6 @@ from broker_core import errors
 from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
-from connector.client.connection import Security
 from connector.client.consumer import Consumer
 from connector.client.dead_letter import LetterOptions
 from connector.client.enums import (
@@ -43,6 +42,7 @@ from connector.client.reader import Reader, start_position
 from connector.client.redelivery import MIN_ACK_TIMEOUT_MS, MIN_TICK_MS
 from connector.client.routing import Router
 from connector.client.schema.binding import SchemaBinding, bind
+from connector.client.security import Security
 from connector.client.service_info import ServiceInfo
 from connector.client.table_view import TableView
 from connector.client.timer import TimerThread

@@ -1,11 +1,13 @@
-"""The gRPC transport (:class:`~connector.client.transport.Transport`): the channel to one broker: service URL parsing, readiness, unary calls, bidirectional streams.
+"""The gRPC transport (:class:`~connector.client.transport.Transport`): the channel to one broker: readiness,
+unary calls, bidirectional streams.
 
 Streams are fed from a queue by a request iterator (gRPC pulls it on its own thread); a daemon thread
 per stream reads the responses. The channel itself reconnects after a broker restart (gRPC's own backoff,
 set to start at 100 ms as Pulsar's clients do); what a lost stream means for the producer or consumer on it
 is theirs to handle (:mod:`connector.client.reconnect`).
 
-Security (:class:`Security`): a ``pulsar+ssl://`` URL is served over TLS (:mod:`connector.client.tls`); a
+Security (:class:`~connector.client.security.Security`, transport-neutral; re-exported here for callers that
+still import it from this module): a ``pulsar+ssl://`` URL is served over TLS (:mod:`connector.client.tls`); a
 token (:mod:`connector.client.authentication`) is sent as every call's and stream's ``authorization:
 Bearer`` metadata, asked from its source each time. A stream the broker ends with ``AuthenticationError``
 (its token expired) is reported as a lost connection -- reconnected -- only when the token source now gives
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import re
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -23,82 +24,17 @@ from typing import Any, Callable, Iterator
 import grpc
 
 from broker_core import errors
+from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import CODE_KEY, error_from_rpc
 
-from connector.client.authentication import Authentication
+from connector.client.events import LastMessage, TopicSchema
 from connector.client.reconnect import INITIAL_BACKOFF_S, MAX_BACKOFF_S, retry_until
-from connector.client.tls import TlsOptions, check, secure_channel
+from connector.client.security import Security, is_tls_url, parse_service_url  # noqa: F401  (re-exported)
+from connector.client.tls import secure_channel
 from connector.client.transport import DENSE
 
 log = logging.getLogger(__name__)
-
-_URL = re.compile(r"^(?:pulsar(?:\+ssl)?://)?(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(?P<port>\d{1,5})/?$")
-TLS_SCHEME = "pulsar+ssl://"
-
-
-def parse_service_url(service_url: str) -> str:
-    """``pulsar://host:port``, ``pulsar+ssl://host:port`` or ``host:port`` -> ``host:port``; anything else is
-    a ValueError."""
-    match = _URL.match(service_url.strip()) if isinstance(service_url, str) else None
-    if not match or not 0 < int(match.group("port")) < 65536:
-        raise ValueError(f"service_url={service_url!r} is not valid; use 'pulsar://host:port' "
-                         "(as Broker.service_url returns), 'pulsar+ssl://host:port' or 'host:port'")
-    return f"{match.group('host')}:{int(match.group('port'))}"
-
-
-def is_tls_url(service_url: str) -> bool:
-    return isinstance(service_url, str) and service_url.strip().startswith(TLS_SCHEME)
-
-
-class Security:
-    """How a connection authenticates and encrypts: ``authentication`` (None: anonymous) and ``tls`` (None:
-    a plain connection)."""
-
-    def __init__(self, authentication: Authentication | None = None, tls: TlsOptions | None = None) -> None:
-        if authentication is not None and not isinstance(authentication, Authentication):
-            raise errors.InvalidConfiguration(f"authentication={type(authentication).__name__} is not valid; use "
-                                              "AuthenticationToken(token), AuthenticationBasic(username, password) "
-                                              "or AuthenticationTLS(certificate_path, private_key_path)")
-        self.authentication = authentication
-        self.tls = tls
-        if tls is not None:
-            check(tls)
-        elif authentication is not None and authentication.tls_files() is not None:
-            raise errors.InvalidConfiguration("AuthenticationTLS needs a TLS connection: use a pulsar+ssl:// URL")
-
-    @classmethod
-    def of(cls, service_url: str, authentication: Authentication | None = None, use_tls: bool = False,
-           tls_trust_certs_file_path: str | None = None, tls_allow_insecure_connection: bool = False,
-           tls_validate_hostname: bool = False, tls_certificate_file_path: str | None = None,
-           tls_private_key_file_path: str | None = None) -> "Security":
-        """From pulsar-client's ``Client`` arguments (TLS when the URL is ``pulsar+ssl://`` or ``use_tls``)."""
-        if not (use_tls or is_tls_url(service_url)):
-            given = [name for name, value in (
-                ("tls_trust_certs_file_path", tls_trust_certs_file_path),
-                ("tls_allow_insecure_connection", tls_allow_insecure_connection),
-                ("tls_validate_hostname", tls_validate_hostname),
-                ("tls_certificate_file_path", tls_certificate_file_path),
-                ("tls_private_key_file_path", tls_private_key_file_path)) if value]
-            if given:
-                raise errors.InvalidConfiguration(f"{', '.join(given)}: TLS options need a TLS connection; use a "
-                                                  "pulsar+ssl:// URL (the broker's brokerServicePortTls)")
-            return cls(authentication)
-        files = authentication.tls_files() if isinstance(authentication, Authentication) else None
-        cert, key = files if files is not None else (tls_certificate_file_path, tls_private_key_file_path)
-        return cls(authentication, TlsOptions(tls_trust_certs_file_path, bool(tls_allow_insecure_connection),
-                                              bool(tls_validate_hostname), cert, key))
-
-    def token(self) -> str | None:
-        return self.authentication.token() if self.authentication is not None else None
-
-    def authorization(self) -> str | None:
-        """The ``authorization`` metadata value (``Bearer <token>``, ``Basic ...``), asked from its source now."""
-        return self.authentication.authorization() if self.authentication is not None else None
-
-    def metadata(self) -> tuple[tuple[str, str], ...] | None:
-        value = self.authorization()
-        return (("authorization", value),) if value else None
 
 
 class Connection:
@@ -109,7 +45,7 @@ class Connection:
         self.target = parse_service_url(service_url)
         self.operation_timeout_s = operation_timeout_s
         self.connection_timeout_s = connection_timeout_s
-        self.security = security or (Security(tls=TlsOptions()) if is_tls_url(service_url) else Security())
+        self.security = security or Security.for_url(service_url)
         # No client-side caps: the broker's decide. Producers pack requests to the max_message_size the
         # broker announces, and a delivery may be as large as the broker's dispatcherMaxDeliveryBytes.
         self._channel_options = [
@@ -197,6 +133,40 @@ class Connection:
         except grpc.RpcError as exc:
             raise error_from_rpc(exc) from None
 
+    # --- the client core's unary calls (the Transport protocol): broker_pb2 in, plain values out ------------
+    def partitions(self, topic: str, timeout_s: float | None = None, retry: bool = False) -> int:
+        return self.unary("GetPartitionedTopicMetadata", pb.TopicRequest(topic=topic), timeout_s, retry).partitions
+
+    def list_topics(self, namespace: str, timeout_s: float | None = None, retry: bool = False) -> list[str]:
+        return list(self.unary("ListTopics", pb.ListTopicsRequest(namespace=namespace), timeout_s, retry).topics)
+
+    def last_message(self, topic: str, read_compacted: bool = False, timeout_s: float | None = None,
+                     retry: bool = False) -> LastMessage:
+        reply = self.unary("GetLastMessageId", pb.TopicRequest(topic=topic, read_compacted=read_compacted),
+                           timeout_s, retry)
+        if reply.last_offset < 0:  # no message: no ids (the reply's are zeros)
+            return LastMessage(start_offset=reply.start_offset)
+        return LastMessage(reply.ledger_id, reply.entry_id, reply.batch_index, reply.last_offset, reply.start_offset)
+
+    def schema(self, topic: str, version: int = -1, timeout_s: float | None = None,
+               retry: bool = False) -> TopicSchema:
+        return _schema(self.unary("GetSchema", pb.SchemaRequest(topic=topic, version=version), timeout_s, retry))
+
+    def register_schema(self, topic: str, schema: TopicSchema, check_only: bool = False,
+                        timeout_s: float | None = None, retry: bool = False) -> int:
+        request = pb.SchemaRequest(topic=topic, type=schema.type, data=schema.data, name=schema.name,
+                                   check_only=check_only)
+        request.properties.update(schema.properties)
+        return self.unary("GetOrCreateSchema", request, timeout_s, retry).version
+
+    def create_topic(self, topic: str, timeout_s: float | None = None, retry: bool = False) -> None:
+        self.unary("CreateTopic", pb.TopicRequest(topic=topic), timeout_s, retry)
+
+    def create_subscription(self, topic: str, subscription: str, timeout_s: float | None = None,
+                            retry: bool = False) -> None:
+        self.unary("CreateSubscription", pb.SubscriptionRequest(
+            topic=topic, subscription=subscription, position=pb.Position(latest=True)), timeout_s, retry)
+
     def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
                on_end: Callable[[errors.PulsarLikeError | None], None],
                batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream",
@@ -218,6 +188,10 @@ class Connection:
             channel = self._channel
         if channel is not None:
             channel.close()
+
+
+def _schema(reply: pb.SchemaReply) -> TopicSchema:
+    return TopicSchema(reply.type, reply.data, reply.name, reply.version, dict(reply.properties))
 
 
 _END = object()

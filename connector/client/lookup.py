@@ -1,7 +1,7 @@
 """The unary calls the client makes for its producers and consumers: partitions of a topic, topics of a
 namespace, a partition's last message, and the topics and subscriptions dead letters need. Each one is
 idempotent, so each is retried while the broker is unreachable or restarting, within
-``operation_timeout_seconds`` (:meth:`~connector.client.connection.Connection.unary` with ``retry``) -- or
+``operation_timeout_seconds`` (the :class:`~connector.client.transport.Transport`'s calls with ``retry``) -- or
 within what is left of a call's :class:`~connector.client.opening.Deadline` when one is given.
 
 A partition count is checked before anything is made per partition: a broker answering more than
@@ -13,11 +13,11 @@ partition names (and producers or consumers) before anything failed.
 from __future__ import annotations
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
-from connector.client.connection import Connection
+from connector.client.events import LastMessage, TopicSchema
 from connector.client.opening import Deadline
+from connector.client.transport import Transport
 
 DEFAULT_MAX_PARTITIONS = 10_000
 """The most partitions the client opens for one topic. Pulsar clusters rarely give a topic more than a few
@@ -37,15 +37,14 @@ def check_partition_count(topic: str, count: int, limit: int) -> int:
 
 
 class Lookup:
-    def __init__(self, connection: Connection, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> None:
+    def __init__(self, connection: Transport, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> None:
         self._connection = connection
         self.max_partitions = max_partitions
 
     def partitions(self, topic: str, deadline: Deadline | None = None) -> int:
         """The partition count of ``topic`` (0: not partitioned); ``NotSupported`` above ``max_partitions``."""
         timeout_s = deadline.remaining(f"the partition count of {topic}") if deadline is not None else None
-        count = self._connection.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=topic),
-                                       timeout_s=timeout_s, retry=True).partitions
+        count = self._connection.partitions(topic, timeout_s=timeout_s, retry=True)
         return check_partition_count(topic, count, self.max_partitions)
 
     def expand(self, topics: list[str], deadline: Deadline | None = None) -> list[tuple[str, int]]:
@@ -62,23 +61,20 @@ class Lookup:
 
     def list_topics(self, namespace: str, deadline: Deadline | None = None) -> list[str]:
         timeout_s = deadline.remaining(f"the topics of {namespace}") if deadline is not None else None
-        return list(self._connection.unary("ListTopics", broker_pb2.ListTopicsRequest(namespace=namespace),
-                                           timeout_s=timeout_s, retry=True).topics)
+        return self._connection.list_topics(namespace, timeout_s=timeout_s, retry=True)
 
     def last_message(self, topic: str, *, read_compacted: bool = False,
-                     deadline: Deadline | None = None) -> broker_pb2.LastMessageId:
+                     deadline: Deadline | None = None) -> LastMessage:
         """The last stored message and the first stored offset of a topic partition (``read_compacted``: of
         its compacted view, as a compacted reader receives them)."""
         timeout_s = deadline.remaining(f"the last message of {topic}") if deadline is not None else None
-        request = broker_pb2.TopicRequest(topic=topic, read_compacted=read_compacted)
-        return self._connection.unary("GetLastMessageId", request, timeout_s=timeout_s, retry=True)
+        return self._connection.last_message(topic, read_compacted, timeout_s=timeout_s, retry=True)
 
-    def schema(self, topic: str, version: int = -1, retry: bool = True) -> broker_pb2.SchemaReply | None:
+    def schema(self, topic: str, version: int = -1, retry: bool = True) -> TopicSchema | None:
         """The topic's schema in the broker's registry (the latest, or ``version``): ``type`` (Pulsar's
         ``Schema.Type`` name), ``data`` (the definition), ``version``, ``name``; None when it has none."""
         try:
-            return self._connection.unary("GetSchema", broker_pb2.SchemaRequest(topic=topic, version=version),
-                                          retry=retry)
+            return self._connection.schema(topic, version, retry=retry)
         except errors.TopicNotFound:
             return None
 
@@ -87,14 +83,12 @@ class Lookup:
         exists: with the admin calls, not a consumer that would attach and take permits."""
         if not self.partitions(topic):
             try:
-                self._connection.unary("CreateTopic", broker_pb2.TopicRequest(topic=topic), retry=True)
+                self._connection.create_topic(topic, retry=True)
             except errors.TopicAlreadyExists:
                 pass
         for partition_topic, _ in self.expand([topic]):
             try:
-                self._connection.unary("CreateSubscription", broker_pb2.SubscriptionRequest(
-                    topic=partition_topic, subscription=subscription, position=broker_pb2.Position(latest=True)),
-                    retry=True)
+                self._connection.create_subscription(partition_topic, subscription, retry=True)
             except errors.NotAllowedError:  # it exists
                 pass
 

@@ -1,63 +1,32 @@
-"""TLS to the broker's TLS port (``pulsar+ssl://``) with pulsar-client's options, over gRPC's own TLS.
+"""The gRPC transport's TLS channel to the broker's TLS port (``pulsar+ssl://``), with pulsar-client's options
+(:class:`~connector.client.security.TlsOptions`).
 
-- ``tls_trust_certs_file_path``: the CA certificates (PEM) the broker's certificate must chain to (unset:
-  the system's roots, as gRPC has them);
-- ``tls_validate_hostname`` (pulsar-client's default: False): check that the certificate names the host
-  of the URL. gRPC always checks a name, so when this is off the client first reads the broker's
-  certificate in a separate (verified) handshake and checks against a name the certificate holds
-  (``grpc.ssl_target_name_override``): the chain is verified, the host name is not;
-- ``tls_allow_insecure_connection``: trust whatever certificate the broker presents (the one read at the
-  first connection is pinned for the client's life; for tests and local play only);
-- a client certificate and key (``AuthenticationTLS`` or ``tls_certificate_file_path`` /
-  ``tls_private_key_file_path``) for mTLS.
+gRPC always checks a name: when ``tls_validate_hostname`` is off (pulsar-client's default) the client first
+reads the broker's certificate in a separate (verified) handshake and checks against a name the certificate
+holds (``grpc.ssl_target_name_override``): the chain is verified, the host name is not. With
+``tls_allow_insecure_connection`` the certificate read at the first connection is pinned for the client's life.
 """
 from __future__ import annotations
 
 import socket
 import ssl
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import grpc
 
-from broker_core.errors import ConnectError, InvalidConfiguration
+from broker_core.errors import ConnectError
 
+from connector.client.security import TlsOptions, read_file, ssl_context
 
-@dataclass(frozen=True)
-class TlsOptions:
-    trust_certs_file: str | None = None
-    allow_insecure: bool = False
-    validate_hostname: bool = False
-    cert_file: str | None = None
-    key_file: str | None = None
-
-
-def _read(option: str, path: str | None) -> bytes | None:
-    if not path:
-        return None
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidConfiguration(f"{option}: cannot read {path} ({exc.strerror})") from None
-
-
-def check(options: TlsOptions) -> None:
-    """Refuse what cannot work before anything is sent (unreadable files, a key without a certificate)."""
-    _read("tls_trust_certs_file_path", options.trust_certs_file)
-    if bool(options.cert_file) != bool(options.key_file):
-        raise InvalidConfiguration("a client certificate needs its private key (and the reverse): give both "
-                                   "tls_certificate_file_path and tls_private_key_file_path, or AuthenticationTLS")
-    _read("tls_certificate_file_path", options.cert_file)
-    _read("tls_private_key_file_path", options.key_file)
+__all__ = ["secure_channel"]
 
 
 def secure_channel(target: str, options: TlsOptions, channel_options: list[tuple[str, Any]],
                    timeout_s: float) -> grpc.Channel:
     """A gRPC channel to ``target`` (``host:port``) over TLS as ``options`` say."""
-    root = _read("tls_trust_certs_file_path", options.trust_certs_file)
-    cert = _read("tls_certificate_file_path", options.cert_file)
-    key = _read("tls_private_key_file_path", options.key_file)
+    root = read_file("tls_trust_certs_file_path", options.trust_certs_file)
+    cert = read_file("tls_certificate_file_path", options.cert_file)
+    key = read_file("tls_private_key_file_path", options.key_file)
     extra: list[tuple[str, Any]] = []
     if options.allow_insecure or not options.validate_hostname:
         leaf, names = _broker_certificate(target, options, timeout_s)
@@ -67,22 +36,6 @@ def secure_channel(target: str, options: TlsOptions, channel_options: list[tuple
             extra.append(("grpc.ssl_target_name_override", names[0]))
     credentials = grpc.ssl_channel_credentials(root_certificates=root, private_key=key, certificate_chain=cert)
     return grpc.secure_channel(target, credentials, options=channel_options + extra)
-
-
-def ssl_context(options: TlsOptions, check_hostname: bool) -> ssl.SSLContext:
-    """A client ``ssl`` context trusting what ``options`` say (nothing checked when insecure connections are
-    allowed), presenting the client certificate when there is one."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = check_hostname and not options.allow_insecure
-    if options.allow_insecure:
-        context.verify_mode = ssl.CERT_NONE
-    elif options.trust_certs_file:
-        context.load_verify_locations(cafile=options.trust_certs_file)
-    else:
-        context.load_default_certs()
-    if options.cert_file and options.key_file:
-        context.load_cert_chain(options.cert_file, options.key_file)
-    return context
 
 
 def _broker_certificate(target: str, options: TlsOptions, timeout_s: float) -> tuple[bytes, list[str]]:

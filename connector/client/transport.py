@@ -2,14 +2,17 @@
 
 The client core -- producers (batching, chunking, dedup sequence ids, resend on reconnect), consumers (receive
 queues, acks, negative acks, ack timeouts, dead letters, seek), readers, lookups and schemas -- speaks one
-internal language: the ``broker_pb2`` requests and responses of pulsarlike's ``Produce`` and ``Consume``
-streams and of a handful of unary calls. A transport carries that language to a broker:
+internal language, the client's own (:mod:`connector.client.events`): what it asks (``ConsumerSpec``,
+``Flow``, ``Ack``, ``Seek`` ..., ``ProducerSpec`` and the entries to send) and what a transport reports
+(``Subscribed``, ``Delivery``, ``Receipt``, ``SeekDone``, ``Closed`` ...), plus a handful of unary calls that
+answer plain values. Each transport translates its wire into that language, and nothing above the seam
+imports a transport's messages:
 
 - :class:`connector.client.connection.Connection`: gRPC, pulsarlike's own service (one stream per producer or
-  consumer, multiplexed by HTTP/2).
+  consumer, multiplexed by HTTP/2; :mod:`connector.client.grpc_streams` translates its messages).
 - :class:`connector.client.binary.transport.BinaryTransport`: Pulsar's binary protocol over TCP (or TLS), to
-  pulsarlike's binary front end or to any Pulsar broker: it translates the same requests into Pulsar commands
-  (PRODUCER/SEND, SUBSCRIBE/FLOW/ACK, LOOKUP ...) and the broker's commands back into the same responses.
+  pulsarlike's binary front end or to any Pulsar broker: Pulsar commands (PRODUCER/SEND, SUBSCRIBE/FLOW/ACK,
+  LOOKUP ...) both ways.
 
 So a feature is written once, above the seam, and behaves the same over both. What differs between brokers is
 how a message's position is numbered: pulsarlike's offsets are dense per partition (a message id's entry id
@@ -19,11 +22,13 @@ maps between message ids and the integer positions the core orders, acknowledges
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from broker_core import errors
-
+from connector.client.events import LastMessage, TopicSchema
 from connector.client.message_id import MessageId
+
+if TYPE_CHECKING:
+    from connector.client.security import Security
 
 
 class Positions(Protocol):
@@ -60,31 +65,34 @@ DENSE = DensePositions()
 
 
 class TransportStream(Protocol):
-    """One open producer or consumer on a transport (gRPC: a bidirectional stream)."""
+    """One open producer or consumer on a transport (gRPC: a bidirectional stream; binary: a producer or
+    consumer id on a connection)."""
 
     def start(self) -> None:
-        """Start delivering responses to ``on_response`` (after the caller stored the stream)."""
+        """Start opening it and reporting events (after the caller stored the stream where its handler looks)."""
 
     def send(self, request: Any) -> None:
-        """Queue a request (a ``broker_pb2`` request, or a producer's ``PendingEntry``); never blocks."""
+        """Queue a request -- a consumer's :data:`~connector.client.events.ConsumerRequest`, a producer's
+        :class:`~connector.client.batching.PendingEntry` or :data:`~connector.client.events.CLOSE` -- never
+        blocks."""
 
-    def half_close(self) -> None: ...
-
-    def close(self, wait_s: float = 2.0) -> None: ...
+    def close(self, wait_s: float = 2.0) -> None:
+        """Close it on the broker (waiting up to ``wait_s`` for the answer); the last event is ``Closed(None)``."""
 
     @property
     def alive(self) -> bool: ...
 
 
 class Transport(Protocol):
-    """What the client core uses of a connection to the broker (see the module docstring)."""
+    """What the client core uses of a connection to the broker (see the module docstring). The unary calls
+    take ``timeout_s`` (None: the operation timeout) and ``retry``: an idempotent call is tried again while the
+    broker is unreachable or not ready, with backoff, until then. Failures are typed errors."""
 
     target: str
     """``host:port`` of the service URL."""
     operation_timeout_s: float
     connection_timeout_s: float
-    security: Any
-    """:class:`connector.client.connection.Security`: authentication and TLS."""
+    security: Security
     closed: threading.Event
     """Set by :meth:`close`: waits between retries end at once."""
     positions: Positions
@@ -92,14 +100,38 @@ class Transport(Protocol):
     def ensure_ready(self) -> None:
         """Wait (``connection_timeout_s``) for the first connection; ``ConnectError`` if there is none."""
 
-    def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = False) -> Any:
-        """Call ``method`` (a pulsarlike RPC name, e.g. ``GetPartitionedTopicMetadata``) with ``request``;
-        failures are typed errors; a method the transport cannot carry raises ``NotSupported`` naming it."""
-
     def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
-               on_end: Callable[[errors.PulsarLikeError | None], None],
-               batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream",
-               reconnecting: bool = False) -> TransportStream:
-        """Open a ``Produce`` or ``Consume`` stream whose first request is ``first_request``."""
+               on_end: Callable[[Any], None], batch_requests: Callable[[list[Any]], Any] | None = None,
+               name: str = "stream", reconnecting: bool = False) -> TransportStream:
+        """Open a ``Produce`` or ``Consume`` stream whose first request is ``first_request`` (a ``broker_pb2``
+        request: the streams move to the client's events next)."""
+
+    def partitions(self, topic: str, timeout_s: float | None = None, retry: bool = False) -> int:
+        """The partition count of ``topic`` (0: not partitioned)."""
+
+    def list_topics(self, namespace: str, timeout_s: float | None = None, retry: bool = False) -> list[str]:
+        """The topics of ``tenant/namespace``, persistent and non-persistent, sorted."""
+
+    def last_message(self, topic: str, read_compacted: bool = False, timeout_s: float | None = None,
+                     retry: bool = False) -> LastMessage:
+        """The last message of a topic partition (of its compacted view); ``TopicNotFound`` when none exists."""
+
+    def schema(self, topic: str, version: int = -1, timeout_s: float | None = None,
+               retry: bool = False) -> TopicSchema:
+        """The topic's schema (the latest, or ``version``); ``TopicNotFound`` when it has none."""
+
+    def register_schema(self, topic: str, schema: TopicSchema, check_only: bool = False,
+                        timeout_s: float | None = None, retry: bool = False) -> int:
+        """The version of ``schema`` on ``topic``, registered when new (``IncompatibleSchema`` when the
+        registry refuses it); ``check_only`` (a consumer's): registered only on a topic without a schema,
+        else checked compatible (-1)."""
+
+    def create_topic(self, topic: str, timeout_s: float | None = None, retry: bool = False) -> None:
+        """Create a non-partitioned topic (``TopicAlreadyExists`` when it exists)."""
+
+    def create_subscription(self, topic: str, subscription: str, timeout_s: float | None = None,
+                            retry: bool = False) -> None:
+        """Create the durable ``subscription`` of a topic partition at its latest message
+        (``NotAllowedError`` when it exists)."""
 
     def close(self) -> None: ...

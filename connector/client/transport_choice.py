@@ -19,8 +19,10 @@ from typing import Any, Callable
 
 from broker_core import errors
 
-from connector.client.connection import Connection, Security, parse_service_url
+from connector.client.connection import Connection
+from connector.client.events import LastMessage, TopicSchema
 from connector.client.reconnect import retry_until
+from connector.client.security import Security, parse_service_url
 from connector.client.transport import Transport, TransportStream
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,7 @@ class AutoTransport:
     """A :class:`~connector.client.transport.Transport` that picks gRPC or binary at first use (module doc).
 
     Until then it answers what needs no broker (``target``, the timeouts, ``security``, ``closed``); the first
-    call that needs one (``ensure_ready``, ``unary``, ``stream``, or reading ``positions``) connects over the
+    call that needs one (``ensure_ready``, a unary call, a stream, or reading ``positions``) connects over the
     binary protocol and decides. A failed first connection decides nothing: the next use tries again."""
 
     def __init__(self, service_url: str, operation_timeout_s: float, connection_timeout_s: float,
@@ -141,12 +143,38 @@ class AutoTransport:
             raise errors.AlreadyClosed("the client is closed")
         self.resolve().ensure_ready()
 
-    def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = False) -> Any:
+    def _ready(self, timeout_s: float | None, retry: bool) -> Transport:
+        """The chosen transport; on a first use that may ``retry`` (the broker may be restarting), deciding is
+        retried as the call would be."""
         if self._transport is None and retry:
-            # The first use may be while the broker restarts: deciding is retried as the call would be.
             deadline = time.monotonic() + (timeout_s or self.operation_timeout_s)
             retry_until(deadline, self.resolve, self.closed)
-        return self.resolve().unary(method, request, timeout_s, retry)
+        return self.resolve()
+
+    def partitions(self, topic: str, timeout_s: float | None = None, retry: bool = False) -> int:
+        return self._ready(timeout_s, retry).partitions(topic, timeout_s, retry)
+
+    def list_topics(self, namespace: str, timeout_s: float | None = None, retry: bool = False) -> list[str]:
+        return self._ready(timeout_s, retry).list_topics(namespace, timeout_s, retry)
+
+    def last_message(self, topic: str, read_compacted: bool = False, timeout_s: float | None = None,
+                     retry: bool = False) -> LastMessage:
+        return self._ready(timeout_s, retry).last_message(topic, read_compacted, timeout_s, retry)
+
+    def schema(self, topic: str, version: int = -1, timeout_s: float | None = None,
+               retry: bool = False) -> TopicSchema:
+        return self._ready(timeout_s, retry).schema(topic, version, timeout_s, retry)
+
+    def register_schema(self, topic: str, schema: TopicSchema, check_only: bool = False,
+                        timeout_s: float | None = None, retry: bool = False) -> int:
+        return self._ready(timeout_s, retry).register_schema(topic, schema, check_only, timeout_s, retry)
+
+    def create_topic(self, topic: str, timeout_s: float | None = None, retry: bool = False) -> None:
+        self._ready(timeout_s, retry).create_topic(topic, timeout_s, retry)
+
+    def create_subscription(self, topic: str, subscription: str, timeout_s: float | None = None,
+                            retry: bool = False) -> None:
+        self._ready(timeout_s, retry).create_subscription(topic, subscription, timeout_s, retry)
 
     def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
                on_end: Callable[[errors.PulsarLikeError | None], None],

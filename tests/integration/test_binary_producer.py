@@ -201,18 +201,16 @@ def test_an_avro_record_is_read_by_the_official_client(any_broker, topic, reques
 
 
 def register(service_url: str, topic: str, registry: bool = True) -> tuple[int, int]:
-    """register_schema's version for Reading's Avro schema on ``topic``, and the registry's latest version
+    """register_with_producer's version for Reading's Avro schema on ``topic``, and the registry's latest version
     then (``registry=False``: not asked, -1)."""
-    from broker_core.protocol import broker_pb2
-    from connector.client.binary.producing import register_schema
+    from connector.client.binary.producing import register_with_producer
+    from connector.client.events import TopicSchema
 
     definition = ours.AvroSchema(Reading).schema_info().definition
     with Client(service_url, transport="binary") as client:
         transport = client._connection
-        version = register_schema(transport, broker_pb2.SchemaRequest(
-            topic=topic, type="Avro", name="Reading", data=definition.encode()), 10.0)
-        latest = transport.unary("GetSchema", broker_pb2.SchemaRequest(topic=topic, version=-1)).version \
-            if registry else -1
+        version = register_with_producer(transport, topic, TopicSchema("Avro", definition.encode(), "Reading"), 10.0)
+        latest = transport.schema(topic).version if registry else -1
     return version, latest
 
 

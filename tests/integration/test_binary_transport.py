@@ -1,7 +1,8 @@
 """The binary transport (connector.client.binary.transport) against real brokers: a ``pulsarlike broker``
 process (its service port speaks Pulsar's binary protocol too), one with token authentication and TLS, and
 pulsar-lite (a broker that is not ours). Each unary call the client core makes answers over the binary
-protocol what the gRPC server answers, so the core cannot tell the transports apart."""
+protocol what the gRPC transport answers (the same plain values), so the core cannot tell the transports
+apart."""
 from __future__ import annotations
 
 import uuid
@@ -9,12 +10,12 @@ import uuid
 import pytest
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2 as pb
 from broker_core.security.tokens import create_token, generate_secret_key
 from connector import Admin, AuthenticationTLS, AuthenticationToken, Client
 from connector.client.binary.transport import BinaryTransport
-from connector.client.connection import Connection, Security
-from connector.client.tls import TlsOptions
+from connector.client.connection import Connection
+from connector.client.events import LastMessage, TopicSchema
+from connector.client.security import Security, TlsOptions
 from tests.brokers import BrokerProcess, restartable_port
 from tests.security_certs import as_args, make_tls, secret_setting
 
@@ -42,9 +43,9 @@ def both(broker_proc):
     grpc_conn.close()
 
 
-def _same(both, method: str, request):
+def _same(both, method: str, *args):
     grpc_conn, binary = both
-    return grpc_conn.unary(method, request), binary.unary(method, request)
+    return getattr(grpc_conn, method)(*args), getattr(binary, method)(*args)
 
 
 def test_the_first_connection_says_the_broker_is_pulsarlike_and_positions_are_dense(both):
@@ -62,69 +63,65 @@ def test_partitioned_metadata_lists_and_lookups_answer_as_over_grpc(both, broker
         admin.create_topic(topic)
         admin.create_topic(fleeting)
         admin.create_partitioned_topic(partitioned, 3)
-    for name in (topic, partitioned):
-        grpc_reply, binary_reply = _same(both, "GetPartitionedTopicMetadata", pb.TopicRequest(topic=name))
-        assert binary_reply == grpc_reply
-    grpc_reply, binary_reply = _same(both, "ListTopics", pb.ListTopicsRequest(namespace="public/default"))
-    assert binary_reply == grpc_reply and {topic, fleeting} <= set(binary_reply.topics)
-    grpc_reply, binary_reply = _same(both, "LookupTopic", pb.TopicRequest(topic=topic))
-    assert binary_reply.broker_url == grpc_reply.broker_url
+    for name, count in ((topic, 0), (partitioned, 3)):
+        assert _same(both, "partitions", name) == (count, count)
+    grpc_reply, binary_reply = _same(both, "list_topics", "public/default")
+    assert binary_reply == grpc_reply and {topic, fleeting} <= set(binary_reply)
+    _, binary = both
+    with Admin(broker_proc.service_url) as admin:
+        assert binary.broker_url(topic) == admin.lookup_topic(topic)
 
 
 def test_last_message_ids_answer_as_over_grpc_empty_written_and_missing(both, broker_proc):
     topic = _topic()
     grpc_conn, binary = both
-    binary.unary("CreateTopic", pb.TopicRequest(topic=topic))
-    assert _same(both, "GetLastMessageId", pb.TopicRequest(topic=topic))[1].last_offset == -1
+    binary.create_topic(topic)
+    assert _same(both, "last_message", topic) == (LastMessage(), LastMessage())
     with Client(broker_proc.service_url, transport="grpc") as client:
         producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=3)
         for i in range(4):
             producer.send_async(b"m%d" % i, None)
         producer.flush()
-    grpc_reply, binary_reply = _same(both, "GetLastMessageId", pb.TopicRequest(topic=topic))
+    grpc_reply, binary_reply = _same(both, "last_message", topic)
     assert binary_reply.last_offset == grpc_reply.last_offset == 3
     assert (binary_reply.ledger_id, binary_reply.entry_id, binary_reply.batch_index) == \
         (grpc_reply.ledger_id, grpc_reply.entry_id, grpc_reply.batch_index)
     with pytest.raises(errors.TopicNotFound):
-        binary.unary("GetLastMessageId", pb.TopicRequest(topic=_topic()))
+        binary.last_message(_topic())
 
 
 def test_schemas_are_created_and_read_back_as_over_grpc(both):
     topic = _topic()
     grpc_conn, binary = both
-    request = pb.SchemaRequest(topic=topic, type="Json", data=b'{"type":"record"}', name="s", properties={"k": "v"})
+    schema = TopicSchema("Json", b'{"type":"record"}', "s", properties={"k": "v"})
     for transport in (grpc_conn, binary):  # no topic: no schema either
         with pytest.raises(errors.TopicNotFound):
-            transport.unary("GetOrCreateSchema", request)
-    binary.unary("CreateTopic", pb.TopicRequest(topic=topic))
+            transport.register_schema(topic, schema)
+    binary.create_topic(topic)
     with pytest.raises(errors.TopicNotFound):
-        binary.unary("GetSchema", pb.SchemaRequest(topic=topic, version=-1))
-    created = binary.unary("GetOrCreateSchema", request)
-    assert created.version == 0
+        binary.schema(topic)
+    assert binary.register_schema(topic, schema) == 0
     for version in (-1, 0):
-        grpc_reply, binary_reply = _same(both, "GetSchema", pb.SchemaRequest(topic=topic, version=version))
-        assert binary_reply == grpc_reply
+        grpc_reply, binary_reply = _same(both, "schema", topic, version)
+        assert binary_reply == grpc_reply == TopicSchema("Json", b'{"type":"record"}', "s", 0, {"k": "v"})
     with pytest.raises(errors.IncompatibleSchema):
-        binary.unary("GetOrCreateSchema", pb.SchemaRequest(topic=topic, type="Avro", data=b'{"type":"string"}'))
+        binary.register_schema(topic, TopicSchema("Avro", b'{"type":"string"}'))
 
 
 def test_created_topics_and_subscriptions_exist_for_the_broker(both, broker_proc):
     topic = _topic()
     _, binary = both
-    binary.unary("CreateTopic", pb.TopicRequest(topic=topic), retry=True)
-    binary.unary("CreateSubscription", pb.SubscriptionRequest(topic=topic, subscription="sub-a",
-                                                              position=pb.Position(earliest=True)))
+    binary.create_topic(topic, retry=True)
+    binary.create_subscription(topic, "sub-a", earliest=True)
     with Admin(broker_proc.service_url) as admin:
         assert topic in admin.list_topics("public/default")
         assert admin.list_subscriptions(topic) == ["sub-a"]
 
 
-def test_bad_names_and_admin_calls_fail_typed(both):
+def test_bad_names_fail_typed(both):
     _, binary = both
     with pytest.raises(errors.InvalidTopicName):
-        binary.unary("LookupTopic", pb.TopicRequest(topic="a b//c"))
-    with pytest.raises(errors.NotSupported, match="admin.url"):
-        binary.unary("CreateTenant", pb.TenantInfo())
+        binary.broker_url("a b//c")
 
 
 # ---------------------------------------------------------------- tokens and TLS
@@ -145,7 +142,7 @@ def test_a_token_opens_the_connection_and_none_is_refused(secured):
     process, _, _ = secured
     with_token = BinaryTransport(process.service_url, 5, 5, Security(AuthenticationToken(create_token(SECRET, "bob"))))
     try:
-        assert with_token.unary("GetPartitionedTopicMetadata", pb.TopicRequest(topic=_topic())).partitions == 0
+        assert with_token.partitions(_topic()) == 0
     finally:
         with_token.close()
     anonymous = BinaryTransport(process.service_url, 5, 5)
@@ -160,8 +157,8 @@ def test_tls_connects_with_the_ca_and_refuses_a_broker_it_does_not_trust(secured
     transport = BinaryTransport(tls_url, 5, 5, token)
     try:
         topic = _topic()
-        transport.unary("CreateTopic", pb.TopicRequest(topic=topic))
-        assert transport.unary("LookupTopic", pb.TopicRequest(topic=topic)).broker_url.startswith("pulsar+ssl://")
+        transport.create_topic(topic)
+        assert transport.broker_url(topic).startswith("pulsar+ssl://")
     finally:
         transport.close()
     untrusted = BinaryTransport(tls_url, 5, 5, Security(tls=TlsOptions(trust_certs_file=str(tls.other_ca.cert_file))))
@@ -177,7 +174,7 @@ def test_a_client_certificate_authenticates_over_tls(secured):
         trust_certs_file=tls.ca, cert_file=cert, key_file=key)))
     try:
         assert transport.service_connection().is_pulsarlike
-        assert transport.unary("GetPartitionedTopicMetadata", pb.TopicRequest(topic=_topic())).partitions == 0
+        assert transport.partitions(_topic()) == 0
     finally:
         transport.close()
     without = BinaryTransport(tls_url, 5, 5, Security(tls=TlsOptions(trust_certs_file=tls.ca)))
@@ -191,13 +188,13 @@ def test_a_stopped_broker_is_a_connect_error_and_the_transport_reconnects_once_i
     process = BrokerProcess(tmp_path, port=restartable_port()).start()
     transport = BinaryTransport(process.service_url, 10, 2)
     try:
-        request = pb.TopicRequest(topic=_topic())
-        assert transport.unary("GetPartitionedTopicMetadata", request).partitions == 0
+        topic = _topic()
+        assert transport.partitions(topic) == 0
         process.kill()
         with pytest.raises(errors.ConnectError, match=process.address):
-            transport.unary("GetPartitionedTopicMetadata", request)
+            transport.partitions(topic)
         process.restart()
-        assert transport.unary("GetPartitionedTopicMetadata", request, retry=True).partitions == 0
+        assert transport.partitions(topic, retry=True) == 0
     finally:
         transport.close()
         process.stop()
@@ -212,18 +209,18 @@ def test_pulsar_lite_is_reached_with_packed_positions_and_its_real_ids(pulsar_li
     try:
         conn = transport.connection_for(topic)
         assert not conn.is_pulsarlike and not transport.positions.dense
-        assert transport.unary("GetPartitionedTopicMetadata", pb.TopicRequest(topic=topic)).partitions == 0
-        transport.unary("CreateTopic", pb.TopicRequest(topic=topic))
-        assert transport.unary("GetLastMessageId", pb.TopicRequest(topic=topic)).last_offset == -1
+        assert transport.partitions(topic) == 0
+        transport.create_topic(topic)
+        assert transport.last_message(topic).last_offset == -1
         official = pulsar.Client(pulsar_lite_broker.service_url)
         try:
             sent = [official.create_producer(topic, batching_enabled=False).send(b"m%d" % i) for i in range(2)]
         finally:
             official.close()
-        last = transport.unary("GetLastMessageId", pb.TopicRequest(topic=topic))
+        last = transport.last_message(topic)
         assert (last.ledger_id, last.entry_id) == (sent[-1].ledger_id(), sent[-1].entry_id())
         assert last.last_offset > 0
-        transport.unary("CreateSubscription", pb.SubscriptionRequest(topic=topic, subscription="s"))
+        transport.create_subscription(topic, "s")
     finally:
         transport.close()
 
@@ -233,10 +230,10 @@ def test_what_pulsar_lite_leaves_unanswered_is_answered_at_once(pulsar_lite_brok
     transport = BinaryTransport(pulsar_lite_broker.service_url, 30, 5)
     try:
         with pytest.raises(errors.TopicNotFound, match="GET_SCHEMA"):
-            transport.unary("GetSchema", pb.SchemaRequest(topic=topic, version=-1))
+            transport.schema(topic)
         with pytest.raises(errors.NotSupported, match="GET_TOPICS_OF_NAMESPACE"):
-            transport.unary("ListTopics", pb.ListTopicsRequest(namespace="public/default"))
-        reply = transport.unary("GetOrCreateSchema", pb.SchemaRequest(topic=topic, type="String", name="s"))
-        assert (reply.type, reply.version) == ("String", -1)  # registered by a producer carrying it: no registry
+            transport.list_topics("public/default")
+        # registered by a producer carrying it: no registry, no version
+        assert transport.register_schema(topic, TopicSchema("String", name="s")) == -1
     finally:
         transport.close()

@@ -11,6 +11,7 @@ from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
 from broker_core.protocol.status import error_to_proto
 from connector.client.consumer import Consumer
 from connector.client.enums import ConsumerType
+from connector.client.events import LastMessage
 from connector.client.partition_consumer import ConsumerSettings, PartitionConsumer, PartitionOpener
 from connector.client.policies import RedeliveryOptions
 from connector.client.positions import ReadPositions
@@ -102,8 +103,8 @@ class FakeLookup:
     def expand(self, topics: list[str], deadline=None) -> list[tuple[str, int]]:
         return [(topic, -1) for topic in topics]
 
-    def last_message(self, topic: str, *, read_compacted: bool = False, deadline=None) -> broker_pb2.LastMessageId:
-        return broker_pb2.LastMessageId(last_offset=-1)
+    def last_message(self, topic: str, *, read_compacted: bool = False, deadline=None) -> LastMessage:
+        return LastMessage()
 
 
 class FakeProducer:

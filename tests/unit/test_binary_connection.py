@@ -17,7 +17,7 @@ from connector.client.binary import connection as connection_module
 from connector.client.binary.connection import HANDED_OVER_FROM, PulsarConnection
 from connector.client.binary.transport import BinaryTransport
 from connector.client.binary.wire import payload_frame
-from connector.client.connection import Security
+from connector.client.security import Security
 from tests.waiting import wait_until
 
 T = cmd.BaseCommand
@@ -345,7 +345,7 @@ class FakeConnection:
 
 class FakeTransport(BinaryTransport):
     def __init__(self, service_url, answers, tls=False):
-        from connector.client.tls import TlsOptions
+        from connector.client.security import TlsOptions
         super().__init__(service_url, 5, 5, Security(tls=TlsOptions()) if tls else Security())
         self.answers = answers
         self.opened: list[FakeConnection] = []
@@ -411,12 +411,6 @@ def test_positions_are_dense_on_pulsarlike():
     assert transport.positions.dense
 
 
-def test_calls_the_binary_protocol_does_not_carry_name_the_rest_api():
-    transport = FakeTransport("pulsar://svc:6650", {})
-    with pytest.raises(errors.NotSupported, match="ListTenants.*REST API"):
-        transport.unary("ListTenants", None)
-
-
 def test_the_keepalive_default_is_pulsars():
     assert connection_module.KEEPALIVE_S == 30.0
 
@@ -451,7 +445,7 @@ def test_concurrent_requests_each_get_their_own_answer(brokers):
 # ---------------------------------------------------------------- TLS options, last message ids
 def test_tls_options_say_what_is_verified():
     from connector.client.binary.handshake import tls_context
-    from connector.client.tls import TlsOptions
+    from connector.client.security import TlsOptions
     import ssl
 
     assert tls_context(TlsOptions()).verify_mode == ssl.CERT_REQUIRED
@@ -461,18 +455,17 @@ def test_tls_options_say_what_is_verified():
     assert insecure.verify_mode == ssl.CERT_NONE and not insecure.check_hostname
 
 
-def test_a_last_message_id_becomes_the_grpc_reply_with_its_position():
-    from connector.client.binary.unary import last_message_reply
+def test_a_last_message_id_becomes_the_last_message_with_its_position():
+    from connector.client.binary.unary import last_message_of
+    from connector.client.events import LastMessage
     from connector.client.transport import DENSE
 
     Reply = cmd.CommandGetLastMessageIdResponse
     empty = Reply(request_id=1, last_message_id={"ledgerId": (1 << 64) - 1, "entryId": (1 << 64) - 1})
-    assert last_message_reply(empty, -1, DENSE).last_offset == -1
+    assert last_message_of(empty, -1, DENSE) == LastMessage()
     batch = Reply(request_id=1, last_message_id={"ledgerId": 0, "entryId": 10, "batch_index": 2},
                   consumer_mark_delete_position={"ledgerId": 0, "entryId": 4})
-    reply = last_message_reply(batch, -1, DENSE)
-    assert (reply.ledger_id, reply.entry_id, reply.batch_index, reply.last_offset, reply.start_offset) == \
-        (0, 10, 2, 12, 5)
+    assert last_message_of(batch, -1, DENSE) == LastMessage(0, 10, 2, last_offset=12, start_offset=5)
 
 
 class RefusingFirst(FakeTransport):

@@ -7,7 +7,7 @@ import broker_core.errors as errors_module
 import connector
 from connector import (
     Client, CompressionType, ConsumerType, InitialPosition, MessageId, ProducerAccessMode, Result)
-from connector.client.connection import parse_service_url
+from connector.client.security import parse_service_url
 from connector.client.enums import check_enum, result_of
 from connector.client.reader import start_position
 

@@ -8,7 +8,6 @@ import time
 import pytest
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
 from connector.client.lookup import DEFAULT_MAX_PARTITIONS, Lookup, check_partition_count
 from connector.client.opening import OPEN_CONCURRENCY, Deadline, open_all
 from tests.waiting import wait_until
@@ -126,12 +125,12 @@ class CountingConnection:
     operation_timeout_s = 5.0
 
     def __init__(self, partitions: int) -> None:
-        self.partitions = partitions
+        self.count = partitions
         self.calls: list[tuple[str, float | None]] = []
 
-    def unary(self, method, request, timeout_s=None, retry=False):
-        self.calls.append((method, timeout_s))
-        return broker_pb2.PartitionedTopicMetadata(partitions=self.partitions)
+    def partitions(self, topic, timeout_s=None, retry=False):
+        self.calls.append(("partitions", timeout_s))
+        return self.count
 
 
 def test_a_partition_count_above_the_limit_is_refused_naming_topic_count_and_limit():
@@ -157,7 +156,7 @@ def test_lookups_take_what_is_left_of_the_calls_deadline_and_none_once_it_passed
     lookup = Lookup(connection)  # type: ignore[arg-type]
     now[0] = 3.0
     lookup.partitions("t", deadline)
-    assert connection.calls == [("GetPartitionedTopicMetadata", 2.0)]
+    assert connection.calls == [("partitions", 2.0)]
     now[0] = 5.0
     with pytest.raises(errors.Timeout):
         lookup.expand(["t"], deadline)

@@ -10,7 +10,8 @@ import pytest
 
 from broker_core import errors
 from connector import Client
-from connector.client.connection import Connection, Security
+from connector.client.connection import Connection
+from connector.client.security import Security
 from connector.client.transport_choice import AutoTransport, check_transport
 
 
@@ -27,8 +28,20 @@ class FakeTransport:
         if self.fail:
             raise self.fail.pop(0)
 
-    def unary(self, method, request, timeout_s=None, retry=False):
-        self.calls.append(method)
+    def list_topics(self, namespace, timeout_s=None, retry=False):
+        self.calls.append("list_topics")
+        return self.kind
+
+    def schema(self, topic, version=-1, timeout_s=None, retry=False):
+        self.calls.append("schema")
+        return self.kind
+
+    def partitions(self, topic, timeout_s=None, retry=False):
+        self.calls.append("partitions")
+        return self.kind
+
+    def produce(self, spec, on_event, name="producer", reconnecting=False):
+        self.calls.append("produce")
         return self.kind
 
     def stream(self, method, *args, **kwargs):
@@ -78,7 +91,7 @@ def test_grpc_builds_the_grpc_connection():
 def test_against_pulsarlike_auto_uses_the_preferred_transport_and_closes_the_probe():
     probe, made = FakeTransport("binary", dense=True), []
     transport = auto(probe, prefer="grpc", made=made)
-    assert transport.unary("ListTopics", None) == "grpc"
+    assert transport.list_topics("public/default") == "grpc"
     assert (transport.chosen, probe.readied, probe.closes) == ("grpc", 1, 1)
     assert made[0].closed is transport.closed
 
@@ -95,7 +108,7 @@ def test_against_another_broker_auto_uses_binary_whatever_is_preferred():
     transport = auto(probe, prefer="grpc")
     assert transport.positions is probe.positions
     assert (transport.chosen, probe.closes) == ("binary", 0)
-    assert transport.unary("GetSchema", None) == "binary"
+    assert transport.schema("t") == "binary"
 
 
 def test_a_failed_first_connection_decides_nothing_and_the_next_use_tries_again():
@@ -111,7 +124,7 @@ def test_a_failed_first_connection_decides_nothing_and_the_next_use_tries_again(
 def test_an_idempotent_call_waits_through_a_failing_first_connection():
     probe = FakeTransport("binary", dense=False, fail=[errors.ConnectError("restarting")])
     transport = auto(probe)
-    assert transport.unary("GetPartitionedTopicMetadata", None, retry=True) == "binary"
+    assert transport.partitions("t", retry=True) == "binary"
 
 
 def test_without_the_binary_transport_auto_falls_back_to_grpc():
@@ -120,7 +133,7 @@ def test_without_the_binary_transport_auto_falls_back_to_grpc():
     made = []
     transport = AutoTransport("pulsar://127.0.0.1:6650", 5, 1, Security(), binary=missing,
                               grpc=lambda *a: made.append(FakeTransport("grpc")) or made[-1])
-    assert transport.unary("ListTopics", None) == "grpc"
+    assert transport.list_topics("public/default") == "grpc"
     assert transport.chosen == "grpc"
 
 

@@ -2,7 +2,7 @@
 the credentials ``CONNECT`` and ``AUTH_RESPONSE`` carry (:func:`auth_data`).
 
 - TCP with ``TCP_NODELAY`` (small frames go out at once: latency matters more than packets);
-- TLS when the :class:`~connector.client.connection.Security` has :class:`~connector.client.tls.TlsOptions`,
+- TLS when the :class:`~connector.client.security.Security` has :class:`~connector.client.security.TlsOptions`,
   with the gRPC transport's rules: the CA file (else the system's roots), ``allow_insecure`` (trust any
   certificate), ``validate_hostname`` (off by default, as pulsar-client), a client certificate for mTLS;
 - ``CONNECT`` with client version ``pulsarlike-python``, protocol version :data:`PROTOCOL_VERSION`,
@@ -26,7 +26,7 @@ from broker_core.protocol import pulsar_commands_pb2 as cmd
 
 from connector.client.authentication import Authentication, AuthenticationBasic
 from connector.client.binary import wire
-from connector.client.tls import TlsOptions, ssl_context
+from connector.client.security import TlsOptions, ssl_context
 
 T = cmd.BaseCommand
 CLIENT_VERSION = "pulsarlike-python"

@@ -8,7 +8,7 @@ broker delivers nothing), and moved with ``ACK`` (cumulative) to each committed 
 would not do: it acknowledges cumulatively only up to what it received, as a consumer should.
 
 - ``last_id``: ``GET_LAST_MESSAGE_ID`` on that consumer; without a subscription, the transport's
-  ``GetLastMessageId`` (a short-lived non-durable reader).
+  ``last_message`` (a short-lived non-durable reader).
 - A consumer whose connection ended is subscribed again on next use (the broker kept the subscription and its
   position; an acknowledgment lost with the connection is sent again at the next commit).
 - Failover, not Exclusive: a restarted Spark driver may subscribe before the broker has seen the old one go.
@@ -20,7 +20,6 @@ import threading
 from typing import Any
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import pulsar_api_pb2 as api
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 
@@ -102,7 +101,7 @@ class HeldSubscriptions:
     def last_id(self, topic: str, subscription: str | None) -> LastId:
         """The topic's last message id (None when it holds none)."""
         if subscription is None:
-            reply = self.transport.unary("GetLastMessageId", pb.TopicRequest(topic=topic), self.timeout_s)
+            reply = self.transport.last_message(topic, timeout_s=self.timeout_s)
             if reply.last_offset < 0:
                 return None
             return reply.ledger_id, reply.entry_id, reply.batch_index

@@ -34,7 +34,7 @@ reconnecting producer) is not the answer yet: the producer is ready at the secon
 same request. A producer reopened after it was lost carries a higher ``epoch``, so the broker can tell it
 from another producer that wants the same name.
 
-:func:`register_schema` registers a schema the way every Pulsar broker takes one -- a producer carrying it --
+:func:`register_with_producer` registers a schema the way every Pulsar broker takes one -- a producer carrying it --
 for brokers that do not answer ``GET_OR_CREATE_SCHEMA`` (pulsar-lite).
 """
 from __future__ import annotations
@@ -53,6 +53,8 @@ from broker_core.protocol.status import error_to_proto
 from broker_core.types import TopicName
 
 from connector.client.batching import PendingEntry
+from connector.client.binary.unary import wire_schema
+from connector.client.events import TopicSchema
 
 log = logging.getLogger(__name__)
 
@@ -356,16 +358,14 @@ class ProduceAdapter:
             log.exception("event=producer_on_end_failed topic=%s", self.topic)
 
 
-def register_schema(transport: Any, request: broker_pb2.SchemaRequest, timeout_s: float) -> int:
-    """Register ``request``'s schema on its topic the way every Pulsar broker takes one: with a producer that
+def register_with_producer(transport: Any, topic: str, schema: TopicSchema, timeout_s: float) -> int:
+    """Register ``schema`` on its topic the way every Pulsar broker takes one: with a producer that
     carries it (``GET_OR_CREATE_SCHEMA`` is not answered by all brokers: pulsar-lite 0.2.0 never answers it).
     A partitioned topic's schema goes through its partition 0 (the registry keys schemas by the base name).
     Returns the version the broker gave, or -1 when it gave none (a broker without a registry); a refusal
     (``IncompatibleSchema`` ...) is raised. The producer is refused (``ProducerFenced``) while an exclusive
     producer holds the topic."""
-    topic = request.topic
-    metadata = transport.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=topic), timeout_s)
-    if metadata.partitions > 0:
+    if transport.partitions(topic, timeout_s) > 0:
         topic = str(TopicName.parse(topic).partition(0))
     conn = transport.connection_for(topic, timeout_s)
     producer_id = conn.next_producer_id()
@@ -375,12 +375,7 @@ def register_schema(transport: Any, request: broker_pb2.SchemaRequest, timeout_s
     producer.producer_id = producer_id
     producer.request_id = conn.next_request_id()
     producer.user_provided_producer_name = False
-    schema = producer.schema
-    schema.name = request.name
-    schema.type = cmd.Schema.Type.Value(request.type)
-    schema.schema_data = request.data
-    for key, value in request.properties.items():
-        schema.properties.add(key=key, value=value)
+    producer.schema.CopyFrom(wire_schema(schema))
     answer = conn.request(command, timeout_s)
     close = T(type=T.CLOSE_PRODUCER)
     close.close_producer.producer_id = producer_id

@@ -9,9 +9,9 @@ Pulsar's binary protocol, to pulsarlike's binary front end or to any Pulsar brok
   TLS, its ``brokerServiceUrl`` otherwise). With ``proxy_through_service_url`` the connection goes to the
   service URL (a Pulsar proxy) and ``CONNECT`` names the broker (``proxy_to_broker_url``). The answer is
   cached per topic until its connection ends (or :meth:`~BinaryTransport.forget` is told the broker moved it).
-- Unary calls (:meth:`BinaryTransport.unary`): the client core's calls (``broker_pb2`` requests and replies,
-  as the gRPC server answers them) carried by Pulsar's commands: :mod:`connector.client.binary.unary`. Anything
-  else (Admin's calls) is ``NotSupported``: over another broker, Admin is its REST API (``admin.url``).
+- Unary calls (``partitions``, ``last_message``, ``schema`` ...: the :class:`~connector.client.transport.Transport`
+  protocol's) carried by Pulsar's commands, answering plain values: :mod:`connector.client.binary.unary`. Admin's
+  calls are not carried: over another broker, Admin is its REST API (``admin.url``).
 - Streams (:meth:`BinaryTransport.stream`): ``Produce`` and ``Consume`` go to the adapters of
   :mod:`connector.client.binary.producing` and :mod:`connector.client.binary.consuming`.
 """
@@ -20,20 +20,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from broker_core import errors
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 
 from connector.client.binary.connection import PulsarConnection
 from connector.client.binary.positions import PackedPositions
-from connector.client.binary.unary import CALLS, _left
-from connector.client.connection import Security, is_tls_url, parse_service_url
+from connector.client.binary import unary
+from connector.client.binary.unary import _left
+from connector.client.events import LastMessage, TopicSchema
 from connector.client.reconnect import retry_until
-from connector.client.tls import TlsOptions
+from connector.client.security import Security, parse_service_url
 from connector.client.transport import DENSE, Positions
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 T = cmd.BaseCommand
 Lookup = cmd.CommandLookupTopicResponse
@@ -53,7 +56,7 @@ class BinaryTransport:
         self.target = parse_service_url(service_url)
         self.operation_timeout_s = operation_timeout_s
         self.connection_timeout_s = connection_timeout_s
-        self.security = security or (Security(tls=TlsOptions()) if is_tls_url(service_url) else Security())
+        self.security = security or Security.for_url(service_url)
         self.closed = threading.Event()
         self._positions: Positions | None = None
         self._lock = threading.Lock()
@@ -169,24 +172,51 @@ class BinaryTransport:
             conn = self.connection(self.target, address) if via_proxy else self.connection(address)
         raise errors.ServiceNotReady(f"the lookup of {topic} was redirected {MAX_REDIRECTS} times", topic=topic)
 
-    # ------------------------------------------------------------------ unary calls
-    def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = False) -> Any:
-        """``method`` with ``request`` as the gRPC server would answer it (see :data:`CALLS`); ``retry``: tried
-        again while the broker is unreachable or not ready, with backoff, until the deadline."""
-        call = CALLS.get(method)
-        if call is None:
-            raise errors.NotSupported(f"{method} is not carried by the binary protocol: Admin calls to a broker "
-                                      "other than pulsarlike go through its REST API (admin.url)", method=method)
-        timeout_s = timeout_s or self.operation_timeout_s
-        deadline = time.monotonic() + timeout_s
+    # ------------------------------------------------------------------ unary calls (module docstring)
+    def _call(self, call: Callable[[float], R], timeout_s: float | None, retry: bool) -> R:
+        """``call(deadline)`` within ``timeout_s`` (the operation timeout when None); ``retry``: tried again while
+        the broker is unreachable or not ready, with backoff, until the deadline."""
+        deadline = time.monotonic() + (timeout_s or self.operation_timeout_s)
         if not retry:
             self.ensure_ready()
-            return call(self, request, deadline)
+            return call(deadline)
 
-        def attempt() -> Any:
+        def attempt() -> R:
             self.ensure_ready()
-            return call(self, request, deadline)
-        return retry_until(deadline, attempt, self.closed)
+            return call(deadline)
+        return retry_until(deadline, attempt, self.closed)  # type: ignore[return-value]
+
+    def partitions(self, topic: str, timeout_s: float | None = None, retry: bool = False) -> int:
+        return self._call(lambda deadline: unary.partitions(self, topic, deadline), timeout_s, retry)
+
+    def list_topics(self, namespace: str, timeout_s: float | None = None, retry: bool = False) -> list[str]:
+        return self._call(lambda deadline: unary.list_topics(self, namespace, deadline), timeout_s, retry)
+
+    def last_message(self, topic: str, read_compacted: bool = False, timeout_s: float | None = None,
+                     retry: bool = False) -> LastMessage:
+        return self._call(lambda deadline: unary.last_message(self, topic, read_compacted, deadline), timeout_s,
+                          retry)
+
+    def schema(self, topic: str, version: int = -1, timeout_s: float | None = None,
+               retry: bool = False) -> TopicSchema:
+        return self._call(lambda deadline: unary.get_schema(self, topic, version, deadline), timeout_s, retry)
+
+    def register_schema(self, topic: str, schema: TopicSchema, check_only: bool = False,
+                        timeout_s: float | None = None, retry: bool = False) -> int:
+        return self._call(lambda deadline: unary.register_schema(self, topic, schema, check_only, deadline),
+                          timeout_s, retry)
+
+    def create_topic(self, topic: str, timeout_s: float | None = None, retry: bool = False) -> None:
+        self._call(lambda deadline: unary.create_topic(self, topic, deadline), timeout_s, retry)
+
+    def create_subscription(self, topic: str, subscription: str, timeout_s: float | None = None,
+                            retry: bool = False, earliest: bool = False) -> None:
+        self._call(lambda deadline: unary.create_subscription(self, topic, subscription, earliest, deadline),
+                   timeout_s, retry)
+
+    def broker_url(self, topic: str, timeout_s: float | None = None) -> str:
+        """``pulsar://host:port`` (``pulsar+ssl://`` over TLS) of the broker serving ``topic``, by ``LOOKUP``."""
+        return self._call(lambda deadline: unary.broker_url(self, topic, deadline), timeout_s, False)
 
     # ------------------------------------------------------------------ streams
     def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],

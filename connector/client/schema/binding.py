@@ -1,5 +1,5 @@
 """A producer's or consumer's schema bound to the broker's registry: registered (a producer's) or checked (a
-consumer's) over gRPC once it is open, values encoded on send, and messages decoded on ``msg.value()`` with
+consumer's) once it is open, values encoded on send, and messages decoded on ``msg.value()`` with
 the version their producer wrote them with (fetched once per topic and version, then cached).
 
 ``schema=None`` binds nothing: bytes go as they are and nothing is registered, exactly as before typed
@@ -15,11 +15,11 @@ import threading
 from typing import Any
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
-from connector.client.connection import Connection
+from connector.client.events import TopicSchema
 from connector.client.schema.schemas import Schema, SchemaInfo
+from connector.client.transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def _describe(schema: Any) -> SchemaInfo:
     return SchemaInfo(_OFFICIAL_TYPES[kind], info.name(), info.schema())
 
 
-def bind(schema: Any, connection: Connection) -> "SchemaBinding | None":
+def bind(schema: Any, connection: Transport) -> "SchemaBinding | None":
     """The binding of a ``schema=`` argument; None for no schema (bytes as they are)."""
     if schema is None:
         return None
@@ -52,7 +52,7 @@ def bind(schema: Any, connection: Connection) -> "SchemaBinding | None":
 
 
 class SchemaBinding:
-    def __init__(self, schema: Any, info: SchemaInfo, connection: Connection) -> None:
+    def __init__(self, schema: Any, info: SchemaInfo, connection: Transport) -> None:
         self.schema = schema
         self.info = info
         self._connection = connection
@@ -71,12 +71,11 @@ class SchemaBinding:
         checked compatible); ``IncompatibleSchema`` when the registry refuses it."""
         if not self.registered:
             return b""
-        reply = self._connection.unary("GetOrCreateSchema", broker_pb2.SchemaRequest(
-            topic=topic, type=self.info.type_name, data=self.info.definition.encode(), name=self.info.schema_name,
-            check_only=consumer))
+        version = self._connection.register_schema(topic, TopicSchema(
+            self.info.type_name, self.info.definition.encode(), self.info.schema_name), check_only=consumer)
         log.debug("event=schema_bound topic=%s type=%s version=%d consumer=%s", topic, self.info.type_name,
-                  reply.version, consumer)
-        return b"" if reply.version < 0 else VERSION.pack(reply.version)
+                  version, consumer)
+        return b"" if version < 0 else VERSION.pack(version)
 
     def encode(self, value: Any) -> bytes:
         return self.schema.encode(value)
@@ -93,7 +92,7 @@ class SchemaBinding:
             if key in self._writers:
                 return self._writers[key]
         try:
-            reply = self._connection.unary("GetSchema", broker_pb2.SchemaRequest(topic=key[0], version=version))
+            reply = self._connection.schema(key[0], version)
             found: SchemaInfo | None = SchemaInfo(reply.type, reply.name, reply.data.decode())
         except errors.PulsarLikeError as exc:
             log.warning("event=schema_writer_unknown topic=%s version=%d error=%s", key[0], version, exc)
