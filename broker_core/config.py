@@ -196,6 +196,41 @@ class BrokerConfig:
     """Redeliver only the unacknowledged messages of a partly acknowledged batch; off, the whole batch
     is redelivered (consumers skip what they acknowledged when they also enable batch index acks)."""
 
+    # --- rate limits (docs/rate-limits.md; namespace and topic policies override the per-topic ones) ----------
+    dispatchThrottlingRatePerTopicInMsg: int = 0
+    """Messages each topic partition dispatches per second at most, over all its subscriptions (<= 0: no
+    limit) unless a ``dispatchRate`` policy says otherwise."""
+    dispatchThrottlingRatePerTopicInByte: int = 0
+    """The same in bytes."""
+    dispatchThrottlingRatePerSubscriptionInMsg: int = 0
+    """Messages each subscription of a topic partition dispatches per second at most (<= 0: no limit) unless a
+    ``subscriptionDispatchRate`` policy says otherwise."""
+    dispatchThrottlingRatePerSubscriptionInByte: int = 0
+    """The same in bytes."""
+    dispatchThrottlingRateRelativeToPublishRate: bool = False
+    """The broker's dispatch rates above are added to each topic's publish rate (measured over the last stats
+    interval), as a ``dispatchRate`` with ``relativeToPublishRate``."""
+    dispatchThrottlingRateInMsg: int = 0
+    """Messages the whole broker dispatches per second at most, every topic together (<= 0: no limit)."""
+    dispatchThrottlingRateInByte: int = 0
+    """The same in bytes."""
+    maxPublishRatePerTopicInMessages: int = 0
+    """Messages each topic partition takes per second at most (<= 0: no limit) unless a ``publishRate`` policy
+    says otherwise; beyond it producers are throttled (their connection, or gRPC stream, is read no more until
+    the rate allows)."""
+    maxPublishRatePerTopicInBytes: int = 0
+    """The same in bytes."""
+    brokerPublisherThrottlingMaxMessageRate: int = 0
+    """Messages the whole broker takes per second at most, every topic together (<= 0: no limit)."""
+    brokerPublisherThrottlingMaxByteRate: int = 0
+    """The same in bytes."""
+    subscribeThrottlingRatePerConsumer: int = 0
+    """Subscribes each consumer (client host, consumer name and id) may make per
+    ``subscribeRatePeriodPerConsumerInSecond`` (<= 0: no limit) unless a ``subscribeRate`` policy says otherwise;
+    one more is refused with ``NotAllowedError``."""
+    subscribeRatePeriodPerConsumerInSecond: int = 30
+    """The period of ``subscribeThrottlingRatePerConsumer``."""
+
     streamReplyQueueMaxMessages: int = 1000
     """pulsarlike extension: replies waiting to be written to one stream's client (for a producer, its
     sends waiting to be persisted count too); beyond it the broker reads no more of that stream's requests
@@ -350,7 +385,7 @@ class BrokerConfig:
                      "subscriptionExpiryCheckIntervalInMinutes", "statsUpdateFrequencyInSecs",
                      "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes",
                      "httpMaxRequestSize", "httpRequestBodyTimeoutMs", "httpMaxRequestJsonValues",
-                     "brokerDeleteInactiveTopicsFrequencySeconds"):
+                     "brokerDeleteInactiveTopicsFrequencySeconds", "subscribeRatePeriodPerConsumerInSecond"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",
