@@ -263,6 +263,8 @@ class NonPersistentSubscription:
         self.msg_drop_count = 0
         self.throttle: DispatchThrottle | None = None
         """The dispatch rate limits it obeys (None: none); over them entries are dropped."""
+        self.properties: dict[str, str] = {}
+        """Pulsar's subscription properties (in memory, as the subscription)."""
         self.closed = False
         self._dispatcher: NonPersistentDispatcher | None = None
         self._sub_type: SubType | None = None
@@ -280,6 +282,10 @@ class NonPersistentSubscription:
     @property
     def active_consumer(self) -> Consumer | None:
         return self._dispatcher.active_consumer() if self._dispatcher is not None else None
+
+    def replace_properties(self, properties: dict[str, str]) -> None:
+        """Replace every subscription property."""
+        self.properties = dict(properties)
 
     def add_consumer(self, consumer: Consumer, sub_type: SubType | str) -> None:
         """Attach ``consumer``; the same refusals as a persistent subscription (``ConsumerBusy``,
@@ -395,6 +401,7 @@ class NonPersistentSubscription:
             "consumers": consumers,
             "activeConsumerName": active.consumer_name if active is not None else None,
             "isDurable": self.durable,
+            "subscriptionProperties": dict(self.properties),
             **(dispatcher.stats() if dispatcher is not None else {}),
         }
 

@@ -40,6 +40,9 @@ class Cursor(Protocol):
     def mark_delete_offset(self) -> int:
         """Every offset <= this is acknowledged; -1 when none is."""
 
+    subscription_properties: dict[str, str]
+    """The subscription's properties (Pulsar's ``subscriptionProperties``), kept with the cursor."""
+
     def ack(self, start: int, end: int) -> int:
         """Acknowledge ``[start, end)``; returns how many offsets were newly acknowledged."""
 

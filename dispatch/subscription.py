@@ -95,6 +95,17 @@ class Subscription:
     def active_consumer(self) -> Consumer | None:
         return self._dispatcher.active_consumer() if self._dispatcher is not None else None
 
+    @property
+    def properties(self) -> dict[str, str]:
+        """Pulsar's subscription properties, kept with the cursor (a durable subscription's saved with it)."""
+        return self.cursor.subscription_properties
+
+    def replace_properties(self, properties: dict[str, str]) -> None:
+        """Replace every property (Pulsar's ``updateSubscriptionProperties``); the cursor is saved with them."""
+        self.cursor.subscription_properties = dict(properties)
+        if self.on_cursor_changed is not None:
+            self.on_cursor_changed()
+
     def add_consumer(self, consumer: Consumer, sub_type: SubType | str) -> None:
         """Attach ``consumer``. Raises ``ConsumerBusy`` (Exclusive taken, or another type -- or another
         Key_Shared mode -- in use), ``ConsumerAssignError`` (bad STICKY ranges), ``AlreadyClosed``."""
@@ -377,6 +388,7 @@ class Subscription:
             "markDeleteOffset": self.cursor.mark_delete_offset,
             "seekCount": self.seek_count,
             "nonRecoverableMessagesSkipped": self.damaged_skipped,
+            "subscriptionProperties": dict(self.properties),
             **(self._dispatcher.stats() if self._dispatcher is not None else {}),
         }
 

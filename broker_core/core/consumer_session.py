@@ -15,6 +15,8 @@ over ``TransportCnx``. What both need once lives here:
 - end-of-topic watching on a terminated topic;
 - events made while subscribing (the first dispatch round) held until the front end has answered the
   subscribe (:meth:`ConsumerEvents.subscribed`), dropped when subscribing fails;
+- the topic's subscribe rate (``subscribeRate``, :mod:`broker_core.core.throttling`): a consumer -- its client's
+  host, name and id -- subscribing beyond it is refused with ``NotAllowedError``, before anything else;
 - compacted reads (``read_compacted``, Pulsar's ``readCompacted``): persistent topics and Exclusive/Failover
   subscriptions only (``NotAllowedError`` otherwise, as Pulsar's broker answers); the subscription reads
   a :class:`~dispatch.compacted.CompactedSource` and the session's :attr:`ConsumerSession.positions` is a
@@ -178,17 +180,19 @@ class ConsumerSession:
     def subscribe(self, topic: "Topic", subscription: str, sub_type: SubType, start: Start, *, consumer_id: int,
                   consumer_name: str, durable: bool = True, priority_level: int = 0, multi_topic: bool = False,
                   key_shared: Optional[KeySharedPolicy] = None, permits: int = 0, read_compacted: bool = False,
-                  refuse_damaged: bool = False) -> Any:
+                  refuse_damaged: bool = False, properties: Optional[dict[str, str]] = None) -> Any:
         """Join ``subscription`` on ``topic`` (a new one starts at ``start``); returns the subscription.
         ``events.subscribed()`` runs before anything dispatched meanwhile is reported. On failure nothing
         is reported and the session holds nothing. ``read_compacted``: read the compacted view (see the
         module's doc). ``refuse_damaged``: a client that cannot be told later that its next message is in a
         damaged stored range (Pulsar's protocol has no error for a consumer) is refused now, with
-        ``NotAllowedError`` naming the range, rather than left waiting."""
+        ``NotAllowedError`` naming the range, rather than left waiting. ``properties``: the subscription's, when
+        this subscribe creates it (Pulsar's ``subscription_properties``; an existing one keeps its own)."""
         if not subscription:
             raise InvalidMessage("subscription name must not be empty")
         if read_compacted:
             check_read_compacted(topic, sub_type)
+        topic.throttling.check_subscribe(self.peer.rsplit(":", 1)[0], consumer_name, consumer_id)
         self.topic = topic
         self.read_compacted = read_compacted
         self.positions = positions = CompactedView(topic) if read_compacted else topic
@@ -204,6 +208,7 @@ class ConsumerSession:
             gate.close()
         self._ends = ends = topic.termination
         ends.watch(consumer, self._reached_end)
+        created = subscription not in topic.subscriptions and subscription not in topic.readers
         try:
             extra = {"read_compacted": True} if read_compacted else {}
             self.sub = sub = topic.subscribe(subscription, sub_type, consumer, durable=durable,
@@ -223,6 +228,8 @@ class ConsumerSession:
                 topic.consumer_left(sub, consumer)
                 self.consumer = self.gate = None
                 raise NotAllowedError(f"{lost.message} (the consumer's next message is there)", **lost.fields)
+        if properties and created:
+            sub.replace_properties(properties)
         gate.attach(lambda granted: sub.flow(consumer, granted))
         if self.peers is not None:
             self.peers.setdefault((topic.topic, sub.name), set()).add(self)

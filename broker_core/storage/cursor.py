@@ -33,10 +33,14 @@ def _is_offset(value: object, low: int) -> bool:
 class ManagedCursor:
     def __init__(self, name: str, mark_delete_offset: int = -1,
                  individually_acked: list[tuple[int, int]] | None = None,
-                 properties: dict[str, str] | None = None) -> None:
+                 properties: dict[str, str] | None = None,
+                 subscription_properties: dict[str, str] | None = None) -> None:
         self.name = name
         self.mark_delete_offset = mark_delete_offset
         self.properties = dict(properties or {})
+        """The broker's own (subscription activity): Pulsar's cursor properties."""
+        self.subscription_properties = dict(subscription_properties or {})
+        """The user's, set by the admin API or a subscribing client: Pulsar's subscription properties."""
         self._starts: list[int] = []
         self._ends: list[int] = []
         self._individual_count = 0  # offsets inside the ranges
@@ -149,9 +153,11 @@ class ManagedCursor:
 
     # -- persistence ------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        return json.dumps({"v": 1, "name": self.name, "markDelete": self.mark_delete_offset,
-                           "acked": [[s, e] for s, e in zip(self._starts, self._ends)],
-                           "properties": self.properties}, separators=(",", ":")).encode()
+        state = {"v": 1, "name": self.name, "markDelete": self.mark_delete_offset,
+                 "acked": [[s, e] for s, e in zip(self._starts, self._ends)], "properties": self.properties}
+        if self.subscription_properties:  # absent when empty: the state of older versions, unchanged
+            state["subscriptionProperties"] = self.subscription_properties
+        return json.dumps(state, separators=(",", ":")).encode()
 
     @classmethod
     def from_bytes(cls, name: str, data: bytes) -> ManagedCursor:
@@ -165,6 +171,7 @@ class ManagedCursor:
                 raise TypeError(f"acked={doc['acked']!r}")
             ranges = [(s, e) for s, e in doc["acked"]]
             properties = {str(k): str(v) for k, v in doc.get("properties", {}).items()}
+            subscription_properties = {str(k): str(v) for k, v in doc.get("subscriptionProperties", {}).items()}
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed cursor state for {name!r}: {exc}") from None
         if not _is_offset(mark_delete, -1):
@@ -175,7 +182,7 @@ class ManagedCursor:
                 raise ValueError(f"impossible cursor state for {name!r}: acknowledged range {[start, end]!r}"
                                  f" (markDelete={mark_delete})")
             floor = end + 1
-        return cls(name, mark_delete, ranges, properties)
+        return cls(name, mark_delete, ranges, properties, subscription_properties)
 
     def __repr__(self) -> str:
         return (f"ManagedCursor({self.name!r}, mark_delete_offset={self.mark_delete_offset}, "

@@ -189,3 +189,13 @@ def test_random_acks_cumulative_acks_and_resets_match_a_set_of_acked_offsets(see
             end = rnd.randrange(start + 1, span + 5)
             expected = [(max(s, start), min(e, end)) for s, e in _ranges_of(acked & set(range(start, end)), -1)]
             assert c.acked_within(start, end) == expected, (seed, step, start, end)
+
+
+def test_subscription_properties_are_saved_with_the_cursor_apart_from_the_brokers_own() -> None:
+    cursor = ManagedCursor("sub", 4, properties={"pulsarlike.lastActiveMs": "7"},
+                           subscription_properties={"team": "billing"})
+    again = ManagedCursor.from_bytes("sub", cursor.to_bytes())
+    assert again.subscription_properties == {"team": "billing"}
+    assert again.properties == {"pulsarlike.lastActiveMs": "7"}
+    assert b"subscriptionProperties" not in ManagedCursor("sub", 4).to_bytes()  # as older versions wrote it
+    assert ManagedCursor.from_bytes("sub", ManagedCursor("sub", 4).to_bytes()).subscription_properties == {}

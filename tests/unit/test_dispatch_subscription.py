@@ -278,6 +278,7 @@ def test_stats_use_pulsar_field_names() -> None:
         "markDeleteOffset": 0,
         "seekCount": 0,
         "nonRecoverableMessagesSkipped": 0,
+        "subscriptionProperties": {},
     }
 
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from broker_core.core.admin import targets
 from broker_core.core.admin.positions import Position
+from broker_core.core.admin.values import string_map
 from broker_core.core.namespaces import check_namespace_name
 from broker_core.core.persistent import cursor_admin
 from broker_core.core.persistent.cursor_admin import Peeked
@@ -86,8 +87,11 @@ class SubscriptionAdmin:
                 found.update(topic.readers)
         return sorted(found)
 
-    def create(self, name: TopicName, sub: str, start: Position = Position.latest()) -> Outcome:
-        """A durable subscription at ``start`` (Pulsar's default: latest) on the topic or on each partition."""
+    def create(self, name: TopicName, sub: str, start: Position = Position.latest(),
+               properties: dict[str, str] | None = None) -> Outcome:
+        """A durable subscription at ``start`` (Pulsar's default: latest) on the topic or on each partition, with
+        ``properties``."""
+        checked = string_map(properties, "properties") if properties is not None else {}
         topics = self._stored(name, "create-subscription")
         if start.is_message and len(topics) > 1:
             raise NotAllowedError(f"{name} is partitioned: a message id names a message of one partition; create"
@@ -99,6 +103,9 @@ class SubscriptionAdmin:
                                             topic=str(name), subscription=sub[:64])
         for topic in topics:
             topic.create_subscription(sub, start.next_offset(topic))
+            if checked:
+                topic.durable_subscription(sub).replace_properties(checked)
+                topic.flush_cursors()
         return self._outcome(topics, sub)
 
     def delete(self, name: TopicName, sub: str, *, force: bool = False) -> list[str]:
@@ -116,6 +123,38 @@ class SubscriptionAdmin:
         for topic in having:
             topic.unsubscribe(sub, force=force)
         return [t.topic for t in having]
+
+    # ------------------------------------------------------------------ properties
+    def _having(self, name: TopicName, sub: str) -> list:
+        """``sub`` of the topic or of each partition that has it (a durable one, or a non-persistent topic's);
+        ``SubscriptionNotFound`` when none has it."""
+        found = [topic.subscriptions[sub] for topic in targets.topics(self._registry, name)
+                 if sub in topic.subscriptions]
+        if not found:
+            raise SubscriptionNotFound(f"subscription {sub[:64]!r} does not exist on {name}", topic=str(name),
+                                       subscription=sub[:64])
+        return found
+
+    def properties(self, name: TopicName, sub: str) -> dict[str, str]:
+        """The subscription's properties (of a partitioned topic, its partitions' together, as Pulsar merges
+        them)."""
+        merged: dict[str, str] = {}
+        for found in self._having(name, sub):
+            merged.update(found.properties)
+        return merged
+
+    def replace_properties(self, name: TopicName, sub: str, properties: dict[str, str]) -> None:
+        """Replace every property of ``sub`` (on each partition that has it), saved with its cursor at once."""
+        checked = string_map(properties, "properties")
+        self._having(name, sub)
+        for topic in targets.topics(self._registry, name):
+            found = topic.subscriptions.get(sub)
+            if found is not None:
+                found.replace_properties(checked)
+                if topic.persistent:
+                    stored(topic, "subscription properties").flush_cursors()
+        log.info("event=subscription_properties_replaced topic=%s subscription=%s properties=%d", name, sub[:64],
+                 len(checked))
 
     # ------------------------------------------------------------------ moving the cursor
     def reset_to_time(self, name: TopicName, sub: str, publish_time_ms: int) -> Outcome:

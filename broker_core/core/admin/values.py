@@ -59,3 +59,21 @@ def strings(value: Any, field: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InvalidMessage(f"{field}: expected a list of strings, got {preview(value)}", field=field)
     return value
+
+
+MAX_PROPERTIES = 1000
+"""The most properties a topic or a subscription holds (keys and values at most :data:`MAX_PROPERTY_CHARS`)."""
+MAX_PROPERTY_CHARS = 4096
+
+
+def string_map(value: Any, field: str) -> dict[str, str]:
+    """Properties: a JSON object of non-empty string keys and string values (``InvalidMessage`` otherwise,
+    and past :data:`MAX_PROPERTIES` or :data:`MAX_PROPERTY_CHARS`)."""
+    found = obj(value, field)
+    if len(found) > MAX_PROPERTIES:
+        raise InvalidMessage(f"{field}: at most {MAX_PROPERTIES} properties, got {len(found)}", field=field)
+    for key, item in found.items():
+        if not key or len(key) > MAX_PROPERTY_CHARS or not isinstance(item, str) or len(item) > MAX_PROPERTY_CHARS:
+            raise InvalidMessage(f"{field}: expected non-empty keys and string values of at most"
+                                 f" {MAX_PROPERTY_CHARS} characters, got {preview({key: item})}", field=field)
+    return dict(found)

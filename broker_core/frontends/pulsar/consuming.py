@@ -30,6 +30,7 @@ from broker_core.errors import ConsumerBusy, InvalidMessage, NotAllowedError, Se
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
 from broker_core.protocol.status import wire_message
+from broker_core.core.admin.values import string_map
 from broker_core.core.admin.last_message import last_message, mark_delete_message
 from broker_core.core.consumer_session import (EARLIEST, LATEST, MAX_PERMITS, KeySharedPolicy, Start, SubType,
                                                key_shared_policy)
@@ -129,7 +130,9 @@ class ConsumerCommands:
                               consumer_name=request.consumer_name or f"consumer-{request.consumer_id}",
                               durable=request.durable, priority_level=request.priority_level,
                               key_shared=_key_shared_policy(request), read_compacted=request.read_compacted,
-                              refuse_damaged=not conn.consumer_errors)
+                              refuse_damaged=not conn.consumer_errors,
+                              properties=string_map({kv.key: kv.value for kv in request.subscription_properties},
+                                                    "subscription_properties"))
         except BaseException:
             front.limits.release(conn.peer, stream=True)
             raise

@@ -7,7 +7,8 @@ permission, as in Pulsar.
 =================================================  ================================================
 ``GET /subscriptions``                             the subscription names
 ``PUT /subscription/{sub}``                        create it; body: a MessageId (default: latest,
-                                                   ``{"ledgerId": -1, "entryId": -1}`` earliest);
+                                                   ``{"ledgerId": -1, "entryId": -1}`` earliest),
+                                                   with its ``properties`` (Pulsar's ResetCursorData);
                                                    204, 409 when it exists
 ``DELETE /subscription/{sub}``                     ``?force=true``: with connected consumers; 204,
                                                    404, 412 while it has consumers
@@ -20,6 +21,9 @@ permission, as in Pulsar.
 ``POST /subscription/{sub}/expireMessages/{s}``    acknowledge what was published over ``s`` s ago
 ``POST /subscription/{sub}/expireMessages``        acknowledge through the MessageId of the body
 ``POST /all_subscription/expireMessages/{s}``      the same on every subscription
+``GET /subscription/{sub}/properties``             its properties (a partitioned topic's partitions'
+                                                   merged); 404
+``PUT /subscription/{sub}/properties``             replace them with the body's (``{}``: none); 404
 =================================================  ================================================
 
 On a partitioned topic, creating, deleting, skipping all, resetting to a time and expiring by time act on
@@ -71,6 +75,8 @@ class SubscriptionRoutes:
             web.post(s + "/expireMessages/{seconds}", self.expire_by_time),
             web.post(s + "/expireMessages", self.expire_through_message),
             web.post(TOPIC_PATH + "/all_subscription/expireMessages/{seconds}", self.expire_all_by_time),
+            web.get(s + "/properties", self.properties),
+            web.put(s + "/properties", self.replace_properties),
         ]
 
     @needs(CONSUME, TOPIC)
@@ -81,7 +87,8 @@ class SubscriptionRoutes:
     async def create(self, request: web.Request) -> web.Response:
         found = await body(request, "messageId", None)
         start = Position.latest() if found is None else position(found)
-        self._subscriptions.create(topic_of(request), request.match_info["subscription"], start)
+        properties = None if found is None or found.get("properties") is None else found["properties"]
+        self._subscriptions.create(topic_of(request), request.match_info["subscription"], start, properties)
         return ok()
 
     @needs(CONSUME, TOPIC)
@@ -126,4 +133,14 @@ class SubscriptionRoutes:
     @needs(CONSUME, TOPIC)
     async def expire_all_by_time(self, request: web.Request) -> web.Response:
         self._subscriptions.expire_all_by_time(topic_of(request), path_int(request, "seconds"))
+        return ok()
+
+    @needs(CONSUME, TOPIC)
+    async def properties(self, request: web.Request) -> web.Response:
+        return ok(self._subscriptions.properties(topic_of(request), request.match_info["subscription"]))
+
+    @needs(CONSUME, TOPIC)
+    async def replace_properties(self, request: web.Request) -> web.Response:
+        found = await body(request, "properties", {})
+        self._subscriptions.replace_properties(topic_of(request), request.match_info["subscription"], found)
         return ok()
