@@ -490,12 +490,14 @@ class PeekedEntries(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[DeliveredEntry, _Mapping]]] = ..., count: _Optional[int] = ...) -> None: ...
 
 class PolicyScope(_message.Message):
-    __slots__ = ("namespace", "topic")
+    __slots__ = ("namespace", "topic", "applied")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     topic: str
-    def __init__(self, namespace: _Optional[str] = ..., topic: _Optional[str] = ...) -> None: ...
+    applied: bool
+    def __init__(self, namespace: _Optional[str] = ..., topic: _Optional[str] = ..., applied: _Optional[bool] = ...) -> None: ...
 
 class PolicyRequest(_message.Message):
     __slots__ = ("scope", "key", "value_json")
@@ -664,6 +666,41 @@ class SchemaReply(_message.Message):
     name: str
     properties: _containers.ScalarMap[str, str]
     def __init__(self, version: _Optional[int] = ..., type: _Optional[str] = ..., data: _Optional[bytes] = ..., name: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class MessageByIdRequest(_message.Message):
+    __slots__ = ("topic", "ledger_id", "entry_id")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    LEDGER_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    ledger_id: int
+    entry_id: int
+    def __init__(self, topic: _Optional[str] = ..., ledger_id: _Optional[int] = ..., entry_id: _Optional[int] = ...) -> None: ...
+
+class MessageIndexRequest(_message.Message):
+    __slots__ = ("topic", "index")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    index: int
+    def __init__(self, topic: _Optional[str] = ..., index: _Optional[int] = ...) -> None: ...
+
+class PropertiesRequest(_message.Message):
+    __slots__ = ("topic", "subscription", "properties")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    subscription: str
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class SchemaAdminRequest(_message.Message):
     __slots__ = ("topic", "version", "payload")

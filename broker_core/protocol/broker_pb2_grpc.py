@@ -289,6 +289,61 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
                 _registered_method=True)
+        self.GetMessageById = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetMessageById',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.MessageByIdRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.PeekedEntries.FromString,
+                _registered_method=True)
+        self.GetMessageIdByTimestamp = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetMessageIdByTimestamp',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TimestampRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.LastMessageId.FromString,
+                _registered_method=True)
+        self.GetMessageIdByIndex = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetMessageIdByIndex',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.MessageIndexRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.LastMessageId.FromString,
+                _registered_method=True)
+        self.GetBacklogSize = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetBacklogSize',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
+        self.AnalyzeBacklog = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/AnalyzeBacklog',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
+        self.TrimTopic = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/TrimTopic',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.CreateMissedPartitions = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/CreateMissedPartitions',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.TopicInternalInfo = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/TopicInternalInfo',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
+        self.TruncateTopic = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/TruncateTopic',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.GetSubscriptionProperties = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetSubscriptionProperties',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
+        self.SetSubscriptionProperties = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/SetSubscriptionProperties',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.PropertiesRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
 
 
 class PulsarLikeServicer:
@@ -612,6 +667,79 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMessageById(self, request, context):
+        """A topic's stored messages and backlog (issue 31; the REST API's ledger/{l}/entry/{e}, messageid/{t},
+        getMessageIdByIndex, backlogSize, analyzeBacklog, trim, createMissedPartitions, internal-info, truncate),
+        answered by the same admin core: the found entry as a peek's, ids as LastMessageId (-1 last_offset: none),
+        backlog size and analysis and the internal info as the REST JSON.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetMessageIdByTimestamp(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetMessageIdByIndex(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetBacklogSize(self, request, context):
+        """from `position` (earliest: all)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AnalyzeBacklog(self, request, context):
+        """from `position` when given
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TrimTopic(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateMissedPartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TopicInternalInfo(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TruncateTopic(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSubscriptionProperties(self, request, context):
+        """Subscription properties (issue 31), answered as JSON {key: value}.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetSubscriptionProperties(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PulsarLikeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -869,6 +997,61 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     servicer.CheckSchemaCompatibility,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.SerializeToString,
+            ),
+            'GetMessageById': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMessageById,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.MessageByIdRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.PeekedEntries.SerializeToString,
+            ),
+            'GetMessageIdByTimestamp': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMessageIdByTimestamp,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TimestampRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.LastMessageId.SerializeToString,
+            ),
+            'GetMessageIdByIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMessageIdByIndex,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.MessageIndexRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.LastMessageId.SerializeToString,
+            ),
+            'GetBacklogSize': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBacklogSize,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'AnalyzeBacklog': grpc.unary_unary_rpc_method_handler(
+                    servicer.AnalyzeBacklog,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'TrimTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.TrimTopic,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'CreateMissedPartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateMissedPartitions,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'TopicInternalInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.TopicInternalInfo,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'TruncateTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.TruncateTopic,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'GetSubscriptionProperties': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSubscriptionProperties,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'SetSubscriptionProperties': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetSubscriptionProperties,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PropertiesRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -2248,6 +2431,303 @@ class PulsarLike:
             '/pulsarlike.v1.PulsarLike/CheckSchemaCompatibility',
             broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMessageById(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetMessageById',
+            broker__core_dot_protocol_dot_broker__pb2.MessageByIdRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.PeekedEntries.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMessageIdByTimestamp(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetMessageIdByTimestamp',
+            broker__core_dot_protocol_dot_broker__pb2.TimestampRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.LastMessageId.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMessageIdByIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetMessageIdByIndex',
+            broker__core_dot_protocol_dot_broker__pb2.MessageIndexRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.LastMessageId.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetBacklogSize(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetBacklogSize',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AnalyzeBacklog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/AnalyzeBacklog',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TrimTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/TrimTopic',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateMissedPartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/CreateMissedPartitions',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TopicInternalInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/TopicInternalInfo',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TruncateTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/TruncateTopic',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSubscriptionProperties(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetSubscriptionProperties',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetSubscriptionProperties(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/SetSubscriptionProperties',
+            broker__core_dot_protocol_dot_broker__pb2.PropertiesRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
             options,
             channel_credentials,
             insecure,

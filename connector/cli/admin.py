@@ -50,7 +50,8 @@ from connector.cli.args import SuggestingParser
 
 from broker_core.errors import PulsarLikeError
 
-from connector.cli import admin_permissions, admin_rest_groups, admin_verify, output, security_flags
+from connector.cli import (admin_permissions, admin_rest_groups, admin_topics, admin_verify, output,
+                           security_flags)
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
 
@@ -279,6 +280,7 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("-n", "--count", type=int, default=1, help="messages to show (default 1)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead (pulsarlike extension)")
     _operation_verbs(verb, sub_verb)
+    admin_topics.add_verbs(verb)
     admin_verify.add_verbs(verb)
     admin_permissions.add_verbs(verb, "topic", "topic")
     _policy_verbs(verb, "topic", "topic")
@@ -475,21 +477,14 @@ def _refuse_another_broker(args: argparse.Namespace) -> None:
     if url.startswith(("http://", "https://")):
         return
     from broker_core.errors import NotSupported
-    from connector.client.binary.transport import BinaryTransport
-    from connector.client.connection import Security
+    from connector.client.broker_kind import is_pulsarlike
+    from connector.client.security import Security
 
     try:
-        probe = BinaryTransport(url, PROBE_TIMEOUT_S, PROBE_TIMEOUT_S,
-                                Security.of(url, **security_flags.client_kwargs(args, url)))
-    except (ValueError, PulsarLikeError):
-        return  # a bad URL or flags: the Admin says so
-    try:
-        probe.ensure_ready()
-        pulsarlike = bool(probe.positions.dense)
-    except Exception:  # noqa: BLE001 -- the probe decides nothing; the Admin's call reports the failure
+        security = Security.of(url, **security_flags.client_kwargs(args, url))
+        pulsarlike = is_pulsarlike(url, PROBE_TIMEOUT_S, security)
+    except Exception:  # noqa: BLE001 -- a bad URL or flags, or no answer: the Admin's own call reports it
         return
-    finally:
-        probe.close()
     if not pulsarlike:
         raise NotSupported(f"{url} is a Pulsar broker other than pulsarlike: its admin calls go over its admin "
                            "REST API only; give --admin-url http://HOST:8080 (its web service port)")

@@ -75,6 +75,18 @@ RULES: dict[str, tuple[Any, Resource]] = {
     "PeekMessages": (CONSUME, _TOPIC),
     "ExamineMessage": (CONSUME, _TOPIC),
     "ExpireMessages": (CONSUME, _TOPIC),
+    "GetSubscriptionProperties": (CONSUME, _TOPIC),
+    "SetSubscriptionProperties": (CONSUME, _TOPIC),
+    # stored messages and backlogs (Pulsar: PEEK_MESSAGES, GET_BACKLOG_SIZE, CONSUME), storage (the admins)
+    "GetMessageById": (CONSUME, _TOPIC),
+    "GetMessageIdByTimestamp": (CONSUME, _TOPIC),
+    "GetMessageIdByIndex": (CONSUME, _TOPIC),
+    "GetBacklogSize": (CONSUME, _TOPIC),
+    "AnalyzeBacklog": (CONSUME, _TOPIC),
+    "TopicInternalInfo": (LOOKUP, _TOPIC),
+    "TrimTopic": (ADMIN, _TOPIC),
+    "CreateMissedPartitions": (ADMIN, _TOPIC),
+    "TruncateTopic": (ADMIN, _TOPIC),
     "ClearNamespaceBacklog": (CONSUME, _NAMESPACE),
     "UnsubscribeNamespace": (CONSUME, _NAMESPACE),
     # policies and permissions: the tenant's admins
@@ -94,6 +106,21 @@ RULES: dict[str, tuple[Any, Resource]] = {
     "DeleteNamespace": (ADMIN, _NAMESPACE),
 }
 _UNLISTED = (SUPER, _BROKER)
+
+_SUBSCRIPTIONS: dict[str, Callable[[Any], str]] = {
+    "Consume": lambda request: request.subscribe.subscription,
+    **{name: lambda request: request.subscription for name in (
+        "DeleteSubscription", "CreateSubscription", "ResetCursor", "AcknowledgeUpTo", "SkipMessages",
+        "ClearBacklog", "PeekMessages", "ExpireMessages")},
+}
+"""The calls that name a subscription of a topic: its namespace's subscription permissions and
+``subscriptionAuthMode`` apply to them (as Pulsar's ``canConsume`` with the subscription)."""
+
+
+def subscription_of(name: str, request: Any) -> str:
+    """The subscription a ``consume`` call of method ``name`` uses (``""``: none)."""
+    found = _SUBSCRIPTIONS.get(name)
+    return found(request) if found is not None else ""
 
 
 def checked(method: str) -> bool:

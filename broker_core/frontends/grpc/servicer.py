@@ -8,7 +8,8 @@ translating between protobuf and the core (topics, dispatch), nothing more.
 - the unary calls, by group: :class:`~broker_core.frontends.grpc.topic_rpcs.TopicRpcs`,
   :class:`~broker_core.frontends.grpc.subscription_rpcs.SubscriptionRpcs`,
   :class:`~broker_core.frontends.grpc.admin_rpcs.AdminRpcs`,
-  :class:`~broker_core.frontends.grpc.schema_rpcs.SchemaRpcs`. Each takes a request and returns a reply;
+  :class:`~broker_core.frontends.grpc.schema_rpcs.SchemaRpcs`,
+  :class:`~broker_core.frontends.grpc.topic_message_rpcs.TopicMessageRpcs`. Each takes a request and returns a reply;
   :mod:`~broker_core.frontends.grpc.handlers` turns their errors into gRPC statuses (the error code in
   trailing metadata) and registers every RPC with the one component serving it.
 
@@ -27,6 +28,7 @@ from broker_core.frontends.grpc.consuming import ConsumeStreams
 from broker_core.frontends.grpc.producing import ProduceStreams
 from broker_core.frontends.grpc.schema_rpcs import SchemaRpcs
 from broker_core.frontends.grpc.subscription_rpcs import SubscriptionRpcs
+from broker_core.frontends.grpc.topic_message_rpcs import TopicMessageRpcs
 from broker_core.frontends.grpc.topic_rpcs import TopicRpcs
 from broker_core.protocol import broker_pb2 as pb
 
@@ -46,7 +48,7 @@ class BrokerServicer:
         self._consume = ConsumeStreams(registry, self._consumer_ids, self._outbox)
         self._topics = TopicRpcs(registry)
         self.components: tuple[object, ...] = (self, self._topics, SubscriptionRpcs(registry), AdminRpcs(registry),
-                                                   SchemaRpcs(registry))
+                                                   SchemaRpcs(registry), TopicMessageRpcs(registry))
         """What serves the service's RPCs, each RPC by exactly one of them."""
 
     @property

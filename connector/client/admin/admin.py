@@ -3,7 +3,7 @@ subscriptions without consumers, operator calls (terminate, unload, examine, exp
 namespace/topic policies and permissions.
 
 ``Admin`` is composed of parts (:mod:`.namespaces`, :mod:`.topics`, :mod:`.operations`, :mod:`.offsets`,
-:mod:`.policies`, :mod:`.permissions`) that share its wire (the connection, or one retrying while the broker
+:mod:`.policies`, :mod:`.namespace_policies`, :mod:`.permissions`, :mod:`.topic_messages`) that share its wire (the connection, or one retrying while the broker
 is unavailable). Each public method of ``Admin`` is a one-line delegate to the part that implements it, with
 that method's name, signature and docstring: the list below is ``Admin``'s whole API.
 """
@@ -13,11 +13,13 @@ import functools
 from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 
 from connector.client.admin.clusters import ClustersAdmin
+from connector.client.admin.namespace_policies import NamespacePoliciesAdmin
 from connector.client.admin.namespaces import NamespacesAdmin
 from connector.client.admin.offsets import OffsetsAdmin
 from connector.client.admin.operations import OperationsAdmin
 from connector.client.admin.permissions import PermissionsAdmin
 from connector.client.admin.policies import PoliciesAdmin
+from connector.client.admin.topic_messages import TopicMessagesAdmin
 from connector.client.admin.topics import TopicsAdmin
 from connector.client.admin.wire import UnaryWire
 from connector.client.authentication import Authentication
@@ -26,7 +28,7 @@ from connector.client.connection import Connection, Security
 P = ParamSpec("P")
 R = TypeVar("R")
 PARTS = (NamespacesAdmin, TopicsAdmin, OperationsAdmin, OffsetsAdmin, PoliciesAdmin, PermissionsAdmin,
-         ClustersAdmin)
+         ClustersAdmin, NamespacePoliciesAdmin, TopicMessagesAdmin)
 
 
 def _part(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Admin, P], R]:
@@ -151,6 +153,19 @@ class Admin:
     verify_topic = _part(OperationsAdmin.verify_topic)
     verify_all_topics = _part(OperationsAdmin.verify_all_topics)
 
+    # stored messages, backlogs, storage, subscription properties (pulsar-admin topics get-message-by-id ...)
+    get_message_by_id = _part(TopicMessagesAdmin.get_message_by_id)
+    get_message_id_by_timestamp = _part(TopicMessagesAdmin.get_message_id_by_timestamp)
+    get_message_id_by_index = _part(TopicMessagesAdmin.get_message_id_by_index)
+    get_backlog_size = _part(TopicMessagesAdmin.get_backlog_size)
+    analyze_backlog = _part(TopicMessagesAdmin.analyze_backlog)
+    trim_topic = _part(TopicMessagesAdmin.trim_topic)
+    create_missed_partitions = _part(TopicMessagesAdmin.create_missed_partitions)
+    get_internal_info = _part(TopicMessagesAdmin.get_internal_info)
+    truncate_topic = _part(TopicMessagesAdmin.truncate_topic)
+    get_subscription_properties = _part(TopicMessagesAdmin.get_subscription_properties)
+    update_subscription_properties = _part(TopicMessagesAdmin.update_subscription_properties)
+
     # offsets
     get_offset_bounds = _part(OffsetsAdmin.get_offset_bounds)
     offset_for_timestamp = _part(OffsetsAdmin.offset_for_timestamp)
@@ -197,6 +212,59 @@ class Admin:
     remove_topic_compaction_threshold = _part(PoliciesAdmin.remove_topic_compaction_threshold)
     namespace_policies = _part(PoliciesAdmin.namespace_policies)
     topic_policies = _part(PoliciesAdmin.topic_policies)
+
+    # namespaces' later policies, unload, bundles, properties, subscription permissions (pulsar-admin namespaces)
+    set_namespace_max_consumers_per_subscription = _part(NamespacePoliciesAdmin.set_namespace_max_consumers_per_subscription)
+    get_namespace_max_consumers_per_subscription = _part(NamespacePoliciesAdmin.get_namespace_max_consumers_per_subscription)
+    remove_namespace_max_consumers_per_subscription = _part(NamespacePoliciesAdmin.remove_namespace_max_consumers_per_subscription)
+    set_namespace_max_unacked_messages_per_consumer = _part(NamespacePoliciesAdmin.set_namespace_max_unacked_messages_per_consumer)
+    get_namespace_max_unacked_messages_per_consumer = _part(NamespacePoliciesAdmin.get_namespace_max_unacked_messages_per_consumer)
+    remove_namespace_max_unacked_messages_per_consumer = _part(NamespacePoliciesAdmin.remove_namespace_max_unacked_messages_per_consumer)
+    set_namespace_max_unacked_messages_per_subscription = _part(NamespacePoliciesAdmin.set_namespace_max_unacked_messages_per_subscription)
+    get_namespace_max_unacked_messages_per_subscription = _part(NamespacePoliciesAdmin.get_namespace_max_unacked_messages_per_subscription)
+    remove_namespace_max_unacked_messages_per_subscription = _part(NamespacePoliciesAdmin.remove_namespace_max_unacked_messages_per_subscription)
+    set_namespace_max_subscriptions_per_topic = _part(NamespacePoliciesAdmin.set_namespace_max_subscriptions_per_topic)
+    get_namespace_max_subscriptions_per_topic = _part(NamespacePoliciesAdmin.get_namespace_max_subscriptions_per_topic)
+    remove_namespace_max_subscriptions_per_topic = _part(NamespacePoliciesAdmin.remove_namespace_max_subscriptions_per_topic)
+    set_namespace_max_topics_per_namespace = _part(NamespacePoliciesAdmin.set_namespace_max_topics_per_namespace)
+    get_namespace_max_topics_per_namespace = _part(NamespacePoliciesAdmin.get_namespace_max_topics_per_namespace)
+    remove_namespace_max_topics_per_namespace = _part(NamespacePoliciesAdmin.remove_namespace_max_topics_per_namespace)
+    set_namespace_auto_subscription_creation = _part(NamespacePoliciesAdmin.set_namespace_auto_subscription_creation)
+    get_namespace_auto_subscription_creation = _part(NamespacePoliciesAdmin.get_namespace_auto_subscription_creation)
+    remove_namespace_auto_subscription_creation = _part(NamespacePoliciesAdmin.remove_namespace_auto_subscription_creation)
+    set_namespace_subscription_types_enabled = _part(NamespacePoliciesAdmin.set_namespace_subscription_types_enabled)
+    get_namespace_subscription_types_enabled = _part(NamespacePoliciesAdmin.get_namespace_subscription_types_enabled)
+    remove_namespace_subscription_types_enabled = _part(NamespacePoliciesAdmin.remove_namespace_subscription_types_enabled)
+    set_namespace_subscription_auth_mode = _part(NamespacePoliciesAdmin.set_namespace_subscription_auth_mode)
+    get_namespace_subscription_auth_mode = _part(NamespacePoliciesAdmin.get_namespace_subscription_auth_mode)
+    grant_subscription_permission = _part(NamespacePoliciesAdmin.grant_subscription_permission)
+    revoke_subscription_permission = _part(NamespacePoliciesAdmin.revoke_subscription_permission)
+    get_subscription_permissions = _part(NamespacePoliciesAdmin.get_subscription_permissions)
+    set_namespace_delayed_delivery = _part(NamespacePoliciesAdmin.set_namespace_delayed_delivery)
+    get_namespace_delayed_delivery = _part(NamespacePoliciesAdmin.get_namespace_delayed_delivery)
+    remove_namespace_delayed_delivery = _part(NamespacePoliciesAdmin.remove_namespace_delayed_delivery)
+    set_namespace_inactive_topic_policies = _part(NamespacePoliciesAdmin.set_namespace_inactive_topic_policies)
+    get_namespace_inactive_topic_policies = _part(NamespacePoliciesAdmin.get_namespace_inactive_topic_policies)
+    remove_namespace_inactive_topic_policies = _part(NamespacePoliciesAdmin.remove_namespace_inactive_topic_policies)
+    set_namespace_deduplication_snapshot_interval = _part(NamespacePoliciesAdmin.set_namespace_deduplication_snapshot_interval)
+    get_namespace_deduplication_snapshot_interval = _part(NamespacePoliciesAdmin.get_namespace_deduplication_snapshot_interval)
+    remove_namespace_deduplication_snapshot_interval = _part(NamespacePoliciesAdmin.remove_namespace_deduplication_snapshot_interval)
+    set_namespace_encryption_required = _part(NamespacePoliciesAdmin.set_namespace_encryption_required)
+    get_namespace_encryption_required = _part(NamespacePoliciesAdmin.get_namespace_encryption_required)
+    set_namespace_schema_validation_enforced = _part(NamespacePoliciesAdmin.set_namespace_schema_validation_enforced)
+    get_namespace_schema_validation_enforced = _part(NamespacePoliciesAdmin.get_namespace_schema_validation_enforced)
+    set_namespace_is_allow_auto_update_schema = _part(NamespacePoliciesAdmin.set_namespace_is_allow_auto_update_schema)
+    get_namespace_is_allow_auto_update_schema = _part(NamespacePoliciesAdmin.get_namespace_is_allow_auto_update_schema)
+    set_namespace_schema_auto_update_strategy = _part(NamespacePoliciesAdmin.set_namespace_schema_auto_update_strategy)
+    get_namespace_schema_auto_update_strategy = _part(NamespacePoliciesAdmin.get_namespace_schema_auto_update_strategy)
+    unload_namespace = _part(NamespacePoliciesAdmin.unload_namespace)
+    get_namespace_bundles = _part(NamespacePoliciesAdmin.get_namespace_bundles)
+    get_namespace_properties = _part(NamespacePoliciesAdmin.get_namespace_properties)
+    set_namespace_properties = _part(NamespacePoliciesAdmin.set_namespace_properties)
+    clear_namespace_properties = _part(NamespacePoliciesAdmin.clear_namespace_properties)
+    set_namespace_property = _part(NamespacePoliciesAdmin.set_namespace_property)
+    get_namespace_property = _part(NamespacePoliciesAdmin.get_namespace_property)
+    remove_namespace_property = _part(NamespacePoliciesAdmin.remove_namespace_property)
 
     # permissions (namespaces|topics grant-permission|revoke-permission|permissions)
     grant_namespace_permission = _part(PermissionsAdmin.grant_namespace_permission)

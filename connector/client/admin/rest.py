@@ -40,10 +40,11 @@ _BY_STATUS: dict[int, type[errors.PulsarLikeError]] = {
     503: errors.ServiceNotReady,
     504: errors.Timeout,
 }
-_NOT_FOUND_WORDS = (("ubscription", errors.SubscriptionNotFound), ("enant", errors.TenantNotFound),
+_NOT_FOUND_WORDS = (("Message not found", errors.MessageNotFound), ("Message ID not found", errors.MessageNotFound),
+                    ("ubscription", errors.SubscriptionNotFound), ("enant", errors.TenantNotFound),
                     ("amespace", errors.NamespaceNotFound))
 """A 404's reason naming what is missing (Pulsar: "Tenant does not exist", "Namespace does not exist",
-"Subscription not found" ...); checked after the call's own expectation."""
+"Subscription not found", "Message not found" ...); checked before the call's own expectation."""
 
 
 def _segment(value: str) -> str:

@@ -24,6 +24,7 @@ from broker_core.types import TopicName
 
 from connector.client.admin.rest import RestTransport, path
 from connector.client.admin.rest_messages import delivered_entry
+from connector.client.admin.rest_topics import RestTopicCalls
 from connector.client.admin.wire import NotSupported
 
 LATEST = (1 << 63) - 1
@@ -59,6 +60,11 @@ def namespace_path(namespace: str, *rest: str) -> str:
     return path("admin", "v2", "namespaces", tenant, ns, *rest)
 
 
+def message_id_body(position: broker_pb2.Position) -> dict[str, int]:
+    """A gRPC position as the REST API's MessageId body (see the module's docstring)."""
+    return _message_id(position)
+
+
 def _message_id(position: broker_pb2.Position) -> dict[str, int]:
     kind = position.WhichOneof("position")
     if kind == "earliest" or kind is None:
@@ -85,6 +91,7 @@ class RestWire:
     def __init__(self, transport: RestTransport, retry: bool = False) -> None:
         self.transport = transport
         self._retry = retry
+        self._topic_calls = RestTopicCalls(self._call, self._fetch, topic_path, message_id_body, _last_message_id)
 
     def close(self) -> None:
         self.transport.close()
@@ -94,7 +101,7 @@ class RestWire:
             raise NotSupported(f"{NOT_SERVED[method]} has no equivalent in Pulsar's admin REST API (the Admin"
                                " uses admin_url); use Admin(service_url='pulsar://HOST:6650') for it",
                                method=NOT_SERVED[method])
-        handler: Callable[[Any], Any] | None = getattr(self, "_" + method, None)
+        handler: Callable[[Any], Any] | None = getattr(self, "_" + method, None) or self._topic_calls.handler(method)
         if handler is None:
             raise NotSupported(f"{method} is not mapped onto the admin REST API", method=method)
         self._timeout, self._retrying = timeout_s, retry or self._retry
@@ -104,6 +111,9 @@ class RestWire:
         reads = method == "GET"  # only reads are retried: a create retried might have been applied
         return self.transport.call(method, where, *args, timeout_s=self._timeout,
                                    retry=self._retrying and reads, **kwargs)
+
+    def _fetch(self, method: str, where: str, **kwargs: Any) -> Any:
+        return self.transport.fetch(method, where, timeout_s=self._timeout, **kwargs)
 
     # ------------------------------------------------------------------ tenants and namespaces
     def _ListTenants(self, request: Any) -> broker_pb2.NameList:
