@@ -9,7 +9,7 @@ source_admin`. Another broker has neither, so there the source uses what any Pul
 - a partition's last message id: GET_LAST_MESSAGE_ID on the query's durable subscription, or for a batch
   read on a short-lived non-durable reader;
 - the query's durable subscription: per partition a consumer held open on the driver that never takes a
-  message (:mod:`connector.client.binary.held_subscriptions`), created at the start's message id (subscribed at
+  message (:class:`connector.client.broker_kind.DriverSubscriptions`), created at the start's message id (subscribed at
   earliest, then acknowledged cumulatively up to the start), and acknowledged cumulatively up to each
   committed end (whole entries). It pins retention as on pulsarlike: the broker keeps every message the
   query has not committed.
@@ -41,16 +41,11 @@ SUBSCRIPTION_QUEUE = 1
 
 
 def dense_offsets(service_url: str, timeout_ms: int, security: ClientSecurity) -> bool:
-    """Whether the broker numbers messages densely (pulsarlike): one binary CONNECT decides, as a client's
-    ``transport="auto"`` does (:mod:`connector.client.transport_choice`)."""
-    from connector.client.transport_choice import open_transport
+    """Whether the broker numbers messages densely (pulsarlike): one binary CONNECT decides
+    (:func:`connector.client.broker_kind.is_pulsarlike`)."""
+    from connector.client.broker_kind import is_pulsarlike
 
-    timeout_s = timeout_ms / 1000.0
-    transport = open_transport("auto", service_url, timeout_s, timeout_s, security.connection_security(service_url))
-    try:
-        return bool(transport.positions.dense)
-    finally:
-        transport.close()
+    return is_pulsarlike(service_url, timeout_ms / 1000.0, security.connection_security(service_url))
 
 
 def open_client(service_url: str, timeout_ms: int, security: ClientSecurity) -> Any:
@@ -195,16 +190,13 @@ class IdSourceCalls:
 
 
 class BinarySubscriptions:
-    """The query's subscription held with binary commands, by consumers that take no message
-    (:mod:`connector.client.binary.held_subscriptions`), on a transport of its own."""
+    """The query's subscription held by consumers that take no message, on a binary transport of its own
+    (:class:`connector.client.broker_kind.DriverSubscriptions`)."""
 
     def __init__(self, service_url: str, timeout_ms: int, security: ClientSecurity) -> None:
-        from connector.client.binary.held_subscriptions import HeldSubscriptions
-        from connector.client.binary.transport import BinaryTransport
+        from connector.client.broker_kind import DriverSubscriptions
 
-        timeout_s = timeout_ms / 1000.0
-        self._transport = BinaryTransport(service_url, timeout_s, timeout_s, security.connection_security(service_url))
-        self._held = HeldSubscriptions(self._transport, timeout_s)
+        self._held = DriverSubscriptions(service_url, timeout_ms / 1000.0, security.connection_security(service_url))
 
     def open(self, topic: str, subscription: str) -> None:
         self._held.open(topic, subscription)
@@ -217,10 +209,7 @@ class BinarySubscriptions:
         return EARLIEST if last is None else IdOffset(*last)
 
     def close(self) -> None:
-        try:
-            self._held.close()
-        finally:
-            self._transport.close()
+        self._held.close()
 
 
 class ClientSubscriptions:

@@ -206,10 +206,10 @@ class RangeReader:
         (its own connection, closed with the range's stream)."""
         if self.transport != "binary":
             return connection
-        from connector.client.binary.transport import BinaryTransport
+        from connector.client.broker_kind import open_transport
 
-        return BinaryTransport(self.service_url, self.poll_timeout_s, self.poll_timeout_s,
-                               self.security.connection_security(self.service_url))
+        return open_transport("binary", self.service_url, self.poll_timeout_s, self.poll_timeout_s,
+                              self.security.connection_security(self.service_url))
 
     def _noting_versions(self, rows: Iterator[pa.RecordBatch], versions: dict[int, int],
                          typed: TypedValues | None) -> Iterator[pa.RecordBatch]:
