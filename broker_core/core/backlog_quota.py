@@ -98,6 +98,17 @@ def as_pulsar(quota: dict[str, Any]) -> dict[str, Any]:
     return {"limit": quota[LIMIT_SIZE], **quota}
 
 
+def quotas_in_force(policies: Any, topic: TopicName) -> dict[str, dict[str, Any]] | None:
+    """Each quota type's quota in force on ``topic``, as Pulsar resolves a topic's backlog quota map type by
+    type: the topic partition's own, else its partitioned topic's, else its namespace's (None: none at all).
+    ``policies`` is the broker's :class:`~broker_core.core.policies.PoliciesStore`."""
+    from broker_core.core.policies import BACKLOG_QUOTA, NAMESPACE, TOPIC  # policies imports this module
+    found: dict[str, dict[str, Any]] = {}
+    for scope, name in ((NAMESPACE, topic.namespace_name), (TOPIC, str(topic.partitioned_base)), (TOPIC, str(topic))):
+        found.update(policies.get(scope, name).get(BACKLOG_QUOTA) or {})
+    return found or None
+
+
 # ------------------------------------------------------------------ measuring a topic's backlog
 def _slowest(topic: StoredTopic) -> int | None:
     """The first offset some durable subscription has not acknowledged; None without durable ones."""

@@ -81,12 +81,16 @@ class _TopicSchema:
 class SchemaRegistry:
     def __init__(self, metadata: Path, clock: Clock, executor: Executor | None = None,
                  check_namespace: Callable[[TopicName], None] | None = None,
-                 strategy_of: Callable[[TopicName], str] | None = None) -> None:
+                 strategy_of: Callable[[TopicName], str] | None = None,
+                 auto_update_of: Callable[[TopicName], bool] | None = None) -> None:
         """``metadata``: the data dir's ``metadata`` folder; ``executor`` runs checks and writes (the
         loop's default one when None); ``check_namespace`` raises ``NamespaceNotFound`` for a topic whose
         namespace does not exist; ``strategy_of`` is a topic's compatibility strategy (its namespace's
-        ``schemaCompatibilityStrategy``; ``UNDEFINED``, the broker's default, when None)."""
+        ``schemaCompatibilityStrategy``; ``UNDEFINED``, the broker's default, when None); ``auto_update_of``
+        whether producers and consumers may register a new version (the namespace's
+        ``isAllowAutoUpdateSchema``; always, when None)."""
         self._strategy_of = strategy_of or (lambda name: "UNDEFINED")
+        self._auto_update_of = auto_update_of or (lambda name: True)
         metadata.mkdir(parents=True, exist_ok=True)
         self._files = SchemaFiles(metadata / FOLDER)
         migrate_legacy(metadata, self._files)
@@ -137,14 +141,20 @@ class SchemaRegistry:
         return None
 
     async def get_or_create(self, topic: TopicName, schema_type: str, data: bytes, *, name: str = "",
-                            properties: dict[str, str] | None = None) -> SchemaInfo:
+                            properties: dict[str, str] | None = None, by_admin: bool = False) -> SchemaInfo:
         """The version of this schema on ``topic``: an identical registered one, else a new version when it
         is compatible with the latest (``IncompatibleSchema`` otherwise), stored durably before it is
-        returned."""
+        returned. A client's (not ``by_admin``) new version is refused while the topic's namespace does not
+        allow auto updates (``isAllowAutoUpdateSchema`` false, as Pulsar: "Schema not found and schema auto
+        updating is disabled."); the admin API uploads it."""
         self._check_namespace(topic)
         found = self.find(topic, schema_type, data)
         if found is not None:
             return found
+        if not by_admin and not self._auto_update_of(topic):
+            raise IncompatibleSchema(f"Schema not found and schema auto updating is disabled. ({self._key(topic)}"
+                                     " allows no new schema version from its clients, isAllowAutoUpdateSchema:"
+                                     " upload it with the admin API)", topic=self._key(topic))
         data, properties = bytes(data), dict(properties or {})
         digest = digest_of(schema_type, data)
         async with self._writing(topic) as state:

@@ -702,6 +702,14 @@ class PropertiesRequest(_message.Message):
     properties: _containers.ScalarMap[str, str]
     def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class PropertyKeyRequest(_message.Message):
+    __slots__ = ("topic", "key")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    key: str
+    def __init__(self, topic: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+
 class SchemaAdminRequest(_message.Message):
     __slots__ = ("topic", "version", "payload")
     TOPIC_FIELD_NUMBER: _ClassVar[int]

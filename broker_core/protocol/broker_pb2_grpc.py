@@ -289,6 +289,11 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
                 _registered_method=True)
+        self.GetSchemaVersion = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetSchemaVersion',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+                _registered_method=True)
         self.GetMessageById = channel.unary_unary(
                 '/pulsarlike.v1.PulsarLike/GetMessageById',
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.MessageByIdRequest.SerializeToString,
@@ -342,6 +347,21 @@ class PulsarLikeStub:
         self.SetSubscriptionProperties = channel.unary_unary(
                 '/pulsarlike.v1.PulsarLike/SetSubscriptionProperties',
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.PropertiesRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.GetTopicProperties = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetTopicProperties',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
+        self.UpdateTopicProperties = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/UpdateTopicProperties',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.PropertiesRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.RemoveTopicProperty = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/RemoveTopicProperty',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.PropertyKeyRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
                 _registered_method=True)
 
@@ -667,6 +687,13 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetSchemaVersion(self, request, context):
+        """{"version": N}, -1: not registered
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetMessageById(self, request, context):
         """A topic's stored messages and backlog (issue 31; the REST API's ledger/{l}/entry/{e}, messageid/{t},
         getMessageIdByIndex, backlogSize, analyzeBacklog, trim, createMissedPartitions, internal-info, truncate),
@@ -735,6 +762,26 @@ class PulsarLikeServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SetSubscriptionProperties(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTopicProperties(self, request, context):
+        """A topic's properties (issue 31; Pulsar's GET/PUT/DELETE .../{topic}/properties): read as JSON {key: value},
+        updated by merging `properties` (the subscription field unused), removed one key at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTopicProperties(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveTopicProperty(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -998,6 +1045,11 @@ def add_PulsarLikeServicer_to_server(servicer, server):
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.SerializeToString,
             ),
+            'GetSchemaVersion': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSchemaVersion,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.SerializeToString,
+            ),
             'GetMessageById': grpc.unary_unary_rpc_method_handler(
                     servicer.GetMessageById,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.MessageByIdRequest.FromString,
@@ -1051,6 +1103,21 @@ def add_PulsarLikeServicer_to_server(servicer, server):
             'SetSubscriptionProperties': grpc.unary_unary_rpc_method_handler(
                     servicer.SetSubscriptionProperties,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PropertiesRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'GetTopicProperties': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTopicProperties,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.TopicRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'UpdateTopicProperties': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTopicProperties,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PropertiesRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'RemoveTopicProperty': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveTopicProperty,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PropertyKeyRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
             ),
     }
@@ -2442,6 +2509,33 @@ class PulsarLike:
             _registered_method=True)
 
     @staticmethod
+    def GetSchemaVersion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetSchemaVersion',
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.SchemaAdminReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def GetMessageById(request,
             target,
             options=(),
@@ -2727,6 +2821,87 @@ class PulsarLike:
             target,
             '/pulsarlike.v1.PulsarLike/SetSubscriptionProperties',
             broker__core_dot_protocol_dot_broker__pb2.PropertiesRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTopicProperties(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetTopicProperties',
+            broker__core_dot_protocol_dot_broker__pb2.TopicRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateTopicProperties(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/UpdateTopicProperties',
+            broker__core_dot_protocol_dot_broker__pb2.PropertiesRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveTopicProperty(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/RemoveTopicProperty',
+            broker__core_dot_protocol_dot_broker__pb2.PropertyKeyRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
             options,
             channel_credentials,

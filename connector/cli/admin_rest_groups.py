@@ -23,7 +23,9 @@ from connector.cli import output
 
 
 def clusters(verb: Callable[..., argparse.ArgumentParser]) -> None:
-    verb("list", lambda a, o: output.lines(a.list_clusters()), "List the clusters")
+    verb("list", lambda a, o: output.lines(a.list_clusters()), "List the clusters").add_argument(
+        "-c", "--current", action="store_true", help="only the current cluster (a pulsarlike broker knows only its "
+                                                     "own: the same list)")
     verb("get", lambda a, o: output.pulsar_json(a.get_cluster(o.cluster)), "A cluster's URLs (ClusterData)",
          "cluster")
 
@@ -67,6 +69,11 @@ def _compatibility(admin: Any, o: argparse.Namespace) -> str:
                                                               s.get("properties") or {}))
 
 
+def _version(admin: Any, o: argparse.Namespace) -> str:
+    s = o.filename
+    return str(admin.get_schema_version(o.topic, s["type"], s.get("schema", ""), s.get("properties") or {}))
+
+
 def schemas(verb: Callable[..., argparse.ArgumentParser]) -> None:
     p = verb("get", _get, "A topic's schema: the latest, one version or all of them", "topic")
     which = p.add_mutually_exclusive_group()
@@ -74,9 +81,12 @@ def schemas(verb: Callable[..., argparse.ArgumentParser]) -> None:
     which.add_argument("-a", "--all-version", dest="all_versions", action="store_true", help="every version")
     for name, run, what in (("upload", _upload, "Register a schema for a topic (a new version when it is "
                              "compatible)"), ("compatibility", _compatibility, "Whether a topic would accept "
-                                              "a schema (nothing registered)")):
+                                              "a schema (nothing registered)"),
+                            ("get-version", _version, "The version a schema was registered as, -1 when it was"
+                             " not (pulsarlike's verb for Pulsar's getVersionBySchema)")):
         verb(name, run, what, "topic").add_argument(
             "-f", "--filename", type=_schema_file, required=True,
             help='schema file: {"type": "AVRO", "schema": "<definition>", "properties": {}}')
     verb("delete", lambda a, o: a.delete_schema(o.topic) and None, "Delete every version of a topic's schema",
-         "topic")
+         "topic").add_argument("-f", "--force", action="store_true",
+                               help="delete it completely (pulsarlike always does: it keeps no deleted versions)")

@@ -13,6 +13,12 @@ with pulsar-admin's names and flags (over gRPC, or ``--admin-url`` REST):
                                                              active one removed
     topics get-subscription-properties TOPIC -s SUB          the subscription's properties (one-line JSON)
     topics update-subscription-properties TOPIC -s SUB -p k=v [-p k2=v2] | --clear
+    topics get-properties TOPIC                              the topic's properties (JSON)
+    topics update-properties TOPIC -p k=v [-p k2=v2]         those set, the others kept
+    topics remove-properties TOPIC -k KEY
+    topics get-backlog-quotas TOPIC [-ap]                    the topic's quotas by type (-ap: in force)
+    topics set-backlog-quota TOPIC -p POLICY [-l SIZE] [-lt TIME] [-t destination_storage|message_age]
+    topics remove-backlog-quota TOPIC [-t TYPE]
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ import re
 from typing import Any, Callable
 
 from connector.cli import output
-from connector.cli.units import parse_message_id
+from connector.cli.units import parse_message_id, parse_relative_seconds, parse_size
 
 _FRACTION = re.compile(r"(\.\d{6})\d+")
 
@@ -77,6 +83,14 @@ def _update_subscription_properties(admin: Any, o: argparse.Namespace) -> None:
     admin.update_subscription_properties(o.topic, o.subscription, properties)
 
 
+QUOTA_TYPES = ("destination_storage", "message_age")
+QUOTA_POLICIES = ("producer_request_hold", "producer_exception", "consumer_backlog_eviction")
+
+
+def _set_backlog_quota(admin: Any, o: argparse.Namespace) -> None:
+    admin.set_topic_backlog_quota(o.topic, o.policy, limit_size=o.limit, limit_time=o.limit_time, quota_type=o.type)
+
+
 def add_verbs(verb: Callable[..., argparse.ArgumentParser]) -> None:
     """The verbs above, on the ``topics`` group's ``verb(name, run, what, positional)``."""
     p = verb("get-message-by-id", lambda a, o: output.peeked(a.get_message_by_id(o.topic, o.ledger_id, o.entry_id)),
@@ -119,3 +133,33 @@ def add_verbs(verb: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("-p", "--property", dest="properties", action="append", type=_typed(_property),
                    help="key value pair properties (-p a=b -p c=d)")
     p.add_argument("-c", "--clear", action="store_true", help="Remove all properties")
+    _setting_verbs(verb)
+
+
+def _setting_verbs(verb: Callable[..., argparse.ArgumentParser]) -> None:
+    """A topic's properties and backlog quotas (pulsar-admin's flags; set-backlog-quota sets both limits, -1
+    being none, as pulsar-admin's does)."""
+    verb("get-properties", lambda a, o: output.pulsar_json(a.get_topic_properties(o.topic)),
+         "Get the properties of a topic", "topic")
+    verb("update-properties", lambda a, o: a.update_topic_properties(o.topic, dict(o.properties or [])),
+         "Update the properties of a topic (those given set, the others kept)", "topic").add_argument(
+        "-p", "--property", dest="properties", action="append", type=_typed(_property),
+        help="key value pair properties (-p a=b -p c=d)")
+    verb("remove-properties", lambda a, o: a.remove_topic_properties(o.topic, o.key),
+         "Remove the key in properties of a topic", "topic").add_argument(
+        "-k", "--key", required=True, help="the key to remove in the properties of the topic")
+    verb("get-backlog-quotas", lambda a, o: output.pulsar_json(a.get_topic_backlog_quotas(o.topic, o.applied)),
+         "Get the backlog quota policies of a topic", "topic").add_argument(
+        "-ap", "--applied", action="store_true", help="the quotas in force: the namespace's when the topic has none")
+    p = verb("set-backlog-quota", _set_backlog_quota, "Set a backlog quota policy for a topic", "topic")
+    p.add_argument("-l", "--limit", type=_typed(parse_size), default=-1, help="size limit (eg: 10M, 16G)")
+    p.add_argument("-lt", "--limitTime", dest="limit_time", type=_typed(parse_relative_seconds), default=-1,
+                   help="time limit in seconds (or 100m, 3h, 2d, 5w); non-positive: no time limit")
+    p.add_argument("-p", "--policy", required=True, choices=QUOTA_POLICIES, metavar="POLICY",
+                   help="what happens when the limit is reached: " + ", ".join(QUOTA_POLICIES))
+    p.add_argument("-t", "--type", default="destination_storage", choices=QUOTA_TYPES, metavar="TYPE",
+                   help="backlog quota type: destination_storage (default: by size) or message_age (by time)")
+    verb("remove-backlog-quota", lambda a, o: a.remove_topic_backlog_quota(o.topic, o.type),
+         "Remove a backlog quota policy from a topic", "topic").add_argument(
+        "-t", "--type", default="destination_storage", choices=QUOTA_TYPES, metavar="TYPE",
+        help="backlog quota type to remove: destination_storage (default) or message_age")

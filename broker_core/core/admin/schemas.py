@@ -157,8 +157,18 @@ class SchemaAdmin:
         """A ``PostSchemaPayload`` registered as a new version (or the identical one's):
         ``{"version": {"version": N}}``."""
         schema_type, data, properties = definition(payload)
-        info = await self._schemas.get_or_create(name.partitioned_base, schema_type, data, properties=properties)
+        info = await self._schemas.get_or_create(name.partitioned_base, schema_type, data, properties=properties,
+                                                 by_admin=True)
         return {"version": {"version": info.version}}
+
+    def version_of(self, name: TopicName, payload: Any) -> dict[str, Any]:
+        """The version a ``PostSchemaPayload`` was registered as (Pulsar's ``getVersionBySchema``, its
+        ``LongSchemaVersion``): ``{"version": N}``, -1 when no version has this type and definition."""
+        schema_type, data, _ = definition(payload)
+        base = name.partitioned_base
+        self._registry.namespaces.check_exists(base.namespace_name)
+        found = self._schemas.find(base, schema_type, data)
+        return {"version": -1 if found is None else found.version}
 
     async def delete(self, name: TopicName) -> dict[str, Any]:
         """Every version deleted: ``{"version": N}``, the latest one's number."""

@@ -63,6 +63,7 @@ RULES: dict[str, tuple[Any, Resource]] = {
     "UploadSchema": (ADMIN, _TOPIC),
     "DeleteSchema": (ADMIN, _TOPIC),
     "CheckSchemaCompatibility": (LOOKUP, _TOPIC),
+    "GetSchemaVersion": (LOOKUP, _TOPIC),
     # subscriptions (Pulsar: the consume permission)
     "OffsetForTimestamp": (CONSUME, _TOPIC),
     "ListSubscriptions": (CONSUME, _TOPIC),
@@ -87,6 +88,9 @@ RULES: dict[str, tuple[Any, Resource]] = {
     "TrimTopic": (ADMIN, _TOPIC),
     "CreateMissedPartitions": (ADMIN, _TOPIC),
     "TruncateTopic": (ADMIN, _TOPIC),
+    "GetTopicProperties": (LOOKUP, _TOPIC),
+    "UpdateTopicProperties": (ADMIN, _TOPIC),
+    "RemoveTopicProperty": (ADMIN, _TOPIC),
     "ClearNamespaceBacklog": (CONSUME, _NAMESPACE),
     "UnsubscribeNamespace": (CONSUME, _NAMESPACE),
     # policies and permissions: the tenant's admins

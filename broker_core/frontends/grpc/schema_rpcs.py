@@ -10,7 +10,7 @@ the binary ``SUBSCRIBE``'s check too. The topic must exist (``TopicNotFound``): 
 consumer is open. ``GetSchema``: one version (or the latest), ``TopicNotFound`` when there is none.
 
 The schema admin calls (``pulsar-admin schemas``, the client's ``Admin``): ``GetSchemaAdmin`` (the latest, a
-version or every version), ``UploadSchema``, ``DeleteSchema`` and ``CheckSchemaCompatibility`` call the admin
+version or every version), ``UploadSchema``, ``DeleteSchema``, ``CheckSchemaCompatibility`` and ``GetSchemaVersion`` call the admin
 core's :class:`~broker_core.core.admin.schemas.SchemaAdmin` as the REST API's ``/admin/v2/schemas`` routes do
 and answer the same JSON, so ``Admin`` answers alike over both transports.
 """
@@ -75,6 +75,9 @@ class SchemaRpcs:
 
     async def CheckSchemaCompatibility(self, request: pb.SchemaAdminRequest) -> pb.SchemaAdminReply:
         return _answer(await self._admin.compatibility(TopicName.parse(request.topic), _payload(request)))
+
+    def GetSchemaVersion(self, request: pb.SchemaAdminRequest) -> pb.SchemaAdminReply:
+        return _answer(self._admin.version_of(TopicName.parse(request.topic), _payload(request)))
 
 
 def _payload(request: pb.SchemaAdminRequest) -> Any:

@@ -1,10 +1,10 @@
 """A topic's stored messages and backlog, and its subscriptions' properties, as calls of the ``PulsarLike``
 service (``pulsarlike admin topics get-message-by-id|get-message-id|get-message-id-by-index|get-backlog-size|
 analyze-backlog|trim-topic|create-missed-partitions|info-internal|truncate|get-subscription-properties|
-update-subscription-properties``): protobuf in and out, the work done by the admin core that serves the same
+update-subscription-properties|get-properties|update-properties|remove-properties``): protobuf in and out, the work done by the admin core that serves the same
 REST routes (:class:`~broker_core.core.admin.topic_messages.TopicMessages`,
 :class:`~broker_core.core.admin.subscriptions.SubscriptionAdmin`, :class:`~broker_core.core.admin.topics.
-TopicAdmin`), so both answer alike.
+TopicAdmin`, :class:`~broker_core.core.admin.topic_properties.TopicPropertiesAdmin`), so both answer alike.
 
 A component of :class:`~broker_core.frontends.grpc.servicer.BrokerServicer` (see
 :mod:`~broker_core.frontends.grpc.topic_rpcs`).
@@ -15,6 +15,7 @@ import json
 
 from broker_core.core.admin import SubscriptionAdmin, TopicAdmin
 from broker_core.core.admin.topic_messages import TopicMessages
+from broker_core.core.admin.topic_properties import TopicPropertiesAdmin
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.grpc.subscription_rpcs import position
 from broker_core.frontends.grpc.topic_rpcs import last_message_id
@@ -24,12 +25,13 @@ from broker_core.types import TopicName
 
 class TopicMessageRpcs:
     """Stored messages by id, time and index; backlog size and analysis; trimming, missed partitions, internal
-    info, truncation; subscription properties."""
+    info, truncation; subscription and topic properties."""
 
     def __init__(self, registry: TopicRegistry) -> None:
         self._messages = TopicMessages(registry)
         self._topics = TopicAdmin(registry)
         self._subscriptions = SubscriptionAdmin(registry)
+        self._properties = TopicPropertiesAdmin(registry)
 
     # ================================================================== finding messages
     def GetMessageById(self, request: pb.MessageByIdRequest) -> pb.PeekedEntries:
@@ -79,4 +81,16 @@ class TopicMessageRpcs:
     def SetSubscriptionProperties(self, request: pb.PropertiesRequest) -> pb.Empty:
         self._subscriptions.replace_properties(TopicName.parse(request.topic), request.subscription,
                                                dict(request.properties))
+        return pb.Empty()
+
+    # ================================================================== topic properties
+    def GetTopicProperties(self, request: pb.TopicRequest) -> pb.JsonResponse:
+        return pb.JsonResponse(json=json.dumps(self._properties.properties(TopicName.parse(request.topic))))
+
+    def UpdateTopicProperties(self, request: pb.PropertiesRequest) -> pb.Empty:
+        self._properties.update(TopicName.parse(request.topic), dict(request.properties))
+        return pb.Empty()
+
+    def RemoveTopicProperty(self, request: pb.PropertyKeyRequest) -> pb.Empty:
+        self._properties.remove(TopicName.parse(request.topic), request.key or None)
         return pb.Empty()

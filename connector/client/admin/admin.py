@@ -3,7 +3,7 @@ subscriptions without consumers, operator calls (terminate, unload, examine, exp
 namespace/topic policies and permissions.
 
 ``Admin`` is composed of parts (:mod:`.namespaces`, :mod:`.topics`, :mod:`.operations`, :mod:`.offsets`,
-:mod:`.policies`, :mod:`.namespace_policies`, :mod:`.permissions`, :mod:`.topic_messages`) that share its wire (the connection, or one retrying while the broker
+:mod:`.policies`, :mod:`.namespace_policies`, :mod:`.permissions`, :mod:`.topic_messages`, :mod:`.topic_settings`) that share its wire (the connection, or one retrying while the broker
 is unavailable). Each public method of ``Admin`` is a one-line delegate to the part that implements it, with
 that method's name, signature and docstring: the list below is ``Admin``'s whole API.
 """
@@ -12,14 +12,18 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 
+from connector.client.admin.broker_config import BrokerConfigAdmin
 from connector.client.admin.clusters import ClustersAdmin
+from connector.client.admin.core_policies import CorePoliciesAdmin
 from connector.client.admin.namespace_policies import NamespacePoliciesAdmin
 from connector.client.admin.namespaces import NamespacesAdmin
 from connector.client.admin.offsets import OffsetsAdmin
 from connector.client.admin.operations import OperationsAdmin
 from connector.client.admin.permissions import PermissionsAdmin
 from connector.client.admin.policies import PoliciesAdmin
+from connector.client.admin.rates import RatesAdmin
 from connector.client.admin.topic_messages import TopicMessagesAdmin
+from connector.client.admin.topic_settings import TopicSettingsAdmin
 from connector.client.admin.topics import TopicsAdmin
 from connector.client.admin.wire import UnaryWire
 from connector.client.authentication import Authentication
@@ -28,7 +32,8 @@ from connector.client.connection import Connection, Security
 P = ParamSpec("P")
 R = TypeVar("R")
 PARTS = (NamespacesAdmin, TopicsAdmin, OperationsAdmin, OffsetsAdmin, PoliciesAdmin, PermissionsAdmin,
-         ClustersAdmin, NamespacePoliciesAdmin, TopicMessagesAdmin)
+         ClustersAdmin, NamespacePoliciesAdmin, TopicMessagesAdmin, TopicSettingsAdmin, CorePoliciesAdmin, RatesAdmin,
+         BrokerConfigAdmin)
 
 
 def _part(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Admin, P], R]:
@@ -166,6 +171,15 @@ class Admin:
     get_subscription_properties = _part(TopicMessagesAdmin.get_subscription_properties)
     update_subscription_properties = _part(TopicMessagesAdmin.update_subscription_properties)
 
+    # a topic's properties and backlog quotas (pulsar-admin topics get-properties|set-backlog-quota ...)
+    get_topic_properties = _part(TopicSettingsAdmin.get_topic_properties)
+    update_topic_properties = _part(TopicSettingsAdmin.update_topic_properties)
+    remove_topic_properties = _part(TopicSettingsAdmin.remove_topic_properties)
+    get_topic_backlog_quotas = _part(TopicSettingsAdmin.get_topic_backlog_quotas)
+    set_topic_backlog_quota = _part(TopicSettingsAdmin.set_topic_backlog_quota)
+    remove_topic_backlog_quota = _part(TopicSettingsAdmin.remove_topic_backlog_quota)
+    get_schema_version = _part(TopicSettingsAdmin.get_schema_version)
+
     # offsets
     get_offset_bounds = _part(OffsetsAdmin.get_offset_bounds)
     offset_for_timestamp = _part(OffsetsAdmin.offset_for_timestamp)
@@ -265,6 +279,65 @@ class Admin:
     set_namespace_property = _part(NamespacePoliciesAdmin.set_namespace_property)
     get_namespace_property = _part(NamespacePoliciesAdmin.get_namespace_property)
     remove_namespace_property = _part(NamespacePoliciesAdmin.remove_namespace_property)
+
+    # backlog quotas, schema compatibility strategy, auto topic creation; partitioned terminate
+    set_namespace_backlog_quota = _part(CorePoliciesAdmin.set_namespace_backlog_quota)
+    get_namespace_backlog_quotas = _part(CorePoliciesAdmin.get_namespace_backlog_quotas)
+    remove_namespace_backlog_quota = _part(CorePoliciesAdmin.remove_namespace_backlog_quota)
+    set_namespace_schema_compatibility_strategy = _part(CorePoliciesAdmin.set_namespace_schema_compatibility_strategy)
+    get_namespace_schema_compatibility_strategy = _part(CorePoliciesAdmin.get_namespace_schema_compatibility_strategy)
+    set_namespace_auto_topic_creation = _part(CorePoliciesAdmin.set_namespace_auto_topic_creation)
+    get_namespace_auto_topic_creation = _part(CorePoliciesAdmin.get_namespace_auto_topic_creation)
+    remove_namespace_auto_topic_creation = _part(CorePoliciesAdmin.remove_namespace_auto_topic_creation)
+    terminate_partitioned_topic = _part(CorePoliciesAdmin.terminate_partitioned_topic)
+
+    # rate limits and resource group attachments (namespaces|topics|topicPolicies set-dispatch-rate ...)
+    set_namespace_dispatch_rate = _part(RatesAdmin.set_namespace_dispatch_rate)
+    get_namespace_dispatch_rate = _part(RatesAdmin.get_namespace_dispatch_rate)
+    remove_namespace_dispatch_rate = _part(RatesAdmin.remove_namespace_dispatch_rate)
+    set_namespace_subscription_dispatch_rate = _part(RatesAdmin.set_namespace_subscription_dispatch_rate)
+    get_namespace_subscription_dispatch_rate = _part(RatesAdmin.get_namespace_subscription_dispatch_rate)
+    remove_namespace_subscription_dispatch_rate = _part(RatesAdmin.remove_namespace_subscription_dispatch_rate)
+    set_namespace_publish_rate = _part(RatesAdmin.set_namespace_publish_rate)
+    get_namespace_publish_rate = _part(RatesAdmin.get_namespace_publish_rate)
+    remove_namespace_publish_rate = _part(RatesAdmin.remove_namespace_publish_rate)
+    set_namespace_subscribe_rate = _part(RatesAdmin.set_namespace_subscribe_rate)
+    get_namespace_subscribe_rate = _part(RatesAdmin.get_namespace_subscribe_rate)
+    remove_namespace_subscribe_rate = _part(RatesAdmin.remove_namespace_subscribe_rate)
+    set_namespace_resource_group = _part(RatesAdmin.set_namespace_resource_group)
+    get_namespace_resource_group = _part(RatesAdmin.get_namespace_resource_group)
+    remove_namespace_resource_group = _part(RatesAdmin.remove_namespace_resource_group)
+    set_topic_dispatch_rate = _part(RatesAdmin.set_topic_dispatch_rate)
+    get_topic_dispatch_rate = _part(RatesAdmin.get_topic_dispatch_rate)
+    remove_topic_dispatch_rate = _part(RatesAdmin.remove_topic_dispatch_rate)
+    set_topic_subscription_dispatch_rate = _part(RatesAdmin.set_topic_subscription_dispatch_rate)
+    get_topic_subscription_dispatch_rate = _part(RatesAdmin.get_topic_subscription_dispatch_rate)
+    remove_topic_subscription_dispatch_rate = _part(RatesAdmin.remove_topic_subscription_dispatch_rate)
+    set_topic_publish_rate = _part(RatesAdmin.set_topic_publish_rate)
+    get_topic_publish_rate = _part(RatesAdmin.get_topic_publish_rate)
+    remove_topic_publish_rate = _part(RatesAdmin.remove_topic_publish_rate)
+    set_topic_subscribe_rate = _part(RatesAdmin.set_topic_subscribe_rate)
+    get_topic_subscribe_rate = _part(RatesAdmin.get_topic_subscribe_rate)
+    remove_topic_subscribe_rate = _part(RatesAdmin.remove_topic_subscribe_rate)
+    set_topic_resource_group = _part(RatesAdmin.set_topic_resource_group)
+    get_topic_resource_group = _part(RatesAdmin.get_topic_resource_group)
+    remove_topic_resource_group = _part(RatesAdmin.remove_topic_resource_group)
+
+    # the broker's dynamic configuration, stats, resource groups (brokers, broker-stats, resourcegroups)
+    get_dynamic_configuration_names = _part(BrokerConfigAdmin.get_dynamic_configuration_names)
+    get_all_dynamic_configurations = _part(BrokerConfigAdmin.get_all_dynamic_configurations)
+    get_runtime_configurations = _part(BrokerConfigAdmin.get_runtime_configurations)
+    update_dynamic_configuration = _part(BrokerConfigAdmin.update_dynamic_configuration)
+    delete_dynamic_configuration = _part(BrokerConfigAdmin.delete_dynamic_configuration)
+    backlog_quota_check = _part(BrokerConfigAdmin.backlog_quota_check)
+    get_owned_namespaces = _part(BrokerConfigAdmin.get_owned_namespaces)
+    get_broker_topics_stats = _part(BrokerConfigAdmin.get_broker_topics_stats)
+    get_broker_metrics = _part(BrokerConfigAdmin.get_broker_metrics)
+    get_resource_groups = _part(BrokerConfigAdmin.get_resource_groups)
+    get_resource_group = _part(BrokerConfigAdmin.get_resource_group)
+    create_resource_group = _part(BrokerConfigAdmin.create_resource_group)
+    update_resource_group = _part(BrokerConfigAdmin.update_resource_group)
+    delete_resource_group = _part(BrokerConfigAdmin.delete_resource_group)
 
     # permissions (namespaces|topics grant-permission|revoke-permission|permissions)
     grant_namespace_permission = _part(PermissionsAdmin.grant_namespace_permission)

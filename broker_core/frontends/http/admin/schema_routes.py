@@ -17,6 +17,8 @@ JSON, over the broker's schema registry, the one the binary protocol's producers
 ``POST /compatibility``    PostSchemaPayload: ``{"compatibility": bool,                          lookup
                            "schemaCompatibilityStrategy": ...}`` (the namespace's, checked as
                            a registration would be)
+``POST /version``          PostSchemaPayload: ``{"version": N}``, the version registered with   lookup
+                           this type and definition (-1: none), as Pulsar's getVersionBySchema
 =========================  ==================================================================  =============
 
 ``type`` is Java's ``SchemaType`` name (``AVRO``, ``JSON``, ``STRING``, ``KEY_VALUE`` ...); ``data`` /
@@ -59,6 +61,7 @@ class SchemaRoutes:
             web.post(p + "/schema", self.upload),
             web.delete(p + "/schema", self.delete),
             web.post(p + "/compatibility", self.compatibility),
+            web.post(p + "/version", self.version_of),
         ]
 
     @needs(LOOKUP, SCHEMA_TOPIC)
@@ -87,3 +90,7 @@ class SchemaRoutes:
         ``reason`` (not Pulsar's) says why when it is not compatible."""
         return ok(await self._schemas.compatibility(schema_topic(request),
                                                     await body(request, "PostSchemaPayload")))
+
+    @needs(LOOKUP, SCHEMA_TOPIC)
+    async def version_of(self, request: web.Request) -> web.Response:
+        return ok(self._schemas.version_of(schema_topic(request), await body(request, "PostSchemaPayload")))

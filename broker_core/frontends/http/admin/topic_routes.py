@@ -13,7 +13,8 @@ renders its answer. Prefix ``/admin/v2/{domain}/{tenant}/{ns}``:
 ``PUT /{topic}/partitions``           create a partitioned topic, body: the count; 204, 409,     admin
                                       406 for a count below 1 (or above 4096)
 ``POST /{topic}/partitions``          grow it to the count in the body; 204, 404, 412            admin
-``GET /{topic}/partitions``           ``{"partitions": N}`` (0: not partitioned)                 lookup
+``GET /{topic}/partitions``           ``{"partitions": N}`` (0: not partitioned; with            lookup
+                                      ``"properties"`` when the topic has some)
 ``DELETE /{topic}/partitions``        delete the partitioned topic; 204, 404                     admin
 ``GET /{topic}/stats``                TopicStats (``msgInCounter``, ``subscriptions``, ...)      lookup
 ``GET /{topic}/partitioned-stats``    the partitions' stats merged, each under ``partitions``    lookup
@@ -21,7 +22,14 @@ renders its answer. Prefix ``/admin/v2/{domain}/{tenant}/{ns}``:
 ``GET /{topic}/lastMessageId``        ``{"ledgerId", "entryId", "partitionIndex"}``              lookup
 ``POST /{topic}/terminate``           the last message id (``-1:-1`` when it holds none)         admin
 ``PUT /{topic}/unload``               close its sessions and unload it; 204                      admin
+``GET /{topic}/properties``           the topic's properties ``{"k": "v"}``; 404                 lookup
+``PUT /{topic}/properties``           body ``{"k": "v"}``: those keys set, the others kept; 204   admin
+``DELETE /{topic}/properties?key=K``  key ``K`` removed; 204                                      admin
 ====================================  =========================================================  ===========
+
+Properties (:class:`~broker_core.core.admin.topic_properties.TopicPropertiesAdmin`) are a partitioned topic's
+(its metadata) or a persistent topic partition's (kept with its data); a non-persistent topic that is not
+partitioned has none (412).
 
 ``POST /{topic}/terminate/partitions`` terminates every partition of a partitioned topic and answers each
 one's last message id by partition index (admin).
@@ -31,6 +39,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from broker_core.core.admin import TopicAdmin
+from broker_core.core.admin.topic_properties import TopicPropertiesAdmin
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import NAMESPACE, TOPIC, namespace_of, needs, topic_of
 from broker_core.frontends.http.admin.answers import body, flag, integer, ok
@@ -43,6 +52,7 @@ TOPIC_PATH = NAMESPACE_PATH + "/{topic}"
 class TopicRoutes:
     def __init__(self, registry: TopicRegistry) -> None:
         self._topics = TopicAdmin(registry)
+        self._properties = TopicPropertiesAdmin(registry)
 
     def routes(self) -> list[web.RouteDef]:
         t = TOPIC_PATH
@@ -63,6 +73,9 @@ class TopicRoutes:
             web.post(t + "/terminate", self.terminate),
             web.post(t + "/terminate/partitions", self.terminate_partitions),
             web.put(t + "/unload", self.unload),
+            web.get(t + "/properties", self.properties),
+            web.put(t + "/properties", self.update_properties),
+            web.delete(t + "/properties", self.remove_property),
         ]
 
     # ------------------------------------------------------------------ lists
@@ -97,7 +110,13 @@ class TopicRoutes:
 
     @needs(LOOKUP, TOPIC)
     async def get_partitions(self, request: web.Request) -> web.Response:
-        return ok({"partitions": self._topics.partitions(topic_of(request))})
+        name = topic_of(request)
+        found: dict = {"partitions": self._topics.partitions(name)}
+        if found["partitions"] and name.partition_index < 0:
+            properties = self._properties.properties(name)
+            if properties:
+                found["properties"] = properties
+        return ok(found)
 
     @needs(ADMIN, TOPIC)
     async def delete_partitioned(self, request: web.Request) -> web.Response:
@@ -140,4 +159,19 @@ class TopicRoutes:
     @needs(ADMIN, TOPIC)
     async def unload(self, request: web.Request) -> web.Response:
         await self._topics.unload(topic_of(request))
+        return ok()
+
+    # ------------------------------------------------------------------ properties
+    @needs(LOOKUP, TOPIC)
+    async def properties(self, request: web.Request) -> web.Response:
+        return ok(self._properties.properties(topic_of(request)))
+
+    @needs(ADMIN, TOPIC)
+    async def update_properties(self, request: web.Request) -> web.Response:
+        self._properties.update(topic_of(request), await body(request, "properties", None))
+        return ok()
+
+    @needs(ADMIN, TOPIC)
+    async def remove_property(self, request: web.Request) -> web.Response:
+        self._properties.remove(topic_of(request), request.query.get("key"))
         return ok()
