@@ -19,7 +19,7 @@ result would hide a misspelt name); a ``topicsPattern`` that matches nothing rea
 from __future__ import annotations
 
 import logging
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
@@ -27,29 +27,35 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from broker_core import errors
 
 from connector.spark.compacted import compaction_stamp
-from connector.spark.source_admin import Bounds, SourceAdmin
-from connector.spark.offsets import Offsets, TopicPartition
+from connector.spark.offset_kinds import Bounds, DenseKind
+from connector.spark.offsets import TopicPartition
 from connector.spark.options import SourceOptions
 from connector.spark.data_loss import DataLossError
 from connector.spark.partition_reader import RangePartition
-from connector.spark.planning import OffsetOutOfRange, lost_ranges, resolve_user_offsets, skip_lost, why_lost
-from connector.spark.stream_reader import plan_ranges, read_range
+from connector.spark.planning import OffsetOutOfRange, why_lost
+from connector.spark.stream_reader import read_partition
 
 log = logging.getLogger(__name__)
 
 
 class PulsarLikeBatchReader(DataSourceReader):
-    def __init__(self, options: SourceOptions) -> None:
+    """The one batch reader: over pulsarlike's dense offsets or any other broker's message ids, as the read's
+    kind says (:mod:`connector.spark.offset_kinds`; a broker without dense offsets reads from before its first
+    message up to each partition's last message id, asked on a short-lived reader, creating nothing)."""
+
+    def __init__(self, options: SourceOptions, kind: Any = None) -> None:
         self.options = options
+        self._kind = kind or DenseKind(options)
         self._stamps: dict[TopicPartition, int] = {}
 
-    def plan(self) -> tuple[Offsets, Offsets]:
+    def plan(self) -> tuple[dict[TopicPartition, Any], dict[TopicPartition, Any]]:
         """(start, end) per topic partition."""
         opts = self.options
-        calls = SourceAdmin(opts.service_url, opts.poll_timeout_ms, opts.security)
+        kind = self._kind
+        calls = kind.calls
         try:
             discovered = calls.discover(opts.spec)
-            bounds = calls.bounds(discovered)
+            bounds = kind.bounds(discovered)
             if opts.spec.pattern is None:  # a pattern matching nothing reads nothing
                 _check_topics_exist(discovered, bounds)
             if opts.starting == "time":
@@ -59,28 +65,26 @@ class PulsarLikeBatchReader(DataSourceReader):
             elif opts.starting == "subscription":
                 start = {tp: calls.subscription_position(tp, opts.subscription_name) for tp in bounds}
             elif opts.starting == "offsets":
-                start = resolve_user_offsets("startingOffsets", opts.starting_offsets_map(), bounds, True)
-            elif opts.read_compacted:
-                start = {tp: 0 for tp in bounds}  # kept messages may be older than the raw log's start
+                start = kind.resolve("startingOffsets", opts.starting_offsets_map(), bounds, True)
             else:
-                start = {tp: b.start for tp, b in bounds.items()}
+                start = {tp: kind.first(b) for tp, b in bounds.items()}
             if opts.ending == "time":
                 assert opts.ending_time_ms is not None
                 end = {tp: calls.offset_for_time(tp, opts.ending_time_ms)
                        for tp in bounds}
             elif opts.ending == "offsets":
-                end = resolve_user_offsets("endingOffsets", opts.ending_offsets_map(), bounds, False)
+                end = kind.resolve("endingOffsets", opts.ending_offsets_map(), bounds, False)
             else:
                 end = {tp: b.end for tp, b in bounds.items()}
             for tp in sorted(start):
-                if start[tp] > end[tp]:
+                if kind.holds(end[tp], start[tp]):
                     raise OffsetOutOfRange(
                         f"{tp.topic} partition {tp.partition}: startingOffsets {start[tp]} is after endingOffsets "
                         f"{end[tp]}; make the start <= the end")
             if opts.read_compacted:
                 # The snapshot's ranges, and each partition's last compaction to tell a changed view by.
                 self._stamps = {tp: compaction_stamp(calls.stats(tp)) for tp in bounds}
-            for tp, first, stored in ([] if opts.read_compacted else lost_ranges(start, bounds)):
+            for tp, first, stored in kind.lost_ranges(start, bounds):
                 last = min(stored, end[tp]) - 1
                 if first > last:
                     continue
@@ -93,8 +97,8 @@ class PulsarLikeBatchReader(DataSourceReader):
                             "(failOnDataLoss=false)", tp.topic, tp.partition, first, last, message)
         finally:
             calls.close()
-        if not opts.fail_on_data_loss and not opts.read_compacted:
-            start = {tp: min(offset, end[tp]) for tp, offset in skip_lost(start, bounds).items()}
+        if not opts.fail_on_data_loss:
+            start = {tp: kind.earlier(offset, end[tp]) for tp, offset in kind.skip_lost(start, bounds).items()}
         return start, end
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -104,10 +108,10 @@ class PulsarLikeBatchReader(DataSourceReader):
             return [RangePartition(tp.topic, tp.partition, start[tp], end[tp], compacted=True, snapshot=True,
                                    compaction_stamp=self._stamps.get(tp, 0))
                     for tp in sorted(end) if tp in start and end[tp] > start[tp]]
-        return plan_ranges(start, end, self.options.max_messages_per_partition)
+        return self._kind.plan(start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options, partition)
+        return read_partition(self.options, partition)
 
 
 def _check_topics_exist(discovered: list[TopicPartition], bounds: dict[TopicPartition, Bounds]) -> None:

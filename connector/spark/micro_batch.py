@@ -1,12 +1,12 @@
-"""What the two micro-batch stream readers share: Spark's life cycle around the query's durable subscription.
+"""The half of the stream reader that is Spark's life cycle around the query's durable subscription.
 
 :class:`MicroBatchReader` keeps the parts that do not depend on what an offset is: the first offset asked
 once, the default read limit, Trigger.AvailableNow's target, the partitions a trigger looks at, the commit
-(acknowledged on the subscription), the report of the latest offsets, and the stop. A subclass brings its
+(acknowledged on the subscription), the report of the latest offsets, and the stop. The subclass brings the
 offsets' kind and the broker calls for it:
 
-- dense offsets on pulsarlike: :class:`~connector.spark.stream_reader.PulsarLikeStreamReader`;
-- message id boundaries on any other broker: :class:`~connector.spark.id_stream_reader.MessageIdStreamReader`.
+- :class:`~connector.spark.stream_reader.PulsarLikeStreamReader`, the one stream reader, whose offsets' kind
+  (dense on pulsarlike, message id boundaries on any other broker) is :mod:`connector.spark.offset_kinds`.
 
 A subclass writes ``_start()`` (the first offset, naming the subscription), ``_decode(stored)`` (an offset
 Spark hands back; one of the other kind is refused), ``_acknowledge(upto, force)``, ``latestOffset`` and

@@ -64,23 +64,19 @@ class PulsarLikeDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from connector.spark.batch_reader import PulsarLikeBatchReader
+        from connector.spark.offset_kinds import kind_for
 
         opts = parse_source_options(self.options, streaming=False)
-        if not _dense(opts):
-            from connector.spark.id_batch_reader import MessageIdBatchReader
-
-            return MessageIdBatchReader(_bytes_only(opts, schema))
-        return PulsarLikeBatchReader(_typed(opts, schema))
+        kind = kind_for(opts)  # once per read
+        return PulsarLikeBatchReader(_checked(opts, schema, kind), kind)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from connector.spark.offset_kinds import kind_for
         from connector.spark.stream_reader import PulsarLikeStreamReader
 
         opts = parse_source_options(self.options, streaming=True)
-        if not _dense(opts):
-            from connector.spark.id_stream_reader import MessageIdStreamReader
-
-            return MessageIdStreamReader(_bytes_only(opts, schema))
-        return PulsarLikeStreamReader(_typed(opts, schema))
+        kind = kind_for(opts)  # once per query
+        return PulsarLikeStreamReader(_checked(opts, schema, kind), kind=kind)
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
         from connector.spark.writer import PulsarLikeBatchWriter
@@ -103,30 +99,17 @@ def _topic_schema(opts: SourceOptions) -> TopicSchema:
 
 
 def _dense(opts: SourceOptions) -> bool:
-    """Whether the broker has dense offsets (pulsarlike: the source as always), or numbers messages by id
-    (another Pulsar broker: :mod:`connector.spark.any_broker`); one binary CONNECT decides, unless option
-    ``transport=grpc`` says pulsarlike (the only broker that speaks it)."""
-    from broker_core import errors
+    """Whether the broker has dense offsets (pulsarlike), whose registry gives typed columns
+    (:func:`connector.spark.offset_kinds.is_dense`)."""
+    from connector.spark.offset_kinds import is_dense
 
-    from connector.spark.any_broker import dense_offsets
-    from connector.spark.source_admin import connect_error
-
-    if opts.transport == "grpc":
-        return True
-    try:
-        return dense_offsets(opts.service_url, opts.poll_timeout_ms, opts.security)
-    except (errors.ConnectError, errors.Timeout) as exc:
-        raise connect_error(opts.service_url, opts.poll_timeout_ms, "CONNECT", exc) from None
+    return is_dense(opts)
 
 
-def _bytes_only(opts: SourceOptions, schema: StructType) -> SourceOptions:
-    """A broker without dense offsets: ``value`` as bytes (typed columns need pulsarlike's schema lookups)."""
-    check_requested_schema(schema, spark_schema_of(arrow_schema(TopicSchema("BYTES"), opts.key_type)))
-    return opts
-
-
-def _typed(opts: SourceOptions, schema: StructType) -> SourceOptions:
-    """``opts`` with the topics' schema, checked against the one Spark was given (``schema()``'s or the user's)."""
-    found = _topic_schema(opts)
+def _checked(opts: SourceOptions, schema: StructType, kind: Any) -> SourceOptions:
+    """``opts`` with the topics' schema, checked against the one Spark was given (``schema()``'s or the
+    user's); a broker without dense offsets: ``value`` as bytes (typed columns need pulsarlike's schema
+    lookups)."""
+    found = _topic_schema(opts) if kind.name == "dense" else TopicSchema("BYTES")
     check_requested_schema(schema, spark_schema_of(arrow_schema(found, opts.key_type)))
-    return dataclasses.replace(opts, topic_schema=found)
+    return dataclasses.replace(opts, topic_schema=found) if kind.name == "dense" else opts

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
@@ -36,13 +36,14 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 from broker_core import errors
 
 from connector.spark import offsets as off
-from connector.spark.source_admin import SourceAdmin, Bounds
+from connector.spark.source_admin import SourceAdmin
 from connector.spark.micro_batch import MicroBatchReader
+from connector.spark.offset_kinds import DenseKind
 from connector.spark.offsets import Offsets, TopicPartition
 from connector.spark.options import SourceOptions, legacy_subscription_name, new_subscription_name
 from connector.spark.data_loss import DataLossError
 from connector.spark.partition_reader import RangePartition, RangeReader, split_range
-from connector.spark.planning import admit, lost_ranges, resolve_user_offsets, skip_lost, why_lost
+from connector.spark.planning import why_lost
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +53,18 @@ counts as active (``subscriptionExpirationTimeMinutes`` expires inactive ones on
 
 
 class PulsarLikeStreamReader(MicroBatchReader):
+    """The one stream reader: over pulsarlike's dense offsets or any other broker's message ids, as the query's
+    kind says (:mod:`connector.spark.offset_kinds`; ``calls``: a dense kind's broker calls, for tests)."""
+
     def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic,
-                 calls: SourceAdmin | None = None) -> None:
-        super().__init__(options, clock,
-                         calls or SourceAdmin(options.service_url, options.poll_timeout_ms, options.security))
+                 calls: SourceAdmin | None = None, kind: Any = None) -> None:
+        kind = kind or DenseKind(options, calls)
+        super().__init__(options, clock, kind.calls)
+        self._kind = kind
         self._replaced: str | None = None
-        self._acked: dict[TopicPartition, tuple[int, float]] = {}
+        self._acked: dict[TopicPartition, tuple[Any, float]] = {}
         """Per partition: the offset last acknowledged, and when (clock seconds)."""
-        self._readable_from: Offsets = {}
+        self._readable_from: dict[TopicPartition, Any] = {}
         """failOnDataLoss=false: the first stored offset of partitions whose start was deleted."""
         self._reported_loss: dict[TopicPartition, int] = {}
         """Per partition: the end of the deleted range already reported."""
@@ -68,35 +73,31 @@ class PulsarLikeStreamReader(MicroBatchReader):
 
     # --- offsets --------------------------------------------------------------------------------------
     def _start(self) -> dict:
-        opts = self.options
-        bounds = self._calls.bounds(self._calls.discover(opts.spec))
+        opts, kind = self.options, self._kind
+        self._subscription = opts.subscription_name or new_subscription_name(opts.pulsar_spark.subscription_prefix)
+        bounds = kind.bounds(self._calls.discover(opts.spec), self._subscription)
         if opts.starting == "earliest":
-            start = {tp: self._first(b) for tp, b in bounds.items()}
+            start = {tp: kind.first(b) for tp, b in bounds.items()}
         elif opts.starting == "latest":
             start = {tp: b.end for tp, b in bounds.items()}
-        elif opts.starting == "subscription":
+        elif opts.starting == "subscription":  # dense only (IdKind refuses the option)
             start = {tp: self._calls.subscription_position(tp, opts.subscription_name) for tp in bounds}
         elif opts.starting == "time":
             assert opts.starting_time_ms is not None
             start = {tp: self._calls.offset_for_time(tp, opts.starting_time_ms)
                      for tp in bounds}
         else:
-            start = resolve_user_offsets("startingOffsets", opts.starting_offsets_map(), bounds, True)
-        self._subscription = opts.subscription_name or new_subscription_name(opts.pulsar_spark.subscription_prefix)
+            start = kind.resolve("startingOffsets", opts.starting_offsets_map(), bounds, True)
         self._acknowledge(start)  # creates the subscription there, so retention keeps what the query reads
-        log.info("event=query_started topics=%s start=%s subscription=%s", opts.spec.describe(),
-                 off.dumps(start), self._subscription)
+        log.info("event=query_started topics=%s start=%s subscription=%s offsets=%s", opts.spec.describe(),
+                 off.dumps(start), self._subscription, kind.name)
         return off.encode_source_offset(start, self._subscription)
 
-    def _decode(self, stored: dict) -> Offsets:
-        """The offsets of an offset Spark hands back; the first one names the subscription of a restarted
-        query (the option, when given, wins over the checkpoint)."""
+    def _decode(self, stored: dict) -> dict[TopicPartition, Any]:
+        """The offsets of an offset Spark hands back (one of the other kind is refused); the first one names
+        the subscription of a restarted query (the option, when given, wins over the checkpoint)."""
         decoded = off.decode_source_offset(stored)
-        ids = sorted(str(tp) for tp, value in decoded.offsets.items() if not isinstance(value, int))
-        if ids:
-            raise errors.NotSupported(
-                f"the checkpoint holds message id offsets for {', '.join(ids)} (written against a broker without "
-                "dense offsets), but this broker is pulsarlike; start the query with a new checkpoint location")
+        self._kind.own(decoded.offsets)
         if self._subscription is None:
             if decoded.subscription is not None:
                 self._subscription = decoded.subscription
@@ -114,53 +115,40 @@ class PulsarLikeStreamReader(MicroBatchReader):
         return decoded.offsets
 
     def prepareForTriggerAvailableNow(self) -> None:
-        bounds = self._calls.bounds(self._calls.discover(self.options.spec))
+        bounds = self._kind.bounds(self._calls.discover(self.options.spec), self._subscription)
         self._target = {tp: b.end for tp, b in bounds.items()}
         log.info("event=available_now target=%s", off.dumps(self._target))
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        opts = self.options
+        opts, kind = self.options, self._kind
         begin = self._decode(start)
-        bounds = self._calls.bounds(self._known(begin))
+        bounds = kind.bounds(self._known(begin), self._subscription)
         self._check_loss(begin, bounds)  # before acknowledging: a subscription gone explains a loss
         self._committed_up_to(begin)
         latest = {tp: begin[tp] for tp in begin}  # a partition gone: stays where it was
         latest.update({tp: b.end for tp, b in bounds.items()})
         self._latest = latest
-        readable = begin if opts.fail_on_data_loss or opts.read_compacted else skip_lost(begin, bounds)
+        readable = begin if opts.fail_on_data_loss else kind.skip_lost(begin, bounds)
         cap = latest if self._target is None else {
-            tp: min(end, self._target.get(tp, begin.get(tp, end))) for tp, end in latest.items()}
-        ceiling = {tp: max(readable[tp], cap[tp]) for tp in begin}
+            tp: kind.earlier(end, self._target.get(tp, begin.get(tp, end))) for tp, end in latest.items()}
+        ceiling = {tp: kind.later(readable[tp], cap[tp]) for tp in begin}
         end = self._admit(readable, ceiling, limit, bounds)
         # New partitions are recorded at their first stored offset first; the next batch reads them.
-        fresh = {tp: self._first(bounds[tp]) for tp in sorted(bounds) if tp not in begin}
+        fresh = {tp: kind.first(bounds[tp]) for tp in sorted(bounds) if tp not in begin}
         self._acknowledge(fresh)
         self._add_partitions(end, fresh)
         return self._planned(begin, end)
 
-    def _admit(self, begin: Offsets, ceiling: Offsets, limit: ReadLimit, bounds: dict[TopicPartition, Bounds],
-               ) -> Offsets:
+    def _admit(self, begin: dict, ceiling: dict, limit: ReadLimit, bounds: dict) -> dict:
         opts = self.options
         if isinstance(limit, ReadAllAvailable):
             return ceiling
-        waiting = sum(ceiling[tp] - begin[tp] for tp in begin)
-        if waiting and self._may_hold_back() and waiting < opts.min_messages_per_trigger:
+        if self._may_hold_back() and self._kind.fewer_than(begin, ceiling, opts.min_messages_per_trigger):
             return dict(begin)  # wait for more (minMessagesPerTrigger) until maxTriggerDelay passes
-        sizes = None
-        if opts.max_bytes_per_trigger is not None:
-            sizes = {tp: self._calls.average_message_size(tp) for tp in begin
-                     if tp in bounds and ceiling[tp] > begin[tp]}
-        return admit(begin, ceiling, opts.max_messages_per_trigger, opts.max_bytes_per_trigger, sizes)
+        return self._kind.admit(begin, ceiling, bounds)
 
-    def _first(self, bounds: Bounds) -> int:
-        """Where a partition is read from at earliest: its first stored offset, or 0 for a compacted read (the
-        compacted view keeps messages older than the raw log's start)."""
-        return 0 if self.options.read_compacted else bounds.start
-
-    def _check_loss(self, begin: Offsets, bounds: dict[TopicPartition, Bounds]) -> None:
-        if self.options.read_compacted:
-            return  # below the raw log's start the compacted view holds the kept messages
-        for tp, first, stored in lost_ranges(begin, bounds):
+    def _check_loss(self, begin: dict, bounds: dict) -> None:
+        for tp, first, stored in self._kind.lost_ranges(begin, bounds):
             message = (f"messages {first}..{stored - 1} of {tp.topic} partition {tp.partition} were deleted "
                        "by retention before the query read them")
             if self.options.fail_on_data_loss:
@@ -176,32 +164,32 @@ class PulsarLikeStreamReader(MicroBatchReader):
                             self.lost_messages, message)
 
     # --- the durable subscription ---------------------------------------------------------------------
-    def _acknowledge(self, upto: Offsets, force: bool = False) -> None:
-        """Acknowledge each partition below its offset (the broker creates the subscription there when
-        missing, and never moves it back); an unchanged position only every :data:`KEEPALIVE_S`."""
-        now = self._clock()
+    def _acknowledge(self, upto: dict, force: bool = False) -> None:
+        """Acknowledge each partition up to its offset (the broker creates the subscription there when
+        missing, and never moves it back); on pulsarlike an unchanged position only every :data:`KEEPALIVE_S`."""
+        now, kind = self._clock(), self._kind
         for tp, offset in sorted(upto.items()):
             done = self._acked.get(tp)
-            if done is not None and done[0] >= offset and now - done[1] < KEEPALIVE_S and not force:
+            if done is not None and not kind.holds(done[0], offset) and now - done[1] < KEEPALIVE_S \
+                    and not force and not kind.repeat_acks:
                 continue
             try:
-                self._calls.acknowledge_up_to(tp, self._subscription or "", offset)
+                kind.acknowledge(tp, self._subscription or "", offset)
             except errors.PulsarLikeError as exc:
                 # The checkpoint already holds the commit; the next trigger acknowledges again.
-                log.warning("event=ack_failed partition=%s offset=%d subscription=%s error=%s", tp, offset,
+                log.warning("event=ack_failed partition=%s offset=%s subscription=%s error=%s", tp, offset,
                             self._subscription, exc)
                 continue
-            self._acked[tp] = (max(offset, done[0]) if done else offset, now)
+            self._acked[tp] = (kind.later(offset, done[0]) if done else offset, now)
 
     # --- planning and reading -------------------------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin = self._decode(start)
-        readable = {tp: max(offset, self._readable_from.get(tp, offset)) for tp, offset in begin.items()}
-        return plan_ranges(readable, self._decode(end), self.options.max_messages_per_partition,
-                           self._subscription or "", compacted=self.options.read_compacted)
+        readable = {tp: self._kind.later(offset, self._readable_from.get(tp, offset)) for tp, offset in begin.items()}
+        return self._kind.plan(readable, self._decode(end), self._subscription or "")
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options, partition)
+        return read_partition(self.options, partition)
 
 
 def plan_ranges(start: Offsets, end: Offsets, max_per_partition: int, subscription: str = "",
@@ -222,3 +210,13 @@ def read_range(options: SourceOptions, partition: InputPartition) -> Iterator[pa
                        security=options.security, permits_window=options.pulsar_spark.receiver_queue_size,
                        topic_schema=options.topic_schema, key_type=options.key_type,
                        transport=options.transport).batches()
+
+
+def read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """Any reader's ``read`` (stream and batch, either kind of offsets): the rows of one Spark partition, by
+    its type (a dense :class:`RangePartition` or an :class:`~connector.spark.id_ranges.IdRangePartition`)."""
+    if isinstance(partition, RangePartition):
+        return read_range(options, partition)
+    from connector.spark.id_ranges import read_id_range
+
+    return read_id_range(options, partition)  # nothing for Spark's placeholder partition

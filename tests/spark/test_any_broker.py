@@ -1,6 +1,7 @@
 """The Spark source on a Pulsar broker that is not ours (pulsar-lite, which numbers messages by id, without
 dense offsets): message id ranges, exact read limits by counting, the query's durable subscription
-acknowledged on commit (connector/spark/any_broker.py, id_ranges.py, id_admission.py, id_stream_reader.py).
+acknowledged on commit (connector/spark/any_broker.py, id_ranges.py, offset_kinds.py's IdKind under the one
+stream reader).
 
 The driver and range logic is checked here through pulsar-client (``import pulsar``: the same API our client
 has), so it is tested against a foreign broker with a client known to speak its protocol; the Spark queries
@@ -14,12 +15,12 @@ import uuid
 import pytest
 
 from connector.spark.any_broker import IdSourceCalls
-from connector.spark.id_admission import admit_by_counting
 from connector.spark.id_ranges import IdRangePartition, IdRangeReader, plan_id_ranges
-from connector.spark.id_stream_reader import MessageIdStreamReader
 from connector.spark.message_id_offsets import EARLIEST, IdOffset
+from connector.spark.offset_kinds import IdKind, admit_by_counting
 from connector.spark.offsets import TopicPartition, decode_source_offset
 from connector.spark.options import parse_source_options
+from connector.spark.stream_reader import PulsarLikeStreamReader
 from tests.pulsar_lite import pulsar_lite_broker  # noqa: F401
 
 pulsar = pytest.importorskip("pulsar")
@@ -100,7 +101,7 @@ def test_the_querys_subscription_is_created_at_the_start_and_acknowledged_up_to_
     _produce(official, topic, [f"m{i}" for i in range(5)], batched=False)
     opts = parse_source_options({"service.url": pulsar_lite_broker.service_url, "topic": topic,
                                  "startingOffsets": "earliest", "maxMessagesPerTrigger": "3"}, streaming=True)
-    stream = MessageIdStreamReader(opts, calls=_calls(pulsar_lite_broker))
+    stream = PulsarLikeStreamReader(opts, kind=IdKind(opts, _calls(pulsar_lite_broker)))
     try:
         start = stream.initialOffset()
         end = stream.latestOffset(start, stream.getDefaultReadLimit())
@@ -127,7 +128,7 @@ def test_fewer_than_min_messages_wait_until_max_trigger_delay_passes(pulsar_lite
     opts = parse_source_options({"service.url": pulsar_lite_broker.service_url, "topic": topic,
                                  "startingOffsets": "earliest", "minMessagesPerTrigger": "50",
                                  "maxTriggerDelay": "30s"}, streaming=True)
-    stream = MessageIdStreamReader(opts, lambda: now[0], calls=_calls(pulsar_lite_broker))
+    stream = PulsarLikeStreamReader(opts, lambda: now[0], kind=IdKind(opts, _calls(pulsar_lite_broker)))
     try:
         _produce(official, topic, [f"m{i}" for i in range(20)], batched=False)
         start = stream.initialOffset()

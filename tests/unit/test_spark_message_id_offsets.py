@@ -92,10 +92,11 @@ def test_on_pulsarlike_a_users_message_id_starts_after_the_message_it_names():
 
 
 def test_a_dense_offset_given_for_a_broker_without_them_is_refused_naming_it():
-    from connector.spark.id_stream_reader import resolve_id_offsets
+    from connector.spark.offset_kinds import Bounds, IdKind
 
+    resolve_id_offsets = IdKind.resolve
     tp = TopicPartition(ORDERS, 0)
-    last = {tp: IdOffset(3, 9, -1), TopicPartition(ORDERS, 1): IdOffset(3, 4, -1)}
+    last = {tp: Bounds(EARLIEST, IdOffset(3, 9, -1)), TopicPartition(ORDERS, 1): Bounds(EARLIEST, IdOffset(3, 4, -1))}
     resolved = resolve_id_offsets("startingOffsets", {tp: off.LATEST}, last, True)
     assert resolved == {tp: IdOffset(3, 9, -1), TopicPartition(ORDERS, 1): EARLIEST}
     with pytest.raises(ValueError, match="offset 7 of .*orders partition 0 is a dense offset"):
@@ -115,7 +116,7 @@ def test_options_a_broker_without_dense_offsets_cannot_honour_are_refused_naming
 
 def test_a_checkpoint_of_the_other_kind_of_broker_is_refused_asking_for_a_new_checkpoint():
     from broker_core.errors import NotSupported
-    from connector.spark.id_stream_reader import MessageIdStreamReader
+    from connector.spark.offset_kinds import IdKind
     from connector.spark.options import parse_source_options
     from connector.spark.stream_reader import PulsarLikeStreamReader
 
@@ -125,4 +126,4 @@ def test_a_checkpoint_of_the_other_kind_of_broker_is_refused_asking_for_a_new_ch
     with pytest.raises(NotSupported, match="message id offsets .*new checkpoint location"):
         PulsarLikeStreamReader(opts, calls=object()).commit(with_ids)
     with pytest.raises(NotSupported, match="dense offsets .*new checkpoint location"):
-        MessageIdStreamReader(opts, calls=object()).commit(dense)
+        PulsarLikeStreamReader(opts, kind=IdKind(opts, calls=object())).commit(dense)
