@@ -87,7 +87,7 @@ def message_id_at(admin_url: str, tp: Any, publish_time_ms: int) -> tuple[int, i
     try:
         found = rest.call("GET", topic_path(tp.internal_name, "messageid", str(int(publish_time_ms))),
                           not_found=errors.TopicNotFound)
-    except errors.TopicNotFound as exc:  # the partition exists (found over the binary protocol): no such message
+    except (errors.TopicNotFound, errors.MessageNotFound) as exc:  # the partition exists: no such message
         log.info("event=no_message_at_time partition=%s publish_time_ms=%s reason=%r", tp, publish_time_ms,
                  exc.message)
         return None
