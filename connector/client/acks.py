@@ -15,8 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Iterable
 
-from broker_core.protocol import broker_pb2
-
+from connector.client.events import Ack
 from connector.client.timer import TimerThread
 
 ACK_GROUP_S = 0.01
@@ -27,25 +26,25 @@ BATCH_MASKS_MAX = 10_000
 comes back whole after a redelivery, as if none of its messages were acknowledged)."""
 
 
-def offset_ranges(offsets: list[int]) -> list[broker_pb2.OffsetRange]:
+def offset_ranges(offsets: list[int]) -> tuple[tuple[int, int], ...]:
     """Sorted, merged ``[start, end)`` ranges covering ``offsets`` (sorted in place)."""
     offsets.sort()
-    ranges: list[broker_pb2.OffsetRange] = []
+    ranges: list[tuple[int, int]] = []
     start = end = offsets[0]
     for offset in offsets[1:]:
         if offset <= end + 1:
             end = max(end, offset)
         else:
-            ranges.append(broker_pb2.OffsetRange(start=start, end=end + 1))
+            ranges.append((start, end + 1))
             start = end = offset
-    ranges.append(broker_pb2.OffsetRange(start=start, end=end + 1))
-    return ranges
+    ranges.append((start, end + 1))
+    return tuple(ranges)
 
 
 class AckGroup:
     """Individual acks of one stream, sent as ranges by ``send(request)`` (see the module docstring)."""
 
-    def __init__(self, timer: TimerThread, send: Callable[[broker_pb2.ConsumeRequest], None]) -> None:
+    def __init__(self, timer: TimerThread, send: Callable[[Ack], None]) -> None:
         self._timer = timer
         self._send = send
         self._lock = threading.Lock()
@@ -67,9 +66,7 @@ class AckGroup:
         once as one range, never as a list of its offsets."""
         if isinstance(offsets, range) and len(offsets) > ACK_GROUP_MAX and offsets.step == 1:
             self.flush()
-            self._send(broker_pb2.ConsumeRequest(ack=broker_pb2.Ack(
-                ack_type=broker_pb2.INDIVIDUAL,
-                ranges=[broker_pb2.OffsetRange(start=offsets.start, end=offsets.stop)])))
+            self._send(Ack(((offsets.start, offsets.stop),)))
             return
         with self._lock:
             group = self._offsets
@@ -85,8 +82,7 @@ class AckGroup:
         with self._lock:
             offsets, self._offsets = self._offsets, []
         if offsets:
-            self._send(broker_pb2.ConsumeRequest(ack=broker_pb2.Ack(
-                ack_type=broker_pb2.INDIVIDUAL, ranges=offset_ranges(offsets))))
+            self._send(Ack(offset_ranges(offsets)))
 
 
 class HeldBatchAcks:

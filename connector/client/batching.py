@@ -4,14 +4,14 @@ A batch of one message is sent unbatched (its key and properties in ``MessageMet
 ``batch_index = -1``), as Pulsar's Java client does; two or more become a batch payload of
 ``SingleMessageMetadata``-framed messages with ``num_messages_in_batch = n``. Per-message headers are
 built when the message is added (one table lookup for a payload-only message), so building the entry
-is one ``join``, one optional compression and one CRC. :func:`pack_requests` packs the entries waiting
-in the stream's outbox into SendBatch requests.
+is one ``join``, one optional compression and one CRC. A transport carries each :class:`PendingEntry` as its
+wire does (gRPC packs those waiting into SendBatch requests: :func:`connector.client.grpc_streams.pack_within`).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
+from broker_core.protocol import codec, pulsar_api_pb2
 from broker_core.protocol.compression import compress_payload
 
 from connector.client.key_bytes import b64_key_header, is_b64
@@ -173,37 +173,3 @@ class BatchContainer:
         self.generation += 1
         self._reset()
         return callbacks
-
-
-MAX_REQUEST_BYTES = 16 * 1024 * 1024
-"""Entry bytes per SendBatch request: well under gRPC's 64 MiB message cap (chunks of a large message,
-or many queued large batches, go out in several requests)."""
-
-
-def pack_requests(items: list[Any]) -> list[broker_pb2.ProduceRequest]:
-    """Consecutive :class:`PendingEntry` items become one SendBatch request of at most MAX_REQUEST_BYTES
-    (or of one larger entry); other requests pass as they are."""
-    out: list[broker_pb2.ProduceRequest] = []
-    batch = None
-    size = 0
-    for item in items:
-        if type(item) is PendingEntry:
-            data = item.data
-            if batch is not None and size + len(data) > MAX_REQUEST_BYTES:
-                out.append(batch)
-                batch = None
-            if batch is None:
-                batch = broker_pb2.ProduceRequest()
-                add = batch.send.entries.add
-                size = 0
-            size += len(data)
-            add(sequence_id=item.sequence_id, highest_sequence_id=item.highest_sequence_id,
-                num_messages=item.num_messages, data=data)
-            continue
-        if batch is not None:
-            out.append(batch)
-            batch = None
-        out.append(item)
-    if batch is not None:
-        out.append(batch)
-    return out

@@ -15,15 +15,15 @@ import uuid
 from typing import Any, Callable, Mapping, TypeVar
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.consumer import Consumer
 from connector.client.dead_letter import LetterOptions
 from connector.client.enums import (
-    ACCESS_MODE_TO_WIRE, BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
+    BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
     KeySharedMode, PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode, SubscriptionMode,
     check_enum)
+from connector.client.events import ConsumerSpec, KeySharedSpec
 from connector.client.loggers import LogRoute
 from connector.client.lookup import DEFAULT_MAX_PARTITIONS, Lookup
 from connector.client.message_id import MessageId
@@ -178,7 +178,7 @@ class Client:
             batching_max_bytes=batching_max_allowed_size_in_bytes,
             batching_max_publish_delay_ms=batching_max_publish_delay_ms,
             key_based_batching=batching == BatchingType.KeyBased, properties=dict(properties or {}),
-            access_mode=ACCESS_MODE_TO_WIRE[access],  # type: ignore[index]
+            access_mode=access,
             chunking_enabled=bool(chunking_enabled))
         num = self._lookup.partitions(name, deadline)
         router = Router(max(num, 1), routing, scheme, message_router,  # type: ignore[arg-type]
@@ -305,13 +305,11 @@ class Client:
                                           None if pattern is not None else topics[0], ctype, bool(retry_enable))
             if letters.retry_letter_topic is not None and letters.retry_letter_topic not in topics:
                 topics = topics + [letters.retry_letter_topic]
-        template = broker_pb2.Subscribe(
-            subscription=subscription_name, sub_type=int(ctype), consumer_name=consumer_name or "",
-            initial_position=int(position), priority_level=priority_level or 0,
+        template = ConsumerSpec(
+            subscription=subscription_name, sub_type=ctype, consumer_name=consumer_name or "",
+            initial_position=position, priority_level=priority_level or 0,
             durable=mode == SubscriptionMode.Durable, multi_topic=len(topics) > 1 or pattern is not None,
-            read_compacted=bool(is_read_compacted))
-        if key_shared is not None:
-            template.key_shared.CopyFrom(key_shared)
+            key_shared=key_shared, read_compacted=bool(is_read_compacted))
         settings = ConsumerSettings(
             receiver_queue_size, not batch_index_ack_enabled, max_pending_chunked_message,
             bool(auto_ack_oldest_chunked_message_on_queue_full), expire_time_of_incomplete_chunked_message_ms,
@@ -352,8 +350,8 @@ class Client:
         subscription = reader_name or f"{subscription_role_prefix or 'reader'}-{uuid.uuid4().hex[:10]}"
         # a message id becomes a position the transport's way (another broker's ids are not offsets)
         numbering = self._connection.positions if specific else DENSE
-        template = broker_pb2.Subscribe(
-            subscription=subscription, sub_type=broker_pb2.EXCLUSIVE_SUB, consumer_name=reader_name or "",
+        template = ConsumerSpec(
+            subscription=subscription, sub_type=ConsumerType.Exclusive, consumer_name=reader_name or "",
             durable=False, start=start_position(start_message_id, start_message_id_inclusive,
                                                 None if len(targets) > 1 else functools.partial(
                                                     self._last_offset, name, bool(is_read_compacted), deadline),
@@ -461,9 +459,8 @@ class Client:
         self.close()
 
 
-def _key_shared_meta(policy: ConsumerKeySharedPolicy | None,
-                     ctype: ConsumerType) -> broker_pb2.KeySharedMeta | None:
-    """The Subscribe's Key_Shared metadata (None for the other types)."""
+def _key_shared_meta(policy: ConsumerKeySharedPolicy | None, ctype: ConsumerType) -> KeySharedSpec | None:
+    """The subscription's Key_Shared hash ranges (None for the other types)."""
     if policy is not None and not isinstance(policy, ConsumerKeySharedPolicy):
         raise ValueError(f"key_shared_policy={policy!r} is not valid; use ConsumerKeySharedPolicy(...)")
     if ctype != ConsumerType.KeyShared:
@@ -472,10 +469,8 @@ def _key_shared_meta(policy: ConsumerKeySharedPolicy | None,
         return None
     policy = policy or ConsumerKeySharedPolicy()
     sticky = policy.key_shared_mode == KeySharedMode.Sticky
-    return broker_pb2.KeySharedMeta(
-        mode=broker_pb2.STICKY if sticky else broker_pb2.AUTO_SPLIT,
-        allow_out_of_order_delivery=policy.allow_out_of_order_delivery,
-        ranges=[broker_pb2.HashRange(start=s, end=e) for s, e in policy.sticky_ranges] if sticky else [])
+    return KeySharedSpec(sticky, policy.allow_out_of_order_delivery,
+                         tuple((s, e) for s, e in policy.sticky_ranges) if sticky else ())
 
 
 def _check_read_compacted(topics: list[str], ctype: ConsumerType) -> None:

@@ -1,5 +1,6 @@
 """The gRPC transport (:class:`~connector.client.transport.Transport`): the channel to one broker: readiness,
-unary calls, bidirectional streams.
+unary calls, bidirectional streams. It translates ``broker_pb2`` to the client's events and plain values: the
+unary calls here, the producer and consumer streams in :mod:`connector.client.grpc_streams`.
 
 Streams are fed from a queue by a request iterator (gRPC pulls it on its own thread); a daemon thread
 per stream reads the responses. The channel itself reconnects after a broker restart (gRPC's own backoff,
@@ -28,7 +29,9 @@ from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import broker_pb2_grpc
 from broker_core.protocol.status import CODE_KEY, error_from_rpc
 
-from connector.client.events import LastMessage, TopicSchema
+from connector.client.events import (ConsumerEvent, ConsumerSpec, LastMessage, ProducerEvent, ProducerSpec,
+                                     TopicSchema)
+from connector.client.grpc_streams import GrpcConsumer, GrpcProducer
 from connector.client.reconnect import INITIAL_BACKOFF_S, MAX_BACKOFF_S, retry_until
 from connector.client.security import Security, is_tls_url, parse_service_url  # noqa: F401  (re-exported)
 from connector.client.tls import secure_channel
@@ -167,20 +170,27 @@ class Connection:
         self.unary("CreateSubscription", pb.SubscriptionRequest(
             topic=topic, subscription=subscription, position=pb.Position(latest=True)), timeout_s, retry)
 
-    def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
-               on_end: Callable[[errors.PulsarLikeError | None], None],
-               batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream",
-               reconnecting: bool = False) -> "BidiStream":
-        """A stream (see :class:`BidiStream`), not read yet: call its ``start()`` once it is stored where the
-        handlers look for it. A first opening waits for the broker (``ConnectError`` after
-        ``connection_timeout_s``); a ``reconnecting`` one does not block: gRPC holds it until the channel is
-        connected again, and :meth:`BidiStream.close` abandons it."""
+    # --- the client core's streams (:mod:`connector.client.grpc_streams` translates them) --------------------
+    def consume(self, spec: ConsumerSpec, on_event: Callable[[ConsumerEvent], None], name: str = "consumer",
+                reconnecting: bool = False) -> GrpcConsumer:
+        """A consumer's stream, not read yet: call its ``start()`` once it is stored where the handler looks for
+        it. A first opening waits for the broker (``ConnectError`` after ``connection_timeout_s``); a
+        ``reconnecting`` one does not block: gRPC holds it until the channel is connected again, and its
+        ``close()`` abandons it."""
+        self._check_streamable(reconnecting)
+        return GrpcConsumer(self, spec, on_event, name, reconnecting)
+
+    def produce(self, spec: ProducerSpec, on_event: Callable[[ProducerEvent], None], name: str = "producer",
+                reconnecting: bool = False) -> GrpcProducer:
+        """A producer's stream, not read yet (as :meth:`consume`)."""
+        self._check_streamable(reconnecting)
+        return GrpcProducer(self, spec, on_event, name, reconnecting)
+
+    def _check_streamable(self, reconnecting: bool) -> None:
         if self.closed.is_set():
             raise errors.AlreadyClosed("the client is closed")
         if not reconnecting:
             self.ensure_ready()
-        return BidiStream(self, method, first_request, on_response, on_end, batch_requests, name,
-                          wait_for_ready=reconnecting, start=False)
 
     def close(self) -> None:
         self.closed.set()

@@ -2,9 +2,10 @@
 
 It subscribes, keeps the flow-permit window (:mod:`connector.client.permits`), sends acks (grouped, held
 per batch, cumulative: :mod:`connector.client.acks`), redelivery requests, seeks and the unsubscribe, closes,
-and **reconnects**. What arrives goes to its :class:`StreamEvents` -- the client's
+and **reconnects**. It speaks the client's events (:mod:`connector.client.events`) with its transport, and what
+arrives goes to its :class:`StreamEvents` -- the client's
 :class:`~connector.client.partition_consumer.PartitionConsumer` or the Spark source's range reader -- which
-decode it with the entry codec.
+decode each delivered :class:`~connector.client.events.Entry` once, with the entry codec.
 
 Reconnection (Pulsar's consumer does the same): when the stream is lost or the broker answers
 ``ServiceNotReady``, the permit window is retired (buffered messages of the lost stream are skipped when
@@ -16,23 +17,24 @@ broker refuses for good (``TopicNotFound``, ``ConsumerAssignError`` ...) ends th
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
 import time
-from typing import Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
-from broker_core.protocol.status import error_from_proto
 
 from connector.client.acks import AckGroup, HeldBatchAcks
-from connector.client.connection import BidiStream, Connection
+from connector.client.events import (
+    EARLIEST, LATEST, AckCumulative, ActiveChanged, Closed, ConsumerSpec, Delivery, EndOfTopic, Entry, Flow, Position,
+    Redeliver, Refused, Seek, SeekDone, Subscribed, Unreadable, Unsubscribe, Unsubscribed)
 from connector.client.message_id import MessageId
 from connector.client.permits import PermitWindow
 from connector.client.reconnect import Attempt, Redial, retriable, retriable_on_reconnect, retry_until
 from connector.client.timer import TimerThread
-from connector.client.transport import DENSE, Positions
+from connector.client.transport import DENSE, Positions, Transport, TransportStream
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ FLOW_PERMITS_MAX = 0xFFFF_FFFF
 class StreamEvents(Protocol):
     """What a :class:`PartitionStream` reports, on its reader thread."""
 
-    def on_entries(self, entries: Sequence[broker_pb2.DeliveredEntry], window: PermitWindow) -> None:
+    def on_entries(self, entries: Sequence[Entry], window: PermitWindow) -> None:
         """Entries delivered under ``window`` (the permit window of the current stream generation)."""
 
     def on_disconnected(self, cause: errors.PulsarLikeError) -> None:
@@ -63,20 +65,16 @@ class StreamEvents(Protocol):
         """The topic is terminated and every message of it was delivered."""
 
 
-def seek_request(seek_id: int, target: MessageId | int, positions: Positions = DENSE) -> broker_pb2.ConsumeRequest:
+def seek_request(seek_id: int, target: MessageId | int, positions: Positions = DENSE) -> Seek:
     """A Seek to a message id (earliest, latest or a message's position: ``positions`` numbers it; the binary
     transport sends a broker without dense offsets the real id the position packs) or a publish time in ms."""
-    seek = broker_pb2.Seek(seek_id=seek_id)
-    if isinstance(target, MessageId):
-        if target.is_earliest():
-            seek.position.earliest = True
-        elif target.is_latest():
-            seek.position.latest = True
-        else:
-            seek.position.offset = positions.position(target)
-    else:
-        seek.publish_time_ms = int(target)
-    return broker_pb2.ConsumeRequest(seek=seek)
+    if not isinstance(target, MessageId):
+        return Seek(seek_id, publish_time_ms=int(target))
+    if target.is_earliest():
+        return Seek(seek_id, EARLIEST)
+    if target.is_latest():
+        return Seek(seek_id, LATEST)
+    return Seek(seek_id, Position.at(positions.position(target)))
 
 
 class PartitionStream:
@@ -84,16 +82,16 @@ class PartitionStream:
     docstring). ``resume()`` (non-durable subscriptions) gives the offset to resubscribe from, or None to
     keep the original start."""
 
-    def __init__(self, connection: Connection, timer: TimerThread, subscribe: broker_pb2.Subscribe,
+    def __init__(self, connection: Transport, timer: TimerThread, spec: ConsumerSpec,
                  receiver_queue_size: int, events: StreamEvents,
                  resume: Callable[[], int | None] | None = None) -> None:
-        self.topic = subscribe.topic
-        self.partition = subscribe.partition_index
-        self.subscription = subscribe.subscription
-        self.consumer_name = subscribe.consumer_name
+        self.topic = spec.topic
+        self.partition = spec.partition
+        self.subscription = spec.subscription
+        self.consumer_name = spec.consumer_name
         self._connection = connection
         self._timer = timer
-        self._template = subscribe
+        self._spec = spec
         self._queue_size = max(1, receiver_queue_size)
         self._events = events
         self._resume = resume
@@ -101,15 +99,15 @@ class PartitionStream:
         self.window = PermitWindow(self._queue_size, self._flow)
         self._acks = AckGroup(timer, self._send_ack)
         self.held_batch_acks = HeldBatchAcks()
-        self._unsent_acks: list[broker_pb2.ConsumeRequest] = []
+        self._unsent_acks: list[Any] = []
         """Acks made while reconnecting: sent on the new stream."""
-        self._live: BidiStream | None = None
+        self._live: TransportStream | None = None
         self._current: Attempt | None = None
         """The attempt whose stream is subscribed (deliveries of any other are ignored)."""
         self._opening: Attempt | None = None
         self._seek_id = 0
         self._seeking = 0
-        self._seek_request: broker_pb2.ConsumeRequest | None = None
+        self._seek_request: Seek | None = None
         self._seek_done = threading.Event()
         self._seek_error: errors.PulsarLikeError | None = None
         self._unsubscribed = threading.Event()
@@ -128,24 +126,20 @@ class PartitionStream:
         deadline = self._connection.operation_timeout_s + _now()
         retry_until(deadline, lambda: self._open_first(deadline), self._connection.closed)
 
-    def _request(self) -> broker_pb2.ConsumeRequest:
-        request = broker_pb2.ConsumeRequest(subscribe=self._template)
-        subscribe = request.subscribe
-        # The first permits travel with the subscribe: a message sent right after subscribe() returns is
+    def _spec_now(self) -> ConsumerSpec:
+        # The first permits travel with the subscription: a message sent right after subscribe() returns is
         # covered (a non-persistent topic drops what no permit covers).
-        subscribe.initial_permits = self._queue_size
-        subscribe.consumer_name = self.consumer_name
         offset = self._resume() if self._resume is not None and self._current is not None else None
         if offset is not None:
-            subscribe.start.CopyFrom(broker_pb2.Position(offset=offset))
-            subscribe.start_inclusive = True
-        return request
+            return dataclasses.replace(self._spec, initial_permits=self._queue_size, consumer_name=self.consumer_name,
+                                       start=Position.at(offset), start_inclusive=True)
+        return dataclasses.replace(self._spec, initial_permits=self._queue_size, consumer_name=self.consumer_name)
 
     def _start(self, reconnecting: bool) -> Attempt:
         attempt = self._opening = Attempt()
-        attempt.stream = self._connection.stream(
-            "Consume", self._request(), functools.partial(self._on_response, attempt),
-            functools.partial(self._on_end, attempt), name=f"consumer-{self.topic}", reconnecting=reconnecting)
+        attempt.stream = self._connection.consume(
+            self._spec_now(), functools.partial(self._on_event, attempt), name=f"consumer-{self.topic}",
+            reconnecting=reconnecting)
         attempt.stream.start()
         return attempt
 
@@ -166,35 +160,34 @@ class PartitionStream:
             f"the broker did not answer the subscription on {self.topic} within"
             f" {self._connection.connection_timeout_s:g}s"), self._redial)
 
-    # --- responses (reader thread) ------------------------------------------------------------------------
-    def _on_response(self, attempt: Attempt, response: broker_pb2.ConsumeResponse) -> None:
-        kind = response.WhichOneof("response")
-        if kind == "deliveries":
+    # --- events (reader thread) ---------------------------------------------------------------------------
+    def _on_event(self, attempt: Attempt, event: Any) -> None:
+        kind = type(event)
+        if kind is Delivery:
             if attempt is self._current and not self._seeking:
-                self._events.on_entries(response.deliveries.entries, self.window)
-        elif kind == "subscribed":
-            self._subscribed(attempt, response.subscribed)
-        elif kind == "seek_done":
-            self._seek_finished(response.seek_done)
-        elif kind == "active_change":
-            self.active = response.active_change.is_active
-        elif kind == "end_of_topic":
+                self._events.on_entries(event.entries, self.window)
+        elif kind is Subscribed:
+            self._subscribed(attempt, event)
+        elif kind is SeekDone:
+            self._seek_finished(event)
+        elif kind is ActiveChanged:
+            self.active = event.active
+        elif kind is EndOfTopic:
             self.reached_end_of_topic = True
             self._events.on_end_of_topic()
-        elif kind == "unsubscribed":
-            done = response.unsubscribed
-            self._unsubscribe_error = error_from_proto(done.error) if done.error.code else None
+        elif kind is Unsubscribed:
+            self._unsubscribe_error = event.error
             self._unsubscribed.set()
-        elif kind == "warning":
+        elif kind is Refused:
             log.warning("event=consumer_request_rejected topic=%s subscription=%s error=%r", self.topic,
-                        self.subscription, error_from_proto(response.warning))
-        elif kind == "error":
-            attempt.in_band_error = error_from_proto(response.error)  # the stream ends next
-        elif kind == "unreadable":
+                        self.subscription, event.error)
+        elif kind is Unreadable:
             if attempt is self._current and not self._seeking:
-                self._events.on_unreadable(error_from_proto(response.unreadable), self.window)
+                self._events.on_unreadable(event.error, self.window)
+        elif kind is Closed:
+            self._on_end(attempt, event.error)
 
-    def _subscribed(self, attempt: Attempt, subscribed: broker_pb2.Subscribed) -> None:
+    def _subscribed(self, attempt: Attempt, subscribed: Subscribed) -> None:
         stream = attempt.stream
         assert stream is not None
         with self._lock:
@@ -219,7 +212,6 @@ class PartitionStream:
             self._events.on_reconnected()
 
     def _on_end(self, attempt: Attempt, error: errors.PulsarLikeError | None) -> None:
-        error = attempt.in_band_error or error
         with self._lock:
             if self.closed or error is None:
                 return
@@ -260,13 +252,13 @@ class PartitionStream:
         self._events.on_failed(error)
 
     # --- requests -------------------------------------------------------------------------------------------
-    def _send(self, request: broker_pb2.ConsumeRequest) -> None:
+    def _send(self, request: Any) -> None:
         """A request that only means something on the current stream (flow, redelivery)."""
         live = self._live
         if live is not None:
             live.send(request)
 
-    def _send_ack(self, request: broker_pb2.ConsumeRequest) -> None:
+    def _send_ack(self, request: Any) -> None:
         with self._lock:
             live = self._live
             if live is None:
@@ -278,7 +270,7 @@ class PartitionStream:
     def _flow(self, permits: int) -> None:
         while permits > 0:  # a poison entry's skipped count may exceed Flow's uint32
             step = min(permits, FLOW_PERMITS_MAX)
-            self._send(broker_pb2.ConsumeRequest(flow=broker_pb2.Flow(permits=step)))
+            self._send(Flow(step))
             permits -= step
 
     def check_usable(self) -> None:
@@ -301,18 +293,17 @@ class PartitionStream:
 
     def ack_cumulative(self, offset: int) -> None:
         self._acks.flush()
-        self._send_ack(broker_pb2.ConsumeRequest(ack=broker_pb2.Ack(ack_type=broker_pb2.CUMULATIVE,
-                                                                    offset=offset)))
+        self._send_ack(AckCumulative(offset))
         self.held_batch_acks.forget(offset)
 
     def flush_acks(self) -> None:
         self._acks.flush()
 
-    def redeliver(self, ranges: list[broker_pb2.OffsetRange] | None = None) -> None:
-        """Ask the broker for these entries again, or for everything unacknowledged when None (after a
-        reconnection the broker redelivers everything unacknowledged anyway)."""
+    def redeliver(self, ranges: Sequence[tuple[int, int]] | None = None) -> None:
+        """Ask the broker for the positions of these ``[start, end)`` ranges again, or for everything
+        unacknowledged when None (after a reconnection the broker redelivers everything unacknowledged anyway)."""
         self._acks.flush()
-        self._send(broker_pb2.ConsumeRequest(redeliver=broker_pb2.RedeliverUnacknowledged(ranges=ranges or [])))
+        self._send(Redeliver(tuple(ranges or ())))
 
     # --- seek -----------------------------------------------------------------------------------------------
     def start_seek(self, target: MessageId | int) -> None:
@@ -332,10 +323,10 @@ class PartitionStream:
         self.held_batch_acks.forget()
         self._send(request)
 
-    def _seek_finished(self, done: broker_pb2.SeekDone) -> None:
+    def _seek_finished(self, done: SeekDone) -> None:
         if done.seek_id != self._seeking:
             return
-        self._seek_error = error_from_proto(done.error) if done.error.code else None
+        self._seek_error = done.error
         # The broker starts from no permits after a seek: a new window, all of it sent now.
         self.window = PermitWindow(self._queue_size, self._flow)
         self._seeking = 0
@@ -364,7 +355,7 @@ class PartitionStream:
         self._unsubscribe_error = None
         self._unsubscribing = True
         try:
-            self._send(broker_pb2.ConsumeRequest(unsubscribe=broker_pb2.Unsubscribe(request_id=request_id)))
+            self._send(Unsubscribe(request_id))
             if not self._unsubscribed.wait(timeout_s):
                 raise errors.Timeout(f"unsubscribe on {self.topic} not confirmed within {timeout_s:g}s")
         finally:
@@ -390,7 +381,6 @@ class PartitionStream:
         self._seek_done.set()
         self._unsubscribed.set()
         if live is not None:
-            live.send(broker_pb2.ConsumeRequest(close=broker_pb2.CloseConsumer()))
             live.close()
         elif opening is not None and opening.stream is not None:
             opening.stream.close(wait_s=0)  # maybe still waiting for the broker to come back

@@ -3,8 +3,10 @@
 A reader that decodes entries itself (with :mod:`connector.client.entries`; the Spark source builds Arrow
 columns from them) gets them here instead of as :class:`~connector.client.message.Message` objects: a
 non-durable (reader) subscription starting at ``start_offset`` (inclusive), delivered in order to
-``events.on_entries(entries, window)`` on the stream's reader thread, where each entry has ``ledger_id``,
-``entry_id`` (the offset of its first message), ``num_messages`` and ``data`` (the stored bytes). The reader
+``events.on_entries(entries, window)`` on the stream's reader thread, where each entry is an
+:class:`~connector.client.events.Entry` (``ledger_id``, ``entry_id``: the offset of its first message,
+``num_messages``, ``redelivery_count``, ``ack_set`` and ``data``: the stored bytes, decoded once, by the
+reader), whichever transport delivered it. The reader
 calls ``window.took(n)`` for the messages it has handled, which tops the flow permits up.
 
 The stream is the client's :class:`~connector.client.consume_stream.PartitionStream`: it reconnects by
@@ -16,17 +18,17 @@ from __future__ import annotations
 import uuid
 from typing import Callable
 
-from broker_core.protocol import broker_pb2
-
-from connector.client.connection import Connection
 from connector.client.consume_stream import PartitionStream, StreamEvents
+from connector.client.enums import ConsumerType
+from connector.client.events import ConsumerSpec, Entry, Position
 from connector.client.permits import PermitWindow
 from connector.client.timer import TimerThread
+from connector.client.transport import Transport
 
-__all__ = ["PartitionStream", "PermitWindow", "StreamEvents", "open_entry_stream"]
+__all__ = ["Entry", "PartitionStream", "PermitWindow", "StreamEvents", "open_entry_stream"]
 
 
-def open_entry_stream(connection: Connection, timer: TimerThread, topic: str, partition: int, start_offset: int,
+def open_entry_stream(connection: Transport, timer: TimerThread, topic: str, partition: int, start_offset: int,
                       permits: int, events: StreamEvents, resume: Callable[[], int | None] | None = None,
                       subscription: str | None = None, read_compacted: bool = False) -> PartitionStream:
     """A reader stream on ``topic`` (the partition's full name, e.g. ``persistent://t/ns/x-partition-1``;
@@ -35,8 +37,8 @@ def open_entry_stream(connection: Connection, timer: TimerThread, topic: str, pa
     ``TopicNotFound``), and ``close()`` when done. ``subscription`` names the reader (a fresh name by
     default). ``read_compacted``: the partition's compacted view below its compaction horizon (Pulsar's
     ``readCompacted``: offsets have gaps there), raw messages from it."""
-    subscribe = broker_pb2.Subscribe(
-        topic=topic, subscription=subscription or f"reader-{uuid.uuid4().hex[:12]}",
-        sub_type=broker_pb2.EXCLUSIVE_SUB, durable=False, start=broker_pb2.Position(offset=start_offset),
-        start_inclusive=True, partition_index=partition, read_compacted=read_compacted)
-    return PartitionStream(connection, timer, subscribe, permits, events, resume)
+    spec = ConsumerSpec(
+        topic=topic, subscription=subscription or f"reader-{uuid.uuid4().hex[:12]}", sub_type=ConsumerType.Exclusive,
+        durable=False, start=Position.at(start_offset), start_inclusive=True, partition=partition,
+        read_compacted=read_compacted)
+    return PartitionStream(connection, timer, spec, permits, events, resume)

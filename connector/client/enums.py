@@ -1,14 +1,14 @@
-"""The enums of the ``pulsar-client`` Python API, with the same member names, and their wire mapping."""
+"""The enums of the ``pulsar-client`` Python API, with the same member names (each transport maps them to its
+wire: :mod:`connector.client.grpc_streams`, :mod:`connector.client.binary`)."""
 from __future__ import annotations
 
 from enum import IntEnum
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
 
 
 class ConsumerType(IntEnum):
-    """Subscription type (the values equal ``broker_pb2.SubscriptionType``)."""
+    """Subscription type (the values equal ``broker.proto``'s ``SubscriptionType``)."""
 
     Exclusive = 0
     Shared = 1
@@ -17,7 +17,7 @@ class ConsumerType(IntEnum):
 
 
 class InitialPosition(IntEnum):
-    """Where a new durable subscription starts (values equal ``broker_pb2.InitialPosition``)."""
+    """Where a new durable subscription starts (values equal ``broker.proto``'s ``InitialPosition``)."""
 
     Latest = 0
     Earliest = 1
@@ -65,7 +65,7 @@ class HashingScheme(IntEnum):
 
 
 class KeySharedMode(IntEnum):
-    """How a Key_Shared consumer gets its hash ranges (values equal ``broker_pb2.KeySharedMode``)."""
+    """How a Key_Shared consumer gets its hash ranges (values equal ``broker.proto``'s ``KeySharedMode``)."""
 
     AutoSplit = 0
     Sticky = 1
@@ -150,14 +150,6 @@ def result_of(exc: BaseException | None) -> Result:
 
 _RESULT_NAMES = {"PersistenceError": "BrokerPersistenceError"}
 """Error classes named as Pulsar's broker names them whose client ``Result`` has another name."""
-
-
-ACCESS_MODE_TO_WIRE = {
-    ProducerAccessMode.Shared: broker_pb2.SHARED,
-    ProducerAccessMode.Exclusive: broker_pb2.EXCLUSIVE,
-    ProducerAccessMode.WaitForExclusive: broker_pb2.WAIT_FOR_EXCLUSIVE,
-    ProducerAccessMode.ExclusiveWithFencing: broker_pb2.EXCLUSIVE_WITH_FENCING,
-}
 
 
 def check_enum(name: str, value: object, enum: type[IntEnum]) -> IntEnum:

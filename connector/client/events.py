@@ -12,9 +12,12 @@ What the core asks::
     ConsumerSpec      open a subscription's stream to one topic partition (start, type, permits ...)
       Flow            more permits                 Ack / AckCumulative   acknowledge positions
       Redeliver       send these again (or all)    Seek                  move to a position or a time
-      Unsubscribe     delete the subscription      CloseStream           close the consumer or producer
+      Unsubscribe     delete the subscription
     ProducerSpec      open a producer on one topic partition; then ``PendingEntry`` items
-                      (:mod:`connector.client.batching`: the entry's bytes as stored) and CloseStream
+                      (:mod:`connector.client.batching`: the entry's bytes as stored)
+
+    and ``close()`` on the stream (:class:`~connector.client.transport.TransportStream`) closes either on the
+    broker.
 
 What a transport reports, in order, on the stream's reader thread::
 
@@ -145,14 +148,7 @@ class Unsubscribe:
     request_id: int
 
 
-@dataclass(frozen=True, slots=True)
-class CloseStream:
-    """Close the consumer or producer on the broker; the stream ends with ``Closed(None)``."""
-
-
-CLOSE = CloseStream()
-
-ConsumerRequest = Union[Flow, Ack, AckCumulative, Redeliver, Seek, Unsubscribe, CloseStream]
+ConsumerRequest = Union[Flow, Ack, AckCumulative, Redeliver, Seek, Unsubscribe]
 
 
 @dataclass(frozen=True, slots=True)

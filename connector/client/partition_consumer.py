@@ -12,6 +12,7 @@ policy, the messages of an entry delivered ``max_redeliver_count`` times or more
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import logging
@@ -19,13 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2, pulsar_api_pb2
+from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol.chunks import Chunk
 
 from connector.client import entries as entry_codec
 from connector.client.chunk_assembly import ChunkAssembly
-from connector.client.connection import Connection
 from connector.client.consume_stream import PartitionStream
+from connector.client.enums import InitialPosition
+from connector.client.events import EARLIEST, ConsumerSpec, Entry
 from connector.client.message import EntryInfo, Message, decode_error
 from connector.client.message_id import MessageId
 from connector.client.opening import Deadline, open_all
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from connector.client.dead_letter import DeadLetters
     from connector.client.lookup import Lookup
     from connector.client.positions import ReadPositions
-    from connector.client.transport import Positions
+    from connector.client.transport import Positions, Transport
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +65,12 @@ class PartitionConsumer:
     redelivered later (chunks given up for now); ``resume`` is the non-durable resume point (see
     :class:`~connector.client.consume_stream.PartitionStream`)."""
 
-    def __init__(self, connection: Connection, timer: TimerThread, subscribe: broker_pb2.Subscribe,
+    def __init__(self, connection: "Transport", timer: TimerThread, spec: ConsumerSpec,
                  settings: ConsumerSettings, queue: ReceiveQueue,
                  redeliver_later: Callable[["PartitionConsumer"], None],
                  dead_letters: "DeadLetters | None" = None, resume: Callable[[], int | None] | None = None) -> None:
-        self.topic = subscribe.topic
-        self.partition = subscribe.partition_index
+        self.topic = spec.topic
+        self.partition = spec.partition
         self._connection = connection
         self._settings = settings
         self.values = settings.values
@@ -76,7 +78,7 @@ class PartitionConsumer:
         self._dead_letters = dead_letters
         self.max_received_offset = -1
         self._resume = resume
-        self.start_floor = subscribe.start.offset if subscribe.start.WhichOneof("position") == "offset" else -1
+        self.start_floor = spec.start.offset if spec.start is not None and not spec.start.latest else -1
         """The first offset the application may get: the broker delivers whole entries, so a start (or seek)
         inside a batch gets the batch's earlier messages too, which are dropped here (pulsar-client does the
         same with the batch index of its start id)."""
@@ -85,11 +87,11 @@ class PartitionConsumer:
             settings.auto_ack_oldest_chunked_message_on_queue_full,
             settings.expire_time_of_incomplete_chunked_message_ms,
             ack_all=self._ack_offsets, redeliver_later=functools.partial(redeliver_later, self))
-        self.stream = PartitionStream(connection, timer, subscribe, settings.receiver_queue_size, self, resume)
+        self.stream = PartitionStream(connection, timer, spec, settings.receiver_queue_size, self, resume)
         self.stream.open()
 
     # --- stream events (reader thread) --------------------------------------------------------------------
-    def on_entries(self, entries: Sequence[broker_pb2.DeliveredEntry], window: PermitWindow) -> None:
+    def on_entries(self, entries: Sequence[Entry], window: PermitWindow) -> None:
         out: list[Message] = []
         settled = 0
         for entry in entries:
@@ -126,7 +128,7 @@ class PartitionConsumer:
         self._queue.wake()
 
     # --- decoding -----------------------------------------------------------------------------------------
-    def _decode(self, entry: broker_pb2.DeliveredEntry, window: PermitWindow, out: list[Message]) -> int:
+    def _decode(self, entry: Entry, window: PermitWindow, out: list[Message]) -> int:
         """Append the entry's messages to ``out``; returns how many it settled without the application."""
         metadata, payload, _ = entry_codec.open_entry(entry.data)
         first = len(out)
@@ -166,7 +168,7 @@ class PartitionConsumer:
                     self.stream.held_batch_acks.acknowledged_before(entry.entry_id, num, kept)
         return settled + self._to_dead_letters(entry, out, first)
 
-    def _to_dead_letters(self, entry: broker_pb2.DeliveredEntry, out: list[Message], first: int) -> int:
+    def _to_dead_letters(self, entry: Entry, out: list[Message], first: int) -> int:
         """Hand the entry's messages (``out[first:]``) to the dead letters when it was delivered
         ``max_redeliver_count`` times or more; returns how many they kept from the application."""
         dead = self._dead_letters
@@ -177,7 +179,7 @@ class PartitionConsumer:
             del out[first:]
         return taken
 
-    def _add_chunk(self, entry: broker_pb2.DeliveredEntry, metadata: pulsar_api_pb2.MessageMetadata,
+    def _add_chunk(self, entry: Entry, metadata: pulsar_api_pb2.MessageMetadata,
                    payload: memoryview, window: PermitWindow, out: list[Message]) -> Message | None:
         """The message this chunk completes, if any (an undecodable one is appended to ``out`` directly)."""
         offset = entry.entry_id
@@ -198,7 +200,7 @@ class PartitionConsumer:
             metadata, self.topic, entry.ledger_id, offset, self.partition, entry.redelivery_count, 1, False,
             self, window), -1)
 
-    def _undecodable(self, entry: broker_pb2.DeliveredEntry, window: PermitWindow, exc: errors.PulsarLikeError,
+    def _undecodable(self, entry: Entry, window: PermitWindow, exc: errors.PulsarLikeError,
                      offsets: Sequence[int] | None = None) -> Message:
         """What stands in the queue for an undecodable entry, or chunked message when ``offsets`` (its
         chunks') are given; it is taken like one message, so the entry's other permits return now."""
@@ -246,7 +248,7 @@ class PartitionConsumer:
         if entry_ids is None:
             self.stream.redeliver()
             return
-        self.stream.redeliver([broker_pb2.OffsetRange(start=offset, end=offset + 1)
+        self.stream.redeliver([(offset, offset + 1)
                                for entry_id in entry_ids for offset in self._chunks.offsets_of(entry_id)])
 
     # --- seek and lifecycle -------------------------------------------------------------------------------
@@ -286,10 +288,10 @@ class PartitionConsumer:
 
 class PartitionOpener:
     """Opens the partition consumers of one consumer: for each topic (every partition of a partitioned one)
-    a copy of the ``template`` Subscribe; with ``positions`` (non-durable subscriptions) each resumes after
-    the last message it handed out."""
+    a copy of the ``template`` :class:`~connector.client.events.ConsumerSpec`; with ``positions``
+    (non-durable subscriptions) each resumes after the last message it handed out."""
 
-    def __init__(self, connection: Connection, timer: TimerThread, lookup: "Lookup", template: broker_pb2.Subscribe,
+    def __init__(self, connection: "Transport", timer: TimerThread, lookup: "Lookup", template: ConsumerSpec,
                  settings: ConsumerSettings, positions: "ReadPositions | None" = None, call: str = "subscribe") -> None:
         """``call`` names the client call in the errors of an opening (``subscribe``, ``create_reader``)."""
         self._connection = connection
@@ -321,16 +323,12 @@ class PartitionOpener:
 
         def open_one(target: tuple[str, int]) -> PartitionConsumer:
             partition_topic, index = target
-            request = broker_pb2.Subscribe()
-            request.CopyFrom(self._template)
-            request.topic = partition_topic
-            request.partition_index = index
+            spec = dataclasses.replace(self._template, topic=partition_topic, partition=index)
             if from_earliest:
-                request.initial_position = broker_pb2.EARLIEST
-                if not request.durable:
-                    request.start.CopyFrom(broker_pb2.Position(earliest=True))
+                spec = dataclasses.replace(spec, initial_position=InitialPosition.Earliest,
+                                           start=spec.start if spec.durable else EARLIEST)
             resume = functools.partial(positions.next_offset, partition_topic) if positions else None
-            return PartitionConsumer(self._connection, self._timer, request, self.settings, queue,
+            return PartitionConsumer(self._connection, self._timer, spec, self.settings, queue,
                                      redeliver_later, dead_letters, resume)
         what = f"{self._call} on {shown or ', '.join(topics)} (subscription {self._template.subscription})"
         return open_all(targets, open_one, PartitionConsumer.close, deadline, what)

@@ -23,19 +23,19 @@ from broker_core.types import TopicName
 from connector.client import chunking_producer
 from connector.client.batching import PLAIN_HEADERS, PLAIN_LIMIT, BatchContainer, PendingEntry
 from connector.client.callbacks import ChunkedSend, SyncWaiter, complete_callbacks
-from connector.client.connection import Connection
 from connector.client.key_based import KeyBasedBatchContainer
 from connector.client.opening import Deadline, open_all
 from connector.client.produce_channel import ProducerChannel
 from connector.client.producer_conf import ProducerConf, check_sequence_id
 from connector.client.timer import TimerThread
+from connector.client.transport import Transport
 
 log = logging.getLogger(__name__)
 
 __all__ = ["PartitionProducer", "SyncWaiter", "close_unused", "open_producers"]
 
 
-def open_producers(connection: Connection, timer: TimerThread, topic: str, indexes: Sequence[int], conf: ProducerConf,
+def open_producers(connection: Transport, timer: TimerThread, topic: str, indexes: Sequence[int], conf: ProducerConf,
                    deadline: Deadline | None, producer_name: str | None = None) -> list["PartitionProducer"]:
     """The producers of ``topic``'s partitions ``indexes`` (``[-1]``: the topic itself, not partitioned), opened
     within ``deadline`` (None: as long as it takes, a ``WaitForExclusive`` producer's way) by
@@ -61,7 +61,7 @@ def close_unused(producer: "PartitionProducer") -> None:
 
 
 class PartitionProducer:
-    def __init__(self, connection: Connection, timer: TimerThread, topic: str, partition: int,
+    def __init__(self, connection: Transport, timer: TimerThread, topic: str, partition: int,
                  conf: ProducerConf, producer_name: str | None = None) -> None:
         self.topic = topic
         self.partition = partition

@@ -9,6 +9,10 @@ id, completes the entries the broker already has (their ids are unknown: ``(-1,-
 and re-sends the rest in order. Sends fail only when ``send_timeout_millis`` passes (``Timeout``), or when the
 broker refuses the producer for good (``ProducerFenced``, ``TopicTerminated`` ...).
 
+It speaks the client's events (:mod:`connector.client.events`) with its transport: a
+:class:`~connector.client.events.ProducerSpec` opens it, :class:`~connector.client.batching.PendingEntry` items
+go out, ``ProducerReady``, ``Receipt``, ``SendFailed`` and ``Closed`` come back, whichever the transport.
+
 The channel shares its producer's lock: entries are queued in sequence-id order under it, and
 :class:`ProducerState` callbacks run with it held.
 """
@@ -19,45 +23,26 @@ import functools
 import logging
 import threading
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
-from broker_core.protocol.status import error_from_proto
 
-from connector.client.batching import PendingEntry, pack_requests
+from connector.client.batching import PendingEntry
 from connector.client.callbacks import SyncWaiter, complete_callbacks
-from connector.client.connection import BidiStream, Connection
-from connector.client.enums import Result
+from connector.client.enums import ProducerAccessMode, Result
+from connector.client.events import Closed, ProducerReady, ProducerSpec, Receipt, SendFailed
 from connector.client.message_id import MessageId
 from connector.client.producer_conf import ProducerConf
 from connector.client.reconnect import Attempt, Redial, retriable, retriable_on_reconnect, retry_until
 from connector.client.timer import TimerThread
 
+if TYPE_CHECKING:
+    from connector.client.transport import Transport, TransportStream
+
 log = logging.getLogger(__name__)
 
-SEND_ENTRY_FRAMING = 48
-"""Most bytes a ``SendEntry`` adds to its data in a request (field tags, three varints, lengths)."""
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
-
-
-def pack_within(items: list[Any], limit: int) -> list[broker_pb2.ProduceRequest]:
-    """``pack_requests`` over runs of at most ``limit`` (the broker's maxMessageSize) bytes, counting each
-    entry's protobuf framing: the broker reads requests of its maxMessageSize plus a margin, no larger."""
-    out: list[broker_pb2.ProduceRequest] = []
-    run: list[Any] = []
-    size = 0
-    for item in items:
-        if type(item) is PendingEntry:
-            n = len(item.data) + SEND_ENTRY_FRAMING
-            if run and size + n > limit:
-                out.extend(pack_requests(run))
-                run, size = [], 0
-            size += n
-        run.append(item)
-    if run:
-        out.extend(pack_requests(run))
-    return out
+"""The largest entry until the broker says (``ProducerReady.max_message_size``)."""
 
 
 class ProducerState(Protocol):
@@ -73,7 +58,7 @@ class ProducerState(Protocol):
 class ProducerChannel:
     """See the module docstring."""
 
-    def __init__(self, connection: Connection, timer: TimerThread, topic: str, partition: int, conf: ProducerConf,
+    def __init__(self, connection: "Transport", timer: TimerThread, topic: str, partition: int, conf: ProducerConf,
                  lock: threading.Lock, changed: threading.Condition, producer: ProducerState,
                  producer_name: str | None = None) -> None:
         self.topic = topic
@@ -90,7 +75,7 @@ class ProducerChannel:
         """The broker's last persisted sequence id for this name when the producer first opened."""
         self.last_sequence_id = -1
         self.pending: collections.deque[PendingEntry] = collections.deque()
-        self._live: BidiStream | None = None
+        self._live: "TransportStream | None" = None
         self._current: Attempt | None = None
         self._opening: Attempt | None = None
         self._timeout_check_scheduled = False
@@ -102,24 +87,22 @@ class ProducerChannel:
     def open(self) -> None:
         """Open the producer, retrying while the broker is unreachable or not ready, within the operation
         timeout (``WaitForExclusive``: as long as it takes to become the exclusive producer)."""
-        wait_s = None if self.conf.access_mode == broker_pb2.WAIT_FOR_EXCLUSIVE \
+        wait_s = None if self.conf.access_mode == ProducerAccessMode.WaitForExclusive \
             else self._connection.operation_timeout_s
         deadline = time.monotonic() + (wait_s if wait_s is not None else 1e12)
         retry_until(deadline, lambda: self._open_first(deadline, wait_s), self._connection.closed)
 
-    def _request(self) -> broker_pb2.ProduceRequest:
+    def _spec(self) -> ProducerSpec:
         conf = self.conf
         first = self._current is None
-        return broker_pb2.ProduceRequest(open=broker_pb2.ProducerOpen(
-            topic=self.topic, producer_name=self.producer_name, access_mode=conf.access_mode,
-            properties=dict(conf.properties),
-            initial_sequence_id=-1 if conf.initial_sequence_id is None or not first else conf.initial_sequence_id))
+        return ProducerSpec(
+            self.topic, self.producer_name, conf.access_mode, dict(conf.properties),
+            -1 if conf.initial_sequence_id is None or not first else conf.initial_sequence_id)
 
     def _start(self, reconnecting: bool) -> Attempt:
         attempt = self._opening = Attempt()
-        attempt.stream = self._connection.stream(
-            "Produce", self._request(), functools.partial(self._on_response, attempt),
-            functools.partial(self._on_end, attempt), batch_requests=self._pack, name=f"producer-{self.topic}",
+        attempt.stream = self._connection.produce(
+            self._spec(), functools.partial(self._on_event, attempt), name=f"producer-{self.topic}",
             reconnecting=reconnecting)
         attempt.stream.start()
         return attempt
@@ -134,7 +117,7 @@ class ProducerChannel:
         if self.closed:
             return
         attempt = self._start(reconnecting=True)
-        if self.conf.access_mode != broker_pb2.WAIT_FOR_EXCLUSIVE:  # that one waits its turn, however long
+        if self.conf.access_mode != ProducerAccessMode.WaitForExclusive:  # that one waits its turn, however long
             self._timer.call_later(self._connection.connection_timeout_s, self._attempt_expired, attempt)
 
     def _attempt_expired(self, attempt: Attempt) -> None:
@@ -152,9 +135,6 @@ class ProducerChannel:
         if self.conf.send_timeout_ms > 0 and not self._timeout_check_scheduled:
             self._timeout_check_scheduled = True
             self._timer.call_later(self.conf.send_timeout_ms / 1000.0, self._check_send_timeouts)
-
-    def _pack(self, items: list[Any]) -> list[broker_pb2.ProduceRequest]:
-        return pack_within(items, self.max_message_size)
 
     def _check_send_timeouts(self) -> None:
         expired: list[PendingEntry] = []
@@ -177,20 +157,19 @@ class ProducerChannel:
                 f"send_timeout_millis={self.conf.send_timeout_ms}"
                 + ("" if self._live is not None else " (the broker could not be reached meanwhile)")))
 
-    # --- responses (reader thread) --------------------------------------------------------------------------
-    def _on_response(self, attempt: Attempt, response: broker_pb2.ProduceResponse) -> None:
-        kind = response.WhichOneof("response")
-        if kind == "receipts":
-            for receipt in response.receipts.receipts:
-                self._on_receipt(receipt)
-        elif kind == "failure":
-            self._on_failure(response.failure.sequence_id, error_from_proto(response.failure.error))
-        elif kind == "opened":
-            self._opened(attempt, response.opened)
-        elif kind == "error":
-            attempt.in_band_error = error_from_proto(response.error)  # the stream ends next
+    # --- events (reader thread) -----------------------------------------------------------------------------
+    def _on_event(self, attempt: Attempt, event: Any) -> None:
+        kind = type(event)
+        if kind is Receipt:
+            self._on_receipt(event)
+        elif kind is SendFailed:
+            self._on_failure(event.sequence_id, event.error)
+        elif kind is ProducerReady:
+            self._opened(attempt, event)
+        elif kind is Closed:
+            self._on_end(attempt, event.error)
 
-    def _opened(self, attempt: Attempt, opened: broker_pb2.ProducerOpened) -> None:
+    def _opened(self, attempt: Attempt, opened: ProducerReady) -> None:
         stream = attempt.stream
         assert stream is not None
         dropped: list[PendingEntry] = []
@@ -228,7 +207,7 @@ class ProducerChannel:
             log.info("event=producer_resent topic=%s producer=%s already_stored=%d resent=%d", self.topic,
                      self.producer_name, len(dropped), len(self.pending))
 
-    def _on_receipt(self, receipt: broker_pb2.SendReceipt) -> None:
+    def _on_receipt(self, receipt: Receipt) -> None:
         with self._lock:
             entry = self._pop_pending(receipt.sequence_id)
             if entry is None:
@@ -276,7 +255,6 @@ class ProducerChannel:
             complete_callbacks(entry.callbacks, error)
 
     def _on_end(self, attempt: Attempt, error: errors.PulsarLikeError | None) -> None:
-        error = attempt.in_band_error or error
         with self._lock:
             if self.closed or error is None:
                 return
@@ -329,7 +307,6 @@ class ProducerChannel:
             opening, self._opening = self._opening, None
         self._redial.stop()
         if live is not None:
-            live.send(broker_pb2.ProduceRequest(close=broker_pb2.CloseProducer()))
             live.close()
         elif opening is not None and opening.stream is not None:
             opening.stream.close(wait_s=0)

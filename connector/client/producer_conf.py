@@ -39,6 +39,6 @@ class ProducerConf:
     properties: Mapping[str, str]
     """The producer's own properties (the broker shows them as the publisher's ``metadata``)."""
     access_mode: int
-    """``broker_pb2.ProducerAccessMode`` value."""
+    """:class:`~connector.client.enums.ProducerAccessMode`."""
     chunking_enabled: bool = False
     """Split messages above the broker's maxMessageSize (needs batching off)."""

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
 
 from connector.client.consumer import Consumer
+from connector.client.events import EARLIEST, LATEST, Position
 from connector.client.lookup import Lookup
 from connector.client.message import Message
 from connector.client.message_id import MessageId
@@ -26,17 +26,17 @@ from connector.client.transport import DENSE, Positions
 
 
 def start_position(start_message_id: MessageId, inclusive: bool,
-                   last_offset: Callable[[], int] | None = None, numbering: Positions = DENSE) -> broker_pb2.Position:
-    """The wire ``Position`` of a reader start: earliest, latest, or the message's position (``numbering``:
+                   last_offset: Callable[[], int] | None = None, numbering: Positions = DENSE) -> Position:
+    """Where a reader starts: earliest, latest, or the message's position (``numbering``:
     the transport's; +1 unless inclusive). Latest inclusive is the last message's position when
     ``last_offset`` finds one: the broker starts at the entry holding it, and the partition consumer drops
     the batch's earlier messages (pulsar-client reads only the last message)."""
     if start_message_id.is_earliest():
-        return broker_pb2.Position(earliest=True)
+        return EARLIEST
     if start_message_id.is_latest():
         last = last_offset() if inclusive and last_offset is not None else -1
-        return broker_pb2.Position(offset=last) if last >= 0 else broker_pb2.Position(latest=True)
-    return broker_pb2.Position(offset=numbering.position(start_message_id) + (0 if inclusive else 1))
+        return Position.at(last) if last >= 0 else LATEST
+    return Position.at(numbering.position(start_message_id) + (0 if inclusive else 1))
 
 
 class Reader:

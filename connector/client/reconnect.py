@@ -24,7 +24,7 @@ from broker_core import errors
 from connector.client.timer import TimerThread
 
 if TYPE_CHECKING:
-    from connector.client.connection import BidiStream
+    from connector.client.transport import TransportStream
 
 log = logging.getLogger(__name__)
 
@@ -160,15 +160,13 @@ class Redial:
 class Attempt:
     """One opening of a producer's or consumer's stream: its stream and, once settled, its outcome."""
 
-    __slots__ = ("stream", "settled", "failure", "in_band_error")
+    __slots__ = ("stream", "settled", "failure")
 
     def __init__(self) -> None:
-        self.stream: "BidiStream | None" = None
+        self.stream: "TransportStream | None" = None
         self.settled = threading.Event()
         """Set once opened (``failure`` None) or failed."""
         self.failure: errors.PulsarLikeError | None = None
-        self.in_band_error: errors.PulsarLikeError | None = None
-        """The error the broker sent before ending the stream (it wins over the transport's)."""
 
     def wait_opened(self, wait_s: float | None, timeout: errors.PulsarLikeError) -> None:
         """Wait for the broker's answer to a first opening: raises ``timeout`` when none came within ``wait_s``

@@ -24,7 +24,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from connector.client.events import LastMessage, TopicSchema
+from connector.client.events import (ConsumerEvent, ConsumerSpec, LastMessage, ProducerEvent, ProducerSpec,
+                                     TopicSchema)
 from connector.client.message_id import MessageId
 
 if TYPE_CHECKING:
@@ -72,9 +73,8 @@ class TransportStream(Protocol):
         """Start opening it and reporting events (after the caller stored the stream where its handler looks)."""
 
     def send(self, request: Any) -> None:
-        """Queue a request -- a consumer's :data:`~connector.client.events.ConsumerRequest`, a producer's
-        :class:`~connector.client.batching.PendingEntry` or :data:`~connector.client.events.CLOSE` -- never
-        blocks."""
+        """Queue a request -- a consumer's :data:`~connector.client.events.ConsumerRequest` or a producer's
+        :class:`~connector.client.batching.PendingEntry` -- never blocks."""
 
     def close(self, wait_s: float = 2.0) -> None:
         """Close it on the broker (waiting up to ``wait_s`` for the answer); the last event is ``Closed(None)``."""
@@ -100,11 +100,14 @@ class Transport(Protocol):
     def ensure_ready(self) -> None:
         """Wait (``connection_timeout_s``) for the first connection; ``ConnectError`` if there is none."""
 
-    def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
-               on_end: Callable[[Any], None], batch_requests: Callable[[list[Any]], Any] | None = None,
-               name: str = "stream", reconnecting: bool = False) -> TransportStream:
-        """Open a ``Produce`` or ``Consume`` stream whose first request is ``first_request`` (a ``broker_pb2``
-        request: the streams move to the client's events next)."""
+    def consume(self, spec: ConsumerSpec, on_event: Callable[[ConsumerEvent], None], name: str = "consumer",
+                reconnecting: bool = False) -> TransportStream:
+        """A consumer's stream, not started; its events (:mod:`connector.client.events`) go to ``on_event``.
+        A first opening (not ``reconnecting``) fails at once when the broker cannot be reached."""
+
+    def produce(self, spec: ProducerSpec, on_event: Callable[[ProducerEvent], None], name: str = "producer",
+                reconnecting: bool = False) -> TransportStream:
+        """A producer's stream, not started (as :meth:`consume`)."""
 
     def partitions(self, topic: str, timeout_s: float | None = None, retry: bool = False) -> int:
         """The partition count of ``topic`` (0: not partitioned)."""

@@ -20,7 +20,8 @@ from typing import Any, Callable
 from broker_core import errors
 
 from connector.client.connection import Connection
-from connector.client.events import LastMessage, TopicSchema
+from connector.client.events import (ConsumerEvent, ConsumerSpec, LastMessage, ProducerEvent, ProducerSpec,
+                                     TopicSchema)
 from connector.client.reconnect import retry_until
 from connector.client.security import Security, parse_service_url
 from connector.client.transport import Transport, TransportStream
@@ -176,14 +177,17 @@ class AutoTransport:
                             retry: bool = False) -> None:
         self._ready(timeout_s, retry).create_subscription(topic, subscription, timeout_s, retry)
 
-    def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
-               on_end: Callable[[errors.PulsarLikeError | None], None],
-               batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream",
-               reconnecting: bool = False) -> TransportStream:
+    def consume(self, spec: ConsumerSpec, on_event: Callable[[ConsumerEvent], None], name: str = "consumer",
+                reconnecting: bool = False) -> TransportStream:
         if self.closed.is_set():
             raise errors.AlreadyClosed("the client is closed")
-        return self.resolve().stream(method, first_request, on_response, on_end, batch_requests, name,
-                                     reconnecting)
+        return self.resolve().consume(spec, on_event, name, reconnecting)
+
+    def produce(self, spec: ProducerSpec, on_event: Callable[[ProducerEvent], None], name: str = "producer",
+                reconnecting: bool = False) -> TransportStream:
+        if self.closed.is_set():
+            raise errors.AlreadyClosed("the client is closed")
+        return self.resolve().produce(spec, on_event, name, reconnecting)
 
     def close(self) -> None:
         self.closed.set()

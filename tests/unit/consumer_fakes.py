@@ -1,17 +1,16 @@
-"""Fakes for consumer unit tests: a connection whose Consume streams subscribe when started and record what
-the consumer sends, a timer that runs its calls by hand, a clock to move, a lookup without a broker, and a
+"""Fakes for consumer unit tests: a transport whose consumer streams subscribe when started and record what
+the consumer sends (the client's events, :mod:`connector.client.events`), a timer that runs its calls by hand, a clock to move, a lookup without a broker, and a
 factory for a real Consumer over them (one partition); helpers deliver entries and read what was sent."""
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from broker_core.errors import ConnectError
-from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
-from broker_core.protocol.status import error_to_proto
+from broker_core.protocol import codec, pulsar_api_pb2
 from connector.client.consumer import Consumer
 from connector.client.enums import ConsumerType
-from connector.client.events import LastMessage
+from connector.client.events import (Ack, AckCumulative, Closed, ConsumerSpec, Delivery, Entry, Flow, LastMessage,
+                                     Redeliver, Seek, Subscribed, Unsubscribe)
 from connector.client.partition_consumer import ConsumerSettings, PartitionConsumer, PartitionOpener
 from connector.client.policies import RedeliveryOptions
 from connector.client.positions import ReadPositions
@@ -20,14 +19,18 @@ from connector.client.transport import DENSE
 TOPIC = "persistent://public/default/t"
 
 
-class FakeStream:
-    """Subscribes when started (or fails with the connection's ``refuse`` error) and records requests."""
+REQUESTS = {"flow": Flow, "ack": (Ack, AckCumulative), "seek": Seek, "redeliver": Redeliver,
+            "unsubscribe": Unsubscribe}
+"""What ``Harness.sent(kind)`` picks."""
 
-    def __init__(self, connection: "FakeConnection", first_request, on_response, on_end, reconnecting) -> None:
-        self.sent: list[broker_pb2.ConsumeRequest] = []
-        self.first_request = first_request
-        self.on_response = on_response
-        self.on_end = on_end
+
+class FakeStream:
+    """Subscribes when started (or ends with the connection's ``refuse`` error) and records requests."""
+
+    def __init__(self, connection: "FakeConnection", spec: ConsumerSpec, on_event, reconnecting) -> None:
+        self.sent: list = []
+        self.spec = spec
+        self.on_event = on_event
         self.reconnecting = reconnecting
         self.closed = False
         self._connection = connection
@@ -36,13 +39,14 @@ class FakeStream:
         if self._connection.silent:
             return
         refuse = self._connection.refuse
-        if refuse is not None:  # the broker's error, then the end of the stream
-            self.on_response(broker_pb2.ConsumeResponse(error=error_to_proto(refuse)))
-            self.on_end(ConnectError("the broker ended the stream"))
+        if refuse is not None:  # the broker's error ends the stream
+            self.on_event(Closed(refuse))
             return
-        subscribe = self.first_request.subscribe
-        self.on_response(broker_pb2.ConsumeResponse(subscribed=broker_pb2.Subscribed(
-            topic=subscribe.topic, consumer_name=subscribe.consumer_name or "c")))
+        self.on_event(Subscribed(self.spec.topic, self.spec.consumer_name or "c"))
+
+    def on_end(self, error) -> None:
+        """The stream ends (a lost one: ``ConnectError``)."""
+        self.on_event(Closed(error))
 
     def send(self, request) -> None:
         self.sent.append(request)
@@ -64,9 +68,8 @@ class FakeConnection:
         self.silent = False
         """The next openings get no answer at all (a channel holding them)."""
 
-    def stream(self, method, first_request, on_response, on_end, batch_requests=None, name="",
-               reconnecting=False) -> FakeStream:
-        stream = FakeStream(self, first_request, on_response, on_end, reconnecting)
+    def consume(self, spec, on_event, name="", reconnecting=False) -> FakeStream:
+        stream = FakeStream(self, spec, on_event, reconnecting)
         self.streams.append(stream)
         return stream
 
@@ -129,8 +132,8 @@ class Harness:
         self.clock = FakeClock()
         self.produced: list = []
         self.positions = ReadPositions() if non_durable else None
-        template = broker_pb2.Subscribe(subscription="sub", sub_type=int(consumer_type), consumer_name="c",
-                                        durable=not non_durable)
+        template = ConsumerSpec(subscription="sub", sub_type=consumer_type, consumer_name="c",
+                                durable=not non_durable)
         opener = PartitionOpener(self.connection, self.timer, FakeLookup(), template,  # type: ignore[arg-type]
                                  ConsumerSettings(queue_size, **(settings or {})), self.positions)
         self.consumer = Consumer(
@@ -147,25 +150,27 @@ class Harness:
     def stream(self) -> FakeStream:
         return self.connection.streams[-1]
 
-    def deliver(self, *entries: broker_pb2.DeliveredEntry) -> None:
-        self.stream.on_response(broker_pb2.ConsumeResponse(deliveries=broker_pb2.Deliveries(entries=list(entries))))
+    def deliver(self, *entries: Entry) -> None:
+        self.stream.on_event(Delivery(list(entries)))
 
-    def respond(self, response: broker_pb2.ConsumeResponse) -> None:
-        self.stream.on_response(response)
+    def respond(self, event) -> None:
+        self.stream.on_event(event)
 
     def sent(self, kind: str, stream: FakeStream | None = None) -> list:
-        return [getattr(r, kind) for r in (stream or self.stream).sent if r.WhichOneof("request") == kind]
+        """The requests of ``kind`` (``flow``, ``ack``, ``seek``, ``redeliver``, ``unsubscribe``) sent."""
+        return [r for r in (stream or self.stream).sent if isinstance(r, REQUESTS[kind])]
 
     def flows(self) -> list[int]:
         return [f.permits for f in self.sent("flow")]
 
     def redelivered(self) -> list[list[tuple[int, int]]]:
-        return [[(r.start, r.end) for r in req.ranges] for req in self.sent("redeliver")]
+        return [list(req.ranges) for req in self.sent("redeliver")]
 
     def acked(self) -> list[int]:
         """Offsets acknowledged individually (grouped acks flushed first)."""
         self.sub.stream.flush_acks()
-        return sorted(o for ack in self.sent("ack") for r in ack.ranges for o in range(r.start, r.end))
+        return sorted(o for ack in self.sent("ack") if isinstance(ack, Ack) for start, end in ack.ranges
+                      for o in range(start, end))
 
     def drain(self) -> list:
         out = []
@@ -177,20 +182,18 @@ class Harness:
         return out
 
 
-def batch(entry_id: int, payloads: list, redelivery_count: int = 0, ack_set=()) -> broker_pb2.DeliveredEntry:
+def batch(entry_id: int, payloads: list, redelivery_count: int = 0, ack_set=()) -> Entry:
     meta = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1,
                                           num_messages_in_batch=len(payloads))
     data = codec.broker_entry_prefix(1, entry_id + len(payloads) - 1) + \
         codec.encode_entry(meta, codec.encode_batch(payloads))
-    return broker_pb2.DeliveredEntry(data=data, entry_id=entry_id, num_messages=len(payloads),
-                                     redelivery_count=redelivery_count, ack_set=list(ack_set))
+    return Entry(data, 0, entry_id, len(payloads), redelivery_count, tuple(ack_set))
 
 
-def single(entry_id: int, payload: bytes, redelivery_count: int = 0, **fields) -> broker_pb2.DeliveredEntry:
+def single(entry_id: int, payload: bytes, redelivery_count: int = 0, **fields) -> Entry:
     fields.setdefault("producer_name", "p")
     fields.setdefault("sequence_id", 0)
     fields.setdefault("publish_time", 1)
     meta = pulsar_api_pb2.MessageMetadata(**fields)
     data = codec.broker_entry_prefix(1, entry_id) + codec.encode_entry(meta, payload)
-    return broker_pb2.DeliveredEntry(data=data, entry_id=entry_id, num_messages=1,
-                                     redelivery_count=redelivery_count)
+    return Entry(data, 0, entry_id, 1, redelivery_count)

@@ -1,5 +1,5 @@
-"""Fakes for producer unit tests: a connection whose Produce streams open at once and record what the
-producer sends, a timer that only records, a clock to move by hand, and a factory for (Producer,
+"""Fakes for producer unit tests: a transport whose producer streams open at once (``ProducerReady``) and
+record what the producer sends (:class:`~connector.client.batching.PendingEntry` items), a timer that only records, a clock to move by hand, and a factory for (Producer,
 [PartitionProducer]); helpers reach each partition producer's fakes."""
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import weakref
 from typing import Any
 
 from broker_core.protocol import broker_pb2
-from connector.client import batching, partition_producer, produce_channel
+from connector.client import batching, grpc_streams, partition_producer, produce_channel
 from connector.client.enums import HashingScheme, PartitionsRoutingMode
+from connector.client.events import Closed, ProducerReady, Receipt
 from connector.client.partition_producer import PartitionProducer
 from connector.client.producer import Producer
 from connector.client.producer_conf import ProducerConf
@@ -21,19 +22,21 @@ TOPIC = "persistent://public/default/t"
 class FakeStream:
     """Opens when started (``opened`` with its connection's settings) and records what is sent."""
 
-    def __init__(self, connection: "FakeConnection", first_request, on_response, on_end) -> None:
+    def __init__(self, connection: "FakeConnection", spec, on_event) -> None:
         self.sent: list = []
         self.alive = True
-        self.first_request = first_request
-        self.on_response = on_response
-        self.on_end = on_end
+        self.spec = spec
+        self.on_event = on_event
         self._connection = connection
 
     def start(self) -> None:
         if self._connection.open_reply:
-            self.on_response(broker_pb2.ProduceResponse(opened=broker_pb2.ProducerOpened(
-                producer_name="prod", last_sequence_id=self._connection.last_sequence_id,
-                max_message_size=self._connection.max_message_size)))
+            self.on_event(ProducerReady("prod", self._connection.last_sequence_id,
+                                        self._connection.max_message_size))
+
+    def on_end(self, error) -> None:
+        """The stream ends (a lost one: ``ConnectError``)."""
+        self.on_event(Closed(error))
 
     def send(self, request) -> None:
         self.sent.append(request)
@@ -53,9 +56,8 @@ class FakeConnection:
         self.closed = threading.Event()
         self.streams: list[FakeStream] = []
 
-    def stream(self, method, first_request, on_response, on_end, batch_requests=None, name="",
-               reconnecting=False) -> FakeStream:
-        stream = FakeStream(self, first_request, on_response, on_end)
+    def produce(self, spec, on_event, name="", reconnecting=False) -> FakeStream:
+        stream = FakeStream(self, spec, on_event)
         self.streams.append(stream)
         return stream
 
@@ -142,8 +144,9 @@ def timer(part: PartitionProducer) -> FakeTimer:
     return _FAKES[part][1]
 
 
-def respond(part: PartitionProducer, response: broker_pb2.ProduceResponse) -> None:
-    stream(part).on_response(response)
+def respond(part: PartitionProducer, event) -> None:
+    """The transport reports ``event`` (:mod:`connector.client.events`) on the producer's stream."""
+    stream(part).on_event(event)
 
 
 def pending(part: PartitionProducer) -> list[batching.PendingEntry]:
@@ -152,9 +155,9 @@ def pending(part: PartitionProducer) -> list[batching.PendingEntry]:
 
 
 def sent_entries(part: PartitionProducer) -> list[broker_pb2.SendEntry]:
-    """Every entry the producer has handed to its stream, as the SendBatch requests carry them."""
+    """Every entry the producer has handed to its stream, as gRPC's SendBatch requests carry them."""
     out: list[broker_pb2.SendEntry] = []
-    for request in batching.pack_requests(stream(part).sent):
+    for request in grpc_streams.pack_requests(stream(part).sent):
         if request.WhichOneof("request") == "send":
             out.extend(request.send.entries)
     return out
@@ -165,7 +168,5 @@ def entry(sequence_id: int, highest_sequence_id: int, num_messages: int, data: b
     return batching.PendingEntry(sequence_id, highest_sequence_id, num_messages, num_messages > 1, data, [])
 
 
-def receipt(entry, ledger_id: int = 7, entry_id: int = 100) -> broker_pb2.ProduceResponse:
-    return broker_pb2.ProduceResponse(receipts=broker_pb2.Receipts(receipts=[broker_pb2.SendReceipt(
-        sequence_id=entry.sequence_id, highest_sequence_id=entry.highest_sequence_id,
-        ledger_id=ledger_id, entry_id=entry_id)]))
+def receipt(entry, ledger_id: int = 7, entry_id: int = 100) -> Receipt:
+    return Receipt(entry.sequence_id, entry.highest_sequence_id, ledger_id, entry_id)

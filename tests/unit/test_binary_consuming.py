@@ -1,19 +1,22 @@
 """ConsumeAdapter (the Consume stream over Pulsar's binary protocol) against a fake PulsarConnection: what the
-core's requests become as Pulsar commands, and what the broker's frames become as ConsumeResponses."""
+core's requests (:mod:`connector.client.events`) become as Pulsar commands, and what the broker's frames become
+as the client's events."""
 from __future__ import annotations
 
 import pytest
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.ack_set import from_words
 from broker_core.protocol.codec.entries import broker_entry_prefix, encode_entry
-from broker_core.protocol.status import error_from_proto
 from connector.client import entries
 from connector.client.binary.consuming import ConsumeAdapter, num_messages, stored_bytes
 from connector.client.binary.positions import PackedPositions
+from connector.client.enums import ConsumerType, InitialPosition
+from connector.client.events import (
+    EARLIEST, LATEST, Ack, AckCumulative, ActiveChanged, Closed, ConsumerSpec, Delivery, EndOfTopic, Flow,
+    KeySharedSpec, Position, Redeliver, Seek, SeekDone, Subscribed, Unsubscribe)
 from connector.client.transport import DENSE
 from tests.waiting import wait_until
 
@@ -84,23 +87,31 @@ class FakeTransport:
 
 
 class Stream:
-    """An adapter with its responses and end collected."""
+    """An adapter with its events collected: ``responses`` (all but the end), ``ends`` (the Closed ones' errors)."""
 
-    def __init__(self, subscribe: pb.Subscribe, positions=DENSE, reconnecting: bool = False) -> None:
+    def __init__(self, spec: ConsumerSpec, positions=DENSE, reconnecting: bool = False) -> None:
         self.transport = FakeTransport(positions)
         self.conn = self.transport.conn
-        self.responses: list[pb.ConsumeResponse] = []
+        self.responses: list = []
         self.ends: list = []
-        self.adapter = ConsumeAdapter(self.transport, pb.ConsumeRequest(subscribe=subscribe), self.responses.append,
-                                      self.ends.append, "test", reconnecting=reconnecting)
+        self.spec = spec
+        self.adapter = ConsumeAdapter(self.transport, spec, self._on_event, "test", reconnecting=reconnecting)
+
+    def _on_event(self, event) -> None:
+        if isinstance(event, Closed):
+            self.ends.append(event.error)
+        else:
+            self.responses.append(event)
 
     def start(self) -> "Stream":
         self.adapter.start()
         wait_until(lambda: self.kinds() or self.ends, timeout_s=5)
+        if "Subscribed" in self.kinds() and self.spec.initial_permits:  # its FLOW follows on the I/O thread
+            wait_until(lambda: self.conn.of(T.FLOW), timeout_s=5)
         return self
 
     def kinds(self) -> list[str]:
-        return [r.WhichOneof("response") for r in self.responses]
+        return [type(r).__name__ for r in self.responses]
 
     def deliver(self, ledger: int, entry: int, data: bytes, redelivery_count: int = 0, ack_set=()) -> None:
         command = T(type=T.MESSAGE)
@@ -111,11 +122,11 @@ class Stream:
         command.message.ack_set.extend(ack_set)
         self.conn.handlers[self.adapter.consumer_id].on_frame(command, memoryview(data))
 
-    def entries(self) -> list[pb.DeliveredEntry]:
-        return [e for r in self.responses if r.WhichOneof("response") == "deliveries" for e in r.deliveries.entries]
+    def entries(self) -> list:
+        return [e for r in self.responses if isinstance(r, Delivery) for e in r.entries]
 
-    def request(self, **fields) -> None:
-        self.adapter.send(pb.ConsumeRequest(**fields))
+    def request(self, request) -> None:
+        self.adapter.send(request)
 
 
 def entry(count: int = 1, payload: bytes = b"x") -> bytes:
@@ -125,17 +136,17 @@ def entry(count: int = 1, payload: bytes = b"x") -> bytes:
     return encode_entry(meta, payload)
 
 
-def subscribe(**fields) -> pb.Subscribe:
-    base = dict(topic=TOPIC, subscription="s", sub_type=pb.SHARED_SUB, durable=True, partition_index=-1,
+def subscribe(**fields) -> ConsumerSpec:
+    base = dict(topic=TOPIC, subscription="s", sub_type=ConsumerType.Shared, durable=True, partition=-1,
                 initial_permits=100)
     base.update(fields)
-    return pb.Subscribe(**base)
+    return ConsumerSpec(**base)
 
 
 def test_subscribe_is_sent_as_subscribe_then_subscribed_and_the_first_permits():
-    stream = Stream(subscribe(sub_type=pb.KEY_SHARED_SUB, consumer_name="c1", priority_level=2,
-                              initial_position=pb.EARLIEST, read_compacted=True,
-                              key_shared=pb.KeySharedMeta(mode=pb.STICKY, ranges=[pb.HashRange(start=0, end=99)])))
+    stream = Stream(subscribe(sub_type=ConsumerType.KeyShared, consumer_name="c1", priority_level=2,
+                              initial_position=InitialPosition.Earliest, read_compacted=True,
+                              key_shared=KeySharedSpec(sticky=True, ranges=((0, 99),))))
     stream.start()
     sub = stream.conn.of(T.SUBSCRIBE)[0].subscribe
     assert (sub.topic, sub.subscription, sub.subType, sub.consumer_name, sub.priority_level, sub.durable) == \
@@ -144,8 +155,7 @@ def test_subscribe_is_sent_as_subscribe_then_subscribed_and_the_first_permits():
     assert sub.keySharedMeta.keySharedMode == cmd.STICKY
     assert [(r.start, r.end) for r in sub.keySharedMeta.hashRanges] == [(0, 99)]
     assert not sub.HasField("start_message_id")
-    assert stream.kinds() == ["subscribed"]
-    assert stream.responses[0].subscribed.consumer_name == "c1"
+    assert stream.responses == [Subscribed(TOPIC, "c1", -1)]
     assert [c.flow.messagePermits for c in stream.conn.of(T.FLOW)] == [100]
     assert stream.adapter.alive
 
@@ -212,13 +222,12 @@ def test_packed_positions_number_the_entries_of_another_broker():
 
 def test_acks_name_the_entries_delivered():
     positions = PackedPositions()
-    stream = Stream(subscribe(sub_type=pb.EXCLUSIVE_SUB), positions).start()
+    stream = Stream(subscribe(sub_type=ConsumerType.Exclusive), positions).start()
     stream.deliver(LEDGER, 3, entry(4))
     stream.deliver(LEDGER, 4, entry(1))
     first, single = positions.pack(LEDGER, 3, 0), positions.pack(LEDGER, 4, 0)
-    stream.request(ack=pb.Ack(ranges=[pb.OffsetRange(start=first + 1, end=first + 2),
-                                      pb.OffsetRange(start=single, end=single + 1)]))
-    stream.request(ack=pb.Ack(ack_type=pb.CUMULATIVE, offset=single))
+    stream.request(Ack(((first + 1, first + 2), (single, single + 1))))
+    stream.request(AckCumulative(single))
     individual, cumulative = stream.conn.of(T.ACK)
     assert individual.ack.ack_type == cmd.CommandAck.Individual
     assert [(m.ledgerId, m.entryId, from_words(m.ack_set)) for m in individual.ack.message_id] == \
@@ -230,8 +239,8 @@ def test_acks_name_the_entries_delivered():
 def test_a_redelivery_names_the_entries_and_an_empty_one_asks_for_all():
     stream = Stream(subscribe()).start()
     stream.deliver(0, 10, entry(3))
-    stream.request(redeliver=pb.RedeliverUnacknowledged(ranges=[pb.OffsetRange(start=10, end=11)]))
-    stream.request(redeliver=pb.RedeliverUnacknowledged())
+    stream.request(Redeliver(((10, 11),)))
+    stream.request(Redeliver())
     some, everything = stream.conn.of(T.REDELIVER_UNACKNOWLEDGED_MESSAGES)
     assert [m.entryId for m in some.redeliverUnacknowledgedMessages.message_ids] == [10]
     assert not everything.redeliverUnacknowledgedMessages.message_ids
@@ -240,7 +249,7 @@ def test_a_redelivery_names_the_entries_and_an_empty_one_asks_for_all():
 def test_a_reader_starts_at_the_real_id_and_entries_before_its_position_are_dropped_with_their_permits():
     positions = PackedPositions(base_ledger=LEDGER)
     start = positions.pack(LEDGER, 3, 0) + 1  # exclusive of the unbatched message (LEDGER, 3)
-    stream = Stream(subscribe(durable=False, sub_type=pb.EXCLUSIVE_SUB, start=pb.Position(offset=start),
+    stream = Stream(subscribe(durable=False, sub_type=ConsumerType.Exclusive, start=Position(start),
                               start_inclusive=True), positions).start()
     start_id = stream.conn.of(T.SUBSCRIBE)[0].subscribe.start_message_id
     assert (start_id.ledgerId, start_id.entryId, start_id.batch_index) == (LEDGER, 3, 1)
@@ -250,8 +259,7 @@ def test_a_reader_starts_at_the_real_id_and_entries_before_its_position_are_drop
     assert [c.flow.messagePermits for c in stream.conn.of(T.FLOW)] == [100, 1]
 
 
-@pytest.mark.parametrize("position,expected", [(pb.Position(earliest=True), (2**64 - 1, 2**64 - 1)),
-                                               (pb.Position(latest=True), (2**63 - 1, 2**63 - 1))])
+@pytest.mark.parametrize("position,expected", [(EARLIEST, (2**64 - 1, 2**64 - 1)), (LATEST, (2**63 - 1, 2**63 - 1))])
 def test_a_reader_from_earliest_or_latest_sends_pulsars_sentinel_ids(position, expected):
     stream = Stream(subscribe(durable=False, start=position)).start()
     start_id = stream.conn.of(T.SUBSCRIBE)[0].subscribe.start_message_id
@@ -259,22 +267,21 @@ def test_a_reader_from_earliest_or_latest_sends_pulsars_sentinel_ids(position, e
 
 
 def test_a_seek_resubscribes_after_the_broker_closed_the_consumer_then_answers():
-    stream = Stream(subscribe(durable=False, start=pb.Position(earliest=True))).start()
+    stream = Stream(subscribe(durable=False, start=EARLIEST)).start()
     conn = stream.conn
     conn.auto_answer = False
     first_id = stream.adapter.consumer_id
-    stream.request(seek=pb.Seek(seek_id=1, position=pb.Position(offset=42)))
+    stream.request(Seek(1, Position(42)))
     assert conn.of(T.SEEK)[0].seek.message_id.entryId == 42
     close = T(type=T.CLOSE_CONSUMER, close_consumer=cmd.CommandCloseConsumer(consumer_id=first_id, request_id=0))
     conn.handlers[first_id].on_frame(close, None)  # Pulsar's order: the consumers are closed, then SEEK answered
-    stream.request(ack=pb.Ack(ranges=[pb.OffsetRange(start=40, end=41)]))  # held until subscribed again
+    stream.request(Ack(((40, 41),)))  # held until subscribed again
     conn.answer_pending(T.SEEK)
     resubscribe = conn.of(T.SUBSCRIBE)[1].subscribe
     assert resubscribe.start_message_id.entryId == 42 and resubscribe.consumer_id != first_id
-    assert stream.kinds() == ["subscribed"]
+    assert stream.kinds() == ["Subscribed"]
     conn.answer_pending(T.SUBSCRIBE)
-    assert stream.kinds() == ["subscribed", "seek_done"]
-    assert not stream.responses[1].seek_done.error.code and stream.responses[1].seek_done.seek_id == 1
+    assert stream.responses[1:] == [SeekDone(1)]
     assert conn.of(T.ACK)[0].ack.consumer_id == resubscribe.consumer_id
     assert stream.ends == [] and len(conn.of(T.FLOW)) == 1  # the core sends the new window's permits
 
@@ -282,10 +289,10 @@ def test_a_seek_resubscribes_after_the_broker_closed_the_consumer_then_answers()
 def test_a_refused_seek_answers_with_its_error_and_the_stream_goes_on():
     stream = Stream(subscribe()).start()
     stream.conn.refuse[T.SEEK] = errors.NotAllowedError("no seek here")
-    stream.request(seek=pb.Seek(seek_id=3, publish_time_ms=1000))
+    stream.request(Seek(3, publish_time_ms=1000))
     assert stream.conn.of(T.SEEK)[0].seek.message_publish_time == 1000
-    done = stream.responses[-1].seek_done
-    assert (done.seek_id, done.error.code) == (3, "NotAllowedError")
+    done = stream.responses[-1]
+    assert done.seek_id == 3 and isinstance(done.error, errors.NotAllowedError)
     assert stream.adapter.alive
 
 
@@ -305,19 +312,19 @@ def test_a_lost_connection_ends_the_stream_once_with_connect_error():
     assert len(stream.ends) == 1 and isinstance(stream.ends[0], errors.ConnectError)
 
 
-def test_active_changes_end_of_topic_and_unsubscribe_become_responses():
-    stream = Stream(subscribe(sub_type=pb.FAILOVER_SUB)).start()
+def test_active_changes_end_of_topic_and_unsubscribe_become_events():
+    stream = Stream(subscribe(sub_type=ConsumerType.Failover)).start()
     handler = stream.conn.handlers[stream.adapter.consumer_id]
     handler.on_frame(T(type=T.ACTIVE_CONSUMER_CHANGE, active_consumer_change=cmd.CommandActiveConsumerChange(
         consumer_id=stream.adapter.consumer_id, is_active=True)), None)
     handler.on_frame(T(type=T.REACHED_END_OF_TOPIC, reachedEndOfTopic=cmd.CommandReachedEndOfTopic(
         consumer_id=stream.adapter.consumer_id)), None)
     stream.conn.refuse[T.UNSUBSCRIBE] = errors.NotAllowedError("others are connected")
-    stream.request(unsubscribe=pb.Unsubscribe(request_id=77))
-    assert stream.kinds() == ["subscribed", "active_change", "end_of_topic", "unsubscribed"]
-    assert stream.responses[1].active_change.is_active
-    assert (stream.responses[3].unsubscribed.request_id, stream.responses[3].unsubscribed.error.code) == \
-        (77, "NotAllowedError")
+    stream.request(Unsubscribe(77))
+    assert stream.kinds() == ["Subscribed", "ActiveChanged", "EndOfTopic", "Unsubscribed"]
+    assert stream.responses[1:3] == [ActiveChanged(True), EndOfTopic()]
+    done = stream.responses[3]
+    assert done.request_id == 77 and isinstance(done.error, errors.NotAllowedError)
 
 
 def test_close_sends_close_consumer_and_ends_with_none():
@@ -334,7 +341,7 @@ def test_a_close_while_subscribing_closes_the_consumer_once_subscribed():
     stream.conn.auto_answer = False
     stream.adapter.start()
     wait_until(lambda: T.SUBSCRIBE in stream.conn.pending, timeout_s=5)
-    stream.request(close=pb.CloseConsumer())
+    stream.adapter.close(wait_s=0)
     stream.conn.answer_pending(T.SUBSCRIBE)
     assert stream.kinds() == [] and stream.ends == [None]
     assert len(stream.conn.of(T.CLOSE_CONSUMER)) == 1
@@ -345,7 +352,7 @@ def test_requests_made_before_the_subscription_is_answered_go_out_after_it():
     stream.conn.auto_answer = False
     stream.adapter.start()
     wait_until(lambda: T.SUBSCRIBE in stream.conn.pending, timeout_s=5)
-    stream.request(flow=pb.Flow(permits=5))
+    stream.request(Flow(5))
     assert stream.conn.of(T.FLOW) == []
     stream.conn.answer_pending(T.SUBSCRIBE)
     assert [c.flow.messagePermits for c in stream.conn.of(T.FLOW)] == [5, 100]
@@ -360,12 +367,12 @@ def test_an_entry_beyond_packed_positions_is_acknowledged_by_its_real_id_reporte
     stream.deliver(ledger, entry_id, entry(count, payload=b""))
     stream.deliver(LEDGER, 7, entry(1))
     assert stream.ends == [] and stream.conn.of(T.CLOSE_CONSUMER) == []
-    assert stream.kinds() == ["subscribed", "unreadable", "deliveries"]
+    assert stream.kinds() == ["Subscribed", "Unreadable", "Delivery"]
     (ack,) = stream.conn.of(T.ACK)
     assert ack.ack.ack_type == cmd.CommandAck.Individual
     assert [(m.ledgerId, m.entryId, list(m.ack_set)) for m in ack.ack.message_id] == [(ledger, entry_id, [])]
     assert [c.flow.messagePermits for c in stream.conn.of(T.FLOW)] == [100, count]
-    error = error_from_proto(stream.responses[1].unreadable)
+    error = stream.responses[1].error
     assert isinstance(error, errors.MessageDecodeError)
     assert (error.field, error.topic, error.ledger_id, error.entry_id) == (field, TOPIC, ledger, entry_id)
     assert error.value > error.limit and str(error.limit) in error.message

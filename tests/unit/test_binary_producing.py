@@ -7,14 +7,15 @@ import threading
 import pytest
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2, pulsar_api_pb2
+from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.codec.entries import encode_entry
-from broker_core.protocol.status import error_from_proto
 
 from connector.client.batching import PendingEntry
 from connector.client.binary import producing
 from connector.client.binary.producing import NO_ID, ProduceAdapter
+from connector.client.enums import ProducerAccessMode
+from connector.client.events import Closed, ProducerReady, ProducerSpec, Receipt, SendFailed
 from tests.waiting import wait_until
 
 T = cmd.BaseCommand
@@ -77,30 +78,31 @@ class FakeTransport:
 
 
 class Recorder:
+    """The events the adapter reports: ``responses`` (all but the last, ``Closed``) and ``ends`` (its errors)."""
+
     def __init__(self) -> None:
-        self.responses: list[broker_pb2.ProduceResponse] = []
+        self.responses: list = []
         self.ends: list[errors.PulsarLikeError | None] = []
         self.on_opened = None
 
-    def on_response(self, response) -> None:
-        self.responses.append(response)
-        if response.WhichOneof("response") == "opened" and self.on_opened is not None:
+    def on_event(self, event) -> None:
+        if type(event) is Closed:
+            self.ends.append(event.error)
+            return
+        self.responses.append(event)
+        if type(event) is ProducerReady and self.on_opened is not None:
             self.on_opened()
 
-    def on_end(self, error) -> None:
-        self.ends.append(error)
 
-
-def open_request(name: str = "", access=broker_pb2.SHARED, **properties) -> broker_pb2.ProduceRequest:
-    return broker_pb2.ProduceRequest(open=broker_pb2.ProducerOpen(
-        topic=TOPIC, producer_name=name, access_mode=access, properties=properties, initial_sequence_id=-1))
+def open_spec(name: str = "", access=ProducerAccessMode.Shared, **properties) -> ProducerSpec:
+    return ProducerSpec(TOPIC, name, access, properties, -1)
 
 
 def started(name: str = "", transport: FakeTransport | None = None, **kw) -> tuple[ProduceAdapter, FakeTransport,
                                                                                   Recorder]:
     transport = transport or FakeTransport()
     rec = Recorder()
-    adapter = ProduceAdapter(transport, open_request(name, **kw), rec.on_response, rec.on_end, "producer-t")
+    adapter = ProduceAdapter(transport, open_spec(name, **kw), rec.on_event, "producer-t")
     adapter.start()
     assert wait_until(lambda: transport.conn.requests or rec.ends, 5)
     return adapter, transport, rec
@@ -147,7 +149,7 @@ def fresh_epochs():
 
 # --- opening -------------------------------------------------------------------------------------------
 def test_start_sends_producer_with_the_open_requests_name_access_mode_and_properties():
-    adapter, transport, _ = started("named", access=broker_pb2.WAIT_FOR_EXCLUSIVE, team="a")
+    adapter, transport, _ = started("named", access=ProducerAccessMode.WaitForExclusive, team="a")
     producer = transport.conn.requests[0][0].producer
     assert (producer.topic, producer.producer_name, producer.user_provided_producer_name) == (TOPIC, "named", True)
     assert producer.producer_access_mode == cmd.WaitForExclusive
@@ -165,16 +167,16 @@ def test_a_producer_without_a_name_lets_the_broker_name_it():
 
 def test_producer_success_is_reported_as_opened_with_the_connections_max_message_size():
     _, _, rec = opened()
-    assert rec.responses == [broker_pb2.ProduceResponse(opened=broker_pb2.ProducerOpened(
-        producer_name="p-1", last_sequence_id=-1, max_message_size=1_000_000, topic=TOPIC))]
+    assert rec.responses == [ProducerReady(
+        producer_name="p-1", last_sequence_id=-1, max_message_size=1_000_000, topic=TOPIC)]
 
 
 def test_a_producer_not_ready_yet_opens_at_the_second_answer():
-    _, transport, rec = started("x", access=broker_pb2.WAIT_FOR_EXCLUSIVE)
+    _, transport, rec = started("x", access=ProducerAccessMode.WaitForExclusive)
     answer_producer(transport.conn, "x", ready=False)
     assert rec.responses == [] and rec.ends == []
     answer_producer(transport.conn, "x", last=41)
-    assert rec.responses[0].opened.last_sequence_id == 41
+    assert rec.responses[0].last_sequence_id == 41
 
 
 def test_a_refused_producer_ends_the_stream_with_the_typed_error():
@@ -238,29 +240,28 @@ def test_a_last_chunk_resent_alone_after_a_reconnection_is_still_a_chunk():
 def test_a_receipt_carries_the_brokers_own_message_id():
     adapter, conn, rec = opened()
     frame_to(conn, receipt(10, 3, 77, highest=14))
-    assert rec.responses[-1] == broker_pb2.ProduceResponse(receipts=broker_pb2.Receipts(receipts=[
-        broker_pb2.SendReceipt(sequence_id=10, highest_sequence_id=14, ledger_id=3, entry_id=77)]))
+    assert repr(rec.responses[-1]) == repr(Receipt(10, 14, 3, 77))
 
 
 def test_a_receipt_without_a_highest_sequence_id_counts_its_sequence_id_as_the_highest():
     _, conn, rec = opened()
     frame_to(conn, receipt(10, 0, 5))
-    assert rec.responses[-1].receipts.receipts[0].highest_sequence_id == 10
+    assert rec.responses[-1].highest_sequence_id == 10
 
 
 def test_a_receipt_with_ids_minus_one_is_a_duplicate():
     _, conn, rec = opened()
     frame_to(conn, receipt(4, NO_ID, NO_ID, highest=4))
-    assert rec.responses[-1].receipts.receipts[0] == broker_pb2.SendReceipt(
-        sequence_id=4, highest_sequence_id=4, duplicate=True)
+    assert repr(rec.responses[-1]) == repr(Receipt(4, 4, duplicate=True))
 
 
 def test_a_refused_entry_fails_alone_with_the_typed_error():
     _, conn, rec = opened()
     frame_to(conn, T(type=T.SEND_ERROR, send_error=cmd.CommandSendError(
         producer_id=1, sequence_id=4, error=cmd.TopicTerminatedError, message="terminated")))
-    failure = rec.responses[-1].failure
-    assert failure.sequence_id == 4 and isinstance(error_from_proto(failure.error), errors.TopicTerminated)
+    failure = rec.responses[-1]
+    assert type(failure) is SendFailed
+    assert failure.sequence_id == 4 and isinstance(failure.error, errors.TopicTerminated)
     assert rec.ends == []
 
 
@@ -305,7 +306,7 @@ def test_a_lost_connection_ends_the_stream_once():
 def test_close_sends_close_producer_waits_for_its_answer_and_ends_with_none():
     adapter, conn, rec = opened("named")
     closer = threading.Thread(target=adapter.close, args=(5.0,))
-    adapter.send(broker_pb2.ProduceRequest(close=broker_pb2.CloseProducer()))
+    adapter.half_close()
     closer.start()
     close_request, callback = conn.requests[-1]
     assert close_request.type == T.CLOSE_PRODUCER and close_request.close_producer.producer_id == 1
@@ -317,7 +318,7 @@ def test_close_sends_close_producer_waits_for_its_answer_and_ends_with_none():
 
 
 def test_closing_while_opening_ends_at_once_and_closes_the_producer_when_the_broker_answers():
-    adapter, transport, rec = started("x", access=broker_pb2.WAIT_FOR_EXCLUSIVE)
+    adapter, transport, rec = started("x", access=ProducerAccessMode.WaitForExclusive)
     conn = transport.conn
     adapter.close(wait_s=0)
     assert rec.ends == [None]

@@ -9,6 +9,7 @@ from connector import (
     Client, CompressionType, ConsumerType, InitialPosition, MessageId, ProducerAccessMode, Result)
 from connector.client.security import parse_service_url
 from connector.client.enums import check_enum, result_of
+from connector.client.events import EARLIEST, LATEST, Position
 from connector.client.reader import start_position
 
 
@@ -34,14 +35,13 @@ def test_client_rejects_a_bad_url_at_construction():
 
 
 @pytest.mark.parametrize("mid,inclusive,expected", [
-    (MessageId.earliest, False, ("earliest", True)),
-    (MessageId.latest, False, ("latest", True)),
-    (MessageId(-1, 0, 10, 2), False, ("offset", 13)),
-    (MessageId(-1, 0, 10, 2), True, ("offset", 12)),
+    (MessageId.earliest, False, EARLIEST),
+    (MessageId.latest, False, LATEST),
+    (MessageId(-1, 0, 10, 2), False, Position(13)),
+    (MessageId(-1, 0, 10, 2), True, Position(12)),
 ])
 def test_reader_start_position(mid, inclusive, expected):
-    pos = start_position(mid, inclusive)
-    assert (pos.WhichOneof("position"), getattr(pos, pos.WhichOneof("position"))) == expected
+    assert start_position(mid, inclusive) == expected
 
 
 def test_enum_values_match_the_wire():

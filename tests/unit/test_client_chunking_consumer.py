@@ -7,7 +7,8 @@ import lz4.block
 import pytest
 
 from broker_core.errors import MessageDecodeError
-from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
+from broker_core.protocol import codec, pulsar_api_pb2
+from connector.client.events import Entry
 from connector import MessageId
 from connector.client import chunk_assembly
 from connector.client.enums import ConsumerType
@@ -25,7 +26,7 @@ def _entry(offset, payload, **fields):
     fields.setdefault("publish_time", int(chunk_assembly._now_ms()))
     meta = pulsar_api_pb2.MessageMetadata(**fields)
     data = codec.broker_entry_prefix(1, offset) + codec.encode_entry(meta, payload)
-    return broker_pb2.DeliveredEntry(data=data, ledger_id=0, entry_id=offset, num_messages=1)
+    return Entry(data, 0, offset, 1)
 
 
 def _chunk_entries(producer, seq, payload, offsets, **fields):
@@ -150,7 +151,7 @@ def test_entry_with_an_unknown_compression_type_raises_a_decode_error_naming_it(
     body = codec.U32.pack(len(raw_meta)) + raw_meta + b"z" * 10
     data = codec.broker_entry_prefix(1, 0) + codec.entries._MAGIC_AND_CRC.pack(codec.MAGIC_CRC32C,
                                                                         google_crc32c.value(body)) + body
-    h.deliver(broker_pb2.DeliveredEntry(data=data, entry_id=0, num_messages=1))
+    h.deliver(Entry(data, 0, 0, 1))
     with pytest.raises(MessageDecodeError, match="unknown compression type 9"):
         h.consumer.receive(0)
 
@@ -172,7 +173,7 @@ def test_undecodable_batch_returns_the_permits_of_its_other_messages():
                                           num_messages_in_batch=3, compression=pulsar_api_pb2.ZSTD,
                                           uncompressed_size=50)
     data = codec.broker_entry_prefix(1, 2) + codec.encode_entry(meta, b"not zstd at all")
-    h.deliver(broker_pb2.DeliveredEntry(data=data, entry_id=0, num_messages=3))
+    h.deliver(Entry(data, 0, 0, 3))
     assert [f.permits for f in h.sent("flow")] == [2]
     with pytest.raises(MessageDecodeError) as info:
         h.consumer.receive(0)

@@ -8,11 +8,11 @@ import threading
 import pytest
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2, codec
+from broker_core.protocol import codec
 from broker_core.protocol.compression import decompress_payload
 from broker_core.protocol.pulsar_api_pb2 import LZ4, NONE
-from broker_core.protocol.status import error_to_proto
 from connector import Result
+from connector.client.events import SendFailed
 from connector.client.chunking_producer import build_entries, chunk_payload_size, message_metadata
 from tests.unit import producer_fakes as fakes
 
@@ -162,8 +162,7 @@ def test_a_failed_chunk_fails_the_message_once(monkeypatch):
     got = []
     producer.send_async(os.urandom(2500), lambda result, mid: got.append((result, mid)))
     entries = fakes.sent_entries(part)
-    fakes.respond(part, broker_pb2.ProduceResponse(failure=broker_pb2.SendFailure(
-        sequence_id=0, error=error_to_proto(errors.BrokerPersistenceError("disk full")))))
+    fakes.respond(part, SendFailed(0, errors.BrokerPersistenceError("disk full")))
     _receipts(part, entries[1:])  # the later chunks were stored: the message still failed
     assert got == [(Result.BrokerPersistenceError, None)]
     assert part._pending_messages == 0

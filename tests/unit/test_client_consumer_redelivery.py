@@ -13,8 +13,8 @@ from tests.unit.consumer_fakes import TOPIC, Harness, batch, single
 
 
 def pb_seek_done(seek_id):
-    from broker_core.protocol import broker_pb2
-    return broker_pb2.ConsumeResponse(seek_done=broker_pb2.SeekDone(seek_id=seek_id))
+    from connector.client.events import SeekDone
+    return SeekDone(seek_id)
 
 
 def _consumer(ctype=ConsumerType.Shared, queue_size=100, dead_letter_policy=None, batch_index_ack_enabled=False,

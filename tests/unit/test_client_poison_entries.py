@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 
 from broker_core.errors import MessageDecodeError
-from broker_core.protocol import broker_pb2
+from connector.client.events import Entry
 
 from tests.poison import INT32_MAX, huge_count_entry, plain
 from tests.unit.consumer_fakes import Harness
@@ -15,13 +15,13 @@ from tests.unit.consumer_fakes import Harness
 
 def entries(*triples):
     """Delivered entries of (entry bytes, entry_id, num_messages) triples."""
-    return [broker_pb2.DeliveredEntry(data=data, ledger_id=0, entry_id=entry_id, num_messages=num)
+    return [Entry(data, 0, entry_id, num)
             for data, entry_id, num in triples]
 
 
 def _acked_ranges(h):
     h.sub.stream.flush_acks()
-    return [(r.start, r.end) for ack in h.sent("ack") for r in ack.ranges]
+    return [r for ack in h.sent("ack") for r in ack.ranges]
 
 
 def test_entry_claiming_int32_max_messages_becomes_one_failure_without_building_per_message():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from broker_core.protocol import broker_pb2, codec
-from connector.client import batching
+from connector.client import batching, grpc_streams
 from connector.client.callbacks import SyncWaiter
 from connector.client.batching import BatchContainer
 from connector.client.partition_producer import PartitionProducer
@@ -21,7 +21,7 @@ def make_producer(monkeypatch):
 
 
 def _entries(part: PartitionProducer) -> list[broker_pb2.SendEntry]:
-    (request,) = batching.pack_requests(fakes.stream(part).sent)
+    (request,) = grpc_streams.pack_requests(fakes.stream(part).sent)
     assert request.WhichOneof("request") == "send"
     return list(request.send.entries)
 
@@ -164,7 +164,7 @@ def test_a_blocking_send_behind_async_messages_gets_its_id_from_the_same_receipt
 
 def test_queued_entries_are_packed_into_one_send_batch_per_run():
     close = broker_pb2.ProduceRequest(close=broker_pb2.CloseProducer())
-    requests = batching.pack_requests(
+    requests = grpc_streams.pack_requests(
         [fakes.entry(0, 9, 10, b"e0"), fakes.entry(10, 10, 1, b"e1"), close, fakes.entry(11, 12, 2, b"e2")])
     assert [r.WhichOneof("request") for r in requests] == ["send", "close", "send"]
     assert [(e.sequence_id, e.highest_sequence_id, e.num_messages, e.data)
@@ -212,8 +212,8 @@ def test_a_sync_waiter_times_out_until_completed_and_tolerates_a_second_completi
 
 
 def test_send_batch_requests_are_capped_in_bytes(monkeypatch):
-    monkeypatch.setattr(batching, "MAX_REQUEST_BYTES", 10)
-    requests = batching.pack_requests([fakes.entry(0, 0, 1, b"1234"), fakes.entry(1, 1, 1, b"5678"),
+    monkeypatch.setattr(grpc_streams, "MAX_REQUEST_BYTES", 10)
+    requests = grpc_streams.pack_requests([fakes.entry(0, 0, 1, b"1234"), fakes.entry(1, 1, 1, b"5678"),
                                        fakes.entry(2, 2, 1, b"90"), fakes.entry(3, 3, 1, b"x" * 25),
                                        fakes.entry(4, 4, 1, b"y")])
     assert [[e.data for e in r.send.entries] for r in requests] == \

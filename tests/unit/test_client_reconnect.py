@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
 from connector import Result
 from connector.client.enums import ConsumerType
 from connector.client.reconnect import Backoff, retriable, retriable_on_reconnect
@@ -29,9 +28,9 @@ def reconnect(h: Harness) -> None:
 # --- consumers ----------------------------------------------------------------------------------------
 def test_a_consumer_resubscribes_with_the_same_subscription_name_and_type():
     h = Harness(ConsumerType.Failover)
-    first = h.stream.first_request.subscribe
+    first = h.stream.spec
     reconnect(h)
-    again = h.stream.first_request.subscribe
+    again = h.stream.spec
     assert (again.subscription, again.sub_type, again.consumer_name) == (first.subscription, first.sub_type, "c")
     assert again.initial_permits == first.initial_permits and h.stream.reconnecting
     assert h.consumer.is_connected()
@@ -65,14 +64,14 @@ def test_a_reader_resumes_after_the_last_message_it_returned():
     h.deliver(single(10, b"a"), single(11, b"b"), single(12, b"c"))
     assert h.consumer.receive(0).data() == b"a"
     reconnect(h)
-    subscribe = h.stream.first_request.subscribe
-    assert subscribe.start.offset == 11 and subscribe.start_inclusive
+    spec = h.stream.spec
+    assert spec.start.offset == 11 and spec.start_inclusive
 
 
 def test_a_reader_that_returned_nothing_resumes_at_its_own_start():
     h = Harness(ConsumerType.Exclusive, non_durable=True)
     reconnect(h)
-    assert not h.stream.first_request.subscribe.HasField("start")
+    assert h.stream.spec.start is None
 
 
 def test_a_refusal_for_good_ends_the_consumer_with_that_error():
@@ -131,7 +130,7 @@ def test_a_producer_re_registers_under_its_name_and_resends_what_the_broker_does
     connection.last_sequence_id = 1  # the broker stored m0 and m1 before the stream was lost
     pfakes.timer(part).fire_all()
     reopened = pfakes.stream(part)
-    assert reopened.first_request.open.producer_name == "prod"
+    assert reopened.spec.producer_name == "prod"
     assert [e.sequence_id for e in pfakes.sent_entries(part)] == [2, 3, 4]  # in order, m0 and m1 not again
     assert [(i, r) for i, r, _ in results] == [(0, Result.Ok), (1, Result.Ok)]  # ids unknown: (-1, -1)
     assert [entry_id for _, _, entry_id in results] == [-1, -1]
@@ -162,8 +161,7 @@ def test_a_fenced_producer_fails_what_is_pending_and_stays_failed():
     results = []
     part.add(b"x", lambda r, mid: results.append(r), None, None, None, None, 0, None, True)
     stream = pfakes.stream(part)
-    stream.on_response(broker_pb2.ProduceResponse(error=broker_pb2.Error(code="ProducerFenced", message="fenced")))
-    stream.on_end(LOST)
+    stream.on_end(errors.ProducerFenced("fenced"))
     assert results == [Result.ProducerFenced]
     with pytest.raises(errors.ProducerFenced):
         part.add(b"y", None, None, None, None, None, 0, None, True)

@@ -44,10 +44,6 @@ class FakeTransport:
         self.calls.append("produce")
         return self.kind
 
-    def stream(self, method, *args, **kwargs):
-        self.calls.append(method)
-        return self.kind
-
     def close(self):
         self.closes += 1
         self.closed.set()
@@ -99,7 +95,7 @@ def test_against_pulsarlike_auto_uses_the_preferred_transport_and_closes_the_pro
 def test_against_pulsarlike_preferring_binary_auto_keeps_the_probe_connection():
     probe = FakeTransport("binary", dense=True)
     transport = auto(probe, prefer="binary")
-    assert transport.stream("Produce", None, None, None) == "binary"
+    assert transport.produce(None, None) == "binary"
     assert (transport.chosen, probe.closes) == ("binary", 0)
 
 

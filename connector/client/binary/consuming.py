@@ -1,25 +1,24 @@
 """The ``Consume`` stream over Pulsar's binary protocol: :class:`ConsumeAdapter`.
 
 The client core (:mod:`connector.client.consume_stream`, readers through :mod:`connector.client.entry_stream`)
-opens a subscription with ``ConsumeRequest(subscribe=...)`` and hears ``ConsumeResponse`` messages back. This
-adapter carries that conversation as Pulsar commands, so receive queues, acks, negative acks, dead letters,
-seeks and reconnection are the same over both transports::
+opens a subscription with a :class:`~connector.client.events.ConsumerSpec` and hears the client's events
+(:mod:`connector.client.events`) back. This adapter carries that conversation as Pulsar commands, so receive
+queues, acks, negative acks, dead letters, seeks and reconnection are the same over both transports::
 
-    Subscribe(topic, subscription, type, ...)  ->  SUBSCRIBE (start: the real id of the start position)
+    ConsumerSpec(topic, subscription, type ...) ->  SUBSCRIBE (start: the real id of the start position)
     Subscribed(topic, consumer_name, partition) <-  SUCCESS; then FLOW(initial_permits)
     Flow(permits)                               ->  FLOW
-    Ack(INDIVIDUAL, ranges)                     ->  ACK Individual: an entry's id, with an ack set for part
+    Ack(ranges)                                 ->  ACK Individual: an entry's id, with an ack set for part
                                                      of a batch (Pulsar's batch-index acknowledgment)
-    Ack(CUMULATIVE, offset)                     ->  ACK Cumulative (inside a batch: the entry before it)
-    RedeliverUnacknowledged(ranges | all)       ->  REDELIVER_UNACKNOWLEDGED_MESSAGES (the entries' ids)
+    AckCumulative(offset)                       ->  ACK Cumulative (inside a batch: the entry before it)
+    Redeliver(ranges | all)                     ->  REDELIVER_UNACKNOWLEDGED_MESSAGES (the entries' ids)
     Seek(position | publish time)               ->  SEEK; the broker closes the consumer (CLOSE_CONSUMER),
     SeekDone(seek_id, error)                    <-  which is subscribed again here, then SeekDone
-    Unsubscribe / UnsubscribeDone               <-> UNSUBSCRIBE / its answer
-    CloseConsumer                               ->  CLOSE_CONSUMER, and the stream ends with on_end(None)
-    Deliveries([DeliveredEntry])                <-  MESSAGE (one entry each, on the connection's I/O thread;
-                                                     a plain :class:`Deliveries` with the same fields)
-    ActiveConsumerChange / ReachedEndOfTopic    <-  ACTIVE_CONSUMER_CHANGE / REACHED_END_OF_TOPIC
-    on_end(ConnectError)                        <-  CLOSE_CONSUMER from the broker (outside a seek), the
+    Unsubscribe / Unsubscribed                  <-> UNSUBSCRIBE / its answer
+    close()                                     ->  CLOSE_CONSUMER, and the stream ends with Closed(None)
+    Delivery([Entry])                           <-  MESSAGE (one entry each, on the connection's I/O thread)
+    ActiveChanged / EndOfTopic                  <-  ACTIVE_CONSUMER_CHANGE / REACHED_END_OF_TOPIC
+    Closed(ConnectError)                        <-  CLOSE_CONSUMER from the broker (outside a seek), the
                                                      connection lost: the core resubscribes from its resume
                                                      position, as over gRPC
     Unreadable(error)                           <-  PULSARLIKE_CONSUMER_ERROR (pulsarlike's extension, asked for
@@ -27,7 +26,7 @@ seeks and reconnection are the same over both transports::
                                                      message is in a damaged range (DataLost), raised in its
                                                      place; the consumer stays subscribed, as over gRPC
 
-A MESSAGE's payload is the stored entry as the core expects ``DeliveredEntry.data``: an optional broker-entry
+A MESSAGE's payload is the stored entry as the core expects ``Entry.data``: an optional broker-entry
 metadata prefix (``0x0e02``) then ``0x0e01 | CRC32C | metadataSize | MessageMetadata | payload``. Its CRC is
 checked once, by the core's decoding (:func:`connector.client.entries.open_entry`): a mismatch makes the entry
 undecodable there, acknowledged and reported once (``MessageDecodeError``), as Pulsar's clients discard a
@@ -51,27 +50,30 @@ import threading
 import uuid
 import struct
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import google_crc32c
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2, pulsar_api_pb2
+from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.codec.entries import ENTRY_HEADER, MAGIC_CRC32C, split_broker_entry
 from broker_core.protocol.codec.varint import read_varint
-from broker_core.protocol.status import error_to_proto
+from broker_core.protocol.status import error_from_proto
 
 from connector.client.binary.positions import EntryMemory, WireIds
+from connector.client.enums import ConsumerType, InitialPosition
+from connector.client.events import (
+    Ack, AckCumulative, ActiveChanged, Closed, ConsumerEvent, ConsumerSpec, Delivery, EndOfTopic, Entry, Flow,
+    Position, Redeliver, Seek, SeekDone, Subscribed, Unreadable, Unsubscribe, Unsubscribed)
 
 log = logging.getLogger(__name__)
 
 T = cmd.BaseCommand
 MESSAGE, CLOSE_CONSUMER = T.MESSAGE, T.CLOSE_CONSUMER
-SUB_TYPES = {broker_pb2.EXCLUSIVE_SUB: cmd.CommandSubscribe.Exclusive,
-             broker_pb2.SHARED_SUB: cmd.CommandSubscribe.Shared,
-             broker_pb2.FAILOVER_SUB: cmd.CommandSubscribe.Failover,
-             broker_pb2.KEY_SHARED_SUB: cmd.CommandSubscribe.Key_Shared}
+SUB_TYPES = {ConsumerType.Exclusive: cmd.CommandSubscribe.Exclusive, ConsumerType.Shared: cmd.CommandSubscribe.Shared,
+             ConsumerType.Failover: cmd.CommandSubscribe.Failover,
+             ConsumerType.KeyShared: cmd.CommandSubscribe.Key_Shared}
 _U64 = 1 << 64
 _FLOW_MAX = 0xFFFF_FFFF
 """The most permits one FLOW carries (``messagePermits`` is a uint32)."""
@@ -96,7 +98,7 @@ def memory_of(transport: Any) -> EntryMemory:
 
 
 def stored_bytes(payload: memoryview) -> bytes:
-    """A MESSAGE's payload as the core's ``DeliveredEntry.data``: its magic and CRC32C are optional in
+    """A MESSAGE's payload as the core's ``Entry.data``: its magic and CRC32C are optional in
     Pulsar's framing (pulsar-lite leaves them out), the core's decoding wants them: added when absent."""
     start = split_broker_entry(payload)[2] if payload[:2] == _BROKER_MAGIC else 0
     if payload[start:start + 2] == _CRC_MAGIC:
@@ -149,39 +151,6 @@ def _batch_count(buf: bytes | memoryview, pos: int, end: int) -> int:
     return 1
 
 
-class Delivered:
-    """One MESSAGE's entry as the core reads a ``DeliveredEntry`` (its fields, by the same names): a plain
-    object, not a protobuf message built here only to be read back at once on the same thread."""
-
-    __slots__ = ("data", "ledger_id", "entry_id", "num_messages", "redelivery_count", "ack_set")
-
-    def __init__(self, data: bytes, ledger_id: int, entry_id: int, num_messages: int, redelivery_count: int,
-                 ack_set: Sequence[int]) -> None:
-        self.data = data
-        self.ledger_id = ledger_id
-        self.entry_id = entry_id
-        self.num_messages = num_messages
-        self.redelivery_count = redelivery_count
-        self.ack_set = ack_set
-
-
-class Deliveries:
-    """A ``ConsumeResponse(deliveries=...)`` as the core reads one (``WhichOneof("response")``,
-    ``.deliveries.entries``), without the protobuf build: on the I/O thread of every MESSAGE."""
-
-    __slots__ = ("entries",)
-
-    def __init__(self, entries: list[Delivered]) -> None:
-        self.entries = entries
-
-    @property
-    def deliveries(self) -> "Deliveries":
-        return self
-
-    def WhichOneof(self, group: str) -> str | None:  # noqa: N802 -- protobuf's name
-        return "deliveries" if group == "response" else None
-
-
 def _signed(value: int) -> int:
     return value - _U64 if value >= 1 << 63 else value
 
@@ -189,23 +158,20 @@ def _signed(value: int) -> int:
 class ConsumeAdapter:
     """A ``Consume`` stream over the binary protocol (see the module docstring); one per opening."""
 
-    def __init__(self, transport: Any, first_request: broker_pb2.ConsumeRequest,
-                 on_response: Callable[[broker_pb2.ConsumeResponse], None],
-                 on_end: Callable[[errors.PulsarLikeError | None], None], name: str = "consumer",
-                 reconnecting: bool = False) -> None:
+    def __init__(self, transport: Any, spec: ConsumerSpec, on_event: Callable[[ConsumerEvent], None],
+                 name: str = "consumer", reconnecting: bool = False) -> None:
         self._transport = transport
-        self._recreate = not (reconnecting and self._persistent(first_request.subscribe.topic))
+        self._recreate = not (reconnecting and self._persistent(spec.topic))
         """SUBSCRIBE's ``force_topic_creation``: off when the core subscribes again to a persistent topic it
         had: the broker closed the consumer (a deletion, an unload) or the connection was lost, and a deleted
         topic must end the stream with ``TopicNotFound``, as the gRPC broker ends it (a force-deleted topic
         leaves a pattern consumer), not be created again (a non-persistent topic is created again after a
         broker restart, as over gRPC)."""
-        self._template = first_request.subscribe
-        self.topic = self._template.topic
-        self._partition = self._template.partition_index
-        self.consumer_name = self._template.consumer_name or uuid.uuid4().hex[:10]
-        self._on_response = on_response
-        self._on_end = on_end
+        self._spec = spec
+        self.topic = spec.topic
+        self._partition = spec.partition
+        self.consumer_name = spec.consumer_name or uuid.uuid4().hex[:10]
+        self._on_event = on_event
         self._name = name
         self._lock = threading.Lock()
         self._conn: Any = None
@@ -213,11 +179,11 @@ class ConsumeAdapter:
         self.consumer_id = -1
         self._live = False
         """Subscribed and not between a seek's close and its resubscription: requests go out at once."""
-        self._held: list[broker_pb2.ConsumeRequest] = []
+        self._held: list[Any] = []
         self._closing = False
         self._ended = False
-        start = self._template.start
-        self._floor = start.offset if start.WhichOneof("position") == "offset" else -1
+        start = spec.start
+        self._floor = start.offset if start is not None and not start.latest else -1
         """Entries wholly before this position are not the application's (a start or seek inside or after)."""
         self._seek: tuple[int, int | None, Any] | None = None
         """The seek in flight: (seek id, its position or None for earliest, latest or a time, the start id
@@ -238,16 +204,11 @@ class ConsumeAdapter:
     def alive(self) -> bool:
         return not self._ended
 
-    def half_close(self) -> None:
-        """Nothing to do: the consumer is closed by :meth:`close`."""
-
-    def send(self, request: broker_pb2.ConsumeRequest) -> None:
+    def send(self, request: Any) -> None:
         if not self._live:
             with self._lock:
                 if not self._live:
-                    if request.WhichOneof("request") == "close":
-                        self._closing = True
-                    elif not self._ended:
+                    if not self._ended:
                         self._held.append(request)
                     return
         self._send(request)
@@ -291,22 +252,19 @@ class ConsumeAdapter:
         if closing:
             self._end(None)
             return
-        self._subscribe(start, self._template.initial_permits, self._subscribed)
+        self._subscribe(start, self._spec.initial_permits, self._subscribed)
 
     def _start_id(self, ids: WireIds) -> pulsar_api_pb2.MessageIdData | None:
-        template = self._template
-        if template.durable or not template.HasField("start"):
+        spec = self._spec
+        if spec.durable or spec.start is None:
             return None
-        kind = template.start.WhichOneof("position")
-        if kind == "offset":
-            return ids.start(template.start.offset)
-        return _LATEST_ID if kind == "latest" else _EARLIEST_ID
+        return _wire_position(ids, spec.start)
 
     def _subscribe(self, start: pulsar_api_pb2.MessageIdData | None, permits: int,
                    answered: Callable[[int, int, cmd.BaseCommand | None, errors.PulsarLikeError | None], None]) -> None:
         """SUBSCRIBE with a new consumer id; ``answered(consumer_id, permits, answer, error)`` on the I/O
         thread."""
-        conn, template = self._conn, self._template
+        conn, spec = self._conn, self._spec
         consumer_id = conn.next_consumer_id()
         with self._lock:
             self.consumer_id = consumer_id
@@ -314,28 +272,30 @@ class ConsumeAdapter:
         command = T(type=T.SUBSCRIBE)
         sub = command.subscribe
         sub.topic = self.topic
-        sub.subscription = template.subscription
-        sub.subType = SUB_TYPES.get(template.sub_type, cmd.CommandSubscribe.Exclusive)
+        sub.subscription = spec.subscription
+        sub.subType = SUB_TYPES.get(spec.sub_type, cmd.CommandSubscribe.Exclusive)
         sub.consumer_id = consumer_id
         sub.request_id = conn.next_request_id()
         sub.consumer_name = self.consumer_name
-        sub.durable = template.durable
+        sub.durable = spec.durable
         if not self._recreate:
             sub.force_topic_creation = False
-        sub.initialPosition = (cmd.CommandSubscribe.Earliest if template.initial_position == broker_pb2.EARLIEST
+        sub.initialPosition = (cmd.CommandSubscribe.Earliest if spec.initial_position == InitialPosition.Earliest
                                else cmd.CommandSubscribe.Latest)
-        if template.priority_level:
-            sub.priority_level = template.priority_level
-        if template.read_compacted:
+        if spec.priority_level:
+            sub.priority_level = spec.priority_level
+        if spec.read_compacted:
             sub.read_compacted = True
         if start is not None:
             sub.start_message_id.CopyFrom(start)
-        if template.sub_type == broker_pb2.KEY_SHARED_SUB:
-            meta = template.key_shared
-            sub.keySharedMeta.keySharedMode = cmd.STICKY if meta.mode == broker_pb2.STICKY else cmd.AUTO_SPLIT
-            sub.keySharedMeta.allowOutOfOrderDelivery = meta.allow_out_of_order_delivery
-            for hash_range in meta.ranges:
-                sub.keySharedMeta.hashRanges.add(start=hash_range.start, end=hash_range.end)
+        if spec.sub_type == ConsumerType.KeyShared:
+            meta = spec.key_shared
+            sticky = meta is not None and meta.sticky
+            sub.keySharedMeta.keySharedMode = cmd.STICKY if sticky else cmd.AUTO_SPLIT
+            if meta is not None:
+                sub.keySharedMeta.allowOutOfOrderDelivery = meta.allow_out_of_order_delivery
+                for start_hash, end_hash in meta.ranges:
+                    sub.keySharedMeta.hashRanges.add(start=start_hash, end=end_hash)
         conn.request_async(command, lambda answer, error: answered(consumer_id, permits, answer, error))
 
     def _subscribed(self, consumer_id: int, permits: int, answer: cmd.BaseCommand | None,
@@ -352,8 +312,7 @@ class ConsumeAdapter:
             self.close(0)
             return
         # Subscribed goes to the core before any permit: no delivery can come ahead of it.
-        self._emit(broker_pb2.ConsumeResponse(subscribed=broker_pb2.Subscribed(
-            topic=self.topic, consumer_name=self.consumer_name, partition_index=self._partition)))
+        self._emit(Subscribed(self.topic, self.consumer_name, self._partition))
         self._go_live()
         if permits:
             self._flow(permits)
@@ -369,76 +328,66 @@ class ConsumeAdapter:
                 self._send(request)
 
     # --- requests ---------------------------------------------------------------------------------------
-    def _send(self, request: broker_pb2.ConsumeRequest) -> None:
-        kind = request.WhichOneof("request")
+    def _send(self, request: Any) -> None:
+        kind = type(request)
         conn, ids, consumer_id = self._conn, self._ids, self.consumer_id
-        if kind == "flow":
-            self._flow(request.flow.permits)
-        elif kind == "ack":
-            ack = request.ack
+        if kind is Flow:
+            self._flow(request.permits)
+        elif kind is Ack:
+            message_ids = ids.individual(request.ranges)
+            if not message_ids:
+                return
             command = T(type=T.ACK)
             command.ack.consumer_id = consumer_id
-            if ack.ack_type == broker_pb2.CUMULATIVE:
-                command.ack.ack_type = cmd.CommandAck.Cumulative
-                command.ack.message_id.append(ids.cumulative(ack.offset))
-            else:
-                message_ids = ids.individual((r.start, r.end) for r in ack.ranges)
-                if not message_ids:
-                    return
-                command.ack.ack_type = cmd.CommandAck.Individual
-                command.ack.message_id.extend(message_ids)
+            command.ack.ack_type = cmd.CommandAck.Individual
+            command.ack.message_id.extend(message_ids)
             conn.send(command)
-        elif kind == "redeliver":
+        elif kind is AckCumulative:
+            command = T(type=T.ACK)
+            command.ack.consumer_id = consumer_id
+            command.ack.ack_type = cmd.CommandAck.Cumulative
+            command.ack.message_id.append(ids.cumulative(request.offset))
+            conn.send(command)
+        elif kind is Redeliver:
             command = T(type=T.REDELIVER_UNACKNOWLEDGED_MESSAGES)
             command.redeliverUnacknowledgedMessages.consumer_id = consumer_id
-            ranges = request.redeliver.ranges
-            if ranges:
-                message_ids = ids.redeliver((r.start, r.end) for r in ranges)
+            if request.ranges:
+                message_ids = ids.redeliver(request.ranges)
                 if not message_ids:
                     return
                 command.redeliverUnacknowledgedMessages.message_ids.extend(message_ids)
             conn.send(command)
-        elif kind == "seek":
-            self._start_seek(request.seek)
-        elif kind == "unsubscribe":
-            request_id = request.unsubscribe.request_id
+        elif kind is Seek:
+            self._start_seek(request)
+        elif kind is Unsubscribe:
+            request_id = request.request_id
             conn.request_async(T(type=T.UNSUBSCRIBE, unsubscribe=cmd.CommandUnsubscribe(
                 consumer_id=consumer_id, request_id=conn.next_request_id())),
-                lambda _, error: self._unsubscribed(request_id, error))
-        elif kind == "close":
-            self.close()
+                lambda _, error: self._emit(Unsubscribed(request_id, error)))
         else:
-            raise errors.InvalidMessage(f"a consumer stream cannot send {kind!r} after it subscribed")
-
-    def _unsubscribed(self, request_id: int, error: errors.PulsarLikeError | None) -> None:
-        done = broker_pb2.UnsubscribeDone(request_id=request_id)
-        if error is not None:
-            done.error.CopyFrom(error_to_proto(error))
-        self._emit(broker_pb2.ConsumeResponse(unsubscribed=done))
+            raise errors.InvalidMessage(f"a consumer stream cannot send {request!r} after it subscribed")
 
     def _flow(self, permits: int) -> None:
         self._conn.send(T(type=T.FLOW, flow=cmd.CommandFlow(consumer_id=self.consumer_id, messagePermits=permits)))
 
     # --- seek -------------------------------------------------------------------------------------------
-    def _start_seek(self, seek: broker_pb2.Seek) -> None:
+    def _start_seek(self, seek: Seek) -> None:
         conn, ids = self._conn, self._ids
         command = T(type=T.SEEK)
         command.seek.consumer_id = self.consumer_id
         command.seek.request_id = conn.next_request_id()
         position: int | None = None
-        if seek.WhichOneof("target") == "publish_time_ms":
+        target = seek.position
+        if target is None:
             command.seek.message_publish_time = seek.publish_time_ms
             start = self._start_id(ids)  # a reader's subscription keeps its new place (ours) or starts anew
         else:
-            kind = seek.position.WhichOneof("position")
-            if kind == "offset":
-                position = seek.position.offset
-                start = ids.start(position)
-            else:
-                start = _LATEST_ID if kind == "latest" else _EARLIEST_ID
+            if not target.latest and target.offset >= 0:
+                position = target.offset
+            start = _wire_position(ids, target)
             command.seek.message_id.CopyFrom(start)
         with self._lock:
-            self._seek = (seek.seek_id, position, None if self._template.durable else start)
+            self._seek = (seek.seek_id, position, None if self._spec.durable else start)
             self._seek_closed = False
         conn.request_async(command, self._seek_answered)
 
@@ -472,10 +421,7 @@ class ConsumeAdapter:
             self._seek = None
             if error is None:
                 self._floor = position if position is not None else -1
-        done = broker_pb2.SeekDone(seek_id=seek_id)
-        if error is not None:
-            done.error.CopyFrom(error_to_proto(error))
-        self._emit(broker_pb2.ConsumeResponse(seek_done=done))
+        self._emit(SeekDone(seek_id, error))
 
     # --- frames from the broker (the connection's I/O thread) ---------------------------------------------
     def on_frame(self, command: cmd.BaseCommand, payload: memoryview | None) -> None:
@@ -496,14 +442,11 @@ class ConsumeAdapter:
                 self._end(errors.ConnectError(f"the broker closed the consumer on {self.topic}",
                                               target=getattr(self._conn, "address", "")))
         elif kind == T.PULSARLIKE_CONSUMER_ERROR:
-            self._emit(broker_pb2.ConsumeResponse(unreadable=broker_pb2.Error(
-                code=command.pulsarlikeConsumerError.error.code, message=command.pulsarlikeConsumerError.error.message,
-                fields_json=command.pulsarlikeConsumerError.error.fields_json)))
+            self._emit(Unreadable(error_from_proto(command.pulsarlikeConsumerError.error)))
         elif kind == T.ACTIVE_CONSUMER_CHANGE:
-            self._emit(broker_pb2.ConsumeResponse(active_change=broker_pb2.ActiveConsumerChange(
-                is_active=command.active_consumer_change.is_active)))
+            self._emit(ActiveChanged(command.active_consumer_change.is_active))
         elif kind == T.REACHED_END_OF_TOPIC:
-            self._emit(broker_pb2.ConsumeResponse(end_of_topic=broker_pb2.ReachedEndOfTopic()))
+            self._emit(EndOfTopic())
 
     def _message(self, message: cmd.CommandMessage, payload: memoryview | None) -> None:
         if payload is None:
@@ -526,8 +469,8 @@ class ConsumeAdapter:
                 return
             self._floor = -1
         ack_set = message.ack_set
-        self._emit(Deliveries([Delivered(data, mid.ledgerId, first, size, message.redelivery_count,
-                                         list(ack_set) if ack_set else ())]))
+        self._emit(Delivery((Entry(data, mid.ledgerId, first, size, message.redelivery_count,
+                                   tuple(ack_set) if ack_set else ()),)))
 
     def _unpositionable(self, message: cmd.CommandMessage, size: int, exc: errors.NotSupported) -> None:
         """An entry whose ids (or batch size) this client's positions cannot hold (:mod:`.positions`): the core
@@ -550,18 +493,18 @@ class ConsumeAdapter:
             "acknowledged, as an undecodable message is: it will not be redelivered", topic=self.topic,
             message_id=f"{ledger}:{entry}:{self._partition}", ledger_id=ledger, entry_id=entry, num_messages=size,
             reason=exc.message, field=fields.get("field"), value=fields.get("value"), limit=fields.get("limit"))
-        self._emit(broker_pb2.ConsumeResponse(unreadable=error_to_proto(error)))
+        self._emit(Unreadable(error))
 
     def on_connection_lost(self, error: errors.PulsarLikeError) -> None:
         self._end(error if isinstance(error, errors.ConnectError) else errors.ConnectError(
             f"the connection to the broker was lost: {error.message}"))
 
     # --- ending -------------------------------------------------------------------------------------------
-    def _emit(self, response: broker_pb2.ConsumeResponse | Deliveries) -> None:
+    def _emit(self, event: ConsumerEvent) -> None:
         if self._ended:
             return
         try:
-            self._on_response(response)
+            self._on_event(event)
         except Exception:
             log.exception("event=consumer_response_failed topic=%s", self.topic)
 
@@ -574,7 +517,14 @@ class ConsumeAdapter:
             self._held = []
         if error is not None:
             log.debug("event=binary_consumer_ended topic=%s error=%r", self.topic, error)
-        self._on_end(error)
+        self._on_event(Closed(error))
 
 
-__all__ = ["ConsumeAdapter", "Deliveries", "Delivered", "memory_of", "num_messages"]
+def _wire_position(ids: WireIds, position: Position) -> pulsar_api_pb2.MessageIdData:
+    """The id a SUBSCRIBE's start or a SEEK names for ``position``."""
+    if position.latest:
+        return _LATEST_ID
+    return _EARLIEST_ID if position.offset < 0 else ids.start(position.offset)
+
+
+__all__ = ["ConsumeAdapter", "memory_of", "num_messages"]

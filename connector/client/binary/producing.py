@@ -1,26 +1,26 @@
 """The ``Produce`` stream over Pulsar's binary protocol: :class:`ProduceAdapter`.
 
-The client core (:mod:`connector.client.produce_channel`) opens a producer with a ``ProduceRequest(open=...)``,
-sends :class:`~connector.client.batching.PendingEntry` items and closes with ``ProduceRequest(close=...)``; it
-hears ``ProduceResponse`` messages back. This adapter carries that conversation as Pulsar commands, so the
-core (batching, chunking, dedup sequence ids, send timeouts, reconnection and resend) is the same over both
-transports::
+The client core (:mod:`connector.client.produce_channel`) opens a producer with a
+:class:`~connector.client.events.ProducerSpec`, sends :class:`~connector.client.batching.PendingEntry` items and
+closes it with ``close()``; it hears the client's events (:mod:`connector.client.events`) back. This adapter
+carries that conversation as Pulsar commands, so the core (batching, chunking, dedup sequence ids, send
+timeouts, reconnection and resend) is the same over both transports::
 
-    ProducerOpen(topic, name, access mode,        PRODUCER(producer_id, request_id, producer_name,
+    ProducerSpec(topic, name, access mode,        PRODUCER(producer_id, request_id, producer_name,
                  properties)                  ->           producer_access_mode, metadata, epoch)
-    ProducerOpened(name, last_sequence_id,    <-  PRODUCER_SUCCESS(producer_ready=true)
-                   max_message_size)                  (max_message_size: the connection's CONNECTED)
+    ProducerReady(name, last_sequence_id,     <-  PRODUCER_SUCCESS(producer_ready=true)
+                  max_message_size)                   (max_message_size: the connection's CONNECTED)
     PendingEntry(sequence_id, highest,        ->  SEND(producer_id, sequence_id, num_messages,
                  num_messages, data)                   highest_sequence_id if batched, is_chunk) + data
-    Receipts([SendReceipt(ids, duplicate)])   <-  SEND_RECEIPT (ids (-1, -1): a deduplicated send)
-    SendFailure(sequence_id, error)           <-  SEND_ERROR (most codes; see below)
-    CloseProducer                             ->  CLOSE_PRODUCER, then the stream ends with on_end(None)
-    on_end(ConnectError)                      <-  CLOSE_PRODUCER / TOPIC_MIGRATED from the broker, the
+    Receipt(ids, duplicate)                   <-  SEND_RECEIPT (ids (-1, -1): a deduplicated send)
+    SendFailed(sequence_id, error)            <-  SEND_ERROR (most codes; see below), typed
+    close()                                   ->  CLOSE_PRODUCER, then the stream ends with Closed(None)
+    Closed(ConnectError)                      <-  CLOSE_PRODUCER / TOPIC_MIGRATED from the broker, the
                                                   connection lost, a SEND_ERROR a resend gets past
 
 ``data`` already is the Pulsar payload (``0x0e01 | CRC32C | metadataSize | MessageMetadata | payload``): a SEND
 is one small command built and one write queued on the caller's thread, with no thread hop; receipts become
-responses right on the connection's reader thread. Message ids in receipts are the broker's own (producers
+events right on the connection's reader thread. Message ids in receipts are the broker's own (producers
 never see packed positions).
 
 A ``SEND_ERROR`` with ``ChecksumError`` (the bytes were damaged on the way: ours are immutable and were
@@ -45,16 +45,15 @@ import weakref
 from typing import Any, Callable
 
 from broker_core import errors
-from broker_core.protocol import broker_pb2
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.codec.entries import decode_entry
 from broker_core.protocol.server_errors import error_of
-from broker_core.protocol.status import error_to_proto
 from broker_core.types import TopicName
 
 from connector.client.batching import PendingEntry
 from connector.client.binary.unary import wire_schema
-from connector.client.events import TopicSchema
+from connector.client.enums import ProducerAccessMode
+from connector.client.events import Closed, ProducerEvent, ProducerReady, ProducerSpec, Receipt, SendFailed, TopicSchema
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +61,9 @@ T = cmd.BaseCommand
 SEND, SEND_RECEIPT, SEND_ERROR = T.SEND, T.SEND_RECEIPT, T.SEND_ERROR
 NO_ID = (1 << 64) - 1
 """-1 as an unsigned 64-bit field: the ledger and entry of a deduplicated send's receipt."""
-ACCESS_MODES = {broker_pb2.SHARED: cmd.Shared, broker_pb2.EXCLUSIVE: cmd.Exclusive,
-                broker_pb2.WAIT_FOR_EXCLUSIVE: cmd.WaitForExclusive,
-                broker_pb2.EXCLUSIVE_WITH_FENCING: cmd.ExclusiveWithFencing}
+ACCESS_MODES = {ProducerAccessMode.Shared: cmd.Shared, ProducerAccessMode.Exclusive: cmd.Exclusive,
+                ProducerAccessMode.WaitForExclusive: cmd.WaitForExclusive,
+                ProducerAccessMode.ExclusiveWithFencing: cmd.ExclusiveWithFencing}
 RESEND_CODES = frozenset({cmd.ChecksumError, cmd.ServiceNotReady, cmd.PersistenceError, cmd.MetadataError,
                           cmd.TooManyRequests})
 """SEND_ERROR codes a reconnection and resend get past (see the module docstring)."""
@@ -106,19 +105,17 @@ def _is_chunk(data: bytes) -> bool:
 class ProduceAdapter:
     """A ``Produce`` stream over the binary protocol (see the module docstring); one per opening."""
 
-    def __init__(self, transport: Any, first_request: broker_pb2.ProduceRequest,
-                 on_response: Callable[[broker_pb2.ProduceResponse], None],
-                 on_end: Callable[[errors.PulsarLikeError | None], None], name: str = "producer") -> None:
+    def __init__(self, transport: Any, spec: ProducerSpec, on_event: Callable[[ProducerEvent], None],
+                 name: str = "producer") -> None:
         self._transport = transport
-        self._open = first_request.open
-        self.topic = self._open.topic
-        self._on_response = on_response
-        self._on_end = on_end
+        self._spec = spec
+        self.topic = spec.topic
+        self._on_event = on_event
         self._name = name
         self._lock = threading.Lock()
         self._conn: Any = None
         self.producer_id = -1
-        self.producer_name = self._open.producer_name
+        self.producer_name = spec.producer_name
         self.schema_version = b""
         self._live = False
         """True once opened and the entries held meanwhile went out: sends go straight to the connection."""
@@ -140,22 +137,16 @@ class ProduceAdapter:
     def alive(self) -> bool:
         return not self._ended
 
-    def send(self, request: Any) -> None:
-        if type(request) is PendingEntry:
-            if self._live:
-                self._conn.send(self._frame(request), request.data)
+    def send(self, entry: PendingEntry) -> None:
+        if self._live:
+            self._conn.send(self._frame(entry), entry.data)
+            return
+        with self._lock:
+            if not self._live:
+                if not self._ended:  # ended: the core sends it again on its next stream
+                    self._held.append(entry)  # opening, or the opened answer is being handled
                 return
-            with self._lock:
-                if not self._live:
-                    if not self._ended:  # ended: the core sends it again on its next stream
-                        self._held.append(request)  # opening, or the opened answer is being handled
-                    return
-            self._conn.send(self._frame(request), request.data)
-            return
-        if request.WhichOneof("request") == "close":
-            self.half_close()
-            return
-        raise errors.InvalidMessage(f"a producer stream sends entries and close, not {request!r}")
+        self._conn.send(self._frame(entry), entry.data)
 
     def half_close(self) -> None:
         """No more sends: CLOSE_PRODUCER (once opened; an opening is closed when its answer comes)."""
@@ -211,7 +202,7 @@ class ProduceAdapter:
         producer.topic = self.topic
         producer.producer_id = self.producer_id
         producer.request_id = request_id
-        producer.producer_access_mode = ACCESS_MODES.get(self._open.access_mode, cmd.Shared)
+        producer.producer_access_mode = ACCESS_MODES.get(self._spec.access_mode, cmd.Shared)
         if self.producer_name:
             producer.producer_name = self.producer_name
             epoch, generated = _epochs_of(transport).get(self._epoch_key(), (0, False))
@@ -219,7 +210,7 @@ class ProduceAdapter:
             producer.epoch = epoch
         else:
             producer.user_provided_producer_name = False
-        for key, value in self._open.properties.items():
+        for key, value in self._spec.properties.items():
             producer.metadata.add(key=key, value=value)
         conn.request_async(request, self._on_producer_answer)
 
@@ -249,9 +240,7 @@ class ProduceAdapter:
         self.producer_name = success.producer_name
         self.schema_version = success.schema_version
         max_size = conn.max_message_size
-        self._on_response(broker_pb2.ProduceResponse(opened=broker_pb2.ProducerOpened(
-            producer_name=success.producer_name, last_sequence_id=success.last_sequence_id,
-            max_message_size=max_size, topic=self.topic)))
+        self._on_event(ProducerReady(success.producer_name, success.last_sequence_id, max_size, self.topic))
         with self._lock:  # what the core re-sent while it heard the news goes out in one write, in order
             held, self._held = self._held, []
             if held:
@@ -292,16 +281,13 @@ class ProduceAdapter:
             receipt = command.send_receipt
             message_id = receipt.message_id
             sequence_id = receipt.sequence_id
-            response = broker_pb2.ProduceResponse()
             highest = receipt.highest_sequence_id
+            if highest < sequence_id:
+                highest = sequence_id
             if message_id.ledgerId == NO_ID and message_id.entryId == NO_ID:
-                response.receipts.receipts.add(sequence_id=sequence_id, duplicate=True,
-                                               highest_sequence_id=highest if highest > sequence_id else sequence_id)
+                self._on_event(Receipt(sequence_id, highest, duplicate=True))
             else:
-                response.receipts.receipts.add(sequence_id=sequence_id,
-                                               highest_sequence_id=highest if highest > sequence_id else sequence_id,
-                                               ledger_id=message_id.ledgerId, entry_id=message_id.entryId)
-            self._on_response(response)
+                self._on_event(Receipt(sequence_id, highest, message_id.ledgerId, message_id.entryId))
         elif kind == SEND_ERROR:
             self._send_error(command.send_error)
         elif kind == T.CLOSE_PRODUCER:
@@ -323,8 +309,7 @@ class ProduceAdapter:
             self._lost(errors.ConnectError(f"the broker answered {type(error).__name__} to sequence id "
                                            f"{failure.sequence_id} on {self.topic} ({error}); resending"))
             return
-        self._on_response(broker_pb2.ProduceResponse(failure=broker_pb2.SendFailure(
-            sequence_id=failure.sequence_id, error=error_to_proto(error))))
+        self._on_event(SendFailed(failure.sequence_id, error))
 
     def on_connection_lost(self, error: errors.PulsarLikeError) -> None:
         if isinstance(error, errors.ConnectError):
@@ -336,7 +321,7 @@ class ProduceAdapter:
         if moved:  # the topic may be served elsewhere now: the reopening looks it up again
             self._transport.forget(self.topic)
         if self._opened and not self._closing:
-            _bump_epoch(self._transport, self._epoch_key(), generated=not self._open.producer_name)
+            _bump_epoch(self._transport, self._epoch_key(), generated=not self._spec.producer_name)
         self._end(None if self._closing else error)
 
     # --- the end --------------------------------------------------------------------------------------
@@ -353,7 +338,7 @@ class ProduceAdapter:
         if conn is not None and pid >= 0:
             conn.unregister_producer(pid)
         try:
-            self._on_end(error)
+            self._on_event(Closed(error))
         except Exception:  # the core's handler must not break the connection's reader
             log.exception("event=producer_on_end_failed topic=%s", self.topic)
 

@@ -12,7 +12,7 @@ Pulsar's binary protocol, to pulsarlike's binary front end or to any Pulsar brok
 - Unary calls (``partitions``, ``last_message``, ``schema`` ...: the :class:`~connector.client.transport.Transport`
   protocol's) carried by Pulsar's commands, answering plain values: :mod:`connector.client.binary.unary`. Admin's
   calls are not carried: over another broker, Admin is its REST API (``admin.url``).
-- Streams (:meth:`BinaryTransport.stream`): ``Produce`` and ``Consume`` go to the adapters of
+- Streams (:meth:`BinaryTransport.produce`, :meth:`BinaryTransport.consume`): the adapters of
   :mod:`connector.client.binary.producing` and :mod:`connector.client.binary.consuming`.
 """
 from __future__ import annotations
@@ -29,7 +29,8 @@ from connector.client.binary.connection import PulsarConnection
 from connector.client.binary.positions import PackedPositions
 from connector.client.binary import unary
 from connector.client.binary.unary import _left
-from connector.client.events import LastMessage, TopicSchema
+from connector.client.events import (ConsumerEvent, ConsumerSpec, LastMessage, ProducerEvent, ProducerSpec,
+                                     TopicSchema)
 from connector.client.reconnect import retry_until
 from connector.client.security import Security, parse_service_url
 from connector.client.transport import DENSE, Positions
@@ -219,23 +220,25 @@ class BinaryTransport:
         return self._call(lambda deadline: unary.broker_url(self, topic, deadline), timeout_s, False)
 
     # ------------------------------------------------------------------ streams
-    def stream(self, method: str, first_request: Any, on_response: Callable[[Any], None],
-               on_end: Callable[[errors.PulsarLikeError | None], None],
-               batch_requests: Callable[[list[Any]], Any] | None = None, name: str = "stream",
-               reconnecting: bool = False) -> Any:
-        """A ``Produce`` or ``Consume`` stream (not started: the caller calls ``start()``); ``batch_requests`` is
-        not used (the producer adapter writes several SEND frames per write itself)."""
-        if method not in ("Produce", "Consume"):
-            raise errors.NotSupported(f"stream {method} is not carried by the binary protocol", method=method)
+    def consume(self, spec: ConsumerSpec, on_event: Callable[[ConsumerEvent], None], name: str = "consumer",
+                reconnecting: bool = False) -> Any:
+        """A consumer (:class:`~connector.client.binary.consuming.ConsumeAdapter`), not started."""
+        self._check_streamable(reconnecting)
+        from connector.client.binary.consuming import ConsumeAdapter
+        return ConsumeAdapter(self, spec, on_event, name, reconnecting=reconnecting)
+
+    def produce(self, spec: ProducerSpec, on_event: Callable[[ProducerEvent], None], name: str = "producer",
+                reconnecting: bool = False) -> Any:
+        """A producer (:class:`~connector.client.binary.producing.ProduceAdapter`), not started."""
+        self._check_streamable(reconnecting)
+        from connector.client.binary.producing import ProduceAdapter
+        return ProduceAdapter(self, spec, on_event, name)
+
+    def _check_streamable(self, reconnecting: bool) -> None:
         if not reconnecting:  # a first opening fails at once when there is no broker, as over gRPC
             self.ensure_ready()
         elif self.closed.is_set():
             raise errors.AlreadyClosed("the client is closed")
-        if method == "Produce":
-            from connector.client.binary.producing import ProduceAdapter
-            return ProduceAdapter(self, first_request, on_response, on_end, name)
-        from connector.client.binary.consuming import ConsumeAdapter
-        return ConsumeAdapter(self, first_request, on_response, on_end, name, reconnecting=reconnecting)
 
     def close(self) -> None:
         self.closed.set()
