@@ -1,4 +1,4 @@
-"""Core value types shared by the broker and the client: topic names and message ids.
+"""Core value types shared by the broker and the client: topic names and message ids (one ``MessageId``).
 
 The name rules live here, once, for the broker and the client alike (Pulsar's ``NamedEntity`` rules, made
 strict enough that every name is safe as a folder name under the data dir):
@@ -15,7 +15,7 @@ strict enough that every name is safe as a folder name under the data dir):
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 from urllib.parse import quote, unquote
 
 from broker_core.errors import InvalidConfiguration, InvalidTopicName
@@ -210,111 +210,137 @@ def _invalid(name: str, reason: str) -> InvalidTopicName:
     return InvalidTopicName(f"invalid topic name {_shown(name)}: {reason}", topic=name[:_SHOWN], reason=reason)
 
 
-_U64_MAX = (1 << 64) - 1
 _I64_MAX = (1 << 63) - 1
 
 
 class MessageId:
-    """Pulsar's message id: ``(ledger_id, entry_id, partition, batch_index)``.
+    """Identifies one message of one topic partition, as pulsar-client's ``MessageId``: ``MessageId(partition=-1,
+    ledger_id=-1, entry_id=-1, batch_index=-1)``, with its accessors (``ledger_id()``, ``entry_id()``,
+    ``partition()``, ``batch_index()``), ``serialize()``/``deserialize()`` and sentinels. The only message id
+    class: the broker's own ids and the client's (:mod:`connector.client.message_id` re-exports it).
 
-    In pulsarlike, ``entry_id`` is the offset of the entry's first message and ``ledger_id`` the base
-    offset of the segment holding it, so a message's offset is ``entry_id + max(batch_index, 0)`` and
-    ids order exactly as offsets do. ``MessageId.earliest``/``MessageId.latest`` are the sentinels the
-    Pulsar clients use.
+    In pulsarlike ``entry_id`` is the offset of the entry's first message in its topic partition and
+    ``ledger_id`` the base offset of the segment holding it, so a message's offset is ``entry_id +
+    max(batch_index, 0)`` (:meth:`offset`). The rest follows pulsar-client 3.x exactly:
+
+    - ``str(mid)`` is ``(ledger,entry,partition,batch)``; ``MessageId.earliest`` is ``(-1,-1,-1,-1)`` (also what
+      ``MessageId()`` is), ``MessageId.latest`` ``(2**63-1,2**63-1,-1,-1)``.
+    - ``serialize()`` writes Pulsar's ``MessageIdData`` bytes (:func:`broker_core.protocol.entry.message_id_bytes`)
+      and ``MessageId.deserialize(data, topic=None)`` reads them (``ValueError`` for other bytes): ids saved by
+      pulsar-client load here, and back.
+    - Ids order by ledger, entry, batch index (the partition is not compared), and are equal when all four are.
     """
 
-    __slots__ = ("ledger_id", "entry_id", "partition", "batch_index", "batch_size", "topic")
+    __slots__ = ("_ledger_id", "_entry_id", "_partition", "_batch_index", "_batch_size", "_topic")
 
-    earliest: "MessageId"
-    latest: "MessageId"
+    earliest: ClassVar["MessageId"]
+    latest: ClassVar["MessageId"]
 
-    def __init__(self, ledger_id: int, entry_id: int, partition: int = -1, batch_index: int = -1,
-                 batch_size: int = 0, topic: str | None = None) -> None:
-        self.ledger_id = ledger_id
-        self.entry_id = entry_id
-        self.partition = partition
-        self.batch_index = batch_index
-        self.batch_size = batch_size
-        self.topic = topic
+    def __init__(self, partition: int = -1, ledger_id: int = -1, entry_id: int = -1,
+                 batch_index: int = -1) -> None:
+        for name, value in (("partition", partition), ("ledger_id", ledger_id), ("entry_id", entry_id),
+                            ("batch_index", batch_index)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name}={value!r} is not valid; use an int")
+        self._partition = partition
+        self._ledger_id = ledger_id
+        self._entry_id = entry_id
+        self._batch_index = batch_index
+        self._batch_size = 0
+        self._topic: str | None = None
 
     @classmethod
-    def from_fields(cls, ledger_id: int, entry_id: int, partition: int, batch_index: int,
-                    batch_size: int, topic: str | None) -> "MessageId":
-        """``MessageId(ledger_id, entry_id, partition, batch_index, batch_size, topic)`` without the
-        ``__init__`` call (about a third cheaper): the producer makes one id per message it sent."""
+    def of(cls, ledger_id: int, entry_id: int, partition: int, batch_index: int = -1, batch_size: int = 0,
+           topic: str | None = None) -> "MessageId":
+        """An id as the broker and the client make them (with the batch size and the topic it came from),
+        without the argument checks: producers and consumers make one per message."""
         mid = object.__new__(cls)
-        mid.ledger_id = ledger_id
-        mid.entry_id = entry_id
-        mid.partition = partition
-        mid.batch_index = batch_index
-        mid.batch_size = batch_size
-        mid.topic = topic
+        mid._ledger_id = ledger_id
+        mid._entry_id = entry_id
+        mid._partition = partition
+        mid._batch_index = batch_index
+        mid._batch_size = batch_size
+        mid._topic = topic
         return mid
 
-    @property
-    def offset(self) -> int:
-        """The message's dense offset in its partition."""
-        return self.entry_id + (self.batch_index if self.batch_index > 0 else 0)
+    # --- pulsar-client's accessors --------------------------------------------------------------------
+    def ledger_id(self) -> int:
+        return self._ledger_id
 
-    def is_earliest(self) -> bool:
-        return self.ledger_id == _U64_MAX and self.entry_id == _U64_MAX
+    def entry_id(self) -> int:
+        return self._entry_id
 
-    def is_latest(self) -> bool:
-        return self.ledger_id == _I64_MAX and self.entry_id == _I64_MAX
+    def batch_index(self) -> int:
+        return self._batch_index
 
-    def _key(self) -> tuple[int, int, int, int]:
-        if self.is_earliest():
-            return (-1, -1, -1, -1)
-        return (self.ledger_id, self.entry_id, self.partition, self.batch_index)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, MessageId) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __lt__(self, other: "MessageId") -> bool:
-        return self._key() < other._key()
-
-    def __le__(self, other: "MessageId") -> bool:
-        return self._key() <= other._key()
-
-    def __gt__(self, other: "MessageId") -> bool:
-        return self._key() > other._key()
-
-    def __ge__(self, other: "MessageId") -> bool:
-        return self._key() >= other._key()
-
-    def __repr__(self) -> str:
-        return f"MessageId({self.ledger_id}:{self.entry_id}:{self.partition}:{self.batch_index})"
-
-    __str__ = __repr__
+    def partition(self) -> int:
+        return self._partition
 
     def serialize(self) -> bytes:
-        """Pulsar's ``MessageIdData`` protobuf bytes, as ``pulsar-client`` produces."""
-        from broker_core.protocol.pulsar_api_pb2 import MessageIdData
+        """Pulsar's ``MessageIdData`` bytes (store them, load them with :meth:`deserialize`)."""
+        from broker_core.protocol.entry import message_id_bytes
 
-        data = MessageIdData(ledgerId=self.ledger_id, entryId=self.entry_id, partition=self.partition,
-                             batch_index=self.batch_index)
-        if self.batch_size:
-            data.batch_size = self.batch_size
-        return data.SerializeToString()
+        return message_id_bytes(self._ledger_id, self._entry_id, self._partition, self._batch_index,
+                                self._batch_size)
 
-    @classmethod
-    def deserialize(cls, data: bytes) -> "MessageId":
-        from google.protobuf.message import DecodeError
+    @staticmethod
+    def deserialize(data: bytes, topic: str | None = None) -> "MessageId":
+        """The id ``serialize()`` wrote (here or by pulsar-client); ``topic`` names the topic partition it
+        belongs to, for a consumer of several topics. ``ValueError`` for bytes that are not a message id."""
+        from broker_core.protocol.entry import parse_message_id
 
-        from broker_core.errors import InvalidMessage
-        from broker_core.protocol.pulsar_api_pb2 import MessageIdData
+        ledger_id, entry_id, partition, batch_index, batch_size = parse_message_id(data)
+        return MessageId.of(ledger_id, entry_id, partition, batch_index, batch_size, topic)
 
-        parsed = MessageIdData()
-        try:
-            parsed.ParseFromString(bytes(data))
-        except DecodeError as exc:
-            raise InvalidMessage(f"not a serialized MessageId: {exc}") from None
-        return cls(parsed.ledgerId, parsed.entryId, parsed.partition, parsed.batch_index,
-                   parsed.batch_size)
+    # --- pulsarlike's additions -----------------------------------------------------------------------
+    def offset(self) -> int:
+        """The message's offset in its topic partition."""
+        return self._entry_id + (self._batch_index if self._batch_index > 0 else 0)
+
+    def batch_size(self) -> int:
+        """How many messages the batch holding this one has (0: not in a batch)."""
+        return self._batch_size
+
+    def topic_name(self) -> str | None:
+        """The topic partition the id belongs to, when known (ids of received or sent messages)."""
+        return self._topic
+
+    def is_earliest(self) -> bool:
+        return self._ledger_id == -1 and self._entry_id == -1
+
+    def is_latest(self) -> bool:
+        return self._ledger_id == _I64_MAX and self._entry_id == _I64_MAX
+
+    # --- comparison, as pulsar-client's -----------------------------------------------------------------
+    def _order(self) -> tuple[int, int, int]:
+        return self._ledger_id, self._entry_id, self._batch_index
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageId):
+            return NotImplemented
+        return self._order() == other._order() and self._partition == other._partition
+
+    def __hash__(self) -> int:
+        return hash((self._ledger_id, self._entry_id, self._partition, self._batch_index))
+
+    def __lt__(self, other: "MessageId") -> bool:
+        return self._order() < other._order()
+
+    def __le__(self, other: "MessageId") -> bool:
+        return self < other or self == other
+
+    def __gt__(self, other: "MessageId") -> bool:
+        return not self <= other
+
+    def __ge__(self, other: "MessageId") -> bool:
+        return not self < other
+
+    def __str__(self) -> str:
+        return f"({self._ledger_id},{self._entry_id},{self._partition},{self._batch_index})"
+
+    def __repr__(self) -> str:
+        return f"MessageId{self}"
 
 
-MessageId.earliest = MessageId(_U64_MAX, _U64_MAX)
-MessageId.latest = MessageId(_I64_MAX, _I64_MAX)
+MessageId.earliest = MessageId()
+MessageId.latest = MessageId(-1, _I64_MAX, _I64_MAX, -1)

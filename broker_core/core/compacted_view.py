@@ -82,8 +82,8 @@ class CompactedView:
         entry = ledger.entry_at_or_after(ledger.last_offset)
         if entry is None:
             return None
-        return MessageId(entry.ledger_id, entry.offset, topic.partition_index,
-                         -1 if entry.num_messages <= 1 else entry.num_messages - 1)
+        return MessageId.of(entry.ledger_id, entry.offset, topic.partition_index,
+                            -1 if entry.num_messages <= 1 else entry.num_messages - 1)
 
     def entry_containing(self, offset: int) -> "Optional[StoredEntry]":
         """The kept entry holding ``offset`` below the horizon, else the raw entry."""

@@ -100,7 +100,7 @@ class Partition:
     def last_message_id(self):
         from broker_core.types import MessageId
         end = self.confirmed_end_offset
-        return MessageId(0, end - 1, -1, -1) if end > self.start_offset else None
+        return MessageId.of(0, end - 1, -1, -1) if end > self.start_offset else None
 
     def source(self) -> CompactedSource:
         return CompactedSource(self.raw, lambda: self.compacted)
@@ -246,11 +246,11 @@ def test_the_last_message_of_a_view_whose_newest_raw_messages_are_compacted_away
     p.publish(("k1", b"a"), ("k2", b"b"), ("k2", TOMBSTONE))
     p.compact()
     view = CompactedView(p)
-    assert p.last_message_id().entry_id == 2
-    assert view.last_message_id().entry_id == 0  # k2 is deleted: 0 (k1) is the last a reader gets
+    assert p.last_message_id().entry_id() == 2
+    assert view.last_message_id().entry_id() == 0  # k2 is deleted: 0 (k1) is the last a reader gets
     assert LAST_MESSAGE.offset(view) == 0
     p.publish(("k3", b"c"))  # raw past the horizon: the raw last message is the view's too
-    assert view.last_message_id().entry_id == 3
+    assert view.last_message_id().entry_id() == 3
     assert LAST_MESSAGE.offset(view) == 3
 
 

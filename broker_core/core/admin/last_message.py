@@ -49,7 +49,7 @@ def last_message(positions: Any, partition: int) -> LastMessage:
     last = positions.last_message_id()
     if last is None:
         return LastMessage(-1, -1, partition, -1, positions.start_offset)
-    return LastMessage(last.ledger_id, last.entry_id, partition, last.batch_index, positions.start_offset)
+    return LastMessage(last.ledger_id(), last.entry_id(), partition, last.batch_index(), positions.start_offset)
 
 
 def mark_delete_message(positions: Any, mark_delete_offset: int, partition: int, *,

@@ -18,7 +18,14 @@ class ConfirmedSource:
     def __init__(self, managed_log: ManagedLog, journal: Journal) -> None:
         self._log = managed_log
         self._journal = journal
-        self.read = managed_log.read
+
+    def read(self, start_offset: int, max_entries: int, max_bytes: int,
+             end_offset: int | None = None) -> list:
+        """:meth:`ManagedLog.read` up to ``end_offset``, by default what the journal confirmed (not the log's
+        own synced end, which ``journalSyncMode=never`` leaves behind: a replayed entry read by offset alone
+        would be taken for one retention removed)."""
+        return self._log.read(start_offset, max_entries, max_bytes,
+                              self._journal.confirmed_end_offset if end_offset is None else end_offset)
 
     @property
     def durable_end_offset(self) -> int:
@@ -89,11 +96,11 @@ class TopicPositions:
         try:
             entry = self._log.entry_containing(end - 1)
         except DataLost:
-            return MessageId(self._log.segment_base(end - 1), end - 1, self._partition_index, -1)
+            return MessageId.of(self._log.segment_base(end - 1), end - 1, self._partition_index, -1)
         if entry is None:
             return None
         index = end - 1 - entry.offset if entry.num_messages > 1 else -1
-        return MessageId(entry.ledger_id, entry.offset, self._partition_index, index)
+        return MessageId.of(entry.ledger_id, entry.offset, self._partition_index, index)
 
     def unreadable_at(self, offset: int, entries: int = 1) -> DataLost | None:
         """The ``DataLost`` a read of the ``entries`` entries from the one holding ``offset`` meets (None: they
