@@ -14,6 +14,7 @@ from broker_core.errors import (
 from connector.client.admin import Admin, PeekedMessage
 from connector.client.authentication import (Authentication, AuthenticationBasic, AuthenticationTLS,
                                             AuthenticationToken)
+from connector.client.oauth2 import AuthenticationOauth2
 from connector.client.client import Client
 from connector.client.consumer import Consumer
 from connector.client.enums import (
@@ -31,7 +32,7 @@ from connector.client.service_info import ServiceInfo
 from connector.client.table_view import TableView
 
 __all__ = [
-    "Admin", "Authentication", "AuthenticationBasic", "AuthenticationTLS", "AuthenticationToken", "Client", "Consumer", "Producer", "Reader", "TableView", "Message", "MessageId", "PeekedMessage",
+    "Admin", "Authentication", "AuthenticationBasic", "AuthenticationOauth2", "AuthenticationTLS", "AuthenticationToken", "Client", "Consumer", "Producer", "Reader", "TableView", "Message", "MessageId", "PeekedMessage",
     "ConsumerBatchReceivePolicy", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy",
     "MultiplierRedeliveryBackoff", "ConsoleLogger", "FileLogger", "LoggerLevel", "ServiceInfo",
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",

@@ -1,5 +1,5 @@
 """Client authentication with pulsar-client's names: ``AuthenticationToken``, ``AuthenticationTLS`` and
-``AuthenticationBasic``.
+``AuthenticationBasic`` (``AuthenticationOauth2``: :mod:`connector.client.oauth2`).
 
     Client(url, authentication=AuthenticationToken("eyJhbGciOi..."))
     Client(url, authentication=AuthenticationToken(lambda: open("/run/token").read()))   # refreshed
@@ -133,12 +133,16 @@ TOKEN_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationToken", "Auth
 TLS_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationTls", "AuthenticationTls", "AuthenticationTLS",
                "tls")
 BASIC_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationBasic", "AuthenticationBasic", "basic")
+OAUTH2_PLUGINS = ("org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2", "AuthenticationOAuth2",
+                  "AuthenticationOauth2", "oauth2")
 
 
 def from_plugin(plugin: str, params: str) -> Authentication | None:
     """pulsar-admin's ``--auth-plugin`` / ``--auth-params`` (pulsar-spark's ``authPluginClassName`` /
     ``authParams``): a token plugin takes ``token:<jwt>``, ``file:///path`` or the bare token; the TLS plugin
-    ``tlsCertFile:<path>,tlsKeyFile:<path>`` or that as JSON. Empty plugin: None."""
+    ``tlsCertFile:<path>,tlsKeyFile:<path>`` or that as JSON; the OAuth2 plugin the JSON of
+    :class:`~connector.client.oauth2.AuthenticationOauth2` (``issuerUrl``/``issuer_url``, ``privateKey``,
+    ``audience``, ``scope``). Empty plugin: None."""
     plugin, params = (plugin or "").strip(), (params or "").strip()
     if not plugin:
         if params:
@@ -168,8 +172,12 @@ def from_plugin(plugin: str, params: str) -> Authentication | None:
         if not user or values.get("password") is None:
             raise InvalidConfiguration('the basic auth plugin takes authParams {"userId": ..., "password": ...}')
         return AuthenticationBasic(str(user), str(values["password"]))
-    raise InvalidConfiguration(f"unknown auth plugin {plugin!r}: use {TOKEN_PLUGINS[0]}, {TLS_PLUGINS[0]} or "
-                               f"{BASIC_PLUGINS[0]}")
+    if plugin in OAUTH2_PLUGINS:
+        from connector.client.oauth2 import AuthenticationOauth2  # it imports this module
+
+        return AuthenticationOauth2(params)
+    raise InvalidConfiguration(f"unknown auth plugin {plugin!r}: use {TOKEN_PLUGINS[0]}, {TLS_PLUGINS[0]}, "
+                               f"{BASIC_PLUGINS[0]} or {OAUTH2_PLUGINS[0]}")
 
 
 def _json(params: str) -> dict[str, Any]:
