@@ -284,12 +284,13 @@ class MessageId:
                                 self._batch_size)
 
     @staticmethod
-    def deserialize(data: bytes, topic: str | None = None) -> "MessageId":
+    def deserialize(message_id_bytes: bytes, topic: str | None = None) -> "MessageId":
         """The id ``serialize()`` wrote (here or by pulsar-client); ``topic`` names the topic partition it
-        belongs to, for a consumer of several topics. ``ValueError`` for bytes that are not a message id."""
+        belongs to, for a consumer of several topics. ``ValueError`` for bytes that are not a message id.
+        The argument's name is pulsar-client's (``deserialize(message_id_bytes=...)``)."""
         from broker_core.protocol.entry import parse_message_id
 
-        ledger_id, entry_id, partition, batch_index, batch_size = parse_message_id(data)
+        ledger_id, entry_id, partition, batch_index, batch_size = parse_message_id(message_id_bytes)
         return MessageId.of(ledger_id, entry_id, partition, batch_index, batch_size, topic)
 
     # --- pulsarlike's additions -----------------------------------------------------------------------

@@ -88,6 +88,7 @@ class Client:
         whole: the lookups and the opening of every partition share one deadline (:mod:`connector.client.opening`).
         ``max_partitions_per_topic`` (pulsarlike's own, 10,000 by default): a topic the broker says has more
         partitions is refused with ``NotSupported`` before anything is opened (:mod:`connector.client.lookup`)."""
+        _check_service_url(service_url)
         _refuse_unsupported("Client", log_conf_file_path=log_conf_file_path, listener_name=listener_name)
         if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
             raise ValueError("operation_timeout_seconds and connection_timeout_ms must be > 0")
@@ -498,6 +499,17 @@ def _check_consumer_schema(consumer: Consumer, binding: SchemaBinding | None, to
     except BaseException:
         consumer.close()
         raise
+
+
+def _check_service_url(service_url: Any) -> None:
+    """A URL string, as pulsar-client takes it; its ``ServiceInfoProvider`` / ``AutoClusterFailover`` (an object
+    with ``initial_service_info``) is refused here, where it is used, never where its class is defined."""
+    if isinstance(service_url, str):
+        return
+    if callable(getattr(service_url, "initial_service_info", None)):
+        raise errors.NotSupported(f"Client({type(service_url).__name__}(...)): a ServiceInfoProvider (cluster "
+                                  "failover) is not supported by pulsarlike yet; pass the service URL")
+    raise ValueError(f"service_url must be a str, not {type(service_url).__name__}")
 
 
 def _refuse_unsupported(where: str, **options: Any) -> None:

@@ -257,7 +257,7 @@ class DeadLetters:
         self._producer(topic, properties[REAL_TOPIC]).send(
             msg.data(), properties=properties,
             partition_key=msg.partition_key() if msg.has_partition_key() else None,
-            ordering_key=msg.ordering_key(), event_timestamp=msg.event_timestamp() or None,
+            ordering_key=msg.ordering_key_bytes(), event_timestamp=msg.event_timestamp() or None,
             deliver_after=deliver_after_ms or None)
 
     def _producer(self, topic: str, source_topic: str) -> "Producer":

@@ -102,7 +102,14 @@ class Message:
             return single.partition_key is not None
         return self._entry.metadata.HasField("partition_key")
 
-    def ordering_key(self) -> bytes | None:
+    def ordering_key(self) -> str:
+        """pulsar-client's: the ordering key as a str, ``""`` when the message has none (bytes that are not
+        UTF-8 are decoded with replacement characters; :meth:`ordering_key_bytes` gives them as sent)."""
+        raw = self.ordering_key_bytes()
+        return raw.decode("utf-8", "replace") if raw else ""
+
+    def ordering_key_bytes(self) -> bytes | None:
+        """pulsarlike's: the ordering key's bytes as sent, None when the message has none."""
         single = self._single
         if single is not None:
             return single.ordering_key

@@ -117,10 +117,10 @@ class Producer:
 
     def send(self, content: bytes, properties: Mapping[str, str] | None = None,
              partition_key: str | None = None, ordering_key: bytes | str | None = None,
-             sequence_id: int | None = None, event_timestamp: int | None = None,
-             deliver_at: int | None = None, deliver_after: Any = None,
-             replication_clusters: Any = None, disable_replication: bool = False) -> MessageId:
-        """Send one message and wait for its receipt (flushing the open batch at once). While the broker
+             sequence_id: int | None = None, replication_clusters: Any = None,
+             disable_replication: bool = False, event_timestamp: int | None = None,
+             deliver_at: int | None = None, deliver_after: Any = None) -> MessageId:
+        """Send one message (the arguments in pulsar-client 3.13's order) and wait for its receipt (flushing the open batch at once). While the broker
         cannot be reached the message waits to be sent again, until ``send_timeout_millis`` (``Timeout``)."""
         _refuse_replication(replication_clusters)
         if self.schema is not None:
@@ -140,10 +140,10 @@ class Producer:
     def send_async(self, content: bytes, callback: Callable[[Any, MessageId | None], None] | None,
                    properties: Mapping[str, str] | None = None, partition_key: str | None = None,
                    ordering_key: bytes | str | None = None, sequence_id: int | None = None,
+                   replication_clusters: Any = None, disable_replication: bool = False,
                    event_timestamp: int | None = None, deliver_at: int | None = None,
-                   deliver_after: Any = None, replication_clusters: Any = None,
-                   disable_replication: bool = False) -> None:
-        """Queue one message; ``callback(Result, MessageId)`` runs when its receipt (or error) arrives.
+                   deliver_after: Any = None) -> None:
+        """Queue one message (the arguments in pulsar-client 3.13's order); ``callback(Result, MessageId)`` runs when its receipt (or error) arrives.
 
         ``MessageTooBig`` (chunking off), ``AlreadyClosed``, a producer failure (e.g.
         ``ProducerFenced``), a bad ``sequence_id`` (ValueError) and a bad custom router result

@@ -27,7 +27,7 @@ def test_sent_message_is_received_with_its_metadata(client, topic):
     msg = consumer.receive(5000)
     assert msg.data() == msg.value() == b"hello"
     assert msg.properties() == {"a": "1"}
-    assert msg.partition_key() == "key" and msg.ordering_key() == b"ok"
+    assert msg.partition_key() == "key" and msg.ordering_key() == "ok"
     assert msg.event_timestamp() == 1234
     assert before <= msg.publish_timestamp() <= int(time.time() * 1000)
     assert msg.producer_name() == "prod-1" == producer.producer_name()

@@ -280,9 +280,9 @@ def test_message_and_producer_metadata_reach_consumers_and_stats(client, admin, 
     producer.send(b"b", ordering_key="order-2", partition_key="pk")
     a, b = consumer.receive(5000), consumer.receive(5000)
     assert (a.ordering_key(), a.event_timestamp(), a.properties()) == \
-        (b"order-1", 1_700_000_000_000, {"trace": "t1"})
+        ("order-1", 1_700_000_000_000, {"trace": "t1"})
     assert (b.ordering_key(), b.partition_key(), b.event_timestamp(), b.properties()) == \
-        (b"order-2", "pk", 0, {})
+        ("order-2", "pk", 0, {})
     (publisher,) = admin.topic_stats(topic)["publishers"]
     assert publisher["metadata"] == {"app": "billing", "version": "7"}
     assert publisher["producerName"] == producer.producer_name()

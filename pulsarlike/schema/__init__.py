@@ -1,7 +1,8 @@
-"""``pulsar.schema``: typed schemas (``Record`` and its fields, ``StringSchema``, ``BytesSchema``,
-``JsonSchema``, ``AvroSchema``, ``ProtobufNativeSchema``), served by :mod:`connector.client.schema`. A name of
-pulsar-client's ``pulsar.schema`` that is not served yet is still defined here, and using it raises
-``NotSupported`` naming it.
+"""``pulsar.schema``, a package as pulsar-client's (its modules ``definition``, ``schema``, ``schema_avro``
+and ``schema_protobuf`` re-export the names below): typed schemas (``Record`` and its fields, ``StringSchema``,
+``BytesSchema``, ``JsonSchema``, ``AvroSchema``, ``ProtobufNativeSchema``), served by
+:mod:`connector.client.schema`. A name of pulsar-client's ``pulsar.schema`` that is not served yet is still
+defined here, and using it raises ``NotSupported`` naming it.
 """
 from __future__ import annotations
 

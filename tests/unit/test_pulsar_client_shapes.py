@@ -1,0 +1,90 @@
+"""pulsar-client 3.13's shapes where pulsar-client-python's own tests found ours different (issue 33,
+``scripts/upstream_client_tests.py``): a ``ServiceInfoProvider`` subclass defined at import, ``pulsar.schema``
+as a package, the binding's ``_pulsar`` names, ``send``'s argument order, ``MessageId.deserialize``'s keyword,
+``py.typed``. No broker: what is checked happens before any connection."""
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+
+import pulsar
+import pytest
+
+import pulsarlike
+import pulsarlike._pulsar
+
+NOT_A_BROKER = "pulsar://127.0.0.1:9"
+
+
+def test_a_program_that_defines_a_service_info_provider_subclass_imports():
+    class StaticServiceInfoProvider(pulsarlike.ServiceInfoProvider):
+        def __init__(self, initial):
+            self.initial = initial
+
+        def initial_service_info(self):
+            return self.initial
+
+        def initialize(self, on_service_info_update):
+            pass
+
+    assert StaticServiceInfoProvider(pulsarlike.ServiceInfo(NOT_A_BROKER)).initial.service_url == NOT_A_BROKER
+
+
+def test_a_client_given_a_service_info_provider_refuses_it_naming_it():
+    class Provider(pulsarlike.ServiceInfoProvider):
+        def __init__(self):
+            pass
+
+        def initial_service_info(self):
+            return pulsarlike.ServiceInfo(NOT_A_BROKER)
+
+    with pytest.raises(pulsarlike.NotSupported, match="Client\\(Provider\\(...\\)\\): a ServiceInfoProvider"):
+        pulsarlike.Client(Provider())
+
+
+def test_a_client_given_no_url_string_raises_value_error():
+    with pytest.raises(ValueError, match="service_url must be a str"):
+        pulsarlike.Client(5)
+
+
+@pytest.mark.parametrize("module", ["definition", "schema", "schema_avro", "schema_protobuf"])
+def test_each_module_of_pulsar_schema_exists_with_the_same_objects(module):
+    theirs = importlib.import_module(f"pulsar.schema.{module}")
+    ours = importlib.import_module(f"pulsarlike.schema.{module}")
+    for name in ours.__all__:
+        assert getattr(ours, name) is getattr(pulsarlike.schema, name)
+        assert hasattr(theirs, name), name
+
+
+def test_from_pulsar_schema_schema_import_string_schema_works_under_our_name():
+    from pulsarlike.schema.schema import StringSchema
+
+    assert StringSchema().decode(StringSchema().encode("hi")) == "hi"
+
+
+def test_the_bindings_user_visible_names_are_ours():
+    assert pulsarlike._pulsar.MessageId is pulsarlike.MessageId
+    assert pulsarlike._pulsar.Result is pulsarlike.Result
+    assert pulsarlike._pulsar.RegexSubscriptionMode is pulsarlike.RegexSubscriptionMode
+    with pytest.raises(pulsarlike.NotSupported, match="_pulsar.ProducerConfiguration"):
+        pulsarlike._pulsar.ProducerConfiguration()
+
+
+@pytest.mark.parametrize("method", ["send", "send_async"])
+def test_send_takes_its_arguments_in_pulsar_clients_order(method):
+    theirs = list(inspect.signature(getattr(pulsar.Producer, method)).parameters)
+    ours = list(inspect.signature(getattr(pulsarlike.Producer, method)).parameters)
+    assert ours == theirs
+
+
+def test_message_id_deserialize_takes_message_id_bytes_by_name():
+    data = pulsarlike.MessageId(3, 7, 11, -1).serialize()
+    got = pulsarlike.MessageId.deserialize(message_id_bytes=data)
+    assert (got.partition(), got.ledger_id(), got.entry_id()) == (3, 7, 11)
+    assert list(inspect.signature(pulsarlike.MessageId.deserialize).parameters) == \
+        list(inspect.signature(pulsar.MessageId.deserialize).parameters)
+
+
+def test_the_package_is_marked_typed():
+    assert (Path(pulsarlike.__file__).parent / "py.typed").is_file()
