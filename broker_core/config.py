@@ -26,7 +26,9 @@ _PULSAR_AUTH = "org.apache.pulsar.broker.authentication."
 PROVIDER_NAMES = {"token": "token", "tls": "tls", "basic": "basic",
                   f"{_PULSAR_AUTH}AuthenticationProviderToken": "token",
                   f"{_PULSAR_AUTH}AuthenticationProviderTls": "tls",
-                  f"{_PULSAR_AUTH}AuthenticationProviderBasic": "basic"}
+                  f"{_PULSAR_AUTH}AuthenticationProviderBasic": "basic", "openid": "openid",
+                  f"{_PULSAR_AUTH}oidc.AuthenticationProviderOpenID": "openid",
+                  "AuthenticationProviderOpenID": "openid"}
 """``authenticationProviders`` entries -> the provider's short name."""
 
 
@@ -318,9 +320,9 @@ class BrokerConfig:
     """Clients must present credentials one of ``authenticationProviders`` accepts (false: everyone is
     anonymous, as Pulsar's default)."""
     authenticationProviders: str = ""
-    """Comma-separated: ``token``, ``tls`` and/or ``basic`` (Pulsar's class names
-    ``org.apache.pulsar.broker.authentication.AuthenticationProviderToken`` / ``...Tls`` / ``...Basic`` are
-    accepted)."""
+    """Comma-separated: ``token``, ``tls``, ``basic`` and/or ``openid`` (Pulsar's class names
+    ``org.apache.pulsar.broker.authentication.AuthenticationProviderToken`` / ``...Tls`` / ``...Basic`` /
+    ``...oidc.AuthenticationProviderOpenID`` are accepted)."""
     authorizationEnabled: bool = False
     """Every call is checked: role x action x resource (super-users, tenant admins, grants)."""
     superUserRoles: str = ""
@@ -358,6 +360,31 @@ class BrokerConfig:
     """The audience this broker accepts (see ``tokenAudienceClaim``)."""
     tokenAllowedClockSkewSeconds: int = 0
     """Leeway for ``exp``/``nbf`` checks."""
+    openIDAllowedTokenIssuers: str = ""
+    """OpenID Connect (``AuthenticationProviderOpenID``): comma-separated issuer URLs whose tokens are accepted
+    (a token's ``iss`` exactly); their keys come from ``<issuer>/.well-known/openid-configuration``."""
+    openIDAllowedAudiences: str = ""
+    """Comma-separated: a token's ``aud`` must hold one of them (required with the OpenID provider)."""
+    openIDRoleClaim: str = "sub"
+    """The claim holding the role (a string, or a list whose first item is taken)."""
+    openIDAcceptedTimeLeewaySeconds: int = 0
+    """Leeway for ``exp``/``nbf``/``iat`` checks of OpenID tokens."""
+    openIDRequireIssuersUseHttps: bool = True
+    """Refuse to start with an ``http://`` issuer (set false only for a local test issuer)."""
+    openIDTokenIssuerTrustCertsFilePath: str = ""
+    """CA certificates (PEM) the issuers' HTTPS certificates must chain to (empty: the system's roots)."""
+    openIDCacheSize: int = 5
+    """Issuers whose keys are kept (least recently used dropped)."""
+    openIDCacheExpirationSeconds: int = 86400
+    """Keys older than this are fetched again before use."""
+    openIDCacheRefreshAfterWriteSeconds: int = 64800
+    """Keys older than this are fetched again in the background, the cached ones serving meanwhile."""
+    openIDKeyIdCacheMissRefreshSeconds: int = 300
+    """A token whose ``kid`` the cached keys lack fetches them again at most this often."""
+    openIDHttpConnectionTimeoutMillis: int = 10000
+    """Connecting to an issuer (discovery document, JWKS)."""
+    openIDHttpReadTimeoutMillis: int = 10000
+    """Reading an issuer's answer."""
 
     def subscription_expiry_check_s(self) -> int:
         """The subscription expiry check interval in seconds."""
@@ -421,6 +448,11 @@ class BrokerConfig:
             if value is not None and not 0 <= value < 65536:
                 raise _bad(name, value, "a port number (0: any free one), or unset for none")
         self.authentication_providers()
+        for name in ("openIDAcceptedTimeLeewaySeconds", "openIDCacheExpirationSeconds", "openIDCacheSize",
+                     "openIDCacheRefreshAfterWriteSeconds", "openIDKeyIdCacheMissRefreshSeconds",
+                     "openIDHttpConnectionTimeoutMillis", "openIDHttpReadTimeoutMillis"):
+            if getattr(self, name) < 0:
+                raise _bad(name, getattr(self, name), "an integer >= 0")
         self.advertised_listeners  # noqa: B018  (parsed once, here: a bad value stops the start)
         if self.brokerServicePortTls is not None or self.webServicePortTls is not None:
             for name in ("tlsCertificateFilePath", "tlsKeyFilePath"):
@@ -432,16 +464,17 @@ class BrokerConfig:
                                                     " since tlsRequireTrustedClientCertOnConnect=true")
 
     def authentication_providers(self) -> tuple[str, ...]:
-        """``authenticationProviders`` as short names (``token``, ``tls``), in the order given."""
+        """``authenticationProviders`` as short names (``token``, ``tls``, ``basic``, ``openid``), in the order
+        given."""
         names = []
         for item in (part.strip() for part in self.authenticationProviders.split(",")):
             if not item:
                 continue
             name = PROVIDER_NAMES.get(item, PROVIDER_NAMES.get(item.lower()))
             if name is None:
-                raise _bad("authenticationProviders", item, "a comma-separated list of token, tls, basic (or "
-                                                            "Pulsar's AuthenticationProviderToken/Tls/Basic class "
-                                                            "names)")
+                raise _bad("authenticationProviders", item, "a comma-separated list of token, tls, basic, openid "
+                                                            "(or Pulsar's AuthenticationProviderToken/Tls/Basic/"
+                                                            "OpenID class names)")
             names.append(name)
         return tuple(dict.fromkeys(names))
 

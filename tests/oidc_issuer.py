@@ -7,6 +7,7 @@ document, a token endpoint for the client-credentials grant, and the JWKS of key
         issuer.credentials_url("svc")        # data:application/json;base64,... for AuthenticationOauth2
         issuer.token("svc-role", audience="pulsar")   # a signed access token, without the HTTP round trip
 
+``serve=False``: no server, keys and tokens only (``documents()`` is what it would serve, for unit tests).
 ``now_s`` is the issuer's clock (a function: tests move it with the broker's fake clock); ``lifetime_s`` how
 long tokens it issues last; ``requests`` counts the requests per path. ``rotate()`` replaces the signing key
 by a new one with a new ``kid`` (the old one stays published unless ``drop_old``).
@@ -32,7 +33,8 @@ JWKS = "/jwks.json"
 
 class OidcIssuer:
     def __init__(self, clients: dict[str, tuple[str, str]] | None = None, algorithm: str = "RS256",
-                 lifetime_s: float = 3600, now_s: Callable[[], float] = time.time, default_audience: str = "") -> None:
+                 lifetime_s: float = 3600, now_s: Callable[[], float] = time.time, default_audience: str = "",
+                 serve: bool = True, url: str = "https://issuer.test") -> None:
         self.clients = dict(clients or {})
         """client_id -> (client_secret, the role its tokens carry in ``sub``)."""
         self.algorithm = algorithm
@@ -52,13 +54,8 @@ class OidcIssuer:
 
             def do_GET(self) -> None:  # noqa: N802
                 issuer.requests[self.path] += 1
-                if self.path == DISCOVERY:
-                    self._json(200, {"issuer": issuer.url, "token_endpoint": issuer.url + TOKEN,
-                                     "jwks_uri": issuer.url + JWKS, "grant_types_supported": ["client_credentials"]})
-                elif self.path == JWKS:
-                    self._json(200, issuer.jwks())
-                else:
-                    self._json(404, {"error": "not_found"})
+                answer = issuer.documents().get(issuer.url + self.path)
+                self._json(200, answer) if answer is not None else self._json(404, {"error": "not_found"})
 
             def do_POST(self) -> None:  # noqa: N802
                 issuer.requests[self.path] += 1
@@ -92,6 +89,10 @@ class OidcIssuer:
                 self.end_headers()
                 self.wfile.write(data)
 
+        self._server = None
+        self.url = url
+        if not serve:  # keys and tokens only, for unit tests: documents() answers what the server would
+            return
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -107,6 +108,12 @@ class OidcIssuer:
                else rsa.generate_private_key(public_exponent=65537, key_size=2048))
         self._keys = ([] if drop_old else self._keys) + [(kid, key)]
         return kid
+
+    def documents(self) -> dict[str, Any]:
+        """URL -> JSON of the discovery document and the JWKS."""
+        discovery = {"issuer": self.url, "token_endpoint": self.url + TOKEN, "jwks_uri": self.url + JWKS,
+                     "grant_types_supported": ["client_credentials"]}
+        return {self.url + DISCOVERY: discovery, self.url + JWKS: self.jwks()}
 
     def jwks(self) -> dict[str, Any]:
         keys = []
@@ -145,6 +152,8 @@ class OidcIssuer:
         return json.dumps({**params, **extra})
 
     def close(self) -> None:
+        if self._server is None:
+            return
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

@@ -1,6 +1,8 @@
 """The security layer both front ends call: who a client is (authentication), and what it may do
 (authorization). Configured by ``authenticationEnabled``, ``authenticationProviders``, ``anonymousUserRole``,
-``authorizationEnabled`` and ``superUserRoles`` (:mod:`broker_core.config`; docs/security.md).
+``authorizationEnabled`` and ``superUserRoles`` (:mod:`broker_core.config`; docs/security.md). The ``openid``
+provider (:mod:`broker_core.security.openid`) takes the ``token`` method too: with both, a token either
+accepts is in (:class:`~broker_core.security.providers.AnyOf`).
 
 - The gRPC front end (:mod:`broker_core.frontends.grpc.admission`) hands it each call's ``authorization: Bearer
   <token>`` metadata and the connection's :class:`~broker_core.net.peers.ClientIdentity`
@@ -38,7 +40,7 @@ from broker_core.errors import AuthenticationError, AuthorizationError, InvalidC
 from broker_core.log_limits import LogLimiter
 from broker_core.net.peers import ClientIdentity
 from broker_core.security.authorization import ADMIN, SUPER, Authorizer
-from broker_core.security.providers import (Authenticated, AuthenticationProvider, TlsAuthentication,
+from broker_core.security.providers import (AnyOf, Authenticated, AuthenticationProvider, TlsAuthentication,
                                                     TokenAuthentication)
 
 log = logging.getLogger(__name__)
@@ -80,7 +82,13 @@ class Security:
             if name == "token":
                 from broker_core.security.tokens import TokenValidator  # only then: see providers.py
 
-                self.providers[name] = TokenAuthentication(TokenValidator.from_config(config, clock))
+                self.providers[name] = AnyOf.of(TokenAuthentication(TokenValidator.from_config(config, clock)),
+                                                self.providers.get(name))
+            elif name == "openid":  # the token method, as Pulsar's AuthenticationProviderOpenID
+                from broker_core.security.openid import OpenIDAuthentication  # only then, as tokens
+
+                self.providers["token"] = AnyOf.of(self.providers.get("token"),
+                                                   OpenIDAuthentication.from_config(config, clock))
             elif name == "basic":
                 from broker_core.security.basic import BasicAuthentication  # only then, as tokens
 
@@ -89,7 +97,7 @@ class Security:
                 self.providers[name] = TlsAuthentication()
         if self.authentication_enabled and not self.providers:
             raise InvalidConfiguration("authenticationEnabled=true needs authenticationProviders (token, tls, "
-                                       "basic)",
+                                       "basic, openid)",
                                        key="authenticationProviders")
         if config.authorizationEnabled and authorizer is None:
             raise InvalidConfiguration("authorizationEnabled=true needs the broker's tenants and policies")

@@ -86,3 +86,49 @@ class TlsAuthentication:
 
     def still_valid(self, authenticated: Authenticated) -> bool:
         return True
+
+
+class AnyOf:
+    """Providers of one method (``token``: a static key's and OpenID issuers'), tried in turn, as Pulsar's
+    ``AuthenticationProviderList``: the first that accepts the credentials admits the client; when none does,
+    the refusal gives each one's reason."""
+
+    def __init__(self, providers: list[AuthenticationProvider]) -> None:
+        self.providers = providers
+        self.method = providers[0].method
+
+    @classmethod
+    def of(cls, *providers: AuthenticationProvider | None) -> AuthenticationProvider:
+        """One provider for those given (None skipped; one alone is itself; lists are flattened)."""
+        flat: list[AuthenticationProvider] = []
+        for provider in providers:
+            if provider is not None:
+                flat.extend(provider.providers if isinstance(provider, AnyOf) else [provider])
+        return flat[0] if len(flat) == 1 else cls(flat)
+
+    def authenticate(self, credentials: bytes, identity: ClientIdentity) -> Authenticated:
+        reasons = []
+        for provider in self.providers:
+            try:
+                return provider.authenticate(credentials, identity)
+            except AuthenticationError as exc:
+                reasons.append(exc)
+        raise _all_refused(reasons)
+
+    async def authenticate_async(self, credentials: bytes, identity: ClientIdentity) -> Authenticated:
+        reasons = []
+        for provider in self.providers:
+            try:
+                return await provider.authenticate_async(credentials, identity)
+            except AuthenticationError as exc:
+                reasons.append(exc)
+        raise _all_refused(reasons)
+
+    def still_valid(self, authenticated: Authenticated) -> bool:
+        return any(provider.still_valid(authenticated) for provider in self.providers)
+
+
+def _all_refused(refusals: list[AuthenticationError]) -> AuthenticationError:
+    reasons = list(dict.fromkeys(str(exc.fields.get("reason", exc.message)) for exc in refusals))
+    reason = "; ".join(reasons)
+    return AuthenticationError(f"authentication failed: {reason}", reason=reason)
