@@ -29,11 +29,14 @@ stored message), so each run exports only what is new. One run, in order:
    ``endOffsets`` (created there when missing; never moved back), so it holds exactly what later runs
    will export and retention may delete the rest.
 
-On a Pulsar broker other than pulsarlike (one binary ``CONNECT`` tells) the same steps run by message id
-(:mod:`jobs.export_ids`): ``endOffsets`` holds each partition's last exported message id, inclusive (the
-manifest says ``"offsetKind": "messageId"``; a manifest of the other kind is refused, exit 2),
-``--subscription`` is acknowledged cumulatively up to it over the binary protocol, and
-``--starting-time``/``--ending-time`` need ``--admin-url`` (the broker's REST API).
+The job's positions are chosen once, by one binary ``CONNECT`` (:mod:`jobs.positions`), and every step
+runs over them: on pulsarlike a partition's dense offsets, on any other Pulsar broker its message ids.
+There ``endOffsets`` holds each partition's last exported message id, inclusive (the manifest says
+``"offsetKind": "messageId"``; a manifest of the other kind is refused, exit 2), ``--subscription`` is
+acknowledged cumulatively up to it over the binary protocol, ``--starting-time``/``--ending-time`` need
+``--admin-url`` (the broker's REST API: the binary protocol cannot find a message by publish time), the
+progress bar has no total (a range's size is not known before it is read) and data deleted by retention is
+not detected (ids have gaps; ``--subscription`` keeps what later runs export).
 
 A crash before step 5 leaves the manifest as it was, so the next run exports the same range again (and
 step 2 removes the first attempt's files). DIR must be a local (or mounted) folder every Spark executor
@@ -55,10 +58,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, client_kwargs, dense_offsets,
-                          job_parser, local_path, qualified, job_main, security, spark_options, spark_session,
-                          write_json_atomically)
-from jobs._message_ids import DENSE_KIND, ID_KIND
+from jobs._common import (READ_SPLIT_MESSAGES, JobFailed, JobInputError, Progress, job_parser, local_path, qualified,
+                          job_main, spark_options, spark_session, write_json_atomically)
+from jobs.positions import DENSE_KIND, ID_KIND, DensePositions, Positions, positions_for, require_admin_url
 
 NAME = "export"
 MANIFEST = "_pulsarlike_manifest.json"
@@ -69,8 +71,8 @@ DATE_COLUMN = "publish_date"
 
 @dataclass
 class ExportPlan:
-    """One run's range per topic partition (``TopicPartition`` keys): ``start <= offset < end`` (dense), or
-    message ids ``start < id <= end`` (``kind`` messageId: ``IdOffset`` boundaries)."""
+    """One run's range per topic partition (``TopicPartition`` keys) in the job's positions: ``start <= offset
+    < end`` (dense), or message ids ``start < id <= end`` (``IdOffset`` boundaries)."""
 
     topic: str
     start: dict[Any, int]
@@ -79,25 +81,24 @@ class ExportPlan:
     """Where the start came from: ``manifest``, ``earliest``, ``latest``, ``offsets`` or ``time``."""
     lost: list[tuple[Any, int, int]] = field(default_factory=list)
     """(partition, first, end) of planned messages retention already deleted."""
-    stored_from: dict[Any, int] = field(default_factory=dict)
-    """Each partition's first stored offset."""
-    kind: str = DENSE_KIND
-    """``dense`` (pulsarlike) or ``messageId`` (another Pulsar broker)."""
+    stored_from: dict[Any, Any] = field(default_factory=dict)
+    """Each partition's first position (its first stored offset; before every message for message ids)."""
+    positions: Any = field(default_factory=DensePositions)
+    """The job's positions (:mod:`jobs.positions`): their order and kind."""
+
+    @property
+    def kind(self) -> str:
+        """``dense`` (pulsarlike) or ``messageId`` (another Pulsar broker)."""
+        return self.positions.kind
 
     @property
     def messages(self) -> int | None:
         """How many messages the range holds; None for message ids (not known before it is read)."""
-        if self.kind != DENSE_KIND:
-            return None
-        return sum(self.end[tp] - self.start[tp] for tp in self.end)
+        return self.positions.count(self.start, self.end)
 
     @property
     def empty(self) -> bool:
-        if self.kind == DENSE_KIND:
-            return self.messages == 0
-        from connector.spark.message_id_offsets import holds_messages
-
-        return not any(holds_messages(self.start[tp], self.end[tp]) for tp in self.end)
+        return not any(self.positions.holds(self.start[tp], self.end[tp]) for tp in self.end)
 
 
 # --- pure parts ------------------------------------------------------------------------------------------
@@ -149,62 +150,60 @@ def load_manifest(output: str, topic: str, kind: str = DENSE_KIND) -> dict[str, 
 
 
 def plan_export(topic: str, bounds: Mapping[Any, Any], manifest: Mapping[str, Any], starting: str | None,
-                ending: str | None, starting_times: Mapping[Any, int] | None = None,
-                ending_times: Mapping[Any, int] | None = None) -> ExportPlan:
+                ending: str | None, starting_at: Mapping[Any, Any] | None = None,
+                ending_at: Mapping[Any, Any] | None = None, positions: Positions | None = None) -> ExportPlan:
     """The run's range from the partitions' bounds, the manifest and the flags (``starting``/``ending``:
-    ``earliest``/``latest``/JSON or None; ``*_times``: offsets the broker found for a time)."""
+    ``earliest``/``latest``/JSON or None; ``*_at``: positions the broker found for a time), in ``positions``
+    (pulsarlike's dense offsets when None)."""
     from connector.spark.offsets import from_json_dict, parse_user_offsets
-    from connector.spark.planning import OffsetOutOfRange, resolve_user_offsets
+    from connector.spark.planning import OffsetOutOfRange
 
+    p = positions or DensePositions()
     try:
-        if starting_times is not None:
-            start, source = dict(starting_times), "time"
+        if starting_at is not None:
+            start, source = dict(starting_at), "time"
         elif starting is not None and starting.strip().lower() in ("earliest", "latest"):
             source = starting.strip().lower()
-            start = {tp: (b.start if source == "earliest" else b.end) for tp, b in bounds.items()}
+            start = {tp: (p.first(b) if source == "earliest" else b.end) for tp, b in bounds.items()}
         elif starting is not None:
             given = parse_user_offsets("--starting-offsets", starting)
-            start, source = resolve_user_offsets("--starting-offsets", given, bounds, True), "offsets"
+            start, source = p.resolve("--starting-offsets", given, bounds, True), "offsets"
         else:
             done = from_json_dict(manifest.get("endOffsets", {}))
             source = "manifest" if done else "earliest"
-            start = {tp: done.get(tp, b.start) for tp, b in bounds.items()}
+            start = {tp: done.get(tp, p.first(b)) for tp, b in bounds.items()}
             for tp, offset in sorted(done.items()):
-                if tp in bounds and offset > bounds[tp].end:
+                if tp in bounds and p.holds(bounds[tp].end, offset):
                     raise JobInputError(
-                        f"the manifest says {tp} was exported up to offset {offset}, but it ends at "
+                        f"the manifest says {tp} was exported up to {p.noun} {offset}, but it ends at "
                         f"{bounds[tp].end}: the topic was deleted and created again? export it to a new folder, "
                         "or give --starting-offsets")
-        if ending_times is not None:
-            end = dict(ending_times)
+        if ending_at is not None:
+            end = dict(ending_at)
         elif ending is None or ending.strip().lower() == "latest":
             end = {tp: b.end for tp, b in bounds.items()}
         else:
             given = parse_user_offsets("--ending-offsets", ending, allow_earliest=False)
-            end = resolve_user_offsets("--ending-offsets", given, bounds, False)
+            end = p.resolve("--ending-offsets", given, bounds, False)
     except (ValueError, OffsetOutOfRange) as exc:
         if isinstance(exc, JobInputError):
             raise
         raise JobInputError(str(exc)) from None
     for tp in sorted(end):
-        if start[tp] > end[tp]:
+        if p.holds(end[tp], start[tp]):
             raise JobInputError(f"{tp}: the start ({start[tp]}, from {source}) is after the end ({end[tp]}); "
                                 "give an end at or after the start")
-    lost = [(tp, start[tp], min(bounds[tp].start, end[tp])) for tp in sorted(end)
-            if start[tp] < bounds[tp].start and start[tp] < end[tp]]
-    return ExportPlan(topic=topic, start=start, end=end, source=source, lost=lost,
-                      stored_from={tp: b.start for tp, b in bounds.items()})
+    return ExportPlan(topic=topic, start=start, end=end, source=source, lost=p.lost(start, end, bounds),
+                      stored_from={tp: p.first(b) for tp, b in bounds.items()}, positions=p)
 
 
 def held_offsets(plan: ExportPlan, manifest: Mapping[str, Any]) -> dict[Any, Any]:
     """Where ``--subscription`` should stand after a run: at the manifest's end, where the next run
     starts (a partition the manifest does not name: at its first stored message)."""
-    from connector.spark.message_id_offsets import EARLIEST
     from connector.spark.offsets import from_json_dict
 
     done = from_json_dict(manifest.get("endOffsets", {}))
-    first = EARLIEST if plan.kind != DENSE_KIND else 0
-    return {tp: done.get(tp, plan.stored_from.get(tp, first)) for tp in sorted(plan.end)}
+    return {tp: done.get(tp, plan.stored_from[tp]) for tp in sorted(plan.end)}
 
 
 def with_publish_date(df: Any) -> Any:
@@ -254,10 +253,7 @@ def commit_staged(staging: str, output: str, run_id: str) -> list[str]:
 
 
 # --- the run ---------------------------------------------------------------------------------------------
-def _plan(args: Any, topic: str, manifest: Mapping[str, Any], dense: bool) -> ExportPlan:
-    from connector.spark.source_admin import SourceAdmin
-    from connector.spark.options import TopicSpec
-
+def _plan(args: Any, topic: str, manifest: Mapping[str, Any], positions: Positions) -> ExportPlan:
     if args.starting_offsets is not None and args.starting_time is not None:
         raise JobInputError("give --starting-offsets or --starting-time, not both")
     if args.ending_offsets is not None and args.ending_time is not None:
@@ -266,25 +262,17 @@ def _plan(args: Any, topic: str, manifest: Mapping[str, Any], dense: bool) -> Ex
     end_ms = parse_time(args.ending_time, "--ending-time") if args.ending_time else None
     if start_ms is not None and end_ms is not None and end_ms < start_ms:
         raise JobInputError(f"--ending-time {args.ending_time} is before --starting-time {args.starting_time}")
-    if not dense:
-        from jobs.export_ids import plan_ids
-
-        return plan_ids(args, topic, manifest, start_ms, end_ms)
-    calls = SourceAdmin(args.service_url, 30_000, security())
-    try:
-        bounds = calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
-        if not bounds:
-            raise JobInputError(f"topic {topic} does not exist")
-        starting_times = ({tp: calls.offset_for_time(tp, start_ms) for tp in bounds}
-                          if start_ms is not None else None)
-        ending_times = ({tp: calls.offset_for_time(tp, end_ms) for tp in bounds}
-                        if end_ms is not None else None)
-    finally:
-        calls.close()
-    if starting_times is not None and ending_times is not None:  # an empty time range, not a reversed one
-        starting_times = {tp: min(offset, ending_times[tp]) for tp, offset in starting_times.items()}
-    return plan_export(topic, bounds, manifest, args.starting_offsets, args.ending_offsets, starting_times,
-                       ending_times)
+    if not positions.dense and (start_ms is not None or end_ms is not None):
+        require_admin_url(args.admin_url, "--starting-time/--ending-time", NAME)  # before the broker is asked
+    bounds = positions.bounds(topic)
+    if not bounds:
+        raise JobInputError(f"topic {topic} does not exist")
+    starting_at = positions.at_time(bounds, start_ms) if start_ms is not None else None
+    ending_at = positions.at_time(bounds, end_ms) if end_ms is not None else None
+    if starting_at is not None and ending_at is not None:  # an empty time range, not a reversed one
+        starting_at = {tp: positions.earlier(position, ending_at[tp]) for tp, position in starting_at.items()}
+    return plan_export(topic, bounds, manifest, args.starting_offsets, args.ending_offsets, starting_at,
+                       ending_at, positions)
 
 
 @dataclass
@@ -317,31 +305,16 @@ class ExportSummary:
                 f"  seconds          {self.seconds:.1f}"]
 
 
-def acknowledge_exported(service_url: str, topic: str, subscription: str, held: Mapping[Any, Any],
-                         kind: str = DENSE_KIND) -> int | None:
+def acknowledge_exported(positions: Positions, topic: str, subscription: str, held: Mapping[Any, Any]) -> int | None:
     """Acknowledge on ``subscription`` each partition's messages below ``held`` (the subscription is created
     there when missing, and never moved back); returns its backlog (None: not known for message ids)."""
     from broker_core.errors import PulsarLikeError
-    from connector import Admin
 
-    if kind != DENSE_KIND:
-        from jobs._message_ids import acknowledge_through
-
-        try:
-            acknowledge_through(service_url, subscription, held)
-        except PulsarLikeError as exc:
-            raise JobFailed(f"the export is committed, but acknowledging on subscription {subscription} failed "
-                            f"({exc.code}: {exc.message}); the next run acknowledges again") from None
-        return None
     try:
-        with Admin(service_url, **client_kwargs(service_url)) as admin:
-            for tp, offset in held.items():
-                admin.acknowledge_up_to(tp.internal_name, subscription, offset)
-            stats = admin.topic_stats(topic)
+        return positions.acknowledge(topic, subscription, held)
     except PulsarLikeError as exc:
         raise JobFailed(f"the export is committed, but acknowledging on subscription {subscription} failed "
                         f"({exc.code}: {exc.message}); the next run acknowledges again") from None
-    return stats.get("subscriptions", {}).get(subscription, {}).get("msgBacklog")
 
 
 def run(args: Any, spark: Any = None) -> ExportSummary:
@@ -353,10 +326,11 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
     if os.path.exists(output) and not os.path.isdir(output):
         raise JobInputError(f"--output {output} is a file; give a folder")
     # a wrong --service-url fails here, before anything is written; the broker says which offsets it has
-    kind = DENSE_KIND if dense_offsets(args.service_url) else ID_KIND
+    positions = positions_for(args.service_url, args.admin_url)
+    kind = positions.kind
     manifest = load_manifest(output, topic, kind)
     with spark_session(f"pulsarlike-export {topic}", args.master, spark) as session:
-        plan = _plan(args, topic, manifest, kind == DENSE_KIND)
+        plan = _plan(args, topic, manifest, positions)
         if plan.lost and not args.allow_data_loss:
             tp, first, stored = plan.lost[0]
             raise JobFailed(f"messages {first}..{stored - 1} of {tp} were deleted by retention before they were "
@@ -370,8 +344,8 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
             summary = ExportSummary(None, topic, output, 0, 0, [], start_json, end_json, 0.0, args.subscription,
                                     kind=kind)
             if args.subscription:
-                summary.backlog = acknowledge_exported(args.service_url, topic, args.subscription,
-                                                       held_offsets(plan, manifest), kind)
+                summary.backlog = acknowledge_exported(positions, topic, args.subscription,
+                                                       held_offsets(plan, manifest))
             summary.seconds = time.monotonic() - started
             return summary
         os.makedirs(output, exist_ok=True)
@@ -405,8 +379,8 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
         summary = ExportSummary(run_id, topic, output, exported, len(files), dates, start_json, end_json, seconds,
                                 args.subscription, kind=kind)
         if args.subscription:
-            summary.backlog = acknowledge_exported(args.service_url, topic, args.subscription,
-                                                   held_offsets(plan, manifest), kind)
+            summary.backlog = acknowledge_exported(positions, topic, args.subscription,
+                                                   held_offsets(plan, manifest))
             summary.seconds = time.monotonic() - started
     return summary
 

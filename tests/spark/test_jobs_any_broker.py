@@ -282,6 +282,6 @@ def test_export_by_time_on_another_broker_looks_message_ids_up_over_the_admin_ur
     ((7, 0, -1), False, (-1, -1, -1)),  # or before everything, for a caller that picks messages by id
 ])
 def test_the_boundary_before_a_message(message, exact, boundary):
-    from jobs._message_ids import before
+    from jobs.positions import before
 
     assert tuple(before(*message, exact=exact)) == boundary

@@ -7,12 +7,20 @@ import pytest
 from connector.spark.message_id_offsets import EARLIEST, IdOffset
 from connector.spark.offsets import TopicPartition
 from jobs._common import JobInputError
-from jobs.export_ids import plan_id_export
-from jobs.redrive_ids import HeldDlq, planned_write_id, ranges
+from connector.spark.offset_kinds import Bounds
+from jobs.dlq_plans import HeldDlq, planned_write_id, ranges
+from jobs.export import plan_export
+from jobs.positions import IdPositions
 
 T = "persistent://public/default/orders"
 P = TopicPartition(T, -1)
 LAST = {P: IdOffset(3, 9, -1)}
+
+
+def plan_id_export(topic, last, manifest, starting, ending):
+    """export's plan over message id positions: a partition's bounds are before its first message and its last id."""
+    bounds = {tp: Bounds(EARLIEST, end) for tp, end in last.items()}
+    return plan_export(topic, bounds, manifest, starting, ending, positions=IdPositions())
 
 
 def manifest(end: dict | None = None) -> dict:
@@ -71,9 +79,35 @@ class FakeConsumer:
 
 
 def test_redrive_counts_only_acknowledgments_of_whole_entries():
-    held = HeldDlq.__new__(HeldDlq)
+    held = HeldDlq.__new__(HeldDlq)  # no broker: only what acknowledge reads
     held.dlq, held.subscription, held.consumer = T, "s", FakeConsumer()
     held.pending = {(-1, 3, 4, -1): "a", (-1, 3, 5, 0): "b0", (-1, 3, 5, 1): "b1", (-1, 3, 6, 0): "c0"}
     # the batch at entry 5 is split by the filter: its re-driven message stays unacknowledged at the broker
     assert held.acknowledge({(-1, 3, 4, -1), (-1, 3, 5, 0), (-1, 3, 6, 0)}) == 2
     assert held.consumer.acknowledged == ["a", "b0", "c0"]
+
+
+def test_redrive_without_a_filter_acknowledges_every_planned_message():
+    held = HeldDlq.__new__(HeldDlq)
+    held.dlq, held.subscription, held.consumer = T, "s", FakeConsumer()
+    held.pending = {(-1, 3, 4, -1): "a", (-1, 3, 5, 0): "b0", (-1, 3, 5, 1): "b1"}
+    assert held.acknowledge(None) == 3
+    assert held.consumer.acknowledged == ["a", "b0", "b1"]
+
+
+def test_the_job_positions_choose_the_dlq_plan_and_the_manifest_kind():
+    from jobs.dlq_plans import OffsetDlq, dlq_plan
+    from jobs.positions import DensePositions
+
+    assert type(dlq_plan(DensePositions("pulsar://x"), T, "s")) is OffsetDlq
+    assert type(dlq_plan(IdPositions("pulsar://x"), T, "s")) is HeldDlq
+    dense = plan_export(T, {P: Bounds(2, 9)}, {"endOffsets": {}}, None, None)
+    assert (dense.kind, dense.messages, dense.stored_from) == ("dense", 7, {P: 2})
+
+
+def test_an_empty_time_range_on_message_ids_starts_where_it_ends():
+    # --starting-time and --ending-time finding the same message: the range is empty, not reversed
+    at = {P: IdOffset(3, 4, -1)}
+    plan = plan_export(T, {P: Bounds(EARLIEST, LAST[P])}, manifest(), None, None, at, at, IdPositions())
+    assert plan.empty and plan.source == "time"
+    assert IdPositions.earlier(IdOffset(3, 6, -1), IdOffset(3, 4, -1)) == IdOffset(3, 4, -1)

@@ -12,7 +12,7 @@ import pytest
 
 from connector.spark.source_admin import Bounds
 from connector.spark.offsets import TopicPartition
-from jobs import backfill, export, redrive
+from jobs import backfill, dlq_plans, export, redrive
 from jobs._common import (JobInputError, Progress, StageTotals, is_terminal, progress_position,
                           write_json_atomically)
 
@@ -127,32 +127,32 @@ def test_manifest_is_replaced_whole(tmp_path):
 
 # --- redrive ---------------------------------------------------------------------------------------------
 def test_acked_ranges_are_read_as_pulsar_writes_them():
-    assert redrive.parse_acked_ranges("[(0:3..0:5], (8:9..8:10]]") == [(4, 6), (10, 11)]
-    assert redrive.parse_acked_ranges("[(3..5], (9..10]]") == [(4, 6), (10, 11)]  # brokers before issue 31
-    assert redrive.parse_acked_ranges("[]") == []
+    assert dlq_plans.parse_acked_ranges("[(0:3..0:5], (8:9..8:10]]") == [(4, 6), (10, 11)]
+    assert dlq_plans.parse_acked_ranges("[(3..5], (9..10]]") == [(4, 6), (10, 11)]  # brokers before issue 31
+    assert dlq_plans.parse_acked_ranges("[]") == []
 
 
 def test_a_cursor_position_is_read_as_its_offset():
-    assert redrive.position_offset("8:12") == 12
-    assert redrive.position_offset("0:-1") == -1
+    assert dlq_plans.position_offset("8:12") == 12
+    assert dlq_plans.position_offset("0:-1") == -1
 
 
 def test_acknowledgement_is_cumulative_over_the_contiguous_prefix_and_individual_after_it():
-    assert redrive.plan_acks(10, 20, [10, 11, 13, 15], [(12, 13)]) == (14, [15])
-    assert redrive.plan_acks(10, 20, [11, 12], []) == (10, [11, 12])
-    assert redrive.plan_acks(0, 3, [0, 1, 2], []) == (3, [])
-    assert redrive.plan_acks(0, 10, [9], [(0, 9)]) == (10, [])
+    assert dlq_plans.plan_acks(10, 20, [10, 11, 13, 15], [(12, 13)]) == (14, [15])
+    assert dlq_plans.plan_acks(10, 20, [11, 12], []) == (10, [11, 12])
+    assert dlq_plans.plan_acks(0, 3, [0, 1, 2], []) == (3, [])
+    assert dlq_plans.plan_acks(0, 10, [9], [(0, 9)]) == (10, [])
 
 
 def test_write_id_changes_with_anything_that_changes_the_rows():
-    plans = {P0: redrive.PartitionPlan(0, 10)}
-    base = redrive.write_id(T, "s", plans, None, None)
+    plans = {P0: dlq_plans.PartitionPlan(0, 10)}
+    base = dlq_plans.write_id(T, "s", plans, None, None)
 
-    assert redrive.write_id(T, "s", {P0: redrive.PartitionPlan(0, 10)}, None, None) == base
-    assert len({base, redrive.write_id(T, "s", {P0: redrive.PartitionPlan(0, 11)}, None, None),
-                redrive.write_id(T, "s", {P0: redrive.PartitionPlan(0, 10, [(3, 4)])}, None, None),
-                redrive.write_id(T, "s", plans, "__key = 'a'", None),
-                redrive.write_id(T, "s", plans, None, "elsewhere"), redrive.write_id(T, "s2", plans, None, None)}) == 6
+    assert dlq_plans.write_id(T, "s", {P0: dlq_plans.PartitionPlan(0, 10)}, None, None) == base
+    assert len({base, dlq_plans.write_id(T, "s", {P0: dlq_plans.PartitionPlan(0, 11)}, None, None),
+                dlq_plans.write_id(T, "s", {P0: dlq_plans.PartitionPlan(0, 10, [(3, 4)])}, None, None),
+                dlq_plans.write_id(T, "s", plans, "__key = 'a'", None),
+                dlq_plans.write_id(T, "s", plans, None, "elsewhere"), dlq_plans.write_id(T, "s2", plans, None, None)}) == 6
 
 
 # --- progress --------------------------------------------------------------------------------------------
@@ -216,3 +216,8 @@ def test_relative_inputs_are_made_absolute_against_this_process_and_uris_pass(mo
     assert backfill.absolute("data/2024-05-*.json") == f"{tmp_path}/data/2024-05-*.json"
     assert [backfill.absolute(p) for p in ("/abs/a.json", "file:/a.json", "hdfs:///raw/*.parquet")] == [
         "/abs/a.json", "file:/a.json", "hdfs:///raw/*.parquet"]
+
+
+def test_a_pulsarlike_redrive_collects_the_re_driven_offsets_per_partition():
+    rows = [{"__partition": 0, "__offset": 3}, {"__partition": 1, "__offset": 0}, {"__partition": 0, "__offset": 5}]
+    assert dlq_plans.OffsetDlq.redriven(rows) == {0: [3, 5], 1: [0]}
