@@ -3,7 +3,8 @@ names, and the environment variables that give their defaults (handy in containe
 
     --auth-plugin CLASS     org.apache.pulsar.client.impl.auth.AuthenticationToken (or ...AuthenticationTls,
                             short: token, tls)                          $PULSARLIKE_AUTH_PLUGIN
-    --auth-params PARAMS    token:<jwt> | file:///path/to/token | tlsCertFile:<pem>,tlsKeyFile:<pem>
+    --auth-params PARAMS    token:<jwt> | file:///path/to/token | tlsCertFile:<pem>,tlsKeyFile:<pem> |
+                            OAuth2's JSON {"issuerUrl", "privateKey", "audience", "scope"}
                                                                         $PULSARLIKE_AUTH_PARAMS
     --tls-trust-cert-path F CA certificates (PEM) for pulsar+ssl://     $PULSARLIKE_TLS_TRUST_CERT_PATH
     --tls-allow-insecure    trust any broker certificate (local play only)
@@ -29,10 +30,12 @@ def add(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
     group = parser.add_argument_group("authentication and TLS")
     group.add_argument("--auth-plugin", dest="auth_plugin", default=default(os.environ.get(ENV["auth_plugin"], "")),
                        metavar="CLASS", help="authentication plugin: org.apache.pulsar.client.impl.auth."
-                       "AuthenticationToken or ...AuthenticationTls (default $PULSARLIKE_AUTH_PLUGIN)")
+                       "AuthenticationToken, ...AuthenticationTls, ...AuthenticationBasic or ...oauth2."
+                       "AuthenticationOAuth2 (default $PULSARLIKE_AUTH_PLUGIN)")
     group.add_argument("--auth-params", dest="auth_params", default=default(os.environ.get(ENV["auth_params"], "")),
-                       metavar="PARAMS", help="token:<jwt>, file:///path/to/token, or tlsCertFile:<pem>,tlsKeyFile:"
-                       "<pem> (default $PULSARLIKE_AUTH_PARAMS)")
+                       metavar="PARAMS", help="token:<jwt>, file:///path/to/token, tlsCertFile:<pem>,tlsKeyFile:"
+                       "<pem>, or OAuth2's JSON {\"issuerUrl\": ..., \"privateKey\": \"file:///...\", "
+                       "\"audience\": ...} (default $PULSARLIKE_AUTH_PARAMS)")
     group.add_argument("--tls-trust-cert-path", dest="tls_trust_cert_path",
                        default=default(os.environ.get(ENV["tls_trust_cert_path"]) or None), metavar="FILE",
                        help="CA certificates (PEM) the broker's certificate must chain to, for pulsar+ssl:// URLs")

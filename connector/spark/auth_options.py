@@ -2,11 +2,14 @@
 its ``pulsar.client.`` prefix, in any case):
 
 =============================== ==========================================================================
-``authPluginClassName``          ``org.apache.pulsar.client.impl.auth.AuthenticationToken`` or
-                                 ``...AuthenticationTls`` (short: ``token``, ``tls``)
+``authPluginClassName``          ``org.apache.pulsar.client.impl.auth.AuthenticationToken``,
+                                 ``...AuthenticationTls``, ``...AuthenticationBasic`` or
+                                 ``...oauth2.AuthenticationOAuth2`` (short: ``token``, ``tls``, ``oauth2``)
 ``authParams``                   ``token:<jwt>``, ``file:///path/to/token`` (read on every connection, so a
                                  rotated token is picked up; keeps the token out of the query's options),
-                                 or ``tlsCertFile:<pem>,tlsKeyFile:<pem>``
+                                 ``tlsCertFile:<pem>,tlsKeyFile:<pem>``, or OAuth2's JSON (``issuerUrl``,
+                                 ``privateKey`` as ``file:///...``, ``audience``, ``scope``): each
+                                 executor asks the issuer for its own token
 ``tlsTrustCertsFilePath``        CA certificates (PEM) for a ``pulsar+ssl://`` ``service.url``
 ``tlsAllowInsecureConnection``   ``true``: trust any broker certificate (local play only)
 ``tlsHostnameVerificationEnable`` ``true``: check that the certificate names the URL's host

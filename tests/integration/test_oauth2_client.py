@@ -100,3 +100,13 @@ def test_pulsarlike_serves_authentication_oauth2_and_never_shows_the_secret(issu
     assert pulsarlike.AuthenticationOauth2 is AuthenticationOauth2
     auth = pulsarlike.AuthenticationOauth2(issuer.auth_params("svc"))
     assert "s3cret" not in repr(auth) and issuer.url in repr(auth)
+
+
+def test_spark_options_with_pulsar_sparks_names_build_it(issuer):
+    from connector.spark.auth_options import split_security
+
+    rest, security = split_security({"pulsar.client.authPluginClassName":
+                                     "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2",
+                                     "pulsar.client.authParams": issuer.auth_params("svc"), "topic": "t"}, "source")
+    assert rest == {"topic": "t"} and "s3cret" not in repr(security)
+    assert isinstance(security.client_kwargs("pulsar://localhost:6650")["authentication"], AuthenticationOauth2)

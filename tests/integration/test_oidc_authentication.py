@@ -152,3 +152,15 @@ def test_the_official_client_with_a_wrong_audience_is_refused(broker, issuer, ca
     finally:
         client.close()
     assert "event=authentication_refused" in caplog.text and "audience" in caplog.text
+
+
+def test_the_cli_takes_pulsar_admins_oauth2_plugin_and_params(broker, issuer):
+    import subprocess
+    import sys
+
+    params = json.dumps({"issuerUrl": issuer.url, "privateKey": issuer.credentials_url("root"), "audience": AUDIENCE})
+    done = subprocess.run([sys.executable, "-m", "broker_core.cli", "admin", "--admin-url", broker.web_url,
+                           "--auth-plugin", "org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2",
+                           "--auth-params", params, "tenants", "list"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "public" in done.stdout.split()
