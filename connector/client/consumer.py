@@ -143,6 +143,28 @@ class Consumer:
                 self._on_taken(msg)
             return msg
 
+    def receive_ready(self) -> Message | None:
+        """The next message if one is buffered now, else None: never waits (an asyncio receiver's step,
+        :mod:`pulsarlike.asyncio`, which waits with :meth:`ring_when_ready`). Raises what :meth:`receive`
+        raises for a closed or failed consumer."""
+        if self._listener is not None:
+            raise errors.InvalidConfiguration("receive() cannot be used with a message_listener")
+        if not self._queue.items:
+            self._check_usable()
+            return None
+        try:
+            return self._take(0)
+        except errors.Timeout:  # what was buffered was skipped (redelivered meanwhile)
+            return None
+
+    def ring_when_ready(self, bell: Any) -> None:
+        """Call ``bell.release()`` (once) when messages arrive or the consumer closes or fails; call
+        :meth:`receive_ready` after this, and :meth:`forget_bell` when done waiting."""
+        self._queue.ring_later(bell)
+
+    def forget_bell(self, bell: Any) -> None:
+        self._queue.forget(bell)
+
     def batch_receive(self) -> list[Message]:
         """Messages as ``batch_receive_policy`` says: as many as are there or arrive within its
         ``timeout_ms``, up to its ``max_num_messages`` and ``max_num_bytes`` (an empty list when none came)."""

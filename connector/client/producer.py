@@ -170,6 +170,12 @@ class Producer:
         self._add(content, callback, properties, partition_key, ordering_key, sequence_id,
                   event_timestamp, deliver_at, deliver_after, flush=False)
 
+    def send_open_batches(self) -> None:
+        """Send every open batch now, without waiting for receipts (an asyncio producer's flush awaits its
+        sends' own futures)."""
+        for producer in self._partitions:
+            producer.flush_batch()
+
     def flush(self) -> None:
         """Send every open batch and wait until all pending messages are acknowledged."""
         for producer in self._partitions:

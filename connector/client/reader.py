@@ -90,6 +90,28 @@ class Reader:
             progress.returned(msg)
         return msg
 
+    def read_ready(self) -> Message | None:
+        """:meth:`read_next` without waiting: the next message if one is buffered now, else None (an asyncio
+        reader's step; it waits with :meth:`ring_when_ready`)."""
+        try:
+            msg = self._consumer.receive_ready()
+        except errors.MessageDecodeError as exc:
+            self._positions.skipped(exc)
+            raise
+        if self._progress is not None:
+            if msg is None:
+                self._progress.flush()  # nothing more to return now, as read_next's timeout
+            else:
+                self._progress.returned(msg)
+        return msg
+
+    def ring_when_ready(self, bell: Any) -> None:
+        """See :meth:`Consumer.ring_when_ready`."""
+        self._consumer.ring_when_ready(bell)
+
+    def forget_bell(self, bell: Any) -> None:
+        self._consumer.forget_bell(bell)
+
     def has_message_available(self) -> bool:
         """True when a message is buffered, or the topic holds one past the last one read."""
         if not self._consumer.is_open():

@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable
+from typing import Callable, Protocol
 
 from broker_core import errors
 
@@ -26,11 +26,18 @@ from connector.client.message import Message
 _new_lock = threading.Lock
 
 
+class Bell(Protocol):
+    """What a waiting receiver registers: a ``threading.Lock`` held by a waiting thread, or an asyncio
+    receiver's object whose ``release()`` wakes its event loop."""
+
+    def release(self) -> None: ...
+
+
 class ReceiveQueue:
     def __init__(self, check_usable: Callable[[], None]) -> None:
         self.items: collections.deque[Message] = collections.deque()
         self._check_usable = check_usable
-        self._bells: list[threading.Lock] = []
+        self._bells: list[Bell] = []
         self._bells_lock = _new_lock()
 
     def extend(self, messages: list[Message]) -> None:
@@ -74,7 +81,18 @@ class ReceiveQueue:
             if not bell.acquire(timeout=remaining):
                 self._forget(bell)
 
-    def _forget(self, bell: threading.Lock) -> None:
+    def ring_later(self, bell: Bell) -> None:
+        """Have ``bell.release()`` called at the next :meth:`extend` or :meth:`wake` (once): how an asyncio
+        receiver waits without a thread (:mod:`pulsarlike.asyncio`). Look at the queue again after this
+        call, and :meth:`forget` the bell when done waiting."""
+        with self._bells_lock:
+            self._bells.append(bell)
+
+    def forget(self, bell: Bell) -> None:
+        """Stop ringing ``bell`` (a no-op when it was rung already)."""
+        self._forget(bell)
+
+    def _forget(self, bell: Bell) -> None:
         with self._bells_lock:
             try:
                 self._bells.remove(bell)
