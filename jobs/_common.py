@@ -324,28 +324,6 @@ class Progress:
         return totals
 
 
-# --- the broker ----------------------------------------------------------------------------------------
-def topic_bounds(service_url: str, topic: str) -> dict[Any, Any]:
-    """``{TopicPartition: Bounds(start, end)}`` of every partition of ``topic`` that exists (empty when the
-    topic does not)."""
-    from connector.spark.source_admin import SourceAdmin
-    from connector.spark.options import TopicSpec
-
-    calls = SourceAdmin(service_url, BROKER_TIMEOUT_MS, security())
-    try:
-        return calls.bounds(calls.discover(TopicSpec(topics=(topic,))))
-    finally:
-        calls.close()
-
-
-def dense_offsets(service_url: str) -> bool:
-    """Whether the broker numbers messages densely (pulsarlike) or by message id (any other Pulsar broker):
-    one binary CONNECT decides, as the source and the sink do (:func:`connector.spark.any_broker.dense_offsets`)."""
-    from connector.spark.any_broker import dense_offsets as probe
-
-    return probe(service_url, BROKER_TIMEOUT_MS, security())
-
-
 def qualified(topic: str, flag: str) -> str:
     """``topic`` fully qualified; JobInputError naming ``flag`` when it is not a valid name."""
     from broker_core.errors import InvalidTopicName

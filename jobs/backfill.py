@@ -38,8 +38,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, Sequence
 
-from jobs._common import (JobInputError, Progress, analysis_error, dense_offsets, first_line, job_parser, qualified,
-                          job_main, spark_conf, spark_options, spark_session, topic_bounds)
+from jobs._common import (JobInputError, Progress, analysis_error, first_line, job_parser, qualified, job_main,
+                          spark_conf, spark_options, spark_session)
+from jobs.positions import Positions, positions_for
 
 NAME = "backfill"
 FORMATS = ("parquet", "json", "csv")
@@ -257,8 +258,8 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
     return options
 
 
-def _end_offsets(service_url: str, topic: str) -> int:
-    return sum(bounds.end for bounds in topic_bounds(service_url, topic).values())
+def _end_offsets(positions: Positions, topic: str) -> int:
+    return sum(bounds.end for bounds in positions.bounds(topic).values())
 
 
 def run(args: Any, spark: Any = None) -> BackfillSummary:
@@ -285,8 +286,8 @@ def run(args: Any, spark: Any = None) -> BackfillSummary:
             raise
         identity = args.job_id or job_id(topic, files)
         # a wrong --service-url fails here, before reading; another broker's end is a message id, not a count
-        dense = dense_offsets(args.service_url)
-        before = _end_offsets(args.service_url, topic) if dense else None
+        positions = positions_for(args.service_url)
+        before = _end_offsets(positions, topic) if positions.dense else None
         progress = Progress(session, enabled=not args.no_progress)
         from pyspark.sql import functions as F
 
@@ -304,7 +305,7 @@ def run(args: Any, spark: Any = None) -> BackfillSummary:
             writer = writer.option("admin.url", args.admin_url)
         with spark_conf(session, SPLIT_SETTINGS), progress.track(f"backfill -> {args.topic}", rows):
             writer.save()
-        written = None if before is None else _end_offsets(args.service_url, topic) - before
+        written = None if before is None else _end_offsets(positions, topic) - before
     return BackfillSummary(job_id=identity, topic=topic, files=len(files), format=fmt, rows=rows, written=written,
                            duplicates=None if written is None else max(rows - nulls - written, 0),
                            null_values_skipped=nulls, seconds=time.monotonic() - started)
