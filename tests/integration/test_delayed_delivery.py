@@ -107,3 +107,14 @@ def test_the_delay_index_is_rebuilt_after_a_restart(tmp_path):
                 consumer.receive(timeout_millis=100)
         msg = consumer.receive(timeout_millis=5000)
         assert msg.data() == b"later" and int(time.time() * 1000) >= deliver_at
+
+
+def test_a_delayed_message_comes_due_on_a_broker_that_never_syncs(tmp_path):
+    """Due messages are read again by offset: up to what the journal confirmed, not the log's synced end,
+    which journalSyncMode=never leaves at 0 (they were taken for messages retention removed, and lost)."""
+    with Broker(data_dir=tmp_path, port=0, journalSyncMode="never", delayedDeliveryTickTimeMillis=100) as broker, \
+            Client(broker.service_url) as client:
+        topic = fresh_topic()
+        consumer = client.subscribe(topic, "sub", consumer_type=ConsumerType.Shared)
+        client.create_producer(topic).send(b"later", deliver_after=300)
+        assert consumer.receive(timeout_millis=5000).data() == b"later"
