@@ -16,7 +16,9 @@ minutes).
    ``superUserRoles=localhost,superUser,admin``; the keys of BookKeeper, ZooKeeper and the load balancer are
    dropped and listed), a new HS256 secret key, Basic users from their ``.htpasswd`` (Pulsar's provider has
    no failed-login limit: ``basicAuthMaxFailuresPerAddress=0``), then the same REST calls as their script:
-   tenants ``public`` (admin role ``anonymous``) and ``private``, namespaces ``public/default``,
+   tenants ``public`` (admin role ``anonymous``; the PUT creates it on Pulsar standalone, which makes its own
+   ``public`` only after its web port answers, so on ours, where it exists already, the same body is POSTed
+   as an update) and ``private``, namespaces ``public/default``,
    ``public/default-2`` (``anonymous`` may produce and consume) and ``private/auth`` (``token-principal``
    may), and ``tests/.test-token.txt`` holding a ``token-principal`` token.
 3. **The ports their tests hardcode** (localhost 6650, 6651, 8080, 8443): the script runs itself again in a
@@ -175,14 +177,17 @@ def start_broker(conf: Path, work: Path, host: str) -> subprocess.Popen:
     return proc
 
 
-def put(path: str, body: dict, auth: str) -> None:
-    request = urllib.request.Request(WEB + path, json.dumps(body).encode(), method="PUT",
+def put(path: str, body: dict, auth: str, method: str = "PUT") -> int:
+    """Their script's ``curl -X PUT`` (which goes on whatever the answer); returns the status."""
+    request = urllib.request.Request(WEB + path, json.dumps(body).encode(), method=method,
                                      headers={"Content-Type": "application/json", "Authorization": auth})
     try:
         urllib.request.urlopen(request, timeout=30).close()
+        return 204
     except urllib.error.HTTPError as err:
         if err.code != 409:
-            print(f"  PUT {path}: {err.code} {err.read()[:120].decode(errors='replace')}...")
+            print(f"  {method} {path}: {err.code} {err.read()[:120].decode(errors='replace')}...")
+        return err.code
 
 
 def grant(namespace: str, role: str, auth: str) -> None:
@@ -198,7 +203,12 @@ def configure(secret_key: Path, tests: Path) -> None:
     put("clusters/standalone", {"serviceUrl": "http://localhost:8080/", "serviceUrlTls": "https://localhost:8443/",
                                 "brokerServiceUrl": "pulsar://localhost:6650/",
                                 "brokerServiceUrlTls": "pulsar+ssl://localhost:6651/"}, auth)
-    put("tenants/public", {"adminRoles": ["anonymous"], "allowedClusters": ["standalone"]}, auth)
+    public = {"adminRoles": ["anonymous"], "allowedClusters": ["standalone"]}
+    if put("tenants/public", public, auth) == 409:
+        # Pulsar standalone creates tenant public (admins: superUserRoles) only after its web port answers, so
+        # their script's PUT, sent as soon as /metrics answers, creates it first and makes anonymous its admin
+        # (the anonymous REST calls of their tests need that); ours exists before the port answers: update it
+        put("tenants/public", public, auth, method="POST")
     put("tenants/private", {"adminRoles": [], "allowedClusters": ["standalone"]}, auth)
     for namespace, role in (("public/default", "anonymous"), ("public/default-2", "anonymous"),
                             ("private/auth", "token-principal")):

@@ -9,6 +9,7 @@ wire does (gRPC packs those waiting into SendBatch requests: :func:`connector.cl
 """
 from __future__ import annotations
 
+import struct
 from typing import Any, Callable, Mapping
 
 from broker_core.protocol import codec, pulsar_api_pb2
@@ -21,6 +22,27 @@ FRAME_OVERHEAD = 8
 PLAIN_LIMIT = 4096
 """Payloads shorter than this have their payload-only header precomputed: ``PLAIN_HEADERS[size]``."""
 PLAIN_HEADERS = [codec.single_message_header(n) for n in range(PLAIN_LIMIT)]
+_U32 = struct.Struct(">I")
+"""The size prefix of a ``SingleMessageMetadata`` frame."""
+_NULL_VALUE_FIELD = b"\x48\x01"
+"""``SingleMessageMetadata.null_value = true`` (field 9, varint): the last field number a header has."""
+
+
+class NullValue(bytes):
+    """The payload of a message sent with ``send(None)`` (pulsar-client's null value, a tombstone for
+    compaction): empty bytes, recognised by identity (:data:`NULL_VALUE`), carried as Pulsar's ``null_value``
+    flag (``MessageMetadata`` field 25, ``SingleMessageMetadata`` field 9 in a batch)."""
+
+    __slots__ = ()
+
+
+NULL_VALUE = NullValue()
+
+
+def _with_null_value(header: bytes) -> bytes:
+    """``header`` (``u32 size | SingleMessageMetadata``) with ``null_value`` set."""
+    meta = header[4:] + _NULL_VALUE_FIELD
+    return _U32.pack(len(meta)) + meta
 
 
 class PendingEntry:
@@ -100,7 +122,13 @@ class BatchContainer:
             self.first_sequence_id = sequence_id
             self.key = partition_key
             self._first = (content, properties, partition_key, ordering_key, event_timestamp, deliver_at)
-        if sequence_id == self.first_sequence_id + n and partition_key is None and size < PLAIN_LIMIT \
+        if content is NULL_VALUE:
+            explicit = None if sequence_id == self.first_sequence_id + n else sequence_id
+            header = _with_null_value(
+                b64_key_header(0, partition_key, ordering_key, properties, event_timestamp, explicit)
+                if is_b64(partition_key) else
+                codec.single_message_header(0, partition_key, ordering_key, properties, event_timestamp, explicit))
+        elif sequence_id == self.first_sequence_id + n and partition_key is None and size < PLAIN_LIMIT \
                 and ordering_key is None and not properties and not event_timestamp:
             header = PLAIN_HEADERS[size]  # payload only: a table lookup
         else:
@@ -144,6 +172,9 @@ class BatchContainer:
                 meta.event_time = event_ts
             if deliver_at is not None:
                 meta.deliver_at_time = deliver_at
+            if payload is NULL_VALUE:
+                meta.null_value = True
+                payload = b""
         else:
             payload = b"".join(self.parts)
             meta.num_messages_in_batch = n

@@ -73,7 +73,11 @@ class Client:
         of pulsar-client (docs/security.md). ``logger``: a ``logging.Logger``, ``ConsoleLogger`` or ``FileLogger``
         (:mod:`connector.client.loggers`); without it the client logs under the ``connector`` logger. Arguments
         pulsarlike cannot honour raise ``NotSupported`` naming them instead of being ignored:
-        ``log_conf_file_path`` (a log4cxx file of the C++ core) and ``listener_name``.
+        ``log_conf_file_path`` (a log4cxx file of the C++ core). ``listener_name``: the broker's advertised
+        listener every lookup asks for (``advertisedListeners``; one the broker has not fails the lookup), over
+        the binary protocol. ``service_url`` may be the web service's ``http(s)://host:port``, as with
+        pulsar-client: the first topic's broker is looked up over HTTP, then reached over the binary protocol
+        (:mod:`connector.client.http_lookup`).
 
         ``partitions_update_interval_seconds`` (the C++ client's ``partitionsUpdateInterval``, which
         pulsar-client's Python API does not expose; 0 turns it off): how often producers and consumers of
@@ -89,7 +93,9 @@ class Client:
         ``max_partitions_per_topic`` (pulsarlike's own, 10,000 by default): a topic the broker says has more
         partitions is refused with ``NotSupported`` before anything is opened (:mod:`connector.client.lookup`)."""
         _check_service_url(service_url)
-        _refuse_unsupported("Client", log_conf_file_path=log_conf_file_path, listener_name=listener_name)
+        _refuse_unsupported("Client", log_conf_file_path=log_conf_file_path)
+        if listener_name is not None and not isinstance(listener_name, str):
+            raise ValueError(f"listener_name must be a str, not {type(listener_name).__name__}")
         if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
             raise ValueError("operation_timeout_seconds and connection_timeout_ms must be > 0")
         interval = partitions_update_interval_seconds
@@ -107,7 +113,7 @@ class Client:
         self._log_route = LogRoute.of(logger)
         try:
             self._connection = open_transport(transport, service_url, float(operation_timeout_seconds),
-                                              connection_timeout_ms / 1000.0, security)
+                                              connection_timeout_ms / 1000.0, security, listener_name or None)
         except BaseException:
             if self._log_route is not None:
                 self._log_route.close()

@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 
 from broker_core import errors
 
+from connector.client.batching import NULL_VALUE
 from connector.client.callbacks import SyncWaiter
 from connector.client.message_id import MessageId
 from connector.client.opening import open_all
@@ -115,15 +116,19 @@ class Producer:
         """The highest sequence id the broker acknowledged (-1 when none)."""
         return max(p.last_sequence_id for p in self._partitions)
 
-    def send(self, content: bytes, properties: Mapping[str, str] | None = None,
+    def send(self, content: bytes | None, properties: Mapping[str, str] | None = None,
              partition_key: str | None = None, ordering_key: bytes | str | None = None,
              sequence_id: int | None = None, replication_clusters: Any = None,
              disable_replication: bool = False, event_timestamp: int | None = None,
              deliver_at: int | None = None, deliver_after: Any = None) -> MessageId:
         """Send one message (the arguments in pulsar-client 3.13's order) and wait for its receipt (flushing the open batch at once). While the broker
-        cannot be reached the message waits to be sent again, until ``send_timeout_millis`` (``Timeout``)."""
+        cannot be reached the message waits to be sent again, until ``send_timeout_millis`` (``Timeout``).
+        ``content=None`` sends a null value (Pulsar's ``null_value``, a tombstone for compaction and table views;
+        the schema is not asked): received with ``has_null_value()`` True and ``data() == b""``."""
         _refuse_replication(replication_clusters)
-        if self.schema is not None:
+        if content is None:
+            content = NULL_VALUE
+        elif self.schema is not None:
             content = self.schema.encode(content)
         waiter = SyncWaiter()
         self._add(content, waiter, properties, partition_key, ordering_key, sequence_id,
@@ -137,7 +142,7 @@ class Producer:
         assert waiter.message_id is not None
         return waiter.message_id
 
-    def send_async(self, content: bytes, callback: Callable[[Any, MessageId | None], None] | None,
+    def send_async(self, content: bytes | None, callback: Callable[[Any, MessageId | None], None] | None,
                    properties: Mapping[str, str] | None = None, partition_key: str | None = None,
                    ordering_key: bytes | str | None = None, sequence_id: int | None = None,
                    replication_clusters: Any = None, disable_replication: bool = False,
@@ -153,7 +158,9 @@ class Producer:
         """
         if replication_clusters is not None:
             _refuse_replication(replication_clusters)
-        if self.schema is not None:
+        if content is None:
+            content = NULL_VALUE
+        elif self.schema is not None:
             content = self.schema.encode(content)
         single = self._single  # None when partitioned or closed
         if single is not None and type(content) is bytes and ordering_key is None \
@@ -204,7 +211,7 @@ class Producer:
              flush: bool) -> None:
         if self._closed:
             raise errors.AlreadyClosed(f"the producer on {self._topic} is closed")
-        if type(content) is not bytes:
+        if type(content) is not bytes and content is not NULL_VALUE:
             if isinstance(content, str):
                 content = content.encode()
             elif isinstance(content, (bytearray, memoryview)):

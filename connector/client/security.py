@@ -42,7 +42,8 @@ def parse_service_url(service_url: str) -> str:
 
 
 def is_tls_url(service_url: str) -> bool:
-    return isinstance(service_url, str) and service_url.strip().startswith(TLS_SCHEME)
+    """``pulsar+ssl://``, or ``https://`` (a web service URL the client looks topics up at, over TLS)."""
+    return isinstance(service_url, str) and service_url.strip().lower().startswith((TLS_SCHEME, "https://"))
 
 
 @dataclass(frozen=True)

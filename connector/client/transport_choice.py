@@ -22,6 +22,7 @@ from broker_core import errors
 from connector.client.connection import Connection
 from connector.client.events import (ConsumerEvent, ConsumerSpec, LastMessage, ProducerEvent, ProducerSpec,
                                      TopicSchema)
+from connector.client.http_lookup import HttpLookup, HttpLookupTransport, is_http_url
 from connector.client.reconnect import retry_until
 from connector.client.security import Security, parse_service_url
 from connector.client.transport import Transport, TransportStream
@@ -48,15 +49,28 @@ def check_transport(transport: Any) -> str:
 
 
 def _binary(service_url: str, operation_timeout_s: float, connection_timeout_s: float,
-            security: Security) -> Transport:
+            security: Security, listener_name: str | None = None) -> Transport:
     from connector.client.binary.transport import BinaryTransport
 
-    return BinaryTransport(service_url, operation_timeout_s, connection_timeout_s, security)
+    return BinaryTransport(service_url, operation_timeout_s, connection_timeout_s, security, listener_name)
 
 
 def open_transport(transport: str, service_url: str, operation_timeout_s: float, connection_timeout_s: float,
-                   security: Security) -> Transport:
-    """The transport ``transport`` (checked by :func:`check_transport`) names; none connects yet."""
+                   security: Security, listener_name: str | None = None) -> Transport:
+    """The transport ``transport`` (checked by :func:`check_transport`) names; none connects yet. An
+    ``http(s)://`` service URL: the broker an HTTP lookup names, then that transport
+    (:mod:`connector.client.http_lookup`). ``listener_name``: the advertised listener lookups ask for (the
+    binary protocol's; gRPC has none)."""
+    if is_http_url(service_url):
+        lookup = HttpLookup(service_url, security, connection_timeout_s, listener_name)
+        return HttpLookupTransport(lookup, operation_timeout_s, connection_timeout_s, lambda broker_url:
+                                   open_transport(transport, broker_url, operation_timeout_s, connection_timeout_s,
+                                                  security, listener_name))
+    if listener_name:
+        if transport == "grpc":
+            raise errors.NotSupported("listener_name needs the binary protocol (lookups name the listener): "
+                                      "use transport='binary' or 'auto'")
+        return _binary(service_url, operation_timeout_s, connection_timeout_s, security, listener_name)
     if transport == "grpc":
         return Connection(service_url, operation_timeout_s, connection_timeout_s, security)
     if transport == "binary":

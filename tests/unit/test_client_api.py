@@ -29,9 +29,10 @@ def test_bad_service_url_names_the_accepted_forms(url):
         parse_service_url(url)
 
 
-def test_client_rejects_a_bad_url_at_construction():
+@pytest.mark.parametrize("url", ["localhost", "pulsar://a:1,b:2", "http://", "https://h:0"])
+def test_client_rejects_a_bad_url_at_construction(url):
     with pytest.raises(ValueError, match="host:port"):
-        Client("http://localhost:8080")
+        Client(url)
 
 
 @pytest.mark.parametrize("mid,inclusive,expected", [

@@ -46,7 +46,7 @@ ACCEPTED_WITHOUT_EFFECT = {
 pulsarlike's client: accepted, with no behaviour attached to them."""
 
 REFUSED_KWARGS = {
-    "__init__": {"log_conf_file_path": "/tmp/log4cxx.conf", "listener_name": "internal"},
+    "__init__": {"log_conf_file_path": "/tmp/log4cxx.conf"},
     "create_producer": {"encryption_key": "key", "crypto_key_reader": object()},
     "subscribe": {"crypto_key_reader": object(), "replicate_subscription_state_enabled": True,
                   "crypto_failure_action": pulsarlike.ConsumerCryptoFailureAction.CONSUME},

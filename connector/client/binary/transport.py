@@ -53,8 +53,10 @@ class BinaryTransport:
     """The adapters bring their own timers."""
 
     def __init__(self, service_url: str, operation_timeout_s: float, connection_timeout_s: float,
-                 security: Security | None = None) -> None:
+                 security: Security | None = None, listener_name: str | None = None) -> None:
         self.target = parse_service_url(service_url)
+        self.listener_name = listener_name or None
+        """The advertised listener every ``LOOKUP`` asks for (pulsar-client's ``listener_name``)."""
         self.operation_timeout_s = operation_timeout_s
         self.connection_timeout_s = connection_timeout_s
         self.security = security or Security.for_url(service_url)
@@ -158,7 +160,8 @@ class BinaryTransport:
         for _ in range(MAX_REDIRECTS):
             request_id = conn.next_request_id()
             answer = conn.request(T(type=T.LOOKUP, lookupTopic=cmd.CommandLookupTopic(
-                topic=topic, request_id=request_id, authoritative=authoritative)), _left(deadline, topic)
+                topic=topic, request_id=request_id, authoritative=authoritative,
+                advertised_listener_name=self.listener_name)), _left(deadline, topic)
             ).lookupTopicResponse
             url = answer.brokerServiceUrlTls if self.security.tls is not None else answer.brokerServiceUrl
             if not url:
