@@ -192,6 +192,10 @@ class BrokerConfig:
     """Precision of delayed delivery: delivery may be up to one tick early (or, strict, late)."""
     isDelayedDeliveryDeliverAtTimeStrict: bool = False
     """``true``: never deliver before the deliver-at time (possibly up to a tick late)."""
+    delayedDeliveryMaxDelayInMillis: int = 0
+    """The longest delay a message may ask (deliver-at minus publish time) while delayed delivery is on;
+    one asking more is refused (0: no limit). A ``delayedDelivery`` policy's ``maxDeliveryDelayInMillis``
+    overrides it."""
     subscriptionKeySharedUseConsistentHashing: bool = False
     """Key_Shared AUTO_SPLIT uses a consistent-hashing ring instead of splitting hash ranges."""
     acknowledgmentAtBatchIndexLevelEnabled: bool = False
@@ -415,7 +419,8 @@ class BrokerConfig:
                      "brokerDeleteInactiveTopicsFrequencySeconds", "subscribeRatePeriodPerConsumerInSecond"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
-        for name in ("journalSyncIntervalMs", "managedLedgerCacheSizeMB", "brokerServicePort",
+        for name in ("journalSyncIntervalMs", "delayedDeliveryMaxDelayInMillis", "managedLedgerCacheSizeMB",
+                     "brokerServicePort",
                      "managedLedgerCursorFlushIntervalMs", "maxUnackedMessagesPerConsumer",
                      "maxProducersPerTopic", "maxConsumersPerTopic",
                      "managedLedgerMaxLedgerRolloverTimeMinutes", "ttlDurationDefaultInSeconds",

@@ -147,6 +147,14 @@ class CompactionAlreadyRunning(NotAllowedError):
     """A compaction was asked for while one runs on the topic (Pulsar's 409 "Compaction already in progress")."""
 
 
+class EncryptionRequired(NotAllowedError):
+    """A producer or a message that is not encrypted, on a topic whose namespace requires encryption (its
+    ``encryptionRequired`` policy: "Messages must be encrypted", which Pulsar answers with ``MetadataError``
+    and pulsarlike with ``NotAllowedError``, the code its clients map back to an error that is not retried). Produce
+    with an encryption key (pulsar-client's ``encryption_key`` and ``crypto_key_reader``), or turn the policy
+    off (``pulsarlike admin namespaces set-encryption-required -d``); ``topic`` names it."""
+
+
 class AuthenticationError(PulsarLikeError):
     """The broker does not know who the client is: no credentials where they are required, or credentials
     it refuses (an expired, tampered or garbage token, a token for another audience, a client certificate

@@ -121,8 +121,16 @@ class DelayedDeliveryTracker:
 
     @property
     def tick_ms(self) -> int:
-        """``delayedDeliveryTickTimeMillis``; fixed for the tracker's life (it sets the bucket width)."""
+        """``delayedDeliveryTickTimeMillis`` (the bucket width it set at the start stays: :meth:`reset_tick`)."""
         return self._tick
+
+    def reset_tick(self, tick_ms: int) -> None:
+        """A new tick (a ``delayedDelivery`` policy changed), as Pulsar's ``resetTickTime``: the early window
+        and the timer follow it, the bucket width ``P`` stays the one the first tick set (messages held are
+        in buckets of that width), so a popped offset is still never tracked again."""
+        if tick_ms < 0:
+            raise ValueError(f"delayedDeliveryTickTimeMillis must be >= 0, got {tick_ms}")
+        self._tick = tick_ms
 
     @property
     def strict(self) -> bool:
@@ -356,6 +364,13 @@ class DelayedDeliveryTracker:
         if not self._count:
             self._reset_detection()
         return removed
+
+    def pop_all(self) -> list[int]:
+        """Remove and return every offset held, in offset order (delayed delivery was turned off: they go
+        now)."""
+        popped = _merge(list(self._buckets.values())) if self._buckets else []
+        self.clear()
+        return popped
 
     def clear(self) -> None:
         """Forget everything (the subscription is reset or its dispatcher closed)."""

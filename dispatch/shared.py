@@ -5,7 +5,9 @@ Pulsar's ``PersistentDispatcherMultipleConsumers``, entry by entry:
 1. **Who gets the next entry.** Among the consumers with permits, those of the highest priority (the
    lowest ``priority_level``) take turns, round robin; lower priorities get entries only while every
    higher one is out of permits. A consumer holding ``max_unacked_per_consumer`` unacknowledged messages
-   is skipped until it acknowledges some (Pulsar's ``maxUnackedMessagesPerConsumer``).
+   is skipped until it acknowledges some (Pulsar's ``maxUnackedMessagesPerConsumer``); nobody gets anything
+   while the consumers together hold ``max_unacked_per_subscription``, until they hold half as many
+   (``maxUnackedMessagesPerSubscription``, ``blockedSubscriptionOnUnackedMsgs`` in the stats).
 2. **What is sent first.** The *replay set* -- entries to send again: those a leaving consumer held
    unacknowledged, negatively acknowledged ones, everything a ``redeliver_unacknowledged`` returned, and
    delayed messages whose time came -- goes out first, in offset order; then new entries from the read
@@ -85,6 +87,9 @@ class SharedDispatcher(Dispatcher):
         self.delayed: DelayedDeliveryTracker | None = None
         if settings is not None and settings.enabled:
             self.delayed = DelayedDeliveryTracker(subscription.clock, settings.tick_ms, settings.strict)
+        self.blocked_on_unacked = False
+        """The subscription's consumers hold ``max_unacked_per_subscription`` unacked messages: nothing is
+        dispatched until they hold half as many (Pulsar's ``blockedDispatcherOnUnackedMsgs``)."""
         self._timer: Any = None
         self._timer_at: int | None = None
         self._assigning: dict[Consumer, int] = {}  # messages assigned in the current pass, not yet sent
@@ -162,12 +167,33 @@ class SharedDispatcher(Dispatcher):
             self._replay_remove(offset)
 
     def on_acked(self, consumer: Consumer) -> None:
-        # Acks free room only for a consumer held at its unacked limit (or, Key_Shared, a draining hash):
-        # dispatching on every ack would rescan what waits for nothing new.
-        if consumer in self._blocked or self._wake:
+        # Acks free room only for a consumer held at its unacked limit (or, Key_Shared, a draining hash, or
+        # the subscription held at its limit): dispatching on every ack would rescan what waits for nothing new.
+        if consumer in self._blocked or self._wake or (self.blocked_on_unacked and not self._subscription_blocked()):
             self._blocked.discard(consumer)
             self._wake = False
             self.dispatch()
+
+    def limits_changed(self) -> None:
+        """Delayed delivery turned on builds the tracker; turned off, what it holds goes now; a new tick is
+        the tracker's (:meth:`~dispatch.delayed.DelayedDeliveryTracker.reset_tick`). Consumers held at an
+        unacked limit are looked at again."""
+        settings = self.subscription.delayed_delivery
+        delayed = self.delayed
+        if settings is None or not settings.enabled:
+            self.delayed = None
+            if delayed is not None:
+                for offset in delayed.pop_all():
+                    self._replay_add(offset)
+        elif delayed is None or (not len(delayed) and (delayed.tick_ms, delayed.strict) != (
+                settings.tick_ms, settings.strict)):
+            self.delayed = DelayedDeliveryTracker(self.subscription.clock, settings.tick_ms, settings.strict)
+        elif delayed.tick_ms != settings.tick_ms:
+            delayed.reset_tick(settings.tick_ms)
+        self._blocked.clear()
+        self.blocked_on_unacked = False
+        self._cancel_timer()
+        self.dispatch()
 
     def _replay_add(self, offset: int, entry: "StoredEntry | None" = None) -> None:
         entries = self._replay_entries
@@ -203,8 +229,28 @@ class SharedDispatcher(Dispatcher):
             return True
         return False
 
+    def _unacked_total(self) -> int:
+        """Messages the consumers hold unacknowledged, counting those assigned in the current pass."""
+        return sum(c.pending.unacked_messages for c in self.consumers) + sum(self._assigning.values())
+
+    def _subscription_blocked(self) -> bool:
+        """Whether the subscription is held at ``max_unacked_per_subscription``: from when its consumers hold
+        that many until they hold half as many (Pulsar's dispatcher)."""
+        limit = self.subscription.max_unacked_per_subscription
+        if not limit:
+            self.blocked_on_unacked = False
+            return False
+        total = self._unacked_total()
+        if self.blocked_on_unacked:
+            self.blocked_on_unacked = total > limit // 2
+        else:
+            self.blocked_on_unacked = total >= limit
+        return self.blocked_on_unacked
+
     def _available(self) -> list[Consumer]:
         """Consumers that may take an entry now, highest priority only."""
+        if self._subscription_blocked():
+            return []
         ready = [c for c in self.consumers if c.permits > 0 and not self._is_blocked(c)]
         if len(ready) > 1:
             best = min(c.priority_level for c in ready)
@@ -297,6 +343,8 @@ class SharedDispatcher(Dispatcher):
         delayed = self.delayed if not replay else None
         if not self._ready:
             self._ready = self._available()
+        limit = self.subscription.max_unacked_per_subscription
+        limit_left = limit - self._unacked_total() if limit else None
         for entry in entries:
             if delayed is not None:
                 at = deliver_at(entry)
@@ -326,6 +374,11 @@ class SharedDispatcher(Dispatcher):
             self._assigning[consumer] = self._assigning.get(consumer, 0) + delivery.messages
             if consumer.permits <= 0 or self._is_blocked(consumer):
                 self._ready.remove(consumer)
+            if limit_left is not None:
+                limit_left -= delivery.messages
+                if limit_left <= 0:  # the subscription reached max_unacked_per_subscription
+                    self.blocked_on_unacked = True
+                    self._ready.clear()
             batches.setdefault(consumer, []).append(delivery)
             self.assigned(consumer, entry)
             progress = True
@@ -381,7 +434,8 @@ class SharedDispatcher(Dispatcher):
 
     def stats(self) -> dict[str, object]:
         return {"msgInReplay": len(self._replay_entries),
-                "msgDelayed": len(self.delayed) if self.delayed is not None else 0}
+                "msgDelayed": len(self.delayed) if self.delayed is not None else 0,
+                "blockedSubscriptionOnUnackedMsgs": self.blocked_on_unacked}
 
     def consumer_stats(self, consumer: Consumer) -> dict[str, object]:
         return {"blockedConsumerOnUnackedMsgs": self._is_blocked(consumer)}

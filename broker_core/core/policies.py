@@ -19,7 +19,9 @@ AutoTopicCreationOverride: ``allowAutoTopicCreation``, ``topicType``, ``defaultN
 the broker's ``allowAutoTopicCreation*``); ``schemaCompatibilityStrategy`` (one of
 :data:`~broker_core.core.schema_compat.STRATEGIES`; ``UNDEFINED`` is the broker's default, BACKWARD).
 ``compactionThreshold`` (bytes of backlog not yet compacted above which the topic is compacted, 0: never;
-see :mod:`broker_core.core.persistent.compaction_runs`). A topic-level ``retention`` replaces the
+see :mod:`broker_core.core.persistent.compaction_runs`). The others of Pulsar's ``Policies`` (subscription
+and unacked limits, delayed delivery, inactive topics, schema and encryption rules, properties...):
+:mod:`broker_core.core.policy_checks`. A topic-level ``retention`` replaces the
 namespace's as a whole, as in Pulsar. Negative values (other than retention's -1) are refused.
 
 Permissions (``grant-permission``) are stored beside them under ``permissions`` (role -> sorted actions,
@@ -39,6 +41,7 @@ from typing import Any, Callable, Iterable
 
 from broker_core.errors import InvalidConfiguration
 from broker_core.core.backlog_quota import check_quota_map
+from broker_core.core import policy_checks
 from broker_core.core.namespaces import check_namespace_name
 from broker_core.core.schema_compat import STRATEGIES
 from broker_core.core.metadata_log import MapLog
@@ -131,8 +134,10 @@ POLICIES: dict[str, Callable[[str, Any], Any]] = {
     "maxConsumersPerTopic": lambda key, value: _int(key, value, minimum=0),
     "subscriptionExpirationTimeMinutes": lambda key, value: _int(key, value, minimum=0),
     "compactionThreshold": lambda key, value: _int(key, value, minimum=0),
+    **policy_checks.CHECKS,
 }
-"""Known policy names and their validators (the value as JSON decodes it)."""
+"""Known policy names and their validators (the value as JSON decodes it); the later ones of Pulsar's
+``Policies`` are :mod:`broker_core.core.policy_checks`'."""
 
 NAME = "policies"
 """The map's name: ``policies.json`` and its change log (:mod:`broker_core.core.metadata_log`)."""

@@ -35,11 +35,14 @@ from broker_core.errors import (InvalidPartitionCount, InvalidTopicName, NotAllo
 from broker_core.core import namespace_deletion
 from broker_core.core.effective_policies import EffectivePolicies
 from broker_core.core.idle_unloading import IdleUnloader
+from broker_core.core.inactive_topics import InactiveTopics
 from broker_core.core.metadata import PartitionedTopicsStore
 from broker_core.core.namespaces import NamespacesStore, check_namespace_name
-from broker_core.core.backlog_quota import QuotaChecks
+from broker_core.core.backlog_quota import QuotaChecks, quotas_in_force
 from broker_core.core.policies import (AUTO_TOPIC_CREATION, BACKLOG_QUOTA, NAMESPACE, SCHEMA_STRATEGY, TOPIC,
                                        PoliciesStore)
+from broker_core.core.policy_checks import (AUTO_UPDATE_SCHEMA, AUTO_UPDATE_STRATEGIES, AUTO_UPDATE_STRATEGY,
+                                            INACTIVE_TOPIC_POLICIES, MAX_TOPICS_PER_NAMESPACE)
 from broker_core.core.schemas import SchemaRegistry
 from broker_core.core.retention_rules import RetentionPolicy
 from broker_core.core.topic_folders import namespace_folders, stored_topics, topic_folders
@@ -80,16 +83,20 @@ class TopicRegistry:
         self.clock = clock
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata", executor)
         self.policies = PoliciesStore(data_dir / "metadata", executor)
-        self._effective = EffectivePolicies(self.policies, config)
+        self._effective = EffectivePolicies(self.policies, config,
+                                            has_schema=lambda name: self.schemas.latest(name) is not None)
         self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
         # schema checks and writes run on the executor; a schema is refused where a topic would be
         self.schemas = SchemaRegistry(data_dir / "metadata", clock, executor,
                                       check_namespace=lambda name: self.namespaces.check_exists(name.namespace_name),
-                                      strategy_of=lambda name: self.policies.resolve(name, SCHEMA_STRATEGY,
-                                                                                     "UNDEFINED"))
+                                      strategy_of=self._schema_strategy,
+                                      auto_update_of=lambda name: bool(self.policies.resolve(
+                                          name, AUTO_UPDATE_SCHEMA, config.isAllowAutoUpdateSchemaEnabled)))
         self._topics: dict[str, Topic] = {}
         self._unloader = IdleUnloader(self._topics, config, clock)
-        self.quotas = QuotaChecks(self._topics, lambda name: self.policies.resolve(name, BACKLOG_QUOTA, None),
+        self._inactive = InactiveTopics(self._topics, self._inactive_policy, self._has_stored_subscriptions,
+                                        lambda name: self.delete(name, force=False), config, clock)
+        self.quotas = QuotaChecks(self._topics, lambda name: quotas_in_force(self.policies, name),
                                   config, clock)
 
     @property
@@ -123,6 +130,16 @@ class TopicRegistry:
         if not (self.partitions_of(name.partitioned_base) or self.exists(name)):
             raise TopicNotFound(f"topic {name} does not exist: create it (or a producer) before its schema",
                                 topic=str(name))
+
+    def _schema_strategy(self, name: TopicName) -> str:
+        """The namespace's ``schemaCompatibilityStrategy``; while ``UNDEFINED``, the one its (deprecated)
+        ``schemaAutoUpdateCompatibilityStrategy`` stands for, as Pulsar resolves them."""
+        strategy = self.policies.resolve(name, SCHEMA_STRATEGY, "UNDEFINED")
+        if strategy == "UNDEFINED":
+            auto = self.policies.resolve(name, AUTO_UPDATE_STRATEGY, None)
+            if auto is not None:
+                return AUTO_UPDATE_STRATEGIES[auto]
+        return strategy
 
     def partitions_of(self, name: TopicName) -> int:
         return self.partitioned.get(str(name))
@@ -176,8 +193,11 @@ class TopicRegistry:
         # a partition of an existing partitioned topic always exists
         auto = bool(n) or not create or self.auto_topic_creation(name)[0]
         may_create = bool(n) or (create and auto)
-        if not may_create and not self._exists_on_disk(name):
+        on_disk = self._exists_on_disk(name)
+        if not may_create and not on_disk:
             raise TopicNotFound(f"topic {name} does not exist" + ("" if auto else " (allowAutoTopicCreation=false)"))
+        if not n and not on_disk:
+            self._check_topic_room(name, 1)
         from broker_core.core.nonpersistent.topic import NonPersistentTopic
         from broker_core.core.persistent.topic import PersistentTopic
 
@@ -194,6 +214,7 @@ class TopicRegistry:
             topic = kept
         self._effective.apply_limits(topic)
         self._topics[key] = topic
+        self._inactive.used(key)
         log.info("event=topic_loaded topic=%s", key)
         return topic
 
@@ -250,6 +271,7 @@ class TopicRegistry:
         self.namespaces.check_exists(name.namespace_name)
         if self.partitions_of(name) or str(name) in self._topics or self._exists_on_disk(name):
             raise TopicAlreadyExists(f"topic {name} already exists")
+        self._check_topic_room(name, partitions)
         self.partitioned.set(str(name), partitions)
 
     def create(self, name: TopicName) -> None:
@@ -257,6 +279,16 @@ class TopicRegistry:
         if self.partitions_of(name) or str(name) in self._topics or self._exists_on_disk(name):
             raise TopicAlreadyExists(f"topic {name} already exists")
         self.get(name, create=True)
+
+    def _check_topic_room(self, name: TopicName, adding: int) -> None:
+        """``NotAllowedError`` when ``adding`` topics (partitions) would take ``name``'s namespace past its
+        ``maxTopicsPerNamespace`` (Pulsar: 412 over REST, NotAllowed to a client). Counting lists the
+        namespace, so it is done only where a limit is set."""
+        limit = int(self.policies.resolve(name, MAX_TOPICS_PER_NAMESPACE, self._config.maxTopicsPerNamespace))
+        if limit and len(self.list(name.namespace_name)) + adding > limit:
+            raise NotAllowedError(f"Exceed maximum number of topics in namespace {name.namespace_name}: it may"
+                                  f" hold {limit} (maxTopicsPerNamespace), each partition counting as one",
+                                  namespace=name.namespace_name, limit=limit)
 
     def list(self, namespace: str) -> list[str]:
         """Every topic partition and non-partitioned topic of ``tenant/namespace`` (as Pulsar lists them)."""
@@ -330,12 +362,32 @@ class TopicRegistry:
         """Delete a tenant without namespaces, or (``force``) its namespaces and their topics first."""
         await namespace_deletion.delete_tenant(self, tenant, force=force)
 
-    # ------------------------------------------------------------------ idle topics
+    # ------------------------------------------------------------------ idle and inactive topics
     def start_unloading(self) -> None:
-        """Unload idle topics every so often (``brokerTopicIdleUnloadSeconds``) and check backlog quotas
-        (``backlogQuotaCheckIntervalInSeconds``); runs on the event loop."""
+        """Unload idle topics every so often (``brokerTopicIdleUnloadSeconds``), check backlog quotas
+        (``backlogQuotaCheckIntervalInSeconds``) and delete inactive topics
+        (``brokerDeleteInactiveTopicsFrequencySeconds``, :mod:`.inactive_topics`); runs on the event loop."""
         self._unloader.start()
         self.quotas.start()
+        self._inactive.start()
+
+    def _inactive_policy(self, name: TopicName) -> dict:
+        """The effective ``InactiveTopicPolicies`` of ``name``: its own, its namespace's, or the broker's."""
+        found = self.policies.resolve(name, INACTIVE_TOPIC_POLICIES, None)
+        if found is not None:
+            return found
+        config = self._config
+        return {"inactiveTopicDeleteMode": config.brokerDeleteInactiveTopicsMode,
+                "maxInactiveDurationSeconds": config.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds,
+                "deleteWhileInactive": config.brokerDeleteInactiveTopicsEnabled}
+
+    def _has_stored_subscriptions(self, name: TopicName) -> bool:
+        store = self.cursor_store(name)
+        return store is not None and bool(store.load())
+
+    async def delete_inactive(self) -> list[str]:
+        """One round of inactive topic deletion now (the timer runs them anyway); the topics deleted."""
+        return await self._inactive.sweep()
 
     def unload_idle(self, max_topics: int = 1000) -> int:
         """Unload persistent topics quiescent for ``brokerTopicIdleUnloadSeconds``; returns how many."""
@@ -363,6 +415,7 @@ class TopicRegistry:
 
     async def close(self) -> None:
         self._unloader.stop()
+        self._inactive.stop()
         self.quotas.stop()
         self.partitioned.close()
         self.policies.close()

@@ -559,6 +559,41 @@ class NamespaceRequest(_message.Message):
     namespace: str
     def __init__(self, namespace: _Optional[str] = ...) -> None: ...
 
+class NamespacePropertiesRequest(_message.Message):
+    __slots__ = ("namespace", "properties")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, namespace: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class NamespacePropertyRequest(_message.Message):
+    __slots__ = ("namespace", "key", "value")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    key: str
+    value: str
+    def __init__(self, namespace: _Optional[str] = ..., key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class SubscriptionPermissionRequest(_message.Message):
+    __slots__ = ("namespace", "subscription", "roles")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    subscription: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[str] = ..., subscription: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class DeleteNamespaceRequest(_message.Message):
     __slots__ = ("namespace", "force")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]

@@ -124,6 +124,11 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
                 _registered_method=True)
+        self.GetPolicy = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetPolicy',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.PolicyRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
         self.ListTenants = channel.unary_unary(
                 '/pulsarlike.v1.PulsarLike/ListTenants',
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
@@ -364,6 +369,61 @@ class PulsarLikeStub:
                 request_serializer=broker__core_dot_protocol_dot_broker__pb2.PropertyKeyRequest.SerializeToString,
                 response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
                 _registered_method=True)
+        self.UnloadNamespace = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/UnloadNamespace',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.GetNamespaceBundles = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetNamespaceBundles',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
+        self.GetNamespaceProperties = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetNamespaceProperties',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
+        self.SetNamespaceProperties = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/SetNamespaceProperties',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespacePropertiesRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.ClearNamespaceProperties = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/ClearNamespaceProperties',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.SetNamespaceProperty = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/SetNamespaceProperty',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespacePropertyRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.GetNamespaceProperty = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetNamespaceProperty',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespacePropertyRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
+        self.RemoveNamespaceProperty = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/RemoveNamespaceProperty',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespacePropertyRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.GetSubscriptionPermissions = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GetSubscriptionPermissions',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+                _registered_method=True)
+        self.GrantSubscriptionPermission = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/GrantSubscriptionPermission',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPermissionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
+        self.RevokeSubscriptionPermission = channel.unary_unary(
+                '/pulsarlike.v1.PulsarLike/RevokeSubscriptionPermission',
+                request_serializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPermissionRequest.SerializeToString,
+                response_deserializer=broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+                _registered_method=True)
 
 
 class PulsarLikeServicer:
@@ -476,6 +536,13 @@ class PulsarLikeServicer:
 
     def GetPolicies(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPolicy(self, request, context):
+        """One policy as the REST route answers it (issue 31): the scope's own value, or Pulsar's answer while unset.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -787,6 +854,75 @@ class PulsarLikeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UnloadNamespace(self, request, context):
+        """Namespace operations (issue 31; REST PUT .../unload, GET .../bundles, .../properties, .../property/{key},
+        .../permissions/subscription): unload closes the sessions of its loaded topics (clients reconnect); bundles,
+        properties and the subscription permissions answered as the REST JSON.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetNamespaceBundles(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetNamespaceProperties(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetNamespaceProperties(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClearNamespaceProperties(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetNamespaceProperty(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetNamespaceProperty(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveNamespaceProperty(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSubscriptionPermissions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GrantSubscriptionPermission(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeSubscriptionPermission(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PulsarLikeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -878,6 +1014,11 @@ def add_PulsarLikeServicer_to_server(servicer, server):
             'GetPolicies': grpc.unary_unary_rpc_method_handler(
                     servicer.GetPolicies,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PolicyScope.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'GetPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPolicy,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PolicyRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
             ),
             'ListTenants': grpc.unary_unary_rpc_method_handler(
@@ -1118,6 +1259,61 @@ def add_PulsarLikeServicer_to_server(servicer, server):
             'RemoveTopicProperty': grpc.unary_unary_rpc_method_handler(
                     servicer.RemoveTopicProperty,
                     request_deserializer=broker__core_dot_protocol_dot_broker__pb2.PropertyKeyRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'UnloadNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnloadNamespace,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'GetNamespaceBundles': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNamespaceBundles,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'GetNamespaceProperties': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNamespaceProperties,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'SetNamespaceProperties': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetNamespaceProperties,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespacePropertiesRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'ClearNamespaceProperties': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClearNamespaceProperties,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'SetNamespaceProperty': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetNamespaceProperty,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespacePropertyRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'GetNamespaceProperty': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNamespaceProperty,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespacePropertyRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'RemoveNamespaceProperty': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveNamespaceProperty,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespacePropertyRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'GetSubscriptionPermissions': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSubscriptionPermissions,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.JsonResponse.SerializeToString,
+            ),
+            'GrantSubscriptionPermission': grpc.unary_unary_rpc_method_handler(
+                    servicer.GrantSubscriptionPermission,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPermissionRequest.FromString,
+                    response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
+            ),
+            'RevokeSubscriptionPermission': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeSubscriptionPermission,
+                    request_deserializer=broker__core_dot_protocol_dot_broker__pb2.SubscriptionPermissionRequest.FromString,
                     response_serializer=broker__core_dot_protocol_dot_broker__pb2.Empty.SerializeToString,
             ),
     }
@@ -1606,6 +1802,33 @@ class PulsarLike:
             target,
             '/pulsarlike.v1.PulsarLike/GetPolicies',
             broker__core_dot_protocol_dot_broker__pb2.PolicyScope.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetPolicy',
+            broker__core_dot_protocol_dot_broker__pb2.PolicyRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
             options,
             channel_credentials,
@@ -2902,6 +3125,303 @@ class PulsarLike:
             target,
             '/pulsarlike.v1.PulsarLike/RemoveTopicProperty',
             broker__core_dot_protocol_dot_broker__pb2.PropertyKeyRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnloadNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/UnloadNamespace',
+            broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNamespaceBundles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetNamespaceBundles',
+            broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNamespaceProperties(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetNamespaceProperties',
+            broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetNamespaceProperties(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/SetNamespaceProperties',
+            broker__core_dot_protocol_dot_broker__pb2.NamespacePropertiesRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClearNamespaceProperties(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/ClearNamespaceProperties',
+            broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetNamespaceProperty(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/SetNamespaceProperty',
+            broker__core_dot_protocol_dot_broker__pb2.NamespacePropertyRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNamespaceProperty(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetNamespaceProperty',
+            broker__core_dot_protocol_dot_broker__pb2.NamespacePropertyRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveNamespaceProperty(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/RemoveNamespaceProperty',
+            broker__core_dot_protocol_dot_broker__pb2.NamespacePropertyRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSubscriptionPermissions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GetSubscriptionPermissions',
+            broker__core_dot_protocol_dot_broker__pb2.NamespaceRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.JsonResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GrantSubscriptionPermission(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/GrantSubscriptionPermission',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPermissionRequest.SerializeToString,
+            broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeSubscriptionPermission(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pulsarlike.v1.PulsarLike/RevokeSubscriptionPermission',
+            broker__core_dot_protocol_dot_broker__pb2.SubscriptionPermissionRequest.SerializeToString,
             broker__core_dot_protocol_dot_broker__pb2.Empty.FromString,
             options,
             channel_credentials,

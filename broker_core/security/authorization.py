@@ -23,6 +23,11 @@ tenant -> allowed (tenant admins may also produce and consume, as in Pulsar); ``
 ``lookup`` -> what the role was granted on the topic, its partitioned topic and its namespace, added together;
 anything else -> refused.
 
+``consume`` on a topic with a subscription named (a consumer's subscribe, the subscription verbs) is refused
+first, as Pulsar's ``canConsume``, when the namespace grants that subscription to roles
+(``grant-subscription-permission``) and not to this one, or when its ``subscriptionAuthMode`` is ``Prefix``
+and the subscription's name does not start with the role (:meth:`Authorizer.subscription_problem`).
+
 Example::
 
     policies.grant("namespaces", "acme/orders", "billing", ["consume"])
@@ -34,6 +39,7 @@ from __future__ import annotations
 from broker_core.errors import PulsarLikeError, TenantNotFound
 from broker_core.core.namespaces import NamespacesStore
 from broker_core.core.policies import PoliciesStore
+from broker_core.core.policy_checks import SUBSCRIPTION_AUTH_MODE, SUBSCRIPTION_AUTH_ROLES
 from broker_core.types import TopicName
 
 PRODUCE, CONSUME, LOOKUP, ADMIN, SUPER = "produce", "consume", "lookup", "admin", "super"
@@ -56,7 +62,8 @@ class Authorizer:
     def is_super_user(self, role: str) -> bool:
         return role in self._super_users
 
-    def allowed(self, role: str, action: str, resource: str) -> bool:
+    def allowed(self, role: str, action: str, resource: str, subscription: str = "") -> bool:
+        """Whether ``role`` may do ``action`` on ``resource`` (``subscription``: the one a ``consume`` uses)."""
         if role in self._super_users:
             return True
         if action == SUPER:
@@ -67,6 +74,8 @@ class Authorizer:
             return False
         if "://" in resource:
             topic = TopicName.parse(resource)
+            if action == CONSUME and subscription and self.subscription_problem(role, topic, subscription):
+                return False
             granted = self._policies.granted_actions(topic, topic.namespace_name, role)
         elif "/" in resource:
             granted = self._policies.granted_actions(None, resource, role)
@@ -75,6 +84,20 @@ class Authorizer:
         if action == LOOKUP:
             return bool(granted & {PRODUCE, CONSUME})
         return action in granted
+
+    def subscription_problem(self, role: str, topic: TopicName, subscription: str) -> str | None:
+        """Why ``role`` may not consume from ``subscription`` of ``topic`` whatever it was granted (None: it may
+        if granted): the subscription is granted to other roles only, or (``Prefix`` mode) its name does not
+        start with the role, in Pulsar's words."""
+        roles = (self._policies.resolve(topic, SUBSCRIPTION_AUTH_ROLES, None) or {}).get(subscription)
+        if roles and role not in roles:
+            return (f"role {role!r} is not authorized to subscribe on {topic}-{subscription[:200]}: the subscription"
+                    " is granted to other roles (namespaces grant-subscription-permission)")
+        if self._policies.resolve(topic, SUBSCRIPTION_AUTH_MODE, "None") == "Prefix" and \
+                not subscription.startswith(role):
+            return (f"Failed to create consumer - The subscription name needs to be prefixed by the authentication"
+                    f" role, like {role}-xxxx for topic: {topic}")
+        return None
 
     def _tenant_admin(self, role: str, tenant: str) -> bool:
         if not tenant:

@@ -39,9 +39,10 @@ from broker_core.config import BrokerConfig
 from broker_core.errors import AuthenticationError, AuthorizationError, InvalidConfiguration
 from broker_core.log_limits import LogLimiter
 from broker_core.net.peers import ClientIdentity
-from broker_core.security.authorization import ADMIN, SUPER, Authorizer
+from broker_core.security.authorization import ADMIN, CONSUME, SUPER, Authorizer
 from broker_core.security.providers import (AnyOf, Authenticated, AuthenticationProvider, TlsAuthentication,
                                                     TokenAuthentication)
+from broker_core.types import TopicName
 
 log = logging.getLogger(__name__)
 
@@ -215,11 +216,21 @@ class Security:
         return AuthenticationError(f"authentication failed: {reason}", reason=reason)
 
     # ------------------------------------------------------------------ authorization
-    def authorize(self, principal: Principal, action: str, resource: str, peer: str = "") -> None:
+    def authorize(self, principal: Principal, action: str, resource: str, peer: str = "",
+                  subscription: str = "") -> None:
         """Raises ``AuthorizationError`` when ``principal`` may not do ``action`` on ``resource`` (see
-        :mod:`broker_core.security.authorization`)."""
-        if self._authorizer is None or self._authorizer.allowed(principal.role, action, resource):
+        :mod:`broker_core.security.authorization`); ``subscription``: the one a ``consume`` uses (its
+        namespace's subscription permissions and ``subscriptionAuthMode`` apply)."""
+        authorizer = self._authorizer
+        if authorizer is None or authorizer.allowed(principal.role, action, resource, subscription):
             return
+        problem = (authorizer.subscription_problem(principal.role, TopicName.parse(resource), subscription)
+                   if action == CONSUME and subscription and "://" in resource else None)
+        if problem is not None:
+            self._refusals.warning(f"authz {principal.role[:64]} subscription", "event=authorization_refused peer=%s"
+                                   " role=%s action=%s resource=%s subscription=%s", peer, principal.role, action,
+                                   resource, subscription[:200])
+            raise AuthorizationError(problem, role=principal.role, action=action, resource=resource)
         self._refusals.warning(f"authz {principal.role[:64]} {action}", "event=authorization_refused peer=%s "
                                "role=%s action=%s resource=%s", peer, principal.role, action, resource or "broker")
         who = f"role {principal.role!r}" if principal.role else "an anonymous client"

@@ -50,8 +50,8 @@ from connector.cli.args import SuggestingParser
 
 from broker_core.errors import PulsarLikeError
 
-from connector.cli import (admin_core_verbs, admin_permissions, admin_rest_groups, admin_topics, admin_verify,
-                           output, security_flags)
+from connector.cli import (admin_core_verbs, admin_namespaces, admin_permissions, admin_rest_groups, admin_topics,
+                           admin_verify, output, security_flags)
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
 
@@ -153,6 +153,7 @@ def _namespaces(verb: Callable[..., argparse.ArgumentParser]) -> None:
         "-s", "--sub", dest="subscription", required=True, help="subscription name")
     _policy_verbs(verb, "namespace", "namespace")
     admin_core_verbs.namespace_verbs(verb)
+    admin_namespaces.add_verbs(verb)
     admin_permissions.add_verbs(verb, "namespace", "namespace")
 
 
@@ -283,6 +284,7 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
     _operation_verbs(verb, sub_verb)
     admin_topics.add_verbs(verb)
     admin_core_verbs.topic_verbs(verb)
+    admin_namespaces.topic_verbs(verb)
     admin_verify.add_verbs(verb)
     admin_permissions.add_verbs(verb, "topic", "topic")
     _policy_verbs(verb, "topic", "topic")

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from broker_core.core import topic_lookup
 from broker_core.core.admin.policy_table import BY_KEY, POLICIES, checked
 from broker_core.core.backlog_quota import STORAGE, as_pulsar, check_quota, check_type
-from broker_core.core.policies import BACKLOG_QUOTA, NAMESPACE, TOPIC
+from broker_core.core.policies import BACKLOG_QUOTA, NAMESPACE, SCHEMA_STRATEGY, TOPIC
+from broker_core.core.policy_checks import MAX_MESSAGE_SIZE, SUBSCRIPTION_AUTH_ROLES
 from broker_core.errors import InvalidConfiguration, InvalidMessage, TopicNotFound
 from broker_core.types import TopicName
 
@@ -115,7 +116,8 @@ class NamespaceAdmin:
         stored = self._registry.get_policies(NAMESPACE, namespace)
         found: dict[str, Any] = {
             "auth_policies": {"namespace_auth": self._policies.permissions(NAMESPACE, namespace),
-                              "destination_auth": {}, "subscription_auth_roles": {}},
+                              "destination_auth": {},
+                              "subscription_auth_roles": stored.get(SUBSCRIPTION_AUTH_ROLES) or {}},
             "replication_clusters": [self._cluster],
             "bundles": {"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1},
             "deleted": False,
@@ -124,7 +126,10 @@ class NamespaceAdmin:
         for policy in POLICIES:
             if policy.pulsar_field:
                 value = stored.get(policy.key)
-                found[policy.pulsar_field] = policy.unset if value is None else value
+                if value is None and policy.unset_config:
+                    found[policy.pulsar_field] = None  # Pulsar's Policies holds null: the broker's then
+                else:
+                    found[policy.pulsar_field] = policy.unset if value is None else value
         return found
 
     # ------------------------------------------------------------------ one policy
@@ -144,11 +149,22 @@ class NamespaceAdmin:
     def policy(self, scope: Scope, key: str) -> Any:
         """Policy ``key`` of ``scope`` (what is set on it; unset: the table's ``unset``, usually None)."""
         value = self.policies(scope).get(key)
-        return BY_KEY[key].unset if value is None and key in BY_KEY else value
+        if value is not None or key not in BY_KEY:
+            return value
+        policy = BY_KEY[key]
+        if scope.kind == TOPIC:
+            return policy.topic_unset
+        return getattr(self._registry.config, policy.unset_config) if policy.unset_config else policy.unset
 
     def set_policy(self, scope: Scope, key: str, value: Any) -> None:
         """Set policy ``key`` (``value`` None: remove it) and apply it to the loaded topics."""
         value = checked(key, value)
+        if scope.kind == TOPIC and key == SCHEMA_STRATEGY and value == "UNDEFINED":
+            value = None  # a topic's UNDEFINED is its namespace's: Pulsar removes it
+        broker_limit = self._registry.config.maxMessageSize
+        if key == MAX_MESSAGE_SIZE and isinstance(value, int) and value > broker_limit:
+            raise InvalidConfiguration(f"topic-level maxMessageSize must be at most the broker's maxMessageSize"
+                                       f" ({broker_limit}), not {value}", key=key)
         self._checked(scope)
         self._registry.set_policy(scope.kind, scope.name, key, value)
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from broker_core.core.admin.values import boolean, integer, obj, text
+from broker_core.core.admin.values import boolean, integer, obj, strings, text
+from broker_core.core import policy_checks as checks
 from broker_core.core.policies import (AUTO_TOPIC_CREATION, RETENTION_SIZE, RETENTION_TIME, SCHEMA_STRATEGY)
 
 
@@ -54,6 +55,16 @@ class Policy:
     """A query parameter a topic's value may come in instead of the body (as pulsar-admin sends it)."""
     unset: Any = None
     """What a read answers while it is not set (None: 204 No Content)."""
+    namespace_methods: tuple[str, ...] = ("GET", "POST", "DELETE")
+    """The methods Pulsar serves under the namespace's segment (``set_with_put`` adds PUT)."""
+    topic_methods: tuple[str, ...] = ("GET", "POST", "DELETE")
+    """The methods Pulsar serves under the topic's segment (PUT and POST both set it)."""
+    topic_unset: Any = None
+    """What a topic's read answers while the topic has none of its own (None: 204 No Content)."""
+    unset_config: str | None = None
+    """A broker config key whose value a namespace's read answers while unset (instead of ``unset``)."""
+    empty_post_removes: bool = False
+    """A namespace's POST without a body removes it (Pulsar's way where it has no DELETE for it)."""
 
 
 POLICIES: tuple[Policy, ...] = (
@@ -74,7 +85,49 @@ POLICIES: tuple[Policy, ...] = (
            namespace="autoTopicCreation", pulsar_field="autoTopicCreationOverride"),
     Policy(SCHEMA_STRATEGY, lambda value, field: text(value, "SchemaCompatibilityStrategy"),
            namespace="schemaCompatibilityStrategy", pulsar_field="schema_compatibility_strategy",
-           set_with_put=True, unset="UNDEFINED"),
+           set_with_put=True, unset="UNDEFINED", topic="schemaCompatibilityStrategy",
+           topic_methods=("GET", "PUT", "DELETE"), topic_unset="UNDEFINED"),  # PUT UNDEFINED removes it
+    # the limits (policy_checks' validators; a loaded topic enforces them by topic_policies.TopicPolicies)
+    Policy(checks.MAX_CONSUMERS_PER_SUBSCRIPTION, integer, namespace="maxConsumersPerSubscription",
+           topic="maxConsumersPerSubscription", pulsar_field="max_consumers_per_subscription"),
+    Policy(checks.MAX_UNACKED_PER_CONSUMER, integer, namespace="maxUnackedMessagesPerConsumer",
+           topic="maxUnackedMessagesOnConsumer", pulsar_field="max_unacked_messages_per_consumer"),
+    Policy(checks.MAX_UNACKED_PER_SUBSCRIPTION, integer, namespace="maxUnackedMessagesPerSubscription",
+           topic="maxUnackedMessagesOnSubscription", pulsar_field="max_unacked_messages_per_subscription"),
+    Policy(checks.MAX_SUBSCRIPTIONS_PER_TOPIC, integer, namespace="maxSubscriptionsPerTopic",
+           topic="maxSubscriptionsPerTopic", pulsar_field="max_subscriptions_per_topic"),
+    Policy(checks.MAX_TOPICS_PER_NAMESPACE, integer, namespace="maxTopicsPerNamespace",
+           pulsar_field="max_topics_per_namespace", unset=0),
+    Policy(checks.MAX_MESSAGE_SIZE, integer, topic="maxMessageSize"),
+    # properties have routes of their own (namespace_routes: PUT adds, property/{key}); here for Policies' view
+    Policy(checks.PROPERTIES, lambda value, field: obj(value, field), pulsar_field="properties", unset={}),
+    # delivery, schema and auth (policy_checks' validators; topic_policies, effective_policies, the registry
+    # and the schema registry enforce them)
+    Policy(checks.DELAYED_DELIVERY, lambda value, field: obj(value, "DelayedDeliveryPolicies"),
+           namespace="delayedDelivery", topic="delayedDelivery", pulsar_field="delayed_delivery_policies"),
+    Policy(checks.INACTIVE_TOPIC_POLICIES, lambda value, field: obj(value, "InactiveTopicPolicies"),
+           namespace="inactiveTopicPolicies", topic="inactiveTopicPolicies", pulsar_field="inactive_topic_policies"),
+    Policy(checks.DEDUP_SNAPSHOT_INTERVAL, integer, namespace="deduplicationSnapshotInterval",
+           topic="deduplicationSnapshotInterval", pulsar_field="deduplicationSnapshotIntervalSeconds",
+           namespace_methods=("GET", "POST"), empty_post_removes=True),
+    Policy(checks.AUTO_SUBSCRIPTION_CREATION, lambda value, field: obj(value, "AutoSubscriptionCreationOverride"),
+           namespace="autoSubscriptionCreation", topic="autoSubscriptionCreation",
+           pulsar_field="autoSubscriptionCreationOverride"),
+    Policy(checks.SUBSCRIPTION_TYPES_ENABLED, strings, namespace="subscriptionTypesEnabled",
+           topic="subscriptionTypesEnabled", pulsar_field="subscription_types_enabled", unset=[]),
+    Policy(checks.SUBSCRIPTION_AUTH_MODE, text, namespace="subscriptionAuthMode",
+           pulsar_field="subscription_auth_mode", namespace_methods=("GET", "POST"), unset="None"),
+    Policy(checks.ENCRYPTION_REQUIRED, boolean, namespace="encryptionRequired", pulsar_field="encryption_required",
+           namespace_methods=("GET", "POST"), unset=False),
+    Policy(checks.SCHEMA_VALIDATION_ENFORCED, boolean, namespace="schemaValidationEnforced",
+           topic="schemaValidationEnforced", pulsar_field="schema_validation_enforced",
+           namespace_methods=("GET", "POST"), topic_methods=("GET", "POST"), unset=False, topic_unset=False),
+    Policy(checks.AUTO_UPDATE_SCHEMA, boolean, namespace="isAllowAutoUpdateSchema",
+           pulsar_field="is_allow_auto_update_schema", namespace_methods=("GET", "POST"),
+           unset_config="isAllowAutoUpdateSchemaEnabled"),
+    Policy(checks.AUTO_UPDATE_STRATEGY, text, namespace="schemaAutoUpdateCompatibilityStrategy",
+           pulsar_field="schema_auto_update_compatibility_strategy", namespace_methods=("GET", "PUT"),
+           unset="Full"),  # what the broker applies while both are unset (UNDEFINED: FULL)
 )
 """Every policy served by segment; the backlog quotas (a map by quota type) have routes of their own."""
 

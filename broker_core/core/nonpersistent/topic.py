@@ -43,6 +43,7 @@ from broker_core.core.access import AccessMode, ProducerAccess
 from broker_core.core.rates import TopicRates
 from broker_core.core.producers import ProducerInfo, TopicProducers
 from broker_core.protocol.entry_limits import FRAME_PADDING
+from broker_core.core.topic_policies import TopicPolicies, of_config
 from broker_core.core.topic_rules import Accepted, check_consumer_limit, checked_entry, deleted
 from broker_core.storage.log import StoredEntry
 from broker_core.types import NON_PERSISTENT, TopicName
@@ -118,6 +119,9 @@ class NonPersistentTopic:
         self.subscriptions: dict[str, NonPersistentSubscription] = {}
         self._producers = TopicProducers(self.topic, config.maxProducersPerTopic, lambda: self.closed)
         self.max_consumers = config.maxConsumersPerTopic
+        self.policies: TopicPolicies = of_config(config)
+        """What the topic enforces (:mod:`broker_core.core.topic_policies`; the unacked limits and delayed
+        delivery do not apply: nothing is held for a consumer); the registry sets it."""
         self.dedup = None
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
@@ -200,9 +204,12 @@ class NonPersistentTopic:
         now = self._clock.now_ms()
         results: list[Accepted] = []
         stored: list[StoredEntry] = []
+        policies = self.policies if self.policies.checks_entries else None
         for send in entries:
             try:
                 metadata, count = checked_entry(send, self._max_entry, self._config.maxMessageSize)
+                if policies is not None:
+                    policies.check_entry(self.topic, metadata, len(send.data))
                 if metadata.num_chunks_from_msg > 1:
                     raise NotAllowedError(f"chunked messages are not allowed on non-persistent topic {self.topic}:"
                                           " a consumer could miss any chunk; send them to a persistent topic")
@@ -234,6 +241,9 @@ class NonPersistentTopic:
         check_consumer_limit(self.topic, self.max_consumers,
                              sum(len(s.consumers) for s in self.subscriptions.values()))
         sub = self.subscriptions.get(subscription)
+        self.policies.check_subscribe(self.topic, subscription, sub_type, exists=sub is not None, durable=durable,
+                                      persistent=False, subscriptions=len(self.subscriptions),
+                                      consumers=len(sub.consumers) if sub is not None else 0)
         created = sub is None
         if sub is None:
             sub = NonPersistentSubscription(

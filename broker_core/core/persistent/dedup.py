@@ -19,7 +19,9 @@ duplicate of themselves. A resent chunked message whose last chunk had been stor
 chunks as orphans, which consumers expire.
 
 Durability: ``persisted`` is snapshotted (atomically) to ``dedup-snapshot.json`` in the topic folder every
-``snapshot_interval`` confirmed entries and on close, with the log offset it covers. Recovery loads the
+``snapshot_interval`` confirmed entries, when entries are confirmed ``snapshot_seconds`` or more after the
+last snapshot (Pulsar's ``brokerDeduplicationSnapshotIntervalSeconds``, the namespace's
+``deduplicationSnapshotInterval``; 0: by entries only) and on close, with the log offset it covers. Recovery loads the
 snapshot and replays the metadata of every entry from that offset to the end of the log, so the state
 after a crash is exactly what the log holds, and the replay is at most ``snapshot_interval`` entries long
 after a clean run (the whole log when the snapshot is missing or unreadable: it is derived data). A
@@ -33,6 +35,7 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
+from broker_core.clock import SYSTEM_CLOCK, Clock
 from broker_core.errors import DataLost
 from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol.entry import read_metadata
@@ -78,9 +81,14 @@ def discard_snapshot(directory: Path) -> None:
 
 
 class Deduplication:
-    def __init__(self, directory: Path, snapshot_interval: int = 1000) -> None:
+    def __init__(self, directory: Path, snapshot_interval: int = 1000, snapshot_seconds: int = 0,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self._path = directory / SNAPSHOT_FILE
         self._interval = max(1, snapshot_interval)
+        self.snapshot_seconds = snapshot_seconds
+        """A snapshot is due when entries are confirmed this long after the last one (0: by entries only)."""
+        self._clock = clock
+        self._snapshot_ms = clock.now_ms()
         self.pushed: dict[str, int] = {}
         self.persisted: dict[str, int] = {}
         self._since_snapshot = 0
@@ -143,7 +151,9 @@ class Deduplication:
         for key in keys:
             self._record(key, persisted)
         self._since_snapshot += len(keys)
-        return self._since_snapshot >= self._interval
+        seconds = self.snapshot_seconds
+        return self._since_snapshot >= self._interval or bool(
+            seconds and self._since_snapshot and self._clock.now_ms() - self._snapshot_ms >= seconds * 1000)
 
     def failed(self, keys: list[SequenceKey]) -> None:
         """The append of these entries failed: their producers fall back to what is stored."""
@@ -164,6 +174,7 @@ class Deduplication:
         atomic_write(self._path, json.dumps(body, sort_keys=True).encode())
         self.snapshot_offset = end_offset
         self._since_snapshot = 0
+        self._snapshot_ms = self._clock.now_ms()
 
     @staticmethod
     def _record(key: SequenceKey, into: dict[str, int]) -> None:
@@ -175,16 +186,30 @@ class DeduplicationSwitch:
     """Whether one topic deduplicates (the registry turns it on and off by policy), and its state when it
     does: ``current`` is None while off."""
 
-    def __init__(self, directory: Path, snapshot_interval: int, managed_log: ManagedLog) -> None:
+    def __init__(self, directory: Path, snapshot_interval: int, managed_log: ManagedLog, *,
+                 snapshot_seconds: int = 0, clock: Clock = SYSTEM_CLOCK) -> None:
         self._directory = directory
         self._interval = snapshot_interval
+        self._seconds = snapshot_seconds
+        self._clock = clock
         self._log = managed_log
         self.current: Deduplication | None = None
+
+    @property
+    def snapshot_seconds(self) -> int:
+        """Snapshot by time too (see :class:`Deduplication`); a policy sets it."""
+        return self._seconds
+
+    @snapshot_seconds.setter
+    def snapshot_seconds(self, seconds: int) -> None:
+        self._seconds = seconds
+        if self.current is not None:
+            self.current.snapshot_seconds = seconds
 
     def set_enabled(self, enabled: bool) -> None:
         """Turn deduplication on (recovering its state from the snapshot and the log) or off."""
         if enabled and self.current is None:
-            dedup = Deduplication(self._directory, self._interval)
+            dedup = Deduplication(self._directory, self._interval, self._seconds, self._clock)
             dedup.recover(self._log)
             self.current = dedup
         elif not enabled and self.current is not None:

@@ -20,6 +20,7 @@ from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.core.persistent.dedup import DeduplicationSwitch, SequenceKey
 from broker_core.core.producers import ProducerInfo
 from broker_core.core.termination import Termination
+from broker_core.core.topic_policies import TopicPolicies, of_config
 from broker_core.core.topic_rules import Accepted, checked_entry
 from broker_core.core.write_fault import WriteFault
 from broker_core.storage.format import HEADER_SIZE
@@ -50,6 +51,8 @@ class Publisher:
         self._active_ledger = managed_log.retention_view()[-1].base_offset
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
+        self.policies: TopicPolicies = of_config(config)
+        """What each entry is checked against besides its form (encryption, schema: the topic sets it)."""
 
     def publish(self, producer: ProducerInfo, entries: Sequence,
                 on_done: Callable[[list[Accepted], BaseException | None], None]) -> None:
@@ -65,9 +68,12 @@ class Publisher:
         to_append: list[tuple[bytes, int, int]] = []
         positions: list[int] = []
         next_offset = self._log.end_offset
+        policies = self.policies if self.policies.checks_entries else None
         for send in entries:
             try:
                 metadata, count = checked_entry(send, self._max_entry, self._max_message_size)
+                if policies is not None:
+                    policies.check_entry(self.topic, metadata, len(send.data))
             except PulsarLikeError as exc:
                 results.append(Accepted(send.sequence_id, send.highest_sequence_id, error=exc))
                 continue

@@ -20,12 +20,12 @@ from broker_core.core.persistent.compacted_readers import GoneReaders
 from broker_core.core.persistent.positions import ConfirmedSource
 from broker_core.core.subscription_expiry import SubscriptionActivity
 from broker_core.core.termination import Termination
+from broker_core.core.topic_policies import TopicPolicies, of_config
 from broker_core.core.topic_rules import check_consumer_limit
 from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.cursor_store import CursorStore
 from dispatch.compacted import CompactedLedger, CompactedSource
 from dispatch.consumer import Consumer
-from dispatch.shared import DelayedDelivery
 from dispatch.source import EntrySource
 from dispatch.subscription import Subscription
 from dispatch.types import SubType
@@ -61,6 +61,7 @@ class TopicSubscriptions:
         """Non-durable subscriptions by name (readers; gone with their last consumer)."""
         self.activity = SubscriptionActivity(clock)
         """Each durable subscription's last activity (subscription expiration)."""
+        self._policies = of_config(config)
         self.gone_readers = GoneReaders(clock, config.compactionTombstoneRetentionSeconds * 1000)
         """Where the compacted readers that left lately were (they may come back there)."""
         for cursor in cursors:
@@ -86,16 +87,27 @@ class TopicSubscriptions:
             name, self.topic, self._partition_index, self._source, cursor, durable=durable,
             max_read_entries=config.dispatcherMaxReadBatchSize,
             max_delivery_bytes=config.dispatcherMaxDeliveryBytes,
-            max_unacked_per_consumer=config.maxUnackedMessagesPerConsumer,
+            max_unacked_per_consumer=self._policies.max_unacked_per_consumer,
+            max_unacked_per_subscription=self._policies.max_unacked_per_subscription,
             on_cursor_changed=(lambda: self.cursor_changed(name)) if durable else None,
-            clock=self._clock, scheduler=call_later,
-            delayed_delivery=DelayedDelivery(config.delayedDeliveryEnabled,
-                                             config.delayedDeliveryTickTimeMillis,
-                                             config.isDelayedDeliveryDeliverAtTimeStrict),
+            clock=self._clock, scheduler=call_later, delayed_delivery=self._policies.delayed_delivery,
             key_shared_consistent_hashing=config.subscriptionKeySharedUseConsistentHashing,
             batch_index_ack=config.acknowledgmentAtBatchIndexLevelEnabled,
             skip_damaged=config.autoSkipNonRecoverableData,
         )
+
+    @property
+    def policies(self) -> TopicPolicies:
+        """What the topic enforces (:mod:`broker_core.core.topic_policies`); set when a policy changes, the
+        subscriptions' unacked limits and delayed delivery follow."""
+        return self._policies
+
+    @policies.setter
+    def policies(self, policies: TopicPolicies) -> None:
+        self._policies = policies
+        for sub in self.all():
+            sub.set_limits(policies.max_unacked_per_consumer, policies.max_unacked_per_subscription,
+                           policies.delayed_delivery)
 
     # ------------------------------------------------------------------ consumers
     def subscribe(self, subscription: str, sub_type: SubType, consumer: Consumer, *, durable: bool,
@@ -108,6 +120,9 @@ class TopicSubscriptions:
         check_consumer_limit(self.topic, self.max_consumers, sum(len(s.consumers) for s in self.all()))
         subs = self.subscriptions if durable else self.readers
         sub = subs.get(subscription)
+        self._policies.check_subscribe(self.topic, subscription, sub_type, exists=sub is not None, durable=durable,
+                                       persistent=True, subscriptions=len(self.subscriptions) + len(self.readers),
+                                       consumers=len(sub.consumers) if sub is not None else 0)
         source = CompactedSource(self._source, compacted) if compacted is not None else self._source
         if sub is None:
             sub = self._create(subscription, start_offset, durable, source)

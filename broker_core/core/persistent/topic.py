@@ -51,6 +51,7 @@ from broker_core.core.rates import TopicRates
 from broker_core.core.retention_rules import RetentionPolicy
 from broker_core.core.subscription_expiry import SubscriptionActivity
 from broker_core.core.termination import Termination
+from broker_core.core.topic_policies import TopicPolicies
 from broker_core.core.topic_rules import Accepted, check_consumer_limit, deleted
 from broker_core.core.write_fault import WriteFault, room_for
 from broker_core.storage.files import UNLIMITED, FileBudget
@@ -102,7 +103,9 @@ class PersistentTopic:
         quota's refusal, see :mod:`broker_core.core.backlog_quota`)."""
         self._producers = TopicProducers(self.topic, config.maxProducersPerTopic, is_closed,
                                          refuse=self._refuse_producer)
-        self._dedup = DeduplicationSwitch(directory, config.brokerDeduplicationEntriesInterval, self.log)
+        self._dedup = DeduplicationSwitch(directory, config.brokerDeduplicationEntriesInterval, self.log,
+                                          snapshot_seconds=config.brokerDeduplicationSnapshotIntervalSeconds,
+                                          clock=clock)
         self._dedup.set_enabled(deduplication)
         self.last_used_ms = clock.now_ms()
         """When the registry last handed the topic out or saw clients on it (idle unloading)."""
@@ -213,6 +216,16 @@ class PersistentTopic:
         self._subs.max_consumers = value
 
     @property
+    def policies(self) -> TopicPolicies:
+        """What the topic enforces (:mod:`broker_core.core.topic_policies`); the registry sets it."""
+        return self._subs.policies
+
+    @policies.setter
+    def policies(self, policies: TopicPolicies) -> None:
+        self._subs.policies = policies
+        self._publisher.policies = policies
+
+    @property
     def dedup(self) -> Deduplication | None:
         """The deduplication state, None while deduplication is off."""
         return self._dedup.current
@@ -281,6 +294,16 @@ class PersistentTopic:
     def set_deduplication(self, enabled: bool) -> None:
         """Turn deduplication on (recovering its state from the snapshot and the log) or off."""
         self._dedup.set_enabled(enabled)
+
+    @property
+    def deduplication_snapshot_seconds(self) -> int:
+        """Deduplication state is snapshotted by time too (0: by entries only); the registry applies the
+        namespace's ``deduplicationSnapshotInterval``."""
+        return self._dedup.snapshot_seconds
+
+    @deduplication_snapshot_seconds.setter
+    def deduplication_snapshot_seconds(self, seconds: int) -> None:
+        self._dedup.snapshot_seconds = seconds
 
     def publish(self, producer: ProducerInfo, entries: Sequence,
                 on_done: Callable[[list[Accepted], BaseException | None], None]) -> None:

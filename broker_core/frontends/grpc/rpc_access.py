@@ -99,6 +99,12 @@ RULES: dict[str, tuple[Any, Resource]] = {
     "GrantPermission": (ADMIN, lambda request: _scope(request.scope)),
     "RevokePermission": (ADMIN, lambda request: _scope(request.scope)),
     "GetPermissions": (ADMIN, _scope),
+    "GetPolicy": (lambda request: LOOKUP if request.scope.topic else ADMIN, lambda request: _scope(request.scope)),
+    # namespace operations, properties and subscription permissions: the tenant's admins (as over REST)
+    **{name: (ADMIN, _NAMESPACE) for name in (
+        "UnloadNamespace", "GetNamespaceBundles", "GetNamespaceProperties", "SetNamespaceProperties",
+        "ClearNamespaceProperties", "SetNamespaceProperty", "GetNamespaceProperty", "RemoveNamespaceProperty",
+        "GetSubscriptionPermissions", "GrantSubscriptionPermission", "RevokeSubscriptionPermission")},
     # tenants and namespaces
     "ListTenants": (SUPER, _BROKER),
     "CreateTenant": (SUPER, _TENANT),

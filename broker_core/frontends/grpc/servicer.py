@@ -24,6 +24,7 @@ from broker_core.core.backpressure import Outbox, ReplyBudget
 from broker_core.core.producers import ProducerNames
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.grpc.admin_rpcs import AdminRpcs
+from broker_core.frontends.grpc.namespace_rpcs import NamespaceRpcs
 from broker_core.frontends.grpc.consuming import ConsumeStreams
 from broker_core.frontends.grpc.producing import ProduceStreams
 from broker_core.frontends.grpc.schema_rpcs import SchemaRpcs
@@ -48,7 +49,8 @@ class BrokerServicer:
         self._consume = ConsumeStreams(registry, self._consumer_ids, self._outbox)
         self._topics = TopicRpcs(registry)
         self.components: tuple[object, ...] = (self, self._topics, SubscriptionRpcs(registry), AdminRpcs(registry),
-                                                   SchemaRpcs(registry), TopicMessageRpcs(registry))
+                                                   SchemaRpcs(registry), TopicMessageRpcs(registry),
+                                                   NamespaceRpcs(registry))
         """What serves the service's RPCs, each RPC by exactly one of them."""
 
     @property

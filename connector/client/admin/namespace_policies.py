@@ -27,6 +27,7 @@ MAX_UNACKED_PER_CONSUMER = "maxUnackedMessagesPerConsumer"
 MAX_UNACKED_PER_SUBSCRIPTION = "maxUnackedMessagesPerSubscription"
 MAX_SUBSCRIPTIONS_PER_TOPIC = "maxSubscriptionsPerTopic"
 MAX_TOPICS_PER_NAMESPACE = "maxTopicsPerNamespace"
+MAX_MESSAGE_SIZE = "maxMessageSize"
 DEDUP_SNAPSHOT_INTERVAL = "deduplicationSnapshotIntervalSeconds"
 SUBSCRIPTION_AUTH_MODE = "subscriptionAuthMode"
 ENCRYPTION_REQUIRED = "encryptionRequired"
@@ -64,6 +65,12 @@ def _text(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name}={value!r} is not valid; use a non-empty str")
     return value
+
+
+def _delayed(enabled: bool, tick_time_ms: int, max_delivery_delay_ms: int) -> dict[str, Any]:
+    """Pulsar's ``DelayedDeliveryPolicies``."""
+    return {"tickTime": whole("tick_time_ms", tick_time_ms, 0), "active": _flag("enabled", enabled),
+            "maxDeliveryDelayInMillis": whole("max_delivery_delay_ms", max_delivery_delay_ms, 0)}
 
 
 class NamespacePoliciesAdmin:
@@ -145,6 +152,67 @@ class NamespacePoliciesAdmin:
     def remove_namespace_max_topics_per_namespace(self, namespace: str) -> None:
         self._set(namespace, MAX_TOPICS_PER_NAMESPACE, None)
 
+    # --- a topic's own limits (they win over its namespace's; pulsar-admin topics set-max-...) --------
+    def _set_topic(self, topic: str, key: str, value: Any) -> None:
+        self._wire.unary("SetPolicy", broker_pb2.PolicyRequest(
+            scope=broker_pb2.PolicyScope(topic=topic), key=key,
+            value_json="" if value is None else json.dumps(value)))
+
+    def _get_topic(self, topic: str, key: str) -> Any:
+        reply = self._wire.unary("GetPolicy", broker_pb2.PolicyRequest(
+            scope=broker_pb2.PolicyScope(topic=topic), key=key))
+        return json.loads(reply.json) if reply.json else None
+
+    def set_topic_max_consumers_per_subscription(self, topic: str, max_consumers: int) -> None:
+        self._set_topic(topic, MAX_CONSUMERS_PER_SUBSCRIPTION, whole("max_consumers", max_consumers, 0))
+
+    def get_topic_max_consumers_per_subscription(self, topic: str) -> int | None:
+        """The topic's own value (None: it has none; its namespace's or the broker's applies)."""
+        return self._get_topic(topic, MAX_CONSUMERS_PER_SUBSCRIPTION)
+
+    def remove_topic_max_consumers_per_subscription(self, topic: str) -> None:
+        self._set_topic(topic, MAX_CONSUMERS_PER_SUBSCRIPTION, None)
+
+    def set_topic_max_unacked_messages_per_consumer(self, topic: str, max_unacked: int) -> None:
+        """REST: ``.../{topic}/maxUnackedMessagesOnConsumer``."""
+        self._set_topic(topic, MAX_UNACKED_PER_CONSUMER, whole("max_unacked", max_unacked, 0))
+
+    def get_topic_max_unacked_messages_per_consumer(self, topic: str) -> int | None:
+        return self._get_topic(topic, MAX_UNACKED_PER_CONSUMER)
+
+    def remove_topic_max_unacked_messages_per_consumer(self, topic: str) -> None:
+        self._set_topic(topic, MAX_UNACKED_PER_CONSUMER, None)
+
+    def set_topic_max_unacked_messages_per_subscription(self, topic: str, max_unacked: int) -> None:
+        """REST: ``.../{topic}/maxUnackedMessagesOnSubscription``."""
+        self._set_topic(topic, MAX_UNACKED_PER_SUBSCRIPTION, whole("max_unacked", max_unacked, 0))
+
+    def get_topic_max_unacked_messages_per_subscription(self, topic: str) -> int | None:
+        return self._get_topic(topic, MAX_UNACKED_PER_SUBSCRIPTION)
+
+    def remove_topic_max_unacked_messages_per_subscription(self, topic: str) -> None:
+        self._set_topic(topic, MAX_UNACKED_PER_SUBSCRIPTION, None)
+
+    def set_topic_max_subscriptions_per_topic(self, topic: str, max_subscriptions: int) -> None:
+        self._set_topic(topic, MAX_SUBSCRIPTIONS_PER_TOPIC, whole("max_subscriptions", max_subscriptions, 0))
+
+    def get_topic_max_subscriptions_per_topic(self, topic: str) -> int | None:
+        return self._get_topic(topic, MAX_SUBSCRIPTIONS_PER_TOPIC)
+
+    def remove_topic_max_subscriptions_per_topic(self, topic: str) -> None:
+        self._set_topic(topic, MAX_SUBSCRIPTIONS_PER_TOPIC, None)
+
+    def set_topic_max_message_size(self, topic: str, max_message_size: int) -> None:
+        """Entries larger than this (in bytes, at most the broker's ``maxMessageSize``; 0: the broker's) are
+        refused: ``MessageTooBig`` ("Exceed maximum message size")."""
+        self._set_topic(topic, MAX_MESSAGE_SIZE, whole("max_message_size", max_message_size, 0))
+
+    def get_topic_max_message_size(self, topic: str) -> int | None:
+        return self._get_topic(topic, MAX_MESSAGE_SIZE)
+
+    def remove_topic_max_message_size(self, topic: str) -> None:
+        self._set_topic(topic, MAX_MESSAGE_SIZE, None)
+
     # --- subscriptions ------------------------------------------------------------------------------
     def set_namespace_auto_subscription_creation(self, namespace: str, allow: bool) -> None:
         """Whether consumers may create durable subscriptions by subscribing (overrides the broker's
@@ -199,11 +267,12 @@ class NamespacePoliciesAdmin:
         return json.loads(reply.json) if reply.json else {}
 
     # --- delivery and topics ------------------------------------------------------------------------
-    def set_namespace_delayed_delivery(self, namespace: str, enabled: bool, tick_time_ms: int = 1000) -> None:
+    def set_namespace_delayed_delivery(self, namespace: str, enabled: bool, tick_time_ms: int = 1000,
+                                       max_delivery_delay_ms: int = 0) -> None:
         """Honour messages' delivery times on Shared and Key_Shared subscriptions (off: delivered at once,
-        those held too), with this tick (a message may go up to a tick early)."""
-        self._set(namespace, DELAYED_DELIVERY, {"tickTime": whole("tick_time_ms", tick_time_ms, 0),
-                                               "active": _flag("enabled", enabled)})
+        those held too), with this tick (a message may go up to a tick early); a message delayed more than
+        ``max_delivery_delay_ms`` is refused (0: any delay)."""
+        self._set(namespace, DELAYED_DELIVERY, _delayed(enabled, tick_time_ms, max_delivery_delay_ms))
 
     def get_namespace_delayed_delivery(self, namespace: str) -> dict[str, Any] | None:
         """``{"tickTime": ms, "active": bool}`` (None: the broker's settings apply)."""
@@ -269,6 +338,79 @@ class NamespacePoliciesAdmin:
 
     def get_namespace_schema_auto_update_strategy(self, namespace: str) -> str:
         return self._get(namespace, AUTO_UPDATE_STRATEGY)
+
+    # --- a topic's own delivery, subscription and schema policies (over its namespace's) ------------
+    def set_topic_delayed_delivery(self, topic: str, enabled: bool, tick_time_ms: int = 1000,
+                                   max_delivery_delay_ms: int = 0) -> None:
+        """:meth:`set_namespace_delayed_delivery` for one topic (REST ``.../{topic}/delayedDelivery``)."""
+        self._set_topic(topic, DELAYED_DELIVERY, _delayed(enabled, tick_time_ms, max_delivery_delay_ms))
+
+    def get_topic_delayed_delivery(self, topic: str) -> dict[str, Any] | None:
+        """The topic's own (None: its namespace's or the broker's applies)."""
+        return self._get_topic(topic, DELAYED_DELIVERY)
+
+    def remove_topic_delayed_delivery(self, topic: str) -> None:
+        self._set_topic(topic, DELAYED_DELIVERY, None)
+
+    def set_topic_inactive_topic_policies(self, topic: str, delete_mode: str, max_inactive_duration_seconds: int,
+                                          delete_while_inactive: bool) -> None:
+        self._set_topic(topic, INACTIVE_TOPIC_POLICIES, {
+            "inactiveTopicDeleteMode": _choice("delete_mode", delete_mode, DELETE_MODES),
+            "maxInactiveDurationSeconds": whole("max_inactive_duration_seconds", max_inactive_duration_seconds, 0),
+            "deleteWhileInactive": _flag("delete_while_inactive", delete_while_inactive)})
+
+    def get_topic_inactive_topic_policies(self, topic: str) -> dict[str, Any] | None:
+        return self._get_topic(topic, INACTIVE_TOPIC_POLICIES)
+
+    def remove_topic_inactive_topic_policies(self, topic: str) -> None:
+        self._set_topic(topic, INACTIVE_TOPIC_POLICIES, None)
+
+    def set_topic_subscription_types_enabled(self, topic: str, types: Iterable[str]) -> None:
+        items = [types] if isinstance(types, str) else list(types)
+        self._set_topic(topic, SUBSCRIPTION_TYPES_ENABLED,
+                        sorted({_choice("types", t, SUBSCRIPTION_TYPES) for t in items}))
+
+    def get_topic_subscription_types_enabled(self, topic: str) -> list[str] | None:
+        return self._get_topic(topic, SUBSCRIPTION_TYPES_ENABLED)
+
+    def remove_topic_subscription_types_enabled(self, topic: str) -> None:
+        self._set_topic(topic, SUBSCRIPTION_TYPES_ENABLED, None)
+
+    def set_topic_auto_subscription_creation(self, topic: str, allow: bool) -> None:
+        self._set_topic(topic, AUTO_SUBSCRIPTION_CREATION, {"allowAutoSubscriptionCreation": _flag("allow", allow)})
+
+    def get_topic_auto_subscription_creation(self, topic: str) -> dict[str, bool] | None:
+        return self._get_topic(topic, AUTO_SUBSCRIPTION_CREATION)
+
+    def remove_topic_auto_subscription_creation(self, topic: str) -> None:
+        self._set_topic(topic, AUTO_SUBSCRIPTION_CREATION, None)
+
+    def set_topic_deduplication_snapshot_interval(self, topic: str, seconds: int) -> None:
+        self._set_topic(topic, DEDUP_SNAPSHOT_INTERVAL, whole("seconds", seconds, 0))
+
+    def get_topic_deduplication_snapshot_interval(self, topic: str) -> int | None:
+        return self._get_topic(topic, DEDUP_SNAPSHOT_INTERVAL)
+
+    def remove_topic_deduplication_snapshot_interval(self, topic: str) -> None:
+        self._set_topic(topic, DEDUP_SNAPSHOT_INTERVAL, None)
+
+    def set_topic_schema_compatibility_strategy(self, topic: str, strategy: str) -> None:
+        """The topic's own ``schemaCompatibilityStrategy`` (``UNDEFINED`` removes it, as Pulsar's)."""
+        strategy = _text("strategy", strategy).upper()
+        self._set_topic(topic, "schemaCompatibilityStrategy", None if strategy == "UNDEFINED" else strategy)
+
+    def get_topic_schema_compatibility_strategy(self, topic: str) -> str:
+        """The topic's own (``UNDEFINED``: none, its namespace's applies)."""
+        return self._get_topic(topic, "schemaCompatibilityStrategy") or "UNDEFINED"
+
+    def remove_topic_schema_compatibility_strategy(self, topic: str) -> None:
+        self._set_topic(topic, "schemaCompatibilityStrategy", None)
+
+    def set_topic_schema_validation_enforced(self, topic: str, enforced: bool) -> None:
+        self._set_topic(topic, SCHEMA_VALIDATION_ENFORCED, _flag("enforced", enforced))
+
+    def get_topic_schema_validation_enforced(self, topic: str) -> bool:
+        return bool(self._get_topic(topic, SCHEMA_VALIDATION_ENFORCED))
 
     # --- operations and properties ------------------------------------------------------------------
     def _namespace(self, method: str, namespace: str) -> Any:

@@ -24,6 +24,7 @@ from broker_core.types import TopicName
 
 from connector.client.admin.rest import RestTransport, path
 from connector.client.admin.rest_messages import delivered_entry
+from connector.client.admin.rest_namespaces import RestNamespaces
 from connector.client.admin.rest_topics import RestTopicCalls
 from connector.client.admin.wire import NotSupported
 
@@ -41,12 +42,44 @@ NAMESPACE_POLICIES = {"retention": ("retention", "retention_policies"),
                                                             "subscription_expiration_time_minutes"),
                       "maxProducersPerTopic": ("maxProducersPerTopic", "max_producers_per_topic"),
                       "maxConsumersPerTopic": ("maxConsumersPerTopic", "max_consumers_per_topic"),
-                      "compactionThreshold": ("compactionThreshold", "compaction_threshold")}
-NAMESPACE_SET_WITH_PUT = frozenset({"compactionThreshold"})
+                      "compactionThreshold": ("compactionThreshold", "compaction_threshold"),
+                      "maxConsumersPerSubscription": ("maxConsumersPerSubscription", "max_consumers_per_subscription"),
+                      "maxUnackedMessagesPerConsumer": ("maxUnackedMessagesPerConsumer",
+                                                        "max_unacked_messages_per_consumer"),
+                      "maxUnackedMessagesPerSubscription": ("maxUnackedMessagesPerSubscription",
+                                                            "max_unacked_messages_per_subscription"),
+                      "maxSubscriptionsPerTopic": ("maxSubscriptionsPerTopic", "max_subscriptions_per_topic"),
+                      "maxTopicsPerNamespace": ("maxTopicsPerNamespace", "max_topics_per_namespace"),
+                      "delayedDelivery": ("delayedDelivery", "delayed_delivery_policies"),
+                      "inactiveTopicPolicies": ("inactiveTopicPolicies", "inactive_topic_policies"),
+                      "deduplicationSnapshotIntervalSeconds": ("deduplicationSnapshotInterval",
+                                                               "deduplicationSnapshotIntervalSeconds"),
+                      "autoSubscriptionCreation": ("autoSubscriptionCreation", "autoSubscriptionCreationOverride"),
+                      "subscriptionTypesEnabled": ("subscriptionTypesEnabled", "subscription_types_enabled"),
+                      "subscriptionAuthMode": ("subscriptionAuthMode", "subscription_auth_mode"),
+                      "encryptionRequired": ("encryptionRequired", "encryption_required"),
+                      "schemaValidationEnforced": ("schemaValidationEnforced", "schema_validation_enforced"),
+                      "isAllowAutoUpdateSchema": ("isAllowAutoUpdateSchema", "is_allow_auto_update_schema"),
+                      "schemaAutoUpdateCompatibilityStrategy": ("schemaAutoUpdateCompatibilityStrategy",
+                                                                "schema_auto_update_compatibility_strategy")}
+NAMESPACE_SET_WITH_PUT = frozenset({"compactionThreshold", "schemaAutoUpdateCompatibilityStrategy"})
 """The namespace policies Pulsar's admin API sets with PUT, as its Java admin sends them (the others: POST)."""
+REMOVED_BY_EMPTY_POST = frozenset({"deduplicationSnapshotIntervalSeconds"})
+"""The namespace policies Pulsar removes by a POST without a body (it has no DELETE for them)."""
+TOPIC_SET_WITH_PUT = frozenset({"schemaCompatibilityStrategy"})
 TOPIC_POLICIES = {"retention": "retention", "messageTTLInSeconds": "messageTTL",
                   "deduplicationEnabled": "deduplicationEnabled", "maxProducersPerTopic": "maxProducers",
-                  "maxConsumersPerTopic": "maxConsumers", "compactionThreshold": "compactionThreshold"}
+                  "maxConsumersPerTopic": "maxConsumers", "compactionThreshold": "compactionThreshold",
+                  "maxConsumersPerSubscription": "maxConsumersPerSubscription",
+                  "maxUnackedMessagesPerConsumer": "maxUnackedMessagesOnConsumer",
+                  "maxUnackedMessagesPerSubscription": "maxUnackedMessagesOnSubscription",
+                  "maxSubscriptionsPerTopic": "maxSubscriptionsPerTopic", "maxMessageSize": "maxMessageSize",
+                  "delayedDelivery": "delayedDelivery", "inactiveTopicPolicies": "inactiveTopicPolicies",
+                  "deduplicationSnapshotIntervalSeconds": "deduplicationSnapshotInterval",
+                  "autoSubscriptionCreation": "autoSubscriptionCreation",
+                  "subscriptionTypesEnabled": "subscriptionTypesEnabled",
+                  "schemaCompatibilityStrategy": "schemaCompatibilityStrategy",
+                  "schemaValidationEnforced": "schemaValidationEnforced"}
 
 
 def topic_path(topic: str, *rest: str) -> str:
@@ -92,6 +125,9 @@ class RestWire:
         self.transport = transport
         self._retry = retry
         self._topic_calls = RestTopicCalls(self._call, self._fetch, topic_path, message_id_body, _last_message_id)
+        self._namespace_calls = RestNamespaces(
+            self._call, namespace_path, topic_path, {key: segment for key, (segment, _) in NAMESPACE_POLICIES.items()},
+            TOPIC_POLICIES)
 
     def close(self) -> None:
         self.transport.close()
@@ -101,7 +137,8 @@ class RestWire:
             raise NotSupported(f"{NOT_SERVED[method]} has no equivalent in Pulsar's admin REST API (the Admin"
                                " uses admin_url); use Admin(service_url='pulsar://HOST:6650') for it",
                                method=NOT_SERVED[method])
-        handler: Callable[[Any], Any] | None = getattr(self, "_" + method, None) or self._topic_calls.handler(method)
+        handler: Callable[[Any], Any] | None = (getattr(self, "_" + method, None) or self._topic_calls.handler(method)
+                                                or self._namespace_calls.handler(method))
         if handler is None:
             raise NotSupported(f"{method} is not mapped onto the admin REST API", method=method)
         self._timeout, self._retrying = timeout_s, retry or self._retry
@@ -362,13 +399,15 @@ class RestWire:
             if key not in NAMESPACE_POLICIES:
                 raise NotSupported(f"the namespace policy {key} is not mapped onto the admin REST API", method=key)
             where = namespace_path(scope.namespace, NAMESPACE_POLICIES[key][0])
-        if value is None and query is None:
+        if value is None and query is None and not scope.topic and key in REMOVED_BY_EMPTY_POST:
+            self._call("POST", where, not_found=errors.NamespaceNotFound, refused=errors.InvalidConfiguration)
+        elif value is None and query is None:
             self._call("DELETE", where, not_found=errors.NamespaceNotFound if not scope.topic else None,
                        refused=errors.InvalidConfiguration)
         elif value is None:
             self._call("POST", where, query=query, refused=errors.InvalidConfiguration)
         else:
-            method = "PUT" if not scope.topic and key in NAMESPACE_SET_WITH_PUT else "POST"
+            method = "PUT" if key in (TOPIC_SET_WITH_PUT if scope.topic else NAMESPACE_SET_WITH_PUT) else "POST"
             self._call(method, where, value, not_found=errors.NamespaceNotFound if not scope.topic else None,
                        refused=errors.InvalidConfiguration)
         return broker_pb2.Empty()

@@ -67,6 +67,12 @@ def broker_of(request: web.Request) -> str:
     return ""
 
 
+def subscription_of(request: web.Request) -> str:
+    """The subscription of a topic a route names (``""``: none), which a ``consume`` is checked against too."""
+    m = request.match_info
+    return (m.get("subName") or m.get("subscriptionName") or "") if "topic" in m else ""
+
+
 TOPIC: Resource = lambda request: str(topic_of(request))  # noqa: E731
 NAMESPACE: Resource = namespace_of
 TENANT: Resource = tenant_of
@@ -123,7 +129,7 @@ async def _check(security: Security, request: web.Request) -> None:
     principal = await security.authenticate_call_async(request.headers.get("Authorization"), identity)
     action, resource = rule
     if action != ANYONE and security.authorization_enabled:
-        security.authorize(principal, action, resource(request), peer)
+        security.authorize(principal, action, resource(request), peer, subscription_of(request))
 
 
 @web.middleware

@@ -16,7 +16,15 @@ over gRPC too) and renders its answer. One policy at a time: :mod:`.policy_route
                                              ``NON_PERSISTENT`` or ``ALL``
 ``POST /{tenant}/{ns}/clearBacklog[/{sub}]`` acknowledge everything (on one subscription)       consume
 ``POST /{tenant}/{ns}/unsubscribe/{sub}``    delete the subscription from every topic           consume
+``PUT /{tenant}/{ns}/unload``                unload its loaded topics (clients reconnect); 204  tenant admin
+``GET /{tenant}/{ns}/bundles``               Pulsar's BundlesData: one bundle, the whole range  tenant admin
+``GET|PUT|DELETE /{tenant}/{ns}/properties`` its properties; PUT adds a map's; DELETE all       tenant admin
+``PUT /{tenant}/{ns}/property/{key}/{value}`` one property set                                  tenant admin
+``GET|DELETE /{tenant}/{ns}/property/{key}`` one property's value (204 unset); removed         tenant admin
 ===========================================  =================================================  ============
+
+Unload, bundles and properties: the admin core's
+:class:`~broker_core.core.admin.namespace_operations.NamespaceOperations`.
 """
 from __future__ import annotations
 
@@ -25,8 +33,10 @@ from aiohttp import web
 from broker_core.core import topic_lookup
 from broker_core.core.admin import SubscriptionAdmin
 from broker_core.core.admin.namespaces import NamespaceAdmin
+from broker_core.core.admin.namespace_operations import NamespaceOperations
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import NAMESPACE as NS, TENANT, namespace_of, needs, tenant_of
+from broker_core.core.admin.values import string_map
 from broker_core.frontends.http.admin.answers import BadRequest, body, flag, obj, ok
 from broker_core.security import ADMIN, CONSUME, LOOKUP
 
@@ -35,6 +45,7 @@ class NamespaceRoutes:
     def __init__(self, registry: TopicRegistry) -> None:
         self._namespaces = NamespaceAdmin(registry)
         self._subscriptions = SubscriptionAdmin(registry)
+        self._operations = NamespaceOperations(registry)
 
     def routes(self) -> list[web.RouteDef]:
         prefix = "/admin/v2/namespaces/{tenant}"
@@ -48,6 +59,14 @@ class NamespaceRoutes:
             web.post(ns + "/clearBacklog", self.clear_backlog),
             web.post(ns + "/clearBacklog/{subscription}", self.clear_backlog),
             web.post(ns + "/unsubscribe/{subscription}", self.unsubscribe),
+            web.put(ns + "/unload", self.unload),
+            web.get(ns + "/bundles", self.bundles),
+            web.get(ns + "/properties", self.properties),
+            web.put(ns + "/properties", self.set_properties),
+            web.delete(ns + "/properties", self.clear_properties),
+            web.put(ns + "/property/{key}/{value}", self.set_property),
+            web.get(ns + "/property/{key}", self.get_property),
+            web.delete(ns + "/property/{key}", self.remove_property),
         ]
 
     @needs(ADMIN, TENANT)
@@ -87,4 +106,43 @@ class NamespaceRoutes:
     @needs(CONSUME, NS)
     async def unsubscribe(self, request: web.Request) -> web.Response:
         self._subscriptions.unsubscribe_namespace(namespace_of(request), request.match_info["subscription"])
+        return ok()
+
+    # ------------------------------------------------------------------ unload, bundles, properties
+    @needs(ADMIN, NS)
+    async def unload(self, request: web.Request) -> web.Response:
+        await self._operations.unload(namespace_of(request))
+        return ok()
+
+    @needs(ADMIN, NS)
+    async def bundles(self, request: web.Request) -> web.Response:
+        return ok(self._operations.bundles(namespace_of(request)))
+
+    @needs(ADMIN, NS)
+    async def properties(self, request: web.Request) -> web.Response:
+        return ok(self._operations.properties(namespace_of(request)))
+
+    @needs(ADMIN, NS)
+    async def set_properties(self, request: web.Request) -> web.Response:
+        properties = string_map(await body(request, "properties"), "properties")
+        self._operations.set_properties(namespace_of(request), properties)
+        return ok()
+
+    @needs(ADMIN, NS)
+    async def clear_properties(self, request: web.Request) -> web.Response:
+        self._operations.clear_properties(namespace_of(request))
+        return ok()
+
+    @needs(ADMIN, NS)
+    async def set_property(self, request: web.Request) -> web.Response:
+        self._operations.set_property(namespace_of(request), request.match_info["key"], request.match_info["value"])
+        return ok()
+
+    @needs(ADMIN, NS)
+    async def get_property(self, request: web.Request) -> web.Response:
+        return ok(self._operations.property(namespace_of(request), request.match_info["key"]))
+
+    @needs(ADMIN, NS)
+    async def remove_property(self, request: web.Request) -> web.Response:
+        self._operations.remove_property(namespace_of(request), request.match_info["key"])
         return ok()
