@@ -26,11 +26,26 @@ from urllib.parse import unquote, urlparse
 
 import base64
 
-from broker_core.errors import InvalidConfiguration
+from broker_core.errors import AuthenticationError, InvalidConfiguration
 
 
-class Authentication:
-    """Base of the authentication methods a ``Client`` takes."""
+class _GenericForm(type):
+    """``Authentication(plugin, params)``, pulsar-client's generic form (there: a C++ plugin loaded by name),
+    builds the method the plugin names (:func:`from_plugin`); a subclass is constructed as usual."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is Authentication and (args or kwargs):
+            return _generic(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class Authentication(metaclass=_GenericForm):
+    """Base of the authentication methods a ``Client`` takes. ``Authentication(dynamicLibPath,
+    authParamsString)`` is pulsar-client's generic form: the plugin names of Pulsar's clients for TLS
+    (``tls``, ``org.apache.pulsar.client.impl.auth.AuthenticationTls``), token, Basic and OAuth2 give that
+    method (the parameters as :func:`from_plugin` reads them); any other plugin (a shared library, Athenz)
+    is refused with ``AuthenticationError`` naming it when the client first authenticates, as pulsar-client
+    fails to authenticate with a plugin it cannot load."""
 
     def token(self) -> str | None:
         """The token to send now (None: no token)."""
@@ -178,6 +193,37 @@ def from_plugin(plugin: str, params: str) -> Authentication | None:
         return AuthenticationOauth2(params)
     raise InvalidConfiguration(f"unknown auth plugin {plugin!r}: use {TOKEN_PLUGINS[0]}, {TLS_PLUGINS[0]}, "
                                f"{BASIC_PLUGINS[0]} or {OAUTH2_PLUGINS[0]}")
+
+
+class _UnknownPlugin(Authentication):
+    """A plugin pulsarlike has not: every attempt to authenticate raises ``AuthenticationError`` naming it."""
+
+    def __init__(self, plugin: str) -> None:
+        self.plugin = plugin
+
+    def token(self) -> str | None:
+        raise AuthenticationError(
+            f"authentication plugin {self.plugin[:200]!r} is not one pulsarlike has: use tls, token, basic or oauth2 "
+            f"(or AuthenticationTLS, AuthenticationToken, AuthenticationBasic, AuthenticationOauth2)",
+            plugin=self.plugin)
+
+    def authorization(self) -> str | None:
+        return self.token()
+
+    def __repr__(self) -> str:
+        return f"Authentication({self.plugin[:200]!r}, <params>)"
+
+
+def _generic(dynamicLibPath: Any, authParamsString: Any) -> Authentication:
+    for name, value in (("dynamicLibPath", dynamicLibPath), ("authParamsString", authParamsString)):
+        if not isinstance(value, str):  # pulsar-client's _check_type
+            raise ValueError(f"Argument {name} is expected to be of type 'str' and not '{type(value).__name__}'")
+    known = TOKEN_PLUGINS + TLS_PLUGINS + BASIC_PLUGINS + OAUTH2_PLUGINS
+    if dynamicLibPath.strip() not in known:
+        return _UnknownPlugin(dynamicLibPath)
+    found = from_plugin(dynamicLibPath, authParamsString)
+    assert found is not None
+    return found
 
 
 def _json(params: str) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from typing import Any, Callable, Mapping, TypeVar
 from broker_core import errors
 from broker_core.types import TopicName
 
+from connector.client.arg_checks import check_number, check_number_or_none, check_type, check_type_or_none
+from connector.client.authentication import Authentication
 from connector.client.consumer import Consumer
 from connector.client.dead_letter import LetterOptions
 from connector.client.enums import (
@@ -93,6 +95,7 @@ class Client:
         ``max_partitions_per_topic`` (pulsarlike's own, 10,000 by default): a topic the broker says has more
         partitions is refused with ``NotSupported`` before anything is opened (:mod:`connector.client.lookup`)."""
         _check_service_url(service_url)
+        _check_client_arguments(locals())
         _refuse_unsupported("Client", log_conf_file_path=log_conf_file_path)
         if listener_name is not None and not isinstance(listener_name, str):
             raise ValueError(f"listener_name must be a str, not {type(listener_name).__name__}")
@@ -148,6 +151,7 @@ class Client:
         broker cannot be reached (a restart), sends wait to be sent again and fail only at
         ``send_timeout_millis``."""
         self._check_open()
+        _check_producer_arguments(locals())
         deadline = Deadline(self._connection.operation_timeout_s)
         binding = bind(schema, self._connection)
         compression = check_enum("compression_type", compression_type, CompressionType)
@@ -256,6 +260,7 @@ class Client:
         unacknowledged message (at least once, as in Pulsar).
         """
         self._check_open()
+        _check_consumer_arguments(locals())
         deadline = Deadline(self._connection.operation_timeout_s)
         _refuse_unsupported(
             "subscribe", crypto_key_reader=crypto_key_reader,
@@ -341,12 +346,19 @@ class Client:
         """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``/``latest`` or an id). After a
         broker restart the reader resumes after the last message it returned."""
         self._check_open()
+        check_type(str, topic, "topic")
+        if not isinstance(start_message_id, MessageId):
+            raise ValueError("Argument start_message_id is expected to be of type 'MessageId' (e.g. "
+                             f"MessageId.earliest) and not '{type(start_message_id).__name__}'")
+        check_number(receiver_queue_size, "receiver_queue_size")
+        check_type_or_none(str, reader_name, "reader_name")
+        check_type_or_none(str, subscription_role_prefix, "subscription_role_prefix")
+        check_type(bool, is_read_compacted, "is_read_compacted")
+        check_type(bool, start_message_id_inclusive, "start_message_id_inclusive")
         deadline = Deadline(self._connection.operation_timeout_s)
         _refuse_unsupported("create_reader", crypto_key_reader=crypto_key_reader,
                             crypto_failure_action=_acts_on_encryption(crypto_failure_action))
         binding = bind(schema, self._connection)
-        if not isinstance(start_message_id, MessageId):
-            raise TypeError("start_message_id must be a MessageId (e.g. MessageId.earliest)")
         name = _qualified(topic)
         targets = self._lookup.expand([name], deadline)
         specific = not (start_message_id.is_earliest() or start_message_id.is_latest())
@@ -505,6 +517,53 @@ def _check_consumer_schema(consumer: Consumer, binding: SchemaBinding | None, to
     except BaseException:
         consumer.close()
         raise
+
+
+def _check_client_arguments(given: dict[str, Any]) -> None:
+    """pulsar-client's type checks of ``Client``'s arguments (:mod:`connector.client.arg_checks`)."""
+    authentication = given["authentication"]
+    if authentication is not None and not isinstance(authentication, Authentication):
+        raise ValueError(f"Argument authentication is expected to be either None or of type 'Authentication' "
+                         f"(AuthenticationToken, AuthenticationBasic, AuthenticationTLS, ...), not "
+                         f"'{type(authentication).__name__}'")
+    for name in ("operation_timeout_seconds", "connection_timeout_ms", "io_threads", "message_listener_threads",
+                 "concurrent_lookup_requests", "stats_interval_in_seconds"):
+        check_number(given[name], name)
+    for name in ("use_tls", "tls_allow_insecure_connection", "tls_validate_hostname"):
+        check_type(bool, given[name], name)
+    for name in ("log_conf_file_path", "tls_trust_certs_file_path", "listener_name", "tls_private_key_file_path",
+                 "tls_certificate_file_path"):
+        check_type_or_none(str, given[name], name)
+
+
+def _check_producer_arguments(given: dict[str, Any]) -> None:
+    """pulsar-client's type checks of ``create_producer``'s arguments."""
+    check_type(str, given["topic"], "topic")
+    check_type_or_none(str, given["producer_name"], "producer_name")
+    for name in ("send_timeout_millis", "max_pending_messages", "max_pending_messages_across_partitions",
+                 "batching_max_messages", "batching_max_allowed_size_in_bytes", "batching_max_publish_delay_ms"):
+        check_number(given[name], name)
+    check_type(CompressionType, given["compression_type"], "compression_type")
+    for name in ("block_if_queue_full", "batching_enabled", "chunking_enabled", "lazy_start_partitioned_producers"):
+        check_type(bool, given[name], name)
+    check_type_or_none(Mapping, given["properties"], "properties")
+
+
+def _check_consumer_arguments(given: dict[str, Any]) -> None:
+    """pulsar-client's type checks of ``subscribe``'s arguments (a topic may also be a list or a pattern)."""
+    check_type((str, list, re.Pattern), given["topic"], "topic")
+    check_type(str, given["subscription_name"], "subscription_name")
+    check_type(ConsumerType, given["consumer_type"], "consumer_type")
+    for name in ("receiver_queue_size", "max_total_receiver_queue_size_across_partitions",
+                 "broker_consumer_stats_cache_time_ms", "negative_ack_redelivery_delay_ms",
+                 "pattern_auto_discovery_period", "max_pending_chunked_message"):
+        check_number(given[name], name)
+    check_number_or_none(given["unacked_messages_timeout_ms"], "unacked_messages_timeout_ms")
+    check_type_or_none(str, given["consumer_name"], "consumer_name")
+    for name in ("is_read_compacted", "auto_ack_oldest_chunked_message_on_queue_full", "start_message_id_inclusive",
+                 "batch_index_ack_enabled"):
+        check_type(bool, given[name], name)
+    check_type_or_none(Mapping, given["properties"], "properties")
 
 
 def _check_service_url(service_url: Any) -> None:

@@ -292,6 +292,9 @@ class Consumer:
     def seek(self, messageid: MessageId | int) -> None:
         """Move the subscription to a message id (its partition only, unless earliest/latest) or to a
         publish time in ms (every partition); buffered messages are dropped."""
+        if not isinstance(messageid, MessageId) and (isinstance(messageid, bool) or not isinstance(messageid, int)):
+            raise ValueError(f"invalid seek_arg type {type(messageid)}: seek takes a MessageId or a publish time "
+                             "in ms since the epoch (int)")
         if self._closed:
             raise errors.AlreadyClosed(f"the consumer of {self._subscription!r} is closed")
         if isinstance(messageid, MessageId) and not (messageid.is_earliest() or messageid.is_latest()) \

@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 
 from broker_core import errors
 
+from connector.client.arg_checks import check_type, check_type_or_none
 from connector.client.batching import NULL_VALUE
 from connector.client.callbacks import SyncWaiter
 from connector.client.message_id import MessageId
@@ -125,6 +126,8 @@ class Producer:
         cannot be reached the message waits to be sent again, until ``send_timeout_millis`` (``Timeout``).
         ``content=None`` sends a null value (Pulsar's ``null_value``, a tombstone for compaction and table views;
         the schema is not asked): received with ``has_null_value()`` True and ``data() == b""``."""
+        check_message(properties, partition_key, sequence_id, replication_clusters, disable_replication,
+                      event_timestamp)
         _refuse_replication(replication_clusters)
         if content is None:
             content = NULL_VALUE
@@ -156,7 +159,8 @@ class Producer:
         (``ProducerQueueIsFull`` with ``block_if_queue_full=False``) goes to the callback, as in
         pulsar-client.
         """
-        if replication_clusters is not None:
+        if replication_clusters is not None or disable_replication:
+            check_message(None, None, None, replication_clusters, disable_replication, None)
             _refuse_replication(replication_clusters)
         if content is None:
             content = NULL_VALUE
@@ -169,11 +173,13 @@ class Producer:
                     and not event_timestamp and deliver_at is None:  # payload only: the hot path
                 single.add_payload(content, callback)
             else:
+                check_message(properties, partition_key, sequence_id, None, False, event_timestamp)
                 if deliver_at is not None:
                     deliver_at = delivery_time(deliver_at, None)
                 single.add(content, callback, properties, partition_key, None, sequence_id,
                            event_timestamp or 0, deliver_at, False)
             return
+        check_message(properties, partition_key, sequence_id, None, False, event_timestamp)
         self._add(content, callback, properties, partition_key, ordering_key, sequence_id,
                   event_timestamp, deliver_at, deliver_after, flush=False)
 
@@ -230,6 +236,17 @@ class Producer:
             index = self._router.partition(partition_key, msg)
         self._partitions[index].add(content, callback, properties, partition_key, ordering_key,
                                     sequence_id, event_timestamp or 0, deliver_at, flush)
+
+
+def check_message(properties: Any, partition_key: Any, sequence_id: Any, replication_clusters: Any,
+                  disable_replication: Any, event_timestamp: Any) -> None:
+    """pulsar-client's type checks of a message's arguments (ValueError, :mod:`connector.client.arg_checks`;
+    ``sequence_id`` is the partition producer's, also a ValueError)."""
+    check_type_or_none(Mapping, properties, "properties")
+    check_type_or_none(str, partition_key, "partition_key")
+    check_type_or_none(list, replication_clusters, "replication_clusters")
+    check_type(bool, disable_replication, "disable_replication")
+    check_type_or_none(int, event_timestamp, "event_timestamp")
 
 
 def _refuse_replication(replication_clusters: Any) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from connector.client.arg_checks import check_type, check_type_or_none
+from connector.client.authentication import Authentication
+
 
 class ServiceInfo:
     """Connection information for one endpoint: ``service_url``, ``use_tls``, ``authentication``,
@@ -12,10 +15,10 @@ class ServiceInfo:
 
     def __init__(self, service_url: str, authentication: Any = None,
                  tls_trust_certs_file_path: str | None = None) -> None:
-        if not isinstance(service_url, str):
-            raise TypeError(f"service_url must be a str, not {type(service_url).__name__}")
-        if tls_trust_certs_file_path is not None and not isinstance(tls_trust_certs_file_path, str):
-            raise TypeError("tls_trust_certs_file_path must be a str or None")
+        check_type(str, service_url, "service_url")  # pulsar-client's ValueErrors
+        if authentication is not None and not isinstance(authentication, Authentication):
+            raise ValueError("Argument authentication is expected to be either None or of type 'Authentication'")
+        check_type_or_none(str, tls_trust_certs_file_path, "tls_trust_certs_file_path")
         self._service_url = service_url
         self._authentication = authentication
         self._trust = tls_trust_certs_file_path

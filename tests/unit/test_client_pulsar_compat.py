@@ -68,7 +68,7 @@ def test_seek_takes_messageid_as_pulsar_client_names_it(cls):
 
 
 @pytest.mark.parametrize("option", [
-    {"logger": object()}, {"log_conf_file_path": "/tmp/log.conf"}, {"authentication": object()}])
+    {"logger": object()}, {"log_conf_file_path": "/tmp/log.conf"}])
 def test_client_arguments_pulsarlike_cannot_honour_are_refused(option):
     with pytest.raises(InvalidConfiguration, match=next(iter(option))):
         Client("pulsar://127.0.0.1:9", **option)
