@@ -35,7 +35,7 @@ from connector.client.partition_producer import PartitionProducer, open_producer
 from connector.client.partition_updates import DEFAULT_INTERVAL_S, PartitionsUpdater
 from connector.client.pattern import TopicsPattern
 from connector.client.policies import (
-    ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, RedeliveryBackoff,
+    HASH_RANGE_SIZE, ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, RedeliveryBackoff,
     RedeliveryOptions, check_backoff)
 from connector.client.positions import ReadPositions
 from connector.client.producer import Producer, initial_partition
@@ -488,8 +488,26 @@ def _key_shared_meta(policy: ConsumerKeySharedPolicy | None, ctype: ConsumerType
         return None
     policy = policy or ConsumerKeySharedPolicy()
     sticky = policy.key_shared_mode == KeySharedMode.Sticky
-    return KeySharedSpec(sticky, policy.allow_out_of_order_delivery,
-                         tuple((s, e) for s, e in policy.sticky_ranges) if sticky else ())
+    ranges = tuple((s, e) for s, e in policy.sticky_ranges) if sticky else ()
+    _check_sticky_ranges(ranges)
+    return KeySharedSpec(sticky, policy.allow_out_of_order_delivery, ranges)
+
+
+class InvalidStickyRanges(errors.ConsumerAssignError, ValueError):
+    """Sticky ranges wrong in themselves (outside ``0..65535``, reversed, overlapping each other), refused by
+    the client before subscribing, as pulsar-client refuses them (a ValueError) and as the broker would
+    (``ConsumerAssignError``); ranges overlapping another consumer's are the broker's to refuse."""
+
+
+def _check_sticky_ranges(ranges: tuple[tuple[int, int], ...]) -> None:
+    last_end = -1
+    for start, end in sorted(ranges):
+        if not 0 <= start <= end <= HASH_RANGE_SIZE - 1:
+            raise InvalidStickyRanges(f"sticky range [{start}, {end}] is not valid: ranges are inclusive, "
+                                      f"0 <= start <= end <= {HASH_RANGE_SIZE - 1}")
+        if start <= last_end:
+            raise InvalidStickyRanges(f"sticky ranges overlap at [{start}, {end}]: each hash belongs to one range")
+        last_end = end
 
 
 def _check_read_compacted(topics: list[str], ctype: ConsumerType) -> None:

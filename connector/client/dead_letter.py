@@ -132,7 +132,7 @@ class LetterOptions:
             retry = retry or default_topic(first_topic, subscription, RETRY_SUFFIX)  # type: ignore[arg-type]
         return cls(subscription, policy.max_redeliver_count if policy else MAX_RECONSUMETIMES,
                    str(TopicName.parse(dead)) if dead else None, str(TopicName.parse(retry)) if retry else None,
-                   policy.initial_subscription_name if policy else None, retry_enable)
+                   (policy.initial_subscription_name or None) if policy else None, retry_enable)
 
 
 class DeadLetters:

@@ -86,9 +86,10 @@ class ConsumerKeySharedPolicy:
     pairs within ``0..65535``; required with Sticky). ``allow_out_of_order_delivery`` lets a new consumer
     get keys at once instead of waiting for the previous owner's unacknowledged messages.
 
-    The ranges are checked by the broker when the consumer subscribes: ranges that are empty, reversed,
-    outside ``0..65535``, or overlapping each other or another consumer's fail the subscribe with
-    ``ConsumerAssignError`` and the consumer is not added (as in Pulsar).
+    Ranges reversed, outside ``0..65535`` or overlapping each other fail ``subscribe`` before anything is sent
+    (as pulsar-client: a ``ValueError``, which is also a ``ConsumerAssignError``); ranges overlapping another
+    consumer's are refused by the broker with ``ConsumerAssignError`` and the consumer is not added (as in
+    Pulsar).
     """
 
     __slots__ = ("_mode", "_out_of_order", "_ranges")
@@ -174,12 +175,14 @@ class ConsumerDeadLetterPolicy:
         return self._max
 
     @property
-    def dead_letter_topic(self) -> str | None:
-        return self._dead
+    def dead_letter_topic(self) -> str:
+        """The topic named, ``""`` when none (pulsar-client's: the default ``<topic>-<subscription>-DLQ``)."""
+        return self._dead or ""
 
     @property
-    def initial_subscription_name(self) -> str | None:
-        return self._initial
+    def initial_subscription_name(self) -> str:
+        """``""`` when none, as pulsar-client."""
+        return self._initial or ""
 
     @property
     def retry_letter_topic(self) -> str | None:

@@ -51,3 +51,22 @@ def test_seek_takes_a_message_id_or_an_int_time_only(client):
             reader.seek(target)
     consumer.seek(0)
     reader.seek(MessageId.earliest)
+
+
+@pytest.mark.parametrize("ranges", [[(0, 65536)], [(-1, 10)], [(500, 100)], [(0, 100), (50, 150)]])
+def test_sticky_ranges_wrong_in_themselves_are_a_value_error_before_subscribing(client, ranges):
+    from connector import ConsumerAssignError, ConsumerKeySharedPolicy, ConsumerType, KeySharedMode
+
+    policy = ConsumerKeySharedPolicy(KeySharedMode.Sticky, sticky_ranges=ranges)
+    with pytest.raises(ValueError) as refused:
+        client.subscribe(f"sticky-{uuid.uuid4().hex[:8]}", "s", consumer_type=ConsumerType.KeyShared,
+                         key_shared_policy=policy)
+    assert isinstance(refused.value, ConsumerAssignError)
+
+
+def test_a_dead_letter_policy_names_no_topic_or_subscription_as_empty_strings():
+    from connector import ConsumerDeadLetterPolicy
+
+    policy = ConsumerDeadLetterPolicy(10)
+    assert (policy.dead_letter_topic, policy.initial_subscription_name) == ("", "")
+    assert ConsumerDeadLetterPolicy(3, "dlq", "init").initial_subscription_name == "init"
