@@ -105,7 +105,10 @@ class AuthenticationBasic(Authentication):
     def __init__(self, username: str | None = None, password: str | None = None, method: str = "basic",
                  auth_params_string: str | None = None) -> None:
         if auth_params_string is not None:
-            values = _json(auth_params_string)
+            try:
+                values = _json(auth_params_string)
+            except InvalidConfiguration as exc:
+                raise InvalidAuthParams(f"AuthenticationBasic: auth_params_string: {exc.message}") from None
             username, password = values.get("username"), values.get("password")
             method = values.get("method") or "basic"
         if not isinstance(username, str) or not username or ":" in username:
@@ -123,6 +126,10 @@ class AuthenticationBasic(Authentication):
 
     def __repr__(self) -> str:  # never the password
         return f"AuthenticationBasic({self.username!r}, <password>)"
+
+
+class InvalidAuthParams(InvalidConfiguration, RuntimeError):
+    """An ``auth_params_string`` that does not parse: pulsar-client raises RuntimeError (its C++ core's error)."""
 
 
 class _FileToken(Authentication):

@@ -45,3 +45,11 @@ def test_arguments_that_are_not_str_are_a_value_error(args):
 def test_subclasses_are_constructed_as_usual():
     assert AuthenticationToken("t").token() == "t"
     assert Authentication().token() is None
+
+
+def test_basic_auth_params_that_do_not_parse_are_a_runtime_error_as_in_pulsar_client():
+    from broker_core.errors import InvalidConfiguration
+
+    with pytest.raises(RuntimeError) as refused:
+        AuthenticationBasic(auth_params_string="invalid auth params")
+    assert isinstance(refused.value, InvalidConfiguration)
