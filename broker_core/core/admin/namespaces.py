@@ -126,7 +126,7 @@ class NamespaceAdmin:
         for policy in POLICIES:
             if policy.pulsar_field:
                 value = stored.get(policy.key)
-                if value is None and policy.unset_config:
+                if value is None and (policy.unset_config or policy.null_in_policies):
                     found[policy.pulsar_field] = None  # Pulsar's Policies holds null: the broker's then
                 else:
                     found[policy.pulsar_field] = policy.unset if value is None else value

@@ -65,6 +65,8 @@ class Policy:
     """A broker config key whose value a namespace's read answers while unset (instead of ``unset``)."""
     empty_post_removes: bool = False
     """A namespace's POST without a body removes it (Pulsar's way where it has no DELETE for it)."""
+    null_in_policies: bool = False
+    """Pulsar's ``Policies`` holds null while it is unset, though its route answers ``unset``."""
 
 
 POLICIES: tuple[Policy, ...] = (
@@ -97,7 +99,7 @@ POLICIES: tuple[Policy, ...] = (
     Policy(checks.MAX_SUBSCRIPTIONS_PER_TOPIC, integer, namespace="maxSubscriptionsPerTopic",
            topic="maxSubscriptionsPerTopic", pulsar_field="max_subscriptions_per_topic"),
     Policy(checks.MAX_TOPICS_PER_NAMESPACE, integer, namespace="maxTopicsPerNamespace",
-           pulsar_field="max_topics_per_namespace", unset=0),
+           pulsar_field="max_topics_per_namespace", unset=0, null_in_policies=True),
     Policy(checks.MAX_MESSAGE_SIZE, integer, topic="maxMessageSize"),
     # properties have routes of their own (namespace_routes: PUT adds, property/{key}); here for Policies' view
     Policy(checks.PROPERTIES, lambda value, field: obj(value, field), pulsar_field="properties", unset={}),

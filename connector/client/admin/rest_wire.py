@@ -67,6 +67,10 @@ NAMESPACE_SET_WITH_PUT = frozenset({"compactionThreshold", "schemaAutoUpdateComp
 REMOVED_BY_EMPTY_POST = frozenset({"deduplicationSnapshotIntervalSeconds"})
 """The namespace policies Pulsar removes by a POST without a body (it has no DELETE for them)."""
 TOPIC_SET_WITH_PUT = frozenset({"schemaCompatibilityStrategy"})
+SHOWN_WHEN_UNSET = frozenset({"encryptionRequired", "schemaValidationEnforced", "schemaAutoUpdateCompatibilityStrategy",
+                              "subscriptionAuthMode", "subscriptionTypesEnabled"})
+"""Namespace policies Pulsar's ``Policies`` shows with a value while unset: a namespace's GetPolicies over REST
+cannot tell them from set ones, so leaves them out (GetPolicy reads each)."""
 FIRST_TOPIC_POLICIES = ("retention", "messageTTLInSeconds", "deduplicationEnabled", "maxProducersPerTopic",
                         "maxConsumersPerTopic", "compactionThreshold")
 """What ``GetPolicies`` of a topic reads over REST: Pulsar has no route answering a topic's policies at once."""
@@ -426,7 +430,7 @@ class RestWire:
         else:
             policies = self._call("GET", namespace_path(scope.namespace), not_found=errors.NamespaceNotFound)
             for key, (_, field) in NAMESPACE_POLICIES.items():
-                if policies.get(field) is not None:
+                if policies.get(field) is not None and key not in SHOWN_WHEN_UNSET:
                     found[key] = policies[field]
         return broker_pb2.JsonResponse(json=json.dumps(found))
 
