@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
-from connector.cli import output
+from connector.cli import admin_topic_policies, output
 from connector.cli.units import parse_relative_seconds
 
 Verb = Callable[..., argparse.ArgumentParser]
@@ -135,6 +135,7 @@ def topic_verbs(verb: Verb) -> None:
                 "-ap", "--applied", action="store_true", help="accepted as pulsar-admin's: the topic's own is shown")
             verb(f"remove-{suffix}", lambda a, o, m=method: getattr(a, f"remove_topic_{m}")(o.topic),
                  f"Remove the topic's own max {what}", "topic")
+    admin_topic_policies.add_verbs(verb)  # and its delivery, subscription and schema policies
 
 
 def _unload(admin: Any, o: argparse.Namespace) -> None:

@@ -93,6 +93,7 @@ BODIES: dict[str, Any] = {
                     "managedLedgerMaxMarkDeleteRate": 0.0},
     "encryptionRequired": True, "schemaValidationEnforced": True, "isAllowAutoUpdateSchema": True,
     "subscriptionAuthMode": "None", "subscriptionTypesEnabled": ["Shared"], "properties": {"k": "v"},
+    "schemaAutoUpdateCompatibilityStrategy": "Full",
     "resetcursor": MESSAGE_ID, "expireMessages": MESSAGE_ID, "backlogSize": MESSAGE_ID, "offload": MESSAGE_ID,
     "schema": SCHEMA, "compatibility": SCHEMA, "version": SCHEMA, "replication": ["standalone"],
     "allowedClusters": ["standalone"], "antiAffinity": "g",

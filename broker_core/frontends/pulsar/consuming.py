@@ -94,7 +94,7 @@ class ConsumerCommands:
             raise InvalidMessage(f"unknown subscription type {request.subType}")
         front, conn = self._front, self._conn
         name = TopicName.parse(request.topic)
-        conn.authorize("consume", str(name))
+        conn.authorize("consume", str(name), request.subscription)  # its subscription permissions and auth mode
         front.registry.get(name, create=request.force_topic_creation)
         schema = request.schema
         if request.HasField("schema") and schema.type != 0:  # 0: None, a consumer of bytes

@@ -16,6 +16,9 @@ first offset)`` and leaves once the entry is as durable as ``journalSyncMode`` p
 ``SEND_ERROR`` leave in the order of the SENDs, as the clients require. A duplicate (deduplication) is
 acknowledged with the id ``(-1, -1)``, as Pulsar does.
 
+A publish rate that throttles a producer (``publishRate``, :mod:`broker_core.core.publish_throttle`) pauses its
+connection: nothing more is read from it until the rate allows, as Pulsar turns the connection's autoread off.
+
 When the broker ends a producer (fenced by an ``ExclusiveWithFencing`` producer, its topic terminated,
 unloaded or deleted) it sends ``CLOSE_PRODUCER``: the client reconnects, and learns why from the answer to
 its new ``PRODUCER``. SENDs already on their way for a producer the broker ended are dropped unanswered (the
@@ -36,7 +39,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, NamedTuple
 
-from broker_core.errors import NotAllowedError, ProducerBusy, PulsarLikeError
+from broker_core.errors import (EncryptionRequired, IncompatibleSchema, NotAllowedError, ProducerBusy,
+                                PulsarLikeError)
+from broker_core.core.topic_policies import SCHEMA_REQUIRED
 from broker_core.protocol import pulsar_api_pb2 as wire
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.server_errors import server_error
@@ -99,6 +104,9 @@ class PulsarProducer:
 
     def ended(self, error: PulsarLikeError | None) -> None:
         self.conn.producers.end(self)
+
+    def throttled(self, paused: bool) -> None:
+        self.conn.throttle(paused)  # the whole connection, as Pulsar's autoread
 
     def receipts(self, receipts: list[Receipt]) -> None:
         if not receipts:
@@ -163,11 +171,17 @@ class ProducerCommands:
         if request.producer_access_mode not in ACCESS_MODES:
             raise NotAllowedError(f"unknown producer access mode {request.producer_access_mode}")
         topic = front.registry.get(name, create=True)
+        if topic.policies.encryption_required and not request.encrypted:  # Pulsar refuses it here too
+            raise EncryptionRequired(f"Encryption is required in {name}: produce with an encryption key",
+                                     topic=str(name))
+        if not request.HasField("schema") and topic.policies.schema_validation_enforced \
+                and topic.policies.has_schema():  # Pulsar refuses the producer itself, not only its messages
+            raise IncompatibleSchema(f"{SCHEMA_REQUIRED}: {name}", topic=str(name))
         initial = request.initial_subscription_name if request.HasField("initial_subscription_name") else ""
         if initial and topic.persistent and initial not in topic.subscriptions:
             # a durable subscription is a consumer's to make: Pulsar (PIP-124) refuses the producer unless its
             # role may consume the topic
-            conn.authorize("consume", str(name))
+            conn.authorize("consume", str(name), initial)
         if not request.HasField("schema"):
             self._open(request, name, None)
             return

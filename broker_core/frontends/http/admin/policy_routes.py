@@ -46,16 +46,16 @@ class PolicyRoutes:
 
     def routes(self) -> list[web.RouteDef]:
         found = []
+        namespace = {"GET": self.get_namespace_policy, "POST": self.set_namespace_policy,
+                     "PUT": self.set_namespace_policy, "DELETE": self.remove_namespace_policy}
+        topic = {"GET": self.get_topic_policy, "POST": self.set_topic_policy, "PUT": self.set_topic_policy,
+                 "DELETE": self.remove_topic_policy}
         for segment, policy in BY_NAMESPACE_SEGMENT.items():
-            path = f"{NAMESPACE_PATH}/{segment}"
-            found += [web.get(path, self.get_namespace_policy), web.post(path, self.set_namespace_policy),
-                      web.delete(path, self.remove_namespace_policy)]
-            if policy.set_with_put:
-                found.append(web.put(path, self.set_namespace_policy))
-        for segment in BY_TOPIC_SEGMENT:
-            path = f"{TOPIC_PATH}/{segment}"
-            found += [web.get(path, self.get_topic_policy), web.post(path, self.set_topic_policy),
-                      web.delete(path, self.remove_topic_policy)]
+            methods = [*policy.namespace_methods, *(["PUT"] if policy.set_with_put else [])]
+            found += [web.route(method, f"{NAMESPACE_PATH}/{segment}", namespace[method])
+                      for method in dict.fromkeys(methods)]
+        for segment, policy in BY_TOPIC_SEGMENT.items():
+            found += [web.route(method, f"{TOPIC_PATH}/{segment}", topic[method]) for method in policy.topic_methods]
         return found
 
     # ------------------------------------------------------------------ a namespace's
@@ -67,7 +67,7 @@ class PolicyRoutes:
     @needs(ADMIN, NAMESPACE)
     async def set_namespace_policy(self, request: web.Request) -> web.Response:
         policy = BY_NAMESPACE_SEGMENT[_segment(request)]
-        value = await body(request, policy.key)
+        value = await (body(request, policy.key, None) if policy.empty_post_removes else body(request, policy.key))
         self._namespaces.set_policy(Scope.of_namespace(namespace_of(request)), policy.key, value)
         return ok()
 
