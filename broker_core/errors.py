@@ -67,6 +67,11 @@ class ClusterNotFound(TopicNotFound):
     ``cluster`` names it."""
 
 
+class ResourceGroupNotFound(TopicNotFound):
+    """A resource group that does not exist (Pulsar's 404 "ResourceGroup does not exist"); ``resourcegroup``
+    names it."""
+
+
 class NamespaceNotFound(TopicNotFound):
     """The namespace (``tenant/namespace``) does not exist: topics in it cannot be looked up, created or
     listed (Pulsar answers 404 "Namespace does not exist"). A subclass of :class:`TopicNotFound`, so code
@@ -181,6 +186,11 @@ class CumulativeAcknowledgementNotAllowedError(NotAllowedError):
 class NamespaceNotEmpty(NotAllowedError):
     """Deleting a namespace that still has topics without ``force`` (Pulsar: 409 "Cannot delete non empty
     namespace"); ``namespace`` and ``topics`` (how many) say which."""
+
+
+class ResourceGroupInUse(NotAllowedError):
+    """Deleting a resource group a namespace or a topic is attached to (Pulsar's 409 "ResourceGroup is in
+    use"): detach it first; ``resourcegroup`` names it, ``used_by`` one that holds it."""
 
 
 class TenantNotEmpty(NotAllowedError):

@@ -16,7 +16,7 @@ over ``TransportCnx``. What both need once lives here:
 - events made while subscribing (the first dispatch round) held until the front end has answered the
   subscribe (:meth:`ConsumerEvents.subscribed`), dropped when subscribing fails;
 - the topic's subscribe rate (``subscribeRate``, :mod:`broker_core.core.throttling`): a consumer -- its client's
-  host, name and id -- subscribing beyond it is refused with ``NotAllowedError``, before anything else;
+  host and its name -- subscribing beyond it is refused with ``NotAllowedError``, before anything else;
 - compacted reads (``read_compacted``, Pulsar's ``readCompacted``): persistent topics and Exclusive/Failover
   subscriptions only (``NotAllowedError`` otherwise, as Pulsar's broker answers); the subscription reads
   a :class:`~dispatch.compacted.CompactedSource` and the session's :attr:`ConsumerSession.positions` is a
@@ -192,7 +192,7 @@ class ConsumerSession:
             raise InvalidMessage("subscription name must not be empty")
         if read_compacted:
             check_read_compacted(topic, sub_type)
-        topic.throttling.check_subscribe(self.peer.rsplit(":", 1)[0], consumer_name, consumer_id)
+        topic.throttling.check_subscribe(self.peer.rsplit(":", 1)[0], consumer_name)
         self.topic = topic
         self.read_compacted = read_compacted
         self.positions = positions = CompactedView(topic) if read_compacted else topic

@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterable
 
 from broker_core.errors import InvalidConfiguration
 from broker_core.core.backlog_quota import check_quota_map
+from broker_core.core import rate_policies
 from broker_core.core import policy_checks
 from broker_core.core.namespaces import check_namespace_name
 from broker_core.core.schema_compat import STRATEGIES
@@ -134,6 +135,7 @@ POLICIES: dict[str, Callable[[str, Any], Any]] = {
     "maxConsumersPerTopic": lambda key, value: _int(key, value, minimum=0),
     "subscriptionExpirationTimeMinutes": lambda key, value: _int(key, value, minimum=0),
     "compactionThreshold": lambda key, value: _int(key, value, minimum=0),
+    **rate_policies.CHECKS,
     **policy_checks.CHECKS,
 }
 """Known policy names and their validators (the value as JSON decodes it); the later ones of Pulsar's
@@ -290,6 +292,11 @@ class PoliciesStore:
         if policies is not None and key in policies:
             return policies[key]
         return default
+
+    def holders(self, key: str, value: Any) -> list[str]:
+        """The namespaces and topics whose policy ``key`` is ``value`` (a resource group's attachments)."""
+        return [name for scope in (NAMESPACE, TOPIC) for name, policies in self._data[scope].items()
+                if policies.get(key) == value]
 
     def forget_topic(self, topic: str) -> None:
         if self._data[TOPIC].pop(topic, None) is not None:

@@ -17,7 +17,11 @@ does over ``TransportCnx``. The session owns what both need:
 - **ordered receipts**: every :meth:`ProducerSession.publish` takes a slot; the topic confirms slots in any
   order, and ``receipts(...)`` is called once per slot, in the order of the publishes;
 - the producer's deduplication state (:attr:`ProducerSession.last_sequence_id`) and leaving the topic
-  (:meth:`ProducerSession.close`).
+  (:meth:`ProducerSession.close`);
+- **publish rate limits** (:mod:`broker_core.core.publish_throttle`): what each publish stored is charged to
+  the topic's limiters (``topic.throttling.publish``: none, the usual case, costs one test); one left empty
+  throttles the producer -- ``throttled(True)``: its front end reads nothing more from it -- until it holds
+  tokens again, ``throttled(False)``; the topic counts each throttling (``publishRateLimitedTimes``).
 
 Everything runs on the event loop; nothing here knows a wire format.
 """
@@ -98,13 +102,17 @@ class ProducerEvents(Protocol):
         """The outcomes of one :meth:`ProducerSession.publish` (or :meth:`~ProducerSession.refuse`), in
         publish order; called once per publish, the list empty when nothing is left to answer."""
 
+    def throttled(self, paused: bool) -> None:
+        """A publish rate is spent: read nothing more from this producer (``paused``) until called again with
+        False (Pulsar pauses the producer's connection)."""
+
 
 class ProducerSession:
     """One producer on one topic (see the module docstring)."""
 
     __slots__ = ("topic", "name", "info", "ready", "ended", "closed", "closing", "_events", "_properties",
                  "_mode", "_write_faults", "_dropped", "_reconnecting", "_peer", "_slots", "_drained",
-                 "_writable")
+                 "_writable", "_throttles")
 
     def __init__(self, topic: "Topic", name: str, names: "ProducerNames", events: ProducerEvents, *,
                  properties: dict[str, str] | None = None, access_mode: AccessMode = AccessMode.SHARED,
@@ -136,6 +144,8 @@ class ProducerSession:
         self._drained: list[Callable[[], None]] = []
         self._writable: Callable[[], None] | None = None
         """Held until its topic can write again: the callback waiting for that."""
+        self._throttles = 0
+        """Publish limiters this producer waits for (its front end reads from it while none)."""
 
     @property
     def last_sequence_id(self) -> int:
@@ -223,13 +233,37 @@ class ProducerSession:
         the publish then owes no receipts."""
         slot: list = []
         self._slots.append(slot)
+        topic = self.topic
+        limiters = topic.throttling.publish
+        if limiters:
+            info = self.info
+            msgs, nbytes = info.msg_in_counter, info.bytes_in_counter
         try:
-            self.topic.publish(self.info, entries, lambda results, error: self._fill(slot, results, error))
+            topic.publish(self.info, entries, lambda results, error: self._fill(slot, results, error))
         except BaseException:
             if not slot and self._slots and self._slots[-1] is slot:
                 self._slots.pop()
                 self._check_drained()
             raise
+        if limiters:
+            self._charge(limiters, info.msg_in_counter - msgs, info.bytes_in_counter - nbytes)
+
+    def _charge(self, limiters: tuple, messages: int, nbytes: int) -> None:
+        """What one publish stored, charged to each limiter; one left empty throttles the producer."""
+        for limiter in limiters:
+            if limiter.charge(messages, nbytes) and not self.closed:
+                if not self._throttles:
+                    self.topic.throttling.limited_times += 1
+                    self._events.throttled(True)
+                self._throttles += 1
+                limiter.hold(self._unthrottled)
+
+    def _unthrottled(self) -> None:
+        if self._throttles <= 0:
+            return  # closed meanwhile: resumed then
+        self._throttles -= 1
+        if not self._throttles:
+            self._events.throttled(False)
 
     def refuse(self, entries: Sequence, error: PulsarLikeError) -> None:
         """Answer every entry of ``entries`` with ``error``, in order after the receipts already owed."""
@@ -281,6 +315,9 @@ class ProducerSession:
             return
         self.closed = True
         self.ready = False
+        if self._throttles:  # its front end reads again (other producers may share its connection)
+            self._throttles = 0
+            self._events.throttled(False)
         if self.info is not None:
             self.topic.remove_producer(self.info)
         if self._writable is not None:

@@ -78,6 +78,12 @@ class TopicRates:
             rates[key] = tuple(max(c - b, 0) / elapsed_s for c, b in zip(current, before))
         self._counters, self._rates, self._at_ms = counters, rates, now
 
+    def publish_rate(self) -> tuple[float, float]:
+        """The topic's ``msgRateIn`` and ``msgThroughputIn`` over the last interval (what a dispatch rate
+        ``relativeToPublishRate`` adds)."""
+        rates = self._rates.get(("topic",))
+        return (rates[0], rates[1]) if rates else (0.0, 0.0)
+
     def apply(self, stats: dict[str, Any]) -> dict[str, Any]:
         """``stats`` with the rate fields of every level set (0.0 for what was not measured yet)."""
         for key, values, fields in _series(stats):
@@ -122,3 +128,4 @@ class StatsUpdater:
     def update(self) -> None:
         for topic in self._registry.loaded_topics().values():
             topic.rates.sample(topic.raw_stats())
+            topic.throttling.sampled()  # publishRateLimitedTimes counts per interval, as Pulsar's

@@ -33,6 +33,7 @@ from broker_core.config import BrokerConfig
 from broker_core.errors import (InvalidPartitionCount, InvalidTopicName, NotAllowedError, PulsarLikeError,
                                 TopicAlreadyExists, TopicNotFound)
 from broker_core.core import namespace_deletion
+from broker_core.core.dynamic_config import DynamicConfig
 from broker_core.core.effective_policies import EffectivePolicies
 from broker_core.core.idle_unloading import IdleUnloader
 from broker_core.core.inactive_topics import InactiveTopics
@@ -43,7 +44,10 @@ from broker_core.core.policies import (AUTO_TOPIC_CREATION, BACKLOG_QUOTA, NAMES
                                        PoliciesStore)
 from broker_core.core.policy_checks import (AUTO_UPDATE_SCHEMA, AUTO_UPDATE_STRATEGIES, AUTO_UPDATE_STRATEGY,
                                             INACTIVE_TOPIC_POLICIES, MAX_TOPICS_PER_NAMESPACE)
+from broker_core.core.rate_settings import BrokerThrottling
+from broker_core.core.resource_groups import ResourceGroups
 from broker_core.core.schemas import SchemaRegistry
+from broker_core.core.throttling import call_later
 from broker_core.core.retention_rules import RetentionPolicy
 from broker_core.core.topic_folders import namespace_folders, stored_topics, topic_folders
 from broker_core.storage.files import FileBudget
@@ -83,6 +87,13 @@ class TopicRegistry:
         self.clock = clock
         self.partitioned = PartitionedTopicsStore(data_dir / "metadata", executor)
         self.policies = PoliciesStore(data_dir / "metadata", executor)
+        self.dynamic = DynamicConfig(data_dir / "metadata", config, executor)
+        """The dynamic configuration (``brokers/configuration``): its changes apply to the loaded topics."""
+        self.resource_groups = ResourceGroups(data_dir / "metadata", clock, call_later, executor)
+        self.throttling = BrokerThrottling(self.policies, self.resource_groups, lambda: self.dynamic.current,
+                                           clock, call_later)
+        """Resolves and applies each topic's rate limits (:mod:`broker_core.core.rate_settings`)."""
+        self.dynamic.on_change(lambda config: self.rates_changed(config_changed=True))
         self._effective = EffectivePolicies(self.policies, config,
                                             has_schema=lambda name: self.schemas.latest(name) is not None)
         self.namespaces = NamespacesStore(data_dir / "metadata", config.clusterName, adopt=self._found_namespaces())
@@ -213,6 +224,7 @@ class TopicRegistry:
             self.quotas.attach(kept)
             topic = kept
         self._effective.apply_limits(topic)
+        self.throttling.apply(topic)
         self._topics[key] = topic
         self._inactive.used(key)
         log.info("event=topic_loaded topic=%s", key)
@@ -250,8 +262,17 @@ class TopicRegistry:
         self.policies.set(scope, name, key, value)
         for topic in self._topics.values():
             self._effective.apply(topic)
+            self.throttling.apply(topic)
         if key == BACKLOG_QUOTA and value is not None:
             self.quotas.check(name if scope == NAMESPACE else None)
+
+    def rates_changed(self, *, config_changed: bool = False) -> None:
+        """A resource group or the dynamic configuration changed: every loaded topic enforces the rates now in
+        force (see :mod:`broker_core.core.rate_settings`)."""
+        if config_changed:
+            self.throttling.config_changed()
+        for topic in self._topics.values():
+            self.throttling.apply(topic)
 
     def get_policies(self, scope: str, name: str) -> dict:
         if scope == NAMESPACE:
@@ -419,6 +440,8 @@ class TopicRegistry:
         self.quotas.stop()
         self.partitioned.close()
         self.policies.close()
+        self.dynamic.close()
+        self.resource_groups.close()
         for topic in list(self._topics.values()):
             try:
                 await topic.close()

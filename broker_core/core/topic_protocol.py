@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from broker_core.core.access import AccessMode, ProducerAccess
     from broker_core.core.producers import ProducerInfo
     from broker_core.core.rates import TopicRates
+    from broker_core.core.throttling import TopicThrottling
     from broker_core.core.write_fault import WriteFault
     from broker_core.core.retention_rules import RetentionPolicy
+    from broker_core.core.topic_policies import TopicPolicies
     from broker_core.core.subscription_expiry import SubscriptionActivity
     from broker_core.errors import DataLost, PulsarLikeError
     from broker_core.storage.log import StoredEntry
@@ -77,6 +79,10 @@ class Topic(Protocol):
     """Most producers at once (0: no limit); the registry applies namespace and topic policies."""
     max_consumers: int
     """Most consumers at once over every subscription (0: no limit)."""
+    policies: "TopicPolicies"
+    """What the topic enforces on subscribes and sent entries (:mod:`broker_core.core.topic_policies`); the
+    registry sets it when the topic loads and when a policy changes. Persistent: its subscriptions' unacked
+    limits and delayed delivery follow."""
     closed: bool
     """True once the topic is closing: publishing, adding producers and subscribing are refused."""
     last_used_ms: int
@@ -116,6 +122,11 @@ class Topic(Protocol):
     @property
     def rates(self) -> "TopicRates":
         """Rates over the last stats interval."""
+
+    @property
+    def throttling(self) -> "TopicThrottling":
+        """The rate limits it enforces (publish, dispatch, subscribe); the registry sets them. Non-persistent:
+        a dispatch rate drops what comes over it (nothing waits)."""
 
     @property
     def has_clients(self) -> bool:
@@ -267,6 +278,9 @@ class StoredTopic(Topic, Protocol):
     @property
     def retention(self) -> "RetentionPolicy":
         """The retention policy in force."""
+
+    deduplication_snapshot_seconds: int
+    """Deduplication state is snapshotted by time too (0: by entries only); the registry sets it."""
 
     @property
     def subscription_expiration_minutes(self) -> int:

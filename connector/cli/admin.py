@@ -50,8 +50,8 @@ from connector.cli.args import SuggestingParser
 
 from broker_core.errors import PulsarLikeError
 
-from connector.cli import (admin_core_verbs, admin_namespaces, admin_permissions, admin_rest_groups, admin_topics,
-                           admin_verify, output, security_flags)
+from connector.cli import (admin_core_verbs, admin_namespaces, admin_permissions, admin_rates, admin_rest_groups,
+                           admin_topics, admin_verify, output, security_flags)
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
 
@@ -154,6 +154,7 @@ def _namespaces(verb: Callable[..., argparse.ArgumentParser]) -> None:
     _policy_verbs(verb, "namespace", "namespace")
     admin_core_verbs.namespace_verbs(verb)
     admin_namespaces.add_verbs(verb)
+    admin_rates.namespace_verbs(verb)
     admin_permissions.add_verbs(verb, "namespace", "namespace")
 
 
@@ -285,6 +286,7 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
     admin_topics.add_verbs(verb)
     admin_core_verbs.topic_verbs(verb)
     admin_namespaces.topic_verbs(verb)
+    admin_rates.topic_verbs(verb)
     admin_verify.add_verbs(verb)
     admin_permissions.add_verbs(verb, "topic", "topic")
     _policy_verbs(verb, "topic", "topic")
@@ -384,7 +386,12 @@ GROUPS = {"tenants": ("Operations about tenants", _tenants),
           "namespaces": ("Operations about namespaces", _namespaces),
           "topics": ("Operations about topics", _topics),
           "clusters": ("Operations about clusters (--admin-url http://...)", admin_rest_groups.clusters),
-          "brokers": ("Operations about brokers (--admin-url http://...)", admin_rest_groups.brokers),
+          "topicPolicies": ("Topic policies: the rates, with --global and -s (pulsar-admin's topicPolicies)",
+                            lambda verb: admin_rates.topic_verbs(verb, policies=True)),
+          "brokers": ("Operations about brokers (--admin-url http://...)",
+                      lambda verb: (admin_rest_groups.brokers(verb), admin_rates.broker_verbs(verb))),
+          "broker-stats": ("The broker's stats (--admin-url http://...)", admin_rates.broker_stats),
+          "resourcegroups": ("Operations about resource groups (--admin-url http://...)", admin_rates.resource_groups),
           "schemas": ("Operations about schemas", admin_rest_groups.schemas)}
 
 

@@ -8,7 +8,8 @@ from broker_core.errors import (
     MessageTooBig, NamespaceAlreadyExists,
     NamespaceNotEmpty, NamespaceNotFound, NotAllowedError, NotConnected, NotSupported, PersistenceError, ProducerBusy,
     ProducerBlockedQuotaExceededError, ProducerBlockedQuotaExceededException, ProducerFenced,
-    ProducerQueueIsFull, PulsarLikeError, ServiceNotReady, SubscriptionAlreadyExists, SubscriptionNotFound,
+    ProducerQueueIsFull, PulsarLikeError, ResourceGroupInUse, ResourceGroupNotFound, ServiceNotReady,
+    SubscriptionAlreadyExists, SubscriptionNotFound,
     TenantAlreadyExists, TenantNotEmpty, TenantNotFound, Timeout, TooManyRequests, TopicAlreadyExists,
     TopicNotFound, TopicTerminated, UnknownError, UnsafePath)
 
@@ -47,7 +48,8 @@ __all__ = [
     "InvalidConfiguration", "InvalidMessage", "InvalidPartitionCount", "InvalidTopicName", "MessageDecodeError",
     "MessageNotFound", "MessageTooBig",
     "NamespaceAlreadyExists", "NamespaceNotEmpty", "NamespaceNotFound", "NotAllowedError", "NotConnected",
-    "NotSupported", "ProducerBlockedQuotaExceededError", "ProducerBlockedQuotaExceededException", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError", "ServiceNotReady",
+    "NotSupported", "ProducerBlockedQuotaExceededError", "ProducerBlockedQuotaExceededException", "ProducerBusy", "ProducerFenced", "ProducerQueueIsFull", "PulsarLikeError",
+    "ResourceGroupInUse", "ResourceGroupNotFound", "ServiceNotReady",
     "SubscriptionAlreadyExists", "SubscriptionNotFound", "TenantAlreadyExists", "TenantNotEmpty", "TenantNotFound", "Timeout",
     "TooManyRequests", "TopicAlreadyExists", "TopicNotFound", "TopicTerminated", "UnknownError", "UnsafePath",
 ]

@@ -320,10 +320,15 @@ class CompactedTopic(Partition):
     """A Partition as ConsumerSession uses a topic (the subscription reads compacted when asked)."""
 
     def __init__(self, tmp_path) -> None:
+        from broker_core.clock import FakeClock
         from broker_core.core.termination import Termination
+        from broker_core.core.throttling import TopicThrottling
         super().__init__()
         self.termination = Termination(tmp_path, self.topic)
+        self.throttling = TopicThrottling(FakeClock(), scheduler=None)  # no rate limits set
         self.subs: dict[str, Subscription] = {}
+        self.subscriptions = self.subs  # what ConsumerSession reads to learn whether a subscribe creates one
+        self.readers: dict[str, Subscription] = {}
 
     def subscribe(self, name, sub_type, consumer, *, durable, start_offset, read_compacted=False):
         source = self.source() if read_compacted else self.raw

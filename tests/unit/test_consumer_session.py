@@ -10,6 +10,8 @@ import pytest
 from broker_core.core.consumer_session import (EARLIEST, LAST_MESSAGE, LATEST, MAX_PERMITS, ConsumerSession,
                                                Start, key_shared_policy)
 from broker_core.core.termination import Termination
+from broker_core.core.throttling import TopicThrottling
+from broker_core.clock import FakeClock
 from broker_core.errors import ConsumerBusy, InvalidMessage
 from broker_core.storage.cursor import ManagedCursor
 from broker_core.storage.log import StoredEntry
@@ -52,6 +54,7 @@ class SmallTopic:
         self.subscriptions: dict[str, Subscription] = {}
         self.readers: dict[str, Subscription] = {}
         self.dropped: list[str] = []
+        self.throttling = TopicThrottling(FakeClock(), scheduler=None)
 
     @property
     def start_offset(self) -> int:

@@ -51,6 +51,7 @@ class FakeTopic:
         self.scheduled: list = []
         self.writes = WriteFault(self.topic, lambda size: None, executor=None, clock=clock,
                                  scheduler=lambda delay, callback: self.scheduled.append(callback))
+        self.throttling = self._real.throttling
 
     def add_producer(self, name, properties, access_mode=AccessMode.SHARED, *, fence, granted):
         return self._real.add_producer(name, properties, access_mode, fence=fence, granted=granted)
@@ -89,6 +90,9 @@ class Events:
     def receipts(self, receipts: list[Receipt]) -> None:
         self.seen.append(("receipts", [(r.sequence_id, type(r.failure).__name__ if r.failure else "ok")
                                        for r in receipts]))
+
+    def throttled(self, paused: bool) -> None:
+        self.seen.append(("throttled", paused))
 
 
 @pytest.fixture

@@ -126,7 +126,9 @@ class NamespaceAdmin:
         for policy in POLICIES:
             if policy.pulsar_field:
                 value = stored.get(policy.key)
-                if value is None and (policy.unset_config or policy.null_in_policies):
+                if policy.per_cluster:  # the rates: Pulsar keeps them by cluster
+                    found[policy.pulsar_field] = {} if value is None else {self._cluster: value}
+                elif value is None and (policy.unset_config or policy.null_in_policies):
                     found[policy.pulsar_field] = None  # Pulsar's Policies holds null: the broker's then
                 else:
                     found[policy.pulsar_field] = policy.unset if value is None else value

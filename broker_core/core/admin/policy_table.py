@@ -23,9 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from broker_core.core.admin import rate_bodies
 from broker_core.core.admin.values import boolean, integer, obj, strings, text
 from broker_core.core import policy_checks as checks
 from broker_core.core.policies import (AUTO_TOPIC_CREATION, RETENTION_SIZE, RETENTION_TIME, SCHEMA_STRATEGY)
+from broker_core.core.rate_policies import (DISPATCH_RATE, PUBLISH_RATE, SUBSCRIBE_RATE,
+                                            SUBSCRIPTION_DISPATCH_RATE)
 
 
 def retention(value: Any, field: str) -> dict:
@@ -55,6 +58,9 @@ class Policy:
     """A query parameter a topic's value may come in instead of the body (as pulsar-admin sends it)."""
     unset: Any = None
     """What a read answers while it is not set (None: 204 No Content)."""
+    per_cluster: bool = False
+    """Pulsar's ``Policies`` holds it by cluster (``{"standalone": value}``, the rates'); the REST routes
+    answer this broker's cluster's."""
     namespace_methods: tuple[str, ...] = ("GET", "POST", "DELETE")
     """The methods Pulsar serves under the namespace's segment (``set_with_put`` adds PUT)."""
     topic_methods: tuple[str, ...] = ("GET", "POST", "DELETE")
@@ -89,6 +95,14 @@ POLICIES: tuple[Policy, ...] = (
            namespace="schemaCompatibilityStrategy", pulsar_field="schema_compatibility_strategy",
            set_with_put=True, unset="UNDEFINED", topic="schemaCompatibilityStrategy",
            topic_methods=("GET", "PUT", "DELETE"), topic_unset="UNDEFINED"),  # PUT UNDEFINED removes it
+    Policy(DISPATCH_RATE, rate_bodies.dispatch_rate, namespace="dispatchRate", topic="dispatchRate",
+           pulsar_field="topicDispatchRate", per_cluster=True),
+    Policy(SUBSCRIPTION_DISPATCH_RATE, rate_bodies.dispatch_rate, namespace="subscriptionDispatchRate",
+           topic="subscriptionDispatchRate", pulsar_field="subscriptionDispatchRate", per_cluster=True),
+    Policy(PUBLISH_RATE, rate_bodies.publish_rate, namespace="publishRate", topic="publishRate",
+           pulsar_field="publishMaxMessageRate", per_cluster=True),
+    Policy(SUBSCRIBE_RATE, rate_bodies.subscribe_rate, namespace="subscribeRate", topic="subscribeRate",
+           pulsar_field="clusterSubscribeRate", per_cluster=True),
     # the limits (policy_checks' validators; a loaded topic enforces them by topic_policies.TopicPolicies)
     Policy(checks.MAX_CONSUMERS_PER_SUBSCRIPTION, integer, namespace="maxConsumersPerSubscription",
            topic="maxConsumersPerSubscription", pulsar_field="max_consumers_per_subscription"),

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from broker_core.core.registry import TopicRegistry
 
 SUMMED = ("msgInCounter", "bytesInCounter", "msgOutCounter", "bytesOutCounter", "storageSize", "backlogSize",
-          "damagedMessages", "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut")
+          "damagedMessages", "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut",
+          "publishRateLimitedTimes")
 SUBSCRIPTION_SUMMED = ("msgBacklog", "totalMsgExpired", "unackedMessages", "msgOutCounter", "msgRateOut",
                        "msgThroughputOut", "msgRateRedeliver", "msgRateExpired", "nonRecoverableMessagesSkipped")
 

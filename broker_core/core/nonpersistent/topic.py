@@ -41,6 +41,7 @@ from broker_core.errors import NotAllowedError, PulsarLikeError, SubscriptionNot
 from broker_core.protocol.codec import broker_entry_prefix
 from broker_core.core.access import AccessMode, ProducerAccess
 from broker_core.core.rates import TopicRates
+from broker_core.core.throttling import TopicThrottling
 from broker_core.core.producers import ProducerInfo, TopicProducers
 from broker_core.protocol.entry_limits import FRAME_PADDING
 from broker_core.core.topic_policies import TopicPolicies, of_config
@@ -128,6 +129,9 @@ class NonPersistentTopic:
         self._removed = {"msgOutCounter": 0, "bytesOutCounter": 0, "msgDropCount": 0}
         self.rates = TopicRates(clock)
         """Rates over the last stats interval (see :mod:`broker_core.core.rates`)."""
+        self.throttling = TopicThrottling(clock, scheduler=None, publish_rate=self.rates.publish_rate)
+        """The rate limits the topic enforces (:mod:`broker_core.core.throttling`; over a dispatch rate entries
+        are dropped: nothing waits here); the registry sets them."""
         self.closed = False
         self.last_used_ms = clock.now_ms()
         """When the registry last handed the topic out."""
@@ -250,6 +254,7 @@ class NonPersistentTopic:
                 subscription, self.topic, self.partition_index, durable=durable,
                 max_delivery_bytes=self._config.dispatcherMaxDeliveryBytes,
                 key_shared_consistent_hashing=self._config.subscriptionKeySharedUseConsistentHashing)
+            self.throttling.attach(sub)
             self.subscriptions[subscription] = sub
         elif not durable and sub.durable:
             raise NotAllowedError(f"subscription {subscription!r} on {self.topic} is durable;"
@@ -349,12 +354,14 @@ class NonPersistentTopic:
             "publishers": self._producers.stats(),
             "waitingPublishers": len(self.access.waiting),
             "deduplicationStatus": "Disabled",
+            "publishRateLimitedTimes": self.throttling.limited_times,
             "subscriptions": subs,
             "isPersistent": False,
         }
 
     async def close(self) -> None:
         self.closed = True
+        self.throttling.close()
         for sub in self.subscriptions.values():
             sub.close()
 

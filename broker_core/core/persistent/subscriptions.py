@@ -40,11 +40,12 @@ class TopicSubscriptions:
     """``subscriptions`` (durable) and ``readers`` (non-durable) of one partition, read from ``source``;
     ``cursors`` are the durable ones loaded from ``cursor_store``. ``on_trimmable`` runs when retention may
     remove more (a cursor saved, a durable subscription deleted); ``is_closed`` tells whether the topic is
-    closing."""
+    closing; ``on_created(sub)`` runs for each subscription made (the topic's rate limits are set on it)."""
 
     def __init__(self, topic: str, partition_index: int, config: BrokerConfig, clock: Clock, source: ConfirmedSource,
                  cursor_store: CursorStore, cursors: Iterable[ManagedCursor], termination: Termination,
-                 lines: LogLimiter, *, is_closed: Callable[[], bool], on_trimmable: Callable[[], None]) -> None:
+                 lines: LogLimiter, *, is_closed: Callable[[], bool], on_trimmable: Callable[[], None],
+                 on_created: Callable[[Subscription], None] | None = None) -> None:
         self.topic = topic
         self._partition_index = partition_index
         self._config = config
@@ -55,6 +56,7 @@ class TopicSubscriptions:
         self._lines = lines
         self._is_closed = is_closed
         self._on_trimmable = on_trimmable
+        self._on_created = on_created
         self.subscriptions: dict[str, Subscription] = {}
         """Durable subscriptions by name (their cursors are stored)."""
         self.readers: dict[str, Subscription] = {}
@@ -83,7 +85,7 @@ class TopicSubscriptions:
     def _new_subscription(self, cursor: ManagedCursor, durable: bool) -> Subscription:
         name = cursor.name
         config = self._config
-        return Subscription(
+        sub = Subscription(
             name, self.topic, self._partition_index, self._source, cursor, durable=durable,
             max_read_entries=config.dispatcherMaxReadBatchSize,
             max_delivery_bytes=config.dispatcherMaxDeliveryBytes,
@@ -95,6 +97,9 @@ class TopicSubscriptions:
             batch_index_ack=config.acknowledgmentAtBatchIndexLevelEnabled,
             skip_damaged=config.autoSkipNonRecoverableData,
         )
+        if self._on_created is not None:
+            self._on_created(sub)
+        return sub
 
     @property
     def policies(self) -> TopicPolicies:

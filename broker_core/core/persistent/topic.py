@@ -51,6 +51,7 @@ from broker_core.core.rates import TopicRates
 from broker_core.core.retention_rules import RetentionPolicy
 from broker_core.core.subscription_expiry import SubscriptionActivity
 from broker_core.core.termination import Termination
+from broker_core.core.throttling import TopicThrottling
 from broker_core.core.topic_policies import TopicPolicies
 from broker_core.core.topic_rules import Accepted, check_consumer_limit, deleted
 from broker_core.core.write_fault import WriteFault, room_for
@@ -94,10 +95,12 @@ class PersistentTopic:
         self.termination = Termination(directory, self.topic)
         self._positions = TopicPositions(self.log, self.journal, self.partition_index)
         self._lines = LogLimiter(log, clock=clock)  # cursor and snapshot saves failing again and again
+        self.throttling = TopicThrottling(clock, publish_rate=lambda: self.rates.publish_rate())
+        """The rate limits the topic enforces (see :mod:`broker_core.core.throttling`); the registry sets them."""
         self._subs = TopicSubscriptions(self.topic, self.partition_index, config, clock,
                                         ConfirmedSource(self.log, self.journal), cursor_store, cursors.values(),
                                         self.termination, self._lines, is_closed=is_closed,
-                                        on_trimmable=self._request_trim)
+                                        on_trimmable=self._request_trim, on_created=self.throttling.attach)
         self.producer_check: Callable[[], None] = _admit
         """Runs before a producer is admitted, after the termination check (the registry sets it: a backlog
         quota's refusal, see :mod:`broker_core.core.backlog_quota`)."""
@@ -404,11 +407,13 @@ class PersistentTopic:
     # ------------------------------------------------------------------ stats and lifecycle
     def stats(self) -> dict:
         """Pulsar's topic stats, rates included."""
-        return self.rates.apply(self._stats.raw())
+        return self.rates.apply(self.raw_stats())
 
     def raw_stats(self) -> dict:
         """The stats without rates (what :class:`~broker_core.core.rates.StatsUpdater` samples)."""
-        return self._stats.raw()
+        stats = self._stats.raw()
+        stats["publishRateLimitedTimes"] = self.throttling.limited_times
+        return stats
 
     @property
     def quiescent(self) -> bool:
@@ -440,6 +445,7 @@ class PersistentTopic:
 
     def _stop_timers(self) -> None:
         self.closed = True
+        self.throttling.close()
         self.writes.close()
         self._subs.stop_flushing()
         self._retention.stop()

@@ -97,7 +97,7 @@ class Admission(grpc.aio.ServerInterceptor):
         action, resource = rpc_access.rule(name)
         if callable(action):
             action = action(request)
-        self._security.authorize(principal, action, resource(request), peer)
+        self._security.authorize(principal, action, resource(request), peer, rpc_access.subscription_of(name, request))
 
     async def intercept_service(self, continuation: Callable[[Any], Awaitable[grpc.RpcMethodHandler]],
                                 handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:

@@ -3,7 +3,8 @@
 The first request opens the producer on its topic (access mode, WaitForExclusive, fencing: the session's);
 each ``send`` is published in slices of :data:`PUBLISH_SLICE` entries and its receipts go back in order. A
 send the topic cannot store fails with ``PersistenceError`` (:attr:`WriteFaults.FAIL_SENDS`): the clients
-retry it.
+retry it. While a publish rate throttles the producer (:mod:`broker_core.core.publish_throttle`) the stream's
+next request is not read (the binary front end pauses the connection; a gRPC stream is the producer's own).
 """
 from __future__ import annotations
 
@@ -70,6 +71,9 @@ class _StreamEvents:
         self.session: ProducerSession | None = None
         self.granted = asyncio.get_running_loop().create_future()
         """Done once the producer may publish, or was ended while it waited."""
+        self.reading = asyncio.Event()
+        """Set while the stream's requests may be read (cleared while a publish rate throttles it)."""
+        self.reading.set()
         self._config = config
 
     def opened(self, last_sequence_id: int, ready: bool) -> None:
@@ -85,6 +89,7 @@ class _StreamEvents:
         # the stream ends now (fenced, topic terminated or unloaded): the client fails later sends
         self.out.put(pb.ProduceResponse(error=error_to_proto(error)))
         self.out.end()
+        self.reading.set()
         self._wake()
 
     def receipts(self, receipts: list[Receipt]) -> None:
@@ -92,6 +97,12 @@ class _StreamEvents:
         for reply in _replies(receipts):
             out.put(reply)
         out.release()
+
+    def throttled(self, paused: bool) -> None:
+        if paused:
+            self.reading.clear()
+        else:
+            self.reading.set()
 
     def _wake(self) -> None:
         if not self.granted.done():
@@ -150,6 +161,8 @@ class ProduceStreams:
                     break
                 else:
                     raise InvalidMessage(f"unexpected {kind!r} request on an open producer")
+                if not events.reading.is_set():  # a publish rate throttles the producer: no more reads for now
+                    await events.reading.wait()
             if session.owed:  # a closing producer still gets every receipt it is owed
                 drained = asyncio.get_running_loop().create_future()
                 session.when_drained(lambda: drained.done() or drained.set_result(None))

@@ -27,6 +27,9 @@ Life of a connection:
 5. Back-pressure: replies the client leaves unread stop the connection: above the write buffer's high mark
    (``streamReplyQueueMaxBytes``) it reads no more commands and its consumers' permits are withheld (as the
    gRPC front end's outbox does), until the client has read down to the low mark.
+6. Publish rate limits: while a publish rate throttles one of its producers (:meth:`PulsarConnection.throttle`,
+   :mod:`broker_core.core.publish_throttle`) the connection reads no more commands, as Pulsar turns its
+   connection's autoread off, until the rate allows again.
 
 Replies written while a batch of incoming frames is handled leave in one write at its end. A connection's
 frames hold the event loop at most ``TURN_S`` at a time: the rest of what it sent waits for a later turn
@@ -112,6 +115,8 @@ class PulsarConnection(asyncio.Protocol):
         self._unread: list[bytes] = []  # reads that came after it
         self._turn: asyncio.Handle | None = None
         self.paused = False
+        self._throttled = 0
+        """Producers of this connection a publish rate throttles now: while any is, nothing more is read."""
         self._authenticating = False
         """CONNECT's credentials are being checked: no frame after it is handled until they are."""
         self.log_limits = LogLimiter(log, clock=front.clock)
@@ -182,11 +187,11 @@ class PulsarConnection(asyncio.Protocol):
                     self._dispatch(command, payload)
                     if self.closed:
                         return
-                    if self.paused or self._authenticating or loop.time() > deadline:
+                    if self.paused or self._throttled or self._authenticating or loop.time() > deadline:
                         self._handle_later()
                         return
                 self._frames = self._reader.feed(self._unread.pop(0)) if self._unread else None
-            if self.transport is not None and not self.paused:
+            if self.transport is not None and not self.paused and not self._throttled:
                 self.transport.resume_reading()
         except FrameError as exc:
             self.abort(exc.reason, "frame_too_large" if isinstance(exc, FrameSizeError) else "bad_frame")
@@ -204,7 +209,7 @@ class PulsarConnection(asyncio.Protocol):
         client reads its replies, when it is paused for writing)."""
         if self.transport is not None:
             self.transport.pause_reading()
-        if not self.paused and not self._authenticating:
+        if not self.paused and not self._throttled and not self._authenticating:
             self._turn = asyncio.get_running_loop().call_soon(self._handle_frames)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -233,13 +238,29 @@ class PulsarConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.paused = False
+        if not self._throttled:
+            self._read_again()
+        if self.consumers is not None:
+            self.consumers.writable(True)
+
+    def throttle(self, paused: bool) -> None:
+        """A producer of this connection is throttled by a publish rate (``paused``), or no longer: while any
+        is, the connection reads nothing (Pulsar turns its autoread off)."""
+        self._throttled += 1 if paused else -1
+        if self.closed or self.transport is None:
+            return
+        if paused and self._throttled == 1:
+            self.transport.pause_reading()
+        elif not paused and not self._throttled and not self.paused:
+            self._read_again()
+
+    def _read_again(self) -> None:
+        """Frames read before a pause go first, then reading goes on."""
         if self._frames is not None and not self.closed:
             if self._turn is None and not self._authenticating:  # frames read before the pause go first
                 self._turn = asyncio.get_running_loop().call_soon(self._handle_frames)
         elif self.transport is not None and not self.closed:
             self.transport.resume_reading()
-        if self.consumers is not None:
-            self.consumers.writable(True)
 
     # ------------------------------------------------------------------ writing
     def send(self, command: cmd.BaseCommand) -> None:
@@ -263,10 +284,11 @@ class PulsarConnection(asyncio.Protocol):
         self.send(T(type=T.ERROR, error=cmd.CommandError(request_id=request_id, error=server_error(exc),
                                                          message=wire_message(exc))))
 
-    def authorize(self, action: str, resource: str) -> None:
-        """Raises ``AuthorizationError`` when this connection's role may not do ``action`` on ``resource``."""
+    def authorize(self, action: str, resource: str, subscription: str = "") -> None:
+        """Raises ``AuthorizationError`` when this connection's role may not do ``action`` on ``resource``
+        (``subscription``: the one a ``consume`` uses)."""
         assert self.principal is not None
-        self.front.security.authorize(self.principal, action, resource, self.peer)
+        self.front.security.authorize(self.principal, action, resource, self.peer, subscription)
 
     def success(self, request_id: int) -> None:
         self.send(T(type=T.SUCCESS, success=cmd.CommandSuccess(request_id=request_id)))

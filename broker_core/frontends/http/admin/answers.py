@@ -39,6 +39,7 @@ _STATUS: dict[type[errors.PulsarLikeError], int] = {
     errors.SubscriptionAlreadyExists: 409,
     errors.NamespaceNotEmpty: 409,
     errors.TenantNotEmpty: 409,
+    errors.ResourceGroupInUse: 409,
     errors.CompactionAlreadyRunning: 409,
     errors.IncompatibleSchema: 409,
     errors.InvalidSchema: 422,  # a definition Pulsar cannot parse

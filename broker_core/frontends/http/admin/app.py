@@ -23,6 +23,7 @@ from aiohttp import web
 from broker_core.config import BrokerConfig
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import MAX_BODY, SECURITY, guard
+from broker_core.frontends.http.admin.broker_routes import BrokerRoutes
 from broker_core.frontends.http.admin.cluster_routes import Advertised, ClusterRoutes
 from broker_core.frontends.http.admin.compaction_routes import CompactionRoutes
 from broker_core.frontends.http.admin.lookup_routes import LookupRoutes
@@ -32,6 +33,8 @@ from broker_core.frontends.http.admin.namespace_routes import NamespaceRoutes
 from broker_core.frontends.http.admin.permission_routes import PermissionRoutes
 from broker_core.frontends.http.admin.policy_routes import PolicyRoutes
 from broker_core.frontends.http.admin.pulsar_fallback import pulsar_fallback
+from broker_core.frontends.http.admin.rate_routes import RateRoutes
+from broker_core.frontends.http.admin.resource_group_routes import ResourceGroupRoutes
 from broker_core.frontends.http.admin.schema_routes import SchemaRoutes
 from broker_core.frontends.http.admin.stored_routes import StoredRoutes
 from broker_core.frontends.http.admin.subscription_routes import SubscriptionRoutes
@@ -53,7 +56,8 @@ def admin_app(registry: TopicRegistry, security: Security, config: BrokerConfig,
     app[JSON_TURNS] = asyncio.Lock()
     app[SECURITY] = security
     app[MAX_BODY] = limits.max_body_bytes
-    groups = (ClusterRoutes(config, advertised), TenantRoutes(registry), PolicyRoutes(registry),
+    groups = (BrokerRoutes(registry, advertised), ClusterRoutes(config, advertised), ResourceGroupRoutes(registry),
+              RateRoutes(registry), TenantRoutes(registry), PolicyRoutes(registry),
               NamespacePolicyRoutes(registry), NamespaceRoutes(registry), PermissionRoutes(registry),
               SubscriptionRoutes(registry), TopicRoutes(registry), LookupRoutes(registry, advertised),
               SchemaRoutes(registry), MessageRoutes(registry), StoredRoutes(registry), CompactionRoutes(registry),
