@@ -358,7 +358,8 @@ def run(args: Any, spark: Any = None) -> ExportSummary:
         rows = (session.read.format("pulsarlike").option("service.url", args.service_url).options(**spark_options()).option("topic", topic)
                 .option("startingOffsets", dumps(plan.start)).option("endingOffsets", dumps(plan.end))
                 .option("failOnDataLoss", "false" if args.allow_data_loss else "true")
-                .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).option("keyType", "string").load())
+                .option("maxMessagesPerPartition", READ_SPLIT_MESSAGES).option("keyType", "string")
+                .option("topicColumn", "topic").load())  # __topic without -partition-<i>, as exports had it
         progress = Progress(session, enabled=not args.no_progress)
         with progress.track(f"export {args.topic}", plan.messages) as totals:
             with_publish_date(rows).write.partitionBy(DATE_COLUMN).mode("overwrite").parquet(staging)

@@ -68,10 +68,12 @@ def check_supported(opts: SourceOptions) -> None:
     refused = []
     if opts.spec.pattern is not None:
         refused.append("topicsPattern (list the topics with topic/topics)")
-    if opts.starting in ("subscription", "time"):
-        refused.append(f"startingOffsets={opts.starting} / startingTime")
+    if opts.starting == "subscription":
+        refused.append("startingOffsets=subscription")
+    if opts.starting == "time":
+        refused.append("a start by publish time (startingTime / startingTimestamp / startingOffsetsByTimestamp)")
     if getattr(opts, "ending", None) == "time":
-        refused.append("endingTime")
+        refused.append("an end by publish time (endingTime / endingTimestamp / endingOffsetsByTimestamp)")
     if opts.read_compacted:
         refused.append("readCompacted")
     if refused:

@@ -19,6 +19,7 @@ result would hide a misspelt name); a ``topicsPattern`` that matches nothing rea
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
@@ -26,6 +27,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from broker_core import errors
 
+from connector.spark.by_timestamp import end_by_time, start_by_time
 from connector.spark.compacted import compaction_stamp
 from connector.spark.offset_kinds import Bounds, DenseKind
 from connector.spark.offsets import TopicPartition
@@ -37,6 +39,9 @@ from connector.spark.stream_reader import read_partition
 
 log = logging.getLogger(__name__)
 
+WAIT_FOR_TOPIC_S = 0.5
+"""How often a batch read with ``waitingForNonExistedTopic`` looks for its topics again."""
+
 
 class PulsarLikeBatchReader(DataSourceReader):
     """The one batch reader: over pulsarlike's dense offsets or any other broker's message ids, as the read's
@@ -47,6 +52,7 @@ class PulsarLikeBatchReader(DataSourceReader):
         self.options = options
         self._kind = kind or DenseKind(options)
         self._stamps: dict[TopicPartition, int] = {}
+        self._clock, self._sleep = time.monotonic, time.sleep
 
     def plan(self) -> tuple[dict[TopicPartition, Any], dict[TopicPartition, Any]]:
         """(start, end) per topic partition."""
@@ -57,11 +63,11 @@ class PulsarLikeBatchReader(DataSourceReader):
             discovered = calls.discover(opts.spec)
             bounds = kind.bounds(discovered)
             if opts.spec.pattern is None:  # a pattern matching nothing reads nothing
+                if opts.wait_for_topics:
+                    discovered, bounds = self._wait_for_topics(discovered, bounds)
                 _check_topics_exist(discovered, bounds)
             if opts.starting == "time":
-                assert opts.starting_time_ms is not None
-                start = {tp: calls.offset_for_time(tp, opts.starting_time_ms)
-                         for tp in bounds}
+                start = start_by_time(opts, calls.offset_for_time, bounds)
             elif opts.starting == "subscription":
                 start = {tp: calls.subscription_position(tp, opts.subscription_name) for tp in bounds}
             elif opts.starting == "offsets":
@@ -69,9 +75,7 @@ class PulsarLikeBatchReader(DataSourceReader):
             else:
                 start = {tp: kind.first(b) for tp, b in bounds.items()}
             if opts.ending == "time":
-                assert opts.ending_time_ms is not None
-                end = {tp: calls.offset_for_time(tp, opts.ending_time_ms)
-                       for tp in bounds}
+                end = end_by_time(opts, calls.offset_for_time, bounds)
             elif opts.ending == "offsets":
                 end = kind.resolve("endingOffsets", opts.ending_offsets_map(), bounds, False)
             else:
@@ -101,6 +105,20 @@ class PulsarLikeBatchReader(DataSourceReader):
             start = {tp: kind.earlier(offset, end[tp]) for tp, offset in kind.skip_lost(start, bounds).items()}
         return start, end
 
+    def _wait_for_topics(self, discovered: list[TopicPartition], bounds: dict[TopicPartition, Bounds],
+                         ) -> tuple[list[TopicPartition], dict[TopicPartition, Bounds]]:
+        """pulsar-spark's ``waitingForNonExistedTopic``: discover again until every named topic exists, for
+        at most ``pollTimeoutMs`` (then :func:`_check_topics_exist` fails the read as without the option)."""
+        opts, kind = self.options, self._kind
+        deadline = self._clock() + opts.poll_timeout_ms / 1000.0
+        while _missing(discovered, bounds) and self._clock() < deadline:
+            log.info("event=waiting_for_topics topics=%s: waitingForNonExistedTopic=true",
+                     ",".join(_missing(discovered, bounds)))
+            self._sleep(WAIT_FOR_TOPIC_S)
+            discovered = kind.calls.discover(opts.spec)
+            bounds = kind.bounds(discovered)
+        return discovered, bounds
+
     def partitions(self) -> Sequence[InputPartition]:
         start, end = self.plan()
         if self.options.read_compacted:
@@ -114,10 +132,14 @@ class PulsarLikeBatchReader(DataSourceReader):
         return read_partition(self.options, partition)
 
 
+def _missing(discovered: list[TopicPartition], bounds: dict[TopicPartition, Bounds]) -> list[str]:
+    return [tp.topic for tp in discovered if tp.partition < 0 and tp not in bounds]
+
+
 def _check_topics_exist(discovered: list[TopicPartition], bounds: dict[TopicPartition, Bounds]) -> None:
     # discover() names a listed topic without partition metadata as non-partitioned; bounds() leaves it out
     # when it does not exist. (A partitioned topic's partitions appear on first use: reading none is right.)
-    missing = [tp.topic for tp in discovered if tp.partition < 0 and tp not in bounds]
+    missing = _missing(discovered, bounds)
     if missing:
         raise errors.TopicNotFound(
             f"topic {missing[0]} does not exist, so a batch read of it would be empty; check the name "

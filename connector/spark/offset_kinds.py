@@ -23,6 +23,7 @@ read_partition`), so they need no kind.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from broker_core import errors
@@ -32,6 +33,8 @@ from connector.spark.message_id_offsets import EARLIEST, IdOffset, holds_message
 from connector.spark.offsets import EARLIEST as EARLIEST_CODE, LATEST as LATEST_CODE, TopicPartition
 from connector.spark.options import SourceOptions
 from connector.spark import planning
+
+log = logging.getLogger(__name__)
 
 
 class Bounds(NamedTuple):
@@ -118,7 +121,7 @@ class DenseKind:
         from connector.spark.stream_reader import plan_ranges
 
         return plan_ranges(start, end, self.options.max_messages_per_partition, subscription,
-                           compacted=self.options.read_compacted)
+                           compacted=self.options.read_compacted, min_partitions=self.options.min_partitions)
 
 
 class IdKind:
@@ -132,6 +135,10 @@ class IdKind:
         from connector.spark.any_broker import IdSourceCalls, check_supported
 
         check_supported(options)
+        if options.min_partitions is not None:
+            log.warning("event=min_partitions_no_effect min_partitions=%d: on a broker without dense offsets each "
+                        "topic partition's range is one Spark partition (message ids have gaps, so a range "
+                        "cannot be cut into slices without reading it)", options.min_partitions)
         self.options = options
         self.calls = calls or IdSourceCalls(options.service_url, options.poll_timeout_ms, options.security)
 

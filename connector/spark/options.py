@@ -3,8 +3,9 @@
 Spark hands a data source its options with lower-cased keys; every option here is matched without regard
 to case and named in errors as documented (``startingOffsets``, not ``startingoffsets``). Each bad option
 raises ``ValueError`` naming the option and what to write instead; an unknown option names the closest
-known one, or pulsarlike's option for a Kafka source option. The Kafka source's names of the same options
-are accepted as aliases (:data:`KAFKA_ALIASES`).
+known one. The Kafka source's names of the same options are accepted as aliases (:data:`KAFKA_ALIASES`),
+its other options with their Kafka meaning (:mod:`connector.spark.kafka_options`; ``assign`` is refused,
+saying why).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from broker_core.types import TopicName
 from connector.client.connection import parse_service_url
 from connector.client.transport_choice import TRANSPORTS
 from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
+from connector.spark.kafka_options import REFUSED as KAFKA_REFUSED, parse_kafka_options
 from connector.spark.offsets import Offsets, TopicPartition, parse_user_offsets
 from connector.spark.pulsar_spark_options import PulsarSparkOptions, split_pulsar_spark
 from connector.spark.schema import KEY_TYPES
@@ -35,31 +37,26 @@ DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 
 COMMON = ("service.url", "topic", "topics", "topicsPattern", "startingOffsets", "startingTime",
           "failOnDataLoss", "subscriptionName", "pollTimeoutMs", "maxMessagesPerPartition", "readCompacted",
-          "keyType", "transport")
+          "keyType", "transport", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
+          "minPartitions", "includeHeaders", "waitingForNonExistedTopic", "allowDifferentTopicSchemas",
+          "topicColumn")
 STREAM_ONLY = ("maxMessagesPerTrigger", "minMessagesPerTrigger", "maxTriggerDelay", "maxBytesPerTrigger")
-BATCH_ONLY = ("endingOffsets", "endingTime")
+BATCH_ONLY = ("endingOffsets", "endingTime", "endingOffsetsByTimestamp")
 SOURCE_OPTIONS = COMMON + STREAM_ONLY + BATCH_ONLY
 _CANONICAL = {name.lower(): name for name in SOURCE_OPTIONS}
 KAFKA_ALIASES = {"maxOffsetsPerTrigger": "maxMessagesPerTrigger", "minOffsetsPerTrigger": "minMessagesPerTrigger",
-                 "subscribe": "topics", "subscribePattern": "topicsPattern"}
-"""Spark's Kafka source names of options that mean the same here (offsets are message offsets here too)."""
+                 "subscribe": "topics", "subscribePattern": "topicsPattern", "startingTimestamp": "startingTime",
+                 "endingTimestamp": "endingTime", "kafka.group.id": "subscriptionName"}
+"""Spark's Kafka source names of options that mean the same here (offsets are message offsets here too;
+``kafka.group.id`` names the query's durable subscription, as it names the Kafka consumer group; Kafka's
+``groupIdPrefix`` is pulsar-spark's ``subscriptionPrefix``: :mod:`connector.spark.pulsar_spark_options`)."""
 PULSAR_SPARK_ALIASES = {"predefinedSubscription": "subscriptionName"}
 """StreamNative pulsar-spark's names of options that mean the same here (its other options:
 :mod:`connector.spark.pulsar_spark_options`)."""
 _ALIASES = {alias.lower(): name for alias, name in {**KAFKA_ALIASES, **PULSAR_SPARK_ALIASES}.items()}
-_KAFKA_ONLY = {
-    "kafka.bootstrap.servers": "set service.url to the broker's pulsar://host:port instead",
-    "assign": "name the topic with topic/topics and the offsets with JSON startingOffsets instead",
-    "startingoffsetsbytimestamp": "use startingTime (publish time in ms, for every partition) instead",
-    "startingtimestamp": "use startingTime (publish time in ms) instead",
-    "endingoffsetsbytimestamp": "use endingTime (publish time in ms, for every partition) instead",
-    "endingtimestamp": "use endingTime (publish time in ms) instead",
-    "groupidprefix": "use subscriptionName to name the query's subscription instead",
-    "kafka.group.id": "use subscriptionName to name the query's subscription instead",
-    "minpartitions": "use maxMessagesPerPartition to split large ranges into more Spark partitions instead",
-    "includeheaders": "message properties are always read, in the __messageProperties column",
-}
-"""Kafka source options with no alias here, lower-cased -> what to write instead."""
+
+TOPIC_COLUMNS = ("partition", "topic")
+"""Values of option ``topicColumn``: what ``__topic`` holds for a partitioned topic's messages."""
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
 _DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -118,6 +115,9 @@ class SourceOptions:
     key_type: str = "binary"
     """Option ``keyType``: ``__key`` as the key's bytes (``binary``, pulsar-spark's type) or as stored
     (``string``, pulsarlike 0.1's column: the alias for programs written against it)."""
+    topic_column: str = "partition"
+    """Option ``topicColumn``: ``__topic`` as pulsar-spark gives it, the message's topic with a partitioned
+    topic's ``-partition-<i>`` (``partition``), or the topic without it (``topic``, pulsarlike 0.1's)."""
     transport: str = "auto"
     """Option ``transport``: how a task reads a partition's messages from pulsarlike -- ``grpc``, ``binary``
     (Pulsar's binary protocol) or ``auto`` (the faster: :data:`connector.spark.partition_reader.
@@ -125,6 +125,21 @@ class SourceOptions:
     read over the binary protocol (``grpc`` speaks to pulsarlike only)."""
     security: ClientSecurity = ClientSecurity()
     """``authPluginClassName``, ``authParams`` and the TLS options (:mod:`connector.spark.auth_options`)."""
+    starting_times: tuple[tuple[TopicPartition, int], ...] = ()
+    """``startingOffsetsByTimestamp``: a publish time per partition (``starting`` is then ``time``)."""
+    ending_times: tuple[tuple[TopicPartition, int], ...] = ()
+    """``endingOffsetsByTimestamp`` (``ending`` is then ``time``)."""
+    timestamp_strategy: str = "latest"
+    """``startingOffsetsByTimestampStrategy``: ``error`` or ``latest`` when a partition has no message at or
+    after its start time (Kafka's default ``error`` with Kafka's names, ``latest`` with ``startingTime``)."""
+    min_partitions: int | None = None
+    """``minPartitions``: at least this many Spark partitions per batch (dense offsets)."""
+    include_headers: bool = False
+    """``includeHeaders``: a ``headers`` column as Kafka's (:mod:`connector.spark.headers`)."""
+    wait_for_topics: bool = False
+    """pulsar-spark's ``waitingForNonExistedTopic``: a batch read waits for its topics to exist."""
+    allow_different_schemas: bool = False
+    """pulsar-spark's ``allowDifferentTopicSchemas``: topics with different schemas read as ``value`` bytes."""
     pulsar_spark: PulsarSparkOptions = PulsarSparkOptions()
     """pulsar-spark's ``admin.url``, ``subscriptionPrefix``, ``pulsar.reader.*`` (its module)."""
     topic_schema: TopicSchema = BYTES
@@ -137,8 +152,9 @@ class SourceOptions:
         return dict(self.ending_offsets)
 
 
-def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
-    """Validate and parse a read's options (``streaming``: ``readStream`` rather than ``read``)."""
+def parse_source_options(options: Mapping[str, str], streaming: bool, warn: bool = True) -> SourceOptions:
+    """Validate and parse a read's options (``streaming``: ``readStream`` rather than ``read``; ``warn``: log
+    options this kind of read ignores -- not while Spark only asks for the schema, before it says which)."""
     options, security = split_security(options, "source")
     options, pulsar_spark = split_pulsar_spark(options)
     given = _canonical_names(options)
@@ -149,7 +165,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
                                  "query runs until stopped: remove it, or use trigger(availableNow=True)")
     else:
         for name in STREAM_ONLY:
-            if name in given:
+            if name in given and warn:
                 log.warning("option %s applies to streaming reads only; this batch read ignores it", name)
     url = _required(given, "service.url", "the broker's address, e.g. pulsar://127.0.0.1:6650")
     try:
@@ -157,8 +173,15 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
     except ValueError as exc:
         raise ValueError(f"option service.url: {exc}") from None
     spec = _topic_spec(given)
+    kafka = parse_kafka_options(given)
     starting, starting_offsets, starting_time = _starting(given, spec, streaming)
     ending, ending_offsets, ending_time = _ending(given, spec)
+    for option, times in (("startingOffsetsByTimestamp", kafka.starting_times),
+                          ("endingOffsetsByTimestamp", kafka.ending_times)):
+        _check_offset_topics(option, dict(times), spec)
+    if kafka.ending_times:
+        ending = "time"
+    strategy = kafka.strategy or ("latest" if "startingTime" in given and not _kafka_spelt(options) else "error")
     if starting_time is not None and ending_time is not None and ending_time < starting_time:
         raise ValueError(f"option endingTime={ending_time} is before startingTime={starting_time}; "
                          "endingTime must be >= startingTime")
@@ -179,12 +202,22 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         max_bytes_per_trigger=_positive_int(given, "maxBytesPerTrigger"),
         fail_on_data_loss=_bool(given, "failOnDataLoss", True),
         read_compacted=_bool(given, "readCompacted", False), key_type=_key_type(given),
+        topic_column=_topic_column(given),
         transport=transport_option(given),
         subscription_name=_subscription_name(given, starting),
         poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
         max_messages_per_partition=(_positive_int(given, "maxMessagesPerPartition")
                                     or DEFAULT_MAX_MESSAGES_PER_PARTITION),
+        starting_times=kafka.starting_times, ending_times=kafka.ending_times, timestamp_strategy=strategy,
+        min_partitions=kafka.min_partitions, include_headers=kafka.include_headers,
+        wait_for_topics=_bool(given, "waitingForNonExistedTopic", False),
+        allow_different_schemas=_bool(given, "allowDifferentTopicSchemas", False),
         security=security, pulsar_spark=pulsar_spark)
+
+
+def _kafka_spelt(options: Mapping[str, str]) -> bool:
+    """Whether the start by time was given with Kafka's name (``startingTimestamp``)."""
+    return any(key.lower() == "startingtimestamp" for key in options)
 
 
 def new_subscription_name(prefix: str = "spark-pulsarlike") -> str:
@@ -203,7 +236,7 @@ def legacy_subscription_name(spec: TopicSpec) -> str:
 
 
 PULSAR_SPARK_NAMES = ("admin.url", "predefinedSubscription", "subscriptionPrefix", "pulsar.client.*",
-                      "pulsar.reader.*")
+                      "pulsar.reader.*", "pulsar.admin.*")
 
 
 def closest_option(name: str, known: tuple[str, ...] = SOURCE_OPTIONS + PULSAR_SPARK_NAMES[:3]) -> str | None:
@@ -222,9 +255,9 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
             if lowered == "path":
                 raise ValueError("the pulsarlike source takes no path; name the topic with "
                                  "option('topic', ...) instead of load(path)")
-            if lowered in _KAFKA_ONLY:
-                raise ValueError(f"option {key!r} is the Kafka source's; the pulsarlike source has no such "
-                                 f"option: {_KAFKA_ONLY[lowered]}")
+            if lowered in KAFKA_REFUSED:
+                raise ValueError(f"option {key!r} is the Kafka source's and is not served by the pulsarlike "
+                                 f"source: {KAFKA_REFUSED[lowered]}")
             hint = closest_option(key)
             raise ValueError(f"unknown option {key!r} for the pulsarlike source"
                              + (f"; did you mean {hint!r}?" if hint else "")
@@ -255,6 +288,15 @@ def _key_type(given: Mapping[str, str]) -> str:
         raise ValueError(f"option keyType={given['keyType']!r} is not valid; use 'binary' (the default: __key "
                          "holds the key's bytes, as in pulsar-spark) or 'string' (pulsarlike 0.1's string "
                          "column)")
+    return value
+
+
+def _topic_column(given: Mapping[str, str]) -> str:
+    value = str(given.get("topicColumn", "partition")).strip().lower()
+    if value not in TOPIC_COLUMNS:
+        raise ValueError(f"option topicColumn={given['topicColumn']!r} is not valid; use 'partition' (the "
+                         "default: __topic is the message's topic, with a partitioned topic's -partition-<i>, as in "
+                         "pulsar-spark) or 'topic' (the topic without it, pulsarlike 0.1's column)")
     return value
 
 
@@ -331,12 +373,20 @@ def _check_persistent(option: str, topic: str, persistent: bool) -> None:
                          "offsets a Spark query could replay: read a persistent:// topic")
 
 
+def _one_of(given: Mapping[str, str], names: tuple[str, ...]) -> None:
+    chosen = [name for name in names if name in given]
+    if len(chosen) > 1:
+        raise ValueError(f"options {' and '.join(chosen)} conflict; set only one of them (each says where the "
+                         "read starts or ends)")
+
+
 def _starting(given: Mapping[str, str], spec: TopicSpec, streaming: bool,
               ) -> tuple[str, Offsets, int | None]:
-    if "startingOffsets" in given and "startingTime" in given:
-        raise ValueError("options startingOffsets and startingTime conflict; set only one of them")
+    _one_of(given, ("startingOffsets", "startingTime", "startingOffsetsByTimestamp"))
     if "startingTime" in given:
         return "time", {}, _timestamp(given, "startingTime")
+    if "startingOffsetsByTimestamp" in given:
+        return "time", {}, None
     value = given.get("startingOffsets", "latest" if streaming else "earliest").strip()
     lowered = value.lower()
     if lowered in ("earliest", "latest", "subscription"):
@@ -353,8 +403,7 @@ def _starting(given: Mapping[str, str], spec: TopicSpec, streaming: bool,
 
 
 def _ending(given: Mapping[str, str], spec: TopicSpec) -> tuple[str, Offsets, int | None]:
-    if "endingOffsets" in given and "endingTime" in given:
-        raise ValueError("options endingOffsets and endingTime conflict; set only one of them")
+    _one_of(given, ("endingOffsets", "endingTime", "endingOffsetsByTimestamp"))
     if "endingTime" in given:
         return "time", {}, _timestamp(given, "endingTime")
     value = given.get("endingOffsets", "latest").strip()

@@ -7,7 +7,7 @@
 ``predefinedSubscription``      the subscription the query uses: an alias of ``subscriptionName``
                                 (in :mod:`connector.spark.options`).
 ``subscriptionPrefix``          the prefix of the subscription a query creates when none is named
-                                (``spark-pulsarlike`` by default).
+                                (``spark-pulsarlike`` by default); Kafka's ``groupIdPrefix`` is an alias.
 ``pulsar.client.<key>``         pulsar-client settings. The authentication and TLS ones apply
                                 (:mod:`connector.spark.auth_options`); the Java client's tuning keys
                                 (:data:`CLIENT_NO_EFFECT`) are accepted and logged as having no effect;
@@ -17,6 +17,18 @@
                                 ``readerName``/``subscriptionRolePrefix``/``subscriptionName`` are the
                                 connector's to choose and are logged as ignored, as pulsar-spark does; any
                                 other is refused.
+``pulsar.admin.<key>``          pulsar-spark's admin client settings. The source makes its admin calls
+                                over ``service.url`` with the client's authentication and TLS, so the
+                                Java admin client's keys (:data:`ADMIN_KEYS`) are accepted and logged as
+                                having no effect; any other is refused, naming the closest known key.
+``waitingForNonExistedTopic``   ``true``: a batch read waits (up to ``pollTimeoutMs``) for topics that do
+                                not exist yet instead of failing with ``TopicNotFound``; a stream reads a
+                                topic from when it appears either way (in :mod:`connector.spark.options`).
+``allowDifferentTopicSchemas``  ``true``: topics read together whose registered schemas differ are read
+                                as ``value`` bytes instead of being refused (in :mod:`connector.spark.options`).
+``topic.schema.class``          refused: it names a Java class that pulsar-spark's JVM loads to build the
+                                topic's schema; a Python data source cannot load one. The source reads the
+                                schema from the broker's registry; the sink derives one (``topicSchema``).
 ============================== ==========================================================================
 """
 from __future__ import annotations
@@ -31,6 +43,15 @@ log = logging.getLogger(__name__)
 
 CLIENT_PREFIX = "pulsar.client."
 READER_PREFIX = "pulsar.reader."
+ADMIN_PREFIX = "pulsar.admin."
+ADMIN_KEYS = ("authPluginClassName", "authParams", "tlsTrustCertsFilePath", "tlsAllowInsecureConnection",
+              "tlsHostnameVerificationEnable", "useKeyStoreTls", "tlsTrustStoreType", "tlsTrustStorePath",
+              "tlsTrustStorePassword", "connectionTimeoutMs", "readTimeoutMs", "requestTimeoutMs",
+              "autoCertRefreshTime", "serviceUrl")
+"""The Java admin client's keys pulsar-spark passes on; here admin calls go over ``service.url``."""
+SCHEMA_CLASS = "topic.schema.class"
+SCHEMA_CLASS_REFUSAL = ("option topic.schema.class names a Java class that pulsar-spark's JVM loads to build the "
+                        "topic's schema; a Python data source cannot load Java classes: {fix}")
 CLIENT_NO_EFFECT = (
     "operationTimeoutMs", "connectionTimeoutMs", "lookupTimeoutMs", "numIoThreads", "numListenerThreads",
     "numConnectionsPerBroker", "connectionsPerBroker", "statsIntervalSeconds", "useTcpNoDelay",
@@ -45,6 +66,7 @@ READER_IGNORED = ("readerName", "subscriptionRolePrefix", "subscriptionName")
 """pulsar-spark names its readers itself; so does pulsarlike's source."""
 _CLIENT = {name.lower(): name for name in CLIENT_NO_EFFECT}
 _READER = {name.lower(): name for name in READER_APPLIED + READER_IGNORED}
+_ADMIN = {name.lower(): name for name in ADMIN_KEYS}
 
 
 @dataclass(frozen=True)
@@ -67,10 +89,18 @@ def split_pulsar_spark(options: Mapping[str, str]) -> tuple[dict[str, str], Puls
         lowered = key.lower()
         if lowered == "admin.url":
             admin_url = _admin_url(value)
-        elif lowered == "subscriptionprefix":
+        elif lowered == SCHEMA_CLASS:
+            raise ValueError(SCHEMA_CLASS_REFUSAL.format(
+                fix="the source reads each topic's schema from the broker's registry (typed columns), so "
+                    "remove the option"))
+        elif lowered.startswith(ADMIN_PREFIX):
+            name = _known(key, key[len(ADMIN_PREFIX):], _ADMIN, ADMIN_PREFIX, ", ".join(ADMIN_KEYS))
+            log.info("event=pulsar_spark_option_no_effect option=%s%s: the source's admin calls go over "
+                     "service.url with the pulsar.client.* authentication and TLS", ADMIN_PREFIX, name)
+        elif lowered in ("subscriptionprefix", "groupidprefix"):
             prefix = str(value).strip()
             if not prefix or any(c.isspace() or c == "/" for c in prefix):
-                raise ValueError(f"option subscriptionPrefix={value!r} is not valid; use a non-empty name "
+                raise ValueError(f"option {key}={value!r} is not valid; use a non-empty name "
                                  "without spaces or '/'")
         elif lowered.startswith(CLIENT_PREFIX):
             name = _known(key, key[len(CLIENT_PREFIX):], _CLIENT, CLIENT_PREFIX,

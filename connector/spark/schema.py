@@ -6,7 +6,8 @@ column                      Spark type             what
 ==========================  =====================  ==========================================================
 ``value``                   binary                 the payload (null for a message sent with a null value)
 ``__key``                   binary                 the key's bytes (as Java's ``getKeyBytes()``), null: no key
-``__topic``                 string                 the topic, fully qualified, without ``-partition-<i>``
+``__topic``                 string                 the message's topic, fully qualified: a partition's name
+                                                   (``-partition-<i>``) unless ``topicColumn=topic``
 ``__partition``             int                    the partition index, -1 for a non-partitioned topic
 ``__offset``                long                   the message's dense offset in its topic partition
 ``__messageId``             binary                 ``MessageId.serialize()`` (pulsar-client's bytes)

@@ -104,8 +104,11 @@ class SinkOptions:
 
 
 def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptions:
-    """Parse the sink's options; ValueError naming the option and the fix on any mistake."""
-    options, security = split_security(options, "sink")
+    """Parse the sink's options; ValueError naming the option and the fix on any mistake. pulsar-spark's
+    ``pulsar.producer.*`` / ``pulsar.client.*`` keys: :mod:`connector.spark.pulsar_spark_sink_options`."""
+    from connector.spark.pulsar_spark_sink_options import split_pulsar_spark_sink
+
+    options, security = split_security(split_pulsar_spark_sink(options), "sink")
     given = _canonical_names(options)
     if "service.url" not in given:
         raise ValueError("option service.url is required: the broker's address, e.g. "

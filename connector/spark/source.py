@@ -18,7 +18,7 @@ Errors
     (a batch read of a topic that does not exist), and the client's typed errors.
 Partitioning
     One Spark partition per topic partition and micro-batch, split every ``maxMessagesPerPartition``
-    messages.
+    messages, and cut into contiguous slices until there are at least ``minPartitions`` (Kafka's option).
 Examples
     >>> (spark.readStream.format("pulsarlike")                           # doctest: +SKIP
     ...     .option("service.url", "pulsar://127.0.0.1:6650").option("topic", "events").load())
@@ -29,13 +29,15 @@ import dataclasses
 import logging
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from connector.spark.options import SourceOptions, parse_source_options
 from connector.spark.schema import check_requested_schema, spark_schema_of
 from connector.spark.source_admin import SourceAdmin, SourceConnectError
-from connector.spark.typed_values import TopicSchema, arrow_schema
+from connector.spark.headers import with_headers
+from connector.spark.typed_values import TopicSchema, UnsupportedSchema, arrow_schema
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ class PulsarLikeDataSource(DataSource):
 
     def schema(self) -> StructType:
         try:
-            opts = parse_source_options(self.options, streaming=False)
+            opts = parse_source_options(self.options, streaming=False, warn=False)
         except ValueError:
             try:
                 opts = parse_source_options(self.options, streaming=True)
@@ -60,7 +62,7 @@ class PulsarLikeDataSource(DataSource):
             except SourceConnectError as exc:
                 # the read fails when it starts (reader() asks again), as it always has, with this error
                 log.warning("event=topic_schema_unknown reason=%r: the broker cannot be reached", exc.message)
-        return spark_schema_of(arrow_schema(found, opts.key_type if opts is not None else "binary"))
+        return spark_schema_of(source_arrow_schema(found, opts))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from connector.spark.batch_reader import PulsarLikeBatchReader
@@ -90,12 +92,26 @@ class PulsarLikeDataSource(DataSource):
 
 
 def _topic_schema(opts: SourceOptions) -> TopicSchema:
-    """The schema the topics read share in the broker's registry (asked on the driver)."""
+    """The schema the topics read share in the broker's registry (asked on the driver); with pulsar-spark's
+    ``allowDifferentTopicSchemas`` topics whose schemas differ are read as ``value`` bytes."""
     calls = SourceAdmin(opts.service_url, opts.poll_timeout_ms, opts.security)
     try:
         return calls.topic_schema(opts.spec)
+    except UnsupportedSchema as exc:
+        if not opts.allow_different_schemas:
+            raise
+        log.info("event=topic_schemas_differ reason=%r: read as value bytes (allowDifferentTopicSchemas=true)",
+                 str(exc))
+        return TopicSchema("BYTES")
     finally:
         calls.close()
+
+
+def source_arrow_schema(found: TopicSchema, opts: SourceOptions | None) -> pa.Schema:
+    """The Arrow schema of the source's rows: the topics' columns, ``__key`` of option ``keyType``, and
+    Kafka's ``headers`` last with ``includeHeaders`` (:mod:`connector.spark.headers`)."""
+    schema = arrow_schema(found, opts.key_type if opts is not None else "binary")
+    return with_headers(schema) if opts is not None and opts.include_headers else schema
 
 
 def _dense(opts: SourceOptions) -> bool:
@@ -111,5 +127,5 @@ def _checked(opts: SourceOptions, schema: StructType, kind: Any) -> SourceOption
     user's); a broker without dense offsets: ``value`` as bytes (typed columns need pulsarlike's schema
     lookups)."""
     found = _topic_schema(opts) if kind.name == "dense" else TopicSchema("BYTES")
-    check_requested_schema(schema, spark_schema_of(arrow_schema(found, opts.key_type)))
+    check_requested_schema(schema, spark_schema_of(source_arrow_schema(found, opts)))
     return dataclasses.replace(opts, topic_schema=found) if kind.name == "dense" else opts

@@ -82,10 +82,10 @@ class PulsarLikeStreamReader(MicroBatchReader):
             start = {tp: b.end for tp, b in bounds.items()}
         elif opts.starting == "subscription":  # dense only (IdKind refuses the option)
             start = {tp: self._calls.subscription_position(tp, opts.subscription_name) for tp in bounds}
-        elif opts.starting == "time":
-            assert opts.starting_time_ms is not None
-            start = {tp: self._calls.offset_for_time(tp, opts.starting_time_ms)
-                     for tp in bounds}
+        elif opts.starting == "time":  # dense only (IdKind refuses the options)
+            from connector.spark.by_timestamp import start_by_time
+
+            start = start_by_time(opts, self._calls.offset_for_time, bounds)
         else:
             start = kind.resolve("startingOffsets", opts.starting_offsets_map(), bounds, True)
         self._acknowledge(start)  # creates the subscription there, so retention keeps what the query reads
@@ -193,13 +193,24 @@ class PulsarLikeStreamReader(MicroBatchReader):
 
 
 def plan_ranges(start: Offsets, end: Offsets, max_per_partition: int, subscription: str = "",
-                compacted: bool = False) -> list[RangePartition]:
-    """Spark partitions for ``start -> end``; partitions only in ``end`` (just discovered) read nothing."""
+                compacted: bool = False, min_partitions: int | None = None) -> list[RangePartition]:
+    """Spark partitions for ``start -> end``; partitions only in ``end`` (just discovered) read nothing.
+    Ranges are split every ``max_per_partition`` offsets, then (option ``minPartitions``) cut into more
+    contiguous slices until there are at least ``min_partitions`` (:func:`~connector.spark.kafka_options.
+    slice_counts`: the largest slices first; never an empty one). Each slice is an exact offset range, so the
+    batch's rows are the same however its slices are scheduled or retried."""
     ranges: list[RangePartition] = []
     for tp in sorted(end):
         if tp in start and end[tp] > start[tp]:
             ranges.extend(split_range(tp, start[tp], end[tp], max_per_partition, subscription, compacted))
-    return ranges
+    if min_partitions is None or len(ranges) >= min_partitions:
+        return ranges
+    from dataclasses import replace
+
+    from connector.spark.kafka_options import cut, slice_counts
+
+    counts = slice_counts([r.end - r.start for r in ranges], min_partitions)
+    return [replace(r, start=lo, end=hi) for r, n in zip(ranges, counts) for lo, hi in cut(r.start, r.end, n)]
 
 
 def read_range(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -216,7 +227,24 @@ def read_partition(options: SourceOptions, partition: InputPartition) -> Iterato
     """Any reader's ``read`` (stream and batch, either kind of offsets): the rows of one Spark partition, by
     its type (a dense :class:`RangePartition` or an :class:`~connector.spark.id_ranges.IdRangePartition`)."""
     if isinstance(partition, RangePartition):
-        return read_range(options, partition)
-    from connector.spark.id_ranges import read_id_range
+        batches = read_range(options, partition)
+    else:
+        from connector.spark.id_ranges import read_id_range
 
-    return read_id_range(options, partition)  # nothing for Spark's placeholder partition
+        batches = read_id_range(options, partition)  # nothing for Spark's placeholder partition
+    tp = getattr(partition, "topic_partition", None)
+    if options.topic_column == "partition" and tp is not None and tp.partition >= 0:
+        batches = with_partition_topic(batches, f"{tp.topic}-partition-{tp.partition}")
+    if options.include_headers:
+        from connector.spark.headers import add_headers
+
+        return (add_headers(batch) for batch in batches)
+    return batches
+
+
+def with_partition_topic(batches: Iterator[pa.RecordBatch], name: str) -> Iterator[pa.RecordBatch]:
+    """``__topic`` as pulsar-spark gives it: the partition's own topic name (option ``topicColumn``)."""
+    for batch in batches:
+        index = batch.schema.get_field_index("__topic")
+        yield batch.set_column(index, batch.schema.field(index), pa.repeat(pa.scalar(name, pa.string()),
+                                                                            batch.num_rows))

@@ -114,8 +114,7 @@ def test_an_alias_and_its_option_together_are_refused():
 
 @pytest.mark.parametrize("option, fix", [
     ("kafka.bootstrap.servers", "set service.url"),
-    ("startingOffsetsByTimestamp", "use startingTime"),
-    ("assign", "JSON startingOffsets"),
+    ("assign", "filter on the __partition column"),
 ])
 def test_a_kafka_only_option_names_pulsarlikes_way(option, fix):
     with pytest.raises(ValueError, match=f"option '{option}' is the Kafka source's") as excinfo:
