@@ -18,8 +18,7 @@ def refuse(name: str, why: str) -> NoReturn:
 
 def unsupported_class(name: str, why: str, module: str = "pulsarlike") -> type:
     """A class named ``name`` whose construction raises ``NotSupported``. Defining a subclass does not: a
-    program that merely defines one (pulsar-client's tests define ``ServiceInfoProvider`` subclasses at class
-    level) must import; what uses an instance refuses it (``Client(provider)``)."""
+    program that merely defines one (at class level, say) must import; what uses an instance refuses it."""
     qualified = name if module == "pulsarlike" else f"{module.rsplit('.', 1)[-1]}.{name}"
     REFUSED[qualified] = why
 
@@ -34,20 +33,12 @@ _AUTH = "Athenz role tokens need an Athenz ZTS server and the broker's Athenz pr
         "does not have; its broker authenticates tokens (OpenID Connect ones too), TLS certificates and basic " \
         "credentials: use AuthenticationToken, AuthenticationOauth2, AuthenticationTLS or AuthenticationBasic"
 _CRYPTO = "end-to-end encryption is not implemented"
-_LOW_LEVEL = "a pulsar-client internal (its C++ binding); use {} instead"
 _FUNCTIONS = "Pulsar Functions are not part of pulsarlike"
 
 AuthenticationAthenz = unsupported_class("AuthenticationAthenz", _AUTH)
-AutoClusterFailover = unsupported_class(
-    "AutoClusterFailover", "pulsarlike is one broker: there is no cluster to fail over to")
-ServiceInfoProvider = unsupported_class(
-    "ServiceInfoProvider", "pulsarlike is one broker: a client's service URL is fixed at construction")
 CryptoKeyReader = unsupported_class("CryptoKeyReader", _CRYPTO)
 EncryptionKey = unsupported_class("EncryptionKey", _CRYPTO)
 EncryptionContext = unsupported_class("EncryptionContext", _CRYPTO)
-BatchReceivePolicy = unsupported_class("BatchReceivePolicy", _LOW_LEVEL.format("ConsumerBatchReceivePolicy"))
-DeadLetterPolicyBuilder = unsupported_class("DeadLetterPolicyBuilder", _LOW_LEVEL.format("ConsumerDeadLetterPolicy"))
-KeySharedPolicy = unsupported_class("KeySharedPolicy", _LOW_LEVEL.format("ConsumerKeySharedPolicy"))
 Function = unsupported_class("Function", _FUNCTIONS, "pulsarlike.functions")
 Context = unsupported_class("Context", _FUNCTIONS, "pulsarlike.functions")
 SerDe = unsupported_class("SerDe", _FUNCTIONS, "pulsarlike.functions")

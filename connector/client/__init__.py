@@ -30,13 +30,17 @@ from connector.client.policies import (
     ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, MultiplierRedeliveryBackoff)
 from connector.client.producer import Producer
 from connector.client.reader import Reader
-from connector.client.service_info import ServiceInfo
+from connector.client.low_level import (BatchReceivePolicy, DeadLetterPolicy, DeadLetterPolicyBuilder,
+                                        KeySharedPolicy)
+from connector.client.service_info import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from connector.client.table_view import TableView
 
 __all__ = [
     "Admin", "Authentication", "AuthenticationBasic", "AuthenticationOauth2", "AuthenticationTLS", "AuthenticationToken", "Client", "Consumer", "Producer", "Reader", "TableView", "Message", "MessageId", "PeekedMessage",
     "ConsumerBatchReceivePolicy", "ConsumerDeadLetterPolicy", "ConsumerKeySharedPolicy",
     "MultiplierRedeliveryBackoff", "ConsoleLogger", "FileLogger", "LoggerLevel", "ServiceInfo",
+    "AutoClusterFailover", "ServiceInfoProvider", "BatchReceivePolicy", "DeadLetterPolicy",
+    "DeadLetterPolicyBuilder", "KeySharedPolicy",
     "BatchingType", "CompressionType", "ConsumerType", "HashingScheme", "InitialPosition",
     "KeySharedMode", "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode", "Result",
     "SubscriptionMode",

@@ -44,8 +44,9 @@ from connector.client.reader import Reader, start_position
 from connector.client.redelivery import MIN_ACK_TIMEOUT_MS, MIN_TICK_MS
 from connector.client.routing import Router
 from connector.client.schema.binding import SchemaBinding, bind
-from connector.client.security import Security
-from connector.client.service_info import ServiceInfo
+from connector.client.security import Security, is_tls_url
+from connector.client.failover import PROBE_TIMEOUT_S, FailoverProbe, SwitchingTransport
+from connector.client.service_info import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from connector.client.table_view import TableView
 from connector.client.timer import TimerThread
 from connector.client.transport import DENSE
@@ -59,7 +60,7 @@ _Child = TypeVar("_Child", Producer, Consumer)
 class Client:
     """A connection to one broker: ``Client("pulsar://localhost:6650")``."""
 
-    def __init__(self, service_url: str, authentication: Any = None,
+    def __init__(self, service_url: str | AutoClusterFailover | ServiceInfoProvider, authentication: Any = None,
                  operation_timeout_seconds: float = 30, io_threads: int = 1,
                  message_listener_threads: int = 1, concurrent_lookup_requests: int = 50000,
                  log_conf_file_path: str | None = None, stats_interval_in_seconds: int = 600,
@@ -93,9 +94,20 @@ class Client:
         ``operation_timeout_seconds`` bounds each ``create_producer``, ``subscribe`` and ``create_reader`` as a
         whole: the lookups and the opening of every partition share one deadline (:mod:`connector.client.opening`).
         ``max_partitions_per_topic`` (pulsarlike's own, 10,000 by default): a topic the broker says has more
-        partitions is refused with ``NotSupported`` before anything is opened (:mod:`connector.client.lookup`)."""
-        _check_service_url(service_url)
+        partitions is refused with ``NotSupported`` before anything is opened (:mod:`connector.client.lookup`).
+
+        ``service_url`` may also be an ``AutoClusterFailover`` or a ``ServiceInfoProvider`` (pulsar-client 3.13):
+        the client starts on its first ``ServiceInfo`` (whose authentication and trust file it uses: the
+        ``authentication`` and ``tls_trust_certs_file_path`` arguments are a ``ValueError`` then) and switches
+        service when the provider says so, producers and consumers reconnecting to the new one over the binary
+        protocol (:mod:`connector.client.failover`); ``get_service_info()`` names the current one."""
+        provider = _provider_of(service_url, authentication, tls_trust_certs_file_path, connection_timeout_ms)
         _check_client_arguments(locals())
+        first: ServiceInfo | None = None
+        if provider is not None:
+            first = _checked_service_info(provider.initial_service_info())
+            service_url, authentication = first.service_url, first.authentication
+            tls_trust_certs_file_path = first.tls_trust_certs_file_path
         _refuse_unsupported("Client", log_conf_file_path=log_conf_file_path)
         if listener_name is not None and not isinstance(listener_name, str):
             raise ValueError(f"listener_name must be a str, not {type(listener_name).__name__}")
@@ -109,14 +121,24 @@ class Client:
         if isinstance(max_partitions_per_topic, bool) or not isinstance(max_partitions_per_topic, int) \
                 or max_partitions_per_topic < 1:
             raise ValueError(f"max_partitions_per_topic={max_partitions_per_topic!r} is not valid; use an int >= 1")
+        tls = (use_tls, tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path,
+               tls_private_key_file_path)
         security = Security.of(service_url, authentication, use_tls, tls_trust_certs_file_path,
                                tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path,
-                               tls_private_key_file_path)
-        self._service_info = ServiceInfo(service_url, authentication, tls_trust_certs_file_path)
+                               tls_private_key_file_path) if first is None else _security_for(first, *tls)
+        self._service_info = first or ServiceInfo(service_url, authentication, tls_trust_certs_file_path)
+        self._provider = provider
         self._log_route = LogRoute.of(logger)
+        timeouts = (float(operation_timeout_seconds), connection_timeout_ms / 1000.0)
         try:
-            self._connection = open_transport(transport, service_url, float(operation_timeout_seconds),
-                                              connection_timeout_ms / 1000.0, security, listener_name or None)
+            if provider is None:
+                self._connection = open_transport(transport, service_url, *timeouts, security, listener_name or None)
+            else:
+                if transport == "grpc":
+                    raise errors.NotSupported("a ServiceInfoProvider / AutoClusterFailover client reconnects over "
+                                              "Pulsar's binary protocol: use transport='binary' or 'auto'")
+                self._connection = SwitchingTransport(first, lambda info: open_transport(  # type: ignore[arg-type]
+                    "binary", info.service_url, *timeouts, _security_for(info, *tls), listener_name or None))
         except BaseException:
             if self._log_route is not None:
                 self._log_route.close()
@@ -127,6 +149,12 @@ class Client:
         self._children: list[Producer | Consumer] = []
         self._closed = False
         self._partitions_updater = PartitionsUpdater(interval, self._children_now)
+        if provider is not None:
+            try:
+                provider.initialize(self._switch_service)
+            except BaseException:
+                self.close()
+                raise
 
     # --- producers ------------------------------------------------------------------------------------
     def create_producer(self, topic: str, producer_name: str | None = None, schema: Any = None,
@@ -418,9 +446,17 @@ class Client:
 
     # --- lookups --------------------------------------------------------------------------------------
     def get_service_info(self) -> ServiceInfo:
-        """The endpoint this client uses (pulsar-client 3.13's, which changes under ``AutoClusterFailover``;
-        pulsarlike's never changes)."""
+        """The endpoint this client uses now (pulsar-client 3.13's: it changes when the client's
+        ``ServiceInfoProvider`` or ``AutoClusterFailover`` switches service)."""
         return self._service_info
+
+    def _switch_service(self, info: ServiceInfo) -> None:
+        """The provider's callback: use ``info``'s service from now on (:mod:`connector.client.failover`)."""
+        info = _checked_service_info(info)
+        if self._closed:
+            return
+        self._connection.switch(info)  # type: ignore[attr-defined]
+        self._service_info = info
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition topics of ``topic`` (itself when not partitioned)."""
@@ -457,6 +493,11 @@ class Client:
         if self._closed:
             return
         self._closed = True
+        if self._provider is not None:
+            try:
+                self._provider.close()
+            except Exception:
+                log.exception("closing the service info provider %r failed", self._provider)
         self._partitions_updater.stop()
         for child in self._children_now():
             try:
@@ -584,15 +625,67 @@ def _check_consumer_arguments(given: dict[str, Any]) -> None:
     check_type_or_none(Mapping, given["properties"], "properties")
 
 
-def _check_service_url(service_url: Any) -> None:
-    """A URL string, as pulsar-client takes it; its ``ServiceInfoProvider`` / ``AutoClusterFailover`` (an object
-    with ``initial_service_info``) is refused here, where it is used, never where its class is defined."""
+def _provider_of(service_url: Any, authentication: Any, tls_trust_certs_file_path: Any,
+                 connection_timeout_ms: Any) -> Any:
+    """None for a URL string; the provider of an ``AutoClusterFailover`` (:class:`FailoverProbe`) or a
+    ``ServiceInfoProvider``; anything else, or ``authentication`` / ``tls_trust_certs_file_path`` given with a
+    provider, is pulsar-client's ``ValueError``."""
     if isinstance(service_url, str):
-        return
-    if callable(getattr(service_url, "initial_service_info", None)):
-        raise errors.NotSupported(f"Client({type(service_url).__name__}(...)): a ServiceInfoProvider (cluster "
-                                  "failover) is not supported by pulsarlike yet; pass the service URL")
-    raise ValueError(f"service_url must be a str, not {type(service_url).__name__}")
+        return None
+    if not isinstance(service_url, (AutoClusterFailover, ServiceInfoProvider)):
+        raise ValueError("Argument service_url is expected to be of type 'str', 'AutoClusterFailover' or "
+                         "'ServiceInfoProvider'")
+    if authentication is not None:
+        raise ValueError("Argument authentication is not supported when service_url is an AutoClusterFailover or "
+                         "ServiceInfoProvider; set authentication on each ServiceInfo instead")
+    if tls_trust_certs_file_path is not None:
+        raise ValueError("Argument tls_trust_certs_file_path is not supported when service_url is an "
+                         "AutoClusterFailover or ServiceInfoProvider; set tls_trust_certs_file_path on each "
+                         "ServiceInfo instead")
+    if isinstance(service_url, AutoClusterFailover):
+        timeout_s = connection_timeout_ms / 1000.0 if isinstance(connection_timeout_ms, (int, float)) \
+            and connection_timeout_ms > 0 else PROBE_TIMEOUT_S
+        return FailoverProbe(service_url, probe_timeout_s=min(PROBE_TIMEOUT_S, timeout_s))
+    return service_url
+
+
+def _checked_service_info(info: Any) -> ServiceInfo:
+    if not isinstance(info, ServiceInfo):
+        raise ValueError("Expected a pulsar.ServiceInfo or _pulsar.ServiceInfo instance")
+    return info
+
+
+def _security_for(info: ServiceInfo, use_tls: bool, allow_insecure: bool, validate_hostname: bool,
+                  cert: str | None, key: str | None) -> Security:
+    """One service's security: its authentication and trust file, the client's other TLS options when its URL
+    is a TLS one."""
+    if not (use_tls or is_tls_url(info.service_url)):
+        return Security.of(info.service_url, info.authentication)
+    return Security.of(info.service_url, info.authentication, use_tls, info.tls_trust_certs_file_path,
+                       allow_insecure, validate_hostname, cert, key)
+
+
+def _producer_crypto(topic: str, key: Any, keys: Any, reader: Any) -> ProducerCrypto | None:
+    """The producer's encryption (None without keys); pulsar-client's ValueErrors for wrong types. Keys without a
+    key reader are refused (pulsar-client would send them unencrypted without a word)."""
+    check_type_or_none(str, key, "encryption_key")
+    check_key_reader(reader)
+    if keys is not None and (isinstance(keys, str) or not all(isinstance(k, str) for k in keys)):
+        raise ValueError(f"encryption_keys={keys!r} is not valid; use a list of key names (str)")
+    names = ([key] if key else []) + list(keys or [])
+    if not names:
+        return None
+    if reader is None:
+        raise errors.InvalidConfiguration(f"create_producer: encryption_key {names!r} needs crypto_key_reader (a "
+                                          "CryptoKeyReader that reads the public key); the messages would go out "
+                                          "unencrypted")
+    return ProducerCrypto(names, reader, label=topic)
+
+
+def _consumer_crypto(where: str, reader: Any, action: Any) -> ConsumerCrypto:
+    """A consumer's or reader's decryption (``crypto_key_reader``, ``crypto_failure_action``)."""
+    check_key_reader(reader)
+    return ConsumerCrypto(reader, failure_action(action), label=where)
 
 
 def _refuse_unsupported(where: str, **options: Any) -> None:

@@ -171,11 +171,12 @@ class Consumer:
         if self._listener is not None:
             raise errors.InvalidConfiguration("batch_receive() cannot be used with a message_listener")
         policy = self._batch_policy
-        deadline = None if policy.timeout_ms < 0 else time.monotonic() + policy.timeout_ms / 1000.0
+        # a limit <= 0 is none (pulsar-client's); no timeout waits for the count or size limit
+        deadline = None if policy.timeout_ms <= 0 else time.monotonic() + policy.timeout_ms / 1000.0
         messages: list[Message] = []
         size = 0
-        while (policy.max_num_messages < 0 or len(messages) < policy.max_num_messages) and \
-                (policy.max_num_bytes < 0 or size < policy.max_num_bytes):
+        while (policy.max_num_messages <= 0 or len(messages) < policy.max_num_messages) and \
+                (policy.max_num_bytes <= 0 or size < policy.max_num_bytes):
             wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
             try:
                 msg = self._take(wait_ms)

@@ -219,6 +219,19 @@ class HttpLookupTransport:
                 reconnecting: bool = False) -> Any:
         return self.resolve(spec.topic).produce(spec, on_event, name, reconnecting)
 
+    def retire(self) -> None:
+        """The client switched to another service (:mod:`connector.client.failover`): the broker's transport is
+        retired (its streams reconnect through the client's new one); one never opened is closed."""
+        with self._lock:
+            transport = self._transport
+            if transport is None:
+                self.closed.set()
+        retire = getattr(transport, "retire", None)
+        if callable(retire):
+            retire()
+        elif transport is not None:
+            transport.close()
+
     def close(self) -> None:
         self.closed.set()
         with self._lock:

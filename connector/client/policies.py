@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
 from connector.client.enums import KeySharedMode, check_enum
+from connector.client.low_level import (BatchReceivePolicy, DeadLetterPolicy, DeadLetterPolicyBuilder,
+                                        KeySharedPolicy)
 
 HASH_RANGE_SIZE = 65536
 """Key_Shared hashes fall in ``0..65535``; sticky ranges are inclusive pairs in that space."""
@@ -117,6 +119,12 @@ class ConsumerKeySharedPolicy:
     def sticky_ranges(self) -> list[tuple[int, int]]:
         return list(self._ranges)
 
+    def policy(self) -> KeySharedPolicy:
+        """The low-level :class:`~connector.client.low_level.KeySharedPolicy` (pulsar-client's ``policy()``)."""
+        policy = KeySharedPolicy().set_key_shared_mode(self._mode).set_allow_out_of_order_delivery(
+            self._out_of_order)
+        return policy.set_sticky_ranges(self._ranges) if self._ranges else policy
+
     def __repr__(self) -> str:
         return (f"ConsumerKeySharedPolicy(key_shared_mode={self._mode!r}, allow_out_of_order_delivery="
                 f"{self._out_of_order}, sticky_ranges={self._ranges})")
@@ -188,6 +196,15 @@ class ConsumerDeadLetterPolicy:
     def retry_letter_topic(self) -> str | None:
         return self._retry
 
+    def policy(self) -> DeadLetterPolicy:
+        """The low-level :class:`~connector.client.low_level.DeadLetterPolicy` (pulsar-client's ``policy()``)."""
+        builder = DeadLetterPolicyBuilder().maxRedeliverCount(self._max)
+        if self._dead is not None:
+            builder.deadLetterTopic(self._dead)
+        if self._initial is not None:
+            builder.initialSubscriptionName(self._initial)
+        return builder.build()
+
     def __repr__(self) -> str:
         return (f"ConsumerDeadLetterPolicy(max_redeliver_count={self._max}, dead_letter_topic={self._dead!r}, "
                 f"initial_subscription_name={self._initial!r}, retry_letter_topic={self._retry!r})")
@@ -195,23 +212,27 @@ class ConsumerDeadLetterPolicy:
 
 class ConsumerBatchReceivePolicy:
     """What one ``Consumer.batch_receive()`` returns (pulsar-client's class): up to ``max_num_message``
-    messages and ``max_num_bytes`` bytes, waiting at most ``timeout_ms`` for them; a value below 0 means no
-    limit of that kind. pulsar-client's defaults: no count limit, 10 MiB, 100 ms."""
+    messages and ``max_num_bytes`` bytes, waiting at most ``timeout_ms`` for them; a value <= 0 means no
+    limit of that kind (no timeout: wait for a count or size limit). pulsar-client's defaults: no count
+    limit, 10 MiB, 100 ms. As its :class:`~connector.client.low_level.BatchReceivePolicy`: all three <= 0
+    is a ``ValueError``, and without a count or size limit the 10 MiB default applies."""
 
-    __slots__ = ("max_num_messages", "max_num_bytes", "timeout_ms")
+    __slots__ = ("max_num_messages", "max_num_bytes", "timeout_ms", "_policy")
 
     def __init__(self, max_num_message: int = -1, max_num_bytes: int = 10 * 1024 * 1024,
                  timeout_ms: int = 100) -> None:
         for name, value in (("max_num_message", max_num_message), ("max_num_bytes", max_num_bytes),
                             ("timeout_ms", timeout_ms)):
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name}={value!r} is not valid; use an int (below 0: no limit)")
-        if max_num_message < 0 and max_num_bytes < 0 and timeout_ms < 0:
-            raise ValueError("a batch receive policy needs at least one limit: max_num_message, max_num_bytes "
-                             "or timeout_ms >= 0")
-        self.max_num_messages = max_num_message
-        self.max_num_bytes = max_num_bytes
-        self.timeout_ms = timeout_ms
+                raise ValueError(f"{name}={value!r} is not valid; use an int (<= 0: no limit)")
+        self._policy = BatchReceivePolicy(max_num_message, max_num_bytes, timeout_ms)
+        self.max_num_messages = self._policy.getMaxNumMessages()
+        self.max_num_bytes = self._policy.getMaxNumBytes()
+        self.timeout_ms = self._policy.getTimeoutMs()
+
+    def policy(self) -> BatchReceivePolicy:
+        """The low-level :class:`~connector.client.low_level.BatchReceivePolicy` (pulsar-client's ``policy()``)."""
+        return self._policy
 
     def __repr__(self) -> str:
         return (f"ConsumerBatchReceivePolicy(max_num_message={self.max_num_messages}, "

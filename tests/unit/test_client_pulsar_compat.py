@@ -105,5 +105,5 @@ def test_a_batch_receive_policy_needs_some_limit():
     from connector import ConsumerBatchReceivePolicy
 
     assert ConsumerBatchReceivePolicy().timeout_ms == 100
-    with pytest.raises(ValueError, match="at least one limit"):
+    with pytest.raises(ValueError, match="At least one of maxNumMessages, maxNumBytes and timeoutMs"):
         ConsumerBatchReceivePolicy(-1, -1, -1)

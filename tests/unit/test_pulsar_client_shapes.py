@@ -31,20 +31,30 @@ def test_a_program_that_defines_a_service_info_provider_subclass_imports():
     assert StaticServiceInfoProvider(pulsarlike.ServiceInfo(NOT_A_BROKER)).initial.service_url == NOT_A_BROKER
 
 
-def test_a_client_given_a_service_info_provider_refuses_it_naming_it():
+def test_a_client_given_a_service_info_provider_uses_its_first_service():
     class Provider(pulsarlike.ServiceInfoProvider):
         def __init__(self):
-            pass
+            self.closed = False
 
         def initial_service_info(self):
             return pulsarlike.ServiceInfo(NOT_A_BROKER)
 
-    with pytest.raises(pulsarlike.NotSupported, match="Client\\(Provider\\(...\\)\\): a ServiceInfoProvider"):
-        pulsarlike.Client(Provider())
+        def initialize(self, on_service_info_update):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    provider = Provider()
+    client = pulsarlike.Client(provider)  # connects at first use: no broker needed here
+    assert client.get_service_info().service_url == NOT_A_BROKER
+    client.close()
+    assert provider.closed
 
 
 def test_a_client_given_no_url_string_raises_value_error():
-    with pytest.raises(ValueError, match="service_url must be a str"):
+    with pytest.raises(ValueError, match="Argument service_url is expected to be of type 'str', "
+                                         "'AutoClusterFailover' or 'ServiceInfoProvider'"):
         pulsarlike.Client(5)
 
 

@@ -197,6 +197,11 @@ class ConsumeAdapter:
         return not topic.startswith("non-persistent://")
 
     # --- TransportStream ------------------------------------------------------------------------------
+    def allow_topic_creation(self) -> None:
+        """Subscribe with ``force_topic_creation`` after all: the core subscribes again, but to another cluster
+        than before (:mod:`connector.client.failover`), where the topic may not exist yet."""
+        self._recreate = True
+
     def start(self) -> None:
         threading.Thread(target=self._connect, name=f"pulsarlike-{self._name}-open", daemon=True).start()
 

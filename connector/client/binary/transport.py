@@ -51,6 +51,8 @@ class BinaryTransport:
 
     timer = None
     """The adapters bring their own timers."""
+    _retired = False
+    """Set by :meth:`retire`: no connection is opened any more."""
 
     def __init__(self, service_url: str, operation_timeout_s: float, connection_timeout_s: float,
                  security: Security | None = None, listener_name: str | None = None) -> None:
@@ -73,6 +75,9 @@ class BinaryTransport:
         broker a proxy at ``address`` is to forward it to."""
         if self.closed.is_set():
             raise errors.AlreadyClosed("the client is closed")
+        if self._retired:  # retriable: the stream reconnects through the client's new service
+            raise errors.ConnectError(f"the client switched from the service at {self.target} to another",
+                                      target=self.target)
         key = (address, proxy_to)
         with self._lock:
             conn = self._pool.get(key)
@@ -242,6 +247,16 @@ class BinaryTransport:
             self.ensure_ready()
         elif self.closed.is_set():
             raise errors.AlreadyClosed("the client is closed")
+
+    def retire(self) -> None:
+        """The client switched to another service (:mod:`connector.client.failover`): the connections are
+        closed and none is opened any more (``ConnectError``, retriable), so every producer and consumer
+        reconnects through the client's transport to the new service."""
+        self._retired = True
+        with self._lock:
+            connections, self._pool, self._topics = list(self._pool.values()), {}, {}
+        for conn in connections:
+            conn.close()
 
     def close(self) -> None:
         self.closed.set()
