@@ -281,6 +281,8 @@ def test_every_pulsar_route_answers_as_pulsar_or_501_naming_it(world):
             context[key] = f"{row['method']} {path} -> {answer.status} {str(answer.body)[:160]}"
     print(f"\npulsarlike serves {served_rows} of Pulsar's {applicable} applicable admin REST v2 routes "
           f"({100 * served_rows / applicable:.0f} %); {len(ROUTES)} routes in all")
+    # issue 31's floor: three quarters of the routes that apply to one broker (380 of 382 when it closed)
+    assert served_rows >= 0.75 * applicable, f"only {served_rows} of {applicable} applicable routes are served"
     lacking: dict[str, list[str]] = {}
     for model, _, field in (item.rpartition(".") for item in sorted(set(missing))):
         lacking.setdefault(model, []).append(field)
