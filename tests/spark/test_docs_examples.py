@@ -2,9 +2,12 @@
 
 Which blocks run
 - ```` ```python ```` blocks run in-process, in file order, in one namespace per markdown file (a block may
-  use what an earlier block of its file defined). Each starts with ``url`` (the test broker's service
-  URL), ``client`` (a ``connector.Client`` on it) and ``admin`` (a ``connector.Admin``); a block that
-  mentions ``spark`` also gets ``spark``, the test session's SparkSession.
+  use what an earlier block of its file defined, as a reader pasting them in order into one interpreter).
+  The files of :data:`COPY_PASTE` get nothing else: their blocks create the client, the admin and the
+  SparkSession they use (``SparkSession.builder.getOrCreate()`` finds the test session, which is started
+  before a block that mentions ``spark``). The other files' namespaces still start with ``url`` (the test
+  broker's service URL), ``client`` (a ``connector.Client`` on it), ``admin`` (a ``connector.Admin``) and,
+  for a block that mentions ``spark``, ``spark``: a list to move into :data:`COPY_PASTE` file by file.
 - ```` ```bash ````/```` ```sh ````/```` ```shell ```` blocks: each command (lines joined at a trailing
   backslash, ``#`` comments dropped) must be a ``pulsarlike`` command. ``pulsarlike job ...`` runs
   in-process on the test session's SparkSession (``jobs.cli.main``, as ``pulsarlike`` would call it);
@@ -26,9 +29,11 @@ What the examples find
   a block are rewritten to it, and ``$PULSARLIKE_SERVICE_URL`` names it.
 - A working folder per file, the current folder of its blocks, holding ``data/2024-05-01.json`` and
   ``data/2024-05-02.json`` (orders as JSON lines: ``order_id``, ``customer``, ``amount``, ``created_at``)
-  and ``raw/readings.csv`` (``;``-separated ``sensor;unit;site;value``). Absolute paths under ``/data/``
-  and ``/tmp/`` in a block are moved into it (Spark resolves a relative path against the folder its JVM
-  started in, so Spark examples use absolute paths).
+  and ``raw/readings.csv`` (``;``-separated ``sensor;unit;site;value``). Absolute paths under ``/tmp/`` in a
+  block are moved into it (so test runs do not share them), and under ``/data/`` too outside
+  :data:`COPY_PASTE`, whose examples write only under a temporary folder (``tempfile.mkdtemp()``) or a
+  relative one (Spark resolves a relative path against the folder its JVM started in, so Spark examples
+  make them absolute).
 - The broker holds dead letters: ``orders-billing-DLQ`` with three messages (keys ``c-17``, ``c-42``,
   ``c-7``; properties ``REAL_TOPIC`` = ``persistent://public/default/orders``, ``ORIGIN_MESSAGE_ID``,
   ``reason``), unacknowledged on its subscription ``ops``.
@@ -69,6 +74,10 @@ SHELL_OPERATORS = {"|", "||", "&", "&&", ";", ">", ">>", "<", "2>", "2>&1"}
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _SERVICE_URL = re.compile(r"pulsar://(?:127\.0\.0\.1|localhost):6650")
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~-])/(data|tmp)(?=/)")
+_TEMP_PATH = re.compile(r"(?<![\w.:/~-])/(tmp)(?=/)")
+COPY_PASTE = ("README.md", "docs/admin.md", "docs/jobs.md", "docs/compaction.md", "docs/spark.md",
+              "docs/security.md")
+"""Files whose blocks run exactly as a reader pastes them: no name is given to them (issue 34)."""
 _NEEDS_SPARK = re.compile(r"\bspark\b|\bpyspark\b")
 
 
@@ -223,6 +232,8 @@ class FileRun:
     namespace: dict[str, Any] = field(default_factory=dict)
     done: dict[int, str | None] = field(default_factory=dict)
     """Line of each block run so far -> None, or why it failed."""
+    session: Any = None
+    """The test SparkSession, once a block needed it (``pulsarlike job`` runs on it)."""
 
     @classmethod
     def start(cls, path: str, base: Path) -> "FileRun":
@@ -233,11 +244,13 @@ class FileRun:
         broker = BrokerProcess(base / (folder.name + "-broker")).start()
         seed_dead_letters(broker.service_url)
         url = broker.service_url
+        if path in COPY_PASTE:
+            return cls(path, folder, broker, {"__name__": "__example__"})
         return cls(path, folder, broker, {"__name__": "__example__", "url": url, "client": Client(url),
                                           "admin": Admin(url)})
 
     def stop(self) -> None:
-        spark = self.namespace.get("spark")
+        spark = self.session
         if spark is not None:
             for query in spark.streams.active:  # a streaming example left running
                 query.stop()
@@ -248,12 +261,15 @@ class FileRun:
 
     def rewrite(self, code: str) -> str:
         code = _SERVICE_URL.sub(self.broker.service_url, code)
-        return _ABSOLUTE_PATH.sub(lambda m: f"{self.folder}/{m[1]}", code)
+        paths = _TEMP_PATH if self.path in COPY_PASTE else _ABSOLUTE_PATH
+        return paths.sub(lambda m: f"{self.folder}/{m[1]}", code)
 
     def run(self, block: Block, spark: Any) -> None:
         """Run ``block``; Failed with its output when it does not run."""
         if spark is not None:
-            self.namespace["spark"] = spark
+            self.session = spark
+            if self.path not in COPY_PASTE:
+                self.namespace["spark"] = spark
         previous = os.getcwd()
         os.chdir(self.folder)
         seconds = SPARK_BLOCK_TIMEOUT_S if block.needs_spark else BLOCK_TIMEOUT_S
@@ -312,7 +328,7 @@ class FileRun:
                     name = argv[1].replace("_", "-") if len(argv) > 1 else ""
                     job = importlib.import_module(cli.JOBS[name]).main if name in cli.JOBS else None
                     if job is not None and "spark" in inspect.signature(job).parameters:
-                        code = job(argv[2:], spark=self.namespace["spark"])
+                        code = job(argv[2:], spark=self.session)
                     else:  # stream-demo builds its own session; unknown jobs get the command's message
                         code = cli.main(argv)
                 except SystemExit as exc:  # argparse: bad usage
