@@ -110,9 +110,10 @@ class Connection:
             try:
                 grpc.channel_ready_future(channel).result(timeout=self.connection_timeout_s)
             except grpc.FutureTimeoutError:
-                raise errors.ConnectError(
+                raise errors.ConnectError(  # the call fails with it (reconnect.gives_up)
                     f"cannot connect to the broker at {self.target} within "
-                    f"{self.connection_timeout_s:g}s; is it running?", target=self.target) from None
+                    f"{self.connection_timeout_s:g}s; is it running?", target=self.target,
+                    connection_timeout_s=self.connection_timeout_s) from None
             self._ready = True
 
     def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = False) -> Any:

@@ -11,6 +11,10 @@ reconnection retries those too (:func:`retriable_on_reconnect`). Anything else (
 Backoff: 100 ms, doubling to 30 s (Pulsar's client defaults), reset once connected. Calls that wait for an
 answer (``subscribe``, ``create_producer``, lookups) retry within ``operation_timeout_seconds``; a lost
 stream retries until it is back or closed (its pending sends still fail at ``send_timeout_millis``).
+
+One ``ConnectError`` ends such a call at once (:func:`gives_up`): the client's service URL not reachable
+within ``connection_timeout_ms`` -- as pulsar-client, whose connection timeout fails the call with
+``ConnectError`` rather than retrying it to the operation timeout. A lost stream still retries it.
 """
 from __future__ import annotations
 
@@ -63,17 +67,29 @@ class Backoff:
         self._next = self.initial_s
 
 
+def gives_up(error: BaseException) -> bool:
+    """A ``ConnectError`` saying the service URL was not reachable within the connection timeout (it carries
+    ``connection_timeout_s``): the call that met it fails with it, not retried (module docstring)."""
+    return isinstance(error, errors.ConnectError) and getattr(error, "connection_timeout_s", None) is not None
+
+
 def retry_until(deadline: float, attempt: Callable[[], object], closed: threading.Event,
-                clock: Callable[[], float] = time.monotonic) -> object:
+                clock: Callable[[], float] = time.monotonic, to_the_end: bool = False) -> object:
     """``attempt()`` until it returns, retrying retriable failures with :class:`Backoff` while ``deadline``
-    (a ``clock()`` time) allows; the last failure is raised once it does not (or ``closed`` is set)."""
+    (a ``clock()`` time) allows; the last failure is raised once it does not (or ``closed`` is set), or at
+    once when it :func:`gives_up`. ``to_the_end``: the last attempt is made at the deadline (a wait for a
+    connection lasts its whole timeout, as a connect that hangs does), not when the next delay passes it."""
     backoff = Backoff()
     while True:
         try:
             return attempt()
         except errors.PulsarLikeError as exc:
             delay = backoff.next()
-            if not retriable(exc) or clock() + delay >= deadline or closed.is_set():
+            left = deadline - clock()
+            if to_the_end:
+                delay = min(delay, left)
+            if not retriable(exc) or gives_up(exc) or closed.is_set() or \
+                    (left <= 0 if to_the_end else delay >= left):
                 raise
             log.debug("event=retry cause=%r delay_s=%.1f", exc, delay)
             if closed.wait(delay):

@@ -133,12 +133,14 @@ class BinaryTransport:
             raise errors.AlreadyClosed("the client is closed")
         # As gRPC's channel readiness: a broker that is starting or restarting (connection refused) is waited
         # for, with the reconnection backoff, until connection_timeout_s.
+        # The whole connection timeout, as a connect that hangs takes; then the call fails (reconnect.gives_up).
         deadline = time.monotonic() + self.connection_timeout_s
         try:
-            retry_until(deadline, self.service_connection, self.closed)
+            retry_until(deadline, self.service_connection, self.closed, to_the_end=True)
         except errors.ConnectError as exc:
             raise errors.ConnectError(f"cannot connect to the broker at {self.target} within "
-                                      f"{self.connection_timeout_s:g}s: {exc.message}", target=self.target) from None
+                                      f"{self.connection_timeout_s:g}s: {exc.message}", target=self.target,
+                                      connection_timeout_s=self.connection_timeout_s) from None
 
     # ------------------------------------------------------------------ lookups
     def connection_for(self, topic: str, timeout_s: float | None = None) -> PulsarConnection:
