@@ -32,13 +32,9 @@ def unsupported_class(name: str, why: str, module: str = "pulsarlike") -> type:
 _AUTH = "Athenz role tokens need an Athenz ZTS server and the broker's Athenz provider, which pulsarlike " \
         "does not have; its broker authenticates tokens (OpenID Connect ones too), TLS certificates and basic " \
         "credentials: use AuthenticationToken, AuthenticationOauth2, AuthenticationTLS or AuthenticationBasic"
-_CRYPTO = "end-to-end encryption is not implemented"
 _FUNCTIONS = "Pulsar Functions are not part of pulsarlike"
 
 AuthenticationAthenz = unsupported_class("AuthenticationAthenz", _AUTH)
-CryptoKeyReader = unsupported_class("CryptoKeyReader", _CRYPTO)
-EncryptionKey = unsupported_class("EncryptionKey", _CRYPTO)
-EncryptionContext = unsupported_class("EncryptionContext", _CRYPTO)
 Function = unsupported_class("Function", _FUNCTIONS, "pulsarlike.functions")
 Context = unsupported_class("Context", _FUNCTIONS, "pulsarlike.functions")
 SerDe = unsupported_class("SerDe", _FUNCTIONS, "pulsarlike.functions")

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 from broker_core.protocol import codec, pulsar_api_pb2
 from broker_core.protocol.compression import compress_payload
 
+from connector.client.crypto_keys import CryptoError
 from connector.client.key_bytes import b64_key_header, is_b64
 
 FRAME_OVERHEAD = 8
@@ -50,7 +51,7 @@ class PendingEntry:
     again after a reconnection."""
 
     __slots__ = ("sequence_id", "highest_sequence_id", "num_messages", "batched", "data", "callbacks",
-                 "sent_at", "counted")
+                 "sent_at", "counted", "error")
 
     def __init__(self, sequence_id: int, highest_sequence_id: int, num_messages: int, batched: bool,
                  data: bytes, callbacks: list[Any], sent_at: float = 0.0) -> None:
@@ -66,6 +67,8 @@ class PendingEntry:
         self.counted = num_messages
         """Messages it counts against ``max_pending_messages`` (a chunked message counts once, on its last
         chunk)."""
+        self.error: Exception | None = None
+        """Why it could not be built (encryption failed): its callbacks fail with it, nothing is sent."""
 
 
 class BatchContainer:
@@ -73,6 +76,9 @@ class BatchContainer:
 
     schema_version = b""
     """The registry's version of the producer's schema, stamped on every entry (none without a schema)."""
+    encrypt: Callable[[Any, bytes], bytes] | None = None
+    """``encrypt(metadata, payload)``: sets the entry's encryption fields, returns the encrypted payload
+    (:meth:`~connector.client.message_crypto.ProducerCrypto.encrypt`); applied after compression."""
 
     def __init__(self, max_messages: int, max_bytes: int,
                  compression: int = pulsar_api_pb2.NONE) -> None:
@@ -192,8 +198,15 @@ class BatchContainer:
             meta.compression = self.compression  # type: ignore[assignment]
             meta.uncompressed_size = len(payload)
             payload = compress_payload(self.compression, payload)
+        error = None
+        if self.encrypt is not None:
+            try:
+                payload = self.encrypt(meta, payload)
+            except CryptoError as exc:
+                error, payload = exc, b""
         entry = PendingEntry(self.first_sequence_id, self.last_sequence_id, n, n > 1,
                              codec.encode_entry(meta, payload), self.callbacks)
+        entry.error = error
         self.generation += 1
         self._reset()
         return entry

@@ -21,10 +21,14 @@ metadata 60 bytes, a 2,000-byte payload -> chunks of 940, 940 and 120 bytes (``n
 
 Chunking needs batching off (a chunk is never part of a batch) and a persistent topic; the client
 checks both when the producer is created.
+
+With encryption, Pulsar's order: the message is compressed whole, split, and each chunk encrypted on its own
+(its own IV and ``encryption_keys``); ``total_chunk_msg_size`` and the chunk sizes are the unencrypted ones,
+and each chunk leaves room for what encryption adds (the GCM tag, the IV, the wrapped keys).
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 from broker_core import errors
 from broker_core.protocol import codec, pulsar_api_pb2
@@ -63,7 +67,7 @@ def message_metadata(producer_name: str, sequence_id: int, publish_time_ms: int,
 
 
 def chunk_payload_size(meta: pulsar_api_pb2.MessageMetadata, total_size: int,
-                       max_message_size: int) -> int:
+                       max_message_size: int, overhead: int = 0) -> int:
     """Payload bytes per chunk: ``max_message_size`` minus the largest chunk metadata.
 
     ``meta`` is the message's metadata without chunk fields (left unchanged). Raises
@@ -74,7 +78,7 @@ def chunk_payload_size(meta: pulsar_api_pb2.MessageMetadata, total_size: int,
     # Chunk id and count are below total_size: their varints are at most as long as its.
     probe.uuid = chunk_uuid(meta.producer_name, meta.sequence_id)
     probe.chunk_id = probe.num_chunks_from_msg = probe.total_chunk_msg_size = total_size
-    size = max_message_size - probe.ByteSize()
+    size = max_message_size - probe.ByteSize() - overhead
     if size <= 0:
         raise errors.MessageTooBig(
             f"the message metadata ({probe.ByteSize()} bytes) leaves no room for a chunk within "
@@ -83,14 +87,15 @@ def chunk_payload_size(meta: pulsar_api_pb2.MessageMetadata, total_size: int,
     return size
 
 
-def build_entries(meta: pulsar_api_pb2.MessageMetadata, payload: bytes,
-                  max_message_size: int) -> list[bytes]:
+def build_entries(meta: pulsar_api_pb2.MessageMetadata, payload: bytes, max_message_size: int,
+                  encrypt: Callable[[Any, bytes], bytes] | None = None, overhead: int = 0) -> list[bytes]:
     """The entries of one message: itself when ``payload`` (already compressed) fits within
-    ``max_message_size``, else its chunks in order. ``meta`` is filled in place for the chunks."""
+    ``max_message_size``, else its chunks in order. ``meta`` is filled in place for the chunks. ``encrypt``
+    (``ProducerCrypto.encrypt``) encrypts each entry, which grows by at most ``overhead`` bytes."""
     total = len(payload)
-    if total <= max_message_size:
-        return [codec.encode_entry(meta, payload)]
-    step = chunk_payload_size(meta, total, max_message_size)
+    if total + overhead <= max_message_size:
+        return [codec.encode_entry(meta, encrypt(meta, payload) if encrypt is not None else payload)]
+    step = chunk_payload_size(meta, total, max_message_size, overhead)
     num_chunks = -(-total // step)
     meta.uuid = chunk_uuid(meta.producer_name, meta.sequence_id)
     meta.num_chunks_from_msg = num_chunks
@@ -98,5 +103,6 @@ def build_entries(meta: pulsar_api_pb2.MessageMetadata, payload: bytes,
     entries = []
     for chunk_id in range(num_chunks):
         meta.chunk_id = chunk_id
-        entries.append(codec.encode_entry(meta, payload[chunk_id * step:(chunk_id + 1) * step]))
+        chunk = payload[chunk_id * step:(chunk_id + 1) * step]
+        entries.append(codec.encode_entry(meta, encrypt(meta, chunk) if encrypt is not None else chunk))
     return entries

@@ -28,6 +28,8 @@ from connector.client.enums import (
 from connector.client.events import ConsumerSpec, KeySharedSpec
 from connector.client.loggers import LogRoute
 from connector.client.lookup import DEFAULT_MAX_PARTITIONS, Lookup
+from connector.client.message_crypto import (
+    ConsumerCrypto, ConsumerCryptoFailureAction, ProducerCrypto, check_key_reader, failure_action)
 from connector.client.message_id import MessageId
 from connector.client.opening import Deadline
 from connector.client.partition_consumer import ConsumerSettings, PartitionOpener
@@ -174,10 +176,15 @@ class Client:
                         encryption_key: Any = None, crypto_key_reader: Any = None,
                         access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
                         message_router: Callable[[Any, int], int] | None = None,
-                        hashing_scheme: HashingScheme = HashingScheme.JavaStringHash) -> Producer:
+                        hashing_scheme: HashingScheme = HashingScheme.JavaStringHash,
+                        encryption_keys: list[str] | None = None) -> Producer:
         """A producer; batching is off by default, as in pulsar-client (turn it on for throughput). While the
         broker cannot be reached (a restart), sends wait to be sent again and fail only at
-        ``send_timeout_millis``."""
+        ``send_timeout_millis``.
+
+        ``encryption_key`` (a public key's name) with ``crypto_key_reader`` encrypts every entry end to end,
+        as pulsar-client (:mod:`connector.client.message_crypto`); ``encryption_keys`` (pulsarlike's, as the
+        Java client's repeated ``addEncryptionKey``) names several, the data key wrapped with each."""
         self._check_open()
         _check_producer_arguments(locals())
         deadline = Deadline(self._connection.operation_timeout_s)
@@ -195,9 +202,7 @@ class Client:
         if chunking_enabled and TopicName.parse(name).domain != "persistent":
             raise errors.InvalidConfiguration(f"chunking_enabled=True needs a persistent topic; {name} "
                                               "is non-persistent")
-        if encryption_key is not None or crypto_key_reader is not None:
-            raise errors.NotSupported("create_producer: encryption_key, crypto_key_reader: end-to-end encryption "
-                                      "is not supported by pulsarlike")
+        crypto = _producer_crypto(name, encryption_key, encryption_keys, crypto_key_reader)
         if initial_sequence_id is not None:
             check_sequence_id("initial_sequence_id", initial_sequence_id)
         for option, value in (("send_timeout_millis", send_timeout_millis),
@@ -218,7 +223,7 @@ class Client:
             batching_max_publish_delay_ms=batching_max_publish_delay_ms,
             key_based_batching=batching == BatchingType.KeyBased, properties=dict(properties or {}),
             access_mode=access,
-            chunking_enabled=bool(chunking_enabled))
+            chunking_enabled=bool(chunking_enabled), crypto=crypto)
         num = self._lookup.partitions(name, deadline)
         router = Router(max(num, 1), routing, scheme, message_router,  # type: ignore[arg-type]
                         start=initial_partition(num))
@@ -268,7 +273,7 @@ class Client:
                   batch_index_ack_enabled: bool = False,
                   regex_subscription_mode: RegexSubscriptionMode | None = None,
                   dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
-                  crypto_failure_action: Any = None, is_pattern_topic: bool = False,
+                  crypto_failure_action: Any = ConsumerCryptoFailureAction.FAIL, is_pattern_topic: bool = False,
                   subscription_mode: SubscriptionMode = SubscriptionMode.Durable,
                   priority_level: int | None = None, retry_enable: bool = False,
                   expire_time_of_incomplete_chunked_message_ms: int = 60000,
@@ -291,9 +296,8 @@ class Client:
         _check_consumer_arguments(locals())
         deadline = Deadline(self._connection.operation_timeout_s)
         _refuse_unsupported(
-            "subscribe", crypto_key_reader=crypto_key_reader,
-            replicate_subscription_state_enabled=replicate_subscription_state_enabled,
-            crypto_failure_action=_acts_on_encryption(crypto_failure_action))
+            "subscribe", replicate_subscription_state_enabled=replicate_subscription_state_enabled)
+        crypto = _consumer_crypto(f"subscribe({subscription_name})", crypto_key_reader, crypto_failure_action)
         binding = bind(schema, self._connection)
         if batch_receive_policy is not None and not isinstance(batch_receive_policy, ConsumerBatchReceivePolicy):
             raise ValueError(f"batch_receive_policy={batch_receive_policy!r} is not valid; use "
@@ -353,7 +357,7 @@ class Client:
         settings = ConsumerSettings(
             receiver_queue_size, not batch_index_ack_enabled, max_pending_chunked_message,
             bool(auto_ack_oldest_chunked_message_on_queue_full), expire_time_of_incomplete_chunked_message_ms,
-            values=binding)
+            values=binding, crypto=crypto, crypto_redelivery_ms=ack_timeout)
         # A non-durable subscription resumes after a reconnection where the application is.
         positions = ReadPositions() if mode == SubscriptionMode.NonDurable else None
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template, settings, positions)
@@ -370,7 +374,7 @@ class Client:
                       receiver_queue_size: int = 1000, reader_name: str | None = None,
                       subscription_role_prefix: str | None = None, is_read_compacted: bool = False,
                       crypto_key_reader: Any = None, start_message_id_inclusive: bool = False,
-                      crypto_failure_action: Any = None) -> Reader:
+                      crypto_failure_action: Any = ConsumerCryptoFailureAction.FAIL) -> Reader:
         """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``/``latest`` or an id). After a
         broker restart the reader resumes after the last message it returned."""
         self._check_open()
@@ -384,8 +388,7 @@ class Client:
         check_type(bool, is_read_compacted, "is_read_compacted")
         check_type(bool, start_message_id_inclusive, "start_message_id_inclusive")
         deadline = Deadline(self._connection.operation_timeout_s)
-        _refuse_unsupported("create_reader", crypto_key_reader=crypto_key_reader,
-                            crypto_failure_action=_acts_on_encryption(crypto_failure_action))
+        crypto = _consumer_crypto("create_reader", crypto_key_reader, crypto_failure_action)
         binding = bind(schema, self._connection)
         name = _qualified(topic)
         targets = self._lookup.expand([name], deadline)
@@ -406,7 +409,8 @@ class Client:
             start_inclusive=start_message_id_inclusive, read_compacted=bool(is_read_compacted))
         positions = ReadPositions()
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template,
-                                 ConsumerSettings(receiver_queue_size, values=binding), positions, call="create_reader")
+                                 ConsumerSettings(receiver_queue_size, values=binding, crypto=crypto),
+                                 positions, call="create_reader")
         consumer = Consumer(name, subscription, ConsumerType.Exclusive, opener, [name], self._lookup, self._timer,
                             RedeliveryOptions(), self._forget, positions=positions, deadline=deadline)
         _check_consumer_schema(consumer, binding, [name])
@@ -695,15 +699,6 @@ def _refuse_unsupported(where: str, **options: Any) -> None:
     if used:
         raise errors.NotSupported(f"{where}: {', '.join(used)}: not supported by pulsarlike yet; leave "
                                           f"{'it' if len(used) == 1 else 'them'} unset")
-
-
-def _acts_on_encryption(action: Any) -> bool:
-    """Whether ``crypto_failure_action`` asks for anything but ``FAIL`` (0, pulsar-client's default): the other
-    actions are about encrypted messages, which pulsarlike does not decrypt."""
-    try:
-        return action is not None and int(action) != 0
-    except (TypeError, ValueError):
-        return True
 
 
 def _qualified(topic: str) -> str:

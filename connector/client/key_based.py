@@ -73,6 +73,14 @@ class KeyBasedBatchContainer:
         self._builder.schema_version = version
 
     @property
+    def encrypt(self) -> Any:
+        return self._builder.encrypt
+
+    @encrypt.setter
+    def encrypt(self, encrypt: Any) -> None:
+        self._builder.encrypt = encrypt
+
+    @property
     def keys(self) -> list[Any]:
         """The open batches' keys, in the order they opened (ordering keys are bytes, keys str)."""
         return list(self._batches)

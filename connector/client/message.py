@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from broker_core.errors import MessageDecodeError
 from broker_core.protocol import codec, pulsar_api_pb2
 
+from connector.client.crypto_keys import EncryptionContext
 from connector.client.message_id import MessageId
 from connector.client.permits import Discarded, Taker
 from connector.client.transport import DENSE
@@ -55,6 +56,13 @@ class EntryInfo:
         """Its messages still buffered must not reach the application (the entry is being redelivered)."""
         if not isinstance(self.taker, Discarded):
             self.taker = Discarded(self.taker, returns_permit)
+
+
+class UndecryptedEntry(EntryInfo):
+    """An encrypted entry delivered as sent (``crypto_failure_action=CONSUME``): its one message's
+    ``encryption_context().is_decryption_failed()`` is True."""
+
+    __slots__ = ()
 
 
 class Message:
@@ -115,6 +123,13 @@ class Message:
             return single.ordering_key
         meta = self._entry.metadata
         return meta.ordering_key if meta.HasField("ordering_key") else None
+
+    def encryption_context(self) -> EncryptionContext | None:
+        """How the message was encrypted (pulsar-client's), None when it was not."""
+        metadata = self._entry.metadata
+        if not metadata.encryption_keys:
+            return None
+        return EncryptionContext.of(metadata, isinstance(self._entry, UndecryptedEntry))
 
     def has_null_value(self) -> bool:
         """True for a tombstone (a message whose value is null, as compaction uses them)."""

@@ -28,7 +28,8 @@ from connector.client.chunk_assembly import ChunkAssembly
 from connector.client.consume_stream import PartitionStream
 from connector.client.enums import InitialPosition
 from connector.client.events import EARLIEST, ConsumerSpec, Entry
-from connector.client.message import EntryInfo, Message, decode_error
+from connector.client.message import EntryInfo, Message, UndecryptedEntry, decode_error
+from connector.client.message_crypto import ConsumerCryptoFailureAction
 from connector.client.message_id import MessageId
 from connector.client.opening import Deadline, open_all
 from connector.client.permits import PermitWindow, Undecodable, Unreadable
@@ -58,6 +59,12 @@ class ConsumerSettings:
     expire_time_of_incomplete_chunked_message_ms: int = 60000
     values: Any = None
     """The consumer's schema binding (:mod:`connector.client.schema.binding`): ``msg.value()`` decodes with it."""
+    crypto: Any = None
+    """:class:`~connector.client.message_crypto.ConsumerCrypto` decrypting encrypted entries (None: no key reader,
+    ``FAIL``)."""
+    crypto_redelivery_ms: int = 0
+    """An entry that could not be decrypted (``FAIL``) is redelivered after this long (the ack timeout; 0: not
+    until the consumer reconnects or redelivers its unacknowledged messages), as pulsar-client."""
 
 
 class PartitionConsumer:
@@ -87,6 +94,7 @@ class PartitionConsumer:
             settings.auto_ack_oldest_chunked_message_on_queue_full,
             settings.expire_time_of_incomplete_chunked_message_ms,
             ack_all=self._ack_offsets, redeliver_later=functools.partial(redeliver_later, self))
+        self._timer = timer
         self.stream = PartitionStream(connection, timer, spec, settings.receiver_queue_size, self, resume)
         self.stream.open()
 
@@ -131,6 +139,12 @@ class PartitionConsumer:
     def _decode(self, entry: Entry, window: PermitWindow, out: list[Message]) -> int:
         """Append the entry's messages to ``out``; returns how many it settled without the application."""
         metadata, payload, _ = entry_codec.open_entry(entry.data)
+        if metadata.encryption_keys:  # decrypted first: then decompressed, split or reassembled as any entry
+            crypto = self._settings.crypto
+            plain = crypto.decrypt(metadata, payload) if crypto is not None else None
+            if plain is None:
+                return self._undecrypted(entry, metadata, payload, window, out)
+            payload = memoryview(plain)
         first = len(out)
         settled = 0
         if not metadata.HasField("num_messages_in_batch"):  # one message, or one chunk of a message
@@ -167,6 +181,37 @@ class PartitionConsumer:
                 if self._settings.hold_batch_acks:
                     self.stream.held_batch_acks.acknowledged_before(entry.entry_id, num, kept)
         return settled + self._to_dead_letters(entry, out, first)
+
+    def _undecrypted(self, entry: Entry, metadata: pulsar_api_pb2.MessageMetadata, payload: memoryview,
+                     window: PermitWindow, out: list[Message]) -> int:
+        """An entry that could not be decrypted, as ``crypto_failure_action`` says (see
+        :mod:`connector.client.message_crypto`); returns how many messages it settled without the application."""
+        num = entry_codec.message_count(metadata)
+        offsets = range(entry.entry_id, entry.entry_id + num)
+        if offsets[-1] > self.max_received_offset:
+            self.max_received_offset = offsets[-1]
+        crypto = self._settings.crypto
+        action = crypto.action if crypto is not None else ConsumerCryptoFailureAction.FAIL
+        if action == ConsumerCryptoFailureAction.CONSUME:  # as sent, a batch as one message standing for all
+            if num > 1:
+                self._chunks.remember(entry.entry_id, tuple(offsets))
+            out.append(Message(bytes(payload), None, UndecryptedEntry(
+                metadata, self.topic, entry.ledger_id, entry.entry_id, self.partition, entry.redelivery_count, 1,
+                False, self, window), -1))
+            return num - 1
+        if action == ConsumerCryptoFailureAction.DISCARD:
+            self._ack_offsets(offsets)
+        elif self._settings.crypto_redelivery_ms:
+            self._timer.call_later(self._settings.crypto_redelivery_ms / 1000.0, self._redeliver_undecrypted,
+                                   offsets)
+        return num
+
+    def _redeliver_undecrypted(self, offsets: range) -> None:
+        if not self._chunks.closed:
+            try:
+                self.stream.redeliver([(offsets.start, offsets.stop)])
+            except errors.PulsarLikeError as exc:  # closed or failed meanwhile: nothing to redeliver to
+                log.debug("event=undecrypted_redelivery_skipped topic=%s error=%s", self.topic, exc.message)
 
     def _to_dead_letters(self, entry: Entry, out: list[Message], first: int) -> int:
         """Hand the entry's messages (``out[first:]``) to the dead letters when it was delivered

@@ -23,6 +23,7 @@ from broker_core.types import TopicName
 from connector.client import chunking_producer
 from connector.client.batching import PLAIN_HEADERS, PLAIN_LIMIT, BatchContainer, PendingEntry
 from connector.client.callbacks import ChunkedSend, SyncWaiter, complete_callbacks
+from connector.client.crypto_keys import CryptoError
 from connector.client.key_based import KeyBasedBatchContainer
 from connector.client.opening import Deadline, open_all
 from connector.client.produce_channel import ProducerChannel
@@ -74,6 +75,8 @@ class PartitionProducer:
         self._container: BatchContainer | KeyBasedBatchContainer = (
             KeyBasedBatchContainer if self._key_based else BatchContainer)(
             max_messages, conf.batching_max_bytes, conf.compression)
+        if conf.crypto is not None:
+            self._container.encrypt = conf.crypto.encrypt
         self._max_pending = conf.max_pending_messages
         self._fast_admit = 0
         """add_payload's fast path takes a message while fewer than this are pending: the queue limit
@@ -206,7 +209,7 @@ class PartitionProducer:
         ``max_pending_messages``; its callback completes with the last chunk's receipt."""
         compression = self.conf.compression
         payload = compress_payload(compression, content)  # outside the lock: it may take a while
-        full = None
+        full: errors.PulsarLikeError | None = None
         with self._lock:
             if self._closed or self._channel.error is not None:
                 self._check_usable()
@@ -223,7 +226,15 @@ class PartitionProducer:
                     len(content), properties, partition_key, ordering_key, event_timestamp, deliver_at)
                 if self._container.schema_version:
                     meta.schema_version = self._container.schema_version
-                datas = chunking_producer.build_entries(meta, payload, self.max_message_size)
+                crypto = self.conf.crypto
+                try:
+                    datas = chunking_producer.build_entries(
+                        meta, payload, self.max_message_size, crypto.encrypt if crypto is not None else None,
+                        crypto.overhead() if crypto is not None else 0)
+                except CryptoError as exc:
+                    full = exc
+                    datas = []
+            if full is None:
                 chunked = ChunkedSend(callback)
                 self._pending_messages += 1
                 last = len(datas) - 1
@@ -288,6 +299,11 @@ class PartitionProducer:
             self.on_batch_sent(self.partition)
 
     def _send_locked(self, entry: PendingEntry) -> None:
+        if entry.error is not None:  # it could not be encrypted: nothing goes out
+            self._pending_messages -= entry.counted
+            self._changed.notify_all()
+            self._timer.call_later(0, complete_callbacks, entry.callbacks, entry.error)  # never under the lock
+            return
         if len(entry.data) > self.max_message_size + FRAME_PADDING:
             self._refuse_locked(entry)
             return

@@ -42,3 +42,5 @@ class ProducerConf:
     """:class:`~connector.client.enums.ProducerAccessMode`."""
     chunking_enabled: bool = False
     """Split messages above the broker's maxMessageSize (needs batching off)."""
+    crypto: Any = None
+    """:class:`~connector.client.message_crypto.ProducerCrypto` encrypting every entry (None: not encrypted)."""

@@ -53,6 +53,7 @@ from broker_core import errors
 from connector.client import entries
 from connector.client.admin import Admin
 from connector.client.connection import Connection
+from connector.client.crypto_keys import CryptoError
 from connector.client.transport import Transport
 from connector.client.entry_stream import PartitionStream, PermitWindow, open_entry_stream
 from connector.client.timer import TimerThread
@@ -375,6 +376,8 @@ class RangeReader:
             self._passed_over(position, min(first, end))
         try:
             metadata, payload, _ = entries.open_entry(entry.data)
+            if metadata.encryption_keys:
+                raise self._encrypted(metadata, first)
             if entries.is_chunk(metadata):
                 self._add_chunk(metadata, payload, entry, position, end, builder, chunks)
                 return max(position, first + 1)
@@ -414,6 +417,14 @@ class RangeReader:
             raise errors.InvalidMessage(f"{where}: {exc.message}") from None
         # __offset is the first chunk's, __messageId the last chunk's (what pulsar-client gives the message)
         builder.add(decoded, 0, 1, offset=done.offsets[0])
+
+    def _encrypted(self, metadata: Any, first: int) -> CryptoError:
+        """The source does not decrypt: an end-to-end encrypted entry fails the read, naming the topic."""
+        names = ", ".join(sorted({k.key for k in metadata.encryption_keys}))
+        return CryptoError(f"{self.tp} holds end-to-end encrypted messages (offset {first}, encryption keys: "
+                           f"{names}): the pulsarlike Spark source does not decrypt them; read this topic with the "
+                           "client and a crypto_key_reader, or produce to it unencrypted", topic=str(self.tp),
+                           offset=first)
 
     def _undecodable(self, first: int, count: int, exc: errors.InvalidMessage) -> errors.MessageDecodeError:
         tp = self.tp

@@ -73,8 +73,7 @@ def test_client_close_closes_producers_and_consumers(broker, topic):
         client.create_producer(topic)
 
 
-@pytest.mark.parametrize("option", [{"crypto_key_reader": object()},
-                                    {"replicate_subscription_state_enabled": True}])
+@pytest.mark.parametrize("option", [{"replicate_subscription_state_enabled": True}])
 def test_consumer_options_not_built_yet_are_refused_not_ignored(client, option):
     from connector import InvalidConfiguration
 

@@ -32,7 +32,6 @@ TYPICAL_APP_NAMES = [
 ]
 
 KNOWN_MISSING_METHODS = {
-    ("Message", "encryption_context"): "end-to-end encryption",
     ("MessageId", "wrap"): "wraps the C++ binding's MessageId; pulsarlike's MessageId is already the object",
 }
 """Methods of pulsar-client's classes pulsarlike's lack (reported in the figures; kept exact below)."""
@@ -47,11 +46,7 @@ pulsarlike's client: accepted, with no behaviour attached to them."""
 
 REFUSED_KWARGS = {
     "__init__": {"log_conf_file_path": "/tmp/log4cxx.conf"},
-    "create_producer": {"encryption_key": "key", "crypto_key_reader": object()},
-    "subscribe": {"crypto_key_reader": object(), "replicate_subscription_state_enabled": True,
-                  "crypto_failure_action": pulsarlike.ConsumerCryptoFailureAction.CONSUME},
-    "create_reader": {"crypto_key_reader": object(),
-                      "crypto_failure_action": pulsarlike.ConsumerCryptoFailureAction.DISCARD},
+    "subscribe": {"replicate_subscription_state_enabled": True},
 }
 """Keyword arguments pulsarlike refuses (with a value that asks for the feature) instead of ignoring."""
 
