@@ -21,6 +21,7 @@ from typing import Callable, Protocol
 
 from broker_core import errors
 
+from connector.client import interrupts
 from connector.client.message import Message
 
 _new_lock = threading.Lock
@@ -57,7 +58,7 @@ class ReceiveQueue:
 
     def pop_waiting(self, deadline: float | None, timeout_millis: int | None) -> Message:
         """The next message, waiting until ``deadline`` (a ``time.monotonic()`` time; None: forever);
-        ``Timeout`` after it, or what ``check_usable`` raises."""
+        ``Timeout`` after it, or what ``check_usable`` raises; ``Interrupted`` for Ctrl-C."""
         items = self.items
         while True:
             try:
@@ -78,7 +79,12 @@ class ReceiveQueue:
             if items:  # appended before the bell was registered: its ringer may not have seen it
                 self._forget(bell)
                 continue
-            if not bell.acquire(timeout=remaining):
+            try:
+                rung = interrupts.wait(bell, remaining)  # Ctrl-C: Interrupted (connector.client.interrupts)
+            except BaseException:
+                self._forget(bell)
+                raise
+            if not rung:
                 self._forget(bell)
 
     def ring_later(self, bell: Bell) -> None:
