@@ -51,7 +51,7 @@ from connector.cli.args import SuggestingParser
 from broker_core.errors import PulsarLikeError
 
 from connector.cli import (admin_core_verbs, admin_namespaces, admin_permissions, admin_rates, admin_rest_groups,
-                           admin_topics, admin_verify, output, security_flags)
+                           admin_topic_policy_group, admin_topics, admin_verify, output, security_flags)
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
 
@@ -128,8 +128,8 @@ def _policies_json(admin: Any, namespace: str) -> str:
 
 def _namespaces(verb: Callable[..., argparse.ArgumentParser]) -> None:
     verb("list", lambda a, o: output.lines(a.list_namespaces(o.tenant)), "List a tenant's namespaces", "tenant")
-    verb("topics", lambda a, o: output.lines(a.list_topics(o.namespace)), "List a namespace's topics",
-         "namespace")
+    verb("topics", lambda a, o: output.lines(a.list_namespace_topics(o.namespace)),
+         "List a namespace's persistent topics (partitions and non-partitioned topics)", "namespace")
     verb("create", lambda a, o: a.create_namespace(o.namespace), "Create a namespace", "namespace")
     verb("delete", lambda a, o: a.delete_namespace(o.namespace, force=o.force), "Delete a namespace (refused "
          "while it has topics, unless --force)", "namespace").add_argument(
@@ -166,7 +166,16 @@ def _policy_verbs(verb: Callable[..., argparse.ArgumentParser], level: str, arg:
         return lambda a, o: getattr(a, method.format(level=level))(getattr(o, arg), *(f(o) for f in args))
 
     def shown(method: str, convert: Callable[[Any], Any] = lambda v: v) -> Run:
-        return lambda a, o: output.pulsar_json(convert(getattr(a, method.format(level=level))(getattr(o, arg))))
+        def show(a: Any, o: argparse.Namespace) -> str:
+            if getattr(o, "applied", False):
+                return output.pulsar_json(convert(_applied(a, method, getattr(o, arg))))
+            return output.pulsar_json(convert(getattr(a, method.format(level=level))(getattr(o, arg))))
+        return show
+
+    def applied_flag(p: argparse.ArgumentParser) -> None:
+        if level == "topic":
+            p.add_argument("-ap", "--applied", action="store_true",
+                           help="the value in force: the topic's own, else its namespace's")
 
     p = verb("set-retention", call("set_{level}_retention", lambda o: seconds_to_minutes(o.time),
                                    lambda o: size_to_mb(o.size)), f"Set the {level}'s retention", arg)
@@ -174,8 +183,8 @@ def _policy_verbs(verb: Callable[..., argparse.ArgumentParser], level: str, arg:
                    help="retention time (100m, 3h, 2d, 5w; a bare number is seconds); 0: none, -1: infinite")
     p.add_argument("-s", "--size", type=_typed(parse_size), required=True,
                    help="retention size (10M, 16G, 3T); 0 (or below 1M): none, -1: infinite")
-    verb("get-retention", shown("get_{level}_retention", _retention), f"The {level}'s retention (null: not set)",
-         arg)
+    applied_flag(verb("get-retention", shown("get_{level}_retention", _retention),
+                      f"The {level}'s retention (null: not set)", arg))
     verb("remove-retention", call("remove_{level}_retention"), f"Remove the {level}'s retention", arg)
 
     p = verb("set-message-ttl", call("set_{level}_message_ttl", lambda o: o.ttl), f"Set the {level}'s message "
@@ -183,7 +192,8 @@ def _policy_verbs(verb: Callable[..., argparse.ArgumentParser], level: str, arg:
     flags = ("-ttl", "--messageTTL") if level == "namespace" else ("-t", "--ttl")
     p.add_argument(*flags, dest="ttl", type=_typed(parse_relative_seconds), required=True,
                    help="message TTL (seconds, or 30m, 1h, 2d); 0: none")
-    verb("get-message-ttl", shown("get_{level}_message_ttl"), f"The {level}'s message TTL in seconds", arg)
+    applied_flag(verb("get-message-ttl", shown("get_{level}_message_ttl"), f"The {level}'s message TTL in seconds",
+                      arg))
     verb("remove-message-ttl", call("remove_{level}_message_ttl"), f"Remove the {level}'s message TTL", arg)
 
     p = verb("set-deduplication", call("set_{level}_deduplication", lambda o: o.enable),
@@ -198,20 +208,51 @@ def _policy_verbs(verb: Callable[..., argparse.ArgumentParser], level: str, arg:
     for what, short in (("producers", "-p"), ("consumers", "-c")):
         suffix = f"max-{what}-per-topic" if level == "namespace" else f"max-{what}"
         method = f"{{level}}_max_{what}_per_topic" if level == "namespace" else f"{{level}}_max_{what}"
-        p = verb(f"set-{suffix}", call("set_" + method, lambda o: o.limit),
-                 f"At most this many {what} on each topic partition (0: no limit)", arg)
-        p.add_argument(short, f"--{suffix}", dest="limit", type=int, required=True, help=f"max {what} (>= 0)")
-        verb(f"get-{suffix}", shown("get_" + method), f"The {level}'s max {what} (null: not set)", arg)
-        verb(f"remove-{suffix}", call("remove_" + method), f"Remove the {level}'s max {what}", arg)
+        # pulsar-admin topics' older spelling of the producers' verbs: set-|get-|remove-maxProducers
+        for name in [suffix] + (["maxProducers"] if level == "topic" and what == "producers" else []):
+            p = verb(f"set-{name}", call("set_" + method, lambda o: o.limit),
+                     f"At most this many {what} on each topic partition (0: no limit)", arg)
+            p.add_argument(short, f"--{suffix}", dest="limit", type=int, required=True, help=f"max {what} (>= 0)")
+            applied_flag(verb(f"get-{name}", shown("get_" + method), f"The {level}'s max {what} (null: not set)",
+                              arg))
+            verb(f"remove-{name}", call("remove_" + method), f"Remove the {level}'s max {what}", arg)
 
     p = verb("set-compaction-threshold", call("set_{level}_compaction_threshold", lambda o: o.threshold),
              f"Compact the {level}'s topics once their backlog not yet compacted exceeds this size (0: never)", arg)
     p.add_argument("-t", "--threshold", type=_typed(parse_size), required=True,
                    help="bytes (10M, 16G, 3T; a bare number is bytes); 0: never")
-    verb("get-compaction-threshold", shown("get_{level}_compaction_threshold"),
-         f"The {level}'s compaction threshold in bytes (null: not set)", arg)
+    applied_flag(verb("get-compaction-threshold", shown("get_{level}_compaction_threshold"),
+                      f"The {level}'s compaction threshold in bytes (null: not set)", arg))
     verb("remove-compaction-threshold", call("remove_{level}_compaction_threshold"),
          f"Remove the {level}'s compaction threshold", arg)
+
+
+APPLIED_DEFAULTS = {"retention": "defaultRetentionTimeInMinutes and defaultRetentionSizeInMB",
+                    "message_ttl": "ttlDurationDefaultInSeconds", "max_producers": "maxProducersPerTopic",
+                    "max_consumers": "maxConsumersPerTopic",
+                    "compaction_threshold": "brokerServiceCompactionThresholdInBytes"}
+"""The broker configuration keys whose value applies to a topic when neither it nor its namespace sets one."""
+
+
+def _applied(admin: Any, method: str, topic: str) -> Any:
+    """A topic policy in force (``get-X -ap``), as Pulsar resolves it: the topic's own, else its namespace's; when
+    neither sets it the broker's configuration applies, which ``NotSupported`` names (the REST routes do not
+    serve ``applied=true`` yet)."""
+    from broker_core.errors import NotSupported
+    from broker_core.types import TopicName
+
+    name = TopicName.parse(topic)
+    own = getattr(admin, method.format(level="topic"))(topic)
+    if own is not None:
+        return own
+    namespace_method = method.format(level="namespace").replace("max_producers", "max_producers_per_topic").replace(
+        "max_consumers", "max_consumers_per_topic")
+    inherited = getattr(admin, namespace_method)(f"{name.tenant}/{name.namespace}")
+    if inherited is not None:
+        return inherited
+    key = next(k for k in APPLIED_DEFAULTS if method.endswith(k))
+    raise NotSupported(f"--applied: neither {topic} nor its namespace sets it, so the broker's configuration "
+                       f"applies ({APPLIED_DEFAULTS[key]}; brokers get-runtime-config shows it over --admin-url)")
 
 
 # ====================================================================================== topics
@@ -386,8 +427,9 @@ GROUPS = {"tenants": ("Operations about tenants", _tenants),
           "namespaces": ("Operations about namespaces", _namespaces),
           "topics": ("Operations about topics", _topics),
           "clusters": ("Operations about clusters (--admin-url http://...)", admin_rest_groups.clusters),
-          "topicPolicies": ("Topic policies: the rates, with --global and -s (pulsar-admin's topicPolicies)",
-                            lambda verb: admin_rates.topic_verbs(verb, policies=True)),
+          "topicPolicies": ("Topic policies: the topics group's policy verbs with --global (pulsar-admin's "
+                            "topicPolicies)", lambda verb: (_topics(admin_topic_policy_group.policies_verb(verb)),
+                                                            admin_rates.topic_verbs(verb, policies=True))),
           "brokers": ("Operations about brokers (--admin-url http://...)",
                       lambda verb: (admin_rest_groups.brokers(verb), admin_rates.broker_verbs(verb))),
           "broker-stats": ("The broker's stats (--admin-url http://...)", admin_rates.broker_stats),

@@ -83,6 +83,8 @@ def _update_subscription_properties(admin: Any, o: argparse.Namespace) -> None:
     admin.update_subscription_properties(o.topic, o.subscription, properties)
 
 
+SHADOW_SOURCE = "PULSAR.SHADOW_SOURCE"
+"""The topic property naming a shadow topic's source (Pulsar's ``PROPERTY_SHADOW_SOURCE_KEY``)."""
 QUOTA_TYPES = ("destination_storage", "message_age")
 QUOTA_POLICIES = ("producer_request_hold", "producer_exception", "consumer_backlog_eviction")
 
@@ -141,6 +143,8 @@ def _setting_verbs(verb: Callable[..., argparse.ArgumentParser]) -> None:
     being none, as pulsar-admin's does)."""
     verb("get-properties", lambda a, o: output.pulsar_json(a.get_topic_properties(o.topic)),
          "Get the properties of a topic", "topic")
+    verb("get-shadow-source", lambda a, o: a.get_topic_properties(o.topic).get(SHADOW_SOURCE) or "null",
+         "Get the source topic of a shadow topic (null: not a shadow topic; pulsarlike makes none)", "topic")
     verb("update-properties", lambda a, o: a.update_topic_properties(o.topic, dict(o.properties or [])),
          "Update the properties of a topic (those given set, the others kept)", "topic").add_argument(
         "-p", "--property", dest="properties", action="append", type=_typed(_property),

@@ -1,0 +1,94 @@
+"""``pulsarlike admin topicPolicies`` (issue 31): pulsar-admin's topic-policy group, the ``topics`` group's policy
+verbs under their names there, on the same routes, over gRPC (``pulsar://``) and ``--admin-url`` REST; ``--global``
+refused; ``topics get-X -ap`` answers the value in force (the topic's, else its namespace's)."""
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests.integration.test_cli_admin_core_verbs import cli
+from tests.integration.test_http_admin_server import admin_http
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    with admin_http(tmp_path_factory.mktemp("cli-topic-policies")) as http:
+        yield http
+
+
+@pytest.fixture(params=["grpc", "rest"])
+def url(request, served):
+    return served.broker.service_url if request.param == "grpc" else served.base
+
+
+@pytest.fixture
+def namespace(served):
+    name = f"public/tp-{uuid.uuid4().hex[:8]}"
+    assert served.put(f"/admin/v2/namespaces/{name}").status == 204
+    return name
+
+
+@pytest.fixture
+def topic(served, namespace):
+    name = f"persistent://{namespace}/t"
+    assert served.put(f"/admin/v2/persistent/{namespace}/t").status == 204
+    return name
+
+
+def test_a_policy_set_with_topic_policies_is_the_topics_own(capsys, url, topic):
+    cli(capsys, url, "topicPolicies", "set-message-ttl", topic, "-t", "1h")
+    assert cli(capsys, url, "topics", "get-message-ttl", topic).strip() == "3600"
+    assert cli(capsys, url, "topicPolicies", "get-message-ttl", topic).strip() == "3600"
+    cli(capsys, url, "topicPolicies", "remove-message-ttl", topic)
+    assert cli(capsys, url, "topicPolicies", "get-message-ttl", topic).strip() == "null"
+
+
+def test_topic_policies_spell_verbs_and_flags_as_pulsar_admin_does(capsys, url, topic):
+    cli(capsys, url, "topicPolicies", "set-max-subscriptions-per-topic", topic, "-s", "4")
+    assert cli(capsys, url, "topics", "get-max-subscriptions", topic).strip() == "4"
+    cli(capsys, url, "topicPolicies", "set-max-unacked-messages-per-consumer", topic, "-m", "7")
+    assert cli(capsys, url, "topicPolicies", "get-max-unacked-messages-per-consumer", topic).strip() == "7"
+    cli(capsys, url, "topicPolicies", "set-backlog-quota", topic, "-l", "10M", "-p", "producer_request_hold")
+    quotas = json.loads(cli(capsys, url, "topicPolicies", "get-backlog-quota", topic))
+    assert quotas["destination_storage"]["limitSize"] == 10 << 20
+    cli(capsys, url, "topicPolicies", "set-schema-compatibility-strategy", topic, "-s", "FORWARD")
+    assert cli(capsys, url, "topics", "get-schema-compatibility-strategy", topic).strip() == "FORWARD"
+    cli(capsys, url, "topicPolicies", "set-auto-subscription-creation", topic, "-e")
+    assert json.loads(cli(capsys, url, "topicPolicies", "get-auto-subscription-creation", topic, "-a")) == {
+        "allowAutoSubscriptionCreation": True}
+
+
+def test_global_is_refused_before_anything_is_sent(capsys, url, topic):
+    err = cli(capsys, url, "topicPolicies", "set-retention", topic, "-t", "1h", "-s", "10M", "-g", code=2)
+    assert "--global" in err and "only cluster" in err
+    assert cli(capsys, url, "topics", "get-retention", topic).strip() == "null"
+    cli(capsys, url, "topicPolicies", "get-max-producers", topic, "--global", code=2)
+
+
+def test_topic_policies_has_only_its_verbs():
+    # topics verbs that are not topic policies, and the topics group's own spellings, are not in the group
+    from connector.cli import admin
+    leaves = {verb for group, verb in admin.build_parser().leaves if group == "topicPolicies"}
+    assert {"stats", "get-max-subscriptions", "get-backlog-quotas", "get-properties"}.isdisjoint(leaves)
+    assert {"get-max-subscriptions-per-topic", "get-backlog-quota", "set-dispatch-rate"} <= leaves
+
+
+def test_applied_is_the_topics_own_else_its_namespaces(capsys, url, namespace, topic):
+    err = cli(capsys, url, "topics", "get-message-ttl", topic, "-ap", code=1)
+    assert "NotSupported" in err and "ttlDurationDefaultInSeconds" in err
+    cli(capsys, url, "namespaces", "set-message-ttl", namespace, "-ttl", "120")
+    assert cli(capsys, url, "topics", "get-message-ttl", topic, "-ap").strip() == "120"
+    assert cli(capsys, url, "topics", "get-message-ttl", topic).strip() == "null"
+    cli(capsys, url, "topics", "set-message-ttl", topic, "-t", "60")
+    assert cli(capsys, url, "topics", "get-message-ttl", topic, "--applied").strip() == "60"
+    cli(capsys, url, "namespaces", "set-max-producers-per-topic", namespace, "-p", "3")
+    assert cli(capsys, url, "topics", "get-maxProducers", topic, "-ap").strip() == "3"
+    cli(capsys, url, "namespaces", "set-retention", namespace, "-t", "2h", "-s", "5M")
+    assert json.loads(cli(capsys, url, "topicPolicies", "get-retention", topic, "-ap")) == {
+        "retentionTimeInMinutes": 120, "retentionSizeInMB": 5}
+
+
+def test_shadow_source_of_a_topic_that_is_no_shadow_is_null(capsys, url, topic):
+    assert cli(capsys, url, "topics", "get-shadow-source", topic).strip() == "null"
