@@ -53,6 +53,7 @@ from connector.client.table_view import TableView
 from connector.client.timer import TimerThread
 from connector.client.transport import DENSE
 from connector.client.transport_choice import check_transport, open_transport
+from connector.client.unclosed import children_of, watch
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,10 @@ class Client:
         self._lock = threading.Lock()
         self._children: list[Producer | Consumer] = []
         self._closed = False
-        self._partitions_updater = PartitionsUpdater(interval, self._children_now)
+        self._partitions_updater = PartitionsUpdater(interval, children_of(self))  # it must not hold the client
+        # dropped without close(): its threads stop when it is collected (connector.client.unclosed)
+        self._unclosed = watch(self, self._children, self._partitions_updater, self._timer, self._connection,
+                               self._log_route)
         if provider is not None:
             try:
                 provider.initialize(self._switch_service)
@@ -497,6 +501,7 @@ class Client:
         if self._closed:
             return
         self._closed = True
+        self._unclosed.detach()
         if self._provider is not None:
             try:
                 self._provider.close()
