@@ -51,7 +51,8 @@ from connector.cli.args import SuggestingParser
 from broker_core.errors import PulsarLikeError
 
 from connector.cli import (admin_core_verbs, admin_namespaces, admin_permissions, admin_rates, admin_rest_groups,
-                           admin_topic_policy_group, admin_topics, admin_verify, output, security_flags)
+                           admin_topic_policy_group, admin_topics, admin_verb_flags, admin_verify, output,
+                           security_flags)
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
 
@@ -128,9 +129,12 @@ def _policies_json(admin: Any, namespace: str) -> str:
 
 def _namespaces(verb: Callable[..., argparse.ArgumentParser]) -> None:
     verb("list", lambda a, o: output.lines(a.list_namespaces(o.tenant)), "List a tenant's namespaces", "tenant")
-    verb("topics", lambda a, o: output.lines(a.list_namespace_topics(o.namespace)),
-         "List a namespace's persistent topics (partitions and non-partitioned topics)", "namespace")
-    verb("create", lambda a, o: a.create_namespace(o.namespace), "Create a namespace", "namespace")
+    admin_verb_flags.namespace_topics_flags(verb(
+        "topics", admin_verb_flags.namespace_topics,
+        "List a namespace's topics (partitions and non-partitioned topics; persistent ones by default)",
+        "namespace"))
+    admin_verb_flags.namespace_create_flags(verb("create", admin_verb_flags.create_namespace, "Create a namespace",
+                                                 "namespace"))
     verb("delete", lambda a, o: a.delete_namespace(o.namespace, force=o.force), "Delete a namespace (refused "
          "while it has topics, unless --force)", "namespace").add_argument(
         "-f", "--force", action="store_true", help="delete its topics too, connected clients or not")
@@ -256,6 +260,10 @@ def _applied(admin: Any, method: str, topic: str) -> Any:
 
 
 # ====================================================================================== topics
+EXCLUDE_RESET = ("--exclude-reset-position", "moving the cursor to the message after the one given is not served "
+                                             "yet: give the next message's id (or a later time) instead")
+
+
 def _reset_cursor(admin: Any, o: argparse.Namespace) -> None:
     if o.message_id is not None:
         admin.reset_cursor(o.topic, o.subscription, message_id=o.message_id)
@@ -269,17 +277,25 @@ def _peek(admin: Any, o: argparse.Namespace) -> str:
 
 
 def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
-    verb("list", lambda a, o: output.lines(a.list_topics(o.namespace)), "List a namespace's topics (partitions "
-         "and non-partitioned topics)", "namespace")
-    verb("create", lambda a, o: a.create_topic(o.topic), "Create a non-partitioned topic", "topic")
-    verb("create-partitioned-topic", lambda a, o: a.create_partitioned_topic(o.topic, o.partitions),
-         "Create a partitioned topic", "topic").add_argument("-p", "--partitions", type=int, required=True,
-                                                             help="number of partitions")
-    verb("update-partitioned-topic", lambda a, o: a.update_partitioned_topic(o.topic, o.partitions),
-         "Add partitions to a partitioned topic (never fewer, as in Pulsar)", "topic").add_argument(
-        "-p", "--partitions", type=int, required=True, help="the new number of partitions (above the current one)")
-    verb("list-partitioned-topics", lambda a, o: output.lines(a.list_partitioned_topics(o.namespace)),
-         "List a namespace's partitioned topics", "namespace")
+    flags = admin_verb_flags
+    flags.topics_list_flags(verb("list", flags.list_topics, "List a namespace's topics (partitions and "
+                                 "non-partitioned topics)", "namespace"))
+    flags.properties_flag(verb("create", flags.create_topic, "Create a non-partitioned topic", "topic"),
+                          "-m", "--metadata", "a topic property")
+    p = verb("create-partitioned-topic", flags.create_partitioned_topic, "Create a partitioned topic", "topic")
+    p.add_argument("-p", "--partitions", type=int, required=True, help="number of partitions")
+    flags.properties_flag(p, "-m", "--metadata", "a topic property")
+    p = verb("update-partitioned-topic", flags.refusing(
+        {"force": ("--force", "pulsarlike checks nothing a forced update would skip: leave -f out")},
+        lambda a, o: a.update_partitioned_topic(o.topic, o.partitions)),
+        "Add partitions to a partitioned topic (never fewer, as in Pulsar)", "topic")
+    p.add_argument("-p", "--partitions", type=int, required=True, help="the new number of partitions (above the "
+                   "current one)")
+    p.add_argument("-ulo", "--update-local-only", action="store_true",
+                   help="this cluster only: always so here, a pulsarlike broker is its only cluster")
+    p.add_argument("-f", "--force", action="store_true", help="refused: nothing to skip here")
+    flags.system_topics_flag(verb("list-partitioned-topics", lambda a, o: output.lines(a.list_partitioned_topics(
+        o.namespace)), "List a namespace's partitioned topics", "namespace"))
     verb("get-partitioned-topic-metadata", lambda a, o: output.pulsar_json(a.get_partitioned_topic_metadata(
         o.topic)), "The partition count (0: not partitioned)", "topic")
     for name in ("delete", "delete-partitioned-topic"):
@@ -290,8 +306,12 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
     verb("partitioned-stats", lambda a, o: output.pulsar_json(a.partitioned_topic_stats(o.topic, o.per_partition)),
          "A partitioned topic's stats, summed", "topic").add_argument(
         "--per-partition", action="store_true", help="each partition's stats too")
-    verb("stats-internal", lambda a, o: output.pulsar_json(a.topic_internal_stats(o.topic)),
-         "Segments (ledgers) and cursors of a topic", "topic")
+    verb("stats-internal", flags.refusing({"metadata": (
+        "--metadata", "BookKeeper's ledger metadata: a pulsarlike topic's segments are local files, their "
+                      "figures are in stats-internal already")},
+        lambda a, o: output.pulsar_json(a.topic_internal_stats(o.topic))),
+        "Segments (ledgers) and cursors of a topic", "topic").add_argument(
+        "-m", "--metadata", action="store_true", help="refused: no BookKeeper ledger metadata here")
     verb("partitioned-stats-internal", lambda a, o: output.pulsar_json(a.topic_internal_stats(o.topic)),
          "Segments (ledgers) and cursors of each partition of a partitioned topic", "topic")
     verb("subscriptions", lambda a, o: output.lines(a.list_subscriptions(o.topic)), "A topic's subscriptions",
@@ -302,10 +322,10 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
         p.add_argument("-s", "--subscription", required=True, help="subscription name")
         return p
 
-    sub_verb("create-subscription", lambda a, o: a.create_subscription(o.topic, o.subscription, o.message_id),
-             "Create a durable subscription").add_argument(
-        "-m", "--messageId", dest="message_id", default="latest", type=_typed(lambda t: parse_message_id(
-            t, sentinels=True)), help="where it starts: latest (default), earliest or ledgerId:entryId")
+    p = sub_verb("create-subscription", flags.create_subscription, "Create a durable subscription")
+    p.add_argument("-m", "--messageId", dest="message_id", default="latest", type=_typed(lambda t: parse_message_id(
+        t, sentinels=True)), help="where it starts: latest (default), earliest or ledgerId:entryId")
+    flags.create_subscription_flags(p)
     sub_verb("unsubscribe", lambda a, o: a.delete_subscription(o.topic, o.subscription, force=o.force),
              "Delete a subscription").add_argument("-f", "--force", action="store_true",
                                                    help="even with connected consumers")
@@ -314,7 +334,10 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
         "-n", "--count", type=int, required=True, help="messages to skip")
     sub_verb("clear-backlog", lambda a, o: a.clear_backlog(o.topic, o.subscription) and None,
              "Acknowledge every message of a subscription")
-    p = sub_verb("reset-cursor", _reset_cursor, "Move a subscription back or forward")
+    p = sub_verb("reset-cursor", flags.refusing({"exclude": EXCLUDE_RESET}, _reset_cursor),
+                 "Move a subscription back or forward")
+    p.add_argument("-e", "--exclude-reset-position", dest="exclude", action="store_true",
+                   help="refused: not served yet")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("-t", "--time", type=_typed(parse_relative_seconds),
                        help="to the first message published this long ago (10m, 3h, 2d; bare number: seconds)")
@@ -323,6 +346,7 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
     p = sub_verb("peek-messages", _peek, "Show the next messages of a subscription without moving it")
     p.add_argument("-n", "--count", type=int, default=1, help="messages to show (default 1)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead (pulsarlike extension)")
+    flags.peek_flags(p)
     _operation_verbs(verb, sub_verb)
     admin_topics.add_verbs(verb)
     admin_core_verbs.topic_verbs(verb)
@@ -388,13 +412,15 @@ def _operation_verbs(verb: Callable[..., argparse.ArgumentParser],
                        help="count from latest (default) or earliest")
         p.add_argument("-m", "--messagePosition", dest="message_position", type=int, default=1,
                        help="which message, 1 being the newest (or the oldest); default 1")
-    p = sub_verb("expire-messages", _expire, "Acknowledge the messages published more than a time ago, or up to a "
-                 "message")
+    p = sub_verb("expire-messages", admin_verb_flags.refusing({"exclude": EXCLUDE_RESET}, _expire),
+                 "Acknowledge the messages published more than a time ago, or up to a message")
     when = p.add_mutually_exclusive_group(required=True)
     when.add_argument("-t", "--expireTime", dest="time", type=_typed(parse_relative_seconds),
                       help="published more than this long ago (100m, 3h, 2d; a bare number is seconds)")
-    when.add_argument("-m", "--messageId", dest="message_id", type=_typed(parse_message_id),
+    when.add_argument("-p", "--position", "-m", "--messageId", dest="message_id", type=_typed(parse_message_id),
                       help="every message up to and including this one, ledgerId:entryId")
+    p.add_argument("-e", "--exclude-reset-position", dest="exclude", action="store_true",
+                   help="refused: not served yet")
     verb("expire-messages-all-subscriptions", lambda a, o: a.expire_messages_for_all_subscriptions(
         o.topic, o.time) and None, "expire-messages -t on every subscription", "topic").add_argument(
         "-t", "--expireTime", dest="time", type=_typed(parse_relative_seconds), required=True,

@@ -241,6 +241,15 @@ def _auto_update(admin: Any, o: argparse.Namespace) -> None:
     admin.set_namespace_schema_auto_update_strategy(o.namespace, strategy)
 
 
+def _no_replicator(run: Callable[[Any, argparse.Namespace], Any]) -> Callable[[Any, argparse.Namespace], Any]:
+    def checked(admin: Any, o: argparse.Namespace) -> Any:
+        if o.for_replicator:
+            raise ValueError("--enable-for-replicator: it lets geo-replication's producers update schemas; a "
+                             "pulsarlike broker is its only cluster and replicates nothing: leave it out")
+        return run(admin, o)
+    return checked
+
+
 def _schemas(verb: Verb) -> None:
     p = verb("set-encryption-required", _call("set_namespace_encryption_required", lambda o: o.enable),
              "Refuse producers and messages that are not encrypted", NS)
@@ -254,10 +263,12 @@ def _schemas(verb: Verb) -> None:
     verb("get-schema-validation-enforce", _shown("get_namespace_schema_validation_enforced", bare=True),
          "Whether the namespace enforces schema validation", NS).add_argument(
         "-ap", "--applied", action="store_true", help="accepted as pulsar-admin's: the namespace's value is shown")
-    p = verb("set-is-allow-auto-update-schema", _call("set_namespace_is_allow_auto_update_schema",
-                                                      lambda o: o.enable),
+    p = verb("set-is-allow-auto-update-schema", _no_replicator(_call("set_namespace_is_allow_auto_update_schema",
+                                                                     lambda o: o.enable)),
              "Whether clients may register new schema versions", NS)
     _switch(p, ("-e", "--enable"), ("-d", "--disable"), "auto update of schemas")
+    p.add_argument("--enable-for-replicator", dest="for_replicator", action="store_true",
+                   help="the same for geo-replication's producers: refused, a pulsarlike broker replicates nothing")
     verb("get-is-allow-auto-update-schema", _shown("get_namespace_is_allow_auto_update_schema", bare=True),
          "Whether clients may register new schema versions", NS)
     p = verb("set-schema-autoupdate-strategy", _auto_update,

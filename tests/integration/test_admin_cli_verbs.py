@@ -38,30 +38,17 @@ NO_VERB = "no such verb"
 KNOWN_CLI_GAPS: dict[str, str] = {
     # brokers' dynamic configuration, broker-stats, resource groups, rates (helper A's routes and verbs)
     # namespace and topic policies added with their routes (admin_namespaces.py)
-    'namespaces set-is-allow-auto-update-schema': 'lacks --enable-for-replicator',
     # schemas extract reads a schema from a Java class in a jar (no Java here: a pulsarlike way would take a
     # Python Record); create-shadow-topic needs shadow topics (not served); destinations is topics' old name
     'schemas extract': 'no such verb',
     'topics create-shadow-topic': 'no such verb',
     'namespaces destinations': 'no such verb',
     # flags of verbs that exist: a pulsarlike flag still to add (or to accept and refuse with a reason)
-    'namespaces create': 'lacks --clusters, -c, --bundles, -b',
-    'namespaces topics': 'lacks --mode, -m, --include-system-topic, -ist',
     'topics analyze-backlog': 'lacks --backlog-scan-max-entries, -b, --quiet, -q, --plain',
-    'topics create': 'lacks --metadata, -m',
-    'topics create-partitioned-topic': 'lacks --metadata, -m',
-    'topics create-subscription': 'lacks --replicated, -r, --property, -p',
-    'topics expire-messages': 'lacks --position, -p, --exclude-reset-position, -e',
-    'topics list': 'lacks --topic-domain, -td, --bundle, -b, --include-system-topic, -ist, --property, -p',
-    'topics list-partitioned-topics': 'lacks --include-system-topic, -ist',
     'topics partitioned-stats':
         'lacks --get-precise-backlog, -gpb, --get-subscription-backlog-size, -sbs, --get-earliest-time-in-backlog, -etb',
-    'topics peek-messages': 'lacks --show-server-marker, -ssm, --transaction-isolation-level, -til',
-    'topics reset-cursor': 'lacks --exclude-reset-position, -e',
     'topics stats':
         'lacks --get-precise-backlog, -gpb, --get-subscription-backlog-size, -sbs, --get-earliest-time-in-backlog, -etb',
-    'topics stats-internal': 'lacks --metadata, -m',
-    'topics update-partitioned-topic': 'lacks --update-local-only, -ulo, --force, -f',
 }
 """``group`` (a whole group) or ``group verb`` -> what is missing, as :func:`gaps` words it. Delete a line when
 the verb (or flag) exists."""

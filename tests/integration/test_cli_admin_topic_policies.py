@@ -92,3 +92,51 @@ def test_applied_is_the_topics_own_else_its_namespaces(capsys, url, namespace, t
 
 def test_shadow_source_of_a_topic_that_is_no_shadow_is_null(capsys, url, topic):
     assert cli(capsys, url, "topics", "get-shadow-source", topic).strip() == "null"
+
+
+# ---------------------------------------------------------------------------------- pulsar-admin's other flags
+def test_topics_and_subscriptions_are_created_with_their_properties(capsys, url, namespace):
+    topic, partitioned = f"persistent://{namespace}/props", f"persistent://{namespace}/pprops"
+    cli(capsys, url, "topics", "create", topic, "-m", "owner=billing", "-m", "tier=gold")
+    assert json.loads(cli(capsys, url, "topics", "get-properties", topic)) == {"owner": "billing", "tier": "gold"}
+    cli(capsys, url, "topics", "create-partitioned-topic", partitioned, "-p", "2", "--metadata", "owner=ops")
+    assert json.loads(cli(capsys, url, "topics", "get-properties", partitioned)) == {"owner": "ops"}
+    cli(capsys, url, "topics", "create-subscription", topic, "-s", "audit", "-p", "team=risk")
+    assert json.loads(cli(capsys, url, "topics", "get-subscription-properties", topic, "-s", "audit")) == {
+        "team": "risk"}
+    assert "--replicated" in cli(capsys, url, "topics", "create-subscription", topic, "-s", "r", "-r", code=2)
+    assert cli(capsys, url, "topics", "list", namespace, "-p", "tier=gold").split() == [topic]
+    assert cli(capsys, url, "topics", "list", namespace, "-td", "non_persistent").strip() == ""
+    assert topic in cli(capsys, url, "topics", "list", namespace, "-td", "persistent", "-ist",
+                        "-b", "0x00000000_0xffffffff").split()
+    assert "one bundle" in cli(capsys, url, "topics", "list", namespace, "-b", "0x00000000_0x7fffffff", code=2)
+    assert cli(capsys, url, "namespaces", "topics", namespace, "-m", "non_persistent").strip() == ""
+    assert topic in cli(capsys, url, "namespaces", "topics", namespace, "-m", "ALL", "-ist").split()
+    assert cli(capsys, url, "topics", "list-partitioned-topics", namespace, "-ist").split() == [partitioned]
+
+
+def test_namespaces_are_created_on_this_cluster_with_one_bundle(capsys, url, served):
+    cluster = served.broker.config.clusterName
+    name = f"public/nc-{uuid.uuid4().hex[:8]}"
+    cli(capsys, url, "namespaces", "create", name, "-c", cluster, "-b", "1")
+    assert name in cli(capsys, url, "namespaces", "list", "public").split()
+    assert "allowed clusters" in cli(capsys, url, "namespaces", "create", name + "x", "-c", "elsewhere", code=2)
+    assert "only cluster" in cli(capsys, url, "namespaces", "create", name + "y", "-c", f"{cluster},b", code=2)
+    assert "one bundle" in cli(capsys, url, "namespaces", "create", name + "z", "-b", "4", code=2)
+    assert name + "x" not in cli(capsys, url, "namespaces", "list", "public").split()
+
+
+def test_flags_one_broker_cannot_honour_are_refused_and_the_others_accepted(capsys, url, namespace, topic):
+    cli(capsys, url, "topics", "create-subscription", topic, "-s", "s1", "-m", "earliest")
+    assert "--exclude-reset-position" in cli(capsys, url, "topics", "reset-cursor", topic, "-s", "s1", "-t", "1h",
+                                             "-e", code=2)
+    assert "--exclude-reset-position" in cli(capsys, url, "topics", "expire-messages", topic, "-s", "s1",
+                                             "-p", "0:0", "-e", code=2)
+    assert "--metadata" in cli(capsys, url, "topics", "stats-internal", topic, "-m", code=2)
+    assert "--enable-for-replicator" in cli(capsys, url, "namespaces", "set-is-allow-auto-update-schema",
+                                            namespace, "-e", "--enable-for-replicator", code=2)
+    cli(capsys, url, "topics", "peek-messages", topic, "-s", "s1", "-ssm", "-til", "read_uncommitted")
+    partitioned = f"persistent://{namespace}/grow"
+    cli(capsys, url, "topics", "create-partitioned-topic", partitioned, "-p", "1")
+    cli(capsys, url, "topics", "update-partitioned-topic", partitioned, "-p", "2", "-ulo")
+    assert "--force" in cli(capsys, url, "topics", "update-partitioned-topic", partitioned, "-p", "3", "-f", code=2)
