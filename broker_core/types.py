@@ -33,6 +33,11 @@ _ALNUM = re.compile(r"[A-Za-z0-9]")
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>0|[1-9]\d{0,8})$")
 """A partition's name; an index of ten digits or more (beyond any partition count, and beyond int32 on the
 wire) makes an ordinary topic name, as an unparseable index does in Pulsar."""
+ACKNOWLEDGED_HEADER = "X-Pulsarlike-Acknowledged"
+"""The header of the admin REST answers to skip, clear-backlog and expire (a subscription's, every
+subscription's, a namespace's) counting the messages they acknowledged: a pulsarlike extension (Pulsar answers
+204 with nothing), read by ``Admin(admin_url=...)`` so it needs no stats read before and after the call."""
+
 _SHOWN = 80
 """Names are cut to this many characters in error messages (a 10 MB name makes no useful message)."""
 
@@ -292,6 +297,22 @@ class MessageId:
 
         ledger_id, entry_id, partition, batch_index, batch_size = parse_message_id(message_id_bytes)
         return MessageId.of(ledger_id, entry_id, partition, batch_index, batch_size, topic)
+
+    @classmethod
+    def wrap(cls, msg_id: "MessageId") -> "MessageId":
+        """pulsar-client's ``MessageId.wrap(_pulsar.MessageId)``, which makes the Python id of the binding's:
+        here both are this class, so the id itself (``ValueError`` for anything else)."""
+        if not isinstance(msg_id, MessageId):
+            raise ValueError(f"MessageId.wrap takes a MessageId, not {type(msg_id).__name__}")
+        return msg_id
+
+    @classmethod
+    def wrap(cls, msg_id: "MessageId") -> "MessageId":
+        """pulsar-client's ``MessageId.wrap(_pulsar.MessageId)``, which makes the Python id of the binding's:
+        here both are this class, so the id itself (``ValueError`` for anything else)."""
+        if not isinstance(msg_id, MessageId):
+            raise ValueError(f"MessageId.wrap takes a MessageId, not {type(msg_id).__name__}")
+        return msg_id
 
     # --- pulsarlike's additions -----------------------------------------------------------------------
     def offset(self) -> int:

@@ -85,6 +85,39 @@ class SubscriptionMode(IntEnum):
     NonDurable = 1
 
 
+class SchemaType(IntEnum):
+    """A schema's type as pulsar-client's binding names and numbers it (``_pulsar.SchemaType``), what
+    ``schema_info().schema_type()`` answers; the registry's wire names are :data:`WIRE_SCHEMA_TYPES`'."""
+
+    NONE = 0
+    STRING = 1
+    JSON = 2
+    PROTOBUF = 3
+    AVRO = 4
+    INT8 = 6
+    INT16 = 7
+    INT32 = 8
+    INT64 = 9
+    FLOAT = 10
+    DOUBLE = 11
+    KEY_VALUE = 15
+    PROTOBUF_NATIVE = 20
+    BYTES = -1
+    AUTO_CONSUME = -3
+    AUTO_PUBLISH = -4
+
+    def __str__(self) -> str:  # the binding's (IntEnum's is the number)
+        return f"SchemaType.{self.name}"
+
+
+WIRE_SCHEMA_TYPES = {"None": SchemaType.NONE, "String": SchemaType.STRING, "Json": SchemaType.JSON,
+                     "Protobuf": SchemaType.PROTOBUF, "Avro": SchemaType.AVRO, "Int8": SchemaType.INT8,
+                     "Int16": SchemaType.INT16, "Int32": SchemaType.INT32, "Int64": SchemaType.INT64,
+                     "Float": SchemaType.FLOAT, "Double": SchemaType.DOUBLE, "KeyValue": SchemaType.KEY_VALUE,
+                     "ProtobufNative": SchemaType.PROTOBUF_NATIVE}
+"""Pulsar's wire ``Schema.Type`` names (the registry's) -> :class:`SchemaType`."""
+
+
 class Result(IntEnum):
     """Outcome passed to ``send_async`` callbacks; members are named like the exception classes."""
 

@@ -181,7 +181,14 @@ class Message:
     def producer_name(self) -> str:
         return self._entry.metadata.producer_name
 
-    def schema_version(self) -> bytes:
+    def schema_version(self) -> str:
+        """The version of the schema the message was produced with, as pulsar-client hands it over: a str of
+        the 8 bytes of Pulsar's version number (``.encode("latin-1")`` gives them back; ``""`` when none).
+        :meth:`schema_version_bytes` gives the bytes."""
+        return self._entry.metadata.schema_version.decode("latin-1")
+
+    def schema_version_bytes(self) -> bytes:
+        """pulsarlike's: the schema version's bytes as they travel (``b""`` when none)."""
         return self._entry.metadata.schema_version
 
     def __repr__(self) -> str:

@@ -37,6 +37,11 @@ class OutgoingMessage:
     def data(self) -> bytes:
         return self._content
 
+    def value(self) -> bytes:
+        """The payload's bytes, whatever the producer's schema: pulsar-client hands a router its message with
+        the bytes schema."""
+        return self._content
+
     def properties(self) -> dict[str, str]:
         return dict(self._properties or {})
 

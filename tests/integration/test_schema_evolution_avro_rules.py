@@ -58,7 +58,7 @@ def test_a_field_renamed_with_an_alias_evolves_and_a_record_renamed_without_one_
     reader = client.create_reader(topic, MessageId.earliest, schema=ours.AvroSchema(None, schema_definition=ORDER_V2))
     first, second = reader.read_next(10000), reader.read_next(10000)
     assert [first.value(), second.value()] == [{"item": "pen", "quantity": 3}, {"item": "cup", "quantity": 4}]
-    assert [m.schema_version() for m in (first, second)] == [(0).to_bytes(8, "big"), (1).to_bytes(8, "big")]
+    assert [m.schema_version_bytes() for m in (first, second)] == [(0).to_bytes(8, "big"), (1).to_bytes(8, "big")]
 
     with pytest.raises(IncompatibleSchema, match=r"version 1 \(BACKWARD\): name_mismatch at /name: expected:"
                                                  r" shop.Order"):

@@ -27,7 +27,9 @@ def test_the_definition_text_is_the_one_pulsar_client_registers(cls):
     theirs = official.ProtobufNativeSchema(cls).schema_info()
     assert mine.schema() == theirs.schema()
     assert mine.name() == theirs.name() == "PROTOBUF_NATIVE"
-    assert (mine.schema_type(), theirs.schema_type().name) == ("ProtobufNative", "PROTOBUF_NATIVE")
+    assert (mine.type_name, mine.schema_type().name, theirs.schema_type().name) == (
+        "ProtobufNative", "PROTOBUF_NATIVE", "PROTOBUF_NATIVE")
+    assert int(mine.schema_type()) == int(theirs.schema_type()) and str(mine.schema_type()) == str(theirs.schema_type())
 
 
 def test_the_definition_names_the_root_message_and_its_file():

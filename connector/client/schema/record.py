@@ -48,6 +48,9 @@ class Record(metaclass=RecordMeta):
 
     def __init__(self, default: Any = None, required_default: bool = False, required: bool = False,
                  *args: Any, **kwargs: Any) -> None:
+        if type(self) is Record:  # pulsar-client's base class has no fields to set either (AttributeError)
+            raise TypeError("Record is the base class of records: declare one with its fields "
+                            "(class Example(Record): a = Integer()) and make that")
         self._required_default = required_default
         self._default = default
         self._required = required

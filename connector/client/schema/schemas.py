@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from connector.client.enums import WIRE_SCHEMA_TYPES, SchemaType
 from connector.client.schema.record import RESERVED, Record
 
 __all__ = ["BytesSchema", "JsonSchema", "Schema", "SchemaInfo", "StringSchema", "definition_text"]
@@ -35,8 +36,11 @@ class SchemaInfo:
     properties: tuple[tuple[str, str], ...] = ()
 
     # pulsar-client's SchemaInfo accessors
-    def schema_type(self) -> str:
-        return self.type_name
+    def schema_type(self) -> SchemaType:
+        """pulsar-client's ``_pulsar.SchemaType`` (BytesSchema's is ``BYTES``, registered as ``"None"``)."""
+        if self.type_name == "None" and self.schema_name == "BYTES":
+            return SchemaType.BYTES
+        return WIRE_SCHEMA_TYPES.get(self.type_name, SchemaType.NONE)
 
     def name(self) -> str:
         return self.schema_name
