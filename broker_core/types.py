@@ -306,14 +306,6 @@ class MessageId:
             raise ValueError(f"MessageId.wrap takes a MessageId, not {type(msg_id).__name__}")
         return msg_id
 
-    @classmethod
-    def wrap(cls, msg_id: "MessageId") -> "MessageId":
-        """pulsar-client's ``MessageId.wrap(_pulsar.MessageId)``, which makes the Python id of the binding's:
-        here both are this class, so the id itself (``ValueError`` for anything else)."""
-        if not isinstance(msg_id, MessageId):
-            raise ValueError(f"MessageId.wrap takes a MessageId, not {type(msg_id).__name__}")
-        return msg_id
-
     # --- pulsarlike's additions -----------------------------------------------------------------------
     def offset(self) -> int:
         """The message's offset in its topic partition."""
