@@ -100,6 +100,34 @@ def test_topics_partitions_stats_and_deletion(admin, name):
         admin.topic_stats(plain)
 
 
+def test_namespace_topics_lists_a_modes_domains_from_one_route(admin, name):
+    admin.create_tenant(name)
+    admin.create_namespace(f"{name}/ns")
+    admin.create_topic(f"persistent://{name}/ns/p")
+    admin.create_topic(f"non-persistent://{name}/ns/np")
+    assert admin.list_namespace_topics(f"{name}/ns") == [f"persistent://{name}/ns/p"]
+    assert admin.list_namespace_topics(f"{name}/ns", "NON_PERSISTENT") == [f"non-persistent://{name}/ns/np"]
+    assert sorted(admin.list_namespace_topics(f"{name}/ns", "ALL")) == sorted(admin.list_topics(f"{name}/ns"))
+    with pytest.raises(ValueError):
+        admin.list_namespace_topics(f"{name}/ns", "SOME")
+    with pytest.raises(errors.NamespaceNotFound):
+        admin.list_namespace_topics(f"{name}/none")
+
+
+def test_a_partitioned_topics_subscription_calls_reach_every_partition_in_one_request(admin, http, name):
+    topic = f"persistent://public/default/{name}"
+    admin.create_partitioned_topic(topic, 2)
+    admin.create_subscription(topic, "s", MessageId.earliest)
+    produce(http, topic, 6)
+    assert admin.clear_backlog(topic, "s") == 6
+    admin.reset_cursor(topic, "s", timestamp_ms=0)
+    assert admin.expire_messages(topic, "s", expire_time_seconds=0) == 6
+    with pytest.raises(errors.NotAllowedError):
+        admin.skip_messages(topic, "s", 1)
+    admin.delete_subscription(topic, "s")
+    assert admin.list_subscriptions(topic) == []
+
+
 def test_subscriptions_skip_clear_reset_and_expire_count_what_they_acknowledged(admin, http, name):
     topic = f"persistent://public/default/{name}"
     admin.create_topic(topic)

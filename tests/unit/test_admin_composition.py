@@ -153,7 +153,7 @@ def test_every_public_method_of_every_part_is_one_admin_method_delegating_to_it(
 
 def test_a_call_of_each_part_reaches_the_broker_as_before():
     wire = RecordingWire(GetLastMessageId=pb.LastMessageId(start_offset=3, last_offset=9),
-                         GetPolicies=pb.JsonResponse(json='{"messageTTLInSeconds": 60}'),
+                         GetPolicy=pb.JsonResponse(json='60'),
                          ClearNamespaceBacklog=pb.SubscriptionPosition(acknowledged=7))
     admin = Admin.on_connection(wire)  # type: ignore[arg-type]
     admin.create_tenant("t", admin_roles=["a"])
@@ -164,7 +164,7 @@ def test_a_call_of_each_part_reaches_the_broker_as_before():
     admin.grant_namespace_permission("t/ns", "role", "produce")
     assert admin.clear_namespace_backlog("t/ns") == 7
     assert [method for method, _, _ in wire.calls] == [
-        "CreateTenant", "CreateTopic", "GetLastMessageId", "SetPolicy", "GetPolicies", "GrantPermission",
+        "CreateTenant", "CreateTopic", "GetLastMessageId", "SetPolicy", "GetPolicy", "GrantPermission",
         "ClearNamespaceBacklog"]
     assert wire.calls[0][1] == pb.TenantInfo(tenant="t", admin_roles=["a"])
     assert wire.calls[1][1] == pb.TopicRequest(topic="persistent://t/ns/x")

@@ -120,6 +120,7 @@ class Admin:
     update_tenant = _part(NamespacesAdmin.update_tenant)
     delete_tenant = _part(NamespacesAdmin.delete_tenant)
     list_namespaces = _part(NamespacesAdmin.list_namespaces)
+    list_namespace_topics = _part(NamespacesAdmin.list_namespace_topics)
     create_namespace = _part(NamespacesAdmin.create_namespace)
     delete_namespace = _part(NamespacesAdmin.delete_namespace)
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from broker_core import errors
 from broker_core.protocol import broker_pb2
 
 from connector.client.admin.wire import UnaryWire
+
+TOPIC_MODES = {"PERSISTENT": ("persistent",), "NON_PERSISTENT": ("non-persistent",),
+               "ALL": ("persistent", "non-persistent")}
+"""``list_namespace_topics``' modes (Pulsar's ``ListNamespaceTopicsOptions.Mode``) -> the domains each lists."""
 
 
 class NamespacesAdmin:
@@ -50,6 +55,22 @@ class NamespacesAdmin:
     def list_namespaces(self, tenant: str) -> list[str]:
         """``tenant/namespace`` names of the tenant (``TenantNotFound`` when missing)."""
         return list(self._wire.unary("ListNamespaces", broker_pb2.TenantRequest(tenant=tenant)).names)
+
+    def list_namespace_topics(self, namespace: str, mode: str = "PERSISTENT") -> list[str]:
+        """The topic partitions and non-partitioned topics of ``tenant/namespace`` in ``mode``'s domains
+        (``PERSISTENT``, Pulsar's default, ``NON_PERSISTENT`` or ``ALL``): ``pulsar-admin namespaces topics``
+        (``NamespaceNotFound`` when missing). Over ``admin_url``: ``GET namespaces/{tenant}/{ns}/topics?mode=``,
+        as Pulsar's admin sends it."""
+        if not isinstance(mode, str) or mode.upper() not in TOPIC_MODES:
+            raise ValueError(f"mode={mode!r} is not valid; use one of {', '.join(TOPIC_MODES)}")
+        mode = mode.upper()
+        transport = getattr(self._wire, "transport", None)
+        if transport is not None:  # Pulsar's admin REST API: one route answers it
+            from connector.client.admin.rest_wire import namespace_path
+            return list(transport.call("GET", namespace_path(namespace, "topics"), query={"mode": mode},
+                                       not_found=errors.NamespaceNotFound) or [])
+        topics = self._wire.unary("ListTopics", broker_pb2.ListTopicsRequest(namespace=namespace)).topics
+        return [t for t in topics if t.split("://", 1)[0] in TOPIC_MODES[mode]]
 
     def create_namespace(self, namespace: str) -> None:
         """A new ``tenant/namespace`` (the tenant must exist; ``NamespaceAlreadyExists`` when it does)."""

@@ -11,7 +11,7 @@ from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.admin.peek import PeekedMessage, messages_of
-from connector.client.admin.wire import UnaryWire, topic_name, whole
+from connector.client.admin.wire import UnaryWire, fans_out, topic_name, whole
 from connector.client.message_id import MessageId
 
 INITIAL_POSITIONS = ("earliest", "latest")
@@ -106,6 +106,8 @@ class OperationsAdmin:
 
     def _expire_targets(self, topic: str, message_id: MessageId | None) -> list[str]:
         name = topic_name(topic)
+        if fans_out(self._wire):
+            return [name]  # the server expires each partition (and refuses a message id on a partitioned topic)
         n = self._wire.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=name)).partitions
         if n and message_id is not None:
             raise NotAllowedError(f"{name} is partitioned: expire up to a message id on the partition that holds"

@@ -39,7 +39,7 @@ class PoliciesAdmin:
         self._put(_ns(namespace), DEDUPLICATION, _flag(enabled))
 
     def get_namespace_deduplication(self, namespace: str) -> bool | None:
-        return self.namespace_policies(namespace).get(DEDUPLICATION)
+        return self._get(_ns(namespace), DEDUPLICATION)
 
     def set_topic_deduplication(self, topic: str, enabled: bool | None) -> None:
         """Turn deduplication on/off for one topic (all partitions of a partitioned topic); None removes
@@ -47,7 +47,7 @@ class PoliciesAdmin:
         self._put(_topic(topic), DEDUPLICATION, _flag(enabled))
 
     def get_topic_deduplication(self, topic: str) -> bool | None:
-        return self.topic_policies(topic).get(DEDUPLICATION)
+        return self._get(_topic(topic), DEDUPLICATION)
 
     def remove_topic_deduplication(self, topic: str) -> None:
         self.set_topic_deduplication(topic, None)
@@ -62,7 +62,7 @@ class PoliciesAdmin:
 
     def get_namespace_retention(self, namespace: str) -> dict[str, int] | None:
         """``{"retentionTimeInMinutes": .., "retentionSizeInMB": ..}``; None when the namespace has none."""
-        return self.namespace_policies(namespace).get(RETENTION)
+        return self._get(_ns(namespace), RETENTION)
 
     def remove_namespace_retention(self, namespace: str) -> None:
         self._put(_ns(namespace), RETENTION, None)
@@ -72,7 +72,7 @@ class PoliciesAdmin:
         self._put(_topic(topic), RETENTION, _retention(retention_time_minutes, retention_size_mb))
 
     def get_topic_retention(self, topic: str) -> dict[str, int] | None:
-        return self.topic_policies(topic).get(RETENTION)
+        return self._get(_topic(topic), RETENTION)
 
     def remove_topic_retention(self, topic: str) -> None:
         self._put(_topic(topic), RETENTION, None)
@@ -84,7 +84,7 @@ class PoliciesAdmin:
         self._put(_ns(namespace), TTL, whole("seconds", seconds))
 
     def get_namespace_message_ttl(self, namespace: str) -> int | None:
-        return self.namespace_policies(namespace).get(TTL)
+        return self._get(_ns(namespace), TTL)
 
     def remove_namespace_message_ttl(self, namespace: str) -> None:
         self._put(_ns(namespace), TTL, None)
@@ -93,7 +93,7 @@ class PoliciesAdmin:
         self._put(_topic(topic), TTL, whole("seconds", seconds))
 
     def get_topic_message_ttl(self, topic: str) -> int | None:
-        return self.topic_policies(topic).get(TTL)
+        return self._get(_topic(topic), TTL)
 
     def remove_topic_message_ttl(self, topic: str) -> None:
         self._put(_topic(topic), TTL, None)
@@ -108,7 +108,7 @@ class PoliciesAdmin:
 
     def get_namespace_subscription_expiration_time(self, namespace: str) -> int | None:
         """The namespace's setting in minutes; None when it has none (the broker's applies)."""
-        return self.namespace_policies(namespace).get(SUBSCRIPTION_EXPIRATION)
+        return self._get(_ns(namespace), SUBSCRIPTION_EXPIRATION)
 
     def remove_namespace_subscription_expiration_time(self, namespace: str) -> None:
         self._put(_ns(namespace), SUBSCRIPTION_EXPIRATION, None)
@@ -120,7 +120,7 @@ class PoliciesAdmin:
         self._put(_ns(namespace), MAX_PRODUCERS, whole("max_producers", max_producers))
 
     def get_namespace_max_producers_per_topic(self, namespace: str) -> int | None:
-        return self.namespace_policies(namespace).get(MAX_PRODUCERS)
+        return self._get(_ns(namespace), MAX_PRODUCERS)
 
     def remove_namespace_max_producers_per_topic(self, namespace: str) -> None:
         self._put(_ns(namespace), MAX_PRODUCERS, None)
@@ -131,7 +131,7 @@ class PoliciesAdmin:
         self._put(_ns(namespace), MAX_CONSUMERS, whole("max_consumers", max_consumers))
 
     def get_namespace_max_consumers_per_topic(self, namespace: str) -> int | None:
-        return self.namespace_policies(namespace).get(MAX_CONSUMERS)
+        return self._get(_ns(namespace), MAX_CONSUMERS)
 
     def remove_namespace_max_consumers_per_topic(self, namespace: str) -> None:
         self._put(_ns(namespace), MAX_CONSUMERS, None)
@@ -141,7 +141,7 @@ class PoliciesAdmin:
         self._put(_topic(topic), MAX_PRODUCERS, whole("max_producers", max_producers))
 
     def get_topic_max_producers(self, topic: str) -> int | None:
-        return self.topic_policies(topic).get(MAX_PRODUCERS)
+        return self._get(_topic(topic), MAX_PRODUCERS)
 
     def remove_topic_max_producers(self, topic: str) -> None:
         self._put(_topic(topic), MAX_PRODUCERS, None)
@@ -150,7 +150,7 @@ class PoliciesAdmin:
         self._put(_topic(topic), MAX_CONSUMERS, whole("max_consumers", max_consumers))
 
     def get_topic_max_consumers(self, topic: str) -> int | None:
-        return self.topic_policies(topic).get(MAX_CONSUMERS)
+        return self._get(_topic(topic), MAX_CONSUMERS)
 
     def remove_topic_max_consumers(self, topic: str) -> None:
         self._put(_topic(topic), MAX_CONSUMERS, None)
@@ -161,7 +161,7 @@ class PoliciesAdmin:
         self._put(_ns(namespace), COMPACTION_THRESHOLD, whole("threshold_bytes", threshold_bytes))
 
     def get_namespace_compaction_threshold(self, namespace: str) -> int | None:
-        return self.namespace_policies(namespace).get(COMPACTION_THRESHOLD)
+        return self._get(_ns(namespace), COMPACTION_THRESHOLD)
 
     def remove_namespace_compaction_threshold(self, namespace: str) -> None:
         self._put(_ns(namespace), COMPACTION_THRESHOLD, None)
@@ -171,7 +171,7 @@ class PoliciesAdmin:
         self._put(_topic(topic), COMPACTION_THRESHOLD, whole("threshold_bytes", threshold_bytes))
 
     def get_topic_compaction_threshold(self, topic: str) -> int | None:
-        return self.topic_policies(topic).get(COMPACTION_THRESHOLD)
+        return self._get(_topic(topic), COMPACTION_THRESHOLD)
 
     def remove_topic_compaction_threshold(self, topic: str) -> None:
         self._put(_topic(topic), COMPACTION_THRESHOLD, None)
@@ -189,6 +189,11 @@ class PoliciesAdmin:
         """Set (None: remove) one policy."""
         self._wire.unary("SetPolicy", broker_pb2.PolicyRequest(
             scope=scope, key=key, value_json="" if value is None else json.dumps(value)))
+
+    def _get(self, scope: broker_pb2.PolicyScope, key: str) -> Any:
+        """One policy as set on ``scope`` (None: unset): its own route over REST, as pulsar-admin's get-* reads."""
+        reply = self._wire.unary("GetPolicy", broker_pb2.PolicyRequest(scope=scope, key=key))
+        return json.loads(reply.json) if reply.json else None
 
     def _policies(self, scope: broker_pb2.PolicyScope) -> dict[str, Any]:
         reply = self._wire.unary("GetPolicies", scope)

@@ -6,8 +6,17 @@ service port, or an Apache Pulsar cluster, with the same methods.
 Calls with no REST equivalent raise :class:`~connector.client.admin.wire.NotSupported` naming them
 (:data:`NOT_SERVED`). Peeked and examined messages come as Pulsar sends them (a payload and ``X-Pulsar-*``
 headers, :mod:`connector.client.admin.rest_messages`); Pulsar counts ``examine``'s position in entries and
-answers a whole batch, so ``examine_message`` on a batched topic shows the batch's first message. Counts that Pulsar's REST answers do not carry (messages skipped, cleared, expired) are
-the subscription's backlog before the call minus after it, from the topic's stats.
+answers a whole batch, so ``examine_message`` on a batched topic shows the batch's first message.
+
+Each call sends the request(s) Pulsar's Java admin sends for it, and nothing more:
+
+- a partitioned topic's call goes once to the topic's own route, which the broker applies to each partition
+  (:attr:`RestWire.fans_out_partitions`): no partition count is read first. What Pulsar refuses on a
+  partitioned topic (skip, peek, a reset or expiry to a message id) the broker refuses;
+- the messages a skip, clear-backlog or expire acknowledged (which Pulsar's answers do not carry) come from a
+  pulsarlike broker's ``X-Pulsarlike-Acknowledged`` header (:data:`~broker_core.types.ACKNOWLEDGED_HEADER`);
+  a server without it (Apache Pulsar) leaves the count unknown: -1;
+- a policy read (``get-retention``) reads the policy's own route (``GetPolicy``), not the whole policies.
 
 A message id given to ``create_subscription``, ``reset_cursor`` or ``expire_messages`` reaches the wire as an
 offset, so it travels as ``{"ledgerId": 0, "entryId": offset}``: what a pulsarlike broker reads (its entry
@@ -20,7 +29,7 @@ from typing import Any, Callable
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2
-from broker_core.types import TopicName
+from broker_core.types import ACKNOWLEDGED_HEADER, TopicName
 
 from connector.client.admin.rest import RestTransport, path
 from connector.client.admin.rest_messages import delivered_entry
@@ -124,9 +133,17 @@ def _last_message_id(found: Any) -> broker_pb2.LastMessageId:
                                     last_offset=entry + max(batch, 0))
 
 
+UNKNOWN_COUNT = -1
+"""What a skip, clear-backlog or expire answers for its count when the server does not say (Apache Pulsar)."""
+
+
 class RestWire:
     """A :class:`~connector.client.admin.wire.UnaryWire` over :class:`~connector.client.admin.rest.RestTransport`
     (``transport``, which the REST-only parts use directly)."""
+
+    fans_out_partitions = True
+    """A call naming a partitioned topic is sent once, as Pulsar's admin sends it, and the server applies it to
+    each partition (:func:`~connector.client.admin.wire.fans_out`)."""
 
     def __init__(self, transport: RestTransport, retry: bool = False) -> None:
         self.transport = transport
@@ -247,17 +264,20 @@ class RestWire:
         self._call("DELETE", topic_path(request.topic, *rest), query={"force": request.force})
         return broker_pb2.Empty()
 
-    def _stats(self, topic: str) -> dict[str, Any]:
-        if self._partitions(topic):
-            return self._call("GET", topic_path(topic, "partitioned-stats"), query={"perPartition": True})
-        return self._call("GET", topic_path(topic, "stats"))
-
     def _TopicStats(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
-        return broker_pb2.JsonResponse(json=json.dumps(self._stats(request.topic)))
+        # a pulsarlike broker answers a partitioned topic's merged stats here; Apache Pulsar answers 404 (use
+        # partitioned_topic_stats)
+        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, "stats"))))
 
     def _TopicInternalStats(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
-        which = "partitioned-internalStats" if self._partitions(request.topic) else "internalStats"
-        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, which))))
+        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, "internalStats"))))
+
+    def partitioned_stats(self, topic: str, per_partition: bool) -> dict[str, Any]:
+        """``GET .../partitioned-stats?perPartition=``: a partitioned topic's stats (``TopicNotFound`` for one
+        that is not partitioned, as Pulsar answers)."""
+        self._timeout, self._retrying = None, self._retry
+        return self._call("GET", topic_path(topic, "partitioned-stats"), query={"perPartition": per_partition},
+                          not_found=errors.TopicNotFound) or {}
 
     def _GetLastMessageId(self, request: broker_pb2.TopicRequest) -> broker_pb2.LastMessageId:
         return _last_message_id(self._call("GET", topic_path(request.topic, "lastMessageId")))
@@ -313,46 +333,33 @@ class RestWire:
                        not_found=errors.SubscriptionNotFound)
         return broker_pb2.SubscriptionPosition()
 
-    def _backlog(self, topic: str, subscription: str | None) -> int:
-        """Messages not acknowledged yet on ``subscription`` (every durable one when None) of one topic."""
-        subs = self._call("GET", topic_path(topic, "stats")).get("subscriptions") or {}
-        chosen = subs.values() if subscription is None else [subs.get(subscription) or {}]
-        return sum(int(s.get("msgBacklog") or 0) for s in chosen)
-
-    def _counted(self, topic: str, subscription: str | None, act: Callable[[], Any]) -> broker_pb2.SubscriptionPosition:
-        before = self._backlog(topic, subscription)
-        act()
-        return broker_pb2.SubscriptionPosition(acknowledged=max(0, before - self._backlog(topic, subscription)))
+    def _acknowledging(self, where: str, *body: Any, **options: Any) -> broker_pb2.SubscriptionPosition:
+        """POST a skip, clear-backlog or expire; its count from the broker's answer (:data:`UNKNOWN_COUNT`
+        when the server does not say)."""
+        _, headers = self.transport.fetch("POST", where, *body, timeout_s=self._timeout, **options)
+        found = headers.get(ACKNOWLEDGED_HEADER, "")
+        return broker_pb2.SubscriptionPosition(acknowledged=int(found) if found.isdigit() else UNKNOWN_COUNT)
 
     def _SkipMessages(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
-        return self._counted(request.topic, request.subscription, lambda: self._call(
-            "POST", self._sub(request, "skip", str(request.count)), not_found=errors.SubscriptionNotFound))
+        return self._acknowledging(self._sub(request, "skip", str(request.count)),
+                                   not_found=errors.SubscriptionNotFound)
 
     def _ClearBacklog(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
-        return self._counted(request.topic, request.subscription, lambda: self._call(
-            "POST", self._sub(request, "skip_all"), not_found=errors.SubscriptionNotFound))
+        return self._acknowledging(self._sub(request, "skip_all"), not_found=errors.SubscriptionNotFound)
 
     def _ExpireMessages(self, request: broker_pb2.ExpireMessagesRequest) -> broker_pb2.SubscriptionPosition:
         if request.all_subscriptions:
-            where = topic_path(request.topic, "all_subscription", "expireMessages", str(request.expire_time_seconds))
-            return self._counted(request.topic, None, lambda: self._call("POST", where))
+            return self._acknowledging(topic_path(request.topic, "all_subscription", "expireMessages",
+                                                  str(request.expire_time_seconds)))
         if request.HasField("position"):
-            act = lambda: self._call("POST", self._sub(request, "expireMessages"),  # noqa: E731
-                                     _message_id(request.position), not_found=errors.SubscriptionNotFound)
-        else:
-            act = lambda: self._call("POST", self._sub(request, "expireMessages",  # noqa: E731
-                                                       str(request.expire_time_seconds)),
-                                     not_found=errors.SubscriptionNotFound)
-        return self._counted(request.topic, request.subscription, act)
+            return self._acknowledging(self._sub(request, "expireMessages"), _message_id(request.position),
+                                       not_found=errors.SubscriptionNotFound)
+        return self._acknowledging(self._sub(request, "expireMessages", str(request.expire_time_seconds)),
+                                   not_found=errors.SubscriptionNotFound)
 
     def _ClearNamespaceBacklog(self, request: broker_pb2.NamespaceSubscriptionRequest) -> broker_pb2.SubscriptionPosition:
         rest = ("clearBacklog", request.subscription) if request.subscription else ("clearBacklog",)
-        topics = self._of_domains(request.namespace)
-        sub = request.subscription or None
-        before = sum(self._backlog(t, sub) for t in topics)
-        self._call("POST", namespace_path(request.namespace, *rest), not_found=errors.NamespaceNotFound)
-        after = sum(self._backlog(t, sub) for t in topics)
-        return broker_pb2.SubscriptionPosition(acknowledged=max(0, before - after))
+        return self._acknowledging(namespace_path(request.namespace, *rest), not_found=errors.NamespaceNotFound)
 
     def _UnsubscribeNamespace(self, request: broker_pb2.NamespaceSubscriptionRequest) -> broker_pb2.NameList:
         having = [t for t in self._of_domains(request.namespace)

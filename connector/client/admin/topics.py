@@ -9,7 +9,7 @@ from broker_core.protocol import broker_pb2
 from broker_core.types import TopicName
 
 from connector.client.admin.peek import PeekedMessage, messages_of
-from connector.client.admin.wire import UnaryWire, position, topic_name, whole
+from connector.client.admin.wire import UnaryWire, fans_out, position, topic_name, whole
 from connector.client.message_id import MessageId
 
 
@@ -69,8 +69,12 @@ class TopicsAdmin:
     def partitioned_topic_stats(self, topic: str, per_partition: bool = False) -> dict[str, Any]:
         """``pulsar-admin topics partitioned-stats``: the partitions' figures summed (``metadata.partitions``);
         each partition's stats under ``partitions`` only with ``per_partition``. ``NotAllowedError`` for a
-        topic that is not partitioned."""
+        topic that is not partitioned (over ``admin_url``: ``TopicNotFound``, Pulsar's 404)."""
         name = topic_name(topic)
+        if fans_out(self._wire):  # one request, as Pulsar's admin: 404 for a topic that is not partitioned
+            stats = self._wire.partitioned_stats(name, per_partition)  # type: ignore[attr-defined]
+            stats.setdefault("partitions", {})
+            return stats
         if not self.get_partitioned_topic_metadata(name)["partitions"]:
             raise NotAllowedError(f"{name} is not a partitioned topic: use topic_stats (`topics stats`)",
                                   topic=name)
@@ -168,12 +172,17 @@ class TopicsAdmin:
         return messages_of(reply, name, parsed.partition_index, count)
 
     def _partitions_of(self, topic: str) -> list[str]:
+        """The topics to send a call to: each partition of a partitioned topic, unless the server fans out."""
         name = topic_name(topic)
+        if fans_out(self._wire):
+            return [name]
         n = self.get_partitioned_topic_metadata(name)["partitions"]
         return [str(TopicName.parse(name).partition(i)) for i in range(n)] if n else [name]
 
     def _not_partitioned(self, topic: str, verb: str) -> str:
         name = topic_name(topic)
+        if fans_out(self._wire):
+            return name  # the server refuses a partitioned topic itself (412 NotAllowedError), as Pulsar's does
         n = self.get_partitioned_topic_metadata(name)["partitions"]
         if n:
             raise NotAllowedError(f"{verb} on a partitioned topic is not allowed (as in Pulsar): use one of its"

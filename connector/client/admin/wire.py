@@ -37,6 +37,13 @@ def rest_of(wire: Any, method: str) -> Any:
     return transport
 
 
+def fans_out(wire: Any) -> bool:
+    """Whether ``wire`` sends a partitioned topic's call once, to the topic, for the server to apply to each
+    partition (Pulsar's admin REST API, as Pulsar's Java admin sends it); over gRPC the admin's parts send the
+    call to each partition themselves."""
+    return bool(getattr(wire, "fans_out_partitions", False))
+
+
 def topic_name(topic: str) -> str:
     """Fully qualified (raises ``InvalidTopicName`` client-side)."""
     return str(TopicName.parse(topic))

@@ -26,6 +26,7 @@ from broker_core import errors
 from broker_core.core.admin.values import boolean, integer, obj, preview, strings  # noqa: F401 (re-exported)
 from broker_core.frontends.http.json_bounds import JsonTooLarge, measure
 from broker_core.frontends.http.request_limits import JSON_TURNS, LIMITS, read_body
+from broker_core.types import ACKNOWLEDGED_HEADER
 
 _STATUS: dict[type[errors.PulsarLikeError], int] = {
     errors.AuthenticationError: 401,
@@ -95,6 +96,12 @@ def ok(value: Any = None, status: int = 200) -> web.Response:
     if value is None:
         return web.Response(status=204)
     return web.json_response(value, status=status)
+
+
+def acknowledged(count: int) -> web.Response:
+    """204, as Pulsar answers a skip, clear-backlog or expire, with the count of messages it acknowledged in
+    :data:`~broker_core.types.ACKNOWLEDGED_HEADER`."""
+    return web.Response(status=204, headers={ACKNOWLEDGED_HEADER: str(count)})
 
 
 def text(value: str) -> web.Response:

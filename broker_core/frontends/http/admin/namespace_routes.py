@@ -37,7 +37,7 @@ from broker_core.core.admin.namespace_operations import NamespaceOperations
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import NAMESPACE as NS, TENANT, namespace_of, needs, tenant_of
 from broker_core.core.admin.values import string_map
-from broker_core.frontends.http.admin.answers import BadRequest, body, flag, obj, ok
+from broker_core.frontends.http.admin.answers import BadRequest, acknowledged, body, flag, obj, ok
 from broker_core.security import ADMIN, CONSUME, LOOKUP
 
 
@@ -100,8 +100,8 @@ class NamespaceRoutes:
     # ------------------------------------------------------------------ every topic's subscriptions
     @needs(CONSUME, NS)
     async def clear_backlog(self, request: web.Request) -> web.Response:
-        self._subscriptions.clear_namespace_backlog(namespace_of(request), request.match_info.get("subscription", ""))
-        return ok()
+        return acknowledged(self._subscriptions.clear_namespace_backlog(
+            namespace_of(request), request.match_info.get("subscription", "")).acknowledged)
 
     @needs(CONSUME, NS)
     async def unsubscribe(self, request: web.Request) -> web.Response:

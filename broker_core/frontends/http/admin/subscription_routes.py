@@ -30,6 +30,9 @@ On a partitioned topic, creating, deleting, skipping all, resetting to a time an
 each partition (with Pulsar's 409, 404 and 412: see :mod:`broker_core.core.admin.subscriptions`); the calls
 taking a message id or a count act on one partition (use its name), as a message id belongs to one partition.
 
+Skip, skip all and expire answer 204 as Pulsar, with the count of messages they acknowledged in the
+``X-Pulsarlike-Acknowledged`` header (:data:`~broker_core.types.ACKNOWLEDGED_HEADER`).
+
 A MessageId body is Pulsar's (``ledgerId``, ``entryId``, optional ``batchIndex``, ``partitionIndex``,
 ``isExcluded``); this broker's ``entryId`` is the entry's offset (:class:`~broker_core.types.MessageId`).
 """
@@ -42,7 +45,7 @@ from aiohttp import web
 from broker_core.core.admin import Position, SubscriptionAdmin
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import TOPIC, needs, topic_of
-from broker_core.frontends.http.admin.answers import body, boolean, flag, integer, obj, ok, path_int
+from broker_core.frontends.http.admin.answers import acknowledged, body, boolean, flag, integer, obj, ok, path_int
 from broker_core.security import CONSUME
 
 TOPIC_PATH = "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}/{topic}"
@@ -98,13 +101,13 @@ class SubscriptionRoutes:
 
     @needs(CONSUME, TOPIC)
     async def skip(self, request: web.Request) -> web.Response:
-        self._subscriptions.skip(topic_of(request), request.match_info["subscription"], path_int(request, "count"))
-        return ok()
+        return acknowledged(self._subscriptions.skip(topic_of(request), request.match_info["subscription"],
+                                                     path_int(request, "count")).acknowledged)
 
     @needs(CONSUME, TOPIC)
     async def skip_all(self, request: web.Request) -> web.Response:
-        self._subscriptions.clear_backlog(topic_of(request), request.match_info["subscription"])
-        return ok()
+        return acknowledged(self._subscriptions.clear_backlog(topic_of(request),
+                                                              request.match_info["subscription"]).acknowledged)
 
     @needs(CONSUME, TOPIC)
     async def reset_to_time(self, request: web.Request) -> web.Response:
@@ -120,20 +123,19 @@ class SubscriptionRoutes:
 
     @needs(CONSUME, TOPIC)
     async def expire_by_time(self, request: web.Request) -> web.Response:
-        self._subscriptions.expire_by_time(topic_of(request), request.match_info["subscription"],
-                                           path_int(request, "seconds"))
-        return ok()
+        return acknowledged(self._subscriptions.expire_by_time(topic_of(request), request.match_info["subscription"],
+                                                               path_int(request, "seconds")).acknowledged)
 
     @needs(CONSUME, TOPIC)
     async def expire_through_message(self, request: web.Request) -> web.Response:
         where = position(await body(request, "messageId"))
-        self._subscriptions.expire_through(topic_of(request), request.match_info["subscription"], where)
-        return ok()
+        return acknowledged(self._subscriptions.expire_through(topic_of(request), request.match_info["subscription"],
+                                                               where).acknowledged)
 
     @needs(CONSUME, TOPIC)
     async def expire_all_by_time(self, request: web.Request) -> web.Response:
-        self._subscriptions.expire_all_by_time(topic_of(request), path_int(request, "seconds"))
-        return ok()
+        return acknowledged(self._subscriptions.expire_all_by_time(topic_of(request),
+                                                                   path_int(request, "seconds")).acknowledged)
 
     @needs(CONSUME, TOPIC)
     async def properties(self, request: web.Request) -> web.Response:
