@@ -70,7 +70,12 @@ class AuthenticationToken(Authentication):
         self._source = token
 
     def token(self) -> str:
-        value = self._source() if callable(self._source) else self._source
+        """The token; ``AuthenticationError`` naming what the supplier raised when it raises (pulsar-client's
+        answer to a failing supplier: no connection is made with it)."""
+        try:
+            value = self._source() if callable(self._source) else self._source
+        except Exception as exc:
+            raise AuthenticationError(f"the AuthenticationToken supplier failed: {exc}") from exc
         if not isinstance(value, str) or not value.strip():
             raise InvalidConfiguration("the AuthenticationToken function returned no token")
         return value.strip()
