@@ -176,8 +176,18 @@ def test_a_topics_message_ttl_is_set_as_pulsar_admin_sends_it_in_the_query(http,
     assert http.get(f"{NS}/{name}/messageTTL").status == 204
 
 
-def test_a_policy_of_a_missing_topic_is_404_and_the_applied_value_is_not_served_yet(http, name):
+def test_a_policy_of_a_missing_topic_is_404_and_the_applied_value_is_the_one_in_force(http, name):
     assert http.get(f"{NS}/{name}/retention").status == 404
+    assert http.get(f"{NS}/{name}/retention?applied=true").status == 404
     assert http.post(f"{NS}/{name}/maxProducers", 1).status == 404
     http.put(f"{NS}/{name}")
-    assert http.get(f"{NS}/{name}/retention?applied=true").status == 501
+    assert set(http.get(f"{NS}/{name}/retention?applied=true").body) == {"retentionTimeInMinutes",
+                                                                        "retentionSizeInMB"}
+    assert http.get(f"{NS}/{name}/messageTTL?applied=true").body == 0  # the broker's ttlDurationDefaultInSeconds
+    namespace = NS.split("/admin/v2/persistent/")[1]
+    assert http.post(f"/admin/v2/namespaces/{namespace}/messageTTL", 300).status == 204
+    assert http.get(f"{NS}/{name}/messageTTL?applied=true").body == 300
+    assert http.post(f"{NS}/{name}/messageTTL?messageTTL=60").status == 204
+    assert http.get(f"{NS}/{name}/messageTTL?applied=true").body == 60
+    assert http.delete(f"/admin/v2/namespaces/{namespace}/messageTTL").status == 204
+    assert http.get(f"{NS}/{name}/schemaCompatibilityStrategy?applied=true").status == 501

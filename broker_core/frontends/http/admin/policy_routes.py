@@ -16,8 +16,9 @@ and ``GetPolicies`` are. For each policy of the table:
 =========================================================  =====================================  ============
 
 A body of the wrong JSON type is 400 naming the field, a value out of range 412 naming it. A topic's
-``?applied=true`` (the value in force, inherited included) is not served yet: 501. Adding a policy is adding a
-row to the table (see its docstring).
+``?applied=true`` answers the value in force: the topic's own, else its namespace's, else the broker's
+configuration (:mod:`broker_core.core.admin.applied_policies`); 501 for a policy without a broker value there.
+Adding a policy is adding a row to the table (see its docstring).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
+from broker_core.core.admin.applied_policies import applied
 from broker_core.core.admin.namespaces import NamespaceAdmin, Scope
 from broker_core.core.admin.policy_table import BY_NAMESPACE_SEGMENT, BY_TOPIC_SEGMENT, Policy
 from broker_core.core.registry import TopicRegistry
@@ -43,6 +45,7 @@ def _segment(request: web.Request) -> str:
 class PolicyRoutes:
     def __init__(self, registry: TopicRegistry) -> None:
         self._namespaces = NamespaceAdmin(registry)
+        self._registry = registry
 
     def routes(self) -> list[web.RouteDef]:
         found = []
@@ -80,11 +83,16 @@ class PolicyRoutes:
     # ------------------------------------------------------------------ a topic's own
     @needs(LOOKUP, TOPIC)
     async def get_topic_policy(self, request: web.Request) -> web.Response:
-        if flag(request, "applied"):
-            raise Refused(501, "applied=true (the value in force, inherited included) is not served yet; read the"
-                               " topic's and its namespace's own values")
         policy = BY_TOPIC_SEGMENT[_segment(request)]
-        return ok(self._namespaces.policy(Scope.of_topic(topic_of(request)), policy.key))
+        topic = topic_of(request)
+        own = self._namespaces.policy(Scope.of_topic(topic), policy.key)  # 404 for a topic that does not exist
+        if not flag(request, "applied"):
+            return ok(own)
+        value = applied(self._registry.policies, self._registry.dynamic.current, topic, policy.key)
+        if value is None:
+            raise Refused(501, f"applied=true for {_segment(request)} (the value in force, inherited included) is "
+                               "not served yet; read the topic's and its namespace's own values")
+        return ok(value)
 
     @needs(ADMIN, TOPIC)
     async def set_topic_policy(self, request: web.Request) -> web.Response:
