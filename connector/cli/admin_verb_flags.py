@@ -25,8 +25,7 @@ from connector.cli import output
 ONE_BUNDLE = "0x00000000_0xffffffff"
 """The only bundle of a pulsarlike namespace."""
 DOMAINS = {"persistent": "persistent://", "non_persistent": "non-persistent://"}
-MODES = {"PERSISTENT": ("persistent://",), "NON_PERSISTENT": ("non-persistent://",),
-         "ALL": ("persistent://", "non-persistent://")}
+MODES = ("PERSISTENT", "NON_PERSISTENT", "ALL")
 
 
 def _property(text: str) -> tuple[str, str]:
@@ -124,16 +123,13 @@ def _has(properties: dict[str, str] | None, wanted: dict[str, str]) -> bool:
 
 
 def namespace_topics_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-m", "--mode", default="PERSISTENT", type=str.upper, choices=sorted(MODES),
+    p.add_argument("-m", "--mode", default="PERSISTENT", type=str.upper, choices=MODES,
                    help="PERSISTENT (default), NON_PERSISTENT or ALL")
     system_topics_flag(p)
 
 
 def namespace_topics(admin: Any, o: argparse.Namespace) -> str:
-    listing = getattr(admin, "list_namespace_topics", None)  # GET namespaces/{t}/{ns}/topics?mode= (helper D3's)
-    if listing is not None:
-        return output.lines(listing(o.namespace, o.mode))
-    return output.lines([t for t in admin.list_topics(o.namespace) if t.startswith(MODES[o.mode])])
+    return output.lines(admin.list_namespace_topics(o.namespace, o.mode))  # GET namespaces/{t}/{ns}/topics?mode=
 
 
 # ====================================================================================== reading
