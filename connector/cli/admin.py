@@ -129,10 +129,11 @@ def _policies_json(admin: Any, namespace: str) -> str:
 
 def _namespaces(verb: Callable[..., argparse.ArgumentParser]) -> None:
     verb("list", lambda a, o: output.lines(a.list_namespaces(o.tenant)), "List a tenant's namespaces", "tenant")
-    admin_verb_flags.namespace_topics_flags(verb(
-        "topics", admin_verb_flags.namespace_topics,
-        "List a namespace's topics (partitions and non-partitioned topics; persistent ones by default)",
-        "namespace"))
+    for name in ("topics", "destinations"):  # destinations: pulsar-admin's older name of the same verb
+        admin_verb_flags.namespace_topics_flags(verb(
+            name, admin_verb_flags.namespace_topics,
+            "List a namespace's topics (partitions and non-partitioned topics; persistent ones by default)",
+            "namespace"))
     admin_verb_flags.namespace_create_flags(verb("create", admin_verb_flags.create_namespace, "Create a namespace",
                                                  "namespace"))
     verb("delete", lambda a, o: a.delete_namespace(o.namespace, force=o.force), "Delete a namespace (refused "

@@ -39,10 +39,9 @@ KNOWN_CLI_GAPS: dict[str, str] = {
     # brokers' dynamic configuration, broker-stats, resource groups, rates (helper A's routes and verbs)
     # namespace and topic policies added with their routes (admin_namespaces.py)
     # schemas extract reads a schema from a Java class in a jar (no Java here: a pulsarlike way would take a
-    # Python Record); create-shadow-topic needs shadow topics (not served); destinations is topics' old name
+    # Python Record); create-shadow-topic needs shadow topics (not served)
     'schemas extract': 'no such verb',
     'topics create-shadow-topic': 'no such verb',
-    'namespaces destinations': 'no such verb',
     # flags of verbs that exist: a pulsarlike flag still to add (or to accept and refuse with a reason)
     'topics analyze-backlog': 'lacks --backlog-scan-max-entries, -b, --quiet, -q, --plain',
     'topics partitioned-stats':
