@@ -361,7 +361,8 @@ class Client:
         settings = ConsumerSettings(
             receiver_queue_size, not batch_index_ack_enabled, max_pending_chunked_message,
             bool(auto_ack_oldest_chunked_message_on_queue_full), expire_time_of_incomplete_chunked_message_ms,
-            values=binding, crypto=crypto, crypto_redelivery_ms=ack_timeout)
+            values=binding, start_inclusive=start_message_id_inclusive, crypto=crypto,
+            crypto_redelivery_ms=ack_timeout)
         # A non-durable subscription resumes after a reconnection where the application is.
         positions = ReadPositions() if mode == SubscriptionMode.NonDurable else None
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template, settings, positions)
@@ -413,7 +414,8 @@ class Client:
             start_inclusive=start_message_id_inclusive, read_compacted=bool(is_read_compacted))
         positions = ReadPositions()
         opener = PartitionOpener(self._connection, self._timer, self._lookup, template,
-                                 ConsumerSettings(receiver_queue_size, values=binding, crypto=crypto),
+                                 ConsumerSettings(receiver_queue_size, values=binding,
+                                                  start_inclusive=start_message_id_inclusive, crypto=crypto),
                                  positions, call="create_reader")
         consumer = Consumer(name, subscription, ConsumerType.Exclusive, opener, [name], self._lookup, self._timer,
                             RedeliveryOptions(), self._forget, positions=positions, deadline=deadline)

@@ -421,6 +421,13 @@ class Consumer:
         """Messages received and not yet taken (some may be skipped when taken)."""
         return len(self._queue)
 
+    def has_buffered_live(self) -> bool:
+        """True when a buffered message is of the current stream generation (not skipped when taken as one
+        from before a seek or a reconnection is)."""
+        if not self._queue.items:
+            return False
+        return any(not msg._entry.taker.stale for msg in self._queue.snapshot())
+
     def get_last_message_id(self) -> MessageId:
         """The id of the last message stored on the (first) topic partition (of its compacted view for a
         consumer reading compacted)."""

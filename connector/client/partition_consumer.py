@@ -59,6 +59,9 @@ class ConsumerSettings:
     expire_time_of_incomplete_chunked_message_ms: int = 60000
     values: Any = None
     """The consumer's schema binding (:mod:`connector.client.schema.binding`): ``msg.value()`` decodes with it."""
+    start_inclusive: bool = False
+    """``start_message_id_inclusive``: a seek to a message id delivers that message first (True) or the one
+    after it (False), as pulsar-client's consumers and readers do."""
     crypto: Any = None
     """:class:`~connector.client.message_crypto.ConsumerCrypto` decrypting encrypted entries (None: no key reader,
     ``FAIL``)."""
@@ -87,8 +90,8 @@ class PartitionConsumer:
         self._resume = resume
         self.start_floor = spec.start.offset if spec.start is not None and not spec.start.latest else -1
         """The first offset the application may get: the broker delivers whole entries, so a start (or seek)
-        inside a batch gets the batch's earlier messages too, which are dropped here (pulsar-client does the
-        same with the batch index of its start id)."""
+        inside a batch gets the batch's earlier messages too, and a seek to a message id not inclusive gets the
+        message itself: both are dropped here (pulsar-client does the same with its start id)."""
         self._chunks = ChunkAssembly(
             self.topic, timer, settings.max_pending_chunked_message,
             settings.auto_ack_oldest_chunked_message_on_queue_full,
@@ -158,6 +161,8 @@ class PartitionConsumer:
             entry_id = entry.entry_id
             if entry_id > self.max_received_offset:
                 self.max_received_offset = entry_id
+            if entry_id < self.start_floor:  # the message a seek not inclusive named: not delivered
+                return 1
             out.append(Message(data if type(data) is bytes else bytes(data), None, EntryInfo(
                 metadata, self.topic, entry.ledger_id, entry_id, self.partition, entry.redelivery_count,
                 1, False, self, window), -1))
@@ -299,7 +304,9 @@ class PartitionConsumer:
     # --- seek and lifecycle -------------------------------------------------------------------------------
     def start_seek(self, target: MessageId | int) -> None:
         specific = isinstance(target, MessageId) and not (target.is_earliest() or target.is_latest())
-        self.start_floor = self.positions.position(target) if specific else -1  # type: ignore[arg-type]
+        # the broker delivers from the entry holding the target: the target itself only when inclusive
+        self.start_floor = (self.positions.position(target) + (0 if self._settings.start_inclusive else 1)
+                            if specific else -1)  # type: ignore[arg-type]
         self.stream.start_seek(target)
         self._chunks.clear()  # buffered chunks are from before the seek
 

@@ -116,7 +116,7 @@ class Reader:
         """True when a message is buffered, or the topic holds one past the last one read."""
         if not self._consumer.is_open():
             raise errors.AlreadyClosed(f"the reader on {self._topic} is closed")
-        if self._consumer.buffered():
+        if self._consumer.has_buffered_live():
             return True
         if self._progress is not None:
             self._progress.flush()
@@ -125,20 +125,21 @@ class Reader:
             expected = self._positions.next_offset(topic) or 0
             if last.last_offset >= 0 and last.last_offset >= max(expected, last.start_offset):
                 return True
-        return bool(self._consumer.buffered())
+        return self._consumer.has_buffered_live()
 
     def has_reached_end_of_topic(self) -> bool:
         """True once the topic is terminated and every message of it was read (pulsar-client's name)."""
         return self._consumer.has_reached_end_of_topic()
 
     def seek(self, messageid: MessageId | int) -> None:
-        """Move to a message id (inclusive of it, as pulsar-client) or a publish time in ms."""
+        """Move to a message id (the next read is that message when the reader is ``start_message_id_inclusive``,
+        else the one after it, as pulsar-client) or a publish time in ms."""
         if self._progress is not None:
             self._progress.forget()
         self._consumer.seek(messageid)
         if isinstance(messageid, MessageId) and not (messageid.is_earliest() or messageid.is_latest()):
             for topic in self._consumer.partition_topics():
-                self._positions.set(topic, self._numbering.position(messageid))
+                self._positions.set(topic, self._numbering.position(messageid) + (0 if self._inclusive else 1))
         else:
             self._set_start(messageid)
 

@@ -7,9 +7,15 @@ them -- the updater reaches the client through a weak reference (:func:`children
 stops them (:func:`watch`, a ``weakref.finalize``), as ``close()`` does. A client whose producers, consumers
 or readers are still open is left alone: they hold it, so it is collected only with them, and closing the
 connection under one that did not would break it.
+
+Only a client whose last reference goes is stopped so; one the cycle collector frees (a client in a
+reference cycle, e.g. held by a traceback's frames) is left as before: the collector runs finalizers wherever
+it happens to run, inside any C code that allocates, and stopping threads there broke CPython 3.11's
+``ast.parse`` ("AST constructor recursion depth mismatch" while pytest rendered a traceback).
 """
 from __future__ import annotations
 
+import gc
 import logging
 import weakref
 from typing import Any, Callable
@@ -34,8 +40,20 @@ def watch(client: Any, children: list[Any], *parts: Any) -> weakref.finalize:
     return weakref.finalize(client, _release, children, parts)
 
 
+_collecting = False
+"""True while the cycle collector runs (set by :func:`_track_collections`)."""
+
+
+def _track_collections(phase: str, info: dict) -> None:
+    global _collecting
+    _collecting = phase == "start"
+
+
+gc.callbacks.append(_track_collections)
+
+
 def _release(children: list[Any], parts: tuple[Any, ...]) -> None:
-    if children:
+    if children or _collecting:
         return
     log.debug("event=client_collected_unclosed")
     for part in parts:
