@@ -226,10 +226,13 @@ def test_seek_to_message_id_and_to_timestamp(client, topic):
     producer = client.create_producer(topic)
     ids = [producer.send(b"m%d" % i) for i in range(5)]
     consumer = _subscribe(client, topic)
-    consumer.seek(ids[3])
-    assert consumer.receive(5000).data() == b"m3"
+    consumer.seek(ids[3])  # the message after it: start_message_id_inclusive is False by default
+    assert consumer.receive(5000).data() == b"m4"
     consumer.seek(0)
     assert consumer.receive(5000).data() == b"m0"
+    inclusive = _subscribe(client, topic, "inclusive", start_message_id_inclusive=True)
+    inclusive.seek(ids[3])
+    assert inclusive.receive(5000).data() == b"m3"
 
 
 @pytest.mark.transports

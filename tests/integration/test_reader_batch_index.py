@@ -69,7 +69,7 @@ def test_our_reader_starts_after_a_message_inside_a_batch_as_the_official_client
         client.close()
 
 
-def test_our_reader_seeking_inside_a_batch_starts_at_that_message(batched):
+def test_our_reader_seeking_inside_a_batch_starts_after_that_message(batched):
     from connector import Client, MessageId
 
     proc, topic, ids = batched
@@ -77,8 +77,11 @@ def test_our_reader_seeking_inside_a_batch_starts_at_that_message(batched):
     try:
         reader = client.create_reader(topic, MessageId.earliest)
         first_read(reader)
-        reader.seek(MessageId.deserialize(ids[700].serialize()))  # a reader's seek is inclusive
-        assert first_read(reader) == 700
+        reader.seek(MessageId.deserialize(ids[700].serialize()))  # not inclusive: the message after it
+        assert first_read(reader) == 701
+        inclusive = client.create_reader(topic, MessageId.earliest, start_message_id_inclusive=True)
+        inclusive.seek(MessageId.deserialize(ids[700].serialize()))
+        assert first_read(inclusive) == 700
     finally:
         client.close()
 
@@ -92,9 +95,9 @@ def test_our_consumer_seeking_inside_a_batch_gets_nothing_before_that_message(ba
         consumer = client.subscribe(topic, "s", consumer_type=ConsumerType.Exclusive,
                                     initial_position=InitialPosition.Earliest)
         assert int(consumer.receive(5000).data()) == 0
-        consumer.seek(MessageId.deserialize(ids[700].serialize()))
-        received = [int(consumer.receive(5000).data()) for _ in range(MESSAGES - 700)]
-        assert received == list(range(700, MESSAGES))
+        consumer.seek(MessageId.deserialize(ids[700].serialize()))  # not inclusive: from the message after it
+        received = [int(consumer.receive(5000).data()) for _ in range(MESSAGES - 701)]
+        assert received == list(range(701, MESSAGES))
     finally:
         client.close()
 
