@@ -3,7 +3,7 @@
 Every error pulsarlike raises is a :class:`PulsarException` (the base of :mod:`broker_core.errors`, whose
 classes carry pulsar-client's names where one exists). Two names differ and are aliases here:
 ``ServiceUnitNotReady`` is pulsarlike's ``ServiceNotReady`` and ``TooManyLookupRequestException`` its
-``TooManyRequests``. The names pulsarlike never raises (transactions, encryption ...) are
+``TooManyRequests``. The names pulsarlike never raises (transactions ...) are
 defined too, so that code written for pulsar-client catches them unchanged.
 """
 from __future__ import annotations
@@ -18,6 +18,8 @@ from broker_core.errors import (
     TopicNotFound, TopicTerminated, UnknownError)
 
 from connector.client.interrupts import Interrupted  # noqa: F401  (a blocking call interrupted by Ctrl-C)
+
+from connector.client.crypto_keys import CryptoError  # noqa: F401  (raised by end-to-end encryption)
 
 PulsarException = PulsarLikeError
 ServiceUnitNotReady = ServiceNotReady
@@ -68,8 +70,6 @@ class UnsupportedVersionError(_NeverRaised):
     pass
 
 
-class CryptoError(_NeverRaised):
-    pass
 
 
 class TransactionCoordinatorNotFoundError(_NeverRaised):
