@@ -159,6 +159,9 @@ class BrokerConfig:
     maxTopicsPerNamespace: int = 0
     """Most topics in a namespace, each partition of a partitioned topic counting as one (0: no limit); one
     more is refused, created by the admin API (412) or by a client (``NotAllowedError``)."""
+    subscriptionBacklogScanMaxEntries: int = 10000
+    """Most entries one ``analyze-backlog`` request reads (Pulsar's key); past it the answer says ``aborted``
+    and ``pulsarlike admin topics analyze-backlog -b N`` asks again from where it stopped, as pulsar-admin."""
     allowAutoSubscriptionCreation: bool = True
     """A consumer may create a durable subscription by subscribing; false: a consumer of a subscription that
     does not exist is refused with ``SubscriptionNotFound`` (the admin API still creates them)."""
@@ -416,7 +419,8 @@ class BrokerConfig:
                      "subscriptionExpiryCheckIntervalInMinutes", "statsUpdateFrequencyInSecs",
                      "streamReplyQueueMaxMessages", "streamReplyQueueMaxBytes", "brokerReplyQueueMaxBytes",
                      "httpMaxRequestSize", "httpRequestBodyTimeoutMs", "httpMaxRequestJsonValues",
-                     "brokerDeleteInactiveTopicsFrequencySeconds", "subscribeRatePeriodPerConsumerInSecond"):
+                     "brokerDeleteInactiveTopicsFrequencySeconds", "subscribeRatePeriodPerConsumerInSecond",
+                     "subscriptionBacklogScanMaxEntries"):
             if getattr(self, name) <= 0:
                 raise _bad(name, getattr(self, name), "a positive integer")
         for name in ("journalSyncIntervalMs", "delayedDeliveryMaxDelayInMillis", "managedLedgerCacheSizeMB",

@@ -374,12 +374,24 @@ class ConsumeResponse(_message.Message):
     def __init__(self, subscribed: _Optional[_Union[Subscribed, _Mapping]] = ..., deliveries: _Optional[_Union[Deliveries, _Mapping]] = ..., active_change: _Optional[_Union[ActiveConsumerChange, _Mapping]] = ..., seek_done: _Optional[_Union[SeekDone, _Mapping]] = ..., unsubscribed: _Optional[_Union[UnsubscribeDone, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., warning: _Optional[_Union[Error, _Mapping]] = ..., end_of_topic: _Optional[_Union[ReachedEndOfTopic, _Mapping]] = ..., unreadable: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
 
 class TopicRequest(_message.Message):
-    __slots__ = ("topic", "read_compacted")
+    __slots__ = ("topic", "read_compacted", "stats")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     READ_COMPACTED_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
     topic: str
     read_compacted: bool
-    def __init__(self, topic: _Optional[str] = ..., read_compacted: _Optional[bool] = ...) -> None: ...
+    stats: StatsOptions
+    def __init__(self, topic: _Optional[str] = ..., read_compacted: _Optional[bool] = ..., stats: _Optional[_Union[StatsOptions, _Mapping]] = ...) -> None: ...
+
+class StatsOptions(_message.Message):
+    __slots__ = ("get_precise_backlog", "subscription_backlog_size", "get_earliest_time_in_backlog")
+    GET_PRECISE_BACKLOG_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_BACKLOG_SIZE_FIELD_NUMBER: _ClassVar[int]
+    GET_EARLIEST_TIME_IN_BACKLOG_FIELD_NUMBER: _ClassVar[int]
+    get_precise_backlog: bool
+    subscription_backlog_size: bool
+    get_earliest_time_in_backlog: bool
+    def __init__(self, get_precise_backlog: _Optional[bool] = ..., subscription_backlog_size: _Optional[bool] = ..., get_earliest_time_in_backlog: _Optional[bool] = ...) -> None: ...
 
 class CreatePartitionedTopicRequest(_message.Message):
     __slots__ = ("topic", "partitions")

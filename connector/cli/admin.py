@@ -71,6 +71,19 @@ class _Parser(SuggestingParser):
         return getattr(self, "leaves", {}).get((getattr(parsed, "group", ""), getattr(parsed, "verb", "")), self)
 
 
+def _stats_flags(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """pulsar-admin's stats flags. As pulsar-admin, the subscriptions' ``backlogSize`` is always asked (its
+    ``-sbs`` defaults to true, so the flag changes nothing)."""
+    p.add_argument("-gpb", "--get-precise-backlog", action="store_true",
+                   help="accepted: the backlog counts of a pulsarlike broker are always precise")
+    p.add_argument("-sbs", "--get-subscription-backlog-size", action="store_true",
+                   help="each subscription's backlogSize in bytes (always asked, as pulsar-admin's default)")
+    p.add_argument("-etb", "--get-earliest-time-in-backlog", action="store_true",
+                   help="each subscription's earliestMsgPublishTimeInBacklog (publish time of its first "
+                        "unacknowledged message; -1: none) and the topic's earliestMsgPublishTimeInBacklogs")
+    return p
+
+
 def _typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     def convert(text: str) -> Any:
         try:
@@ -303,9 +316,11 @@ def _topics(verb: Callable[..., argparse.ArgumentParser]) -> None:
         verb(name, lambda a, o: a.delete_topic(o.topic, force=o.force), "Delete a topic (every partition of a "
              "partitioned one)", "topic").add_argument("-f", "--force", action="store_true",
                                                        help="even with connected producers or consumers")
-    verb("stats", lambda a, o: output.pulsar_json(a.topic_stats(o.topic)), "A topic's stats", "topic")
-    verb("partitioned-stats", lambda a, o: output.pulsar_json(a.partitioned_topic_stats(o.topic, o.per_partition)),
-         "A partitioned topic's stats, summed", "topic").add_argument(
+    _stats_flags(verb("stats", lambda a, o: output.pulsar_json(a.topic_stats(
+        o.topic, o.get_precise_backlog, True, o.get_earliest_time_in_backlog)), "A topic's stats", "topic"))
+    _stats_flags(verb("partitioned-stats", lambda a, o: output.pulsar_json(a.partitioned_topic_stats(
+        o.topic, o.per_partition, o.get_precise_backlog, True, o.get_earliest_time_in_backlog)),
+        "A partitioned topic's stats, summed", "topic")).add_argument(
         "--per-partition", action="store_true", help="each partition's stats too")
     verb("stats-internal", flags.refusing({"metadata": (
         "--metadata", "BookKeeper's ledger metadata: a pulsarlike topic's segments are local files, their "

@@ -6,6 +6,7 @@ with pulsar-admin's names and flags (over gRPC, or ``--admin-url`` REST):
     topics get-message-id-by-index TOPIC -i INDEX            the entry holding a message index (PIP-415)
     topics get-backlog-size TOPIC [-m LEDGER:ENTRY]         bytes stored from the message on (default: all)
     topics analyze-backlog TOPIC -s SUB [-p LEDGER:ENTRY]   what the subscription has not acknowledged
+        [-b MAX_ENTRIES [-q]] [--plain]                      -b: scan in rounds up to MAX_ENTRIES entries
     topics trim-topic TOPIC                                  retention applied now
     topics create-missed-partitions TOPIC                    a partitioned topic's partitions not stored yet made
     topics info-internal TOPIC                               Pulsar's ManagedLedgerInfo
@@ -93,6 +94,25 @@ def _set_backlog_quota(admin: Any, o: argparse.Namespace) -> None:
     admin.set_topic_backlog_quota(o.topic, o.policy, limit_size=o.limit, limit_time=o.limit_time, quota_type=o.type)
 
 
+def analyze_backlog(admin: Any, o: argparse.Namespace) -> str:
+    """``topics analyze-backlog`` as pulsar-admin runs it: one request without ``-b``; with it, rounds until
+    ``-b`` entries are counted or the broker read to the end, each round's merged result printed unless
+    ``--quiet`` (and not the round that reaches ``-b``), the final one always; ``--plain``: one line each."""
+    show = output.pulsar_json if not o.plain else output.plain_json
+    if o.backlog_scan_max_entries is None:
+        return show(admin.analyze_backlog(o.topic, o.subscription, o.position))
+    if o.backlog_scan_max_entries <= 0:
+        raise ValueError("--backlog-scan-max-entries must be greater than 0")
+
+    def terminate(result: dict[str, Any]) -> bool:
+        done = result.get("entries", 0) >= o.backlog_scan_max_entries
+        if not o.quiet and not done:
+            print(show(result), flush=True)
+        return done
+
+    return show(admin.analyze_backlog(o.topic, o.subscription, o.position, terminate=terminate))
+
+
 def add_verbs(verb: Callable[..., argparse.ArgumentParser]) -> None:
     """The verbs above, on the ``topics`` group's ``verb(name, run, what, positional)``."""
     p = verb("get-message-by-id", lambda a, o: output.peeked(a.get_message_by_id(o.topic, o.ledger_id, o.entry_id)),
@@ -112,12 +132,16 @@ def add_verbs(verb: Callable[..., argparse.ArgumentParser]) -> None:
         "-m", "--messageId", dest="message_id", default=None,
         type=_typed(lambda t: None if t.strip() == "-1:-1" else parse_message_id(t)),
         help="messageId used to calculate backlog size, ledgerId:entryId (default -1:-1: everything stored)")
-    p = verb("analyze-backlog", lambda a, o: output.pulsar_json(a.analyze_backlog(o.topic, o.subscription,
-                                                                                   o.position)),
-             "Analyze the backlog of a subscription", "topic")
+    p = verb("analyze-backlog", analyze_backlog, "Analyze the backlog of a subscription", "topic")
     p.add_argument("-s", "--subscription", required=True, help="Subscription to be analyzed")
     p.add_argument("-p", "--position", type=_typed(parse_message_id), default=None,
                    help="message position to start the scan from (ledgerId:entryId)")
+    p.add_argument("-b", "--backlog-scan-max-entries", type=int, default=None,
+                   help="the most backlog entries to scan: while the broker's answer says it stopped early "
+                        "(its subscriptionBacklogScanMaxEntries), ask again from there until this many")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="with -b, do not print each round's merged result (the progress)")
+    p.add_argument("--plain", action="store_true", help="print the results as one-line JSON (NDJSON)")
     verb("trim-topic", lambda a, o: a.trim_topic(o.topic), "Trim a topic: remove now what retention no longer keeps",
          "topic")
     verb("create-missed-partitions", lambda a, o: a.create_missed_partitions(o.topic),

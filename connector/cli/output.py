@@ -44,6 +44,11 @@ def pulsar_json(value: Any, level: int = 0) -> str:
     return _scalar(value)
 
 
+def plain_json(value: Any) -> str:
+    """``value`` on one line, as Jackson writes it without a pretty printer (pulsar-admin's ``--plain``)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _scalar(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 

@@ -42,12 +42,6 @@ KNOWN_CLI_GAPS: dict[str, str] = {
     # Python Record); create-shadow-topic needs shadow topics (not served)
     'schemas extract': 'no such verb',
     'topics create-shadow-topic': 'no such verb',
-    # flags of verbs that exist: a pulsarlike flag still to add (or to accept and refuse with a reason)
-    'topics analyze-backlog': 'lacks --backlog-scan-max-entries, -b, --quiet, -q, --plain',
-    'topics partitioned-stats':
-        'lacks --get-precise-backlog, -gpb, --get-subscription-backlog-size, -sbs, --get-earliest-time-in-backlog, -etb',
-    'topics stats':
-        'lacks --get-precise-backlog, -gpb, --get-subscription-backlog-size, -sbs, --get-earliest-time-in-backlog, -etb',
 }
 """``group`` (a whole group) or ``group verb`` -> what is missing, as :func:`gaps` words it. Delete a line when
 the verb (or flag) exists."""

@@ -58,7 +58,8 @@ API_BEFORE = {  # method: its parameters after self (defaults that are not plain
     "lookup_topic": "topic",
     "namespace_policies": "namespace",
     "offset_for_timestamp": "topic, publish_time_ms",
-    "partitioned_topic_stats": "topic, per_partition=False",
+    "partitioned_topic_stats": "topic, per_partition=False, get_precise_backlog=False, subscription_backlog_size=True, "
+                               "get_earliest_time_in_backlog=False",
     "peek_messages": "topic, subscription, count=1",
     "remove_namespace_max_consumers_per_topic": "namespace",
     "remove_namespace_max_producers_per_topic": "namespace",
@@ -88,7 +89,8 @@ API_BEFORE = {  # method: its parameters after self (defaults that are not plain
     "terminate_topic": "topic",
     "topic_internal_stats": "topic",
     "topic_policies": "topic",
-    "topic_stats": "topic",
+    "topic_stats": "topic, get_precise_backlog=False, subscription_backlog_size=True, "
+                   "get_earliest_time_in_backlog=False",
     "unload_topic": "topic",
     "unsubscribe_namespace": "namespace, subscription",
     "update_partitioned_topic": "topic, partitions",

@@ -11,7 +11,8 @@
 :meth:`TopicMessages.backlog_size`     the bytes stored from a message on (``topics get-backlog-size``)
 :meth:`TopicMessages.offline_backlog`  Pulsar's ``PersistentOfflineTopicStats`` (``GET .../backlog``)
 :meth:`TopicMessages.analyze_backlog`  the entries and messages a subscription has not acknowledged
-                                       (``topics analyze-backlog``), scanned up to :data:`SCAN_MAX_ENTRIES` entries
+                                       (``topics analyze-backlog``), scanned up to the broker's
+                                       ``subscriptionBacklogScanMaxEntries`` entries
 :meth:`TopicMessages.trim`             retention applied now (``topics trim-topic``)
 :meth:`TopicMessages.internal_info`    Pulsar's ``ManagedLedgerInfo`` (``topics info-internal``)
 =====================================  =================================================================================
@@ -48,9 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCAN_MAX_ENTRIES = 10000
-"""Most entries ``analyze-backlog`` reads (Pulsar's ``subscriptionBacklogScanMaxEntries``); past it the answer
-says ``aborted``."""
 SCAN_CHUNK = 500
 """Entries read per turn of the event loop while a backlog is analysed."""
 
@@ -139,18 +137,26 @@ class TopicMessages:
     async def analyze_backlog(self, name: TopicName, sub: str, start: Position | None = None) -> dict[str, Any]:
         """Pulsar's ``AnalyzeSubscriptionBacklogResult`` of durable subscription ``sub``: the entries holding
         messages it has not acknowledged from its first unacknowledged one (or from ``start``) to the end, and
-        those messages, read :data:`SCAN_CHUNK` entries a turn; ``aborted`` past :data:`SCAN_MAX_ENTRIES`. No
-        entry filter runs here, so every ``filter*`` count is 0 (as Pulsar's without filters)."""
+        those messages, read :data:`SCAN_CHUNK` entries a turn; ``aborted`` past the broker's
+        ``subscriptionBacklogScanMaxEntries`` entries read. ``start`` names an entry, as Pulsar's scan position:
+        one inside a batch entry (the entry id after the last one scanned, as pulsar-admin's ``-b`` asks the
+        next round from) starts at the next entry. No entry filter runs here, so every ``filter*`` count and
+        ``markerMessages`` are 0 (as Pulsar's without filters)."""
         topic = self._topic(name, "analyze-backlog")
+        scan_max = self._registry.config.subscriptionBacklogScanMaxEntries
         cursor = topic.durable_subscription(sub).cursor
         offset = max(cursor.mark_delete_offset + 1, topic.start_offset)
-        if start is not None:
-            offset = max(offset, start.next_offset(topic))
         end = topic.confirmed_end_offset
+        if start is not None:
+            first = start.next_offset(topic)
+            entry = topic.entry_containing(first) if first < end else None
+            if entry is not None and entry.offset < first:
+                first = entry.end_offset
+            offset = max(offset, first)
         entries = messages = scanned = 0
         first = last = None
-        while offset < end and scanned < SCAN_MAX_ENTRIES:
-            batch = topic.read(offset, min(SCAN_CHUNK, SCAN_MAX_ENTRIES - scanned), end)
+        while offset < end and scanned < scan_max:
+            batch = topic.read(offset, min(SCAN_CHUNK, scan_max - scanned), end)
             if not batch:
                 break
             for entry in batch:
@@ -165,7 +171,7 @@ class TopicMessages:
             await asyncio.sleep(0)
         filters = {f"filter{kind}{unit}": 0 for kind in ("Accepted", "Rejected", "Rescheduled")
                    for unit in ("Entries", "Messages")}
-        return {"entries": entries, "messages": messages, **filters, "aborted": offset < end,
+        return {"entries": entries, "messages": messages, "markerMessages": 0, **filters, "aborted": offset < end,
                 "firstMessageId": None if first is None else f"{first.ledger_id}:{first.offset}",
                 "lastMessageId": None if last is None else f"{last.ledger_id}:{last.offset}"}
 

@@ -238,11 +238,13 @@ class TopicAdmin:
         return NOT_RUN, ""
 
     # ------------------------------------------------------------------ what it holds
-    def stats(self, name: TopicName) -> dict[str, Any]:
-        return topic_stats.stats(self._registry, name)
+    def stats(self, name: TopicName,
+              options: topic_stats.StatsOptions = topic_stats.StatsOptions()) -> dict[str, Any]:
+        return topic_stats.stats(self._registry, name, options)
 
-    def partitioned_stats(self, name: TopicName, per_partition: bool = True) -> dict[str, Any]:
-        return topic_stats.partitioned_stats(self._registry, name, per_partition)
+    def partitioned_stats(self, name: TopicName, per_partition: bool = True,
+                          options: topic_stats.StatsOptions = topic_stats.StatsOptions()) -> dict[str, Any]:
+        return topic_stats.partitioned_stats(self._registry, name, per_partition, options)
 
     def internal_stats(self, name: TopicName) -> dict[str, Any]:
         return topic_stats.topic_internal_stats(self._registry, name)

@@ -14,6 +14,7 @@ import json
 
 from broker_core.core import topic_lookup
 from broker_core.core.admin import LastMessage, TopicAdmin
+from broker_core.core.admin.topic_stats import StatsOptions
 from broker_core.core.registry import TopicRegistry
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.types import TopicName
@@ -64,7 +65,12 @@ class TopicRpcs:
 
     # ================================================================== what a topic holds
     def TopicStats(self, request: pb.TopicRequest) -> pb.JsonResponse:
-        return pb.JsonResponse(json=json.dumps(self._topics.stats(TopicName.parse(request.topic))))
+        options = StatsOptions()
+        if request.HasField("stats"):
+            asked = request.stats
+            options = StatsOptions(asked.get_precise_backlog, asked.subscription_backlog_size,
+                                   asked.get_earliest_time_in_backlog)
+        return pb.JsonResponse(json=json.dumps(self._topics.stats(TopicName.parse(request.topic), options)))
 
     def TopicInternalStats(self, request: pb.TopicRequest) -> pb.JsonResponse:
         return pb.JsonResponse(json=json.dumps(self._topics.internal_stats(TopicName.parse(request.topic))))

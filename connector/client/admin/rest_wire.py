@@ -133,6 +133,16 @@ def _last_message_id(found: Any) -> broker_pb2.LastMessageId:
                                     last_offset=entry + max(batch, 0))
 
 
+def stats_query(options: broker_pb2.StatsOptions | None) -> dict[str, bool]:
+    """Pulsar's stats query parameters, as its admin sends them with every stats request (none when the request
+    carries no options: the server's defaults)."""
+    if options is None:
+        return {}
+    return {"getPreciseBacklog": options.get_precise_backlog,
+            "subscriptionBacklogSize": options.subscription_backlog_size,
+            "getEarliestTimeInBacklog": options.get_earliest_time_in_backlog}
+
+
 UNKNOWN_COUNT = -1
 """What a skip, clear-backlog or expire answers for its count when the server does not say (Apache Pulsar)."""
 
@@ -267,16 +277,20 @@ class RestWire:
     def _TopicStats(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
         # a pulsarlike broker answers a partitioned topic's merged stats here; Apache Pulsar answers 404 (use
         # partitioned_topic_stats)
-        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, "stats"))))
+        query = stats_query(request.stats if request.HasField("stats") else None)
+        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, "stats"),
+                                                                  query=query)))
 
     def _TopicInternalStats(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
         return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, "internalStats"))))
 
-    def partitioned_stats(self, topic: str, per_partition: bool) -> dict[str, Any]:
-        """``GET .../partitioned-stats?perPartition=``: a partitioned topic's stats (``TopicNotFound`` for one
-        that is not partitioned, as Pulsar answers)."""
+    def partitioned_stats(self, topic: str, per_partition: bool,
+                          options: broker_pb2.StatsOptions | None = None) -> dict[str, Any]:
+        """``GET .../partitioned-stats?perPartition=`` and Pulsar's stats options: a partitioned topic's stats
+        (``TopicNotFound`` for one that is not partitioned, as Pulsar answers)."""
         self._timeout, self._retrying = None, self._retry
-        return self._call("GET", topic_path(topic, "partitioned-stats"), query={"perPartition": per_partition},
+        query = {"perPartition": per_partition, **stats_query(options)}
+        return self._call("GET", topic_path(topic, "partitioned-stats"), query=query,
                           not_found=errors.TopicNotFound) or {}
 
     def _GetLastMessageId(self, request: broker_pb2.TopicRequest) -> broker_pb2.LastMessageId:

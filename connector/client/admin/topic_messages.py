@@ -6,7 +6,7 @@ over gRPC or, with ``admin_url``, Pulsar's REST API (:mod:`connector.client.admi
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from broker_core.errors import MessageNotFound
 from broker_core.protocol import broker_pb2
@@ -23,6 +23,32 @@ def _properties(properties: Any) -> dict[str, str]:
                                                    for k, v in properties.items()):
         raise TypeError("properties must be a dict of strings to strings")
     return properties
+
+
+def merged_backlog(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """Two rounds of a backlog scan as one, as Pulsar's admin merges them: counts summed, ``aborted`` the last
+    round's, ``firstMessageId`` the first round's, ``lastMessageId`` the last round's that has one."""
+    found = dict(current)
+    for key, value in previous.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            found[key] = value + int(current.get(key) or 0)
+    found["firstMessageId"] = previous.get("firstMessageId")
+    found["lastMessageId"] = current.get("lastMessageId") or previous.get("lastMessageId")
+    return found
+
+
+def _scan_done(found: dict[str, Any], max_entries: int | None,
+               terminate: Callable[[dict[str, Any]], bool] | None) -> bool:
+    reached = max_entries is not None and found.get("entries", 0) >= max_entries
+    return reached or (terminate is not None and bool(terminate(found)))
+
+
+def _entry_of(message_id: Any) -> tuple[int, int | None]:
+    """``(ledger, entry)`` of a result's ``"L:E"`` id (entry None: no id, nothing read)."""
+    if not isinstance(message_id, str) or ":" not in message_id:
+        return -1, None
+    ledger, entry = message_id.split(":")[:2]
+    return int(ledger), int(entry)
 
 
 class TopicMessagesAdmin:
@@ -69,11 +95,36 @@ class TopicMessagesAdmin:
             MessageId.earliest if message_id is None else message_id))
         return int(json.loads(self._wire.unary("GetBacklogSize", request).json))
 
-    def analyze_backlog(self, topic: str, subscription: str, start: MessageId | None = None) -> dict[str, Any]:
+    def analyze_backlog(self, topic: str, subscription: str, start: MessageId | None = None,
+                        backlog_scan_max_entries: int | None = None,
+                        terminate: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
         """Pulsar's ``AnalyzeSubscriptionBacklogResult`` of a durable subscription of a topic partition: the
-        entries and messages it has not acknowledged (from ``start`` when given), ``firstMessageId``,
-        ``lastMessageId``, ``aborted`` past 10,000 entries read (``topics analyze-backlog``)."""
-        request = broker_pb2.SubscriptionRequest(topic=topic_name(topic), subscription=subscription)
+        entries and messages it has not acknowledged (from ``start``, an entry, when given), ``firstMessageId``,
+        ``lastMessageId``, ``aborted`` when the broker stopped reading (past its
+        ``subscriptionBacklogScanMaxEntries``, 10,000 by default; ``topics analyze-backlog``).
+
+        With ``backlog_scan_max_entries`` or ``terminate`` (Pulsar's ``analyzeSubscriptionBacklog`` with a
+        count or a predicate) an aborted answer is not the end: the scan is asked again from the entry after
+        its ``lastMessageId``, the answers merged (counts summed, the first ``firstMessageId``, the last
+        ``lastMessageId``), until one is not aborted, the merged ``entries`` reach ``backlog_scan_max_entries``
+        or ``terminate(merged)`` is true (it sees each merged answer: pulsar-admin prints its progress so)."""
+        if backlog_scan_max_entries is not None:
+            whole("backlog_scan_max_entries", backlog_scan_max_entries, 1)
+        name = topic_name(topic)
+        current = found = self._analyze_once(name, subscription, start)
+        if backlog_scan_max_entries is None and terminate is None:
+            return found
+        partition = TopicName.parse(name).partition_index
+        while found["aborted"] and not _scan_done(found, backlog_scan_max_entries, terminate):
+            ledger, entry = _entry_of(found.get("lastMessageId"))
+            if current.get("entries", 0) <= 0 or entry is None:
+                break  # the last round found nothing: done, as Pulsar's admin treats it
+            current = self._analyze_once(name, subscription, MessageId(partition, ledger, entry + 1))
+            found = merged_backlog(found, current)
+        return found
+
+    def _analyze_once(self, name: str, subscription: str, start: MessageId | None) -> dict[str, Any]:
+        request = broker_pb2.SubscriptionRequest(topic=name, subscription=subscription)
         if start is not None:
             request.position.CopyFrom(position(start))
         return json.loads(self._wire.unary("AnalyzeBacklog", request).json)

@@ -13,6 +13,14 @@ from connector.client.admin.wire import UnaryWire, fans_out, position, topic_nam
 from connector.client.message_id import MessageId
 
 
+def stats_options(get_precise_backlog: bool, subscription_backlog_size: bool,
+                  get_earliest_time_in_backlog: bool) -> broker_pb2.StatsOptions:
+    """Pulsar's ``GetStatsOptions`` as a stats request carries them."""
+    return broker_pb2.StatsOptions(get_precise_backlog=bool(get_precise_backlog),
+                                   subscription_backlog_size=bool(subscription_backlog_size),
+                                   get_earliest_time_in_backlog=bool(get_earliest_time_in_backlog))
+
+
 class TopicsAdmin:
     """Topics, their stats, and subscriptions handled without a consumer: a part of
     :class:`~connector.client.admin.Admin`, which serves its public methods."""
@@ -61,24 +69,34 @@ class TopicsAdmin:
                                                                              force=force))
 
     # --- stats ---------------------------------------------------------------------------------------
-    def topic_stats(self, topic: str) -> dict[str, Any]:
+    def topic_stats(self, topic: str, get_precise_backlog: bool = False, subscription_backlog_size: bool = True,
+                    get_earliest_time_in_backlog: bool = False) -> dict[str, Any]:
         """Pulsar's topic stats; for a partitioned topic the sums, with each partition's under
-        ``partitions``."""
-        return self._json("TopicStats", broker_pb2.TopicRequest(topic=topic_name(topic)))
+        ``partitions``. As Pulsar's ``getStats``: ``subscription_backlog_size`` fills each subscription's
+        ``backlogSize`` (bytes from its mark-delete position on; -1 without), ``get_earliest_time_in_backlog``
+        its ``earliestMsgPublishTimeInBacklog`` (publish time of its first unacknowledged message, -1 when it
+        has none; 0 without) and the topic's ``earliestMsgPublishTimeInBacklogs``; ``get_precise_backlog`` is
+        accepted (the backlog counts are always exact)."""
+        return self._json("TopicStats", broker_pb2.TopicRequest(topic=topic_name(topic), stats=stats_options(
+            get_precise_backlog, subscription_backlog_size, get_earliest_time_in_backlog)))
 
-    def partitioned_topic_stats(self, topic: str, per_partition: bool = False) -> dict[str, Any]:
+    def partitioned_topic_stats(self, topic: str, per_partition: bool = False, get_precise_backlog: bool = False,
+                                subscription_backlog_size: bool = True, get_earliest_time_in_backlog: bool = False,
+                                ) -> dict[str, Any]:
         """``pulsar-admin topics partitioned-stats``: the partitions' figures summed (``metadata.partitions``);
-        each partition's stats under ``partitions`` only with ``per_partition``. ``NotAllowedError`` for a
-        topic that is not partitioned (over ``admin_url``: ``TopicNotFound``, Pulsar's 404)."""
+        each partition's stats under ``partitions`` only with ``per_partition``; the other options as
+        :meth:`topic_stats`'s. ``NotAllowedError`` for a topic that is not partitioned (over ``admin_url``:
+        ``TopicNotFound``, Pulsar's 404)."""
         name = topic_name(topic)
+        options = stats_options(get_precise_backlog, subscription_backlog_size, get_earliest_time_in_backlog)
         if fans_out(self._wire):  # one request, as Pulsar's admin: 404 for a topic that is not partitioned
-            stats = self._wire.partitioned_stats(name, per_partition)  # type: ignore[attr-defined]
+            stats = self._wire.partitioned_stats(name, per_partition, options)  # type: ignore[attr-defined]
             stats.setdefault("partitions", {})
             return stats
         if not self.get_partitioned_topic_metadata(name)["partitions"]:
             raise NotAllowedError(f"{name} is not a partitioned topic: use topic_stats (`topics stats`)",
                                   topic=name)
-        stats = self.topic_stats(name)
+        stats = self._json("TopicStats", broker_pb2.TopicRequest(topic=name, stats=options))
         if not per_partition:
             stats["partitions"] = {}
         return stats

@@ -16,8 +16,11 @@ renders its answer. Prefix ``/admin/v2/{domain}/{tenant}/{ns}``:
 ``GET /{topic}/partitions``           ``{"partitions": N}`` (0: not partitioned; with            lookup
                                       ``"properties"`` when the topic has some)
 ``DELETE /{topic}/partitions``        delete the partitioned topic; 204, 404                     admin
-``GET /{topic}/stats``                TopicStats (``msgInCounter``, ``subscriptions``, ...)      lookup
+``GET /{topic}/stats``                TopicStats (``msgInCounter``, ``subscriptions``, ...);     lookup
+                                      ``?subscriptionBacklogSize=``, ``getEarliestTimeInBacklog=``,
+                                      ``getPreciseBacklog=`` (:func:`stats_options`)
 ``GET /{topic}/partitioned-stats``    the partitions' stats merged, each under ``partitions``    lookup
+                                      (the same query parameters, and ``perPartition=``)
 ``GET /{topic}/internalStats``        PersistentTopicInternalStats (ledgers, cursors)            lookup
 ``GET /{topic}/lastMessageId``        ``{"ledgerId", "entryId", "partitionIndex"}``              lookup
 ``POST /{topic}/terminate``           the last message id (``-1:-1`` when it holds none)         admin
@@ -40,6 +43,7 @@ from aiohttp import web
 
 from broker_core.core.admin import TopicAdmin
 from broker_core.core.admin.topic_properties import TopicPropertiesAdmin
+from broker_core.core.admin.topic_stats import StatsOptions
 from broker_core.core.registry import TopicRegistry
 from broker_core.frontends.http.admin.access import NAMESPACE, TOPIC, namespace_of, needs, topic_of
 from broker_core.frontends.http.admin.answers import body, flag, integer, ok
@@ -47,6 +51,16 @@ from broker_core.security import ADMIN, LOOKUP
 
 NAMESPACE_PATH = "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}"
 TOPIC_PATH = NAMESPACE_PATH + "/{topic}"
+
+
+def stats_options(request: web.Request) -> StatsOptions:
+    """Pulsar's ``GetStatsOptions`` from a stats request's query, Pulsar's defaults for what it leaves out
+    (``subscriptionBacklogSize`` true, the others false); a value other than true/false is a 400."""
+    return StatsOptions(
+        get_precise_backlog=flag(request, "getPreciseBacklog"),
+        subscription_backlog_size="subscriptionBacklogSize" not in request.query
+        or flag(request, "subscriptionBacklogSize"),
+        get_earliest_time_in_backlog=flag(request, "getEarliestTimeInBacklog"))
 
 
 class TopicRoutes:
@@ -126,12 +140,12 @@ class TopicRoutes:
     # ------------------------------------------------------------------ what it holds
     @needs(LOOKUP, TOPIC)
     async def stats(self, request: web.Request) -> web.Response:
-        return ok(self._topics.stats(topic_of(request)))
+        return ok(self._topics.stats(topic_of(request), stats_options(request)))
 
     @needs(LOOKUP, TOPIC)
     async def partitioned_stats(self, request: web.Request) -> web.Response:
         per_partition = "perPartition" not in request.query or flag(request, "perPartition")
-        return ok(self._topics.partitioned_stats(topic_of(request), per_partition))
+        return ok(self._topics.partitioned_stats(topic_of(request), per_partition, stats_options(request)))
 
     @needs(LOOKUP, TOPIC)
     async def internal_stats(self, request: web.Request) -> web.Response:
