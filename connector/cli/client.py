@@ -258,6 +258,7 @@ def _produce(args: argparse.Namespace) -> int:
 def _consume(args: argparse.Namespace) -> int:
     from broker_core.errors import Timeout
     from connector import Client, ConsumerType, InitialPosition, SubscriptionMode
+    from connector.client.interrupts import Interrupted
 
     topic: Any = re.compile(args.topic) if args.regex else args.topic
     client = Client(args.url, transport=args.transport, **security_flags.client_kwargs(args, args.url))
@@ -285,8 +286,8 @@ def _consume(args: argparse.Namespace) -> int:
             count += 1
             idle_since = time.monotonic()
         consumer.close()
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the way to end `-n 0`
-        pass
+    except (KeyboardInterrupt, Interrupted):  # Ctrl-C or SIGTERM: the way to end `-n 0` (a blocking receive
+        pass                                   # turns the signal into pulsar-client's Interrupted)
     finally:
         signal.signal(signal.SIGTERM, previous)
         client.close()

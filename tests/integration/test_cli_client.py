@@ -132,7 +132,7 @@ def test_produce_without_content_is_a_usage_error(broker, topic):
 
 
 def test_a_malformed_service_url_is_a_usage_error(topic):
-    result = pulsarlike("produce", topic, "-m", "x", "--url", "http://nowhere")
+    result = pulsarlike("produce", topic, "-m", "x", "--url", "ftp://nowhere")  # http:// is a lookup URL now
     assert result.returncode == 2 and "service_url" in result.stderr
 
 
