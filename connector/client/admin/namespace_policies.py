@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from broker_core.config import INACTIVE_TOPIC_MODES, SUBSCRIPTION_TYPES
 from broker_core.protocol import broker_pb2
 
 from connector.client.admin.wire import UnaryWire, whole
@@ -36,8 +37,7 @@ SCHEMA_VALIDATION_ENFORCED = "schemaValidationEnforced"
 AUTO_UPDATE_STRATEGY = "schemaAutoUpdateCompatibilityStrategy"
 SUBSCRIPTION_TYPES_ENABLED = "subscriptionTypesEnabled"
 
-DELETE_MODES = ("delete_when_no_subscriptions", "delete_when_subscriptions_caught_up")
-SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+DELETE_MODES = INACTIVE_TOPIC_MODES  # the broker's own lists: one place says what it accepts
 AUTH_MODES = ("None", "Prefix")
 AUTO_UPDATE_STRATEGIES = ("AutoUpdateDisabled", "Backward", "Forward", "Full", "AlwaysCompatible",
                           "BackwardTransitive", "ForwardTransitive", "FullTransitive")
