@@ -3,8 +3,8 @@ subscriptions without consumers, operator calls (terminate, unload, examine, exp
 namespace/topic policies and permissions.
 
 ``Admin`` is composed of parts (:mod:`.namespaces`, :mod:`.topics`, :mod:`.operations`, :mod:`.offsets`,
-:mod:`.policies`, :mod:`.namespace_policies`, :mod:`.permissions`, :mod:`.topic_messages`, :mod:`.topic_settings`) that share its wire (the connection, or one retrying while the broker
-is unavailable). Each public method of ``Admin`` is a one-line delegate to the part that implements it, with
+:mod:`.policies`, :mod:`.namespace_policies`, :mod:`.permissions`, :mod:`.topic_messages`, :mod:`.topic_settings`) that share its wire (:mod:`.grpc_wire` over the broker's gRPC calls, or
+:mod:`.rest_wire` over Pulsar's admin REST API: each answers the admin's own values, :mod:`.wire`). Each public method of ``Admin`` is a one-line delegate to the part that implements it, with
 that method's name, signature and docstring: the list below is ``Admin``'s whole API.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 from connector.client.admin.broker_config import BrokerConfigAdmin
 from connector.client.admin.clusters import ClustersAdmin
 from connector.client.admin.core_policies import CorePoliciesAdmin
+from connector.client.admin.grpc_wire import GrpcWire
 from connector.client.admin.namespace_policies import NamespacePoliciesAdmin
 from connector.client.admin.namespaces import NamespacesAdmin
 from connector.client.admin.offsets import OffsetsAdmin
@@ -100,7 +101,7 @@ class Admin:
         return admin
 
     def _use(self, connection: Connection, retry: bool) -> None:
-        wire: UnaryWire = _Retrying(connection) if retry else connection
+        wire: UnaryWire = GrpcWire(connection, retry)
         self._connection = connection
         self._parts: dict[str, Any] = {part.__qualname__: part(wire) for part in PARTS}
 
@@ -396,12 +397,3 @@ class Admin:
     delete_schema = _part(ClustersAdmin.delete_schema)
     test_schema_compatibility = _part(ClustersAdmin.test_schema_compatibility)
 
-
-class _Retrying:
-    """A connection whose unary calls retry while the broker is unavailable (see :class:`Admin`)."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-
-    def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = True) -> Any:
-        return self._connection.unary(method, request, timeout_s, retry)

@@ -68,7 +68,7 @@ class ClustersAdmin:
         base = str(TopicName.parse(topic_name(topic)).partitioned_base)
         request = broker_pb2.SchemaAdminRequest(topic=base, version=version,
                                                 payload="" if payload is None else json.dumps(payload))
-        return json.loads(self._wire.unary(method, request).answer)
+        return self._wire.unary(method, request)
 
     def get_schema(self, topic: str, version: int | None = None) -> dict[str, Any]:
         """The topic's latest schema (or ``version``): ``{"version", "type", "timestamp", "data",

@@ -75,8 +75,8 @@ class CorePoliciesAdmin:
                                not_found=errors.NamespaceNotFound, refused=errors.InvalidConfiguration)
 
     def _policies(self, namespace: str) -> dict[str, Any]:
-        reply = self._wire.unary("GetPolicies", broker_pb2.PolicyScope(namespace=namespace))
-        return json.loads(reply.json) if reply.json else {}
+        found = self._wire.unary("GetPolicies", broker_pb2.PolicyScope(namespace=namespace))
+        return found if found is not None else {}
 
     def _set(self, namespace: str, key: str, value: Any) -> None:
         self._wire.unary("SetPolicy", broker_pb2.PolicyRequest(
@@ -169,7 +169,7 @@ class CorePoliciesAdmin:
                                                  name.local_name, "terminate", "partitions"),
                                     not_found=errors.TopicNotFound) or {}
             return {int(index): _message_id(mid, int(index)) for index, mid in found.items()}
-        meta = self._wire.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=str(name)))
-        if meta.partitions == 0:
+        partitions = self._wire.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=str(name)))
+        if partitions == 0:
             raise errors.NotAllowedError(f"{name} is not a partitioned topic: use topics terminate")
-        return {i: self._operations.terminate_topic(str(name.partition(i))) for i in range(meta.partitions)}
+        return {i: self._operations.terminate_topic(str(name.partition(i))) for i in range(partitions)}

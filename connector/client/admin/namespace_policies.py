@@ -87,9 +87,8 @@ class NamespacePoliciesAdmin:
             value_json="" if value is None else json.dumps(value)))
 
     def _get(self, namespace: str, key: str) -> Any:
-        reply = self._wire.unary("GetPolicy", broker_pb2.PolicyRequest(
+        return self._wire.unary("GetPolicy", broker_pb2.PolicyRequest(
             scope=broker_pb2.PolicyScope(namespace=namespace), key=key))
-        return json.loads(reply.json) if reply.json else None
 
     # --- limits (0: no limit) -----------------------------------------------------------------------
     def _limit(self, namespace: str, limit: str, value: int) -> None:
@@ -159,9 +158,8 @@ class NamespacePoliciesAdmin:
             value_json="" if value is None else json.dumps(value)))
 
     def _get_topic(self, topic: str, key: str) -> Any:
-        reply = self._wire.unary("GetPolicy", broker_pb2.PolicyRequest(
+        return self._wire.unary("GetPolicy", broker_pb2.PolicyRequest(
             scope=broker_pb2.PolicyScope(topic=topic), key=key))
-        return json.loads(reply.json) if reply.json else None
 
     def set_topic_max_consumers_per_subscription(self, topic: str, max_consumers: int) -> None:
         self._set_topic(topic, MAX_CONSUMERS_PER_SUBSCRIPTION, whole("max_consumers", max_consumers, 0))
@@ -263,8 +261,8 @@ class NamespacePoliciesAdmin:
 
     def get_subscription_permissions(self, namespace: str) -> dict[str, list[str]]:
         """``subscription -> roles`` it is reserved for."""
-        reply = self._wire.unary("GetSubscriptionPermissions", broker_pb2.NamespaceRequest(namespace=namespace))
-        return json.loads(reply.json) if reply.json else {}
+        found = self._wire.unary("GetSubscriptionPermissions", broker_pb2.NamespaceRequest(namespace=namespace))
+        return found if found is not None else {}
 
     # --- delivery and topics ------------------------------------------------------------------------
     def set_namespace_delayed_delivery(self, namespace: str, enabled: bool, tick_time_ms: int = 1000,
@@ -423,10 +421,10 @@ class NamespacePoliciesAdmin:
 
     def get_namespace_bundles(self, namespace: str) -> dict[str, Any]:
         """Pulsar's ``BundlesData``: ``{"boundaries": [...], "numBundles": n}``."""
-        return json.loads(self._namespace("GetNamespaceBundles", namespace).json)
+        return self._namespace("GetNamespaceBundles", namespace)
 
     def get_namespace_properties(self, namespace: str) -> dict[str, str]:
-        return json.loads(self._namespace("GetNamespaceProperties", namespace).json or "{}")
+        return self._namespace("GetNamespaceProperties", namespace) or {}
 
     def set_namespace_properties(self, namespace: str, properties: dict[str, str]) -> None:
         """Add (or replace) these properties; the others stay."""
@@ -444,9 +442,8 @@ class NamespacePoliciesAdmin:
             namespace=namespace, key=_text("key", key), value=_text("value", value)))
 
     def get_namespace_property(self, namespace: str, key: str) -> str | None:
-        reply = self._wire.unary("GetNamespaceProperty", broker_pb2.NamespacePropertyRequest(
+        return self._wire.unary("GetNamespaceProperty", broker_pb2.NamespacePropertyRequest(
             namespace=namespace, key=_text("key", key)))
-        return json.loads(reply.json) if reply.json else None
 
     def remove_namespace_property(self, namespace: str, key: str) -> None:
         self._wire.unary("RemoveNamespaceProperty", broker_pb2.NamespacePropertyRequest(

@@ -23,12 +23,11 @@ class NamespacesAdmin:
 
     # --- tenants -------------------------------------------------------------------------------------
     def list_tenants(self) -> list[str]:
-        return list(self._wire.unary("ListTenants", broker_pb2.Empty()).names)
+        return list(self._wire.unary("ListTenants", broker_pb2.Empty()))
 
     def get_tenant(self, tenant: str) -> dict[str, list[str]]:
         """``{"adminRoles": [...], "allowedClusters": [...]}`` (``TenantNotFound`` when missing)."""
-        info = self._wire.unary("GetTenant", broker_pb2.TenantRequest(tenant=tenant))
-        return {"adminRoles": list(info.admin_roles), "allowedClusters": list(info.allowed_clusters)}
+        return self._wire.unary("GetTenant", broker_pb2.TenantRequest(tenant=tenant))
 
     def create_tenant(self, tenant: str, admin_roles: Iterable[str] | None = None,
                       allowed_clusters: Iterable[str] | None = None) -> None:
@@ -54,7 +53,7 @@ class NamespacesAdmin:
     # --- namespaces ----------------------------------------------------------------------------------
     def list_namespaces(self, tenant: str) -> list[str]:
         """``tenant/namespace`` names of the tenant (``TenantNotFound`` when missing)."""
-        return list(self._wire.unary("ListNamespaces", broker_pb2.TenantRequest(tenant=tenant)).names)
+        return list(self._wire.unary("ListNamespaces", broker_pb2.TenantRequest(tenant=tenant)))
 
     def list_namespace_topics(self, namespace: str, mode: str = "PERSISTENT") -> list[str]:
         """The topic partitions and non-partitioned topics of ``tenant/namespace`` in ``mode``'s domains
@@ -69,7 +68,7 @@ class NamespacesAdmin:
             from connector.client.admin.rest_wire import namespace_path
             return list(transport.call("GET", namespace_path(namespace, "topics"), query={"mode": mode},
                                        not_found=errors.NamespaceNotFound) or [])
-        topics = self._wire.unary("ListTopics", broker_pb2.ListTopicsRequest(namespace=namespace)).topics
+        topics = self._wire.unary("ListTopics", broker_pb2.ListTopicsRequest(namespace=namespace))
         return [t for t in topics if t.split("://", 1)[0] in TOPIC_MODES[mode]]
 
     def create_namespace(self, namespace: str) -> None:

@@ -38,14 +38,14 @@ class OffsetsAdmin:
             raise NotSupported("get_offset_bounds has no equivalent in Pulsar's admin REST API (the Admin uses"
                                " admin_url); use Admin(service_url='pulsar://HOST:6650') for it",
                                method="get_offset_bounds")
-        reply = self._wire.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=topic_name(topic)))
-        return OffsetBounds(reply.start_offset, max(reply.last_offset + 1, reply.start_offset))
+        last = self._wire.unary("GetLastMessageId", broker_pb2.TopicRequest(topic=topic_name(topic)))
+        return OffsetBounds(last.start_offset, max(last.last_offset + 1, last.start_offset))
 
     def offset_for_timestamp(self, topic: str, publish_time_ms: int) -> int:
         """The offset of the first message of a topic partition published at or after ``publish_time_ms``
         (ms since the epoch); the partition's end offset when there is none."""
         return self._wire.unary("OffsetForTimestamp", broker_pb2.TimestampRequest(
-            topic=topic_name(topic), publish_time_ms=whole("publish_time_ms", publish_time_ms, 0))).next_offset
+            topic=topic_name(topic), publish_time_ms=whole("publish_time_ms", publish_time_ms, 0)))
 
     def create_subscription_at_offset(self, topic: str, subscription: str, offset: int) -> None:
         """Create a durable subscription on one topic partition whose first unacknowledged message is at

@@ -3,7 +3,6 @@ terminate|unload|compact|compaction-status|examine-message|last-message-id|looku
 clear-backlog|unsubscribe``), and pulsarlike's ``topics verify``."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from broker_core.errors import NotAllowedError
@@ -12,6 +11,7 @@ from broker_core.types import TopicName
 
 from connector.client.admin.peek import PeekedMessage, messages_of
 from connector.client.admin.wire import UnaryWire, fans_out, topic_name, whole
+from connector.client.events import LastMessage
 from connector.client.message_id import MessageId
 
 INITIAL_POSITIONS = ("earliest", "latest")
@@ -19,11 +19,11 @@ VERIFY_TIMEOUT_S = 3600.0
 """How long :meth:`OperationsAdmin.verify_topic` waits by default: it reads every byte the topic stores."""
 
 
-def _message_id(reply: broker_pb2.LastMessageId, topic: str) -> MessageId:
+def _message_id(last: LastMessage, topic: str) -> MessageId:
     partition = TopicName.parse(topic).partition_index
-    if reply.last_offset < 0:
+    if last.last_offset < 0:
         return MessageId.of(-1, -1, partition, topic=topic)
-    return MessageId.of(reply.ledger_id, reply.entry_id, partition, reply.batch_index, topic=topic)
+    return MessageId.of(last.ledger_id, last.entry_id, partition, last.batch_index, topic=topic)
 
 
 class OperationsAdmin:
@@ -57,8 +57,8 @@ class OperationsAdmin:
     def compaction_status(self, topic: str) -> dict[str, str]:
         """Pulsar's ``LongRunningProcessStatus`` of the topic's last compaction:
         ``{"status": "NOT_RUN"|"RUNNING"|"SUCCESS"|"ERROR", "lastError": "..."}``."""
-        reply = self._wire.unary("CompactionStatus", broker_pb2.TopicRequest(topic=topic_name(topic)))
-        return {"status": reply.status, "lastError": reply.last_error}
+        state = self._wire.unary("CompactionStatus", broker_pb2.TopicRequest(topic=topic_name(topic)))
+        return {"status": state.status, "lastError": state.last_error}
 
     def get_last_message_id(self, topic: str) -> MessageId:
         """The id of the last stored message of a topic partition (``-1:-1`` when it has none)."""
@@ -74,10 +74,10 @@ class OperationsAdmin:
         if initial_position not in INITIAL_POSITIONS:
             raise ValueError(f"initial_position={initial_position!r} is not valid; use 'earliest' or 'latest'")
         name = topic_name(topic)
-        reply = self._wire.unary("ExamineMessage", broker_pb2.ExamineMessageRequest(
+        stored = self._wire.unary("ExamineMessage", broker_pb2.ExamineMessageRequest(
             topic=name, latest=initial_position == "latest", position=whole("message_position", message_position,
                                                                             1)))
-        found = messages_of(reply, name, TopicName.parse(name).partition_index, 1)
+        found = messages_of(stored, name, TopicName.parse(name).partition_index, 1)
         if not found:
             raise NotAllowedError(f"{name}: no message at position {message_position}", topic=name)
         return found[0]
@@ -108,7 +108,7 @@ class OperationsAdmin:
         name = topic_name(topic)
         if fans_out(self._wire):
             return [name]  # the server expires each partition (and refuses a message id on a partitioned topic)
-        n = self._wire.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=name)).partitions
+        n = self._wire.unary("GetPartitionedTopicMetadata", broker_pb2.TopicRequest(topic=name))
         if n and message_id is not None:
             raise NotAllowedError(f"{name} is partitioned: expire up to a message id on the partition that holds"
                                   " it", topic=name, partitions=n)
@@ -122,7 +122,7 @@ class OperationsAdmin:
             request.position.offset = message_id.offset()
         else:
             request.expire_time_seconds = whole("expire_time_seconds", seconds, 0)
-        return self._wire.unary("ExpireMessages", request).acknowledged
+        return self._wire.unary("ExpireMessages", request)
 
     # --- stored files (a pulsarlike extension) ---------------------------------------------------------
     def verify_topic(self, topic: str, timeout_seconds: float = VERIFY_TIMEOUT_S) -> dict[str, Any]:
@@ -132,19 +132,18 @@ class OperationsAdmin:
         segments list their damaged ranges (``firstOffset``, ``lastOffset``, ``messages``, ``position``,
         ``resumePosition``, ``reason``). Damage is in the answer, never an error; the verification reads the
         whole topic, so the call waits up to ``timeout_seconds``."""
-        reply = self._wire.unary("VerifyTopic", broker_pb2.TopicRequest(topic=topic_name(topic)), timeout_seconds)
-        return json.loads(reply.json)
+        return self._wire.unary("VerifyTopic", broker_pb2.TopicRequest(topic=topic_name(topic)), timeout_seconds)
 
     def verify_all_topics(self, timeout_seconds: float = VERIFY_TIMEOUT_S) -> dict[str, Any]:
         """:meth:`verify_topic` for every persistent topic of the broker (super-users only)."""
-        return json.loads(self._wire.unary("VerifyAllTopics", broker_pb2.Empty(), timeout_seconds).json)
+        return self._wire.unary("VerifyAllTopics", broker_pb2.Empty(), timeout_seconds)
 
     # --- namespaces ------------------------------------------------------------------------------------
     def clear_namespace_backlog(self, namespace: str, subscription: str | None = None) -> int:
         """Acknowledge everything on every durable subscription (or only ``subscription``) of every topic of
         ``tenant/namespace`` (``namespaces clear-backlog``); returns how many messages."""
         return self._wire.unary("ClearNamespaceBacklog", broker_pb2.NamespaceSubscriptionRequest(
-            namespace=namespace, subscription=subscription or "")).acknowledged
+            namespace=namespace, subscription=subscription or ""))
 
     def unsubscribe_namespace(self, namespace: str, subscription: str) -> list[str]:
         """Delete ``subscription`` from every topic of ``tenant/namespace`` that has it (``namespaces
@@ -153,4 +152,4 @@ class OperationsAdmin:
         if not subscription:
             raise ValueError("subscription must be a non-empty name")
         return list(self._wire.unary("UnsubscribeNamespace", broker_pb2.NamespaceSubscriptionRequest(
-            namespace=namespace, subscription=subscription)).names)
+            namespace=namespace, subscription=subscription)))

@@ -1,4 +1,5 @@
-"""Peeked messages: the entries a ``PeekMessages`` call returns, split into messages as a consumer would
+"""Peeked messages: the stored entries a ``PeekMessages`` call answers (:class:`~connector.client.events.Entry`,
+whichever wire they came over), split into messages as a consumer would
 (batches split, payloads decompressed, acknowledged batch members left out), without receiving them.
 
 An entry that cannot be decoded (a bad CRC, a payload that does not decompress, a batch count its bytes
@@ -11,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from broker_core.errors import ChecksumError, InvalidMessage
-from broker_core.protocol import broker_pb2
 
 from connector.client import entries as entry_codec
+from connector.client.events import Entry
 from connector.client.message_id import MessageId
 
 log = logging.getLogger(__name__)
@@ -54,10 +55,10 @@ class PeekedMessage:
         return self.message_id.batch_index()
 
 
-def messages_of(reply: broker_pb2.PeekedEntries, topic: str, partition: int, limit: int) -> list[PeekedMessage]:
+def messages_of(stored: Iterable[Entry], topic: str, partition: int, limit: int) -> list[PeekedMessage]:
     """The first ``limit`` unacknowledged messages of the peeked entries."""
     out: list[PeekedMessage] = []
-    for entry in reply.entries:
+    for entry in stored:
         try:
             out.extend(_split(entry, topic, partition))
         except (InvalidMessage, ChecksumError) as exc:
@@ -67,7 +68,7 @@ def messages_of(reply: broker_pb2.PeekedEntries, topic: str, partition: int, lim
     return out[:limit]
 
 
-def _undecodable(entry: broker_pb2.DeliveredEntry, topic: str, partition: int,
+def _undecodable(entry: Entry, topic: str, partition: int,
                  exc: InvalidMessage | ChecksumError) -> PeekedMessage:
     log.warning("event=peek_undecodable topic=%s entry_id=%d reason=%s", topic, entry.entry_id, exc.message)
     fields: dict[str, Any] = {}
@@ -81,7 +82,7 @@ def _undecodable(entry: broker_pb2.DeliveredEntry, topic: str, partition: int,
                          b"", None, decode_error=exc.message, **fields)
 
 
-def _split(entry: broker_pb2.DeliveredEntry, topic: str, partition: int) -> Iterable[PeekedMessage]:
+def _split(entry: Entry, topic: str, partition: int) -> Iterable[PeekedMessage]:
     metadata, payload, broker_time = entry_codec.open_entry(entry.data)
     common = dict(publish_time=metadata.publish_time, producer_name=metadata.producer_name,
                   deliver_at_time=metadata.deliver_at_time, broker_publish_time=broker_time)

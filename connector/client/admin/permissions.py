@@ -7,7 +7,6 @@ otherwise); with ``authorizationEnabled=false`` on the broker they are stored bu
 """
 from __future__ import annotations
 
-import json
 from typing import Iterable
 
 from broker_core.protocol import broker_pb2
@@ -68,4 +67,4 @@ class PermissionsAdmin:
         self._wire.unary("RevokePermission", broker_pb2.PermissionRequest(scope=scope, role=_role(role)))
 
     def _permissions(self, scope: broker_pb2.PolicyScope) -> dict[str, list[str]]:
-        return json.loads(self._wire.unary("GetPermissions", scope).json)
+        return self._wire.unary("GetPermissions", scope)

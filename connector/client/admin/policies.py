@@ -192,12 +192,11 @@ class PoliciesAdmin:
 
     def _get(self, scope: broker_pb2.PolicyScope, key: str) -> Any:
         """One policy as set on ``scope`` (None: unset): its own route over REST, as pulsar-admin's get-* reads."""
-        reply = self._wire.unary("GetPolicy", broker_pb2.PolicyRequest(scope=scope, key=key))
-        return json.loads(reply.json) if reply.json else None
+        return self._wire.unary("GetPolicy", broker_pb2.PolicyRequest(scope=scope, key=key))
 
     def _policies(self, scope: broker_pb2.PolicyScope) -> dict[str, Any]:
-        reply = self._wire.unary("GetPolicies", scope)
-        return json.loads(reply.json) if reply.json else {}
+        found = self._wire.unary("GetPolicies", scope)
+        return found if found is not None else {}
 
 
 def _flag(value: Any) -> bool | None:

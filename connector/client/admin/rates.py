@@ -79,8 +79,7 @@ class RatesAdmin:
             topic=topic_name(topic or ""))
 
     def _grpc_get(self, key: str, namespace: str | None = None, topic: str | None = None) -> Any:
-        reply = self._wire.unary("GetPolicies", self._scope(namespace, topic))
-        return (json.loads(reply.json) if reply.json else {}).get(key)
+        return (self._wire.unary("GetPolicies", self._scope(namespace, topic)) or {}).get(key)
 
     def _grpc_set(self, key: str, value: Any, namespace: str | None = None, topic: str | None = None) -> None:
         self._wire.unary("SetPolicy", broker_pb2.PolicyRequest(

@@ -1,6 +1,6 @@
 """A stored message as Pulsar's REST API answers it (``.../subscription/{sub}/position/{n}``,
 ``.../examinemessage``: the entry's payload, decompressed, and its metadata in ``X-Pulsar-*`` headers) made
-back into the entry the gRPC ``PeekMessages`` answer carries, so that :mod:`connector.client.admin.peek`
+back into the stored entry (:class:`~connector.client.events.Entry`) the ``PeekMessages`` answer holds, so that :mod:`connector.client.admin.peek`
 splits and shows it the same way whichever wire it came over.
 
 Headers read: ``X-Pulsar-Message-ID`` (``ledgerId:entryId``), ``X-Pulsar-PROPERTY`` (a JSON object; the
@@ -15,7 +15,9 @@ import json
 from email.message import Message
 
 from broker_core.errors import InvalidMessage
-from broker_core.protocol import broker_pb2, codec, pulsar_api_pb2
+from broker_core.protocol import codec, pulsar_api_pb2
+
+from connector.client.events import Entry
 
 PROPERTY = "X-Pulsar-PROPERTY"
 
@@ -48,7 +50,7 @@ def _properties(headers: Message) -> dict[str, str]:
     return found
 
 
-def delivered_entry(payload: bytes, headers: Message) -> broker_pb2.DeliveredEntry:
+def delivered_entry(payload: bytes, headers: Message) -> Entry:
     """The entry (``MessageMetadata`` and payload, the broker's timestamp in front) the answer stands for."""
     ledger, _, entry = (headers.get("X-Pulsar-Message-ID") or "").partition(":")
     try:
@@ -75,5 +77,4 @@ def delivered_entry(payload: bytes, headers: Message) -> broker_pb2.DeliveredEnt
     broker_time = headers.get("X-Pulsar-Broker-Entry-METADATA-timestamp")
     if broker_time and broker_time.isdigit():
         data = codec.broker_entry_prefix(int(broker_time), max(entry_id, 0) + count - 1) + data
-    return broker_pb2.DeliveredEntry(data=data, ledger_id=max(ledger_id, 0), entry_id=max(entry_id, 0),
-                                     num_messages=count)
+    return Entry(data, max(ledger_id, 0), max(entry_id, 0), count)

@@ -19,7 +19,6 @@ bundles, properties and subscription permissions -- each the request Pulsar's Ja
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from broker_core import errors
@@ -48,65 +47,54 @@ class RestNamespaces:
     def _ns(self, namespace: str, *rest: str) -> str:
         return self._namespace_path(namespace, *rest)
 
-    @staticmethod
-    def _json(value: Any) -> broker_pb2.JsonResponse:
-        return broker_pb2.JsonResponse(json="" if value is None else json.dumps(value))
-
-    def _GetPolicy(self, request: broker_pb2.PolicyRequest) -> broker_pb2.JsonResponse:
+    def _GetPolicy(self, request: broker_pb2.PolicyRequest) -> Any:
         scope, key = request.scope, request.key
         if scope.topic:
             if key not in self._topic_segments:
                 raise NotSupported(f"the topic policy {key} is not mapped onto the admin REST API", method=key)
-            return self._json(self._call("GET", self._topic_path(scope.topic, self._topic_segments[key])))
+            return self._call("GET", self._topic_path(scope.topic, self._topic_segments[key]))
         if key not in self._segments:
             raise NotSupported(f"the namespace policy {key} is not mapped onto the admin REST API", method=key)
-        return self._json(self._call("GET", self._ns(scope.namespace, self._segments[key]),
-                                     not_found=errors.NamespaceNotFound))
+        return self._call("GET", self._ns(scope.namespace, self._segments[key]),
+                          not_found=errors.NamespaceNotFound)
 
-    def _UnloadNamespace(self, request: broker_pb2.NamespaceRequest) -> broker_pb2.Empty:
+    def _UnloadNamespace(self, request: broker_pb2.NamespaceRequest) -> None:
         self._call("PUT", self._ns(request.namespace, "unload"), not_found=errors.NamespaceNotFound)
-        return broker_pb2.Empty()
 
-    def _GetNamespaceBundles(self, request: broker_pb2.NamespaceRequest) -> broker_pb2.JsonResponse:
-        return self._json(self._call("GET", self._ns(request.namespace, "bundles"), not_found=errors.NamespaceNotFound))
+    def _GetNamespaceBundles(self, request: broker_pb2.NamespaceRequest) -> Any:
+        return self._call("GET", self._ns(request.namespace, "bundles"), not_found=errors.NamespaceNotFound)
 
-    def _GetNamespaceProperties(self, request: broker_pb2.NamespaceRequest) -> broker_pb2.JsonResponse:
-        return self._json(self._call("GET", self._ns(request.namespace, "properties"),
-                                     not_found=errors.NamespaceNotFound) or {})
+    def _GetNamespaceProperties(self, request: broker_pb2.NamespaceRequest) -> Any:
+        return self._call("GET", self._ns(request.namespace, "properties"),
+                          not_found=errors.NamespaceNotFound) or {}
 
-    def _SetNamespaceProperties(self, request: broker_pb2.NamespacePropertiesRequest) -> broker_pb2.Empty:
+    def _SetNamespaceProperties(self, request: broker_pb2.NamespacePropertiesRequest) -> None:
         self._call("PUT", self._ns(request.namespace, "properties"), dict(request.properties),
                    not_found=errors.NamespaceNotFound, refused=errors.InvalidConfiguration)
-        return broker_pb2.Empty()
 
-    def _ClearNamespaceProperties(self, request: broker_pb2.NamespaceRequest) -> broker_pb2.Empty:
+    def _ClearNamespaceProperties(self, request: broker_pb2.NamespaceRequest) -> None:
         self._call("DELETE", self._ns(request.namespace, "properties"), not_found=errors.NamespaceNotFound)
-        return broker_pb2.Empty()
 
-    def _SetNamespaceProperty(self, request: broker_pb2.NamespacePropertyRequest) -> broker_pb2.Empty:
+    def _SetNamespaceProperty(self, request: broker_pb2.NamespacePropertyRequest) -> None:
         self._call("PUT", self._ns(request.namespace, "property", request.key, request.value),
                    not_found=errors.NamespaceNotFound, refused=errors.InvalidConfiguration)
-        return broker_pb2.Empty()
 
-    def _GetNamespaceProperty(self, request: broker_pb2.NamespacePropertyRequest) -> broker_pb2.JsonResponse:
-        return self._json(self._call("GET", self._ns(request.namespace, "property", request.key),
-                                     not_found=errors.NamespaceNotFound))
+    def _GetNamespaceProperty(self, request: broker_pb2.NamespacePropertyRequest) -> Any:
+        return self._call("GET", self._ns(request.namespace, "property", request.key),
+                          not_found=errors.NamespaceNotFound)
 
-    def _RemoveNamespaceProperty(self, request: broker_pb2.NamespacePropertyRequest) -> broker_pb2.Empty:
+    def _RemoveNamespaceProperty(self, request: broker_pb2.NamespacePropertyRequest) -> None:
         self._call("DELETE", self._ns(request.namespace, "property", request.key), not_found=errors.NamespaceNotFound)
-        return broker_pb2.Empty()
 
-    def _GetSubscriptionPermissions(self, request: broker_pb2.NamespaceRequest) -> broker_pb2.JsonResponse:
-        return self._json(self._call("GET", self._ns(request.namespace, "permissions", "subscription"),
-                                     not_found=errors.NamespaceNotFound) or {})
+    def _GetSubscriptionPermissions(self, request: broker_pb2.NamespaceRequest) -> Any:
+        return self._call("GET", self._ns(request.namespace, "permissions", "subscription"),
+                          not_found=errors.NamespaceNotFound) or {}
 
-    def _GrantSubscriptionPermission(self, request: broker_pb2.SubscriptionPermissionRequest) -> broker_pb2.Empty:
+    def _GrantSubscriptionPermission(self, request: broker_pb2.SubscriptionPermissionRequest) -> None:
         self._call("POST", self._ns(request.namespace, "permissions", "subscription", request.subscription),
                    list(request.roles), not_found=errors.NamespaceNotFound, refused=errors.InvalidConfiguration)
-        return broker_pb2.Empty()
 
-    def _RevokeSubscriptionPermission(self, request: broker_pb2.SubscriptionPermissionRequest) -> broker_pb2.Empty:
+    def _RevokeSubscriptionPermission(self, request: broker_pb2.SubscriptionPermissionRequest) -> None:
         for role in request.roles:
             self._call("DELETE", self._ns(request.namespace, "permissions", request.subscription, role),
                        not_found=errors.NamespaceNotFound)
-        return broker_pb2.Empty()

@@ -1,5 +1,6 @@
 """The gRPC calls of :class:`~connector.client.admin.topic_messages.TopicMessagesAdmin` made with Pulsar's admin
-REST API (``Admin(admin_url=...)``), each answered as the gRPC reply the part reads; a part of
+REST API (``Admin(admin_url=...)``), each answered as the call's answer (:class:`~connector.client.admin.wire.
+UnaryWire`); a part of
 :class:`~connector.client.admin.rest_wire.RestWire`, which hands them the calls it does not make itself:
 
 ======================================  ================================================================
@@ -21,13 +22,13 @@ rest_wire.message_id_body`).
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from broker_core import errors
 from broker_core.protocol import broker_pb2
 
 from connector.client.admin.rest_messages import delivered_entry
+from connector.client.events import Entry, LastMessage
 
 
 class RestTopicCalls:
@@ -37,7 +38,7 @@ class RestTopicCalls:
 
     def __init__(self, call: Callable[..., Any], fetch: Callable[..., tuple[bytes, Any]],
                  topic_path: Callable[..., str], message_id_body: Callable[[Any], dict],
-                 last_message_id: Callable[[Any], broker_pb2.LastMessageId]) -> None:
+                 last_message_id: Callable[[Any], LastMessage]) -> None:
         self._call = call
         self._fetch = fetch
         self._path = topic_path
@@ -47,51 +48,45 @@ class RestTopicCalls:
     def handler(self, method: str) -> Callable[[Any], Any] | None:
         return getattr(self, "_" + method, None)
 
-    def _GetMessageById(self, request: broker_pb2.MessageByIdRequest) -> broker_pb2.PeekedEntries:
+    def _GetMessageById(self, request: broker_pb2.MessageByIdRequest) -> list[Entry]:
         raw, headers = self._fetch("GET", self._path(request.topic, "ledger", str(request.ledger_id), "entry",
                                                      str(request.entry_id)), not_found=errors.MessageNotFound)
-        entry = delivered_entry(raw, headers)
-        return broker_pb2.PeekedEntries(entries=[entry], count=entry.num_messages)
+        return [delivered_entry(raw, headers)]
 
-    def _GetMessageIdByTimestamp(self, request: broker_pb2.TimestampRequest) -> broker_pb2.LastMessageId:
+    def _GetMessageIdByTimestamp(self, request: broker_pb2.TimestampRequest) -> LastMessage:
         return self._last(self._call("GET", self._path(request.topic, "messageid", str(request.publish_time_ms)),
                                      not_found=errors.MessageNotFound))
 
-    def _GetMessageIdByIndex(self, request: broker_pb2.MessageIndexRequest) -> broker_pb2.LastMessageId:
+    def _GetMessageIdByIndex(self, request: broker_pb2.MessageIndexRequest) -> LastMessage:
         return self._last(self._call("GET", self._path(request.topic, "getMessageIdByIndex"),
                                      query={"index": request.index}, not_found=errors.MessageNotFound))
 
-    def _GetBacklogSize(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.JsonResponse:
+    def _GetBacklogSize(self, request: broker_pb2.SubscriptionRequest) -> Any:
         found = self._call("PUT", self._path(request.topic, "backlogSize"), self._id_body(request.position))
-        return broker_pb2.JsonResponse(json=json.dumps(int(found or 0)))
+        return int(found or 0)
 
-    def _AnalyzeBacklog(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.JsonResponse:
+    def _AnalyzeBacklog(self, request: broker_pb2.SubscriptionRequest) -> Any:
         where = self._path(request.topic, "subscription", request.subscription, "analyzeBacklog")
         body = (self._id_body(request.position),) if request.HasField("position") else ()
-        return broker_pb2.JsonResponse(json=json.dumps(self._call("POST", where, *body,
-                                                                  not_found=errors.SubscriptionNotFound)))
+        return self._call("POST", where, *body, not_found=errors.SubscriptionNotFound)
 
-    def _TrimTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.Empty:
+    def _TrimTopic(self, request: broker_pb2.TopicRequest) -> None:
         self._call("POST", self._path(request.topic, "trim"))
-        return broker_pb2.Empty()
 
-    def _CreateMissedPartitions(self, request: broker_pb2.TopicRequest) -> broker_pb2.Empty:
+    def _CreateMissedPartitions(self, request: broker_pb2.TopicRequest) -> None:
         self._call("POST", self._path(request.topic, "createMissedPartitions"))
-        return broker_pb2.Empty()
 
-    def _TopicInternalInfo(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
-        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", self._path(request.topic, "internal-info"))))
+    def _TopicInternalInfo(self, request: broker_pb2.TopicRequest) -> Any:
+        return self._call("GET", self._path(request.topic, "internal-info"))
 
-    def _TruncateTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.Empty:
+    def _TruncateTopic(self, request: broker_pb2.TopicRequest) -> None:
         self._call("DELETE", self._path(request.topic, "truncate"))
-        return broker_pb2.Empty()
 
-    def _GetSubscriptionProperties(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.JsonResponse:
+    def _GetSubscriptionProperties(self, request: broker_pb2.SubscriptionRequest) -> Any:
         found = self._call("GET", self._path(request.topic, "subscription", request.subscription, "properties"),
                            not_found=errors.SubscriptionNotFound)
-        return broker_pb2.JsonResponse(json=json.dumps(found or {}))
+        return found or {}
 
-    def _SetSubscriptionProperties(self, request: broker_pb2.PropertiesRequest) -> broker_pb2.Empty:
+    def _SetSubscriptionProperties(self, request: broker_pb2.PropertiesRequest) -> None:
         self._call("PUT", self._path(request.topic, "subscription", request.subscription, "properties"),
                    dict(request.properties), not_found=errors.SubscriptionNotFound)
-        return broker_pb2.Empty()

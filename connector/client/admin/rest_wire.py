@@ -1,6 +1,7 @@
-"""``Admin(admin_url=...)``'s wire: each unary admin call of the gRPC API (what the parts of
-:class:`~connector.client.admin.Admin` send) made with Pulsar's admin REST API instead, its answer returned as
-the gRPC reply the part reads -- so one ``Admin`` administers a pulsarlike broker over gRPC, or over its web
+"""``Admin(admin_url=...)``'s wire: each admin call (what the parts of :class:`~connector.client.admin.Admin`
+send) made with Pulsar's admin REST API, its JSON translated into the call's answer, the admin's own values
+(:class:`~connector.client.admin.wire.UnaryWire`), as :mod:`.grpc_wire` translates the broker's gRPC replies
+-- so one ``Admin`` administers a pulsarlike broker over gRPC, or over its web
 service port, or an Apache Pulsar cluster, with the same methods.
 
 Calls with no REST equivalent raise :class:`~connector.client.admin.wire.NotSupported` naming them
@@ -35,7 +36,8 @@ from connector.client.admin.rest import RestTransport, path
 from connector.client.admin.rest_messages import delivered_entry
 from connector.client.admin.rest_namespaces import RestNamespaces
 from connector.client.admin.rest_topics import RestTopicCalls
-from connector.client.admin.wire import NotSupported
+from connector.client.admin.wire import CompactionState, LookupAnswer, NotSupported
+from connector.client.events import Entry, LastMessage
 
 LATEST = (1 << 63) - 1
 """Pulsar's ``MessageId.latest``: ledger and entry ``Long.MAX_VALUE``."""
@@ -123,14 +125,13 @@ def _message_id(position: broker_pb2.Position) -> dict[str, int]:
     return {"ledgerId": 0, "entryId": position.offset}
 
 
-def _last_message_id(found: Any) -> broker_pb2.LastMessageId:
+def _last_message_id(found: Any) -> LastMessage:
     found = found if isinstance(found, dict) else {}
     ledger, entry = int(found.get("ledgerId", -1)), int(found.get("entryId", -1))
     batch = int(found.get("batchIndex", -1))
     if ledger < 0 or entry < 0:
-        return broker_pb2.LastMessageId(last_offset=-1, batch_index=-1)
-    return broker_pb2.LastMessageId(ledger_id=ledger, entry_id=entry, batch_index=batch,
-                                    last_offset=entry + max(batch, 0))
+        return LastMessage(last_offset=-1, batch_index=-1)
+    return LastMessage(ledger_id=ledger, entry_id=entry, batch_index=batch, last_offset=entry + max(batch, 0))
 
 
 def stats_query(options: broker_pb2.StatsOptions | None) -> dict[str, bool]:
@@ -187,73 +188,68 @@ class RestWire:
         return self.transport.fetch(method, where, timeout_s=self._timeout, **kwargs)
 
     # ------------------------------------------------------------------ tenants and namespaces
-    def _ListTenants(self, request: Any) -> broker_pb2.NameList:
-        return broker_pb2.NameList(names=self._call("GET", path("admin", "v2", "tenants")) or [])
+    def _ListTenants(self, request: Any) -> list[str]:
+        return list(self._call("GET", path("admin", "v2", "tenants")) or [])
 
-    def _GetTenant(self, request: broker_pb2.TenantRequest) -> broker_pb2.TenantInfo:
-        info = self._call("GET", path("admin", "v2", "tenants", request.tenant), not_found=errors.TenantNotFound)
-        return broker_pb2.TenantInfo(tenant=request.tenant, admin_roles=info.get("adminRoles") or [],
-                                     allowed_clusters=info.get("allowedClusters") or [])
+    def _GetTenant(self, request: broker_pb2.TenantRequest) -> dict[str, list[str]]:
+        return self._tenant(request.tenant)
+
+    def _tenant(self, tenant: str) -> dict[str, list[str]]:
+        info = self._call("GET", path("admin", "v2", "tenants", tenant), not_found=errors.TenantNotFound)
+        return {"adminRoles": list(info.get("adminRoles") or []),
+                "allowedClusters": list(info.get("allowedClusters") or [])}
 
     def _tenant_body(self, roles: Any, clusters: Any) -> dict[str, list[str]]:
         # pulsar-admin's default for allowed clusters: every cluster (this broker: its one)
         return {"adminRoles": list(roles),
                 "allowedClusters": list(clusters) or self._call("GET", path("admin", "v2", "clusters"))}
 
-    def _CreateTenant(self, request: broker_pb2.TenantInfo) -> broker_pb2.Empty:
+    def _CreateTenant(self, request: broker_pb2.TenantInfo) -> None:
         self._call("PUT", path("admin", "v2", "tenants", request.tenant),
                    self._tenant_body(request.admin_roles, request.allowed_clusters),
                    conflict=errors.TenantAlreadyExists, refused=errors.InvalidConfiguration)
-        return broker_pb2.Empty()
 
-    def _UpdateTenant(self, request: broker_pb2.UpdateTenantRequest) -> broker_pb2.Empty:
+    def _UpdateTenant(self, request: broker_pb2.UpdateTenantRequest) -> None:
         info = request.info  # Pulsar replaces the whole TenantInfo: what is not given is kept
-        current = self._GetTenant(broker_pb2.TenantRequest(tenant=info.tenant))
-        roles = info.admin_roles if request.set_admin_roles else current.admin_roles
-        clusters = info.allowed_clusters if request.set_allowed_clusters else current.allowed_clusters
+        current = self._tenant(info.tenant)
+        roles = info.admin_roles if request.set_admin_roles else current["adminRoles"]
+        clusters = info.allowed_clusters if request.set_allowed_clusters else current["allowedClusters"]
         self._call("POST", path("admin", "v2", "tenants", info.tenant), self._tenant_body(roles, clusters),
                    not_found=errors.TenantNotFound, refused=errors.InvalidConfiguration)
-        return broker_pb2.Empty()
 
-    def _DeleteTenant(self, request: broker_pb2.DeleteTenantRequest) -> broker_pb2.Empty:
+    def _DeleteTenant(self, request: broker_pb2.DeleteTenantRequest) -> None:
         self._call("DELETE", path("admin", "v2", "tenants", request.tenant), query={"force": request.force},
                    not_found=errors.TenantNotFound, conflict=errors.TenantNotEmpty)
-        return broker_pb2.Empty()
 
-    def _ListNamespaces(self, request: broker_pb2.TenantRequest) -> broker_pb2.NameList:
-        return broker_pb2.NameList(names=self._call("GET", path("admin", "v2", "namespaces", request.tenant),
-                                                    not_found=errors.TenantNotFound) or [])
+    def _ListNamespaces(self, request: broker_pb2.TenantRequest) -> list[str]:
+        return list(self._call("GET", path("admin", "v2", "namespaces", request.tenant),
+                               not_found=errors.TenantNotFound) or [])
 
-    def _CreateNamespace(self, request: broker_pb2.NamespaceRequest) -> broker_pb2.Empty:
+    def _CreateNamespace(self, request: broker_pb2.NamespaceRequest) -> None:
         self._call("PUT", namespace_path(request.namespace), not_found=errors.TenantNotFound,
                    conflict=errors.NamespaceAlreadyExists, refused=errors.InvalidConfiguration)
-        return broker_pb2.Empty()
 
-    def _DeleteNamespace(self, request: broker_pb2.DeleteNamespaceRequest) -> broker_pb2.Empty:
+    def _DeleteNamespace(self, request: broker_pb2.DeleteNamespaceRequest) -> None:
         self._call("DELETE", namespace_path(request.namespace), query={"force": request.force},
                    not_found=errors.NamespaceNotFound, conflict=errors.NamespaceNotEmpty)
-        return broker_pb2.Empty()
 
     # ------------------------------------------------------------------ topics
     def _partitions(self, topic: str) -> int:
         return int(self._call("GET", topic_path(topic, "partitions"))["partitions"])
 
-    def _GetPartitionedTopicMetadata(self, request: broker_pb2.TopicRequest) -> broker_pb2.PartitionedTopicMetadata:
-        return broker_pb2.PartitionedTopicMetadata(partitions=self._partitions(request.topic))
+    def _GetPartitionedTopicMetadata(self, request: broker_pb2.TopicRequest) -> int:
+        return self._partitions(request.topic)
 
-    def _CreatePartitionedTopic(self, request: broker_pb2.CreatePartitionedTopicRequest) -> broker_pb2.Empty:
+    def _CreatePartitionedTopic(self, request: broker_pb2.CreatePartitionedTopicRequest) -> None:
         self._call("PUT", topic_path(request.topic, "partitions"), request.partitions,
                    not_found=errors.NamespaceNotFound, conflict=errors.TopicAlreadyExists)
-        return broker_pb2.Empty()
 
-    def _UpdatePartitionedTopic(self, request: broker_pb2.CreatePartitionedTopicRequest) -> broker_pb2.Empty:
+    def _UpdatePartitionedTopic(self, request: broker_pb2.CreatePartitionedTopicRequest) -> None:
         self._call("POST", topic_path(request.topic, "partitions"), request.partitions)
-        return broker_pb2.Empty()
 
-    def _CreateTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.Empty:
+    def _CreateTopic(self, request: broker_pb2.TopicRequest) -> None:
         self._call("PUT", topic_path(request.topic), not_found=errors.NamespaceNotFound,
                    conflict=errors.TopicAlreadyExists)
-        return broker_pb2.Empty()
 
     def _of_domains(self, namespace: str, *rest: str) -> list[str]:
         tenant, _, ns = namespace.partition("/")
@@ -263,26 +259,24 @@ class RestWire:
                                 not_found=errors.NamespaceNotFound) or []
         return found
 
-    def _ListTopics(self, request: broker_pb2.ListTopicsRequest) -> broker_pb2.TopicList:
-        return broker_pb2.TopicList(topics=self._of_domains(request.namespace))
+    def _ListTopics(self, request: broker_pb2.ListTopicsRequest) -> list[str]:
+        return self._of_domains(request.namespace)
 
-    def _ListPartitionedTopics(self, request: broker_pb2.ListTopicsRequest) -> broker_pb2.TopicList:
-        return broker_pb2.TopicList(topics=self._of_domains(request.namespace, "partitioned"))
+    def _ListPartitionedTopics(self, request: broker_pb2.ListTopicsRequest) -> list[str]:
+        return self._of_domains(request.namespace, "partitioned")
 
-    def _DeleteTopic(self, request: broker_pb2.DeleteTopicRequest) -> broker_pb2.Empty:
+    def _DeleteTopic(self, request: broker_pb2.DeleteTopicRequest) -> None:
         rest = ("partitions",) if self._partitions(request.topic) else ()
         self._call("DELETE", topic_path(request.topic, *rest), query={"force": request.force})
-        return broker_pb2.Empty()
 
-    def _TopicStats(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
+    def _TopicStats(self, request: broker_pb2.TopicRequest) -> Any:
         # a pulsarlike broker answers a partitioned topic's merged stats here; Apache Pulsar answers 404 (use
         # partitioned_topic_stats)
         query = stats_query(request.stats if request.HasField("stats") else None)
-        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, "stats"),
-                                                                  query=query)))
+        return self._call("GET", topic_path(request.topic, "stats"), query=query)
 
-    def _TopicInternalStats(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
-        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, "internalStats"))))
+    def _TopicInternalStats(self, request: broker_pb2.TopicRequest) -> Any:
+        return self._call("GET", topic_path(request.topic, "internalStats"))
 
     def partitioned_stats(self, topic: str, per_partition: bool,
                           options: broker_pb2.StatsOptions | None = None) -> dict[str, Any]:
@@ -293,75 +287,70 @@ class RestWire:
         return self._call("GET", topic_path(topic, "partitioned-stats"), query=query,
                           not_found=errors.TopicNotFound) or {}
 
-    def _GetLastMessageId(self, request: broker_pb2.TopicRequest) -> broker_pb2.LastMessageId:
+    def _GetLastMessageId(self, request: broker_pb2.TopicRequest) -> LastMessage:
         return _last_message_id(self._call("GET", topic_path(request.topic, "lastMessageId")))
 
-    def _TerminateTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.LastMessageId:
+    def _TerminateTopic(self, request: broker_pb2.TopicRequest) -> LastMessage:
         return _last_message_id(self._call("POST", topic_path(request.topic, "terminate")))
 
-    def _UnloadTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.Empty:
+    def _UnloadTopic(self, request: broker_pb2.TopicRequest) -> None:
         self._call("PUT", topic_path(request.topic, "unload"))
-        return broker_pb2.Empty()
 
-    def _Compact(self, request: broker_pb2.TopicRequest) -> broker_pb2.Empty:
+    def _Compact(self, request: broker_pb2.TopicRequest) -> None:
         self._call("PUT", topic_path(request.topic, "compaction"), conflict=errors.CompactionAlreadyRunning)
-        return broker_pb2.Empty()
 
-    def _CompactionStatus(self, request: broker_pb2.TopicRequest) -> broker_pb2.CompactionStatusReply:
+    def _CompactionStatus(self, request: broker_pb2.TopicRequest) -> CompactionState:
         found = self._call("GET", topic_path(request.topic, "compaction")) or {}
-        return broker_pb2.CompactionStatusReply(status=found.get("status") or "", last_error=found.get("lastError") or "")
+        return CompactionState(found.get("status") or "", found.get("lastError") or "")
 
-    def _VerifyTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.JsonResponse:
-        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", topic_path(request.topic, "verify"))))
+    def _VerifyTopic(self, request: broker_pb2.TopicRequest) -> Any:
+        return self._call("GET", topic_path(request.topic, "verify"))
 
-    def _VerifyAllTopics(self, request: broker_pb2.Empty) -> broker_pb2.JsonResponse:
-        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", path("admin", "v2", "pulsarlike", "verify"))))
+    def _VerifyAllTopics(self, request: broker_pb2.Empty) -> Any:
+        return self._call("GET", path("admin", "v2", "pulsarlike", "verify"))
 
-    def _LookupTopic(self, request: broker_pb2.TopicRequest) -> broker_pb2.LookupResult:
+    def _LookupTopic(self, request: broker_pb2.TopicRequest) -> LookupAnswer:
         t = TopicName.parse(request.topic)
         found = self._call("GET", path("lookup", "v2", "topic", t.domain, t.tenant, t.namespace, t.local_name))
-        return broker_pb2.LookupResult(broker_url=found.get("brokerUrl") or "", http_url=found.get("httpUrl") or "")
+        return LookupAnswer(found.get("brokerUrl") or "", found.get("httpUrl") or "")
 
     # ------------------------------------------------------------------ subscriptions
-    def _ListSubscriptions(self, request: broker_pb2.TopicRequest) -> broker_pb2.NameList:
-        return broker_pb2.NameList(names=self._call("GET", topic_path(request.topic, "subscriptions")) or [])
+    def _ListSubscriptions(self, request: broker_pb2.TopicRequest) -> list[str]:
+        return list(self._call("GET", topic_path(request.topic, "subscriptions")) or [])
 
     def _sub(self, request: Any, *rest: str) -> str:
         return topic_path(request.topic, "subscription", request.subscription, *rest)
 
-    def _DeleteSubscription(self, request: broker_pb2.UnsubscribeRequest) -> broker_pb2.Empty:
+    def _DeleteSubscription(self, request: broker_pb2.UnsubscribeRequest) -> None:
         self._call("DELETE", self._sub(request), query={"force": request.force},
                    not_found=errors.SubscriptionNotFound)
-        return broker_pb2.Empty()
 
-    def _CreateSubscription(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+    def _CreateSubscription(self, request: broker_pb2.SubscriptionRequest) -> None:
         self._call("PUT", self._sub(request), _message_id(request.position), conflict=errors.NotAllowedError)
-        return broker_pb2.SubscriptionPosition()
 
-    def _ResetCursor(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+    def _ResetCursor(self, request: broker_pb2.SubscriptionRequest) -> None:
         if request.HasField("position"):
             self._call("POST", self._sub(request, "resetcursor"), _message_id(request.position),
                        not_found=errors.SubscriptionNotFound)
         else:
             self._call("POST", self._sub(request, "resetcursor", str(request.publish_time_ms)),
                        not_found=errors.SubscriptionNotFound)
-        return broker_pb2.SubscriptionPosition()
 
-    def _acknowledging(self, where: str, *body: Any, **options: Any) -> broker_pb2.SubscriptionPosition:
+    def _acknowledging(self, where: str, *body: Any, **options: Any) -> int:
         """POST a skip, clear-backlog or expire; its count from the broker's answer (:data:`UNKNOWN_COUNT`
         when the server does not say)."""
         _, headers = self.transport.fetch("POST", where, *body, timeout_s=self._timeout, **options)
         found = headers.get(ACKNOWLEDGED_HEADER, "")
-        return broker_pb2.SubscriptionPosition(acknowledged=int(found) if found.isdigit() else UNKNOWN_COUNT)
+        return int(found) if found.isdigit() else UNKNOWN_COUNT
 
-    def _SkipMessages(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+    def _SkipMessages(self, request: broker_pb2.SubscriptionRequest) -> int:
         return self._acknowledging(self._sub(request, "skip", str(request.count)),
                                    not_found=errors.SubscriptionNotFound)
 
-    def _ClearBacklog(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+    def _ClearBacklog(self, request: broker_pb2.SubscriptionRequest) -> int:
         return self._acknowledging(self._sub(request, "skip_all"), not_found=errors.SubscriptionNotFound)
 
-    def _ExpireMessages(self, request: broker_pb2.ExpireMessagesRequest) -> broker_pb2.SubscriptionPosition:
+    def _ExpireMessages(self, request: broker_pb2.ExpireMessagesRequest) -> int:
         if request.all_subscriptions:
             return self._acknowledging(topic_path(request.topic, "all_subscription", "expireMessages",
                                                   str(request.expire_time_seconds)))
@@ -371,11 +360,11 @@ class RestWire:
         return self._acknowledging(self._sub(request, "expireMessages", str(request.expire_time_seconds)),
                                    not_found=errors.SubscriptionNotFound)
 
-    def _ClearNamespaceBacklog(self, request: broker_pb2.NamespaceSubscriptionRequest) -> broker_pb2.SubscriptionPosition:
+    def _ClearNamespaceBacklog(self, request: broker_pb2.NamespaceSubscriptionRequest) -> int:
         rest = ("clearBacklog", request.subscription) if request.subscription else ("clearBacklog",)
         return self._acknowledging(namespace_path(request.namespace, *rest), not_found=errors.NamespaceNotFound)
 
-    def _UnsubscribeNamespace(self, request: broker_pb2.NamespaceSubscriptionRequest) -> broker_pb2.NameList:
+    def _UnsubscribeNamespace(self, request: broker_pb2.NamespaceSubscriptionRequest) -> list[str]:
         having = [t for t in self._of_domains(request.namespace)
                   if request.subscription in (self._call("GET", topic_path(t, "subscriptions")) or [])]
         if not having:
@@ -383,15 +372,15 @@ class RestWire:
                                               f" {request.subscription!r}", subscription=request.subscription)
         self._call("POST", namespace_path(request.namespace, "unsubscribe", request.subscription),
                    not_found=errors.NamespaceNotFound, refused=errors.NotAllowedError)
-        return broker_pb2.NameList(names=having)
+        return having
 
     # ------------------------------------------------------------------ stored messages
-    def _PeekMessages(self, request: broker_pb2.SubscriptionRequest) -> broker_pb2.PeekedEntries:
+    def _PeekMessages(self, request: broker_pb2.SubscriptionRequest) -> list[Entry]:
         """Entries 1, 2 ... of the subscription until they hold ``count`` messages (or there are no more)."""
-        found = broker_pb2.PeekedEntries()
+        found: list[Entry] = []
         messages = 0
         while messages < request.count:
-            where = self._sub(request, "position", str(len(found.entries) + 1))
+            where = self._sub(request, "position", str(len(found) + 1))
             try:
                 raw, headers = self.transport.fetch("GET", where, not_found=errors.SubscriptionNotFound,
                                                     timeout_s=self._timeout)
@@ -400,20 +389,19 @@ class RestWire:
                     break  # past the last
                 raise
             entry = delivered_entry(raw, headers)
-            found.entries.append(entry)
+            found.append(entry)
             messages += entry.num_messages
-        found.count = min(messages, request.count)
         return found
 
-    def _ExamineMessage(self, request: broker_pb2.ExamineMessageRequest) -> broker_pb2.PeekedEntries:
+    def _ExamineMessage(self, request: broker_pb2.ExamineMessageRequest) -> list[Entry]:
         raw, headers = self.transport.fetch(
             "GET", topic_path(request.topic, "examinemessage"), timeout_s=self._timeout,
             query={"initialPosition": "latest" if request.latest else "earliest",
                    "messagePosition": request.position})
-        return broker_pb2.PeekedEntries(entries=[delivered_entry(raw, headers)], count=1)
+        return [delivered_entry(raw, headers)]
 
     # ------------------------------------------------------------------ policies and permissions
-    def _SetPolicy(self, request: broker_pb2.PolicyRequest) -> broker_pb2.Empty:
+    def _SetPolicy(self, request: broker_pb2.PolicyRequest) -> None:
         scope, key = request.scope, request.key
         value = json.loads(request.value_json) if request.value_json else None
         query: dict[str, Any] | None = None
@@ -438,9 +426,8 @@ class RestWire:
             method = "PUT" if key in (TOPIC_SET_WITH_PUT if scope.topic else NAMESPACE_SET_WITH_PUT) else "POST"
             self._call(method, where, value, not_found=errors.NamespaceNotFound if not scope.topic else None,
                        refused=errors.InvalidConfiguration)
-        return broker_pb2.Empty()
 
-    def _GetPolicies(self, scope: broker_pb2.PolicyScope) -> broker_pb2.JsonResponse:
+    def _GetPolicies(self, scope: broker_pb2.PolicyScope) -> Any:
         found: dict[str, Any] = {}
         if scope.topic:
             for key in FIRST_TOPIC_POLICIES:  # the later ones are read one at a time (GetPolicy)
@@ -453,21 +440,19 @@ class RestWire:
             for key, (_, field) in NAMESPACE_POLICIES.items():
                 if policies.get(field) is not None and key not in SHOWN_WHEN_UNSET:
                     found[key] = policies[field]
-        return broker_pb2.JsonResponse(json=json.dumps(found))
+        return found
 
     def _permissions_path(self, scope: broker_pb2.PolicyScope, *rest: str) -> str:
         if scope.topic:
             return topic_path(scope.topic, "permissions", *rest)
         return namespace_path(scope.namespace, "permissions", *rest)
 
-    def _GrantPermission(self, request: broker_pb2.PermissionRequest) -> broker_pb2.Empty:
+    def _GrantPermission(self, request: broker_pb2.PermissionRequest) -> None:
         self._call("POST", self._permissions_path(request.scope, request.role), list(request.actions),
                    refused=errors.InvalidConfiguration)
-        return broker_pb2.Empty()
 
-    def _RevokePermission(self, request: broker_pb2.PermissionRequest) -> broker_pb2.Empty:
+    def _RevokePermission(self, request: broker_pb2.PermissionRequest) -> None:
         self._call("DELETE", self._permissions_path(request.scope, request.role))
-        return broker_pb2.Empty()
 
-    def _GetPermissions(self, scope: broker_pb2.PolicyScope) -> broker_pb2.JsonResponse:
-        return broker_pb2.JsonResponse(json=json.dumps(self._call("GET", self._permissions_path(scope)) or {}))
+    def _GetPermissions(self, scope: broker_pb2.PolicyScope) -> Any:
+        return self._call("GET", self._permissions_path(scope)) or {}

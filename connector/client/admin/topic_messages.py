@@ -5,7 +5,6 @@ create-missed-partitions|info-internal|truncate|get-subscription-properties|upda
 over gRPC or, with ``admin_url``, Pulsar's REST API (:mod:`connector.client.admin.rest_topics`)."""
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from broker_core.errors import MessageNotFound
@@ -63,9 +62,9 @@ class TopicMessagesAdmin:
         """The messages of the stored entry ``ledger_id:entry_id`` of a topic partition (one, or a batch's
         every message; ``topics get-message-by-id``); ``MessageNotFound`` when no stored entry starts there."""
         name = topic_name(topic)
-        reply = self._wire.unary("GetMessageById", broker_pb2.MessageByIdRequest(
+        stored = self._wire.unary("GetMessageById", broker_pb2.MessageByIdRequest(
             topic=name, ledger_id=whole("ledger_id", ledger_id, 0), entry_id=whole("entry_id", entry_id, 0)))
-        return messages_of(reply, name, TopicName.parse(name).partition_index, 1 << 31)
+        return messages_of(stored, name, TopicName.parse(name).partition_index, 1 << 31)
 
     def get_message_id_by_timestamp(self, topic: str, timestamp_ms: int) -> MessageId | None:
         """The id of the first entry of a topic partition published at or after ``timestamp_ms`` (``topics
@@ -93,7 +92,7 @@ class TopicMessagesAdmin:
         ``topics get-backlog-size``)."""
         request = broker_pb2.SubscriptionRequest(topic=topic_name(topic), position=position(
             MessageId.earliest if message_id is None else message_id))
-        return int(json.loads(self._wire.unary("GetBacklogSize", request).json))
+        return int(self._wire.unary("GetBacklogSize", request))
 
     def analyze_backlog(self, topic: str, subscription: str, start: MessageId | None = None,
                         backlog_scan_max_entries: int | None = None,
@@ -127,7 +126,7 @@ class TopicMessagesAdmin:
         request = broker_pb2.SubscriptionRequest(topic=name, subscription=subscription)
         if start is not None:
             request.position.CopyFrom(position(start))
-        return json.loads(self._wire.unary("AnalyzeBacklog", request).json)
+        return self._wire.unary("AnalyzeBacklog", request)
 
     # --- the topic's storage ---------------------------------------------------------------------------
     def trim_topic(self, topic: str) -> None:
@@ -144,7 +143,7 @@ class TopicMessagesAdmin:
         """Pulsar's ``ManagedLedgerInfo`` of a topic partition (ledgers, cursors' mark-delete positions and
         acknowledged ranges); of a partitioned topic each partition's under ``partitions`` (``topics
         info-internal``)."""
-        return json.loads(self._wire.unary("TopicInternalInfo", broker_pb2.TopicRequest(topic=topic_name(topic))).json)
+        return self._wire.unary("TopicInternalInfo", broker_pb2.TopicRequest(topic=topic_name(topic)))
 
     def truncate_topic(self, topic: str) -> None:
         """Every subscription acknowledges everything and every stored segment but the active one is removed
@@ -154,8 +153,8 @@ class TopicMessagesAdmin:
     # --- subscription properties ----------------------------------------------------------------------
     def get_subscription_properties(self, topic: str, subscription: str) -> dict[str, str]:
         """A subscription's properties (``topics get-subscription-properties``)."""
-        return json.loads(self._wire.unary("GetSubscriptionProperties", broker_pb2.SubscriptionRequest(
-            topic=topic_name(topic), subscription=subscription)).json)
+        return self._wire.unary("GetSubscriptionProperties", broker_pb2.SubscriptionRequest(
+            topic=topic_name(topic), subscription=subscription))
 
     def update_subscription_properties(self, topic: str, subscription: str, properties: dict[str, str]) -> None:
         """Replace every property of a subscription (``{}``: none; ``topics update-subscription-properties``)."""

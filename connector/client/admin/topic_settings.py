@@ -74,7 +74,7 @@ class TopicSettingsAdmin:
         name = TopicName.parse(topic_name(topic))
         if self._rest is not None:
             return self._topic_call("GET", name, "properties") or {}
-        return json.loads(self._wire.unary("GetTopicProperties", broker_pb2.TopicRequest(topic=str(name))).json)
+        return self._wire.unary("GetTopicProperties", broker_pb2.TopicRequest(topic=str(name)))
 
     def update_topic_properties(self, topic: str, properties: Mapping[str, str]) -> None:
         """Set these properties of the topic, keeping its others (``topics update-properties``)."""
@@ -96,8 +96,8 @@ class TopicSettingsAdmin:
 
     # --- backlog quotas --------------------------------------------------------------------------------
     def _policies(self, scope: broker_pb2.PolicyScope) -> dict[str, Any]:
-        reply = self._wire.unary("GetPolicies", scope)
-        return json.loads(reply.json) if reply.json else {}
+        found = self._wire.unary("GetPolicies", scope)
+        return found if found is not None else {}
 
     def get_topic_backlog_quotas(self, topic: str, applied: bool = False) -> dict[str, dict[str, Any]]:
         """The topic's own backlog quotas by type, as Pulsar's ``BacklogQuota`` (``{}``: none); ``applied``:
@@ -161,7 +161,7 @@ class TopicSettingsAdmin:
                                                   base.local_name, "version"), payload,
                                      not_found=errors.TopicNotFound)
         else:
-            answer = json.loads(self._wire.unary("GetSchemaVersion", broker_pb2.SchemaAdminRequest(
-                topic=str(base), payload=json.dumps(payload))).answer)
+            answer = self._wire.unary("GetSchemaVersion", broker_pb2.SchemaAdminRequest(
+                topic=str(base), payload=json.dumps(payload)))
         version = (answer or {}).get("version", -1)
         return int(version.get("version", -1) if isinstance(version, dict) else version)

@@ -1,7 +1,6 @@
 """Topic and subscription calls of :class:`~connector.client.admin.Admin` (``pulsar-admin topics ...``)."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from broker_core.errors import NotAllowedError, SubscriptionNotFound
@@ -47,13 +46,11 @@ class TopicsAdmin:
     def list_partitioned_topics(self, namespace: str = "public/default") -> list[str]:
         """The partitioned topics of ``tenant/namespace`` by their base names (``topics
         list-partitioned-topics``)."""
-        return list(self._wire.unary("ListPartitionedTopics", broker_pb2.ListTopicsRequest(
-            namespace=namespace)).topics)
+        return list(self._wire.unary("ListPartitionedTopics", broker_pb2.ListTopicsRequest(namespace=namespace)))
 
     def get_partitioned_topic_metadata(self, topic: str) -> dict[str, int]:
-        meta = self._wire.unary("GetPartitionedTopicMetadata",
-                                      broker_pb2.TopicRequest(topic=topic_name(topic)))
-        return {"partitions": meta.partitions}
+        return {"partitions": self._wire.unary("GetPartitionedTopicMetadata",
+                                               broker_pb2.TopicRequest(topic=topic_name(topic)))}
 
     def create_topic(self, topic: str) -> None:
         self._wire.unary("CreateTopic", broker_pb2.TopicRequest(topic=topic_name(topic)))
@@ -61,8 +58,7 @@ class TopicsAdmin:
     def list_topics(self, namespace: str = "public/default") -> list[str]:
         """Every partition and non-partitioned topic of ``tenant/namespace`` (``NamespaceNotFound`` when it
         does not exist)."""
-        return list(self._wire.unary("ListTopics", broker_pb2.ListTopicsRequest(
-            namespace=namespace)).topics)
+        return list(self._wire.unary("ListTopics", broker_pb2.ListTopicsRequest(namespace=namespace)))
 
     def delete_topic(self, topic: str, force: bool = False) -> None:
         self._wire.unary("DeleteTopic", broker_pb2.DeleteTopicRequest(topic=topic_name(topic),
@@ -107,14 +103,13 @@ class TopicsAdmin:
         return self._json("TopicInternalStats", broker_pb2.TopicRequest(topic=topic_name(topic)))
 
     def _json(self, method: str, request: Any) -> dict[str, Any]:
-        reply = self._wire.unary(method, request)
-        return json.loads(reply.json) if reply.json else {}
+        found = self._wire.unary(method, request)
+        return found if found is not None else {}
 
     # --- subscriptions -------------------------------------------------------------------------------
     def list_subscriptions(self, topic: str) -> list[str]:
         """Subscription names (of every partition of a partitioned topic), readers' included."""
-        return list(self._wire.unary("ListSubscriptions", broker_pb2.TopicRequest(
-            topic=topic_name(topic))).names)
+        return list(self._wire.unary("ListSubscriptions", broker_pb2.TopicRequest(topic=topic_name(topic))))
 
     def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
         """Delete a subscription (on every partition of a partitioned topic that has it);
@@ -159,24 +154,22 @@ class TopicsAdmin:
         unacknowledged message. What the Spark source does on commit."""
         if not isinstance(end_offset, int) or end_offset < 0:
             raise ValueError(f"end_offset={end_offset!r} is not valid; use an int >= 0")
-        reply = self._wire.unary("AcknowledgeUpTo", broker_pb2.SubscriptionRequest(
+        return self._wire.unary("AcknowledgeUpTo", broker_pb2.SubscriptionRequest(
             topic=topic_name(topic), subscription=subscription, end_offset=end_offset))
-        return reply.next_offset
 
     def skip_messages(self, topic: str, subscription: str, count: int) -> int:
         """Acknowledge the next ``count`` unacknowledged messages of a durable subscription (``topics skip
         -n``); returns how many were (fewer when the backlog is shorter). Messages, not entries: a batch of
         three counts three. Not on a partitioned topic, as in Pulsar: skip on each partition."""
         name = self._not_partitioned(topic, "skip")
-        reply = self._wire.unary("SkipMessages", broker_pb2.SubscriptionRequest(
+        return self._wire.unary("SkipMessages", broker_pb2.SubscriptionRequest(
             topic=name, subscription=subscription, count=whole("count", count, 0)))
-        return reply.acknowledged
 
     def clear_backlog(self, topic: str, subscription: str) -> int:
         """Acknowledge everything stored on a durable subscription (``topics clear-backlog``; Pulsar's
         ``skipAllMessages``), on every partition of a partitioned topic; returns how many messages."""
         return sum(self._wire.unary("ClearBacklog", broker_pb2.SubscriptionRequest(
-            topic=name, subscription=subscription)).acknowledged for name in self._partitions_of(topic))
+            topic=name, subscription=subscription)) for name in self._partitions_of(topic))
 
     def peek_messages(self, topic: str, subscription: str, count: int = 1) -> list[PeekedMessage]:
         """The next ``count`` unacknowledged messages of a subscription, from its first unacknowledged one,
@@ -184,10 +177,9 @@ class TopicsAdmin:
         in Pulsar: peek a partition."""
         name = self._not_partitioned(topic, "peek-messages")
         whole("count", count, 1)
-        reply = self._wire.unary("PeekMessages", broker_pb2.SubscriptionRequest(
+        stored = self._wire.unary("PeekMessages", broker_pb2.SubscriptionRequest(
             topic=name, subscription=subscription, count=count))
-        parsed = TopicName.parse(name)
-        return messages_of(reply, name, parsed.partition_index, count)
+        return messages_of(stored, name, TopicName.parse(name).partition_index, count)
 
     def _partitions_of(self, topic: str) -> list[str]:
         """The topics to send a call to: each partition of a partitioned topic, unless the server fans out."""

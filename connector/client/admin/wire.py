@@ -2,7 +2,7 @@
 positions, whole numbers)."""
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from broker_core.errors import PulsarLikeError
 from broker_core.protocol import broker_pb2
@@ -17,12 +17,48 @@ class NotSupported(PulsarLikeError):
     over a ``pulsar://`` service URL. ``method`` names it."""
 
 
+class LookupAnswer(NamedTuple):
+    """Where a topic is served (``LookupTopic``)."""
+
+    broker_url: str
+    http_url: str
+
+
+class CompactionState(NamedTuple):
+    """A topic's compaction (``CompactionStatus``): Pulsar's ``NOT_RUN``/``RUNNING``/``SUCCESS``/``ERROR``."""
+
+    status: str
+    last_error: str
+
+
 class UnaryWire(Protocol):
-    """Where an admin call goes: a :class:`~connector.client.connection.Connection`, or one retrying while the
-    broker is unavailable (``Admin(retry_while_unavailable=True)``)."""
+    """Where an admin call goes: the broker's gRPC calls (:class:`~connector.client.admin.grpc_wire.GrpcWire`)
+    or Pulsar's admin REST API (:class:`~connector.client.admin.rest_wire.RestWire`). Each translates its wire
+    into the call's answer, the admin's own values, whatever wire it came over:
+
+    ==================================================  ======================================================
+    a create, set, delete, unload ...                   None
+    ``ListTenants``, ``ListNamespaces``, ``ListTopics``,  ``list[str]``
+    ``ListPartitionedTopics``, ``ListSubscriptions``,
+    ``UnsubscribeNamespace``
+    stats, policies, permissions, properties, schema     the JSON value (None: unset)
+    admin calls
+    ``GetPartitionedTopicMetadata``                      the partition count (0: not partitioned)
+    ``GetTenant``                                        ``{"adminRoles": [...], "allowedClusters": [...]}``
+    ``GetLastMessageId``, ``TerminateTopic``,            :class:`~connector.client.events.LastMessage`
+    ``GetMessageIdByTimestamp``, ``GetMessageIdByIndex``
+    ``PeekMessages``, ``ExamineMessage``,                the stored entries,
+    ``GetMessageById``                                   ``list[``:class:`~connector.client.events.Entry```]``
+    ``SkipMessages``, ``ClearBacklog``,                  how many messages were acknowledged (-1: unknown)
+    ``ExpireMessages``, ``ClearNamespaceBacklog``
+    ``AcknowledgeUpTo``, ``OffsetForTimestamp``          the subscription's next offset
+    ``LookupTopic``                                      :class:`LookupAnswer`
+    ``CompactionStatus``                                 :class:`CompactionState`
+    ==================================================  ======================================================
+    """
 
     def unary(self, method: str, request: Any, timeout_s: float | None = None, retry: bool = ...) -> Any:
-        """The reply of the broker's unary ``method``; failures are typed errors."""
+        """The answer of the admin call ``method`` (the table above); failures are typed errors."""
         ...
 
 
