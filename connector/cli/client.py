@@ -263,7 +263,8 @@ def _consume(args: argparse.Namespace) -> int:
     topic: Any = re.compile(args.topic) if args.regex else args.topic
     client = Client(args.url, transport=args.transport, **security_flags.client_kwargs(args, args.url))
     count = 0
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    stopping: list[int] = []  # SIGTERM ends the loop between messages: one printed is one counted
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
     try:
         consumer = client.subscribe(
             topic, args.subscription_name, consumer_type=ConsumerType[args.subscription_type],
@@ -272,7 +273,7 @@ def _consume(args: argparse.Namespace) -> int:
             receiver_queue_size=args.queue_size, consumer_name=args.consumer_name)
         pace = _Pace(args.rate)
         idle_since = time.monotonic()
-        while args.num_messages == 0 or count < args.num_messages:
+        while (args.num_messages == 0 or count < args.num_messages) and not stopping:
             try:
                 msg = consumer.receive(timeout_millis=500)
             except Timeout:
@@ -286,17 +287,14 @@ def _consume(args: argparse.Namespace) -> int:
             count += 1
             idle_since = time.monotonic()
         consumer.close()
-    except (KeyboardInterrupt, Interrupted):  # Ctrl-C or SIGTERM: the way to end `-n 0` (a blocking receive
-        pass                                   # turns the signal into pulsar-client's Interrupted)
+    except (KeyboardInterrupt, Interrupted):  # Ctrl-C: the way to end `-n 0` (a blocking receive turns the
+        pass                                   # signal into pulsar-client's Interrupted)
     finally:
         signal.signal(signal.SIGTERM, previous)
         client.close()
     print(f"{count} messages successfully consumed", flush=True)
     return 0
 
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def format_message(msg: Any, hex_dump: bool = False, hide_content: bool = False) -> str:
@@ -328,28 +326,18 @@ def hexdump(data: bytes) -> str:
 
 
 def _health(args: argparse.Namespace) -> int:
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from broker_core.errors import ConnectError
 
-    from connector.client.connection import Connection, Security
+    from connector.client.broker_kind import health_status
+    from connector.client.security import Security
 
     kwargs = security_flags.client_kwargs(args, args.url)
     kwargs.pop("authentication")  # the health service answers everyone, as Pulsar's /status.html
-    connection = Connection(args.url, args.timeout, args.timeout, Security.of(args.url, **kwargs))
-    target = connection.target
-    with connection.channel as channel:
-        try:
-            response = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout, wait_for_ready=True)
-        except grpc.RpcError as exc:
-            code = exc.code()
-            if code == grpc.StatusCode.NOT_FOUND:
-                print("SERVICE_UNKNOWN", flush=True)
-            else:
-                print(f"pulsarlike health: {code.name}: no answer from {target} within {args.timeout:g}s "
-                      f"({exc.details()})", file=sys.stderr)
-            return 1
-    status = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+    try:
+        status = health_status(args.url, args.service, args.timeout, Security.of(args.url, **kwargs))
+    except ConnectError as exc:
+        print(f"pulsarlike health: {exc.message}", file=sys.stderr)
+        return 1
     print(status, flush=True)
     return 0 if status == "SERVING" else 1
 
