@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 
 from tests.broker_watch import BrokerWatch, compact, file_tree
 from tests.brokers import BrokerProcess
-from tests.integration.test_fuzz_wire import Budget, fuzz_until_spent
+from tests.integration.test_fuzz_wire import BUDGET_SCALE, Budget, fuzz_until_spent
 
 pytestmark = pytest.mark.slow
 
-BUDGET_S = 25.0
+BUDGET_S = 12.0 * BUDGET_SCALE
 HEALTH_LIMIT_S = 2.0
 """``/status.html`` is answered in about a millisecond; seconds mean a request held the event loop."""
 RSS_LIMIT_MB = 300
