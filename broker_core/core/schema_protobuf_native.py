@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import json
 
-from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
 from broker_core.errors import InvalidSchema
@@ -54,6 +53,8 @@ def root_message(data: bytes) -> str:
                                                          "rootFileDescriptorName")):
         raise InvalidSchema("ProtobufNative schema data needs the strings fileDescriptorSet, "
                             "rootMessageTypeName and rootFileDescriptorName")
+    from google.protobuf import descriptor_pb2  # ~50 ms of imports: at the first such schema, not at start
+
     try:
         files = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(fields["fileDescriptorSet"],
                                                                              validate=True))

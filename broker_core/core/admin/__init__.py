@@ -12,10 +12,30 @@ binary protocol's admin-like commands parse their requests into and render the a
 Errors are :mod:`broker_core.errors`' typed ones; each front end maps them once (REST
 ``answers._STATUS``, gRPC ``protocol.status``, binary ``protocol.server_errors``).
 """
-from broker_core.core.admin.last_message import LastMessage, last_message, mark_delete_message
-from broker_core.core.admin.positions import Position
-from broker_core.core.admin.subscriptions import Outcome, SubscriptionAdmin
-from broker_core.core.admin.topics import TopicAdmin, long_running_status
+from __future__ import annotations
 
-__all__ = ["LastMessage", "Outcome", "Position", "SubscriptionAdmin", "TopicAdmin", "last_message",
-           "long_running_status", "mark_delete_message"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from broker_core.core.admin.last_message import LastMessage
+    from broker_core.core.admin.positions import Position
+    from broker_core.core.admin.subscriptions import Outcome, SubscriptionAdmin
+    from broker_core.core.admin.topics import TopicAdmin, long_running_status
+
+_EXPORTS = {"LastMessage": "last_message", "Position": "positions", "Outcome": "subscriptions",
+            "SubscriptionAdmin": "subscriptions", "TopicAdmin": "topics", "long_running_status": "topics"}
+"""Name -> the submodule defining it. Re-exported on first use (PEP 562): the binary front end's first
+SUBSCRIBE imports :mod:`.values` and :mod:`.last_message` only, not the whole admin core (~35 ms). The
+functions of :mod:`.last_message` are imported from it (the package's ``last_message`` is that module)."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
