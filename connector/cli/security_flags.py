@@ -50,7 +50,7 @@ def client_kwargs(args: argparse.Namespace, url: str) -> dict[str, Any]:
     """Keyword arguments for ``Client``/``Admin`` from the parsed flags (``InvalidConfiguration`` for a bad
     plugin or parameters)."""
     from connector.client.authentication import from_plugin
-    from connector.client.connection import is_tls_url
+    from connector.client.security import is_tls_url
 
     kwargs: dict[str, Any] = {"authentication": from_plugin(getattr(args, "auth_plugin", ""),
                                                             getattr(args, "auth_params", ""))}

@@ -8,6 +8,7 @@ as the client's public API (so none of them builds a transport of its own):
   (:func:`~connector.client.entry_stream.open_entry_stream`).
 - :class:`DriverSubscriptions`: durable subscriptions held without taking messages (a query's or a job's
   committed position on a broker without dense offsets), on a binary transport of their own.
+- :func:`health_status`: what the broker's standard gRPC health service answers (``pulsarlike health``).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from connector.client.security import Security
 from connector.client.transport import Transport
 from connector.client.transport_choice import open_transport
 
-__all__ = ["DriverSubscriptions", "LastId", "is_pulsarlike", "open_transport"]
+__all__ = ["DriverSubscriptions", "LastId", "health_status", "is_pulsarlike", "open_transport"]
 
 LastId = tuple[int, int, int] | None
 """``(ledger, entry, batch index)`` of a topic's last message (batch -1: the whole entry); None when it has none."""
@@ -30,6 +31,14 @@ def is_pulsarlike(service_url: str, timeout_s: float, security: Security) -> boo
         return bool(transport.positions.dense)
     finally:
         transport.close()
+
+
+def health_status(service_url: str, service: str, timeout_s: float, security: Security) -> str:
+    """``SERVING``, ``NOT_SERVING`` or ``SERVICE_UNKNOWN``: the gRPC health service's answer for ``service``
+    (pulsarlike's; an Apache Pulsar broker has none); ``ConnectError`` when none comes within ``timeout_s``."""
+    from connector.client.connection import health_status as ask
+
+    return ask(service_url, service, timeout_s, security)
 
 
 class DriverSubscriptions:

@@ -201,6 +201,25 @@ class Connection:
             channel.close()
 
 
+def health_status(service_url: str, service: str, timeout_s: float, security: Security) -> str:
+    """What the broker's standard gRPC health service answers for ``service``: ``SERVING``, ``NOT_SERVING``,
+    or ``SERVICE_UNKNOWN`` for a service it does not know; ``ConnectError`` when it gives no answer within
+    ``timeout_s`` (the gRPC status and its details in the message)."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    connection = Connection(service_url, timeout_s, timeout_s, security)
+    with connection.channel as channel:
+        try:
+            response = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=service), timeout=timeout_s, wait_for_ready=True)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                return "SERVICE_UNKNOWN"
+            raise errors.ConnectError(f"{exc.code().name}: no answer from {connection.target} within "
+                                      f"{timeout_s:g}s ({exc.details()})", target=connection.target) from None
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+
+
 def _schema(reply: pb.SchemaReply) -> TopicSchema:
     return TopicSchema(reply.type, reply.data, reply.name, reply.version, dict(reply.properties))
 

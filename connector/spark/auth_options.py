@@ -27,7 +27,7 @@ from typing import Any, Mapping
 from broker_core.errors import InvalidConfiguration
 
 from connector.client.authentication import from_plugin
-from connector.client.connection import Security, is_tls_url
+from connector.client.security import Security, is_tls_url
 
 SECURITY_OPTIONS = ("authPluginClassName", "authParams", "tlsTrustCertsFilePath", "tlsAllowInsecureConnection",
                     "tlsHostnameVerificationEnable")

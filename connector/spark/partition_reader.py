@@ -52,8 +52,8 @@ from broker_core import errors
 
 from connector.client import entries
 from connector.client.admin import Admin
-from connector.client.connection import Connection
 from connector.client.crypto_keys import CryptoError
+from connector.client.broker_kind import open_transport
 from connector.client.transport import Transport
 from connector.client.entry_stream import PartitionStream, PermitWindow, open_entry_stream
 from connector.client.timer import TimerThread
@@ -174,8 +174,8 @@ class RangeReader:
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         part = self.part
-        connection = Connection(self.service_url, self.poll_timeout_s, self.poll_timeout_s,
-                                self.security.connection_security(self.service_url))
+        connection = open_transport("grpc", self.service_url, self.poll_timeout_s, self.poll_timeout_s,
+                                    self.security.connection_security(self.service_url))
         # one connection for the bounds, the stats and the stream
         self._admin = admin = Admin.on_connection(connection, retry_while_unavailable=True)
         try:
@@ -202,13 +202,11 @@ class RangeReader:
             self._admin = None
             close_later(admin)
 
-    def _entry_transport(self, connection: Connection) -> Transport:
+    def _entry_transport(self, connection: Transport) -> Transport:
         """The transport the range's entries come over: ``connection``, or one of Pulsar's binary protocol
         (its own connection, closed with the range's stream)."""
         if self.transport != "binary":
             return connection
-        from connector.client.broker_kind import open_transport
-
         return open_transport("binary", self.service_url, self.poll_timeout_s, self.poll_timeout_s,
                               self.security.connection_security(self.service_url))
 
@@ -286,7 +284,7 @@ class RangeReader:
         return self._admin.topic_stats(self.tp.internal_name)
 
     # --- 2-4. the reader subscription -----------------------------------------------------------------
-    def _read(self, connection: Connection, start: int, end: int) -> Iterator[pa.RecordBatch]:
+    def _read(self, connection: Transport, start: int, end: int) -> Iterator[pa.RecordBatch]:
         tp = self.tp
         deliveries = _Deliveries()
         # Only messages whose first chunk is in the range are reassembled (the range owns them); none expires.

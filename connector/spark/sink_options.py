@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from broker_core.errors import InvalidTopicName
 from broker_core.types import TopicName
 
-from connector.client.connection import parse_service_url
+from connector.client.security import parse_service_url
 from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
 from connector.client.enums import CompressionType
 

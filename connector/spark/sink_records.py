@@ -43,14 +43,14 @@ def topic_record_schema(options: SinkOptions) -> TopicSchema | None:
     """The sink topic's schema when it is an Avro/JSON record (None otherwise, or with no single topic)."""
     if options.topic is None:
         return None
-    from connector.client.connection import Connection
+    from connector.client.broker_kind import open_transport
     from connector.client.lookup import Lookup
 
     timeout_s = options.operation_timeout_ms / 1000.0
     # a short connect deadline: an unreachable broker must not hold a write that needs no schema (it has no
     # value column, so it is refused below) for the whole operation timeout
-    connection = Connection(options.service_url, timeout_s, min(timeout_s, LOOKUP_CONNECT_S),
-                            options.security.connection_security(options.service_url))
+    connection = open_transport(options.transport, options.service_url, timeout_s, min(timeout_s, LOOKUP_CONNECT_S),
+                                options.security.connection_security(options.service_url))
     try:
         found = fetch_topic_schema(Lookup(connection), options.topic, retry=False)
     except (errors.ConnectError, errors.Timeout) as exc:

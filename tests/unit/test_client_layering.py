@@ -27,19 +27,9 @@ TRANSPORT_MODULES = ("connector.client.binary", "connector.client.connection", "
                      "connector.client.tls")
 DRIVERS = ("connector/spark", "connector/cli", "jobs")
 
-EXPECTED_TODAY: set[tuple[str, str]] = {
-    # Security, is_tls_url and parse_service_url are connector.client.security's (connection.py re-exports them)
-    ("connector/cli/client.py", "connector.client.connection"),
-    ("connector/cli/security_flags.py", "connector.client.connection"),
-    ("connector/spark/auth_options.py", "connector.client.connection"),
-    ("connector/spark/options.py", "connector.client.connection"),
-    ("connector/spark/sink_options.py", "connector.client.connection"),
-    # a gRPC Connection built by the driver itself instead of the client's open_transport
-    ("connector/spark/partition_reader.py", "connector.client.connection"),
-    ("connector/spark/sink_records.py", "connector.client.connection"),
-}
-"""``(path, module)``: driver modules that still import a transport module (helper F's issue 32 work empties
-this set; nothing may be added to it)."""
+EXPECTED_TODAY: set[tuple[str, str]] = set()
+"""``(path, module)``: driver modules that still import a transport module: none (issue 32 emptied it; nothing
+may be added to it)."""
 
 
 def imported_modules(path: Path, root: Path) -> list[tuple[int, str]]:
