@@ -84,6 +84,11 @@ class AckGroup:
         if offsets:
             self._send(Ack(offset_ranges(offsets)))
 
+    def drop(self) -> None:
+        """Forget the acks not sent yet (they name positions of a cluster the consumer left)."""
+        with self._lock:
+            self._offsets = []
+
 
 class HeldBatchAcks:
     """Acknowledged messages of partly acknowledged batches: entry offset -> bits of its acked messages."""

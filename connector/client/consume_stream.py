@@ -14,6 +14,13 @@ subscription, consumer name and type, with backoff (:class:`~connector.client.re
 non-durable subscription (a reader) resumes where its ``resume()`` says: after the last message handed out.
 Acks made meanwhile are kept and sent on the new stream; a seek in progress is sent again. Anything the
 broker refuses for good (``TopicNotFound``, ``ConsumerAssignError`` ...) ends the stream: ``on_failed``.
+
+When the client's service changed (cluster failover: the transport's ``service_epoch``), the reconnection goes
+to another cluster, whose positions have nothing to do with the old one's: acks not sent yet and a seek in
+progress are dropped, the events hear ``on_cluster_switch()`` (before ``resume()`` is asked) and the
+subscription opens with its original start -- a durable one at the new cluster's cursor, as pulsar-client's
+``onClusterSwitching``. A subscription that races a switch (opened on a service newer than the one it began
+with) is closed and opened again.
 """
 from __future__ import annotations
 
@@ -63,6 +70,9 @@ class StreamEvents(Protocol):
 
     def on_end_of_topic(self) -> None:
         """The topic is terminated and every message of it was delivered."""
+
+    # Optional: ``on_cluster_switch()``, called on the timer thread before the subscription is opened on
+    # another cluster (the module docstring): forget the old cluster's positions.
 
 
 def seek_request(seek_id: int, target: MessageId | int, positions: Positions = DENSE) -> Seek:
@@ -118,6 +128,8 @@ class PartitionStream:
         self.active = True
         self.reached_end_of_topic = False
         self._redial = Redial(timer, f"consumer:{self.topic}:{self.subscription}", self._reconnect_attempt)
+        self._service_epoch = self._epoch_now()
+        """The service (cluster) of the last subscription (see the module docstring)."""
 
     # --- opening ------------------------------------------------------------------------------------------
     def open(self) -> None:
@@ -135,8 +147,14 @@ class PartitionStream:
                                        start=Position.at(offset), start_inclusive=True)
         return dataclasses.replace(self._spec, initial_permits=self._queue_size, consumer_name=self.consumer_name)
 
+    def _epoch_now(self) -> int:
+        return getattr(self._connection, "service_epoch", 0)
+
     def _start(self, reconnecting: bool) -> Attempt:
-        attempt = self._opening = Attempt()
+        epoch = self._epoch_now()
+        if reconnecting and epoch != self._service_epoch:
+            self._switch_cluster(epoch)
+        attempt = self._opening = Attempt(epoch)
         attempt.stream = self._connection.consume(
             self._spec_now(), functools.partial(self._on_event, attempt), name=f"consumer-{self.topic}",
             reconnecting=reconnecting)
@@ -147,6 +165,23 @@ class PartitionStream:
         self._start(reconnecting=False).wait_opened(max(deadline - _now(), 0.001), errors.Timeout(
             f"the broker did not confirm the subscription on {self.topic} within "
             f"{self._connection.operation_timeout_s:g}s"))
+
+    def _switch_cluster(self, epoch: int) -> None:
+        """The next subscription goes to another cluster: forget this one's positions (module docstring)."""
+        log.info("event=consumer_cluster_switch topic=%s subscription=%s", self.topic, self.subscription)
+        self._acks.drop()
+        with self._lock:
+            self._service_epoch = epoch
+            self._unsent_acks = []
+            seeking, self._seeking, self._seek_request = self._seeking, 0, None
+            self.reached_end_of_topic = False
+        self.held_batch_acks.forget()
+        if seeking:  # the seek named the old cluster's position: it ends here, as pulsar-client's
+            self._seek_error = None
+            self._seek_done.set()
+        switch = getattr(self._events, "on_cluster_switch", None)
+        if switch is not None:
+            switch()
 
     def _reconnect_attempt(self) -> None:
         if self.closed:
@@ -195,13 +230,20 @@ class PartitionStream:
                 stream.close(wait_s=0)
                 return
             reconnected = self._current is not None
-            self.consumer_name = subscribed.consumer_name or self.consumer_name
-            if reconnected:
-                self.window = PermitWindow(self._queue_size, self._flow)  # sent with the subscribe
-            self._current = attempt
-            self._live = stream
-            unsent, self._unsent_acks = self._unsent_acks, []
-            seek = self._seek_request
+            raced = reconnected and subscribed.service_epoch != attempt.service_epoch
+            if not raced:
+                self._service_epoch = subscribed.service_epoch
+                self.consumer_name = subscribed.consumer_name or self.consumer_name
+                if reconnected:
+                    self.window = PermitWindow(self._queue_size, self._flow)  # sent with the subscribe
+                self._current = attempt
+                self._live = stream
+                unsent, self._unsent_acks = self._unsent_acks, []
+                seek = self._seek_request
+        if raced:  # opened on a cluster switched to meanwhile, with the old one's start: open it again
+            attempt.abandon(self._lock, self.closed, errors.ConnectError(
+                f"the client's service changed while subscribing on {self.topic}"), self._redial)
+            return
         for request in unsent:
             stream.send(request)
         if seek is not None and reconnected:

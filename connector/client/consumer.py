@@ -221,9 +221,20 @@ class Consumer:
         index = message.batch_index()  # the entry's first position: the message's, less its index
         return sub, sub.positions.position(message) - max(index, 0), index, message.batch_size()
 
+    @staticmethod
+    def _from_a_left_cluster(message: Message | MessageId) -> bool:
+        """A message received on a cluster this consumer has since left (failover): on the new cluster its
+        position names another message, so its acks are not sent (pulsar-client's name nothing there)."""
+        if not isinstance(message, Message):
+            return False
+        entry = message._entry
+        return entry.cluster != getattr(entry.sub, "cluster", entry.cluster)  # sub None: a MessageBatch's
+
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (acks are grouped for a few ms into one request; the acks of a batch's
         messages are held until the whole batch is acknowledged unless ``batch_index_ack_enabled``)."""
+        if self._from_a_left_cluster(message):
+            return
         sub, entry_id, index, size = self._target(message)
         self._redelivery.acknowledged(sub, entry_id, index)
         sub.acknowledge(entry_id, index, size)
@@ -246,6 +257,8 @@ class Consumer:
         if self._consumer_type in SHARED_TYPES:
             raise errors.CumulativeAcknowledgementNotAllowedError(
                 "cumulative acknowledgement is not allowed on Shared and Key_Shared subscriptions")
+        if self._from_a_left_cluster(message):
+            return
         sub, entry_id, index, _ = self._target(message)
         offset = entry_id + max(index, 0)
         sub.acknowledge_cumulative(offset)
@@ -255,6 +268,8 @@ class Consumer:
         """Have the message redelivered after ``negative_ack_redelivery_delay_ms`` (or the backoff's delay
         for its redelivery count). Shared and Key_Shared redeliver its entry (a batch comes whole); Exclusive
         and Failover rewind to the first unacknowledged message, as in Pulsar."""
+        if self._from_a_left_cluster(message):
+            return
         sub, entry_id, index, _ = self._target(message)
         sub.stream.check_usable()
         count = message.redelivery_count() if isinstance(message, Message) else 0

@@ -175,6 +175,9 @@ class Subscribed:
     topic: str
     consumer_name: str
     partition: int = -1
+    service_epoch: int = 0
+    """Which service (cluster) it is open on: :class:`~connector.client.failover.SwitchingTransport` numbers
+    them, 0 first; a transport whose service never changes always answers 0."""
 
 
 class Entry:

@@ -7,7 +7,11 @@
   new one -- so every producer, consumer and reader sees its connection lost (a retriable ``ConnectError``)
   and reconnects, through this transport, to the new service, as pulsar-client's ``updateServiceInfo`` closes
   its connection pool and makes a new lookup service. What was unsent is sent again there (sends fail only at
-  ``send_timeout_millis``); subscriptions resume at the new cluster's own cursor.
+  ``send_timeout_millis``). Services are numbered (``service_epoch``, 0 first; every ``Subscribed`` carries the
+  number of the service it is open on), so a consumer that moves knows it: nothing it knew of the old cluster's
+  positions goes with it (pulsar-client's ``onClusterSwitching``) -- a durable subscription resumes at the new
+  cluster's own cursor, a reader (or a non-durable subscription) at its start position, acks not yet sent are
+  dropped, and acks of messages received from the old cluster are not sent (they would name other messages).
 - :class:`FailoverProbe`: the built-in provider behind ``AutoClusterFailover``, pulsar-client-cpp's state
   machine: every ``check_interval_ms`` the current service is probed (a TCP connection to one of its hosts
   within the probe timeout); on the primary, ``failover_threshold`` consecutive failures switch to the first
@@ -18,6 +22,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 import threading
@@ -190,6 +195,8 @@ class SwitchingTransport:
         self._retired: list[Any] = []
         self._subscribed: set[tuple[str, str]] = set()
         """(topic, subscription) of the consumers subscribed on the current service (since the switch to it)."""
+        self.service_epoch = 0
+        """The number of the current service: 0 first, one more at each switch."""
 
     @property
     def current(self) -> Any:
@@ -217,6 +224,7 @@ class SwitchingTransport:
                 return
             old, self._current = self._current, new
             self._subscribed = set()
+            self.service_epoch += 1
             self._retired.append(old)
         retire = getattr(old, "retire", None)
         if callable(retire):
@@ -267,12 +275,13 @@ class SwitchingTransport:
         where it never subscribed, may create the topic there (a first subscription may), while one that
         subscribed there before may not (a deleted topic must end it, as without failover)."""
         with self._lock:
-            transport, subscribed = self._current, self._subscribed
+            transport, subscribed, epoch = self._current, self._subscribed, self.service_epoch
         key = (spec.topic, spec.subscription)
 
         def relay(event: Any) -> None:
             if type(event) is Subscribed:
                 subscribed.add(key)
+                event = dataclasses.replace(event, service_epoch=epoch)
             on_event(event)
         if self.closed.is_set():
             raise errors.AlreadyClosed("the client is closed")

@@ -30,11 +30,11 @@ class EntryInfo:
     or a :class:`~connector.client.permits.Discarded` / ``Undecodable`` stand-in)."""
 
     __slots__ = ("metadata", "topic", "ledger_id", "entry_id", "partition", "redelivery_count",
-                 "num_messages", "batched", "sub", "taker", "_properties")
+                 "num_messages", "batched", "sub", "taker", "cluster", "_properties")
 
     def __init__(self, metadata: pulsar_api_pb2.MessageMetadata, topic: str, ledger_id: int,
                  entry_id: int, partition: int, redelivery_count: int, num_messages: int,
-                 batched: bool, sub: "PartitionConsumer", taker: Taker) -> None:
+                 batched: bool, sub: "PartitionConsumer", taker: Taker, cluster: int = 0) -> None:
         self.metadata = metadata
         self.topic = topic
         self.ledger_id = ledger_id
@@ -45,6 +45,9 @@ class EntryInfo:
         self.batched = batched
         self.sub = sub
         self.taker = taker
+        self.cluster = cluster
+        """``sub.cluster`` when it was received: another value now means the consumer moved to another
+        cluster since (its acks would name other messages there)."""
         self._properties: dict[str, str] | None = None
 
     def properties(self) -> dict[str, str]:

@@ -78,7 +78,9 @@ class PartitionConsumer:
     def __init__(self, connection: "Transport", timer: TimerThread, spec: ConsumerSpec,
                  settings: ConsumerSettings, queue: ReceiveQueue,
                  redeliver_later: Callable[["PartitionConsumer"], None],
-                 dead_letters: "DeadLetters | None" = None, resume: Callable[[], int | None] | None = None) -> None:
+                 dead_letters: "DeadLetters | None" = None, resume: Callable[[], int | None] | None = None,
+                 restart: Callable[[], None] | None = None) -> None:
+        """``restart()`` puts ``resume``'s position back to the start (the consumer moved to another cluster)."""
         self.topic = spec.topic
         self.partition = spec.partition
         self._connection = connection
@@ -88,10 +90,15 @@ class PartitionConsumer:
         self._dead_letters = dead_letters
         self.max_received_offset = -1
         self._resume = resume
+        self._restart = restart
         self.start_floor = spec.start.offset if spec.start is not None and not spec.start.latest else -1
         """The first offset the application may get: the broker delivers whole entries, so a start (or seek)
         inside a batch gets the batch's earlier messages too, and a seek to a message id not inclusive gets the
         message itself: both are dropped here (pulsar-client does the same with its start id)."""
+        self._first_floor = self.start_floor
+        self.cluster = 0
+        """One more each time the consumer moves to another cluster: what its messages were received on
+        (``EntryInfo.cluster``); acks of a message received on a cluster it left are not sent."""
         self._chunks = ChunkAssembly(
             self.topic, timer, settings.max_pending_chunked_message,
             settings.auto_ack_oldest_chunked_message_on_queue_full,
@@ -121,7 +128,8 @@ class PartitionConsumer:
         log.warning("event=unreadable_messages topic=%s error=%s", self.topic, error.message)
         start = getattr(error, "start_offset", -1)
         self._queue.extend([Message(b"", None, EntryInfo(_NO_METADATA, self.topic, -1, start, self.partition, 0, 1,
-                                                          False, self, Unreadable(window, error)), -1)])
+                                                          False, self, Unreadable(window, error), self.cluster),
+                                    -1)])
 
     def on_disconnected(self, cause: errors.PulsarLikeError) -> None:
         log.debug("event=consumer_disconnected topic=%s cause=%r", self.topic, cause)
@@ -131,6 +139,17 @@ class PartitionConsumer:
         resumed = self._resume() if self._resume is not None else None
         if resumed is not None:  # resubscribed at it: the messages before it in its batch were handed out
             self.start_floor = resumed
+
+    def on_cluster_switch(self) -> None:
+        """The subscription reopens on another cluster (failover): nothing of the old one's positions holds
+        there -- the start floor and a reader's resume position go back to the start, buffered chunks and the
+        highest offset received are forgotten (pulsar-client's ``onClusterSwitching``)."""
+        self.cluster += 1
+        self.start_floor = self._first_floor
+        self.max_received_offset = -1
+        self._chunks.clear()
+        if self._restart is not None:
+            self._restart()
 
     def on_failed(self, error: errors.PulsarLikeError) -> None:
         self._queue.wake()
@@ -165,12 +184,12 @@ class PartitionConsumer:
                 return 1
             out.append(Message(data if type(data) is bytes else bytes(data), None, EntryInfo(
                 metadata, self.topic, entry.ledger_id, entry_id, self.partition, entry.redelivery_count,
-                1, False, self, window), -1))
+                1, False, self, window, self.cluster), -1))
         else:
             metas, payloads = entry_codec.split_messages(metadata, payload)
             num = len(payloads)
             info = EntryInfo(metadata, self.topic, entry.ledger_id, entry.entry_id, self.partition,
-                             entry.redelivery_count, num, True, self, window)
+                             entry.redelivery_count, num, True, self, window, self.cluster)
             last = entry.entry_id + num - 1
             if last > self.max_received_offset:
                 self.max_received_offset = last
@@ -202,7 +221,7 @@ class PartitionConsumer:
                 self._chunks.remember(entry.entry_id, tuple(offsets))
             out.append(Message(bytes(payload), None, UndecryptedEntry(
                 metadata, self.topic, entry.ledger_id, entry.entry_id, self.partition, entry.redelivery_count, 1,
-                False, self, window), -1))
+                False, self, window, self.cluster), -1))
             return num - 1
         if action == ConsumerCryptoFailureAction.DISCARD:
             self._ack_offsets(offsets)
@@ -248,7 +267,7 @@ class PartitionConsumer:
         self._chunks.remember(offset, done.offsets)
         return Message(bytes(data), None, EntryInfo(
             metadata, self.topic, entry.ledger_id, offset, self.partition, entry.redelivery_count, 1, False,
-            self, window), -1)
+            self, window, self.cluster), -1)
 
     def _undecodable(self, entry: Entry, window: PermitWindow, exc: errors.PulsarLikeError,
                      offsets: Sequence[int] | None = None) -> Message:
@@ -266,7 +285,8 @@ class PartitionConsumer:
                     exc.message)
         taker = Undecodable(window, error, functools.partial(self._ack_offsets, error.offsets))
         return Message(b"", None, EntryInfo(_NO_METADATA, self.topic, entry.ledger_id, entry.entry_id,
-                                            self.partition, entry.redelivery_count, 1, False, self, taker), -1)
+                                            self.partition, entry.redelivery_count, 1, False, self, taker,
+                                            self.cluster), -1)
 
     # --- acks ---------------------------------------------------------------------------------------------
     def acknowledge(self, entry_id: int, index: int, batch_size: int) -> None:
@@ -379,8 +399,11 @@ class PartitionOpener:
             if from_earliest:
                 spec = dataclasses.replace(spec, initial_position=InitialPosition.Earliest,
                                            start=spec.start if spec.durable else EARLIEST)
-            resume = functools.partial(positions.next_offset, partition_topic) if positions else None
+            resume = restart = None
+            if positions is not None:
+                resume = functools.partial(positions.next_offset, partition_topic)
+                restart = functools.partial(positions.restart, partition_topic, spec.start)
             return PartitionConsumer(self._connection, self._timer, spec, self.settings, queue,
-                                     redeliver_later, dead_letters, resume)
+                                     redeliver_later, dead_letters, resume, restart)
         what = f"{self._call} on {shown or ', '.join(topics)} (subscription {self._template.subscription})"
         return open_all(targets, open_one, PartitionConsumer.close, deadline, what)

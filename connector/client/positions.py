@@ -7,6 +7,7 @@ import threading
 
 from broker_core import errors
 
+from connector.client.events import Position
 from connector.client.message import Message
 
 
@@ -34,6 +35,14 @@ class ReadPositions:
 
     def forget(self, topic: str) -> None:
         self._next.pop(topic, None)
+
+    def restart(self, topic: str, start: Position | None) -> None:
+        """Back to the start (the reader moved to another cluster): the start's position when it names one,
+        else not known (the start -- earliest, latest, a subscription's initial position -- decides)."""
+        if start is not None and not start.latest and start.offset >= 0:
+            self.set(topic, start.offset)
+        else:
+            self.forget(topic)
 
     def next_offset(self, topic: str) -> int | None:
         """The offset of the next message expected on ``topic`` (None: not known, the start decides)."""

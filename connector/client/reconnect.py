@@ -176,13 +176,15 @@ class Redial:
 class Attempt:
     """One opening of a producer's or consumer's stream: its stream and, once settled, its outcome."""
 
-    __slots__ = ("stream", "settled", "failure")
+    __slots__ = ("stream", "settled", "failure", "service_epoch")
 
-    def __init__(self) -> None:
+    def __init__(self, service_epoch: int = 0) -> None:
         self.stream: "TransportStream | None" = None
         self.settled = threading.Event()
         """Set once opened (``failure`` None) or failed."""
         self.failure: errors.PulsarLikeError | None = None
+        self.service_epoch = service_epoch
+        """The service (cluster) the client used when this attempt began (see ``SwitchingTransport``)."""
 
     def wait_opened(self, wait_s: float | None, timeout: errors.PulsarLikeError) -> None:
         """Wait for the broker's answer to a first opening: raises ``timeout`` when none came within ``wait_s``

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from pulsarlike import exceptions as pulsar_exceptions
 from pulsarlike import (AutoClusterFailover, Client, ConsumerType, InitialPosition, MessageId, Result, ServiceInfo,
                         ServiceInfoProvider)
 from tests.brokers import broker_process  # noqa: F401  (fixture)
@@ -33,10 +34,6 @@ def _read_all(service_url, topic):
         return out
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known defect, open in issue 33: a consumer resubscribing on the secondary keeps the resume floor of its "
-    "position on the primary (partition_consumer.on_reconnected), so a message the secondary stores at a lower "
-    "offset is dropped; passes when the secondary's offsets are past it"))
 def test_auto_cluster_failover_moves_producer_and_consumer_and_switches_back(broker_process, tmp_path):
     primary = broker_process(data_dir=tmp_path / "primary", restartable=True)
     secondary = broker_process(data_dir=tmp_path / "secondary")
@@ -132,6 +129,94 @@ def test_a_provider_switch_fails_nothing_when_the_new_service_is_down_until_it_i
         _wait_until(lambda: receipts, 20, "the pending send")
         assert receipts == [Result.Ok]
         assert _read_all(two.service_url, TOPIC) == [b"pending"]
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def two_clusters(tmp_path_factory):
+    """Two in-process brokers (clusters that share nothing), one pair for the tests that switch on demand."""
+    from broker_core import Broker
+
+    with Broker(data_dir=tmp_path_factory.mktemp("one"), port=0) as one, \
+            Broker(data_dir=tmp_path_factory.mktemp("two"), port=0) as two:
+        yield one, two
+
+
+def _fill(service_url, topic, payloads):
+    with Client(service_url) as plain:
+        producer = plain.create_producer(topic)
+        for payload in payloads:
+            producer.send(payload)
+
+
+def _drain(receive):
+    got = []
+    while True:
+        try:
+            got.append(receive())
+        except pulsar_exceptions.Timeout:
+            return got
+
+
+def test_a_consumer_that_moves_resumes_at_the_new_clusters_cursor_not_at_the_old_offsets(two_clusters):
+    # the second cluster holds messages at offsets the first one's acks and floor would name
+    one, two = two_clusters
+    topic = "persistent://public/default/moving-consumer"
+    _fill(two.service_url, topic, [b"two-0", b"two-1", b"two-2"])
+    _fill(one.service_url, topic, [b"one-0", b"one-1", b"one-2", b"one-3"])
+    provider = SwitchOnDemand(ServiceInfo(one.service_url))
+    client = Client(provider, operation_timeout_seconds=10, connection_timeout_ms=2000)
+    try:
+        consumer = client.subscribe(topic, "moving", consumer_type=ConsumerType.Failover,
+                                    initial_position=InitialPosition.Earliest)
+        consumer.seek(consumer.receive(10000).message_id())  # a floor on the first cluster: offset 1
+        for _ in range(2):
+            consumer.acknowledge(consumer.receive(10000))  # acks still grouped when the client switches
+        kept = consumer.receive(10000)  # one-3: acknowledged after the switch, where its offset is two-... 3
+        assert [kept.data()] == [b"one-3"]
+
+        provider.update(ServiceInfo(two.service_url))
+        consumer.acknowledge(kept)
+        consumer.acknowledge_cumulative(kept)
+        got = _drain(lambda: consumer.receive(1500))
+        assert [m.data() for m in got] == [b"two-0", b"two-1", b"two-2"]
+        for msg in got:
+            consumer.acknowledge(msg)
+    finally:
+        client.close()
+    with Client(two.service_url) as plain:  # nothing of the first cluster was acknowledged on the second
+        again = plain.subscribe(topic, "moving", consumer_type=ConsumerType.Failover)
+        assert _drain(lambda: again.receive(500)) == []
+    with Client(one.service_url) as plain:  # and the first cluster kept its own cursor
+        back = plain.subscribe(topic, "moving", consumer_type=ConsumerType.Failover)
+        assert [m.data() for m in _drain(lambda: back.receive(1500))][-1:] == [b"one-3"]
+
+
+@pytest.mark.parametrize("inclusive", [False, True])
+def test_a_reader_that_moves_reads_the_new_cluster_from_its_start_position(two_clusters, inclusive):
+    one, two = two_clusters
+    topic = f"persistent://public/default/moving-reader-{inclusive}"
+    _fill(two.service_url, topic, [b"two-0", b"two-1", b"two-2"])
+    _fill(one.service_url, topic, [b"one-0", b"one-1", b"one-2", b"one-3"])
+    provider = SwitchOnDemand(ServiceInfo(one.service_url))
+    client = Client(provider, operation_timeout_seconds=10, connection_timeout_ms=2000)
+    try:
+        earliest = client.create_reader(topic, MessageId.earliest)
+        with Client(one.service_url) as plain:  # the id of one-0: a start the second cluster has too
+            first = plain.create_reader(topic, MessageId.earliest).read_next(10000).message_id()
+        from_id = client.create_reader(topic, first, start_message_id_inclusive=inclusive)
+        assert [earliest.read_next(10000).data() for _ in range(4)] == [b"one-0", b"one-1", b"one-2", b"one-3"]
+        assert from_id.read_next(10000).data() == (b"one-0" if inclusive else b"one-1")
+
+        provider.update(ServiceInfo(two.service_url))
+        assert [m.data() for m in _drain(lambda: earliest.read_next(1500))] == [b"two-0", b"two-1", b"two-2"]
+        assert [m.data() for m in _drain(lambda: from_id.read_next(1500))] == \
+            ([b"two-0"] if inclusive else []) + [b"two-1", b"two-2"]
+        assert not earliest.has_message_available()
+        _fill(two.service_url, topic, [b"two-3"])
+        assert earliest.has_message_available()
+        assert earliest.read_next(10000).data() == b"two-3"
     finally:
         client.close()
 

@@ -34,6 +34,8 @@ class FakeStream:
         self.reconnecting = reconnecting
         self.closed = False
         self._connection = connection
+        self.service_epoch = connection.service_epoch
+        """The service it was opened on, as a ``SwitchingTransport`` tags its ``Subscribed``."""
 
     def start(self) -> None:
         if self._connection.silent:
@@ -42,7 +44,7 @@ class FakeStream:
         if refuse is not None:  # the broker's error ends the stream
             self.on_event(Closed(refuse))
             return
-        self.on_event(Subscribed(self.spec.topic, self.spec.consumer_name or "c"))
+        self.on_event(Subscribed(self.spec.topic, self.spec.consumer_name or "c", service_epoch=self.service_epoch))
 
     def on_end(self, error) -> None:
         """The stream ends (a lost one: ``ConnectError``)."""
@@ -61,6 +63,8 @@ class FakeConnection:
     positions = DENSE
 
     def __init__(self) -> None:
+        self.service_epoch = 0
+        """Bumped by a test: the client switched to another cluster (``SwitchingTransport``)."""
         self.closed = threading.Event()
         self.streams: list[FakeStream] = []
         self.refuse: Any = None
