@@ -199,10 +199,10 @@ class Client:
         access = check_enum("access_mode", access_mode, ProducerAccessMode)
         scheme = check_enum("hashing_scheme", hashing_scheme, HashingScheme)
         name = _qualified(topic)
-        if chunking_enabled and batching_enabled:
-            raise errors.InvalidConfiguration(
-                "chunking_enabled=True cannot be combined with batching_enabled=True (a chunk is never "
-                "part of a batch): pass batching_enabled=False")
+        if chunking_enabled and batching_enabled:  # pulsar-client's ValueError, its message first
+            raise ValueError(
+                "Batching and chunking of messages can't be enabled together: chunking_enabled=True needs "
+                "batching_enabled=False (a chunk is never part of a batch)")
         if chunking_enabled and TopicName.parse(name).domain != "persistent":
             raise errors.InvalidConfiguration(f"chunking_enabled=True needs a persistent topic; {name} "
                                               "is non-persistent")

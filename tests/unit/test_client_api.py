@@ -92,8 +92,9 @@ def offline_client():
 
 
 def test_chunking_with_batching_is_rejected_naming_both_options(offline_client):
-    from connector import InvalidConfiguration
-    with pytest.raises(InvalidConfiguration, match="chunking_enabled.*batching_enabled=False"):
+    # pulsar-client's ValueError, with its message
+    with pytest.raises(ValueError, match="Batching and chunking of messages can't be enabled together: "
+                                         "chunking_enabled=True needs batching_enabled=False"):
         offline_client.create_producer("t", chunking_enabled=True, batching_enabled=True)
 
 

@@ -8,6 +8,7 @@ import importlib
 import inspect
 from pathlib import Path
 
+import _pulsar
 import pulsar
 import pytest
 
@@ -77,8 +78,61 @@ def test_the_bindings_user_visible_names_are_ours():
     assert pulsarlike._pulsar.MessageId is pulsarlike.MessageId
     assert pulsarlike._pulsar.Result is pulsarlike.Result
     assert pulsarlike._pulsar.RegexSubscriptionMode is pulsarlike.RegexSubscriptionMode
-    with pytest.raises(pulsarlike.NotSupported, match="_pulsar.ProducerConfiguration"):
-        pulsarlike._pulsar.ProducerConfiguration()
+
+
+def _readable_options(cls):
+    conf = cls()
+    out = {}
+    for name in (n for n in dir(cls) if not n.startswith("_") and n != "properties"):
+        try:
+            out[name] = getattr(conf, name)()
+        except TypeError:  # write-only in the binding
+            out[name] = "write-only"
+    return out
+
+
+def _comparable(value):
+    if hasattr(value, "getMaxNumMessages"):
+        return ("batch", value.getMaxNumMessages(), value.getMaxNumBytes(), value.getTimeoutMs())
+    if hasattr(value, "getMaxRedeliverCount"):
+        return ("dlq", value.getDeadLetterTopic(), value.getMaxRedeliverCount(), value.getInitialSubscriptionName())
+    if hasattr(value, "get_key_shared_mode"):
+        return ("ks", int(value.get_key_shared_mode()), value.is_allow_out_of_order_delivery(),
+                list(value.get_sticky_ranges()))
+    if hasattr(value, "schema_type"):
+        return ("schema", str(value.schema_type()), value.name(), value.schema())
+    if hasattr(value, "name") and hasattr(value, "value"):  # an enum: by name and number
+        return (value.name, int(value.value))
+    return value
+
+
+@pytest.mark.parametrize("name", ["ProducerConfiguration", "ConsumerConfiguration"])
+def test_the_bindings_configuration_objects_have_its_options_and_defaults(name):
+    theirs = {k: _comparable(v) for k, v in _readable_options(getattr(_pulsar, name)).items()}
+    ours = {k: _comparable(v) for k, v in _readable_options(getattr(pulsarlike._pulsar, name)).items()}
+    assert ours == theirs
+
+
+def test_a_binding_configuration_sets_reads_and_checks_as_the_binding():
+    producer = pulsarlike._pulsar.ProducerConfiguration()
+    assert producer.send_timeout_millis(12) is producer and producer.send_timeout_millis() == 12
+    assert producer.property("k", "v") is producer and producer.properties() == {"k": "v"}
+    producer.compression_type(pulsarlike.CompressionType.LZ4)
+    assert producer.compression_type() == pulsarlike.CompressionType.LZ4
+    for bad, error in ((lambda: producer.compression_type(2), TypeError),
+                       (lambda: producer.send_timeout_millis("12"), TypeError),
+                       (lambda: producer.batching_max_publish_delay_ms(-1), TypeError),
+                       (lambda: producer.batching_max_messages(1), ValueError),
+                       (lambda: producer.max_pending_messages(-1), ValueError)):
+        with pytest.raises(error):
+            bad()
+    consumer = pulsarlike._pulsar.ConsumerConfiguration()
+    assert consumer.consumer_name("my-name") is None and consumer.consumer_name() == "my-name"
+    assert consumer.consumer_type(pulsarlike.ConsumerType.Shared) is consumer
+    with pytest.raises(ValueError, match="greater than 10 seconds"):
+        consumer.unacked_messages_timeout_ms(5000)
+    with pytest.raises(TypeError):
+        consumer.crypto_key_reader()  # write-only, as in the binding
 
 
 @pytest.mark.parametrize("method", ["send", "send_async"])
