@@ -21,7 +21,9 @@ What a check compares depends on the type, as Pulsar's checkers do:
 - **Avro**, and **Json** whose data is an Avro definition (what Pulsar's clients send): Avro's own
   ``ReaderWriterCompatibilityChecker`` (the ``avro`` package: Apache Avro's Python port of the Java checker
   Pulsar calls). A reader's field missing from the writer needs a ``default``; a field renamed keeps its old
-  name in ``aliases``; a record, enum or fixed keeps its name (or lists the old one in ``aliases``); ``int``
+  name in ``aliases``; an enum or fixed keeps its name (or lists the old one in ``aliases``), a record may
+  change its name (Pulsar's ``SchemaValidator`` runs Avro's resolver, which matches records by their fields
+  and checks the names of enums and fixed only, where the port's checker also checks a record's); ``int``
   is read as ``long``/``float``/``double``, ``long`` as ``float``/``double``, ``float`` as ``double``,
   ``string`` and ``bytes`` as each other; every branch a writer's union may hold must be readable; an enum
   reader has the writer's symbols (or a ``default``); a fixed keeps its size.
@@ -52,8 +54,8 @@ and the branches of a writer's union are located at the union instead of ``/``.
 Example: writer ``{"type":"record","name":"U","fields":[{"name":"a","type":"int"}]}``. Under BACKWARD a
 reader adding ``{"name":"b","type":"string"}`` is refused (``reader_field_missing_default_value``), adding it
 with ``"default":""`` is taken, ``a`` as ``long`` is taken, as ``string`` refused, ``a`` renamed
-``{"name":"count","type":"int","aliases":["a"]}`` is taken, the record renamed ``V`` is refused
-(``name_mismatch``).
+``{"name":"count","type":"int","aliases":["a"]}`` is taken, the record renamed ``V`` is taken (an enum
+renamed is refused: ``name_mismatch``).
 """
 from __future__ import annotations
 
@@ -254,6 +256,8 @@ def _avro() -> _Avro:
         def calculate_compatibility(self, reader, writer, location):
             self._locations.append(location)
             try:
+                if reader.type == writer.type == "record":  # by its fields, whatever its name (module docstring)
+                    return self.check_reader_writer_record_fields(reader, writer, location)
                 return super().calculate_compatibility(reader, writer, location)
             finally:
                 self._locations.pop()
