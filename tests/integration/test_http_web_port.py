@@ -226,3 +226,21 @@ def test_the_official_client_given_the_web_port_as_its_service_url_produces_and_
             assert got == [b"m%d" % i for i in range(5)]
         finally:
             client.close()
+
+
+def test_a_second_broker_whose_web_port_is_taken_is_refused_saying_how_to_give_it_its_own(tmp_path):
+    # A second broker on another service port still asks for the default web port: refused, as Pulsar's
+    # broker fails (a free port instead would put its admin API where pulsar-admin's default URL is not).
+    from broker_core.errors import InvalidConfiguration
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        with pytest.raises(InvalidConfiguration) as refused:
+            Broker(data_dir=tmp_path, webServicePort=taken.getsockname()[1]).start()
+    finally:
+        taken.close()
+
+    assert "webServicePort" in str(refused.value) and "--set webServicePort=<port>" in str(refused.value)
+    assert "webServicePort=0 for any free port" in str(refused.value)

@@ -21,6 +21,7 @@ looks a name up in DNS.
 from __future__ import annotations
 
 import asyncio
+import errno
 import importlib
 import logging
 import socket
@@ -130,8 +131,13 @@ class WebServer:
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
+            hint = ""
+            if exc.errno == errno.EADDRINUSE and port:
+                # as Pulsar's, a broker fails rather than move its admin API where tools do not look for it
+                hint = (f"; another broker (or program) has it: give this one its own with --set {key}=<port> "
+                        f"(or {key}=0 for any free port; the line 'pulsarlike metrics on ...' names it)")
             raise InvalidConfiguration(f"cannot bind {host}:{port} for the web service ({key}; in use or not a "
-                                       f"local address): {exc.strerror}", key=key) from None
+                                       f"local address): {exc.strerror}{hint}", key=key) from None
         self._sockets.append((sock, tls))
         return int(sock.getsockname()[1])
 
