@@ -1,10 +1,31 @@
-"""Dispatch: subscriptions, their consumers and the dispatchers of each subscription type."""
-from dispatch.consumer import Consumer, Delivery, PendingAcks
-from dispatch.dispatcher import Dispatcher
-from dispatch.single_active import SingleActiveDispatcher, pick_active
-from dispatch.source import Cursor, EntrySource
-from dispatch.subscription import Subscription
-from dispatch.types import SubType
+"""Dispatch: subscriptions, their consumers and the dispatchers of each subscription type.
 
-__all__ = ["Consumer", "Cursor", "Delivery", "Dispatcher", "EntrySource", "PendingAcks",
-           "SingleActiveDispatcher", "SubType", "Subscription", "pick_active"]
+The names below are re-exported on first use (PEP 562): importing a value type (:mod:`dispatch.types`) at the
+broker's start does not import the dispatchers."""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dispatch.consumer import Consumer, Delivery, PendingAcks
+    from dispatch.dispatcher import Dispatcher
+    from dispatch.single_active import SingleActiveDispatcher, pick_active
+    from dispatch.source import Cursor, EntrySource
+    from dispatch.subscription import Subscription
+    from dispatch.types import SubType
+
+_EXPORTS = {"Consumer": "consumer", "Delivery": "consumer", "PendingAcks": "consumer", "Dispatcher": "dispatcher",
+            "SingleActiveDispatcher": "single_active", "pick_active": "single_active", "Cursor": "source",
+            "EntrySource": "source", "Subscription": "subscription", "SubType": "types"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker_core.protocol.entry import read_metadata
@@ -35,7 +34,7 @@ from broker_core.storage.stored_entry import StoredEntry
 from dispatch.consumer import Consumer, Delivery
 from dispatch.delayed import DelayedDeliveryTracker
 from dispatch.dispatcher import Dispatcher, split_by_bytes
-from dispatch.types import SubType
+from dispatch.types import DelayedDelivery, SubType  # noqa: F401 (DelayedDelivery: re-exported)
 
 if TYPE_CHECKING:
     from dispatch.subscription import Subscription
@@ -47,18 +46,6 @@ _DELIVER_AT_TAG = b"\x98\x01"  # MessageMetadata field 19 (deliver_at_time), var
 _MISSING = object()
 STUCK = object()
 """An entry's consumer cannot take it now, but others may take later entries (Key_Shared)."""
-
-
-@dataclass(frozen=True)
-class DelayedDelivery:
-    """Broker settings for delayed delivery (Pulsar's names)."""
-
-    enabled: bool = True
-    """``delayedDeliveryEnabled``: off, delayed messages are delivered at once."""
-    tick_ms: int = 1000
-    """``delayedDeliveryTickTimeMillis``."""
-    strict: bool = False
-    """``isDelayedDeliveryDeliverAtTimeStrict``."""
 
 
 def deliver_at(entry: "StoredEntry") -> int | None:

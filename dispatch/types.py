@@ -1,7 +1,8 @@
-"""Value types of the dispatch layer."""
+"""Value types of the dispatch layer (cheap to import: the broker's policies read them at start)."""
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 
 class SubType(str, enum.Enum):
@@ -14,3 +15,15 @@ class SubType(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+@dataclass(frozen=True)
+class DelayedDelivery:
+    """Broker settings for delayed delivery (Pulsar's names)."""
+
+    enabled: bool = True
+    """``delayedDeliveryEnabled``: off, delayed messages are delivered at once."""
+    tick_ms: int = 1000
+    """``delayedDeliveryTickTimeMillis``."""
+    strict: bool = False
+    """``isDelayedDeliveryDeliverAtTimeStrict``."""

@@ -11,7 +11,7 @@ from broker_core.core.retention_rules import RetentionPolicy
 from broker_core.core.topic_policies import TopicPolicies
 from broker_core.core.topic_protocol import StoredTopic, Topic, stored
 from broker_core.types import TopicName
-from dispatch.shared import DelayedDelivery
+from dispatch.types import DelayedDelivery
 
 
 class EffectivePolicies:

@@ -39,8 +39,7 @@ from typing import Any, Callable
 from broker_core.config import SUBSCRIPTION_TYPES, BrokerConfig
 from broker_core.errors import (ConsumerBusy, EncryptionRequired, IncompatibleSchema, MessageTooBig,
                                 NotAllowedError, SubscriptionNotFound)
-from dispatch.shared import DelayedDelivery
-from dispatch.types import SubType
+from dispatch.types import DelayedDelivery, SubType
 
 SCHEMA_REQUIRED = ("Producers cannot connect or send message without a schema to topics with a schema if"
                    " SchemaValidationEnforced is enabled")

@@ -39,7 +39,6 @@ from broker_core.storage.recovery import (  # noqa: F401  (START_OFFSET_FILE, CL
 from broker_core.storage.segment import READ_CHUNK, Segment
 from broker_core.storage.segment_repair import scan_counts
 from broker_core.storage.stored_entry import StoredEntry
-from broker_core.storage.verify import Stopped, segment_damage
 
 log = logging.getLogger(__name__)
 
@@ -385,6 +384,8 @@ class BackgroundCheck:
 
     def scan(self) -> list[DamagedRange] | None:
         """Worker thread: the segment's damaged ranges (None: the log closed first, or the scan failed)."""
+        from broker_core.storage.verify import Stopped, segment_damage  # the offline checker's: not at every load
+
         try:
             return segment_damage(self._path.parent, self._base, self._size, self._end_offset, label=self._label,
                                   stop=lambda: self._log._closed)
