@@ -114,7 +114,9 @@ class Broker:
     def start(self) -> "Broker":
         if self._service is not None:
             return self
-        loop = asyncio.new_event_loop()
+        from broker_core.event_loops import loop_factory
+
+        loop = loop_factory(self.config)()
         thread = threading.Thread(target=loop.run_forever, name="pulsarlike-broker", daemon=True)
         thread.start()
         service = BrokerService(self.data_dir, self.config, self._clock)

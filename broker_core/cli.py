@@ -208,7 +208,11 @@ def _main(argv: list[str]) -> int:
         if args.command == "broker":
             gc.disable()  # until served (see _serve): collecting while the start imports is ~10% of it
             try:
-                asyncio.run(_serve(args, _config(args)))
+                config = _config(args)
+                from broker_core.event_loops import loop_factory, run
+
+                loop_factory(config)  # uvloop asked for and missing: refused before anything starts
+                run(_serve(args, config), config)
             finally:
                 gc.enable()
     except PulsarLikeError as exc:

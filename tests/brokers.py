@@ -14,6 +14,13 @@ from pathlib import Path
 import pytest
 
 LISTENING = "pulsarlike broker listening on "
+EVENT_LOOP = os.environ.get("PULSARLIKE_TEST_EVENT_LOOP", "")
+"""``PULSARLIKE_TEST_EVENT_LOOP=uvloop`` runs the tests' brokers on that event loop (``eventLoop``): the
+in-process ones (the key's default, for this test run) and the processes (``--set``); unset, the default."""
+if EVENT_LOOP:
+    from broker_core import config as _config
+
+    _config._DEFAULTS["eventLoop"] = EVENT_LOOP
 
 
 class DrainedStream:
@@ -82,6 +89,8 @@ class BrokerProcess:
         # A fixed port (a restart) must not fix the metrics port too (8080 by default): any free one.
         metrics = [] if self.port == 0 or any("webServicePort" in a for a in self.args) \
             else ["--set", "webServicePort=0"]
+        if EVENT_LOOP and not any("eventLoop" in a for a in self.args):
+            metrics += ["--set", f"eventLoop={EVENT_LOOP}"]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "broker_core.cli", "broker", "--data-dir", str(self.data_dir), "--port",
              str(self.port), *metrics, *self.args],
