@@ -2,7 +2,8 @@
 
 Procedure (the same range always yields the same rows, so a replayed micro-batch is identical):
 
-1. Ask the broker for the partition's stored bounds (``Admin.get_offset_bounds``). Messages of the range below the
+1. Ask the broker for the partition's stored bounds (:class:`~connector.spark.range_calls.RangeCalls`, over the
+   range's one transport: the one its entries come over). Messages of the range below the
    first stored offset were deleted by retention: with ``failOnDataLoss`` this raises
    :class:`DataLossError` naming topic, partition and offsets, and why (from the partition's stats:
    :func:`~connector.spark.planning.why_lost`); without, they are skipped (logged, counted in
@@ -66,6 +67,7 @@ from connector.spark.data_loss import DataLossError, LostOffsets
 from connector.spark.source_admin import SourceConnectError, close_later
 from connector.spark.offsets import TopicPartition
 from connector.spark.planning import why_lost
+from connector.spark.range_calls import RangeCalls
 from connector.spark.typed_values import BYTES, TopicSchema, TypedValues, fetch_topic_schema
 
 log = logging.getLogger(__name__)
@@ -142,7 +144,7 @@ class RangeReader:
                  topic_schema: TopicSchema = BYTES, key_type: str = "binary", transport: str = "auto") -> None:
         self.service_url = service_url
         self.transport = read_transport(transport)
-        """``grpc`` or ``binary``: what the range's entries come over (the bounds always come over gRPC)."""
+        """``grpc`` or ``binary``: what the range's bounds, schema and entries come over."""
         self.key_type = key_type
         """Option ``keyType``: the type of ``__key`` (:class:`~connector.spark.arrow_batches.BatchBuilder`)."""
         self.topic_schema = topic_schema
@@ -163,7 +165,7 @@ class RangeReader:
         self.fail_on_data_loss = fail_on_data_loss
         self.rows_per_batch = rows_per_batch
         self._losses = LostOffsets(self.tp, fail_on_data_loss)
-        self._admin: Admin | None = None
+        self._calls: RangeCalls | None = None
         self._compacted = part.compacted
         """Reading the compacted view (False for a snapshot whose view changed since planning: raw)."""
 
@@ -174,16 +176,17 @@ class RangeReader:
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         part = self.part
-        connection = open_transport("grpc", self.service_url, self.poll_timeout_s, self.poll_timeout_s,
-                                    self.security.connection_security(self.service_url))
-        # one connection for the bounds, the stats and the stream
-        self._admin = admin = Admin.on_connection(connection, retry_while_unavailable=True)
+        # one transport for the bounds, the schema and the stream (the stats, asked only to explain a loss, come
+        # over it too when it is gRPC)
+        transport = open_transport(self.transport, self.service_url, self.poll_timeout_s, self.poll_timeout_s,
+                                   self.security.connection_security(self.service_url))
+        self._calls = calls = RangeCalls(transport, self._admin_of(transport), owns_admin=self.transport != "grpc")
         try:
-            start, end = self._plan(admin)
+            start, end = self._plan(calls)
             if start < end:
-                rows = self._read(connection, start, end)
+                rows = self._read(transport, start, end)
                 typed = TypedValues(self.topic_schema, functools.partial(
-                    fetch_topic_schema, Lookup(connection), self.tp.topic)) if self.topic_schema.typed else None
+                    fetch_topic_schema, calls.lookup, self.tp.topic)) if self.topic_schema.typed else None
                 if part.snapshot:
                     versions: dict[int, int] = {}
                     rows = latest_per_key(self._noting_versions(rows, versions, typed), self.rows_per_batch)
@@ -199,16 +202,21 @@ class RangeReader:
                 f"reading offsets [{part.start}, {part.end}) of {self.tp}: {exc.message} (option service.url="
                 f"{self.service_url}): start the broker or fix service.url", target=self.service_url) from None
         finally:
-            self._admin = None
-            close_later(admin)
+            self._calls = None
+            calls.close()
+            if self.transport == "grpc":
+                close_later(transport)  # a gRPC channel's close waits ~0.2 s for its threads: off the task's path
+            else:
+                transport.close()
 
-    def _entry_transport(self, connection: Transport) -> Transport:
-        """The transport the range's entries come over: ``connection``, or one of Pulsar's binary protocol
-        (its own connection, closed with the range's stream)."""
-        if self.transport != "binary":
-            return connection
-        return open_transport("binary", self.service_url, self.poll_timeout_s, self.poll_timeout_s,
-                              self.security.connection_security(self.service_url))
+    def _admin_of(self, transport: Transport) -> Callable[[], Admin]:
+        """What makes the admin a range's stats come from: one on ``transport`` when it is gRPC, else one of its
+        own over gRPC (the binary protocol has no stats call)."""
+        if self.transport == "grpc":
+            return lambda: Admin.on_connection(transport, retry_while_unavailable=True)  # type: ignore[arg-type]
+        security = self.security.connection_security(self.service_url)
+        return lambda: Admin.on_connection(open_transport("grpc", self.service_url, self.poll_timeout_s,  # type: ignore[arg-type]
+                                                          self.poll_timeout_s, security), retry_while_unavailable=True)
 
     def _noting_versions(self, rows: Iterator[pa.RecordBatch], versions: dict[int, int],
                          typed: TypedValues | None) -> Iterator[pa.RecordBatch]:
@@ -219,10 +227,10 @@ class RangeReader:
             yield batch
 
     # --- 1. bounds and data loss ----------------------------------------------------------------------
-    def _plan(self, admin: Admin) -> tuple[int, int]:
+    def _plan(self, calls: RangeCalls) -> tuple[int, int]:
         part = self.part
         try:
-            first_stored, stored_end = admin.get_offset_bounds(self.tp.internal_name)
+            first_stored, stored_end = calls.bounds(self.tp.internal_name)
         except errors.TopicNotFound:
             first_stored = stored_end = 0
             self._lose(part.start, part.end, "the topic partition does not exist any more")
@@ -261,9 +269,9 @@ class RangeReader:
         """The stream skipped ``start..end-1``: below the first stored offset retention deleted them while the
         range was read; from it on the broker passed over a damaged range (autoSkipNonRecoverableData)."""
         first_stored = end
-        if self._admin is not None:
+        if self._calls is not None:
             try:
-                first_stored = self._admin.get_offset_bounds(self.tp.internal_name)[0]
+                first_stored = self._calls.bounds(self.tp.internal_name)[0]
             except errors.PulsarLikeError:
                 pass  # taken for deleted: the stricter answer
         deleted_end = min(end, max(start, first_stored))
@@ -272,19 +280,19 @@ class RangeReader:
 
     def _why_lost(self) -> str:
         stats = None
-        if self._admin is not None:
+        if self._calls is not None:
             try:
-                stats = self._admin.topic_stats(self.tp.internal_name)
+                stats = self._calls.stats(self.tp.internal_name)
             except errors.PulsarLikeError:
                 pass  # the explanation is a courtesy; the loss is reported either way
         return why_lost(stats, self.part.subscription or None)
 
     def _stats(self) -> dict[str, Any] | None:
-        assert self._admin is not None
-        return self._admin.topic_stats(self.tp.internal_name)
+        assert self._calls is not None
+        return self._calls.stats(self.tp.internal_name)
 
     # --- 2-4. the reader subscription -----------------------------------------------------------------
-    def _read(self, connection: Transport, start: int, end: int) -> Iterator[pa.RecordBatch]:
+    def _read(self, transport: Transport, start: int, end: int) -> Iterator[pa.RecordBatch]:
         tp = self.tp
         deliveries = _Deliveries()
         # Only messages whose first chunk is in the range are reassembled (the range owns them); none expires.
@@ -292,13 +300,12 @@ class RangeReader:
         builder = BatchBuilder(tp.topic, tp.partition, self.key_type)
         self._position = start  # the next offset wanted
         timer = TimerThread(name="pulsarlike-spark-range-timer")
-        transport = self._entry_transport(connection)
         stream = open_entry_stream(transport, timer, tp.internal_name, tp.partition, start,
                                    min(self.permits_window, end - start + 1), deliveries,
                                    resume=lambda: _resume_offset(self._position, chunks),
                                    subscription=f"spark-range-{uuid.uuid4().hex[:12]}",
                                    read_compacted=self._compacted)
-        view_end = _ViewEnd(Lookup(connection), tp.internal_name, end) if self._compacted else None
+        view_end = _ViewEnd(Lookup(transport), tp.internal_name, end) if self._compacted else None
         try:
             stream.open()
             while _unread(self._position, end, view_end, chunks):
@@ -333,8 +340,6 @@ class RangeReader:
         finally:
             stream.close()
             timer.stop()
-            if transport is not connection:
-                transport.close()
 
     def _go_on_at(self, stream: PartitionStream, offset: int) -> None:
         """Move the stream past a damaged range: it waits there until a seek moves it (chunked messages still

@@ -76,21 +76,22 @@ def test_the_stream_reports_a_damaged_range_apart_from_an_error_that_ends_it():
 
 
 class StoredFrom:
-    """An admin whose partition keeps offsets from ``first`` on."""
+    """A range's broker calls (:class:`~connector.spark.range_calls.RangeCalls`) on a partition that keeps
+    offsets from ``first`` on."""
 
     def __init__(self, first: int) -> None:
         self.first = first
 
-    def get_offset_bounds(self, topic: str) -> tuple[int, int]:
+    def bounds(self, topic: str) -> tuple[int, int]:
         return self.first, 1000
 
-    def topic_stats(self, topic: str) -> dict:
+    def stats(self, topic: str) -> dict:
         return {"subscriptions": {}}
 
 
 def reader(fail_on_data_loss: bool, first_stored: int) -> RangeReader:
     read = RangeReader("pulsar://127.0.0.1:1", RangePartition(TOPIC, 2, 0, 300), 5000, fail_on_data_loss)
-    read._admin = StoredFrom(first_stored)
+    read._calls = StoredFrom(first_stored)  # type: ignore[assignment]
     return read
 
 

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from broker_core import Broker
+from connector import Client
+from connector.client.admin import Admin
 from connector.spark import partition_reader
+from connector.spark.data_loss import DataLossError
 from connector.spark.options import parse_source_options
 from connector.spark.partition_reader import RangePartition, RangeReader, read_transport
 from connector.spark.sink_options import parse_sink_options
+from tests.waiting import wait_until
 
 URL = "pulsar://127.0.0.1:6650"
 
@@ -37,24 +42,32 @@ def test_auto_reads_pulsarlike_over_the_transport_measured_faster():
 
 
 # --- reads on our broker ---------------------------------------------------------------------------------
-def test_a_range_read_with_transport_binary_takes_its_entries_over_the_binary_protocol(broker, produce, topic,
-                                                                                       monkeypatch):
+def test_a_range_read_with_transport_binary_takes_its_bounds_and_entries_over_one_binary_connection(
+        broker, produce, topic, monkeypatch):
+    from connector.client import transport_choice
     from connector.client.binary import transport as binary
 
-    opened = []
+    opened, grpc_opened = [], []
 
     class Counted(binary.BinaryTransport):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             opened.append(self)
 
+    class CountedGrpc(transport_choice.Connection):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            grpc_opened.append(self)
+
     produce(topic, 30)
     monkeypatch.setattr(binary, "BinaryTransport", Counted)
+    monkeypatch.setattr(transport_choice, "Connection", CountedGrpc)
     part = RangePartition(topic, -1, 5, 30)
     over_binary = [b for b in RangeReader(broker.service_url, part, 10_000, True, transport="binary").batches()]
-    assert len(opened) == 1 and opened[0].closed.is_set()  # its own connection, closed with the range
+    assert len(opened) == 1 and opened[0].closed.is_set()  # one connection, closed with the range
+    assert grpc_opened == []  # the bounds came over it too
     over_grpc = [b for b in RangeReader(broker.service_url, part, 10_000, True, transport="grpc").batches()]
-    assert len(opened) == 1
+    assert len(opened) == 1 and len(grpc_opened) == 1
     assert [b.to_pydict() for b in over_binary] == [b.to_pydict() for b in over_grpc]
     assert over_binary[0].column("__offset").to_pylist() == list(range(5, 30))
 
@@ -82,3 +95,23 @@ def test_batch_and_stream_reads_over_binary_give_the_rows_read_over_grpc(spark, 
     assert len(over_grpc) == 200
     assert batch("binary") == over_grpc
     assert stream("grpc") == stream("binary") == over_grpc
+
+
+def test_a_range_read_over_binary_loses_what_retention_deleted_as_over_grpc(tmp_path):
+    """The first stored offset comes over the binary protocol too (the reader's mark-delete position before it)."""
+    with Broker(data_dir=str(tmp_path), port=0, managedLedgerMaxEntriesPerLedger=10,
+                retentionCheckIntervalInSeconds=1) as broker:
+        with Client(broker.service_url) as client:
+            producer = client.create_producer("retained")
+            for i in range(35):
+                producer.send(b"m%d" % i)
+        with Admin(broker.service_url) as admin:
+            assert wait_until(lambda: admin.get_offset_bounds("retained")[0] > 0, timeout_s=20)
+            first, end = admin.get_offset_bounds("retained")
+        part = RangePartition("persistent://public/default/retained", -1, 0, end)
+        for transport in ("binary", "grpc"):
+            reader = RangeReader(broker.service_url, part, 10_000, False, transport=transport)
+            rows = [o for b in reader.batches() for o in b.column("__offset").to_pylist()]
+            assert (rows, reader.lost) == (list(range(first, end)), first), transport
+            with pytest.raises(DataLossError, match=f"first stored offset is {first}"):
+                list(RangeReader(broker.service_url, part, 10_000, True, transport=transport).batches())

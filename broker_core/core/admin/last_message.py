@@ -56,7 +56,17 @@ def mark_delete_message(positions: Any, mark_delete_offset: int, partition: int,
                         read_compacted: bool = False) -> LastMessage | None:
     """The id of the message at a subscription's mark-delete offset (None when nothing is acknowledged, or its
     entry is no longer stored), as ``GET_LAST_MESSAGE_ID`` answers ``consumer_mark_delete_position``. A compacted
-    reader's is the view's (:meth:`~broker_core.core.compacted_view.CompactedView.acknowledged_offset`)."""
+    reader's is the view's (:meth:`~broker_core.core.compacted_view.CompactedView.acknowledged_offset`).
+
+    A subscription whose mark-delete offset is not stored any more, before the first stored message (a reader
+    started at the earliest after retention deleted messages), answers the position just before that message, as Pulsar's cursor does (its mark-delete position
+    is never before the first ledger's): ``(ledger of the first stored entry, first stored offset - 1)``, so a
+    client learns the first stored offset from it (the Spark source's range bounds over the binary protocol)."""
+    first_stored = positions.start_offset
+    if not read_compacted and 0 < first_stored and mark_delete_offset < first_stored:
+        first = positions.entry_containing(first_stored)
+        return LastMessage(first_stored if first is None else first.ledger_id, first_stored - 1, partition, -1,
+                           first_stored)
     if mark_delete_offset < 0:
         return None
     if read_compacted:

@@ -275,13 +275,14 @@ class ConsumerCommands:
         topic = session.session.positions  # a compacted reader's last message is the compacted view's
         cursor = getattr(session.sub, "cursor", None)
         mark_delete = cursor.mark_delete_offset if cursor is not None else -1
-        key = (topic.confirmed_end_offset, mark_delete, topic.ledger if session.session.read_compacted else None)
+        key = (topic.confirmed_end_offset, mark_delete, topic.start_offset,
+               topic.ledger if session.session.read_compacted else None)
         if session.last_ids is not None and session.last_ids[0] == key:
             return session.last_ids[1]
         last = last_message(topic, session.partition)  # found as the REST and gRPC calls find it
         last_id = message_id(last.ledger_id, last.entry_id, last.partition, last.batch_index)
-        marked = mark_delete_message(topic, mark_delete, session.partition,
-                                     read_compacted=session.session.read_compacted)
+        marked = None if cursor is None else mark_delete_message(  # a non-persistent topic keeps no cursor
+            topic, mark_delete, session.partition, read_compacted=session.session.read_compacted)
         position = None if marked is None else message_id(marked.ledger_id, marked.entry_id, marked.partition,
                                                           marked.batch_index)
         session.last_ids = (key, (last_id, position))
