@@ -28,7 +28,8 @@ from connector.client.admin.topic_settings import TopicSettingsAdmin
 from connector.client.admin.topics import TopicsAdmin
 from connector.client.admin.wire import UnaryWire
 from connector.client.authentication import Authentication
-from connector.client.connection import Connection, Security
+from connector.client.connection import Connection
+from connector.client.security import Security
 
 P = ParamSpec("P")
 R = TypeVar("R")
