@@ -1,6 +1,8 @@
-"""The source on a real standalone Spark cluster started from the pip package: a master, one worker
-(1 core, 1 GB) and ``spark-submit --master spark://...`` of the local-cluster module's job (~25 s). Each
-runs in its own process group; they are stopped driver first, then worker, then master."""
+"""The source on a real standalone Spark cluster started from the pip package: a master, one worker (2 cores,
+2 GB) and ``spark-submit --master spark://...`` of :data:`tests.spark.cluster_job.JOB` with one core per
+executor, so two executor JVMs with their own Python workers reach the broker over TCP, as on any cluster
+(~30 s, ~2 GB). One run serves every test here. Each daemon runs in its own process group; they are stopped
+driver first, then worker, then master."""
 from __future__ import annotations
 
 import os
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.spark.test_cluster_local import JOB, MESSAGES, fill, job_env, result_of, run_in_own_group
+from tests.spark.cluster_job import JOB, MESSAGES, fill, job_env, result_of, run_in_own_group
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -57,7 +59,9 @@ class Daemon:
         self._file.close()
 
 
-def test_a_standalone_cluster_runs_the_stream_and_batch_reads(broker, tmp_path):
+@pytest.fixture(scope="module")
+def cluster_run(broker, tmp_path_factory) -> dict:
+    tmp_path = tmp_path_factory.mktemp("standalone-cluster")
     topic = "persistent://public/default/standalone-cluster"
     fill(broker, topic)
     (tmp_path / "job.py").write_text(JOB)
@@ -69,11 +73,12 @@ def test_a_standalone_cluster_runs_the_stream_and_batch_reads(broker, tmp_path):
     try:
         url = master.wait_for(r"Starting Spark master at (spark://127\.0\.0\.1:\d+)").group(1)
         worker = Daemon("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                   "--port", "0", "--webui-port", "0", "--cores", "1", "--memory", "1g", url],
+                                   "--port", "0", "--webui-port", "0", "--cores", "2", "--memory", "2g", url],
                         tmp_path / "worker.log", no_rest)
         worker.wait_for(r"Successfully registered with master")
         submit = str(spark_home() / "bin" / "spark-submit")
         output = run_in_own_group([submit, "--master", url, "--conf", "spark.executor.memory=1g",
+                                   "--conf", "spark.executor.cores=1",
                                    "--conf", f"spark.pyspark.python={sys.executable}",
                                    str(tmp_path / "job.py"), broker.service_url, topic, str(tmp_path)],
                                   timeout=300, cwd=tmp_path)
@@ -82,8 +87,21 @@ def test_a_standalone_cluster_runs_the_stream_and_batch_reads(broker, tmp_path):
         if worker is not None:
             worker.stop()
         master.stop()
-    record = result_of(output)
-    assert record["executors"] == 1 and not record["driver_pid"]
-    assert len(record["streamed"]) == len({tuple(r) for r in record["streamed"]}) == MESSAGES
-    assert record["batches"] == [250, 250, 250, 250]
-    assert record["batch_rows"] == MESSAGES and record["replay_identical"]
+    return result_of(output)
+
+
+def test_executors_in_their_own_jvms_read_every_message_once(cluster_run):
+    assert cluster_run["executors"] == 2
+    assert not cluster_run["driver_pid"]
+    streamed = cluster_run["streamed"]
+    assert len(streamed) == len(set(map(tuple, streamed))) == MESSAGES
+
+
+def test_admission_control_holds_on_a_cluster(cluster_run):
+    assert cluster_run["batches"] == [250, 250, 250, 250]
+
+
+def test_a_batch_read_on_a_cluster_is_split_and_replays_identically(cluster_run):
+    assert cluster_run["batch_rows"] == MESSAGES
+    assert cluster_run["values"] == sorted(f"m{i}" for i in range(MESSAGES))
+    assert cluster_run["replay_identical"]

@@ -1,7 +1,6 @@
-"""The source in Spark's ``local-cluster[2,1,1024]`` mode: two executor JVMs with their own Python workers
-reach the broker over TCP, as on a real cluster. One job (``JOB``, run in its own process group, ~20 s,
-~1.8 GB) streams a partitioned topic to parquet with availableNow, reads it back in batch twice, and
-prints what it saw; the tests check that record."""
+"""The job the cluster tests submit (:mod:`tests.spark.test_cluster_standalone`) and its helpers: ``JOB``
+streams a partitioned topic to parquet with availableNow, reads it back in batch twice, and prints what it
+saw as one ``RESULT`` JSON line; the tests check that record."""
 from __future__ import annotations
 
 import json
@@ -13,8 +12,6 @@ import sys
 import pytest
 
 from tests.spark.conftest import spark_env
-
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 MESSAGES = 1000
 
@@ -99,31 +96,3 @@ def result_of(output: str) -> dict:
     lines = [line for line in output.splitlines() if line.startswith("RESULT ")]
     assert lines, output[-4000:]
     return json.loads(lines[-1][len("RESULT "):])
-
-
-@pytest.fixture(scope="module")
-def local_cluster_run(broker, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("local-cluster")
-    topic = "persistent://public/default/local-cluster"
-    fill(broker, topic)
-    (workdir / "job.py").write_text(JOB)
-    output = run_in_own_group([sys.executable, str(workdir / "job.py"), broker.service_url, topic, str(workdir),
-                               "local-cluster[2,1,1024]"], timeout=300, cwd=workdir)
-    return result_of(output)
-
-
-def test_executors_in_their_own_jvms_read_every_message_once(local_cluster_run):
-    assert local_cluster_run["executors"] == 2
-    assert not local_cluster_run["driver_pid"]
-    streamed = local_cluster_run["streamed"]
-    assert len(streamed) == len(set(map(tuple, streamed))) == MESSAGES
-
-
-def test_admission_control_holds_on_a_cluster(local_cluster_run):
-    assert local_cluster_run["batches"] == [250, 250, 250, 250]
-
-
-def test_a_batch_read_on_a_cluster_is_split_and_replays_identically(local_cluster_run):
-    assert local_cluster_run["batch_rows"] == MESSAGES
-    assert local_cluster_run["values"] == sorted(f"m{i}" for i in range(MESSAGES))
-    assert local_cluster_run["replay_identical"]
