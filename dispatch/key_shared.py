@@ -200,6 +200,11 @@ class KeySharedDispatcher(SharedDispatcher):
         # replay set for a new entry), the others wait too.
         if self._ordered and (h in self._waiting_hashes or (not replay and h in self._replay_hashes)):
             self._waiting_hashes.add(h)
+            consumer = self.selector.select(h)
+            if consumer is not None and consumer not in self._ready:
+                # it waits for that consumer's room too: skipped without a look until it has some (the
+                # entries of a key behind a full consumer were most of the replay set's scans)
+                self._replay_owner[entry.offset] = consumer
             return STUCK
         consumer = self.selector.select(h)
         if consumer is not None and consumer not in self._ready:

@@ -307,12 +307,13 @@ class SharedDispatcher(Dispatcher):
         entries = self._replay_entries
         replay = self._replay
         out: list[StoredEntry] = []
+        waits = self.waits_for_permits
         i = bisect.bisect_right(replay, self._replay_scanned)
         while i < len(replay) and len(out) < max_entries:
             offset = replay[i]
             i += 1
             self._replay_scanned = offset
-            if offset not in entries or self.waits_for_permits(offset):
+            if offset not in entries or waits(offset):
                 continue
             entry = entries[offset]
             if entry is None:

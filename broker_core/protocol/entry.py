@@ -36,6 +36,7 @@ SingleMeta = codec.SingleMeta
 """Decoded ``SingleMessageMetadata`` of one batched message (None stands for an unbatched message)."""
 
 _U64 = (1 << 64) - 1
+_PREFIX = codec.BROKER_PREFIX_HEADER
 
 
 class OpenedEntry(NamedTuple):
@@ -57,8 +58,14 @@ def open_entry(data: bytes | memoryview, *, verify: bool = True) -> OpenedEntry:
 
 
 def read_metadata(data: bytes | memoryview) -> pulsar_api_pb2.MessageMetadata:
-    """The metadata of an entry the broker itself verified (no CRC check): keys and counts for dispatch."""
-    return open_entry(data, verify=False).metadata
+    """The metadata of an entry the broker itself verified (no CRC check): keys and counts for dispatch (once
+    per entry for Key_Shared). The broker's prefix is skipped by its size, not decoded (its fields are not
+    needed here), and the metadata's required fields are not checked again (they were when it was published); a
+    prefix size past the entry's end leaves nothing, which :func:`~.codec.decode_entry` refuses."""
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    if len(view) >= _PREFIX.size and view[0] == 0x0E and view[1] == 0x02:
+        view = view[_PREFIX.size + _PREFIX.unpack_from(view)[1]:]
+    return codec.decode_entry(view, verify=False, required=False)[0]
 
 
 def is_chunk(metadata: pulsar_api_pb2.MessageMetadata) -> bool:

@@ -187,3 +187,23 @@ def test_a_keys_order_holds_when_more_entries_wait_than_one_read_holds():
     assert c2.take() == [] and c1.take() == [40]
     sub.flow(c2, 100)
     assert c2.take() == list(range(5, 40))
+
+
+def test_entries_of_a_key_waiting_behind_a_full_consumer_are_not_looked_at_until_it_has_room():
+    """Issue 35: every entry of a key queued behind its full consumer's first one waits for that consumer's
+    room too, so a dispatch for another consumer skips them without deciding them again."""
+    sub, source = make_sub()
+    c1, c2 = RecordingConsumer(1, permits=100), RecordingConsumer(2, permits=0)
+    sub.add_consumer(c1, SubType.KEY_SHARED)
+    sub.add_consumer(c2, SubType.KEY_SHARED)  # c2 holds the LOW keys, and has no room
+    add(source, *[LOW] * 20)
+    sub.on_new_entries()
+    dispatcher = sub._dispatcher
+    looked_at = []
+    choose = dispatcher.choose
+    dispatcher.choose = lambda entry, replay: looked_at.append(entry.offset) or choose(entry, replay)
+    add(source, HIGH)
+    sub.on_new_entries()
+    assert c1.take() == [20] and looked_at == [20]
+    sub.flow(c2, 100)
+    assert c2.take() == list(range(20))

@@ -100,3 +100,22 @@ def test_message_id_bytes_parse_back_with_the_batch_size():
 def test_garbage_is_not_a_message_id():
     with pytest.raises(ValueError):
         entry.parse_message_id(b"\x08")
+
+
+def test_dispatchs_key_peek_skips_the_broker_prefix_by_its_size_and_refuses_one_past_the_end():
+    """Issue 35: read_metadata (once per entry for Key_Shared) does not decode the broker's prefix."""
+    metadata = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=7, publish_time=1, partition_key="k")
+    stored = codec.broker_entry_prefix(1_700_000_000_000, 41) + codec.encode_entry(metadata, b"x" * 10)
+    assert entry.read_metadata(stored) == entry.open_entry(stored, verify=False).metadata
+    assert entry.read_metadata(memoryview(stored)).partition_key == "k"
+    with pytest.raises(InvalidMessage):
+        entry.read_metadata(b"\x0e\x02\x00\x00\xff\xff" + stored[6:])
+
+
+def test_decode_entry_checks_the_required_metadata_fields_unless_told_not_to():
+    unset = pulsar_api_pb2.MessageMetadata(producer_name="p", sequence_id=1)  # publish_time missing
+    body = unset.SerializePartialToString()
+    data = codec.ENTRY_HEADER.pack(codec.MAGIC_CRC32C, 0, len(body)) + body
+    with pytest.raises(InvalidMessage, match="required"):
+        codec.decode_entry(data, verify=False)
+    assert codec.decode_entry(data, verify=False, required=False)[0].sequence_id == 1

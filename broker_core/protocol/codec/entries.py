@@ -54,11 +54,13 @@ def encode_entry(metadata: pulsar_api_pb2.MessageMetadata, payload: bytes) -> by
     return b"".join((_MAGIC_AND_CRC.pack(MAGIC_CRC32C, crc), sized_meta, payload))
 
 
-def decode_entry(data: bytes | memoryview, *, verify: bool = True,
+def decode_entry(data: bytes | memoryview, *, verify: bool = True, required: bool = True,
                  ) -> tuple[pulsar_api_pb2.MessageMetadata, memoryview]:
     """Parse one entry (a leading broker prefix is skipped) into (metadata, payload view).
 
-    ``verify=False`` skips the CRC check (the broker re-reading its own verified log).
+    ``verify=False`` skips the CRC check (the broker re-reading its own verified log); ``required=False`` the
+    check of the metadata's required fields (its stored entries had theirs checked when published: ~2.5 us
+    of the ~6 us a dispatch key peek costs).
     """
     view = data if isinstance(data, memoryview) else memoryview(data)
     total = len(view)
@@ -86,7 +88,7 @@ def decode_entry(data: bytes | memoryview, *, verify: bool = True,
         metadata.ParseFromString(view[meta_start:meta_start + meta_size])
     except DecodeError as exc:
         raise InvalidMessage(f"unparseable MessageMetadata: {exc}") from None
-    if not metadata.IsInitialized():
+    if required and not metadata.IsInitialized():
         missing = ", ".join(metadata.FindInitializationErrors())
         raise InvalidMessage(f"MessageMetadata is missing required fields: {missing}")
     return metadata, view[meta_start + meta_size:]
