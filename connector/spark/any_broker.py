@@ -132,12 +132,22 @@ class IdSourceCalls:
             return kind.earliest
         return kind(max(tp.partition, -1), offset.ledger, offset.entry, offset.batch)
 
-    def reader_after(self, tp: TopicPartition, after: IdOffset, receiver_queue_size: int | None = None) -> Any:
+    def reader_after(self, tp: TopicPartition, after: IdOffset, receiver_queue_size: int | None = None,
+                     key_reader: Any = None) -> Any:
         """A reader of ``tp`` from after ``after`` (exclusive): where a range ``after -> end`` is read or
-        counted from; ``receiver_queue_size``: the client's default when None."""
-        queue = {} if receiver_queue_size is None else {"receiver_queue_size": receiver_queue_size}
+        counted from; ``receiver_queue_size``: the client's default when None; ``key_reader``: what decrypts
+        end-to-end encrypted messages. A message that cannot be decrypted is delivered as stored (CONSUME):
+        the source applies its ``cryptoFailureAction`` itself (:mod:`connector.spark.encrypted_rows`) -- a
+        reader told to FAIL would never deliver it, and the range would wait for it until ``pollTimeoutMs``."""
+        kwargs: dict[str, Any] = {} if receiver_queue_size is None else {"receiver_queue_size": receiver_queue_size}
+        from connector.client.message_crypto import ConsumerCryptoFailureAction
+
+        kwargs["crypto_failure_action"] = getattr(self.kit, "ConsumerCryptoFailureAction",
+                                                  ConsumerCryptoFailureAction).CONSUME
+        if key_reader is not None:
+            kwargs["crypto_key_reader"] = key_reader
         return self.client.create_reader(tp.internal_name, self.message_id(tp, after),
-                                         start_message_id_inclusive=False, **queue)
+                                         start_message_id_inclusive=False, **kwargs)
 
     # --- topics ---------------------------------------------------------------------------------------
     def discover(self, spec: TopicSpec) -> list[TopicPartition]:

@@ -30,6 +30,8 @@ from broker_core import errors
 from connector.client.key_bytes import message_key_bytes
 from connector.client.message import Message
 from connector.spark.auth_options import ClientSecurity
+from connector.spark.crypto_options import SourceCrypto
+from connector.spark.encrypted_rows import context_value, undecryptable, with_encryption_context
 from connector.spark.message_id_offsets import _WHOLE, IdOffset, holds_messages, of_message_id
 from connector.spark.offsets import TopicPartition
 from connector.spark.options import SourceOptions
@@ -124,13 +126,18 @@ class IdRangeReader:
     def __init__(self, service_url: str, part: IdRangePartition, poll_timeout_ms: int,
                  security: ClientSecurity | None = None, permits_window: int | None = None,
                  key_type: str = "binary", rows_per_batch: int = ROWS_PER_BATCH,
-                 client_factory: Callable[[], Any] | None = None, kit: Any = None) -> None:
+                 client_factory: Callable[[], Any] | None = None, kit: Any = None,
+                 crypto: SourceCrypto | None = None) -> None:
         self.service_url = service_url
+        self.crypto = crypto or SourceCrypto()
+        """End-to-end decryption and ``cryptoFailureAction`` (:mod:`connector.spark.encrypted_rows`)."""
         self.part = part
         self.poll_timeout_ms = poll_timeout_ms
         self.security = security or ClientSecurity()
         self.permits_window = permits_window or 1000
         self.schema = arrow_schema(BYTES, key_type)
+        if self.crypto.consume:
+            self.schema = with_encryption_context(self.schema)
         self.rows_per_batch = rows_per_batch
         self._client_factory = client_factory
         self._kit = kit
@@ -143,8 +150,9 @@ class IdRangeReader:
         calls = IdSourceCalls(self.service_url, self.poll_timeout_ms, self.security, self._client_factory, self._kit)
         start, end = IdOffset(*part.start), IdOffset(*part.end)
         try:
-            reader = calls.reader_after(tp, start, self.permits_window)
-            rows = _Rows(tp, self.schema)
+            key_reader = self.crypto.key_reader()
+            reader = calls.reader_after(tp, start, self.permits_window, key_reader)
+            rows = _Rows(tp, self.schema, self.crypto.action, key_reader)
             for message, mid in walk(reader, start, end, self.poll_timeout_ms, str(tp)):
                 rows.add(message, mid)
                 if rows.count >= self.rows_per_batch:
@@ -163,15 +171,20 @@ def read_id_range(options: SourceOptions, partition: InputPartition) -> Iterator
         return iter(())
     return IdRangeReader(options.service_url, partition, options.poll_timeout_ms, security=options.security,
                          permits_window=options.pulsar_spark.receiver_queue_size,
-                         key_type=options.key_type).batches()
+                         key_type=options.key_type, crypto=options.crypto).batches()
 
 
 class _Rows:
     """Messages as rows of the source's Arrow schema."""
 
-    def __init__(self, tp: TopicPartition, schema: pa.Schema) -> None:
+    def __init__(self, tp: TopicPartition, schema: pa.Schema, crypto_action: str = "fail",
+                 key_reader: Any = None) -> None:
         self.tp = tp
         self.schema = schema
+        self.crypto_action = crypto_action
+        """Option ``cryptoFailureAction``: what a message the reader could not decrypt does."""
+        self._key_reader = key_reader
+        self._contexts = "__encryptionContext" in schema.names
         self._binary_key = pa.types.is_binary(schema.field("__key").type)
         self._clear()
 
@@ -181,6 +194,18 @@ class _Rows:
 
     def add(self, message: Any, mid: Any) -> None:
         c = self._columns
+        context = message.encryption_context() if hasattr(message, "encryption_context") else None
+        if context is not None and context.is_decryption_failed():
+            if self.crypto_action == "fail":
+                names = ", ".join(sorted(k.key for k in context.keys()))
+                raise undecryptable(self.tp.topic, self.tp.partition, -1, 1, names, self._key_reader,
+                                    where=f"message id {mid}")
+            if self.crypto_action == "discard":
+                log.warning("event=undecryptable_messages_discarded topic=%s partition=%d message_id=%s "
+                            "action=discard", self.tp.topic, self.tp.partition, mid)
+                return
+        if self._contexts:
+            c["__encryptionContext"].append(context_value(context))
         has_null = getattr(message, "has_null_value", None)
         c["value"].append(None if has_null is not None and has_null() else message.data())
         if not self._binary_key:

@@ -23,6 +23,7 @@ from broker_core.types import TopicName
 from connector.client.security import parse_service_url
 from connector.client.transport_choice import TRANSPORTS
 from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
+from connector.spark.crypto_options import SOURCE_CRYPTO_OPTIONS, SourceCrypto, split_source_crypto
 from connector.spark.kafka_options import REFUSED as KAFKA_REFUSED, parse_kafka_options
 from connector.spark.offsets import Offsets, TopicPartition, parse_user_offsets
 from connector.spark.pulsar_spark_options import PulsarSparkOptions, split_pulsar_spark
@@ -142,6 +143,9 @@ class SourceOptions:
     """pulsar-spark's ``allowDifferentTopicSchemas``: topics with different schemas read as ``value`` bytes."""
     pulsar_spark: PulsarSparkOptions = PulsarSparkOptions()
     """pulsar-spark's ``admin.url``, ``subscriptionPrefix``, ``pulsar.reader.*`` (its module)."""
+    crypto: SourceCrypto = SourceCrypto()
+    """End-to-end decryption: ``cryptoPrivateKey``/``cryptoKeyReaderClassName``, ``cryptoFailureAction``
+    (:mod:`connector.spark.crypto_options`)."""
     topic_schema: TopicSchema = BYTES
     """The topics' schema in the registry, found when the read is set up (:mod:`connector.spark.source`)."""
 
@@ -156,6 +160,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool, warn: bool
     """Validate and parse a read's options (``streaming``: ``readStream`` rather than ``read``; ``warn``: log
     options this kind of read ignores -- not while Spark only asks for the schema, before it says which)."""
     options, security = split_security(options, "source")
+    options, crypto = split_source_crypto(options)
     options, pulsar_spark = split_pulsar_spark(options)
     given = _canonical_names(options)
     if streaming:
@@ -212,7 +217,7 @@ def parse_source_options(options: Mapping[str, str], streaming: bool, warn: bool
         min_partitions=kafka.min_partitions, include_headers=kafka.include_headers,
         wait_for_topics=_bool(given, "waitingForNonExistedTopic", False),
         allow_different_schemas=_bool(given, "allowDifferentTopicSchemas", False),
-        security=security, pulsar_spark=pulsar_spark)
+        security=security, pulsar_spark=pulsar_spark, crypto=crypto)
 
 
 def _kafka_spelt(options: Mapping[str, str]) -> bool:
@@ -239,7 +244,8 @@ PULSAR_SPARK_NAMES = ("admin.url", "predefinedSubscription", "subscriptionPrefix
                       "pulsar.reader.*", "pulsar.admin.*")
 
 
-def closest_option(name: str, known: tuple[str, ...] = SOURCE_OPTIONS + PULSAR_SPARK_NAMES[:3]) -> str | None:
+def closest_option(name: str, known: tuple[str, ...] = SOURCE_OPTIONS + PULSAR_SPARK_NAMES[:3]
+                   + SOURCE_CRYPTO_OPTIONS) -> str | None:
     lowered = {k.lower(): k for k in known}
     match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
     return lowered[match[0]] if match else None
@@ -261,7 +267,8 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
             hint = closest_option(key)
             raise ValueError(f"unknown option {key!r} for the pulsarlike source"
                              + (f"; did you mean {hint!r}?" if hint else "")
-                             + " Known options: " + ", ".join(SOURCE_OPTIONS + SECURITY_OPTIONS)
+                             + " Known options: " + ", ".join(SOURCE_OPTIONS + SECURITY_OPTIONS
+                                                               + SOURCE_CRYPTO_OPTIONS)
                              + " (and the Kafka source's " + ", ".join(KAFKA_ALIASES) + "; pulsar-spark's "
                              + ", ".join(PULSAR_SPARK_NAMES) + ")")
         if name in written:

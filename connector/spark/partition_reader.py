@@ -35,6 +35,9 @@ Procedure (the same range always yields the same rows, so a replayed micro-batch
    partition and offsets. It is never skipped, whatever ``failOnDataLoss`` says (that option is about
    messages the broker cannot give: deleted or damaged in its storage): the broker stored this entry intact,
    so rows would silently go missing from a range that replays identically.
+7. An end-to-end encrypted entry the range takes is decrypted before step 6's decoding (options
+   ``cryptoPrivateKey``/``cryptoKeyReaderClassName``); one that cannot be fails the task, is left out or is
+   kept encrypted as ``cryptoFailureAction`` says (:mod:`connector.spark.encrypted_rows`).
 """
 from __future__ import annotations
 
@@ -53,7 +56,6 @@ from broker_core import errors
 
 from connector.client import entries
 from connector.client.admin import Admin
-from connector.client.crypto_keys import CryptoError
 from connector.client.broker_kind import open_transport
 from connector.client.transport import Transport
 from connector.client.entry_stream import PartitionStream, PermitWindow, open_entry_stream
@@ -63,7 +65,9 @@ from connector.client.lookup import Lookup
 from connector.client.message_id import MessageId
 from connector.spark.auth_options import ClientSecurity
 from connector.spark.compacted import compacted_since, latest_per_key
+from connector.spark.crypto_options import SourceCrypto
 from connector.spark.data_loss import DataLossError, LostOffsets
+from connector.spark.encrypted_rows import ContextColumn, EntryDecryption, append_context
 from connector.spark.source_admin import SourceConnectError, close_later
 from connector.spark.offsets import TopicPartition
 from connector.spark.planning import why_lost
@@ -141,8 +145,15 @@ class RangeReader:
     def __init__(self, service_url: str, part: RangePartition, poll_timeout_ms: int,
                  fail_on_data_loss: bool, rows_per_batch: int = ROWS_PER_BATCH,
                  security: ClientSecurity | None = None, permits_window: int | None = None,
-                 topic_schema: TopicSchema = BYTES, key_type: str = "binary", transport: str = "auto") -> None:
+                 topic_schema: TopicSchema = BYTES, key_type: str = "binary", transport: str = "auto",
+                 crypto: SourceCrypto | None = None) -> None:
         self.service_url = service_url
+        self.crypto = crypto or SourceCrypto()
+        """End-to-end decryption and ``cryptoFailureAction`` (:mod:`connector.spark.encrypted_rows`)."""
+        self._decryption: EntryDecryption | None = None
+        """Made at the first encrypted entry (the key reader is built on the executor)."""
+        self._contexts = ContextColumn() if self.crypto.consume else None
+        """``__encryptionContext`` of the rows being collected (``cryptoFailureAction=consume`` only)."""
         self.transport = read_transport(transport)
         """``grpc`` or ``binary``: what the range's bounds, schema and entries come over."""
         self.key_type = key_type
@@ -349,6 +360,8 @@ class RangeReader:
 
     def _built(self, builder: BatchBuilder) -> pa.RecordBatch:
         batch = builder.build()
+        if self._contexts is not None:
+            batch = append_context(batch, self._contexts)
         self._built_versions = builder.built_versions  # the rows' writer schema versions, for typed columns
         return batch
 
@@ -379,8 +392,11 @@ class RangeReader:
             self._passed_over(position, min(first, end))
         try:
             metadata, payload, _ = entries.open_entry(entry.data)
-            if metadata.encryption_keys:
-                raise self._encrypted(metadata, first)
+            if metadata.encryption_keys and _wanted(metadata, first, count, position, end, chunks):
+                plain = self._decrypting().open(metadata, payload, first, count)  # FAIL raises
+                if plain is None:
+                    return self._undecrypted(entry, metadata, payload, position, builder)
+                payload = plain
             if entries.is_chunk(metadata):
                 self._add_chunk(metadata, payload, entry, position, end, builder, chunks)
                 return max(position, first + 1)
@@ -396,6 +412,7 @@ class RangeReader:
             raise self._undecodable(first, count, exc) from None
         lo = max(position, first) - first
         hi = min(end, first + count) - first
+        self._note(builder, metadata)
         builder.add(decoded, lo, hi)
         return first + count
 
@@ -419,15 +436,35 @@ class RangeReader:
         except errors.InvalidMessage as exc:
             raise errors.InvalidMessage(f"{where}: {exc.message}") from None
         # __offset is the first chunk's, __messageId the last chunk's (what pulsar-client gives the message)
+        self._note(builder, metadata)
         builder.add(decoded, 0, 1, offset=done.offsets[0])
 
-    def _encrypted(self, metadata: Any, first: int) -> CryptoError:
-        """The source does not decrypt: an end-to-end encrypted entry fails the read, naming the topic."""
-        names = ", ".join(sorted({k.key for k in metadata.encryption_keys}))
-        return CryptoError(f"{self.tp} holds end-to-end encrypted messages (offset {first}, encryption keys: "
-                           f"{names}): the pulsarlike Spark source does not decrypt them; read this topic with the "
-                           "client and a crypto_key_reader, or produce to it unencrypted", topic=str(self.tp),
-                           offset=first)
+    # --- encrypted entries (connector.spark.encrypted_rows) ----------------------------------------------
+    def _decrypting(self) -> EntryDecryption:
+        if self._decryption is None:
+            self._decryption = EntryDecryption(self.crypto, self.tp.topic, self.tp.partition)
+        return self._decryption
+
+    def _undecrypted(self, entry: Any, metadata: Any, payload: memoryview, position: int,
+                     builder: BatchBuilder) -> int:
+        """An entry that could not be decrypted, with ``cryptoFailureAction`` discard or consume (one row
+        standing for the entry, at its first offset, in the range that holds that offset)."""
+        first, count = entry.entry_id, max(1, entry.num_messages)
+        decryption = self._decrypting()
+        if decryption.action == "discard":
+            decryption.discard(max(first, position), first + count - max(first, position))
+        elif first >= position:
+            if self._contexts is not None:
+                self._contexts.note(builder.rows, EntryDecryption.context(metadata, True))
+            builder.add(entries.DecodedEntry(metadata, (None,), [bytes(payload)], entry.ledger_id, first, False),
+                        0, 1)
+        return max(position, first + count)
+
+    def _note(self, builder: BatchBuilder, metadata: Any) -> None:
+        """The ``__encryptionContext`` of the rows about to be added from an entry (null: not encrypted)."""
+        if self._contexts is not None:
+            self._contexts.note(builder.rows, EntryDecryption.context(metadata, False)
+                                if metadata.encryption_keys else None)
 
     def _undecodable(self, first: int, count: int, exc: errors.InvalidMessage) -> errors.MessageDecodeError:
         tp = self.tp
@@ -513,6 +550,16 @@ class _ViewEnd:
                     raise _ViewDone() from None
                 if time.monotonic() >= deadline:
                     raise
+
+
+def _wanted(metadata: Any, first: int, count: int, position: int, end: int, chunks: entries.ChunkedRange) -> bool:
+    """Whether the range takes anything of an entry (what is decrypted: a message outside the range that
+    cannot be decrypted is none of this range's business)."""
+    if entries.is_chunk(metadata):
+        if metadata.chunk_id == 0:
+            return first < end and (first >= position or chunks.is_pending(metadata.uuid))
+        return chunks.is_pending(metadata.uuid)
+    return position < first + count and first < end
 
 
 def _unread(position: int, end: int, view_end: _ViewEnd | None, chunks: entries.ChunkedRange) -> bool:

@@ -10,7 +10,9 @@
                                           names and sequence ids carry effectively-once; rows route by
                                           ``__partition`` or key hash) are refused, saying why; the Java
                                           client's tuning keys (:data:`PRODUCER_NO_EFFECT`) are accepted
-                                          and logged as having no effect.
+                                          and logged as having no effect. ``encryptionKeys`` and
+                                          ``cryptoFailureAction`` are the sink's options of the same name
+                                          (:mod:`connector.spark.crypto_options`).
 ``pulsar.client.<key>``                   as on the source: authentication and TLS apply
                                           (:mod:`connector.spark.auth_options`), ``operationTimeoutMs`` is
                                           the sink's ``operationTimeoutMs``, the other Java tuning keys are
@@ -46,7 +48,7 @@ PRODUCER_NO_EFFECT = ("blockIfQueueFull", "batchingMaxPublishDelayMicros", "maxP
                       "hashingScheme", "autoUpdatePartitions", "autoUpdatePartitionsIntervalSeconds",
                       "batchingPartitionSwitchFrequencyByPublishDelay", "batcherBuilder", "chunkingEnabled",
                       "chunkMaxMessageSize", "multiSchema", "lazyStartPartitionedProducers", "accessMode",
-                      "properties", "cryptoFailureAction", "encryptionKeys")
+                      "properties")
 """The Java producer's settings without an equivalent in the sink (it always waits when its queue is full and
 sends a batch when it is full or the task's rows end)."""
 _PRODUCER = {name.lower(): name for name in PRODUCER_APPLIED + tuple(PRODUCER_SINKS_OWN) + PRODUCER_NO_EFFECT}

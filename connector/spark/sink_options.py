@@ -37,6 +37,7 @@ from broker_core.types import TopicName
 
 from connector.client.security import parse_service_url
 from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
+from connector.spark.crypto_options import SINK_CRYPTO_OPTIONS, SinkCrypto, split_sink_crypto
 from connector.client.enums import CompressionType
 
 if TYPE_CHECKING:
@@ -101,6 +102,9 @@ class SinkOptions:
     """``admin.url``: the broker's admin REST API (``http(s)://host:port``). On a broker other than pulsarlike
     (or with ``transport=binary``) the sink checks and turns on topic deduplication through it; without it
     effectively-once rests on deduplication being enabled on the broker, which the sink cannot ask."""
+    crypto: SinkCrypto = SinkCrypto()
+    """``encryptionKeys`` with ``cryptoPublicKey`` or ``cryptoKeyReaderClassName``: every message encrypted end
+    to end (:mod:`connector.spark.crypto_options`)."""
 
 
 def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptions:
@@ -108,6 +112,7 @@ def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptio
     ``pulsar.producer.*`` / ``pulsar.client.*`` keys: :mod:`connector.spark.pulsar_spark_sink_options`."""
     from connector.spark.pulsar_spark_sink_options import split_pulsar_spark_sink
 
+    options, crypto = split_sink_crypto(options)
     options, security = split_security(split_pulsar_spark_sink(options), "sink")
     given = _canonical_names(options)
     if "service.url" not in given:
@@ -148,7 +153,7 @@ def parse_sink_options(options: Mapping[str, str], streaming: bool) -> SinkOptio
         max_pending_messages=_integer(given, "maxPendingMessages", 100_000, 1),
         send_timeout_ms=_integer(given, "sendTimeoutMs", 30_000, 0),
         operation_timeout_ms=_integer(given, "operationTimeoutMs", 30_000, 1), security=security,
-        transport=_transport(given), admin_url=_admin_url(given))
+        transport=_transport(given), admin_url=_admin_url(given), crypto=crypto)
     if parsed.max_pending_messages < parsed.batching_max_messages:
         raise ValueError(f"option maxPendingMessages={parsed.max_pending_messages} is below "
                          f"batchingMaxMessages={parsed.batching_max_messages}: a batch could never fill; raise "
@@ -180,10 +185,11 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
             raise ValueError(f"option {source_name} is a source option (spark.read/readStream); the sink "
                              f"does not take it: remove it. Sink options: {', '.join(SINK_OPTIONS)}")
         else:
-            close = difflib.get_close_matches(lower, list(_CANONICAL), n=1, cutoff=0.6)
-            hint = f"did you mean {_CANONICAL[close[0]]}? " if close else ""
+            known = {**_CANONICAL, **{name.lower(): name for name in SINK_CRYPTO_OPTIONS}}
+            close = difflib.get_close_matches(lower, list(known), n=1, cutoff=0.6)
+            hint = f"did you mean {known[close[0]]}? " if close else ""
             raise ValueError(f"unknown option {key!r} for the pulsarlike sink; {hint}"
-                             f"the sink takes: {', '.join(SINK_OPTIONS + SECURITY_OPTIONS)}")
+                             f"the sink takes: {', '.join(SINK_OPTIONS + SECURITY_OPTIONS + SINK_CRYPTO_OPTIONS)}")
     return given
 
 

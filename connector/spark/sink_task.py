@@ -318,7 +318,8 @@ class TaskWriter:
             batching_max_publish_delay_ms=PUBLISH_DELAY_MS,
             max_pending_messages=options.max_pending_messages, block_if_queue_full=True,
             send_timeout_millis=options.send_timeout_ms,
-            schema=PreEncoded(self.columns.record.topic_schema) if self.columns.record is not None else None)
+            schema=PreEncoded(self.columns.record.topic_schema) if self.columns.record is not None else None,
+            **options.crypto.producer_kwargs())
         stored = producer.last_sequence_id() if name is not None else -1
         if initial is not None and stored == initial:
             stored = -1  # the producer reports max(broker's id, initial): nothing above the initial id

@@ -93,7 +93,10 @@ class PulsarLikeDataSource(DataSource):
 
 def _topic_schema(opts: SourceOptions) -> TopicSchema:
     """The schema the topics read share in the broker's registry (asked on the driver); with pulsar-spark's
-    ``allowDifferentTopicSchemas`` topics whose schemas differ are read as ``value`` bytes."""
+    ``allowDifferentTopicSchemas`` topics whose schemas differ are read as ``value`` bytes, and so are topics read
+    with ``cryptoFailureAction=consume`` (a row kept encrypted has no fields)."""
+    if opts.crypto.consume:
+        return TopicSchema("BYTES")
     calls = SourceAdmin(opts.service_url, opts.poll_timeout_ms, opts.security)
     try:
         return calls.topic_schema(opts.spec)
@@ -108,9 +111,14 @@ def _topic_schema(opts: SourceOptions) -> TopicSchema:
 
 
 def source_arrow_schema(found: TopicSchema, opts: SourceOptions | None) -> pa.Schema:
-    """The Arrow schema of the source's rows: the topics' columns, ``__key`` of option ``keyType``, and
+    """The Arrow schema of the source's rows: the topics' columns, ``__key`` of option ``keyType``,
+    ``__encryptionContext`` with ``cryptoFailureAction=consume`` (:mod:`connector.spark.encrypted_rows`), and
     Kafka's ``headers`` last with ``includeHeaders`` (:mod:`connector.spark.headers`)."""
     schema = arrow_schema(found, opts.key_type if opts is not None else "binary")
+    if opts is not None and opts.crypto.consume:
+        from connector.spark.encrypted_rows import with_encryption_context
+
+        schema = with_encryption_context(schema)
     return with_headers(schema) if opts is not None and opts.include_headers else schema
 
 

@@ -185,6 +185,7 @@ class PulsarLikeStreamReader(MicroBatchReader):
     # --- planning and reading -------------------------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin = self._decode(start)
+        self._reach(end)
         readable = {tp: self._kind.later(offset, self._readable_from.get(tp, offset)) for tp, offset in begin.items()}
         return self._kind.plan(readable, self._decode(end), self._subscription or "")
 
