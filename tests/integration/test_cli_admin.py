@@ -1,18 +1,30 @@
-"""``pulsarlike admin`` round trips against a real ``pulsarlike broker`` process, the CLI itself run as a
-subprocess (``python -m broker_core.cli admin ...``) the way an operator runs it."""
+"""``pulsarlike admin`` round trips against a real ``pulsarlike broker`` process. The first test runs the CLI
+as a subprocess (``python -m broker_core.cli admin ...``) the way an operator runs it; the others call the
+same ``main`` in this process (a Python start per call would cost the suite a second each)."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
 
 from connector import Client
+from connector.cli.admin import main
 
 
-def admin(broker, *args: str, check: int | None = 0) -> subprocess.CompletedProcess:
-    """Run ``pulsarlike admin --admin-url URL ARGS``; ``check``: the exit code expected."""
-    done = subprocess.run([sys.executable, "-m", "broker_core.cli", "admin", "--admin-url", broker.service_url,
-                           *args], capture_output=True, text=True, timeout=60)
+def admin(broker, *args: str, check: int | None = 0, process: bool = False) -> subprocess.CompletedProcess:
+    """Run ``pulsarlike admin --admin-url URL ARGS`` (``process``: as a subprocess); ``check``: the exit
+    code expected."""
+    argv = ["--admin-url", broker.service_url, *args]
+    if process:
+        done = subprocess.run([sys.executable, "-m", "broker_core.cli", "admin", *argv], capture_output=True,
+                              text=True, timeout=60)
+    else:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+        done = subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
     if check is not None:
         assert done.returncode == check, (args, done.returncode, done.stdout, done.stderr)
     return done
@@ -20,6 +32,11 @@ def admin(broker, *args: str, check: int | None = 0) -> subprocess.CompletedProc
 
 def out(broker, *args: str) -> str:
     return admin(broker, *args).stdout
+
+
+def as_operator(broker, *args: str) -> str:
+    """``pulsarlike admin ...`` as a subprocess, as an operator runs it; its standard output."""
+    return admin(broker, *args, process=True).stdout
 
 
 def produce(broker, topic: str, n: int) -> None:
@@ -32,25 +49,25 @@ def produce(broker, topic: str, n: int) -> None:
 
 def test_create_tenant_namespace_and_topics_then_read_their_stats(broker_process):
     broker = broker_process()
-    assert out(broker, "tenants", "list").split() == ["public"]
-    admin(broker, "tenants", "create", "acme", "--admin-roles", "ops,dev")
-    assert json.loads(out(broker, "tenants", "get", "acme")) == {"adminRoles": ["ops", "dev"],
+    assert as_operator(broker, "tenants", "list").split() == ["public"]
+    as_operator(broker, "tenants", "create", "acme", "--admin-roles", "ops,dev")
+    assert json.loads(as_operator(broker, "tenants", "get", "acme")) == {"adminRoles": ["ops", "dev"],
                                                                  "allowedClusters": ["standalone"]}
-    admin(broker, "namespaces", "create", "acme/orders")
-    assert out(broker, "namespaces", "list", "acme").split() == ["acme/orders"]
-    admin(broker, "topics", "create", "persistent://acme/orders/plain")
-    admin(broker, "topics", "create-partitioned-topic", "persistent://acme/orders/parted", "-p", "2")
-    assert out(broker, "topics", "list", "acme/orders").split() == [
+    as_operator(broker, "namespaces", "create", "acme/orders")
+    assert as_operator(broker, "namespaces", "list", "acme").split() == ["acme/orders"]
+    as_operator(broker, "topics", "create", "persistent://acme/orders/plain")
+    as_operator(broker, "topics", "create-partitioned-topic", "persistent://acme/orders/parted", "-p", "2")
+    assert as_operator(broker, "topics", "list", "acme/orders").split() == [
         "persistent://acme/orders/parted-partition-0", "persistent://acme/orders/parted-partition-1",
         "persistent://acme/orders/plain"]
     produce(broker, "persistent://acme/orders/plain", 3)
-    text = out(broker, "topics", "stats", "persistent://acme/orders/plain")
+    text = as_operator(broker, "topics", "stats", "persistent://acme/orders/plain")
     assert text.startswith('{\n  "msgInCounter" : 3,\n')  # pretty-printed as pulsar-admin prints it
     assert json.loads(text)["msgInCounter"] == 3
     produce(broker, "persistent://acme/orders/parted", 4)
-    summed = json.loads(out(broker, "topics", "partitioned-stats", "persistent://acme/orders/parted"))
+    summed = json.loads(as_operator(broker, "topics", "partitioned-stats", "persistent://acme/orders/parted"))
     assert summed["metadata"] == {"partitions": 2} and summed["msgInCounter"] == 4
-    internal = json.loads(out(broker, "topics", "stats-internal", "persistent://acme/orders/plain"))
+    internal = json.loads(as_operator(broker, "topics", "stats-internal", "persistent://acme/orders/plain"))
     assert internal["numberOfEntries"] == 3 and internal["ledgers"][0]["lastOffset"] == 2
 
 
