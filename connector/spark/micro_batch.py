@@ -18,12 +18,12 @@ import logging
 from typing import Any, Callable, Mapping
 
 from pyspark.sql.datasource import DataSourceStreamReader
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow)
 
 from connector.spark import offsets as off
 from connector.spark.offsets import TopicPartition
 from connector.spark.options import SourceOptions
+from connector.spark.spark_versions import (
+    ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow)
 
 
 class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -43,6 +43,9 @@ class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._committed: dict[TopicPartition, Any] = {}
         """The end of the last batch Spark committed, as far as Spark told us."""
         self._last_admit_s = clock()
+        self._reached: dict | None = None
+        """The offset Spark last planned to or handed back (``partitions(start, end)``'s end, ``latestOffset``'s
+        answer): the start of the next batch on a Spark that calls ``latestOffset()`` without it (before 4.2)."""
 
     @property
     def subscription(self) -> str | None:
@@ -80,6 +83,17 @@ class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMinRows(opts.min_messages_per_trigger)
         return ReadAllAvailable()
 
+    def _start_and_limit(self, start: dict | None, limit: ReadLimit | None) -> tuple[dict, ReadLimit]:
+        """``latestOffset``'s arguments; Spark before 4.2 gives none (:mod:`connector.spark.spark_versions`):
+        the start is where Spark last got to (on a fresh query the initial offset) and the limit the options'."""
+        if start is None:
+            start = self._reached if self._reached is not None else self.initialOffset()
+        return start, limit if limit is not None else self.getDefaultReadLimit()
+
+    def _reach(self, offset: dict) -> None:
+        """Spark got to ``offset`` (the end of a batch it plans, or the checkpoint's on a restart)."""
+        self._reached = offset
+
     def _known(self, begin: Mapping[TopicPartition, Any]) -> set[TopicPartition]:
         """The partitions a trigger looks at: those discovered and those of its start (under
         Trigger.AvailableNow, only those of the target or the start)."""
@@ -108,7 +122,9 @@ class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """``latestOffset``'s answer; an admission that moved anything restarts maxTriggerDelay."""
         if end != begin:
             self._last_admit_s = self._clock()
-        return self._encode(end)
+        answer = self._encode(end)
+        self._reach(answer)
+        return answer
 
     def reportLatestOffset(self) -> dict | None:
         return self._encode(self._latest) if self._latest else None

@@ -31,7 +31,6 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 
 from broker_core import errors
 
@@ -44,6 +43,7 @@ from connector.spark.options import SourceOptions, legacy_subscription_name, new
 from connector.spark.data_loss import DataLossError
 from connector.spark.partition_reader import RangePartition, RangeReader, split_range
 from connector.spark.planning import why_lost
+from connector.spark.spark_versions import ReadAllAvailable, ReadLimit, check_stream_options
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ class PulsarLikeStreamReader(MicroBatchReader):
 
     def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic,
                  calls: SourceAdmin | None = None, kind: Any = None) -> None:
+        check_stream_options(options)  # what this Spark cannot serve is refused before the broker is asked
         kind = kind or DenseKind(options, calls)
         super().__init__(options, clock, kind.calls)
         self._kind = kind
@@ -119,7 +120,8 @@ class PulsarLikeStreamReader(MicroBatchReader):
         self._target = {tp: b.end for tp, b in bounds.items()}
         log.info("event=available_now target=%s", off.dumps(self._target))
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        start, limit = self._start_and_limit(start, limit)  # Spark before 4.2 passes neither
         opts, kind = self.options, self._kind
         begin = self._decode(start)
         bounds = kind.bounds(self._known(begin), self._subscription)
@@ -221,7 +223,7 @@ def read_range(options: SourceOptions, partition: InputPartition) -> Iterator[pa
     return RangeReader(options.service_url, partition, options.poll_timeout_ms, options.fail_on_data_loss,
                        security=options.security, permits_window=options.pulsar_spark.receiver_queue_size,
                        topic_schema=options.topic_schema, key_type=options.key_type,
-                       transport=options.transport).batches()
+                       transport=options.transport, crypto=options.crypto).batches()
 
 
 def read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:

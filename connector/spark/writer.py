@@ -48,12 +48,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from connector.spark.sink_options import MAX_BATCH_ID, parse_sink_options, plan_columns
 from connector.spark.sink_records import plan_record_columns, topic_record_schema
 from connector.spark.sink_schema import check_compatible, derived_topic_schema, plan_derived_columns
 from connector.spark.sink_task import TaskIdentity, TaskWriter
+from connector.spark.spark_versions import StreamArrowWriter
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +183,9 @@ class PulsarLikeBatchWriter(_SinkWriter, DataSourceArrowWriter):
                     summarize(messages))  # type: ignore[arg-type]
 
 
-class PulsarLikeStreamWriter(_SinkWriter, DataSourceStreamArrowWriter):
-    """``df.writeStream.format("pulsarlike")``: Arrow batches, effectively-once per micro-batch."""
+class PulsarLikeStreamWriter(_SinkWriter, StreamArrowWriter):
+    """``df.writeStream.format("pulsarlike")``: Arrow batches, effectively-once per micro-batch (Spark 4.1's
+    ``DataSourceStreamArrowWriter``; on 4.0 an Arrow writer that streams, :mod:`connector.spark.spark_versions`)."""
 
     streaming = True
 

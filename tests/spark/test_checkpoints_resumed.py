@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from connector.spark.spark_versions import TRIGGER_AVAILABLE_NOW
 from tests.pulsar_lite import pulsar_lite_broker  # noqa: F401
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark_core]
+
+LAST_RUN_HELD = 0 if TRIGGER_AVAILABLE_NOW else 3
+"""Messages of the run's last micro-batch the checkpoint's subscription still holds after an AvailableNow run:
+before Spark 4.2 Spark never tells the source that batch was committed (connector.spark.spark_versions)."""
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "data" / "spark_checkpoints"
 
@@ -52,7 +57,7 @@ def test_a_checkpoint_of_dense_offsets_goes_on_after_its_last_committed_batch(sp
     checkpoint = restored("dense", tmp_path, {"persistent://public/default/ck-dense": topic})
 
     assert resume(spark, broker.service_url, topic, checkpoint) == [b"m7", b"m8", b"m9"]
-    assert admin.topic_stats(topic)["subscriptions"]["ck-sub"]["msgBacklog"] == 0  # the checkpoint's subscription
+    assert admin.topic_stats(topic)["subscriptions"]["ck-sub"]["msgBacklog"] == LAST_RUN_HELD  # the checkpoint's
 
 
 def test_a_checkpoint_of_message_ids_goes_on_after_its_last_committed_batch(spark, pulsar_lite_broker, tmp_path):
@@ -72,8 +77,8 @@ def test_a_checkpoint_of_message_ids_goes_on_after_its_last_committed_batch(spar
         producer.send(b"m10")
         producer.close()
         consumer = official.subscribe(topic, "ck-sub", consumer_type=pulsar.ConsumerType.Failover)
-        try:  # the checkpoint's subscription, acknowledged up to the query's last commit
-            assert consumer.receive(5000).data() == b"m10"
+        try:  # the checkpoint's subscription, acknowledged up to the query's last commit (before 4.2: the one before)
+            assert consumer.receive(5000).data() == (b"m10" if TRIGGER_AVAILABLE_NOW else b"m7")
         finally:
             consumer.close()
     finally:

@@ -36,6 +36,7 @@ def as_messages(spark, folder):
                         "map('source', 'files', 'parity', CAST(id % 2 AS STRING)) AS __messageProperties"))
 
 
+@pytest.mark.spark_core
 def test_stream_sink_writes_every_row_once_with_key_and_properties(spark, broker, client, topic, tmp_path):
     json_files(tmp_path / "in", 50, 3)
     query = sink(as_messages(spark, tmp_path / "in"), broker, tmp_path / "ckpt", topic=topic).start()
@@ -49,6 +50,7 @@ def test_stream_sink_writes_every_row_once_with_key_and_properties(spark, broker
     assert {m.sequence_id() >> 32 for m in stored} == {0, 1, 2}  # one micro-batch per file
 
 
+@pytest.mark.spark_core
 def test_micro_batch_replayed_by_spark_after_a_lost_commit_adds_nothing(spark, broker, client, topic, tmp_path):
     json_files(tmp_path / "in", 40, 2)
     checkpoint = tmp_path / "ckpt"
@@ -64,6 +66,7 @@ def test_micro_batch_replayed_by_spark_after_a_lost_commit_adds_nothing(spark, b
     assert sorted(int(v) for v in payloads(client, topic)) == list(range(80))
 
 
+@pytest.mark.spark_core
 def test_topic_to_topic_copy_keeps_keys_properties_and_event_times(spark, broker, client, produce, topic,
                                                                    tmp_path):
     produce(topic, 30, partition_key="k", properties={"a": "b"}, event_timestamp=1_000)
@@ -80,6 +83,7 @@ def test_topic_to_topic_copy_keeps_keys_properties_and_event_times(spark, broker
         == {("k", 1_000, (("a", "b"),))}
 
 
+@pytest.mark.spark_core
 def test_batch_write_appends_and_a_rerun_with_the_same_write_id_adds_nothing(spark, broker, client, topic):
     df = spark.range(0, 200, numPartitions=2).selectExpr("CAST(id AS STRING) AS value")
 

@@ -16,6 +16,7 @@ def rows_of(df):
     return sorted(df.collect(), key=lambda r: (r["__partition"], r["__offset"]))
 
 
+@pytest.mark.spark_core
 def test_a_batch_read_returns_every_message_with_its_metadata(source, client, topic):
     producer = client.create_producer(topic, producer_name="p-batch", batching_enabled=False)
     ids = [producer.send(f"v{i}".encode(), partition_key=f"k{i}" if i % 2 else None,
@@ -52,6 +53,7 @@ def test_reading_the_same_range_twice_gives_identical_rows(source, produce, topi
     assert rows_of(df) == first
 
 
+@pytest.mark.spark_core
 def test_a_partitioned_topic_is_read_from_every_partition(source, client, topic, admin):
     admin.create_partitioned_topic(topic, 3)
     producer = client.create_producer(topic, batching_enabled=False)
@@ -104,6 +106,7 @@ def test_an_empty_range_reads_no_rows(source, topic, produce):
     assert df.count() == 0
 
 
+@pytest.mark.spark_core
 def test_format_pulsarlike_needs_no_registration(spark):
     from pyspark.sql.datasource import DataSource
 

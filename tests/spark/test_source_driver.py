@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+from connector.spark.spark_versions import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from broker_core import Broker
 from connector import Admin, Client
