@@ -1,19 +1,19 @@
 """Every fenced code block of README.md and docs/*.md runs as written, or says in the markdown why not.
 
-Which blocks run
-- ```` ```python ```` blocks run in-process, in file order, in one namespace per markdown file (a block may
-  use what an earlier block of its file defined, as a reader pasting them in order into one interpreter).
-  The files of :data:`COPY_PASTE` get nothing else: their blocks create the client, the admin and the
-  SparkSession they use (``SparkSession.builder.getOrCreate()`` finds the test session, which is started
-  before a block that mentions ``spark``). The other files' namespaces still start with ``url`` (the test
-  broker's service URL), ``client`` (a ``connector.Client`` on it), ``admin`` (a ``connector.Admin``) and,
-  for a block that mentions ``spark``, ``spark``: a list to move into :data:`COPY_PASTE` file by file.
+Which blocks run, and how (issue 34: as a reader copy-pastes them, nothing given to them)
+- ```` ```python ```` blocks run, in file order, in one fresh python process per markdown file
+  (``tests/spark/docs_interpreter.py``): the interpreter a reader pastes the file's examples into. Its
+  namespace starts empty, so every block creates (or an earlier block of its file created) the client, the
+  admin, the SparkSession and the files it uses; it runs in the file's working folder, in the shell
+  environment of a reader who activated the venv (:func:`reader_environment`). A Spark block's
+  ``SparkSession.builder.getOrCreate()`` starts Spark in that process from the machine's Spark defaults
+  (``$SPARK_CONF_DIR``: ``local[2]``, no UI, 2 shuffle partitions), as a user's ``spark-defaults.conf``.
 - ```` ```bash ````/```` ```sh ````/```` ```shell ```` blocks: each command (lines joined at a trailing
-  backslash, ``#`` comments dropped) must be a ``pulsarlike`` command. ``pulsarlike job ...`` runs
-  in-process on the test session's SparkSession (``jobs.cli.main``, as ``pulsarlike`` would call it);
-  every other one runs as a subprocess (this venv's ``pulsarlike`` script). Each must exit 0. Pipes,
-  ``&``, redirections and other programs (``make``, ``docker``, ``pip``, ``spark-submit``) are not run:
-  their block must be marked.
+  backslash, ``#`` comments dropped) must be a ``pulsarlike`` command, run as the reader's shell runs it (the
+  venv's ``pulsarlike`` script, in the working folder) and must exit 0 -- except ``pulsarlike job ...``,
+  which the file's interpreter runs through the same entry point (``broker_core.cli.main``), so the file's
+  jobs share one JVM (each stops its SparkSession at its end). Pipes, ``&``, redirections and other programs
+  (``make``, ``docker``, ``pip``, ``spark-submit``) are not run: their block must be marked.
 - **The marker.** A block that cannot run as it stands -- an output listing, a synopsis, a long-running
   ``pulsarlike broker``, ``docker compose``, an install step, a fragment -- carries ``not-run`` in its
   fence's info string, after the language: ```` ```text not-run ````, ```` ```bash not-run ````
@@ -21,42 +21,39 @@ Which blocks run
   ``test_every_block_runs_or_is_marked_not_run`` fails naming every block that neither runs nor is
   marked; nothing is skipped silently.
 - Blocks that need Spark (a python block mentioning ``spark``, a shell block running ``pulsarlike job``)
-  are marked ``spark`` and run on the session-scoped SparkSession; the others do not start Spark.
+  are marked ``spark`` and get the longer deadline.
 
 What the examples find
-- One ``pulsarlike broker --port 0`` process per markdown file, started when the file's first block runs
-  and stopped when the next file starts. ``pulsar://127.0.0.1:6650`` and ``pulsar://localhost:6650`` in
-  a block are rewritten to it, and ``$PULSARLIKE_SERVICE_URL`` names it.
+- One broker per markdown file, started as README's Quickstart starts it (``pulsarlike broker --data-dir
+  ./pulsarlike-data``) but on a free port (``--port 0``: tests never take fixed ports), when the file's
+  first block runs, and stopped when the next file starts. ``pulsar://127.0.0.1:6650`` and
+  ``pulsar://localhost:6650`` in a block are rewritten to it, and ``$PULSARLIKE_SERVICE_URL`` (the default
+  of the ``pulsarlike`` commands) names it.
 - A working folder per file, the current folder of its blocks, holding ``data/2024-05-01.json`` and
   ``data/2024-05-02.json`` (orders as JSON lines: ``order_id``, ``customer``, ``amount``, ``created_at``)
   and ``raw/readings.csv`` (``;``-separated ``sensor;unit;site;value``). Absolute paths under ``/tmp/`` in a
-  block are moved into it (so test runs do not share them), and under ``/data/`` too outside
-  :data:`COPY_PASTE`, whose examples write only under a temporary folder (``tempfile.mkdtemp()``) or a
-  relative one (Spark resolves a relative path against the folder its JVM started in, so Spark examples
-  make them absolute).
+  block are moved into it (so test runs do not share them); examples write only there, under a temporary
+  folder (``tempfile.mkdtemp()``) or a relative one (Spark resolves a relative path against the folder its
+  JVM started in, so Spark examples make them absolute).
 - The broker holds dead letters: ``orders-billing-DLQ`` with three messages (keys ``c-17``, ``c-42``,
   ``c-7``; properties ``REAL_TOPIC`` = ``persistent://public/default/orders``, ``ORIGIN_MESSAGE_ID``,
   ``reason``), unacknowledged on its subscription ``ops``.
 
 Limits: one block gets ``BLOCK_TIMEOUT_S`` (``SPARK_BLOCK_TIMEOUT_S`` with Spark); a block that waits for
-ever (``receive()`` on an empty topic, ``consume -n 0``) fails with the timeout, and is not run again as
-an earlier block of a later one.
+ever (``receive()`` on an empty topic, ``consume -n 0``) fails with the timeout, the file's interpreter is
+stopped, and its later python blocks fail saying so.
 """
 from __future__ import annotations
 
 import contextlib
-import importlib
-import inspect
-import io
 import json
 import os
 import re
+import select
 import shlex
 import signal
 import subprocess
 import sys
-import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,11 +70,9 @@ SPARK_BLOCK_TIMEOUT_S = 180
 SHELL_OPERATORS = {"|", "||", "&", "&&", ";", ">", ">>", "<", "2>", "2>&1"}
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _SERVICE_URL = re.compile(r"pulsar://(?:127\.0\.0\.1|localhost):6650")
-_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~-])/(data|tmp)(?=/)")
+_WEB_URL = re.compile(r"http://(?:127\.0\.0\.1|localhost):8080")
+_METRICS_LINE = re.compile(r"pulsarlike metrics on (http://[^/\s]+)/metrics")
 _TEMP_PATH = re.compile(r"(?<![\w.:/~-])/(tmp)(?=/)")
-COPY_PASTE = ("README.md", "docs/admin.md", "docs/jobs.md", "docs/compaction.md", "docs/spark.md",
-              "docs/security.md")
-"""Files whose blocks run exactly as a reader pastes them: no name is given to them (issue 34)."""
 _NEEDS_SPARK = re.compile(r"\bspark\b|\bpyspark\b")
 
 
@@ -203,152 +198,186 @@ class Failed(Exception):
     """A block did not run; the message says what it printed."""
 
 
-@contextlib.contextmanager
-def deadline(seconds: float, what: str):
-    """Raise Failed in this (the main) thread after ``seconds``; pytest-timeout's own alarm, when set, is
-    put back with what was left of it."""
-    def expire(signum: int, frame: Any) -> None:
-        raise Failed(f"{what} did not finish within {seconds:.0f} s: an example must end by itself")
+SPARK_DEFAULTS = {
+    "spark.master": "local[2]",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "512m",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.python.worker.reuse": "true",
+    "spark.ui.showConsoleProgress": "false",
+    # a short-lived JVM on a busy machine: the quick JIT only and one GC thread start it for less CPU
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+"""The machine's Spark configuration (``$SPARK_CONF_DIR/spark-defaults.conf``), as a small cluster's admin
+would set it: a block's ``SparkSession.builder.getOrCreate()`` finds it, nothing is given to the block."""
+INTERPRETER = Path(__file__).resolve().parent / "docs_interpreter.py"
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    left, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
-    started = time.monotonic()
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if left:
-            signal.setitimer(signal.ITIMER_REAL, max(left - (time.monotonic() - started), 0.001))
+
+def reader_environment(folder: Path, service_url: str) -> dict[str, str]:
+    """The shell of a reader who activated the venv (README's user path): its ``bin`` first on ``PATH``,
+    ``python3`` the venv's (what Spark's workers run), ``$PULSARLIKE_SERVICE_URL`` the broker the file's
+    examples find, Spark's defaults in ``$SPARK_CONF_DIR``; nothing of the test session's Spark settings."""
+    venv_bin = Path(sys.executable).parent
+    conf = folder / "spark-conf"
+    conf.mkdir(exist_ok=True)
+    (conf / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in SPARK_DEFAULTS.items()))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYSPARK_", "SPARK_", "PYTEST_")) and k not in ("PYTHONPATH", "COV_CORE_SOURCE")}
+    env.update({"PATH": f"{venv_bin}{os.pathsep}{env.get('PATH', '')}", "VIRTUAL_ENV": str(venv_bin.parent),
+                "PULSARLIKE_SERVICE_URL": service_url, "SPARK_CONF_DIR": str(conf),
+                "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1"})
+    return env
 
 
 @dataclass
 class FileRun:
-    """The broker, working folder and namespace of one markdown file's blocks."""
+    """The broker, working folder and interpreter process of one markdown file's blocks."""
 
     path: str
     folder: Path
     broker: BrokerProcess
-    namespace: dict[str, Any] = field(default_factory=dict)
+    web_url: str
+    """The broker's web service (admin REST API, metrics): ``http://HOST:PORT``."""
+    env: dict[str, str]
     done: dict[int, str | None] = field(default_factory=dict)
     """Line of each block run so far -> None, or why it failed."""
-    session: Any = None
-    """The test SparkSession, once a block needed it (``pulsarlike job`` runs on it)."""
+    interpreter: subprocess.Popen | None = None
+    answers: Any = None
+    lost: str = ""
+    """Why the interpreter is gone (a block that never ended), when it is."""
 
     @classmethod
     def start(cls, path: str, base: Path) -> "FileRun":
-        from connector import Admin, Client
-
         folder = base / re.sub(r"[^\w.-]", "_", path)
         lay_out_working_folder(folder)
-        broker = BrokerProcess(base / (folder.name + "-broker")).start()
+        # README's way: `pulsarlike broker --data-dir ./pulsarlike-data`, on any free port instead of 6650
+        broker = BrokerProcess(folder / "pulsarlike-data").start()
+        second = broker.proc.stdout.readline()  # type: ignore[union-attr] - the web port's line
+        found = _METRICS_LINE.search(second)
+        if found is None:
+            broker.stop()
+            raise RuntimeError(f"the broker's second line does not name its web service: {second!r}")
         seed_dead_letters(broker.service_url)
-        url = broker.service_url
-        if path in COPY_PASTE:
-            return cls(path, folder, broker, {"__name__": "__example__"})
-        return cls(path, folder, broker, {"__name__": "__example__", "url": url, "client": Client(url),
-                                          "admin": Admin(url)})
+        return cls(path, folder, broker, found[1], reader_environment(folder, broker.service_url))
 
     def stop(self) -> None:
-        spark = self.session
-        if spark is not None:
-            for query in spark.streams.active:  # a streaming example left running
-                query.stop()
-        for name in ("client", "admin"):
-            with contextlib.suppress(Exception):
-                self.namespace[name].close()
+        self._stop_interpreter()
         self.broker.stop()
 
     def rewrite(self, code: str) -> str:
         code = _SERVICE_URL.sub(self.broker.service_url, code)
-        paths = _TEMP_PATH if self.path in COPY_PASTE else _ABSOLUTE_PATH
-        return paths.sub(lambda m: f"{self.folder}/{m[1]}", code)
+        code = _WEB_URL.sub(self.web_url, code)
+        return _TEMP_PATH.sub(lambda m: f"{self.folder}/{m[1]}", code)
 
-    def run(self, block: Block, spark: Any) -> None:
+    def run(self, block: Block) -> None:
         """Run ``block``; Failed with its output when it does not run."""
-        if spark is not None:
-            self.session = spark
-            if self.path not in COPY_PASTE:
-                self.namespace["spark"] = spark
-        previous = os.getcwd()
-        os.chdir(self.folder)
         seconds = SPARK_BLOCK_TIMEOUT_S if block.needs_spark else BLOCK_TIMEOUT_S
+        if RUNNABLE[block.lang] == "python":
+            self._ask({"op": "python", "path": block.path, "line": block.line, "code": self.rewrite(block.code),
+                       "timeout": seconds}, block)
+        else:
+            self._shell(block, seconds)
+
+    # --- the file's interpreter: a fresh python process, started at the file's first python block or job
+    def _ask(self, request: dict, block: Block) -> None:
+        if self.lost:
+            raise Failed(f"not run: {self.lost}")
+        if self.interpreter is None:
+            self._start_interpreter()
+        assert self.interpreter is not None and self.interpreter.stdin is not None
+        self.interpreter.stdin.write(json.dumps(request) + "\n")
+        self.interpreter.stdin.flush()
+        ready, _, _ = select.select([self.answers], [], [], request["timeout"] + 30)
+        line = self.answers.readline() if ready else ""
+        if not line:
+            self.lost = (f"the interpreter of {self.path} was stopped: the block at {block} did not end "
+                         f"(within {request['timeout']} s)" if not ready else
+                         f"the interpreter of {self.path} exited during the block at {block}")
+            self._stop_interpreter()
+            raise Failed(f"{self.lost}\n{self._log_tail()}")
+        answer = json.loads(line)
+        if not answer["ok"]:
+            raise Failed(f"{answer['error']}\nprinted:\n{answer['printed']}")
+
+    def _start_interpreter(self) -> None:
+        read_end, write_end = os.pipe()
+        log = open(self.folder / "interpreter.log", "ab")  # noqa: SIM115 - the process's stdout/stderr
         try:
-            with deadline(seconds, f"the block at {block}"):
-                if RUNNABLE[block.lang] == "python":
-                    self._python(block)
-                else:
-                    self._shell(block)
+            self.interpreter = subprocess.Popen(
+                [str(Path(sys.executable).parent / "python3"), str(INTERPRETER), str(write_end)],
+                cwd=self.folder, env=self.env, stdin=subprocess.PIPE, stdout=log, stderr=log, text=True,
+                pass_fds=(write_end,), start_new_session=True)
         finally:
-            os.chdir(previous)
+            os.close(write_end)
+            log.close()
+        self.answers = os.fdopen(read_end, "r")
 
-    def _python(self, block: Block) -> None:
-        # blank lines first, so a traceback's line numbers are the markdown file's
-        code = compile("\n" * block.line + self.rewrite(block.code), block.path, "exec")
-        out = io.StringIO()
+    def _stop_interpreter(self) -> None:
+        proc, self.interpreter = self.interpreter, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # type: ignore[union-attr]
         try:
-            with contextlib.redirect_stdout(out):
-                exec(code, self.namespace)
-        except Failed as exc:
-            raise Failed(f"{exc}\nprinted:\n{out.getvalue()}") from None
-        except Exception:
-            raise Failed(f"{traceback.format_exc(limit=-3)}\nprinted:\n{out.getvalue()}") from None
+            proc.wait(30)  # a streaming example left running stops with its process
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # its JVM and Spark's Python workers too
+        proc.wait(30)
+        if self.answers is not None:
+            self.answers.close()
+            self.answers = None
 
-    def _shell(self, block: Block) -> None:
-        env = {**os.environ, "PULSARLIKE_SERVICE_URL": self.broker.service_url}
-        for argv in commands(self.rewrite(block.code)):
+    def _log_tail(self) -> str:
+        log = self.folder / "interpreter.log"
+        return "its output ended with:\n" + log.read_text(errors="replace")[-3000:] if log.exists() else ""
+
+    # --- shell blocks: as the reader's shell runs them
+    def _shell(self, block: Block, seconds: float) -> None:
+        argvs = commands(self.rewrite(block.code))
+        for argv in argvs:
+            shown = " ".join(argv)
+            if any(argv[i:i + 2] == ["pulsarlike", "broker"] for i in range(len(argv))):
+                raise Failed(f"`{shown}` starts a broker that runs until stopped; mark the block "
+                             f"```{block.lang} {MARKER}```")
+            if "&" in argv:
+                raise Failed(f"`{shown}` leaves a process running; mark the block ```{block.lang} {MARKER}```")
+        if not any(argv[:2] == ["pulsarlike", "job"] for argv in argvs):
+            code, out, err = self._subprocess(["bash", "-e", "-o", "pipefail", "-c", self.rewrite(block.code)],
+                                              self.env, seconds)
+            if code != 0:
+                raise Failed(f"the block exited {code} under bash -e\nstdout:\n{out}\nstderr:\n{err}")
+            return
+        # a block running Spark jobs: command by command, the jobs in the file's interpreter (one JVM)
+        env = dict(self.env)
+        for argv in argvs:
             shown = " ".join(argv)
             while argv and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):  # NAME=value before the command
                 name, value = argv.pop(0).split("=", 1)
                 env[name] = value
             if SHELL_OPERATORS & set(argv) or not argv or argv[0] != "pulsarlike":
-                raise Failed(f"`{shown}`: only plain `pulsarlike ...` commands run here; mark the block "
-                             f"```{block.lang} {MARKER}``` if it cannot run as it stands")
-            if argv[1:2] == ["broker"]:
-                raise Failed(f"`{shown}` starts a broker that runs until stopped; mark the block "
-                             f"```{block.lang} {MARKER}```")
+                raise Failed(f"`{shown}`: a block running `pulsarlike job` holds only plain `pulsarlike ...` "
+                             f"commands; mark the block ```{block.lang} {MARKER}``` if it cannot run as it stands")
             if argv[1:2] == ["job"]:
-                code, out, err = self._job(argv[1:], env)
-            else:
-                code, out, err = self._subprocess(argv[1:], env)
+                changed = {k: v for k, v in env.items() if self.env.get(k) != v}
+                self._ask({"op": "job", "argv": argv[1:], "env": changed, "timeout": seconds}, block)
+                continue
+            code, out, err = self._subprocess(argv, env, seconds)
             if code != 0:
                 raise Failed(f"`{shown}` exited {code}\nstdout:\n{out}\nstderr:\n{err}")
 
-    def _job(self, argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-        """``pulsarlike job NAME ...`` as the command runs it, but handed the test session (a job that
-        started its own would stop the shared one at its end)."""
-        from jobs import cli
-
-        out, err = io.StringIO(), io.StringIO()
-        saved = dict(os.environ)
-        os.environ.update(env)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    name = argv[1].replace("_", "-") if len(argv) > 1 else ""
-                    job = importlib.import_module(cli.JOBS[name]).main if name in cli.JOBS else None
-                    if job is not None and "spark" in inspect.signature(job).parameters:
-                        code = job(argv[2:], spark=self.session)
-                    else:  # stream-demo builds its own session; unknown jobs get the command's message
-                        code = cli.main(argv)
-                except SystemExit as exc:  # argparse: bad usage
-                    code = exc.code if isinstance(exc.code, int) else 2
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        return code, out.getvalue(), err.getvalue()
-
-    def _subprocess(self, argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-        script = Path(sys.executable).parent / "pulsarlike"
-        program = [str(script)] if script.exists() else [sys.executable, "-m", "broker_core.cli"]
-        # the block's deadline interrupts the wait; the with-block kills the process then
-        with subprocess.Popen([*program, *argv], cwd=self.folder, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True) as proc:
+    def _subprocess(self, argv: list[str], env: dict[str, str], seconds: float) -> tuple[int, str, str]:
+        with subprocess.Popen(argv, cwd=self.folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True, start_new_session=True) as proc:
             try:
+                out, err = proc.communicate(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # bash and what it started
                 out, err = proc.communicate()
-            except BaseException:
-                proc.kill()
-                raise
+                raise Failed(f"`{' '.join(argv)}` did not finish within {seconds:.0f} s: an example must end by "
+                             f"itself\nstdout:\n{out}\nstderr:\n{err}") from None
         return proc.returncode, out, err
 
 
@@ -391,24 +420,23 @@ def _params() -> list[Any]:
 
 
 @pytest.mark.parametrize("block", _params())
-def test_example_runs(block: Block, examples: Examples, request):
+def test_example_runs(block: Block, examples: Examples):
     run = examples.file_run(block.path)
     earlier = [b for b in fenced_blocks(ROOT / block.path) if b.runs and b.line < block.line
                and b.line not in run.done]
     for before in earlier:  # a block selected alone (-k) still finds what the earlier ones made
-        run.done[before.line] = _attempt(run, before, request)
+        run.done[before.line] = _attempt(run, before)
     failed_before = [f"{block.path}:{line}" for line, why in run.done.items() if why and line < block.line]
-    why = run.done[block.line] = _attempt(run, block, request)
+    why = run.done[block.line] = _attempt(run, block)
     if why:
         context = f" (earlier blocks of the file failed: {', '.join(failed_before)})" if failed_before else ""
         pytest.fail(f"the example at {block} does not run{context}:\n{why}", pytrace=False)
 
 
-def _attempt(run: FileRun, block: Block, request) -> str | None:
-    spark = request.getfixturevalue("spark") if block.needs_spark else None
+def _attempt(run: FileRun, block: Block) -> str | None:
     run.done[block.line] = "it did not finish"  # what stays when pytest-timeout stops it
     try:
-        run.run(block, spark)
+        run.run(block)
     except Failed as exc:
         return str(exc)
     return None
