@@ -98,8 +98,7 @@ def test_a_batch_read_decrypts_what_the_official_client_encrypted(source, encryp
 def test_a_streaming_read_decrypts_with_a_file_url_and_pulsar_spark_spelling(spark, source, encrypted, keys,
                                                                              tmp_path):
     name = f"enc_{uuid.uuid4().hex[:8]}"
-    query = (source(topic=encrypted, startingOffsets="earliest", maxMessagesPerTrigger=4,
-                    cryptoPrivateKey="file://" + keys[0].private,
+    query = (source(topic=encrypted, startingOffsets="earliest", cryptoPrivateKey="file://" + keys[0].private,
                     **{"pulsar.reader.cryptoFailureAction": "FAIL"}).load()
              .select("value", "__offset").writeStream.format("memory").queryName(name)
              .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
@@ -212,6 +211,8 @@ def test_the_sink_and_the_source_encrypt_and_decrypt_on_pulsar_lite(spark, pulsa
     failed = (spark.read.format("pulsarlike").option("service.url", url).option("topic", topic)
               .option("cryptoFailureAction", "consume").load().collect())
     assert failed and all(r["__encryptionContext"]["isDecryptionFailed"] for r in failed)
+    with pytest.raises(Exception, match="cannot decrypt the end-to-end encrypted message at message id"):
+        spark.read.format("pulsarlike").option("service.url", url).option("topic", topic).load().collect()
 
 
 # --- options, refused at load() / save() ----------------------------------------------------------------
