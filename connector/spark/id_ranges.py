@@ -15,6 +15,9 @@ starts after ``start`` (exclusive) and stops with ``end`` (inclusive).
   (``maxMessagesPerTrigger``, ``maxBytesPerTrigger``) must cut a range at a message (exact counts, at the cost of
   reading the admitted messages once more on the driver).
 - Every wait is bounded by ``pollTimeoutMs`` (:class:`~connector.spark.partition_reader.RangeReadTimeout`).
+- End-to-end encrypted messages: the reader decrypts them with the options' key reader; one it cannot decrypt
+  comes as stored (the reader is always CONSUME) and meets ``cryptoFailureAction`` here: the task fails naming
+  its message id, it is left out, or it is a row with ``__encryptionContext`` (:mod:`connector.spark.encrypted_rows`).
 """
 from __future__ import annotations
 
