@@ -15,6 +15,7 @@ derives the lag from the two::
 """
 from __future__ import annotations
 
+import ast
 import json
 import logging
 from typing import Any
@@ -33,11 +34,19 @@ def _as_dict(progress: Any) -> dict[str, Any]:
 
 
 def _offsets(text: Any) -> dict[TopicPartition, int] | None:
-    """The source's offsets in a progress field, or None when it is not a pulsarlike offset."""
+    """The source's offsets in a progress field, or None when it is not a pulsarlike offset. pyspark 4.1's
+    progress objects give an offset as the str() of its parsed JSON (4.0 and 4.2 give the JSON)."""
     try:
-        return decode_source_offset(json.loads(text) if isinstance(text, str) else text).offsets
-    except (TypeError, ValueError, AttributeError):
+        return decode_source_offset(_parsed(text) if isinstance(text, str) else text).offsets
+    except (TypeError, ValueError, AttributeError, SyntaxError):
         return None
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return ast.literal_eval(text)  # literals only: pyspark 4.1's str() of a dict
 
 
 def messages_behind_latest(progress: Any, source_index: int | None = None) -> dict[str, float] | None:

@@ -3,6 +3,7 @@ admission control, availableNow, restarts from the checkpoint, each query's own 
 backlog, new partitions."""
 from __future__ import annotations
 
+import ast
 import json
 import time
 
@@ -41,7 +42,15 @@ def values_of(spark, name):
 def subscription_of(query) -> str:
     """The query's own subscription, as its offsets name it."""
     progress = [p for p in query.recentProgress if p["sources"][0]["endOffset"]][-1]
-    return decode_source_offset(json.loads(progress["sources"][0]["endOffset"])).subscription
+    return decode_source_offset(progress_offset(progress["sources"][0]["endOffset"])).subscription
+
+
+def progress_offset(text: str) -> dict:
+    """An offset of a progress: JSON, or (pyspark 4.1's progress objects) the str() of the parsed dict."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return ast.literal_eval(text)
 
 
 @pytest.mark.spark_core

@@ -117,3 +117,18 @@ def test_without_read_limits_an_old_spark_says_nothing(caplog):
     with caplog.at_level(logging.WARNING, logger=sv.__name__):
         sv.check_stream_options(options(), (4, 0, 0), admission_control=False)
     assert caplog.records == []
+
+
+def test_lag_figures_read_the_offsets_of_pyspark_4_1s_progress_objects_too():
+    from connector.spark.metrics import messages_behind_latest
+    from connector.spark.offsets import TopicPartition, encode_source_offset
+
+    def as_pyspark_41_shows_it(parts):  # str() of the parsed JSON, single quotes and all
+        return str(encode_source_offset({TopicPartition("t", p): o for p, o in parts.items()}, "s"))
+
+    progress = {"sources": [{"endOffset": as_pyspark_41_shows_it({0: 5, 1: 10}),
+                             "latestOffset": as_pyspark_41_shows_it({0: 15, 1: 10})}]}
+    assert messages_behind_latest(progress) == {
+        "minOffsetsBehindLatest": 0, "avgOffsetsBehindLatest": 5.0, "maxOffsetsBehindLatest": 10}
+    assert messages_behind_latest({"sources": [{"endOffset": "{'not': __import__('os')}",
+                                                "latestOffset": "{oops"}]}) is None
