@@ -75,7 +75,7 @@ class BrokerConfig:
     """``group`` mode: the least time between two fsyncs (0: start the next as soon as one ends)."""
     eventLoop: str = "asyncio"
     """pulsarlike: the event loop the broker runs on: ``asyncio`` (the standard library's) or ``uvloop`` (libuv's,
-    the ``uvloop`` extra: about a fifth less broker CPU per produced message, see bench/README.md). Read when the
+    the ``uvloop`` extra: 8-28% less broker CPU per produced message in bench/README.md's runs). Read when the
     broker starts (``pulsarlike broker``, ``Broker(...)``); a broker embedded in a running loop keeps that one."""
     managedLedgerMaxSizePerLedgerMbytes: int = 256
     """A segment rolls over when it reaches this size."""
