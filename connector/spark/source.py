@@ -33,6 +33,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
+from broker_core import errors
+
 from connector.spark.options import SourceOptions, parse_source_options
 from connector.spark.schema import check_requested_schema, spark_schema_of
 from connector.spark.source_admin import SourceAdmin, SourceConnectError
@@ -48,20 +50,17 @@ class PulsarLikeDataSource(DataSource):
         return "pulsarlike"
 
     def schema(self) -> StructType:
+        # load(): options neither a read nor a stream takes are refused here, not at start() (issue 34)
         try:
             opts = parse_source_options(self.options, streaming=False, warn=False)
-        except ValueError:
+        except ValueError as batch_error:
             try:
                 opts = parse_source_options(self.options, streaming=True)
-            except ValueError:
-                opts = None  # reader()/streamReader() raise it, naming the option
+            except ValueError as stream_error:
+                raise _refused(batch_error, stream_error) from None
         found = TopicSchema("BYTES")
-        if opts is not None:
-            try:
-                found = _topic_schema(opts) if _dense(opts) else found
-            except SourceConnectError as exc:
-                # the read fails when it starts (reader() asks again), as it always has, with this error
-                log.warning("event=topic_schema_unknown reason=%r: the broker cannot be reached", exc.message)
+        if _dense_at_load(opts):
+            found = _topic_schema(opts)
         return spark_schema_of(source_arrow_schema(found, opts))
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -89,6 +88,35 @@ class PulsarLikeDataSource(DataSource):
         from connector.spark.writer import PulsarLikeStreamWriter
 
         return PulsarLikeStreamWriter(dict(self.options), schema, overwrite)
+
+
+LOAD_CONNECT_TIMEOUT_MS = 10_000
+"""How long ``load()`` waits for an unreachable broker: pulsar-client's ``connection_timeout_ms`` (a running
+query waits ``pollTimeoutMs`` for a broker that restarts)."""
+
+
+def _refused(batch_error: ValueError, stream_error: ValueError) -> ValueError:
+    """The error ``load()`` raises for options neither ``spark.read`` nor ``spark.readStream`` takes."""
+    if str(batch_error) == str(stream_error):
+        return ValueError(f"pulsarlike source: {stream_error}")
+    return ValueError(f"pulsarlike source: spark.readStream: {stream_error}; spark.read: {batch_error}")
+
+
+def _dense_at_load(opts: SourceOptions) -> bool:
+    """Whether the broker has dense offsets (pulsarlike), whose registry gives typed columns
+    (:func:`connector.spark.offset_kinds.is_dense`; ``transport=grpc`` says so without asking), asked within
+    :data:`LOAD_CONNECT_TIMEOUT_MS`: ``SourceConnectError`` at ``load()`` when the broker does not answer, so a
+    wrong URL or port fails there in seconds, not at ``start()`` after ``pollTimeoutMs`` twice."""
+    if opts.transport == "grpc":
+        return True
+    from connector.spark.any_broker import dense_offsets
+
+    timeout_ms = min(opts.poll_timeout_ms, LOAD_CONNECT_TIMEOUT_MS)
+    try:
+        return dense_offsets(opts.service_url, timeout_ms, opts.security)
+    except (errors.ConnectError, errors.Timeout) as exc:
+        raise SourceConnectError(f"{exc.message} (option service.url={opts.service_url}, when the read was "
+                                 f"loaded): start the broker or fix service.url", target=opts.service_url) from None
 
 
 def _topic_schema(opts: SourceOptions) -> TopicSchema:
@@ -120,14 +148,6 @@ def source_arrow_schema(found: TopicSchema, opts: SourceOptions | None) -> pa.Sc
 
         schema = with_encryption_context(schema)
     return with_headers(schema) if opts is not None and opts.include_headers else schema
-
-
-def _dense(opts: SourceOptions) -> bool:
-    """Whether the broker has dense offsets (pulsarlike), whose registry gives typed columns
-    (:func:`connector.spark.offset_kinds.is_dense`)."""
-    from connector.spark.offset_kinds import is_dense
-
-    return is_dense(opts)
 
 
 def _checked(opts: SourceOptions, schema: StructType, kind: Any) -> SourceOptions:

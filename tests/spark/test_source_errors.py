@@ -17,13 +17,22 @@ def failure_text(excinfo) -> str:
     return str(excinfo.value)
 
 
-def stream_failure(df, checkpoint) -> str:
-    """Starts ``df`` (a stream: options are checked when the query starts) and returns why it failed."""
+def stream_failure(reader, checkpoint) -> str:
+    """Loads and starts ``reader`` (a stream: options no read takes are refused at load(), the others when
+    the query starts) and returns why it failed."""
     with pytest.raises(Exception) as excinfo:
-        query = (df.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+        query = (reader.load().writeStream.format("noop").option("checkpointLocation", str(checkpoint))
                  .trigger(availableNow=True).start())
         query.awaitTermination(60)
     return failure_text(excinfo)
+
+
+def test_a_misspelled_option_of_a_stream_is_refused_at_load_not_at_start(source, topic):
+    with pytest.raises(Exception) as excinfo:
+        source(topic=topic, startingOffset="earliest").load()
+    assert "unknown option 'startingoffset'" in failure_text(excinfo)
+    assert "did you mean 'startingOffsets'" in failure_text(excinfo)
+    assert "UnboundLocalError" not in failure_text(excinfo)
 
 
 def test_an_unknown_option_names_the_closest_known_one(source, topic):
@@ -34,7 +43,7 @@ def test_an_unknown_option_names_the_closest_known_one(source, topic):
 
 
 def test_two_topic_options_conflict(source, topic, tmp_path):
-    text = stream_failure(source(topic=topic, topics=f"{topic},other").load(), tmp_path)
+    text = stream_failure(source(topic=topic, topics=f"{topic},other"), tmp_path)
     assert "set exactly one of the options topic, topics, topicsPattern" in text
     assert "topic and topics were given" in text
 
@@ -46,20 +55,20 @@ def test_a_missing_topic_option_is_refused(source):
 
 
 def test_malformed_starting_offsets_json_is_refused_with_the_expected_shape(source, topic, tmp_path):
-    text = stream_failure(source(topic=topic, startingOffsets='{"t": {"0": 1}').load(), tmp_path)
+    text = stream_failure(source(topic=topic, startingOffsets='{"t": {"0": 1}'), tmp_path)
     assert "option startingOffsets" in text and "is not valid JSON" in text
     assert '"persistent://public/default/my-topic": {"0": 42' in text
 
 
 def test_starting_offsets_naming_another_topic_are_refused(source, topic, tmp_path):
-    text = stream_failure(source(topic=topic, startingOffsets=json.dumps({"other-topic": {"-1": 0}})).load(),
-                          tmp_path)
+    text = stream_failure(source(topic=topic, startingOffsets=json.dumps({"other-topic": {"-1": 0}})), tmp_path)
     assert "names persistent://public/default/other-topic, which the query does not read" in text
 
 
-def test_ending_offsets_are_refused_in_a_stream(source, topic, tmp_path):
-    text = stream_failure(source(topic=topic, endingOffsets="latest").load(), tmp_path)
-    assert "option endingOffsets applies to batch reads" in text
+def test_ending_offsets_are_refused_in_a_stream_when_it_starts_not_at_load(source, topic, tmp_path):
+    reader = source(topic=topic, endingOffsets="latest")  # spark.read takes it: load() cannot tell
+    reader.load()
+    assert "option endingOffsets applies to batch reads" in stream_failure(reader, tmp_path)
 
 
 def test_starting_offsets_and_starting_time_conflict(source, topic):
@@ -92,28 +101,41 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_an_unreachable_broker_fails_a_batch_read_within_poll_timeout(spark):
+def test_an_unreachable_broker_fails_a_batch_read_at_load_within_poll_timeout(spark):
     url = f"pulsar://127.0.0.1:{closed_port()}"
-    df = (spark.read.format("pulsarlike").option("service.url", url).option("topic", "t")
-          .option("pollTimeoutMs", "1500").load())
     started = time.monotonic()
     with pytest.raises(Exception) as excinfo:
-        df.collect()
+        (spark.read.format("pulsarlike").option("service.url", url).option("topic", "t")
+         .option("pollTimeoutMs", "1500").load())
     assert time.monotonic() - started < 15
     text = failure_text(excinfo)
-    assert f"option service.url={url}, pollTimeoutMs=1500" in text and "start the broker" in text
+    assert "within 1.5s" in text and f"option service.url={url}, when the read was loaded" in text
+    assert "start the broker" in text
 
 
-def test_an_unreachable_broker_fails_a_stream_within_poll_timeout(spark, tmp_path):
+def test_an_unreachable_broker_fails_a_stream_at_load_within_poll_timeout(spark, tmp_path):
     url = f"pulsar://127.0.0.1:{closed_port()}"
-    query = (spark.readStream.format("pulsarlike").option("service.url", url).option("topic", "t")
-             .option("pollTimeoutMs", "1500").load().writeStream.format("noop")
+    started = time.monotonic()
+    with pytest.raises(Exception) as excinfo:
+        (spark.readStream.format("pulsarlike").option("service.url", url).option("topic", "t")
+         .option("pollTimeoutMs", "1500").load())
+    assert time.monotonic() - started < 15
+    assert f"service.url={url}" in failure_text(excinfo) and "SourceConnectError" in failure_text(excinfo)
+
+
+def test_a_stream_given_its_schema_fails_at_start_when_the_broker_is_unreachable(spark, tmp_path):
+    # .schema(...) skips the lookup load() makes: the query's first call finds the broker missing
+    from connector.spark.schema import SCHEMA_DDL
+
+    url = f"pulsar://127.0.0.1:{closed_port()}"
+    query = (spark.readStream.format("pulsarlike").schema(SCHEMA_DDL).option("service.url", url)
+             .option("topic", "t").option("pollTimeoutMs", "1500").load().writeStream.format("noop")
              .option("checkpointLocation", str(tmp_path)).start())
     started = time.monotonic()
     with pytest.raises(Exception) as excinfo:
         query.awaitTermination(60)
     assert time.monotonic() - started < 15
-    assert f"service.url={url}" in failure_text(excinfo)
+    assert f"option service.url={url}, pollTimeoutMs=1500" in failure_text(excinfo)
 
 
 def test_a_broker_gone_while_an_executor_reads_fails_the_task_with_a_connect_error(spark, tmp_path):
