@@ -66,7 +66,6 @@ def test_micro_batch_replayed_by_spark_after_a_lost_commit_adds_nothing(spark, b
     assert sorted(int(v) for v in payloads(client, topic)) == list(range(80))
 
 
-@pytest.mark.spark_core
 def test_topic_to_topic_copy_keeps_keys_properties_and_event_times(spark, broker, client, produce, topic,
                                                                    tmp_path):
     produce(topic, 30, partition_key="k", properties={"a": "b"}, event_timestamp=1_000)

@@ -203,7 +203,6 @@ def parquet_offsets(spark, folder):
     return sorted(r["__offset"] for r in spark.read.parquet(str(folder / "out")).collect())
 
 
-@pytest.mark.spark_core
 def test_a_restarted_query_keeps_its_own_subscription(spark, source, produce, topic, admin, tmp_path):
     produce(topic, 10)
     df = source(topic=topic, startingOffsets="earliest").load()
