@@ -286,10 +286,15 @@ class FileRun:
         if self.interpreter is None:
             self._start_interpreter()
         assert self.interpreter is not None and self.interpreter.stdin is not None
-        self.interpreter.stdin.write(json.dumps(request) + "\n")
-        self.interpreter.stdin.flush()
-        ready, _, _ = select.select([self.answers], [], [], request["timeout"] + 30)
-        line = self.answers.readline() if ready else ""
+        try:
+            self.interpreter.stdin.write(json.dumps(request) + "\n")
+            self.interpreter.stdin.flush()
+            ready, _, _ = select.select([self.answers], [], [], request["timeout"] + 30)
+            line = self.answers.readline() if ready else ""
+        except BaseException:  # pytest-timeout, Ctrl-C: its answer would be taken for the next block's
+            self.lost = f"the interpreter of {self.path} was stopped while it ran the block at {block}"
+            self._stop_interpreter()
+            raise
         if not line:
             self.lost = (f"the interpreter of {self.path} was stopped: the block at {block} did not end "
                          f"(within {request['timeout']} s)" if not ready else
@@ -459,3 +464,29 @@ def test_the_block_reader_finds_indented_and_tilde_fences_and_the_marker(tmp_pat
     assert [(b.line, b.lang, b.marked, b.runs, b.code) for b in found] == [
         (2, "python", False, True, "a = 1"), (7, "bash", True, False, "pulsarlike broker --data-dir d"),
         (10, "", False, False, "listing")]
+
+
+def test_the_interpreter_gives_a_block_nothing_and_keeps_what_earlier_blocks_made(tmp_path):
+    read_end, write_end = os.pipe()
+    with subprocess.Popen([sys.executable, str(INTERPRETER), str(write_end)], cwd=tmp_path, text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          pass_fds=(write_end,)) as proc:
+        os.close(write_end)
+        answers = os.fdopen(read_end, "r")
+
+        def run(code: str) -> dict:
+            proc.stdin.write(json.dumps({"op": "python", "path": "x.md", "line": 1, "code": code,
+                                         "timeout": 30}) + "\n")
+            proc.stdin.flush()
+            return json.loads(answers.readline())
+
+        injected = run("print(sorted(n for n in globals() if not n.startswith('__')))")
+        missing = run("client.close()")
+        kept = run("x = 41")
+        used = run("print(x + 1, __name__)")
+        proc.stdin.close()
+        answers.close()
+
+    assert injected == {"ok": True, "error": "", "printed": "[]\n"}
+    assert not missing["ok"] and "NameError: name 'client' is not defined" in missing["error"]
+    assert kept["ok"] and used == {"ok": True, "error": "", "printed": "42 __main__\n"}
