@@ -18,7 +18,7 @@ from connector.client.service_info import ServiceInfo
 from pulsarlike import exceptions, functions, schema, tableview
 from pulsarlike._unsupported import (
     AuthenticationAthenz, Context, Function, IdentitySerDe, PickleSerDe, SerDe)
-from connector.client.crypto_keys import CryptoKeyReader, EncryptionContext, EncryptionKey, EncryptionKeyInfo
+from connector.client.security.crypto_keys import CryptoKeyReader, EncryptionContext, EncryptionKey, EncryptionKeyInfo
 from pulsarlike.enums import ConsumerCryptoFailureAction
 from pulsarlike.message_batch import MessageBatch
 from pulsarlike.schema import BytesSchema

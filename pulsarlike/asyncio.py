@@ -8,7 +8,7 @@ as pulsar-client's, over the synchronous client of :mod:`connector.client`:
   receipt callback (on the client's I/O thread) completes the coroutine's future through
   ``loop.call_soon_threadsafe``. ``receive``/``read_next`` take a buffered message on the loop's own thread;
   with none buffered they register a *bell* on the consumer's receive queue (the same hand-off a waiting
-  ``receive()`` thread uses, :mod:`connector.client.receive_queue`) whose ring wakes the loop, then look again.
+  ``receive()`` thread uses, :mod:`connector.client.consumer.receive_queue`) whose ring wakes the loop, then look again.
   ``acknowledge``/``negative_acknowledge`` only queue the acknowledgement, as the sync calls do.
 - **Cancellation loses nothing.** A message leaves the receive queue only on the loop's thread, when the
   coroutine runs: a cancelled (or timed out: ``asyncio.wait_for``, ``asyncio.timeout``) ``receive`` leaves the
@@ -85,7 +85,7 @@ def _complete(future: asyncio.Future, result: Result, value: Any) -> None:
 
 
 class _Waker:
-    """A receive queue's bell (:class:`connector.client.receive_queue.Bell`) that wakes an awaiting coroutine."""
+    """A receive queue's bell (:class:`connector.client.consumer.receive_queue.Bell`) that wakes an awaiting coroutine."""
 
     __slots__ = ("_future",)
 

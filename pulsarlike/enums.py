@@ -1,4 +1,4 @@
 """pulsar-client enums that live with the feature they configure (re-exported under pulsar-client's names)."""
-from connector.client.message_crypto import ConsumerCryptoFailureAction
+from connector.client.security.message_crypto import ConsumerCryptoFailureAction
 
 __all__ = ["ConsumerCryptoFailureAction"]

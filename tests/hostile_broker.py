@@ -30,7 +30,7 @@ from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.codec.entries import encode_entry
 from broker_core.protocol.frames import FrameReader, encode
 
-from connector.client.binary.wire import payload_frame
+from connector.client.transport.binary.wire import payload_frame
 
 T = cmd.BaseCommand
 

@@ -1,5 +1,5 @@
 """Frames of Pulsar's binary protocol: cutting a byte stream into commands, and writing commands (the broker's
-front end, :mod:`broker_core.frontends.pulsar`, and the client's binary transport, :mod:`connector.client.binary`,
+front end, :mod:`broker_core.frontends.pulsar`, and the client's binary transport, :mod:`connector.client.transport.binary`,
 share it).
 
 Every frame (all integers big-endian)::

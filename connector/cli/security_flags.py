@@ -49,7 +49,7 @@ def add(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
 def client_kwargs(args: argparse.Namespace, url: str) -> dict[str, Any]:
     """Keyword arguments for ``Client``/``Admin`` from the parsed flags (``InvalidConfiguration`` for a bad
     plugin or parameters)."""
-    from connector.client.authentication import from_plugin
+    from connector.client.security.authentication import from_plugin
     from connector.client.security import is_tls_url
 
     kwargs: dict[str, Any] = {"authentication": from_plugin(getattr(args, "auth_plugin", ""),

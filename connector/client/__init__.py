@@ -14,9 +14,9 @@ from broker_core.errors import (
     TopicNotFound, TopicTerminated, UnknownError, UnsafePath)
 
 from connector.client.admin import Admin, PeekedMessage
-from connector.client.authentication import (Authentication, AuthenticationBasic, AuthenticationTLS,
+from connector.client.security.authentication import (Authentication, AuthenticationBasic, AuthenticationTLS,
                                             AuthenticationToken)
-from connector.client.oauth2 import AuthenticationOauth2
+from connector.client.security.oauth2 import AuthenticationOauth2
 from connector.client.client import Client
 from connector.client.consumer import Consumer
 from connector.client.enums import (

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from connector.client.crypto_keys import CryptoKeyReader
+from connector.client.security.crypto_keys import CryptoKeyReader
 from connector.client.enums import (BatchingType, CompressionType, ConsumerType, InitialPosition,
                                     PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode)
 from connector.client.low_level import BatchReceivePolicy, DeadLetterPolicy, KeySharedPolicy
-from connector.client.message_crypto import ConsumerCryptoFailureAction
+from connector.client.security.message_crypto import ConsumerCryptoFailureAction
 from connector.client.schema.schemas import SchemaInfo
 
 Check = Callable[[str, Any], Any]

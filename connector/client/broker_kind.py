@@ -3,7 +3,7 @@ as the client's public API (so none of them builds a transport of its own):
 
 - :func:`is_pulsarlike`: whether the broker numbers messages densely (pulsarlike) or by ``(ledger, entry,
   batch index)`` (Apache Pulsar, pulsar-lite). One binary ``CONNECT`` decides, as ``transport="auto"`` does
-  (:mod:`connector.client.transport_choice`): its ``CONNECTED.server_version`` names the broker.
+  (:mod:`connector.client.transport.choice`): its ``CONNECTED.server_version`` names the broker.
 - :func:`open_transport`: a transport by name (``auto``, ``grpc``, ``binary``), for a raw entry stream
   (:func:`~connector.client.entry_stream.open_entry_stream`).
 - :class:`DriverSubscriptions`: durable subscriptions held without taking messages (a query's or a job's
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from connector.client.security import Security
 from connector.client.transport import Transport
-from connector.client.transport_choice import open_transport
+from connector.client.transport.choice import open_transport
 
 __all__ = ["DriverSubscriptions", "LastId", "health_status", "is_pulsarlike", "open_transport"]
 
@@ -36,7 +36,7 @@ def is_pulsarlike(service_url: str, timeout_s: float, security: Security) -> boo
 def health_status(service_url: str, service: str, timeout_s: float, security: Security) -> str:
     """``SERVING``, ``NOT_SERVING`` or ``SERVICE_UNKNOWN``: the gRPC health service's answer for ``service``
     (pulsarlike's; an Apache Pulsar broker has none); ``ConnectError`` when none comes within ``timeout_s``."""
-    from connector.client.connection import health_status as ask
+    from connector.client.transport.grpc.connection import health_status as ask
 
     return ask(service_url, service, timeout_s, security)
 
@@ -48,7 +48,7 @@ class DriverSubscriptions:
     a consumer whose connection ended is subscribed again on next use."""
 
     def __init__(self, service_url: str, timeout_s: float, security: Security) -> None:
-        from connector.client.binary.held_subscriptions import HeldSubscriptions
+        from connector.client.transport.binary.held_subscriptions import HeldSubscriptions
 
         self._transport: Transport = open_transport("binary", service_url, timeout_s, timeout_s, security)
         self._held = HeldSubscriptions(self._transport, timeout_s)

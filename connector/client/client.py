@@ -1,7 +1,7 @@
 """``Client`` (pulsar-client's API): the entry point that creates producers, consumers and readers.
 
-The client is the composition root of its children: one transport (:mod:`connector.client.transport_choice`:
-gRPC's :class:`~connector.client.connection.Connection` or Pulsar's binary protocol, each reconnecting after a
+The client is the composition root of its children: one transport (:mod:`connector.client.transport.choice`:
+gRPC's :class:`~connector.client.transport.grpc.connection.Connection` or Pulsar's binary protocol, each reconnecting after a
 broker restart), one timer thread, one :class:`~connector.client.lookup.Lookup`; every producer and consumer
 gets what it uses in its constructor.
 """
@@ -18,33 +18,33 @@ from broker_core import errors
 from broker_core.types import TopicName
 
 from connector.client.arg_checks import check_number, check_number_or_none, check_type, check_type_or_none
-from connector.client.authentication import Authentication
+from connector.client.security.authentication import Authentication
 from connector.client.consumer import Consumer
-from connector.client.dead_letter import LetterOptions
+from connector.client.consumer.dead_letter import LetterOptions
 from connector.client.enums import (
     BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
     KeySharedMode, PartitionsRoutingMode, ProducerAccessMode, RegexSubscriptionMode, SubscriptionMode,
     check_enum)
-from connector.client.events import ConsumerSpec, KeySharedSpec
+from connector.client.transport.events import ConsumerSpec, KeySharedSpec
 from connector.client.loggers import LogRoute
 from connector.client.lookup import DEFAULT_MAX_PARTITIONS, Lookup
-from connector.client.message_crypto import (
+from connector.client.security.message_crypto import (
     ConsumerCrypto, ConsumerCryptoFailureAction, ProducerCrypto, check_key_reader, failure_action)
 from connector.client.message_id import MessageId
 from connector.client.opening import Deadline
-from connector.client.partition_consumer import ConsumerSettings, PartitionOpener
-from connector.client.partition_producer import PartitionProducer, open_producers
+from connector.client.consumer.partition import ConsumerSettings, PartitionOpener
+from connector.client.producer.partition import PartitionProducer, open_producers
 from connector.client.partition_updates import DEFAULT_INTERVAL_S, PartitionsUpdater
-from connector.client.pattern import TopicsPattern
+from connector.client.consumer.pattern import TopicsPattern
 from connector.client.policies import (
     HASH_RANGE_SIZE, ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, RedeliveryBackoff,
     RedeliveryOptions, check_backoff)
-from connector.client.positions import ReadPositions
+from connector.client.consumer.positions import ReadPositions
 from connector.client.producer import Producer, initial_partition
-from connector.client.producer_conf import ProducerConf, check_sequence_id
+from connector.client.producer.conf import ProducerConf, check_sequence_id
 from connector.client.reader import Reader, start_position
-from connector.client.redelivery import MIN_ACK_TIMEOUT_MS, MIN_TICK_MS
-from connector.client.routing import Router
+from connector.client.consumer.trackers import MIN_ACK_TIMEOUT_MS, MIN_TICK_MS
+from connector.client.producer.routing import Router
 from connector.client.schema.binding import SchemaBinding, bind
 from connector.client.security import Security, is_tls_url
 from connector.client.failover import PROBE_TIMEOUT_S, FailoverProbe, SwitchingTransport
@@ -52,7 +52,7 @@ from connector.client.service_info import AutoClusterFailover, ServiceInfo, Serv
 from connector.client.table_view import TableView
 from connector.client.timer import TimerThread
 from connector.client.transport import DENSE
-from connector.client.transport_choice import check_transport, open_transport
+from connector.client.transport.choice import check_transport, open_transport
 from connector.client.unclosed import children_of, watch
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class Client:
         listener every lookup asks for (``advertisedListeners``; one the broker has not fails the lookup), over
         the binary protocol. ``service_url`` may be the web service's ``http(s)://host:port``, as with
         pulsar-client: the first topic's broker is looked up over HTTP, then reached over the binary protocol
-        (:mod:`connector.client.http_lookup`).
+        (:mod:`connector.client.transport.http_lookup`).
 
         ``partitions_update_interval_seconds`` (the C++ client's ``partitionsUpdateInterval``, which
         pulsar-client's Python API does not expose; 0 turns it off): how often producers and consumers of
@@ -92,7 +92,7 @@ class Client:
         ``transport`` (pulsarlike's own option): ``"grpc"`` (pulsarlike's gRPC service), ``"binary"`` (Pulsar's
         binary protocol, any Pulsar broker) or ``"auto"``: at first use, one binary ``CONNECT`` tells whose
         broker it is; against pulsarlike the faster transport, against any other broker the binary protocol
-        (:mod:`connector.client.transport_choice`). Every public API behaves the same over both.
+        (:mod:`connector.client.transport.choice`). Every public API behaves the same over both.
 
         ``operation_timeout_seconds`` bounds each ``create_producer``, ``subscribe`` and ``create_reader`` as a
         whole: the lookups and the opening of every partition share one deadline (:mod:`connector.client.opening`).
@@ -187,7 +187,7 @@ class Client:
         ``send_timeout_millis``.
 
         ``encryption_key`` (a public key's name) with ``crypto_key_reader`` encrypts every entry end to end,
-        as pulsar-client (:mod:`connector.client.message_crypto`); ``encryption_keys`` (pulsarlike's, as the
+        as pulsar-client (:mod:`connector.client.security.message_crypto`); ``encryption_keys`` (pulsarlike's, as the
         Java client's repeated ``addEncryptionKey``) names several, the data key wrapped with each."""
         self._check_open()
         _check_producer_arguments(locals())

@@ -1,6 +1,6 @@
 """Entry decoding, public: the client's one pipeline from a delivered entry's bytes to its messages.
 
-The client's consumers (:mod:`connector.client.partition_consumer`), its admin's peek, and anything else
+The client's consumers (:mod:`connector.client.consumer.partition`), its admin's peek, and anything else
 that reads raw entries from :func:`~connector.client.entry_stream.open_entry_stream` (the Spark source's
 range reader) decode through here, so an entry is decoded the same way everywhere. The steps, in order::
 

@@ -4,12 +4,12 @@ A reader that decodes entries itself (with :mod:`connector.client.entries`; the 
 columns from them) gets them here instead of as :class:`~connector.client.message.Message` objects: a
 non-durable (reader) subscription starting at ``start_offset`` (inclusive), delivered in order to
 ``events.on_entries(entries, window)`` on the stream's reader thread, where each entry is an
-:class:`~connector.client.events.Entry` (``ledger_id``, ``entry_id``: the offset of its first message,
+:class:`~connector.client.transport.events.Entry` (``ledger_id``, ``entry_id``: the offset of its first message,
 ``num_messages``, ``redelivery_count``, ``ack_set`` and ``data``: the stored bytes, decoded once, by the
 reader), whichever transport delivered it. The reader
 calls ``window.took(n)`` for the messages it has handled, which tops the flow permits up.
 
-The stream is the client's :class:`~connector.client.consume_stream.PartitionStream`: it reconnects by
+The stream is the client's :class:`~connector.client.consumer.stream.PartitionStream`: it reconnects by
 itself after a broker restart, resubscribing from ``resume()`` (the next offset the reader wants), so
 nothing is skipped and entries already taken may come again.
 """
@@ -18,10 +18,10 @@ from __future__ import annotations
 import uuid
 from typing import Callable
 
-from connector.client.consume_stream import PartitionStream, StreamEvents
+from connector.client.consumer.stream import PartitionStream, StreamEvents
 from connector.client.enums import ConsumerType
-from connector.client.events import ConsumerSpec, Entry, Position
-from connector.client.permits import PermitWindow
+from connector.client.transport.events import ConsumerSpec, Entry, Position
+from connector.client.consumer.permits import PermitWindow
 from connector.client.timer import TimerThread
 from connector.client.transport import Transport
 

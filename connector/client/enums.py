@@ -1,5 +1,5 @@
 """The enums of the ``pulsar-client`` Python API, with the same member names (each transport maps them to its
-wire: :mod:`connector.client.grpc_streams`, :mod:`connector.client.binary`)."""
+wire: :mod:`connector.client.transport.grpc.streams`, :mod:`connector.client.transport.binary`)."""
 from __future__ import annotations
 
 from enum import IntEnum
@@ -35,7 +35,7 @@ class CompressionType(IntEnum):
 
 class PartitionsRoutingMode(IntEnum):
     """Where keyless messages go on a partitioned topic (keyed ones: ``hash(key) % n``); see
-    :mod:`connector.client.routing`."""
+    :mod:`connector.client.producer.routing`."""
 
     UseSinglePartition = 0
     RoundRobinDistribution = 1
@@ -46,7 +46,7 @@ class BatchingType(IntEnum):
     Default = 0
     KeyBased = 1
     """One open batch per key at once; every batch holds messages of one key (what Key_Shared
-    consumers want). See :mod:`connector.client.key_based`."""
+    consumers want). See :mod:`connector.client.producer.key_based`."""
 
 
 class ProducerAccessMode(IntEnum):

@@ -19,7 +19,7 @@ from broker_core.errors import (
 
 from connector.client.interrupts import Interrupted  # noqa: F401  (a blocking call interrupted by Ctrl-C)
 
-from connector.client.crypto_keys import CryptoError  # noqa: F401  (raised by end-to-end encryption)
+from connector.client.security.crypto_keys import CryptoError  # noqa: F401  (raised by end-to-end encryption)
 
 PulsarException = PulsarLikeError
 ServiceUnitNotReady = ServiceNotReady

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from broker_core import errors
 
-from connector.client.events import Subscribed
+from connector.client.transport.events import Subscribed
 from connector.client.service_info import AutoClusterFailover, ServiceInfo
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from broker_core import errors
 from broker_core.types import TopicName
 
-from connector.client.events import LastMessage, TopicSchema
+from connector.client.transport.events import LastMessage, TopicSchema
 from connector.client.opening import Deadline
 from connector.client.transport import Transport
 

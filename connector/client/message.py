@@ -2,7 +2,7 @@
 the messages of one entry), and the error of an entry that could not be decoded (:func:`decode_error`).
 
 What taking a buffered message does (return a permit, skip it, raise its decode error) is its entry's
-``taker``: see :mod:`connector.client.permits`.
+``taker``: see :mod:`connector.client.consumer.permits`.
 """
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 from broker_core.errors import MessageDecodeError
 from broker_core.protocol import codec, pulsar_api_pb2
 
-from connector.client.crypto_keys import EncryptionContext
+from connector.client.security.crypto_keys import EncryptionContext
 from connector.client.message_id import MessageId
-from connector.client.permits import Discarded, Taker
+from connector.client.consumer.permits import Discarded, Taker
 from connector.client.transport import DENSE
 
 if TYPE_CHECKING:
-    from connector.client.partition_consumer import PartitionConsumer
+    from connector.client.consumer.partition import PartitionConsumer
 
 OFFSETS_LISTED_MAX = 1000
 """A decode error lists up to this many offsets in a tuple; more (an entry's are contiguous, and a poison
@@ -27,7 +27,7 @@ entry may claim 2**31 messages) stay a ``range``."""
 class EntryInfo:
     """What the messages of one delivered entry share: its metadata and place, the partition consumer it came
     from, and ``taker``, what taking one of its buffered messages does (its stream generation's permit window,
-    or a :class:`~connector.client.permits.Discarded` / ``Undecodable`` stand-in)."""
+    or a :class:`~connector.client.consumer.permits.Discarded` / ``Undecodable`` stand-in)."""
 
     __slots__ = ("metadata", "topic", "ledger_id", "entry_id", "partition", "redelivery_count",
                  "num_messages", "batched", "sub", "taker", "cluster", "_properties")
@@ -171,7 +171,7 @@ class Message:
 
     def offset(self) -> int:
         """The message's position in its topic partition: its dense offset on pulsarlike (on another broker
-        the client's packed ``(ledger, entry, batch index)``: :mod:`connector.client.binary.positions`)."""
+        the client's packed ``(ledger, entry, batch index)``: :mod:`connector.client.transport.binary.positions`)."""
         return self._entry.entry_id + max(self._index, 0)
 
     def topic_name(self) -> str:

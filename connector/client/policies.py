@@ -241,7 +241,7 @@ class ConsumerBatchReceivePolicy:
 
 @dataclass(frozen=True)
 class RedeliveryOptions:
-    """subscribe's redelivery options, parsed once (see :mod:`connector.client.consumer_redelivery`)."""
+    """subscribe's redelivery options, parsed once (see :mod:`connector.client.consumer.redelivery`)."""
 
     negative_ack_redelivery_delay_ms: int = 60000
     negative_ack_redelivery_backoff: RedeliveryBackoff | None = None

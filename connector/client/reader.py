@@ -1,11 +1,11 @@
 """``Reader`` (pulsar-client's API): a non-durable exclusive subscription that starts at a message id.
 
 A reader is a :class:`~connector.client.consumer.Consumer` that never acknowledges, plus where it is on each
-partition (:class:`~connector.client.positions.ReadPositions`): after a broker restart it resumes after the
+partition (:class:`~connector.client.consumer.positions.ReadPositions`): after a broker restart it resumes after the
 last message it returned, and ``has_message_available`` compares that with the partition's last message --
 for a compacted reader (``is_read_compacted``) the compacted view's, which may be older than the topic's when
 its newest messages were compacted away (tombstones). A compacted reader does acknowledge, cumulatively, what
-it has returned (:mod:`connector.client.read_progress`, as pulsar-client's readers do): the broker keeps the
+it has returned (:mod:`connector.client.consumer.read_progress`, as pulsar-client's readers do): the broker keeps the
 tombstones it may still have to read from there on.
 """
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any, Callable
 from broker_core import errors
 
 from connector.client.consumer import Consumer
-from connector.client.events import EARLIEST, LATEST, Position
+from connector.client.transport.events import EARLIEST, LATEST, Position
 from connector.client.lookup import Lookup
 from connector.client.message import Message
 from connector.client.message_id import MessageId
 from connector.client.opening import Deadline
-from connector.client.positions import ReadPositions
-from connector.client.read_progress import ReadProgress
+from connector.client.consumer.positions import ReadPositions
+from connector.client.consumer.read_progress import ReadProgress
 from connector.client.transport import DENSE, Positions
 
 

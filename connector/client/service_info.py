@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from connector.client.arg_checks import check_type, check_type_or_none
-from connector.client.authentication import Authentication
+from connector.client.security.authentication import Authentication
 
 
 class ServiceInfo:

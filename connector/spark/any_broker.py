@@ -140,7 +140,7 @@ class IdSourceCalls:
         the source applies its ``cryptoFailureAction`` itself (:mod:`connector.spark.encrypted_rows`) -- a
         reader told to FAIL would never deliver it, and the range would wait for it until ``pollTimeoutMs``."""
         kwargs: dict[str, Any] = {} if receiver_queue_size is None else {"receiver_queue_size": receiver_queue_size}
-        from connector.client.message_crypto import ConsumerCryptoFailureAction
+        from connector.client.security.message_crypto import ConsumerCryptoFailureAction
 
         kwargs["crypto_failure_action"] = getattr(self.kit, "ConsumerCryptoFailureAction",
                                                   ConsumerCryptoFailureAction).CONSUME

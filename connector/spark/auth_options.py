@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from broker_core.errors import InvalidConfiguration
 
-from connector.client.authentication import from_plugin
+from connector.client.security.authentication import from_plugin
 from connector.client.security import Security, is_tls_url
 
 SECURITY_OPTIONS = ("authPluginClassName", "authParams", "tlsTrustCertsFilePath", "tlsAllowInsecureConnection",

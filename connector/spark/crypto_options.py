@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import unquote, urlparse
 
-from connector.client.crypto_keys import (
+from connector.client.security.crypto_keys import (
     CryptoError, CryptoKeyReader, EncryptionKeyInfo, load_private_key, load_public_key)
-from connector.client.message_crypto import ConsumerCrypto, ConsumerCryptoFailureAction
+from connector.client.security.message_crypto import ConsumerCrypto, ConsumerCryptoFailureAction
 
 log = logging.getLogger(__name__)
 

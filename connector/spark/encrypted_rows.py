@@ -2,11 +2,11 @@
 
 An encrypted entry (its metadata names ``encryption_keys``) is decrypted with the key reader of the source's
 options (:mod:`connector.spark.crypto_options`) by the client's decryption
-(:class:`~connector.client.message_crypto.ConsumerCrypto`), then decompressed, split or reassembled as any
+(:class:`~connector.client.security.message_crypto.ConsumerCrypto`), then decompressed, split or reassembled as any
 entry, so its rows are those of the messages as sent. An entry that cannot be decrypted (no key reader, no
 private key that opens it, a key file the executor cannot read):
 
-- ``fail`` (default): the task fails with :class:`~connector.client.crypto_keys.CryptoError` naming the topic,
+- ``fail`` (default): the task fails with :class:`~connector.client.security.crypto_keys.CryptoError` naming the topic,
   partition, offsets and key names, and why the key reader could not help (a replayed range fails the same
   way: nothing is skipped behind the query's back);
 - ``discard``: its messages give no rows (logged, counted);
@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from connector.client.crypto_keys import CryptoError, EncryptionContext
+from connector.client.security.crypto_keys import CryptoError, EncryptionContext
 from connector.spark.crypto_options import SourceCrypto
 
 log = logging.getLogger(__name__)

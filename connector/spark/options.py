@@ -21,7 +21,7 @@ from broker_core.errors import InvalidTopicName
 from broker_core.types import TopicName
 
 from connector.client.security import parse_service_url
-from connector.client.transport_choice import TRANSPORTS
+from connector.client.transport.choice import TRANSPORTS
 from connector.spark.auth_options import SECURITY_OPTIONS, ClientSecurity, split_security
 from connector.spark.crypto_options import SOURCE_CRYPTO_OPTIONS, SourceCrypto, split_source_crypto
 from connector.spark.kafka_options import REFUSED as KAFKA_REFUSED, parse_kafka_options

@@ -234,7 +234,7 @@ class TaskWriter:
 
     def _send_routed(self, first_row: int, rows: Rows) -> None:
         """Row by row: each row's topic and partition, explicit sequence ids."""
-        from connector.client.routing import java_string_hash
+        from connector.client.producer.routing import java_string_hash
 
         keys, topics, partitions = rows.keys, rows.topics, rows.partitions
         times, properties = rows.times, rows.properties

@@ -11,7 +11,7 @@ import pytest
 from connector import Admin, ConnectError, NotAllowedError, Timeout, TopicNotFound
 from connector.client import entries
 from connector.client.admin import OffsetBounds
-from connector.client.connection import Connection, Security
+from connector.client.transport.grpc.connection import Connection, Security
 from connector.client.entry_stream import open_entry_stream
 from connector.client.timer import TimerThread
 

@@ -20,7 +20,7 @@ import pytest
 
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from connector import Admin, AuthenticationBasic, AuthenticationError, AuthorizationError, Client, InitialPosition
-from connector.client.authentication import Authentication
+from connector.client.security.authentication import Authentication
 from tests.brokers import BrokerProcess
 from tests.pulsar_wire import RawPulsar, frame
 from tests.security_certs import as_args

@@ -203,8 +203,8 @@ def test_an_avro_record_is_read_by_the_official_client(any_broker, topic, reques
 def register(service_url: str, topic: str, registry: bool = True) -> tuple[int, int]:
     """register_with_producer's version for Reading's Avro schema on ``topic``, and the registry's latest version
     then (``registry=False``: not asked, -1)."""
-    from connector.client.binary.producing import register_with_producer
-    from connector.client.events import TopicSchema
+    from connector.client.transport.binary.producing import register_with_producer
+    from connector.client.transport.events import TopicSchema
 
     definition = ours.AvroSchema(Reading).schema_info().definition
     with Client(service_url, transport="binary") as client:

@@ -1,4 +1,4 @@
-"""The binary transport (connector.client.binary.transport) against real brokers: a ``pulsarlike broker``
+"""The binary transport (connector.client.transport.binary.transport) against real brokers: a ``pulsarlike broker``
 process (its service port speaks Pulsar's binary protocol too), one with token authentication and TLS, and
 pulsar-lite (a broker that is not ours). Each unary call the client core makes answers over the binary
 protocol what the gRPC transport answers (the same plain values), so the core cannot tell the transports
@@ -12,9 +12,9 @@ import pytest
 from broker_core import errors
 from broker_core.security.tokens import create_token, generate_secret_key
 from connector import Admin, AuthenticationTLS, AuthenticationToken, Client
-from connector.client.binary.transport import BinaryTransport
-from connector.client.connection import Connection
-from connector.client.events import LastMessage, TopicSchema
+from connector.client.transport.binary.transport import BinaryTransport
+from connector.client.transport.grpc.connection import Connection
+from connector.client.transport.events import LastMessage, TopicSchema
 from connector.client.security import Security, TlsOptions
 from tests.brokers import BrokerProcess, restartable_port
 from tests.security_certs import as_args, make_tls, secret_setting

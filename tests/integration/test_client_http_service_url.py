@@ -11,7 +11,7 @@ import pytest
 from broker_core import Broker
 from broker_core.security.tokens import create_token, generate_secret_key
 from connector import (AuthenticationBasic, AuthenticationToken, Client, ConnectError, PulsarException)
-from connector.client.http_lookup import check_http_url, lookup_url
+from connector.client.transport.http_lookup import check_http_url, lookup_url
 
 ADMIN_LINE = "admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf."
 """``admin`` / ``123456`` in Apache's htpasswd MD5 form."""

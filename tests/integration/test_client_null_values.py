@@ -12,7 +12,7 @@ import pytest
 from broker_core import Broker
 from broker_core.protocol import codec
 from connector import BatchingType, Client, InitialPosition
-from connector.client.batching import NULL_VALUE, BatchContainer
+from connector.client.producer.batching import NULL_VALUE, BatchContainer
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 
 from connector import (
     HashingScheme, InitialPosition, InvalidConfiguration, MessageId, PartitionsRoutingMode, Timeout)
-from connector.client.routing import java_string_hash, murmur3_32_hash
+from connector.client.producer.routing import java_string_hash, murmur3_32_hash
 
 PARTITIONS = 3
 

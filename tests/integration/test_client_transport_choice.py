@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from connector import Client, InitialPosition
-from connector.client.binary.transport import BinaryTransport
-from connector.client.connection import Connection
-from connector.client.transport_choice import FASTER_ON_PULSARLIKE
+from connector.client.transport.binary.transport import BinaryTransport
+from connector.client.transport.grpc.connection import Connection
+from connector.client.transport.choice import FASTER_ON_PULSARLIKE
 
 KINDS = {"grpc": Connection, "binary": BinaryTransport}
 

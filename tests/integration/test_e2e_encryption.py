@@ -9,7 +9,7 @@ import pytest
 
 import pulsarlike
 from connector import Client, CompressionType
-from connector.client.crypto_keys import CryptoError
+from connector.client.security.crypto_keys import CryptoError
 from tests.brokers import BrokerProcess
 
 pulsar = pytest.importorskip("pulsar")

@@ -11,7 +11,7 @@ import pytest
 
 import pulsarlike
 from connector import AuthenticationError, AuthenticationOauth2, InvalidConfiguration
-from connector.client.authentication import from_plugin
+from connector.client.security.authentication import from_plugin
 from tests.oidc_issuer import DISCOVERY, TOKEN, OidcIssuer
 
 

@@ -16,7 +16,7 @@ from broker_core import Broker
 from connector import (
     BatchingType, Client, CompressionType, InitialPosition, MessageTooBig, ProducerAccessMode,
     ProducerFenced, ProducerQueueIsFull, Result, Timeout)
-from connector.client.chunking_producer import build_entries, message_metadata
+from connector.client.producer.chunking import build_entries, message_metadata
 from tests.integration.test_consumer_chunking import produce_raw
 
 

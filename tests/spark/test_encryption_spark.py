@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from connector.client.crypto_keys import CryptoError, CryptoKeyReader
+from connector.client.security.crypto_keys import CryptoError, CryptoKeyReader
 from connector.spark.crypto_options import split_sink_crypto, split_source_crypto
 from connector.spark.options import parse_source_options
 from connector.spark.partition_reader import RangePartition, RangeReader

@@ -13,7 +13,7 @@ import types
 import pytest
 
 from connector import MessageId
-from connector.client import partition_producer
+from connector.client.producer import partition as partition_producer
 from jobs import export
 
 pytestmark = pytest.mark.spark

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from connector.client.routing import java_string_hash
+from connector.client.producer.routing import java_string_hash
 from connector.spark.writer import PulsarLikeBatchWriter, PulsarLikeStreamWriter
 
 from tests.spark.sink_helpers import PROPERTIES, TIMESTAMP, batch, payloads, read_all, spark_schema, values

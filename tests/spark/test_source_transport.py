@@ -44,8 +44,8 @@ def test_auto_reads_pulsarlike_over_the_transport_measured_faster():
 # --- reads on our broker ---------------------------------------------------------------------------------
 def test_a_range_read_with_transport_binary_takes_its_bounds_and_entries_over_one_binary_connection(
         broker, produce, topic, monkeypatch):
-    from connector.client import transport_choice
-    from connector.client.binary import transport as binary
+    from connector.client.transport import choice as transport_choice
+    from connector.client.transport.binary import transport as binary
 
     opened, grpc_opened = [], []
 

@@ -1,5 +1,5 @@
 """Fakes for consumer unit tests: a transport whose consumer streams subscribe when started and record what
-the consumer sends (the client's events, :mod:`connector.client.events`), a timer that runs its calls by hand, a clock to move, a lookup without a broker, and a
+the consumer sends (the client's events, :mod:`connector.client.transport.events`), a timer that runs its calls by hand, a clock to move, a lookup without a broker, and a
 factory for a real Consumer over them (one partition); helpers deliver entries and read what was sent."""
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 from broker_core.protocol import codec, pulsar_api_pb2
 from connector.client.consumer import Consumer
 from connector.client.enums import ConsumerType
-from connector.client.events import (Ack, AckCumulative, Closed, ConsumerSpec, Delivery, Entry, Flow, LastMessage,
-                                     Redeliver, Seek, Subscribed, Unsubscribe)
-from connector.client.partition_consumer import ConsumerSettings, PartitionConsumer, PartitionOpener
+from connector.client.transport.events import (Ack, AckCumulative, Closed, ConsumerSpec, Delivery, Entry, Flow,
+                                               LastMessage, Redeliver, Seek, Subscribed, Unsubscribe)
+from connector.client.consumer.partition import ConsumerSettings, PartitionConsumer, PartitionOpener
 from connector.client.policies import RedeliveryOptions
-from connector.client.positions import ReadPositions
+from connector.client.consumer.positions import ReadPositions
 from connector.client.transport import DENSE
 
 TOPIC = "persistent://public/default/t"

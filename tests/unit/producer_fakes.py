@@ -1,5 +1,5 @@
 """Fakes for producer unit tests: a transport whose producer streams open at once (``ProducerReady``) and
-record what the producer sends (:class:`~connector.client.batching.PendingEntry` items), a timer that only records, a clock to move by hand, and a factory for (Producer,
+record what the producer sends (:class:`~connector.client.producer.batching.PendingEntry` items), a timer that only records, a clock to move by hand, and a factory for (Producer,
 [PartitionProducer]); helpers reach each partition producer's fakes."""
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ import weakref
 from typing import Any
 
 from broker_core.protocol import broker_pb2
-from connector.client import batching, grpc_streams, partition_producer, produce_channel
+from connector.client.producer import batching
+from connector.client.transport.grpc import streams as grpc_streams
+from connector.client.producer import partition as partition_producer
+from connector.client.producer import channel as produce_channel
 from connector.client.enums import HashingScheme, PartitionsRoutingMode
-from connector.client.events import Closed, ProducerReady, Receipt
-from connector.client.partition_producer import PartitionProducer
+from connector.client.transport.events import Closed, ProducerReady, Receipt
+from connector.client.producer.partition import PartitionProducer
 from connector.client.producer import Producer
-from connector.client.producer_conf import ProducerConf
-from connector.client.routing import Router
+from connector.client.producer.conf import ProducerConf
+from connector.client.producer.routing import Router
 
 TOPIC = "persistent://public/default/t"
 
@@ -145,7 +148,7 @@ def timer(part: PartitionProducer) -> FakeTimer:
 
 
 def respond(part: PartitionProducer, event) -> None:
-    """The transport reports ``event`` (:mod:`connector.client.events`) on the producer's stream."""
+    """The transport reports ``event`` (:mod:`connector.client.transport.events`) on the producer's stream."""
     stream(part).on_event(event)
 
 

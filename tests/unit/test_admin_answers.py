@@ -15,7 +15,7 @@ from broker_core.protocol import broker_pb2 as pb
 from connector.client.admin.grpc_wire import GrpcWire, answer
 from connector.client.admin.rest_wire import RestWire
 from connector.client.admin.wire import CompactionState, LookupAnswer
-from connector.client.events import Entry, LastMessage
+from connector.client.transport.events import Entry, LastMessage
 
 ADMIN = Path(__file__).resolve().parents[2] / "connector" / "client" / "admin"
 

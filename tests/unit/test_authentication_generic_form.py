@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from connector.client.authentication import (Authentication, AuthenticationBasic, AuthenticationTLS,
+from connector.client.security.authentication import (Authentication, AuthenticationBasic, AuthenticationTLS,
                                              AuthenticationToken)
-from connector.client.binary.handshake import auth_data
+from connector.client.transport.binary.handshake import auth_data
 from connector import AuthenticationError
 
 

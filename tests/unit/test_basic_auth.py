@@ -16,7 +16,7 @@ from broker_core.net.peers import ClientIdentity
 from broker_core.security import Security, password_hashes
 from broker_core.security.basic import BasicAuthentication, parse_htpasswd, read_conf
 from broker_core.security.password_hashes import hash_password, md5_crypt, scheme_of, verify
-from connector.client.authentication import AuthenticationBasic, from_plugin
+from connector.client.security.authentication import AuthenticationBasic, from_plugin
 
 PULSAR_DOC_LINE = "superuser:$apr1$GBIYZYFZ$MzLcPrvoUky16mLcK6UtX/"
 """The line of Pulsar's basic authentication page, for ``htpasswd -cmb .htpasswd superuser admin``."""

@@ -1,5 +1,5 @@
-"""PulsarConnection (connector.client.binary.connection) against a scripted fake broker on a loopback socket,
-and BinaryTransport's lookups (connector.client.binary.transport) with fake connections."""
+"""PulsarConnection (connector.client.transport.binary.connection) against a scripted fake broker on a loopback socket,
+and BinaryTransport's lookups (connector.client.transport.binary.transport) with fake connections."""
 from __future__ import annotations
 
 import socket
@@ -12,11 +12,11 @@ from broker_core import errors
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.frames import FrameReader, encode
 
-from connector.client.authentication import AuthenticationBasic, AuthenticationToken
-from connector.client.binary import connection as connection_module
-from connector.client.binary.connection import HANDED_OVER_FROM, PulsarConnection
-from connector.client.binary.transport import BinaryTransport
-from connector.client.binary.wire import payload_frame
+from connector.client.security.authentication import AuthenticationBasic, AuthenticationToken
+from connector.client.transport.binary import connection as connection_module
+from connector.client.transport.binary.connection import HANDED_OVER_FROM, PulsarConnection
+from connector.client.transport.binary.transport import BinaryTransport
+from connector.client.transport.binary.wire import payload_frame
 from connector.client.security import Security
 from tests.waiting import wait_until
 
@@ -444,7 +444,7 @@ def test_concurrent_requests_each_get_their_own_answer(brokers):
 
 # ---------------------------------------------------------------- TLS options, last message ids
 def test_tls_options_say_what_is_verified():
-    from connector.client.binary.handshake import tls_context
+    from connector.client.transport.binary.handshake import tls_context
     from connector.client.security import TlsOptions
     import ssl
 
@@ -456,8 +456,8 @@ def test_tls_options_say_what_is_verified():
 
 
 def test_a_last_message_id_becomes_the_last_message_with_its_position():
-    from connector.client.binary.unary import last_message_of
-    from connector.client.events import LastMessage
+    from connector.client.transport.binary.unary import last_message_of
+    from connector.client.transport.events import LastMessage
     from connector.client.transport import DENSE
 
     Reply = cmd.CommandGetLastMessageIdResponse

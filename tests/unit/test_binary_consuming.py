@@ -1,5 +1,5 @@
 """ConsumeAdapter (the Consume stream over Pulsar's binary protocol) against a fake PulsarConnection: what the
-core's requests (:mod:`connector.client.events`) become as Pulsar commands, and what the broker's frames become
+core's requests (:mod:`connector.client.transport.events`) become as Pulsar commands, and what the broker's frames become
 as the client's events."""
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.ack_set import from_words
 from broker_core.protocol.codec.entries import broker_entry_prefix, encode_entry
 from connector.client import entries
-from connector.client.binary.consuming import ConsumeAdapter, num_messages, stored_bytes
-from connector.client.binary.positions import PackedPositions
+from connector.client.transport.binary.consuming import ConsumeAdapter, num_messages, stored_bytes
+from connector.client.transport.binary.positions import PackedPositions
 from connector.client.enums import ConsumerType, InitialPosition
-from connector.client.events import (
+from connector.client.transport.events import (
     EARLIEST, LATEST, Ack, AckCumulative, ActiveChanged, Closed, ConsumerSpec, Delivery, EndOfTopic, Flow,
     KeySharedSpec, Position, Redeliver, Seek, SeekDone, Subscribed, Unsubscribe)
 from connector.client.transport import DENSE

@@ -7,8 +7,9 @@ import pytest
 
 from broker_core import errors
 from broker_core.protocol.ack_set import from_words
-from connector.client.binary.positions import (BATCH_BITS, ENTRY_BITS, ENTRY_STRIDE, LEDGER_BITS, LEDGERS_BELOW,
-                                               MAX_BATCH_SIZE, EntryMemory, PackedPositions, WireIds)
+from connector.client.transport.binary.positions import (BATCH_BITS, ENTRY_BITS, ENTRY_STRIDE, LEDGER_BITS,
+                                                         LEDGERS_BELOW, MAX_BATCH_SIZE, EntryMemory, PackedPositions,
+                                                         WireIds)
 from connector.client.message_id import MessageId
 from connector.client.transport import DENSE
 

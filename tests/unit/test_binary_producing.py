@@ -1,4 +1,4 @@
-"""ProduceAdapter (connector/client/binary/producing.py): the Produce stream of the client core as Pulsar
+"""ProduceAdapter (connector/client/transport/binary/producing.py): the Produce stream of the client core as Pulsar
 commands, against a fake PulsarConnection that records what is sent and lets the test answer."""
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from broker_core.protocol import pulsar_api_pb2
 from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.codec.entries import encode_entry
 
-from connector.client.batching import PendingEntry
-from connector.client.binary import producing
-from connector.client.binary.producing import NO_ID, ProduceAdapter
+from connector.client.producer.batching import PendingEntry
+from connector.client.transport.binary import producing
+from connector.client.transport.binary.producing import NO_ID, ProduceAdapter
 from connector.client.enums import ProducerAccessMode
-from connector.client.events import Closed, ProducerReady, ProducerSpec, Receipt, SendFailed
+from connector.client.transport.events import Closed, ProducerReady, ProducerSpec, Receipt, SendFailed
 from tests.waiting import wait_until
 
 T = cmd.BaseCommand

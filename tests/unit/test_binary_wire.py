@@ -1,4 +1,4 @@
-"""The client's binary framing (connector.client.binary.wire) and the typed errors of broker answers
+"""The client's binary framing (connector.client.transport.binary.wire) and the typed errors of broker answers
 (broker_core.protocol.server_errors.error_of)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from broker_core.protocol import pulsar_commands_pb2 as cmd
 from broker_core.protocol.codec.entries import decode_entry, encode_entry
 from broker_core.protocol.server_errors import _CODES, server_error
 
-from connector.client.binary import wire
+from connector.client.transport.binary import wire
 
 T = cmd.BaseCommand
 

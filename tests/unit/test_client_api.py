@@ -9,7 +9,7 @@ from connector import (
     Client, CompressionType, ConsumerType, InitialPosition, MessageId, ProducerAccessMode, Result)
 from connector.client.security import parse_service_url
 from connector.client.enums import check_enum, result_of
-from connector.client.events import EARLIEST, LATEST, Position
+from connector.client.transport.events import EARLIEST, LATEST, Position
 from connector.client.reader import start_position
 
 

@@ -7,9 +7,9 @@ from broker_core.protocol import codec
 from broker_core.errors import InvalidMessage
 from broker_core.protocol.compression import compress_payload, decompress_payload
 from broker_core.protocol.pulsar_api_pb2 import LZ4, NONE, SNAPPY, ZLIB, ZSTD
-from connector.client.batching import BatchContainer
-from connector.client.callbacks import SyncWaiter
-from connector.client.key_based import KeyBasedBatchContainer
+from connector.client.producer.batching import BatchContainer
+from connector.client.producer.callbacks import SyncWaiter
+from connector.client.producer.key_based import KeyBasedBatchContainer
 from tests.unit import producer_fakes as fakes
 
 
@@ -250,7 +250,7 @@ def _sent(part):
 
 
 def _keyed_entries_of(send_entries):
-    from connector.client.batching import PendingEntry
+    from connector.client.producer.batching import PendingEntry
     return _keyed_entries([PendingEntry(e.sequence_id, e.highest_sequence_id, e.num_messages,
                                         e.num_messages > 1, e.data, []) for e in send_entries])
 

@@ -8,9 +8,9 @@ import pytest
 
 from broker_core.errors import MessageDecodeError
 from broker_core.protocol import codec, pulsar_api_pb2
-from connector.client.events import Entry
+from connector.client.transport.events import Entry
 from connector import MessageId
-from connector.client import chunk_assembly
+from connector.client.consumer import chunk_assembly
 from connector.client.enums import ConsumerType
 from connector.client.message import decode_error
 from tests.unit.consumer_fakes import TOPIC, Harness

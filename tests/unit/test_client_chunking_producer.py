@@ -12,8 +12,8 @@ from broker_core.protocol import codec
 from broker_core.protocol.compression import decompress_payload
 from broker_core.protocol.pulsar_api_pb2 import LZ4, NONE
 from connector import Result
-from connector.client.events import SendFailed
-from connector.client.chunking_producer import build_entries, chunk_payload_size, message_metadata
+from connector.client.transport.events import SendFailed
+from connector.client.producer.chunking import build_entries, chunk_payload_size, message_metadata
 from tests.unit import producer_fakes as fakes
 
 MAX = 1000

@@ -6,10 +6,10 @@ subscription that races a switch is opened again."""
 from __future__ import annotations
 
 from broker_core import errors
-from connector.client.acks import AckGroup
+from connector.client.consumer.acks import AckGroup
 from connector.client.enums import ConsumerType
-from connector.client.events import EARLIEST, LATEST, Position, Subscribed
-from connector.client.positions import ReadPositions
+from connector.client.transport.events import EARLIEST, LATEST, Position, Subscribed
+from connector.client.consumer.positions import ReadPositions
 from tests.unit.consumer_fakes import TOPIC, FakeTimer, Harness, single
 
 LOST = errors.ConnectError("the connection to the broker was closed by the client")

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from connector import MessageId
-from connector.client.dead_letter import LetterOptions
+from connector.client.consumer.dead_letter import LetterOptions
 from connector.client.enums import ConsumerType
 from connector.client.policies import ConsumerDeadLetterPolicy, RedeliveryOptions
 from tests.unit.consumer_fakes import TOPIC, Harness, batch, single
 
 
 def pb_seek_done(seek_id):
-    from connector.client.events import SeekDone
+    from connector.client.transport.events import SeekDone
     return SeekDone(seek_id)
 
 

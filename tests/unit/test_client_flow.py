@@ -8,9 +8,9 @@ import pytest
 
 from broker_core.errors import InvalidMessage
 from broker_core.protocol import codec
-from connector.client.events import Ack, SeekDone
+from connector.client.transport.events import Ack, SeekDone
 from connector import MessageId
-from connector.client.permits import Discarded, PermitWindow, Skipped, Undecodable
+from connector.client.consumer.permits import Discarded, PermitWindow, Skipped, Undecodable
 from tests.unit.consumer_fakes import Harness, batch
 
 

@@ -1,8 +1,8 @@
 """The seam of the client (ARCHITECTURE §2, issue 32): the client core speaks its own events
-(:mod:`connector.client.events`) and only the transports speak a wire.
+(:mod:`connector.client.transport.events`) and only the transports speak a wire.
 
 - No module above the seam -- everything in ``connector/client`` but the gRPC transport's modules
-  (:data:`GRPC_TRANSPORT`), the binary transport (``connector/client/binary``) and the admin client
+  (:data:`GRPC_TRANSPORT`), the binary transport (``connector/client/transport/binary``) and the admin client
   (``connector/client/admin``, its own REST and gRPC translators) -- imports ``broker_pb2``, the gRPC stubs or
   ``grpc``.
 - The binary transport translates Pulsar's commands into the client's events: it imports neither
@@ -20,11 +20,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = "connector/client"
-GRPC_TRANSPORT = ("connector/client/connection.py", "connector/client/grpc_streams.py", "connector/client/tls.py")
+GRPC_TRANSPORT = ("connector/client/transport/grpc/connection.py", "connector/client/transport/grpc/streams.py",
+                  "connector/client/transport/grpc/tls.py")
 """The gRPC transport: its channel and unary calls, its streams' translation, its TLS channel."""
-BELOW_THE_SEAM = ("connector/client/binary/", "connector/client/admin/")
-TRANSPORT_MODULES = ("connector.client.binary", "connector.client.connection", "connector.client.grpc_streams",
-                     "connector.client.tls")
+BELOW_THE_SEAM = ("connector/client/transport/binary/", "connector/client/admin/")
+TRANSPORT_MODULES = ("connector.client.transport.binary", "connector.client.transport.grpc.connection",
+                     "connector.client.transport.grpc.streams", "connector.client.transport.grpc.tls")
 DRIVERS = ("connector/spark", "connector/cli", "jobs")
 
 EXPECTED_TODAY: set[tuple[str, str]] = set()
@@ -94,7 +95,8 @@ def test_nothing_above_the_seam_imports_broker_pb2_the_stubs_or_grpc():
 
 
 def test_the_binary_transport_builds_no_grpc_message_or_error_proto():
-    binary = _modules(REPO, "connector/client/binary")
+    binary = _modules(REPO, "connector/client/transport/binary")
+    assert binary, "the binary transport moved: point this test at it"
     assert grpc_wire_imports(REPO, binary) == []
     built = [f"{path.relative_to(REPO)}:{line}" for path in binary for line, module in imported_modules(path, REPO)
              if module.endswith(".error_to_proto")]
@@ -104,7 +106,7 @@ def test_the_binary_transport_builds_no_grpc_message_or_error_proto():
 def test_the_grpc_transport_modules_are_the_ones_that_speak_grpc():
     for rel in GRPC_TRANSPORT:
         assert (REPO / rel).is_file(), f"{rel} is listed as a gRPC transport module but does not exist"
-    assert grpc_wire_imports(REPO, [REPO / "connector/client/grpc_streams.py"])  # the walk sees them
+    assert grpc_wire_imports(REPO, [REPO / "connector/client/transport/grpc/streams.py"])  # the walk sees them
 
 
 def test_spark_cli_and_jobs_import_no_transport_module_beyond_what_is_expected_today():
@@ -114,7 +116,7 @@ def test_spark_cli_and_jobs_import_no_transport_module_beyond_what_is_expected_t
 
 
 def test_the_walk_sees_function_level_type_checking_and_relative_imports(tmp_path):
-    (tmp_path / "connector" / "client" / "binary").mkdir(parents=True)
+    (tmp_path / "connector" / "client" / "transport" / "binary").mkdir(parents=True)
     (tmp_path / "connector" / "spark").mkdir(parents=True)
     sneaky = tmp_path / "connector" / "client" / "sneaky.py"
     sneaky.write_text(
@@ -125,10 +127,10 @@ def test_the_walk_sees_function_level_type_checking_and_relative_imports(tmp_pat
         "def f():\n"
         "    import grpc\n"
         "    from broker_core.protocol.broker_pb2_grpc import PulsarLikeStub\n"
-        "    from .binary import transport\n")
+        "    from .transport.binary import transport\n")
     (tmp_path / "connector" / "spark" / "reader.py").write_text(
-        "def g():\n    from connector.client.binary.transport import BinaryTransport\n"
-        "    from ..client import connection\n")
+        "def g():\n    from connector.client.transport.binary.transport import BinaryTransport\n"
+        "    from ..client.transport.grpc import connection\n")
     assert [hit.split(":")[1] for hit in grpc_wire_imports(tmp_path, [sneaky])] == ["4", "6", "7", "7"]
-    assert transport_imports(tmp_path) == {("connector/spark/reader.py", "connector.client.binary"),
-                                           ("connector/spark/reader.py", "connector.client.connection")}
+    assert transport_imports(tmp_path) == {("connector/spark/reader.py", "connector.client.transport.binary"),
+                                           ("connector/spark/reader.py", "connector.client.transport.grpc.connection")}

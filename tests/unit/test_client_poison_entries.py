@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 
 from broker_core.errors import MessageDecodeError
-from connector.client.events import Entry
+from connector.client.transport.events import Entry
 
 from tests.poison import INT32_MAX, huge_count_entry, plain
 from tests.unit.consumer_fakes import Harness

@@ -8,8 +8,8 @@ import pytest
 from connector import (
     ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, KeySharedMode, MultiplierRedeliveryBackoff,
     RegexSubscriptionMode)
-from connector.client.dead_letter import default_topic, origin_message_id
-from connector.client.pattern import PatternWatcher, TopicsPattern
+from connector.client.consumer.dead_letter import default_topic, origin_message_id
+from connector.client.consumer.pattern import PatternWatcher, TopicsPattern
 
 
 def test_multiplier_backoff_gives_the_seeds_delays():

@@ -4,10 +4,11 @@ from __future__ import annotations
 import pytest
 
 from broker_core.protocol import broker_pb2, codec
-from connector.client import batching, grpc_streams
-from connector.client.callbacks import SyncWaiter
-from connector.client.batching import BatchContainer
-from connector.client.partition_producer import PartitionProducer
+from connector.client.producer import batching
+from connector.client.transport.grpc import streams as grpc_streams
+from connector.client.producer.callbacks import SyncWaiter
+from connector.client.producer.batching import BatchContainer
+from connector.client.producer.partition import PartitionProducer
 from connector.client.producer import Producer
 from tests.unit import producer_fakes as fakes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from connector.client.policies import MultiplierRedeliveryBackoff
-from connector.client.redelivery import NegativeAcksTracker, UnAckedMessageTracker
+from connector.client.consumer.trackers import NegativeAcksTracker, UnAckedMessageTracker
 
 
 class FakeClock:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from broker_core.errors import MessageTooBig
 from broker_core.protocol import broker_pb2
 from broker_core.protocol.entry_limits import FRAME_PADDING
-from connector.client.callbacks import SyncWaiter
-from connector.client.grpc_streams import pack_within
+from connector.client.producer.callbacks import SyncWaiter
+from connector.client.transport.grpc.streams import pack_within
 from tests.unit import producer_fakes as fakes
 
 LIMIT = 1000

@@ -5,7 +5,7 @@ import pytest
 
 from broker_core.errors import InvalidConfiguration
 from connector import HashingScheme, PartitionsRoutingMode
-from connector.client.routing import Router, java_string_hash, murmur3_32_hash
+from connector.client.producer.routing import Router, java_string_hash, murmur3_32_hash
 from tests.unit import producer_fakes as fakes
 
 

@@ -1,5 +1,5 @@
 """Client(transport=...): the value is checked, and "auto" picks its transport at first use from the broker's
-CONNECTED answer (connector/client/transport_choice.py), with fake transports."""
+CONNECTED answer (connector/client/transport/choice.py), with fake transports."""
 from __future__ import annotations
 
 import socket
@@ -10,9 +10,9 @@ import pytest
 
 from broker_core import errors
 from connector import Client
-from connector.client.connection import Connection
+from connector.client.transport.grpc.connection import Connection
 from connector.client.security import Security
-from connector.client.transport_choice import AutoTransport, check_transport
+from connector.client.transport.choice import AutoTransport, check_transport
 
 
 class FakeTransport:
@@ -125,7 +125,7 @@ def test_an_idempotent_call_waits_through_a_failing_first_connection():
 
 def test_without_the_binary_transport_auto_falls_back_to_grpc():
     def missing(*args):
-        raise ImportError("no connector.client.binary")
+        raise ImportError("no connector.client.transport.binary")
     made = []
     transport = AutoTransport("pulsar://127.0.0.1:6650", 5, 1, Security(), binary=missing,
                               grpc=lambda *a: made.append(FakeTransport("grpc")) or made[-1])

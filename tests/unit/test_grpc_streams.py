@@ -1,4 +1,4 @@
-"""The gRPC transport's translation (connector/client/grpc_streams.py): the client's events to and from the
+"""The gRPC transport's translation (connector/client/transport/grpc/streams.py): the client's events to and from the
 ``Consume`` and ``Produce`` messages of broker.proto, without a broker (the stream is never started: the test
 feeds its responses and its end by hand)."""
 from __future__ import annotations
@@ -6,13 +6,14 @@ from __future__ import annotations
 from broker_core import errors
 from broker_core.protocol import broker_pb2 as pb
 from broker_core.protocol.status import error_to_proto
-from connector.client import grpc_streams
-from connector.client.batching import PendingEntry
+from connector.client.transport.grpc import streams as grpc_streams
+from connector.client.producer.batching import PendingEntry
 from connector.client.enums import ConsumerType, ProducerAccessMode
-from connector.client.events import (
+from connector.client.transport.events import (
     LATEST, Ack, AckCumulative, Closed, ConsumerSpec, Delivery, Flow, KeySharedSpec, Position, ProducerReady,
     ProducerSpec, Receipt, Redeliver, Seek, SeekDone, SendFailed, Subscribed, Unsubscribe)
-from connector.client.grpc_streams import GrpcConsumer, GrpcProducer, consume_request, producer_open, subscribe_of
+from connector.client.transport.grpc.streams import (GrpcConsumer, GrpcProducer, consume_request, producer_open,
+                                                     subscribe_of)
 
 
 class _Security:

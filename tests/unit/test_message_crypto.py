@@ -9,9 +9,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from broker_core.protocol import pulsar_api_pb2
-from connector.client.crypto_keys import (
+from connector.client.security.crypto_keys import (
     CryptoError, CryptoKeyReader, EncryptionContext, EncryptionKeyInfo, unwrap_data_key, wrap_data_key)
-from connector.client.message_crypto import (
+from connector.client.security.message_crypto import (
     DATA_KEY_ROTATION_S, ConsumerCrypto, ConsumerCryptoFailureAction, ProducerCrypto, failure_action)
 
 RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)

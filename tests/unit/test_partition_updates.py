@@ -7,7 +7,7 @@ import logging
 from connector import PartitionsRoutingMode
 from connector.client.partition_updates import PartitionsUpdater
 from connector.client.producer import Producer
-from connector.client.routing import Router
+from connector.client.producer.routing import Router
 from tests.unit import producer_fakes as fakes
 
 

@@ -1,10 +1,10 @@
-"""A compacted reader's progress told to the broker (connector.client.read_progress): the last message returned
+"""A compacted reader's progress told to the broker (connector.client.consumer.read_progress): the last message returned
 per partition acknowledged cumulatively, at most every 100 ms and whenever the reader waits; nothing after a
 seek from before it; a failed acknowledgment never reaches the application."""
 from __future__ import annotations
 
 from broker_core import errors
-from connector.client.read_progress import INTERVAL_S, ReadProgress
+from connector.client.consumer.read_progress import INTERVAL_S, ReadProgress
 
 
 class Msg:

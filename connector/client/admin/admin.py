@@ -27,8 +27,8 @@ from connector.client.admin.topic_messages import TopicMessagesAdmin
 from connector.client.admin.topic_settings import TopicSettingsAdmin
 from connector.client.admin.topics import TopicsAdmin
 from connector.client.admin.wire import UnaryWire
-from connector.client.authentication import Authentication
-from connector.client.connection import Connection
+from connector.client.security.authentication import Authentication
+from connector.client.transport.grpc.connection import Connection
 from connector.client.security import Security
 
 P = ParamSpec("P")

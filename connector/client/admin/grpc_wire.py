@@ -10,7 +10,7 @@ from typing import Any, Callable
 from broker_core.protocol import broker_pb2 as pb
 
 from connector.client.admin.wire import CompactionState, LookupAnswer
-from connector.client.events import Entry, LastMessage
+from connector.client.transport.events import Entry, LastMessage
 
 NEXT_OFFSET_CALLS = frozenset({"OffsetForTimestamp", "AcknowledgeUpTo"})
 """The calls whose ``SubscriptionPosition`` answers a subscription's next offset; the others answer how many

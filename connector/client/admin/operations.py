@@ -11,7 +11,7 @@ from broker_core.types import TopicName
 
 from connector.client.admin.peek import PeekedMessage, messages_of
 from connector.client.admin.wire import UnaryWire, fans_out, topic_name, whole
-from connector.client.events import LastMessage
+from connector.client.transport.events import LastMessage
 from connector.client.message_id import MessageId
 
 INITIAL_POSITIONS = ("earliest", "latest")

@@ -1,4 +1,4 @@
-"""Peeked messages: the stored entries a ``PeekMessages`` call answers (:class:`~connector.client.events.Entry`,
+"""Peeked messages: the stored entries a ``PeekMessages`` call answers (:class:`~connector.client.transport.events.Entry`,
 whichever wire they came over), split into messages as a consumer would
 (batches split, payloads decompressed, acknowledged batch members left out), without receiving them.
 
@@ -14,7 +14,7 @@ from typing import Any, Iterable
 from broker_core.errors import ChecksumError, InvalidMessage
 
 from connector.client import entries as entry_codec
-from connector.client.events import Entry
+from connector.client.transport.events import Entry
 from connector.client.message_id import MessageId
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from typing import Any
 from broker_core import errors
 
 from connector.client.admin.wire import NotSupported
-from connector.client.authentication import Authentication
+from connector.client.security.authentication import Authentication
 
 log = logging.getLogger(__name__)
 

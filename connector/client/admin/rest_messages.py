@@ -1,6 +1,6 @@
 """A stored message as Pulsar's REST API answers it (``.../subscription/{sub}/position/{n}``,
 ``.../examinemessage``: the entry's payload, decompressed, and its metadata in ``X-Pulsar-*`` headers) made
-back into the stored entry (:class:`~connector.client.events.Entry`) the ``PeekMessages`` answer holds, so that :mod:`connector.client.admin.peek`
+back into the stored entry (:class:`~connector.client.transport.events.Entry`) the ``PeekMessages`` answer holds, so that :mod:`connector.client.admin.peek`
 splits and shows it the same way whichever wire it came over.
 
 Headers read: ``X-Pulsar-Message-ID`` (``ledgerId:entryId``), ``X-Pulsar-PROPERTY`` (a JSON object; the
@@ -17,7 +17,7 @@ from email.message import Message
 from broker_core.errors import InvalidMessage
 from broker_core.protocol import codec, pulsar_api_pb2
 
-from connector.client.events import Entry
+from connector.client.transport.events import Entry
 
 PROPERTY = "X-Pulsar-PROPERTY"
 

@@ -28,7 +28,7 @@ from broker_core import errors
 from broker_core.protocol import broker_pb2
 
 from connector.client.admin.rest_messages import delivered_entry
-from connector.client.events import Entry, LastMessage
+from connector.client.transport.events import Entry, LastMessage
 
 
 class RestTopicCalls:

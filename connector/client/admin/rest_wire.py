@@ -37,7 +37,7 @@ from connector.client.admin.rest_messages import delivered_entry
 from connector.client.admin.rest_namespaces import RestNamespaces
 from connector.client.admin.rest_topics import RestTopicCalls
 from connector.client.admin.wire import CompactionState, LookupAnswer, NotSupported
-from connector.client.events import Entry, LastMessage
+from connector.client.transport.events import Entry, LastMessage
 
 LATEST = (1 << 63) - 1
 """Pulsar's ``MessageId.latest``: ledger and entry ``Long.MAX_VALUE``."""

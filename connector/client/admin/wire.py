@@ -45,10 +45,10 @@ class UnaryWire(Protocol):
     admin calls
     ``GetPartitionedTopicMetadata``                      the partition count (0: not partitioned)
     ``GetTenant``                                        ``{"adminRoles": [...], "allowedClusters": [...]}``
-    ``GetLastMessageId``, ``TerminateTopic``,            :class:`~connector.client.events.LastMessage`
+    ``GetLastMessageId``, ``TerminateTopic``,            :class:`~connector.client.transport.events.LastMessage`
     ``GetMessageIdByTimestamp``, ``GetMessageIdByIndex``
     ``PeekMessages``, ``ExamineMessage``,                the stored entries,
-    ``GetMessageById``                                   ``list[``:class:`~connector.client.events.Entry```]``
+    ``GetMessageById``                                   ``list[``:class:`~connector.client.transport.events.Entry```]``
     ``SkipMessages``, ``ClearBacklog``,                  how many messages were acknowledged (-1: unknown)
     ``ExpireMessages``, ``ClearNamespaceBacklog``
     ``AcknowledgeUpTo``, ``OffsetForTimestamp``          the subscription's next offset

@@ -17,7 +17,7 @@ from typing import Any
 from broker_core import errors
 from broker_core.types import TopicName
 
-from connector.client.events import TopicSchema
+from connector.client.transport.events import TopicSchema
 from connector.client.schema.schemas import Schema, SchemaInfo
 from connector.client.transport import Transport
 
