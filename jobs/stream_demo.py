@@ -138,7 +138,14 @@ def run(messages: int, data_dir: str, per_trigger: int | None = None, spark: Any
     """The whole demo; returns its summary. ``spark``: a session to use (else one is made and stopped);
     ``service_url``: a running broker to use (else an embedded one)."""
     from connector import Client
+    from connector.spark.spark_versions import SPARK_VERSION, TRIGGER_AVAILABLE_NOW
 
+    if not TRIGGER_AVAILABLE_NOW:
+        # Spark's own AvailableNow wrapper (before 4.2) runs no last micro-batch for the watermark, so the
+        # windows the demo counts would never close (docs/spark.md, Spark versions)
+        raise RuntimeError(f"the demo needs Spark 4.2 or newer (Trigger.AvailableNow through the source, whose "
+                           f"last micro-batch closes the event-time windows), and this is Spark "
+                           f"{'.'.join(map(str, SPARK_VERSION))}: pip install 'pyspark>=4.2,<5'")
     per_trigger = per_trigger or max(1, messages // 3)
     # On a broker of its own the topics have fixed names; on a shared one, names of this run.
     suffix = f"-{uuid.uuid4().hex[:8]}" if service_url else ""

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from connector.spark.spark_versions import TRIGGER_AVAILABLE_NOW
 from jobs import stream_demo
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.skipif(not TRIGGER_AVAILABLE_NOW, reason="the demo needs Spark 4.2+")]
 
 
 def test_stream_demo_counts_every_reading_once_in_the_results_topic(spark, tmp_path, capsys):

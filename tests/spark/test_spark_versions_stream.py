@@ -8,7 +8,7 @@ import pytest
 
 from connector.spark.offsets import decode_source_offset
 from connector.spark.options import parse_source_options
-from connector.spark.spark_versions import ADMISSION_CONTROL
+from connector.spark.spark_versions import ADMISSION_CONTROL, TRIGGER_AVAILABLE_NOW
 from connector.spark.stream_reader import PulsarLikeStreamReader
 
 pytestmark = [pytest.mark.spark, pytest.mark.spark_core]
@@ -105,3 +105,11 @@ def test_min_messages_per_trigger_is_refused_when_the_query_starts(source, topic
         query = (source(topic=topic, minMessagesPerTrigger=10).load().writeStream.format("noop")
                  .option("checkpointLocation", str(tmp_path)).start())
         query.awaitTermination(60)
+
+
+@pytest.mark.skipif(TRIGGER_AVAILABLE_NOW, reason="this Spark runs Trigger.AvailableNow through the source")
+def test_the_demo_refuses_a_spark_before_4_2_saying_why(tmp_path):
+    from jobs import stream_demo
+
+    with pytest.raises(RuntimeError, match=r"the demo needs Spark 4\.2 or newer .* this is Spark 4\.[01]\.\d+"):
+        stream_demo.run(10, str(tmp_path))
