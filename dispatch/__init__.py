@@ -4,8 +4,9 @@ The names below are re-exported on first use (PEP 562): importing a value type (
 broker's start does not import the dispatchers."""
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from broker_core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from dispatch.consumer import Consumer, Delivery, PendingAcks
@@ -21,11 +22,4 @@ _EXPORTS = {"Consumer": "consumer", "Delivery": "consumer", "PendingAcks": "cons
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -14,8 +14,9 @@ Errors are :mod:`broker_core.errors`' typed ones; each front end maps them once 
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from broker_core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from broker_core.core.admin.last_message import LastMessage
@@ -31,11 +32,4 @@ functions of :mod:`.last_message` are imported from it (the package's ``last_mes
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
