@@ -51,7 +51,7 @@ from connector.cli.args import SuggestingParser
 from broker_core.errors import PulsarLikeError
 
 from connector.cli import (admin_core_verbs, admin_namespaces, admin_permissions, admin_rates, admin_rest_groups,
-                           admin_topic_policy_group, admin_topics, admin_verb_flags, admin_verify, output,
+                           admin_target, admin_topic_policy_group, admin_topics, admin_verb_flags, admin_verify, output,
                            security_flags)
 from connector.cli.units import (parse_message_id, parse_relative_seconds, parse_size, seconds_to_minutes,
                                  size_to_mb)
@@ -519,10 +519,6 @@ def build_parser(groups_used: set[str] | None = None) -> _Parser:
     return parser
 
 
-PROBE_TIMEOUT_S = 2.0
-"""How long the binary CONNECT that tells pulsarlike from another Pulsar broker may take."""
-
-
 def _negative_values(argv: list[str]) -> list[str]:
     """``--size -5M`` as ``--size=-5M``: argparse takes ``-5M`` for an option (it only knows bare negative
     numbers are values), pulsar-admin takes it for the value; no option here starts with a digit."""
@@ -551,8 +547,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from connector.client.admin import Admin
 
     try:
-        _refuse_another_broker(args)
-        with _admin(Admin, args) as admin:
+        admin_target.refuse_another_broker(args)
+        with admin_target.open_admin(Admin, args) as admin:
             printed = args.run(admin, args)
     except PulsarLikeError as exc:
         print(f"pulsarlike admin: {exc.code}: {exc.message}", file=sys.stderr)
@@ -566,40 +562,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(printed, str) and printed:
         print(printed)
     return 0
-
-
-def _refuse_another_broker(args: argparse.Namespace) -> None:
-    """``NotSupported`` when the ``pulsar://`` URL is a Pulsar broker other than pulsarlike (one binary CONNECT
-    says whose it is): it has no gRPC admin, only its admin REST API. Nothing answering there: the Admin's own
-    error follows."""
-    url = args.admin_url
-    if url.startswith(("http://", "https://")):
-        return
-    from broker_core.errors import NotSupported
-    from connector.client.broker_kind import is_pulsarlike
-    from connector.client.security import Security
-
-    try:
-        security = Security.of(url, **security_flags.client_kwargs(args, url))
-        pulsarlike = is_pulsarlike(url, PROBE_TIMEOUT_S, security)
-    except Exception:  # noqa: BLE001 -- a bad URL or flags, or no answer: the Admin's own call reports it
-        return
-    if not pulsarlike:
-        raise NotSupported(f"{url} is a Pulsar broker other than pulsarlike: its admin calls go over its admin "
-                           "REST API only; give --admin-url http://HOST:8080 (its web service port)")
-
-
-def _admin(admin_class: Any, args: argparse.Namespace) -> Any:
-    """The REST admin for an http(s) URL (pulsar-admin's --admin-url), else the gRPC one."""
-    url = args.admin_url
-    kwargs = security_flags.client_kwargs(args, url)
-    if not url.startswith(("http://", "https://")):
-        return admin_class(url, **kwargs)
-    if url.startswith("https://"):
-        kwargs.update(tls_trust_certs_file_path=getattr(args, "tls_trust_cert_path", None),
-                      tls_allow_insecure_connection=getattr(args, "tls_allow_insecure", False),
-                      tls_validate_hostname=getattr(args, "tls_hostname_verification", False))
-    return admin_class(admin_url=url, **kwargs)
 
 
 if __name__ == "__main__":
