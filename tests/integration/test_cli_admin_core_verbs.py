@@ -8,18 +8,7 @@ import json
 import pytest
 
 from connector.cli.admin import main
-from tests.integration.test_http_admin_server import admin_http
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    with admin_http(tmp_path_factory.mktemp("core-verbs")) as http:
-        yield http
-
-
-@pytest.fixture(params=["grpc", "rest"])
-def url(request, served):
-    return served.broker.service_url if request.param == "grpc" else served.base
+from tests.integration.admin_cli_fixtures import cli, served, url  # noqa: F401 (fixtures)
 
 
 @pytest.fixture
@@ -29,13 +18,6 @@ def namespace(url, capsys):
     assert main(["--admin-url", url, "namespaces", "create", name]) in (0, 1)  # 1: made by a previous test
     capsys.readouterr()
     return name
-
-
-def cli(capsys, url: str, *args: str, code: int = 0) -> str:
-    done = main(["--admin-url", url, *args])
-    captured = capsys.readouterr()
-    assert done == code, (args, done, captured.out, captured.err)
-    return captured.out if code == 0 else captured.err
 
 
 def test_namespace_backlog_quotas_are_set_read_and_removed_by_type(capsys, url, namespace):

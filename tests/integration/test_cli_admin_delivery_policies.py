@@ -4,37 +4,8 @@ pulsar-admin's names and flags, on a namespace and on a topic, over gRPC (``puls
 from __future__ import annotations
 
 import json
-import uuid
 
-import pytest
-
-from tests.integration.test_cli_admin_core_verbs import cli
-from tests.integration.test_http_admin_server import admin_http
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    with admin_http(tmp_path_factory.mktemp("cli-delivery")) as http:
-        yield http
-
-
-@pytest.fixture(params=["grpc", "rest"])
-def url(request, served):
-    return served.broker.service_url if request.param == "grpc" else served.base
-
-
-@pytest.fixture
-def namespace(served):
-    name = f"public/cli-{uuid.uuid4().hex[:8]}"
-    assert served.put(f"/admin/v2/namespaces/{name}").status == 204
-    return name
-
-
-@pytest.fixture
-def topic(served, namespace):
-    name = f"persistent://{namespace}/t"
-    assert served.put(f"/admin/v2/persistent/{namespace}/t").status == 204
-    return name
+from tests.integration.admin_cli_fixtures import cli, namespace, served, topic, url  # noqa: F401 (fixtures)
 
 
 def test_namespace_delayed_delivery_with_a_max_delay_is_set_read_and_removed(capsys, url, namespace):

@@ -10,29 +10,10 @@ import uuid
 import pytest
 
 from connector import Admin, Client, ResourceGroupInUse, ResourceGroupNotFound
-from connector.cli.admin import main
-from tests.integration.test_http_admin_server import admin_http
+from tests.integration.admin_cli_fixtures import cli, served, url  # noqa: F401 (fixtures)
 
 OFF_DISPATCH = {"dispatchThrottlingRateInMsg": -1, "dispatchThrottlingRateInByte": -1, "relativeToPublishRate": False,
                 "ratePeriodInSecond": 1}
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    with admin_http(tmp_path_factory.mktemp("rate-verbs")) as http:
-        yield http
-
-
-@pytest.fixture(params=["grpc", "rest"])
-def url(request, served):
-    return served.broker.service_url if request.param == "grpc" else served.base
-
-
-def cli(capsys, url: str, *args: str, code: int = 0) -> str:
-    done = main(["--admin-url", url, *args])
-    captured = capsys.readouterr()
-    assert done == code, (args, done, captured.out, captured.err)
-    return captured.out if code == 0 else captured.err
 
 
 @pytest.fixture

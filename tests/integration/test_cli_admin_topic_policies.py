@@ -6,35 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 
-import pytest
-
-from tests.integration.test_cli_admin_core_verbs import cli
-from tests.integration.test_http_admin_server import admin_http
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    with admin_http(tmp_path_factory.mktemp("cli-topic-policies")) as http:
-        yield http
-
-
-@pytest.fixture(params=["grpc", "rest"])
-def url(request, served):
-    return served.broker.service_url if request.param == "grpc" else served.base
-
-
-@pytest.fixture
-def namespace(served):
-    name = f"public/tp-{uuid.uuid4().hex[:8]}"
-    assert served.put(f"/admin/v2/namespaces/{name}").status == 204
-    return name
-
-
-@pytest.fixture
-def topic(served, namespace):
-    name = f"persistent://{namespace}/t"
-    assert served.put(f"/admin/v2/persistent/{namespace}/t").status == 204
-    return name
+from tests.integration.admin_cli_fixtures import cli, namespace, served, topic, url  # noqa: F401 (fixtures)
 
 
 def test_a_policy_set_with_topic_policies_is_the_topics_own(capsys, url, topic):
